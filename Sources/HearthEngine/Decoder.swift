@@ -1,0 +1,244 @@
+import Foundation
+import HearthKernels
+
+/// The one forward pass every model family runs (read it like llama2.c's `forward`).
+///
+/// Owns the KV cache and all activation buffers, sized once at creation for `context`
+/// positions and batches of up to `maxBatch` tokens; nothing is allocated per token.
+/// Not Sendable: one owner drives it from one thread at a time.
+public final class Decoder {
+    public let options: DecoderOptions
+    public let weights: ModelWeights
+    public let cache: KVCache
+    public let pool: WorkerPool
+    /// Tokens processed per batch during prefill.
+    public let maxBatch: Int
+
+    private let scratch: MatMulScratch
+    private let x: UnsafeMutablePointer<Float>  // (B, dim) residual stream
+    private let xb: UnsafeMutablePointer<Float>  // (B, dim) normalised input of a block
+    private let qkv: UnsafeMutablePointer<Float>  // (B, qkvWidth) q | k | v per token
+    private let att: UnsafeMutablePointer<Float>  // (B, heads·headDim) attention output
+    private let proj: UnsafeMutablePointer<Float>  // (B, dim) block output before the residual add
+    private let gateUp: UnsafeMutablePointer<Float>  // (B, 2·ffn) gate | up per token
+    private let act: UnsafeMutablePointer<Float>  // (B, ffn) activated hidden
+    private let scores: UnsafeMutablePointer<Float>  // (threads, context) attention scores per worker
+    private let cosTable: UnsafeMutablePointer<Float>  // (B, rotaryDims/2)
+    private let sinTable: UnsafeMutablePointer<Float>  // (B, rotaryDims/2)
+    private let lastLogits: UnsafeMutablePointer<Float>  // (vocab,)
+    private var buffers: [UnsafeMutablePointer<Float>] = []
+
+    /// Creates a decoder with a cache of `context` positions.
+    public init(weights: ModelWeights, options: DecoderOptions, context: Int, maxBatch: Int = 64, pool: WorkerPool) {
+        self.options = options
+        self.weights = weights
+        self.pool = pool
+        self.maxBatch = max(1, maxBatch)
+        let o = options
+        cache = KVCache(layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim)
+        let widest = max(o.hiddenSize, o.ffnSize, o.headCount * o.headDim)
+        scratch = MatMulScratch(threads: pool.threadCount, maxCols: widest, slabRows: 64)
+        BLAS.useSingleThread()
+
+        var buffers: [UnsafeMutablePointer<Float>] = []
+        func buffer(_ count: Int) -> UnsafeMutablePointer<Float> {
+            let p = UnsafeMutablePointer<Float>.allocate(capacity: max(count, 1))
+            p.initialize(repeating: 0, count: max(count, 1))
+            buffers.append(p)
+            return p
+        }
+        let b = self.maxBatch
+        x = buffer(b * o.hiddenSize)
+        xb = buffer(b * o.hiddenSize)
+        qkv = buffer(b * o.qkvWidth)
+        att = buffer(b * o.headCount * o.headDim)
+        proj = buffer(b * o.hiddenSize)
+        gateUp = buffer(b * 2 * o.ffnSize)
+        act = buffer(b * o.ffnSize)
+        scores = buffer(pool.threadCount * context)
+        cosTable = buffer(b * o.rope.rotaryDims / 2)
+        sinTable = buffer(b * o.rope.rotaryDims / 2)
+        lastLogits = buffer(o.vocabSize)
+        self.buffers = buffers
+    }
+
+    deinit { for p in buffers { p.deallocate() } }
+
+    /// Positions the cache can hold.
+    public var context: Int { cache.capacity }
+
+    /// Whether extending a cache of `cached` positions to `end` positions needs every
+    /// position recomputed: LongRoPE switches to its long factors once the sequence passes
+    /// the original context, and transformers then re-runs the whole sequence with them.
+    public func needsRecompute(cached: Int, end: Int) -> Bool {
+        guard case .longRoPE(_, _, let original, _) = options.rope.scaling else { return false }
+        return cached > 0 && cached <= original && end > original
+    }
+
+    /// Runs `tokens` at positions `start…` and returns the logits of the last token
+    /// (`vocab` floats, valid until the next call). Earlier cache entries from `start` on are replaced.
+    public func forward(_ tokens: [Int32], from start: Int) throws -> UnsafeBufferPointer<Float> {
+        try run(tokens, from: start, allLogits: nil, shouldStop: { false })
+        return UnsafeBufferPointer(start: lastLogits, count: options.vocabSize)
+    }
+
+    /// Like `forward`, but checks `shouldStop` between batches and throws `.cancelled` when it returns true.
+    public func forward(_ tokens: [Int32], from start: Int, shouldStop: () -> Bool) throws -> UnsafeBufferPointer<Float> {
+        try run(tokens, from: start, allLogits: nil, shouldStop: shouldStop)
+        return UnsafeBufferPointer(start: lastLogits, count: options.vocabSize)
+    }
+
+    /// Runs `tokens` at positions `start…` and returns the logits at every position,
+    /// `(tokens.count, vocab)` row-major (for scoring and tests).
+    public func forwardAll(_ tokens: [Int32], from start: Int) throws -> [Float] {
+        var all = [Float](repeating: 0, count: tokens.count * options.vocabSize)
+        try all.withUnsafeMutableBufferPointer { try run(tokens, from: start, allLogits: $0, shouldStop: { false }) }
+        return all
+    }
+
+    private func run(
+        _ tokens: [Int32], from start: Int, allLogits: UnsafeMutableBufferPointer<Float>?, shouldStop: () -> Bool
+    ) throws {
+        let o = options
+        guard !tokens.isEmpty else { throw EngineError(.invalidOption, "no tokens to process") }
+        guard start >= 0, start <= cache.count else {
+            throw EngineError(.invalidOption, "start position \(start) is past the cached \(cache.count) tokens")
+        }
+        guard start + tokens.count <= cache.capacity else {
+            throw EngineError(
+                .contextLengthExceeded,
+                "\(start + tokens.count) tokens do not fit the \(cache.capacity)-token context",
+                remedy: "Shorten the prompt or raise --ctx")
+        }
+        if let bad = tokens.first(where: { $0 < 0 || Int($0) >= o.vocabSize }) {
+            throw EngineError(.invalidToken, "token id \(bad) is outside the vocabulary (\(o.vocabSize))")
+        }
+        cache.truncate(to: start)
+        let rope = RoPEFrequencies(o.rope, endPosition: start + tokens.count)
+        var done = 0
+        while done < tokens.count {
+            if shouldStop() { throw EngineError(.cancelled, "cancelled") }
+            let n = min(maxBatch, tokens.count - done)
+            let isLast = done + n == tokens.count
+            let chunk = Array(tokens[done..<(done + n)])
+            let outputRows: Range<Int>? = allLogits != nil ? 0..<n : (isLast ? (n - 1)..<n : nil)
+            let logitsOut = allLogits.map { $0.baseAddress! + done * o.vocabSize }
+            forwardBatch(chunk, at: start + done, rope: rope, outputRows: outputRows, logits: logitsOut)
+            done += n
+        }
+    }
+
+    /// One batch of `n ≤ maxBatch` tokens at positions `p…p+n-1`.
+    private func forwardBatch(
+        _ tokens: [Int32], at p: Int, rope: RoPEFrequencies, outputRows: Range<Int>?,
+        logits: UnsafeMutablePointer<Float>?
+    ) {
+        let o = options
+        let n = tokens.count
+        let dim = o.hiddenSize, hd = o.headDim, qDim = o.headCount * hd, kvDim = o.kvHeadCount * hd
+        let half = o.rope.rotaryDims / 2
+        let scale = 1 / Float(hd).squareRoot()
+
+        // Token embeddings → x.
+        for (t, token) in tokens.enumerated() { weights.tokenEmbedding.dequantizeRow(Int(token), into: x + t * dim) }
+        // Rotary cos/sin for every position of the batch, shared by all layers.
+        for t in 0..<n { rope.fill(position: p + t, cos: cosTable + t * half, sin: sinTable + t * half) }
+
+        for l in 0..<o.layerCount {
+            let layer = weights.layers[l]
+
+            // Attention norm: xb = norm(x).
+            for t in 0..<n { normalize(x + t * dim, layer.attnNorm, into: xb + t * dim) }
+
+            // q, k, v projections: qkv = xb · Wqkvᵀ.
+            project(layer.qkv, input: xb, n: n, output: qkv, width: o.qkvWidth)
+
+            // RoPE on q and k, then k and v into the cache at their positions.
+            for t in 0..<n {
+                let row = qkv + t * o.qkvWidth
+                for h in 0..<(o.headCount + o.kvHeadCount) {
+                    applyRoPENeoX(row + h * hd, rotaryDims: o.rope.rotaryDims, cos: cosTable + t * half, sin: sinTable + t * half)
+                }
+                cache.key(l, p + t).update(from: row + qDim, count: kvDim)
+                cache.value(l, p + t).update(from: row + qDim + kvDim, count: kvDim)
+            }
+            cache.count = p + n
+
+            // Causal multi-head attention over the cache, heads split across workers.
+            pool.parallelChunks(o.headCount) { heads, worker in
+                let s = scores + worker * cache.capacity
+                for h in heads {
+                    let kvOffset = (h / o.groupSize) * hd
+                    for t in 0..<n {
+                        let position = p + t
+                        let first = o.slidingWindow.map { max(0, position - $0 + 1) } ?? 0
+                        let q = qkv + t * o.qkvWidth + h * hd
+                        for j in first...position { s[j] = dotF32(q, cache.key(l, j) + kvOffset, hd) * scale }
+                        softmax(s + first, position - first + 1)
+                        let out = att + t * qDim + h * hd
+                        out.update(repeating: 0, count: hd)
+                        for j in first...position {
+                            let v = cache.value(l, j) + kvOffset
+                            let w = s[j]
+                            for i in 0..<hd { out[i] += w * v[i] }
+                        }
+                    }
+                }
+            }
+
+            // Output projection and residual: x += att · Woᵀ.
+            matmul(layer.attnOutput, x: att, batch: n, y: proj, pool: pool, scratch: scratch)
+            addInPlace(x, proj, n * dim)
+
+            // FFN norm, gated MLP and residual: x += down(act(gate) · up).
+            for t in 0..<n { normalize(x + t * dim, layer.ffnNorm, into: xb + t * dim) }
+            project(layer.gateUp, input: xb, n: n, output: gateUp, width: 2 * o.ffnSize)
+            for t in 0..<n {
+                let row = gateUp + t * 2 * o.ffnSize
+                let hidden = act + t * o.ffnSize
+                hidden.update(from: row, count: o.ffnSize)
+                switch o.activation {
+                case .siluGated: siluGate(hidden, up: row + o.ffnSize, o.ffnSize)
+                case .geluTanhGated: geluTanhGate(hidden, up: row + o.ffnSize, o.ffnSize)
+                }
+            }
+            matmul(layer.down, x: act, batch: n, y: proj, pool: pool, scratch: scratch)
+            addInPlace(x, proj, n * dim)
+        }
+
+        // Final norm and output projection for the rows whose logits are wanted.
+        guard let rows = outputRows, !rows.isEmpty else { return }
+        for t in rows { normalize(x + t * dim, weights.outputNorm, into: xb + (t - rows.lowerBound) * dim) }
+        let out = logits.map { $0 + rows.lowerBound * o.vocabSize } ?? lastLogits
+        matmul(weights.output, x: xb, batch: rows.count, y: out, pool: pool, scratch: scratch)
+    }
+
+    /// Applies the model's norm to one row.
+    @inline(__always)
+    private func normalize(_ input: UnsafeMutablePointer<Float>, _ weight: [Float], into out: UnsafeMutablePointer<Float>) {
+        weight.withUnsafeBufferPointer { w in
+            switch options.norm {
+            case .rms(let eps): rmsNorm(input, weight: w.baseAddress!, eps: eps, dim: options.hiddenSize, out: out)
+            case .layer(let eps):
+                layerNorm(input, weight: w.baseAddress!, bias: nil, eps: eps, dim: options.hiddenSize, out: out)
+            }
+        }
+    }
+
+    /// Runs fused or separate projections, writing their outputs side by side in rows of `width`.
+    private func project(
+        _ projections: LayerWeights.Projections, input: UnsafePointer<Float>, n: Int,
+        output: UnsafeMutablePointer<Float>, width: Int
+    ) {
+        switch projections {
+        case .fused(let w):
+            matmul(w, x: input, batch: n, y: output, pool: pool, scratch: scratch)
+        case .separate(let parts):
+            var offset = 0
+            for w in parts {
+                matmul(w, x: input, batch: n, y: output + offset, ldy: width, pool: pool, scratch: scratch)
+                offset += w.rows
+            }
+        }
+    }
+}

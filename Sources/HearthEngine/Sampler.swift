@@ -1,0 +1,161 @@
+import Foundation
+import HearthKernels
+
+/// Sampling settings. Temperature 0 is greedy decoding.
+public struct SamplingOptions: Sendable, Codable, Equatable {
+    /// Softmax temperature; 0 picks the most likely token.
+    public var temperature: Float = 0.8
+    /// Keep only the k most likely tokens (0 disables).
+    public var topK: Int = 40
+    /// Keep the smallest set of tokens whose probability reaches p (1 disables).
+    public var topP: Float = 0.95
+    /// Drop tokens less likely than min-p × the top probability (0 disables).
+    public var minP: Float = 0.05
+    /// Divide positive (multiply negative) logits of recently seen tokens by this (1 disables).
+    public var repetitionPenalty: Float = 1.0
+    /// How many recent tokens the repetition penalty looks at.
+    public var repetitionWindow: Int = 64
+    /// Seed for reproducible sampling; nil draws one at random.
+    public var seed: UInt64?
+
+    public init() {}
+
+    /// Checks ranges; throws `EngineError.invalidOption` naming the bad value.
+    public func validate() throws {
+        guard temperature >= 0, temperature.isFinite else {
+            throw EngineError(.invalidOption, "temperature must be ≥ 0, got \(temperature)")
+        }
+        guard topK >= 0 else { throw EngineError(.invalidOption, "top-k must be ≥ 0, got \(topK)") }
+        guard topP > 0, topP <= 1 else { throw EngineError(.invalidOption, "top-p must be in (0, 1], got \(topP)") }
+        guard minP >= 0, minP < 1 else { throw EngineError(.invalidOption, "min-p must be in [0, 1), got \(minP)") }
+        guard repetitionPenalty > 0, repetitionPenalty.isFinite else {
+            throw EngineError(.invalidOption, "repetition penalty must be > 0, got \(repetitionPenalty)")
+        }
+    }
+}
+
+/// xoshiro256** seeded through SplitMix64: fast, reproducible across platforms.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    private var s: (UInt64, UInt64, UInt64, UInt64)
+
+    public init(seed: UInt64) {
+        var z = seed
+        func splitMix() -> UInt64 {
+            z &+= 0x9E37_79B9_7F4A_7C15
+            var r = z
+            r = (r ^ (r >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            r = (r ^ (r >> 27)) &* 0x94D0_49BB_1331_11EB
+            return r ^ (r >> 31)
+        }
+        s = (splitMix(), splitMix(), splitMix(), splitMix())
+    }
+
+    public mutating func next() -> UInt64 {
+        let result = ((s.1 &* 5) << 7 | (s.1 &* 5) >> 57) &* 9
+        let t = s.1 << 17
+        s.2 ^= s.0
+        s.3 ^= s.1
+        s.1 ^= s.2
+        s.0 ^= s.3
+        s.2 ^= t
+        s.3 = s.3 << 45 | s.3 >> 19
+        return result
+    }
+}
+
+/// Picks the next token from logits: repetition penalty, then temperature, top-k, top-p and
+/// min-p (the order transformers applies them), then a draw from the seeded generator.
+/// Buffers are reused across calls.
+public struct Sampler {
+    public let options: SamplingOptions
+    private var rng: SeededGenerator
+    private var candidates: [(id: Int32, logit: Float)] = []
+
+    public init(options: SamplingOptions) {
+        self.options = options
+        rng = SeededGenerator(seed: options.seed ?? UInt64.random(in: 0...UInt64.max))
+    }
+
+    /// Chooses a token. `recent` are the latest tokens (for the repetition penalty).
+    public mutating func sample(_ logits: UnsafeBufferPointer<Float>, recent: ArraySlice<Int32>) -> Int32 {
+        let penalty = options.repetitionPenalty
+        let penalised = penalty != 1 ? Set(recent.suffix(options.repetitionWindow)) : []
+        @inline(__always) func adjusted(_ id: Int) -> Float {
+            let v = logits[id]
+            guard penalised.contains(Int32(id)) else { return v }
+            return v > 0 ? v / penalty : v * penalty
+        }
+        if options.temperature == 0 {
+            var best = 0
+            var bestValue = -Float.infinity
+            for i in 0..<logits.count {
+                let v = adjusted(i)
+                if v > bestValue {
+                    bestValue = v
+                    best = i
+                }
+            }
+            return Int32(best)
+        }
+        candidates.removeAll(keepingCapacity: true)
+        for i in 0..<logits.count { candidates.append((Int32(i), adjusted(i) / options.temperature)) }
+        candidates.sort { $0.logit > $1.logit }
+        if options.topK > 0 && options.topK < candidates.count { candidates.removeLast(candidates.count - options.topK) }
+        // Softmax over the survivors.
+        let maxLogit = candidates[0].logit
+        var probabilities = candidates.map { expf($0.logit - maxLogit) }
+        let total = probabilities.reduce(0, +)
+        for i in probabilities.indices { probabilities[i] /= total }
+        var keep = probabilities.count
+        if options.topP < 1 {
+            var cumulative: Float = 0
+            for (i, p) in probabilities.enumerated() {
+                cumulative += p
+                if cumulative >= options.topP {
+                    keep = i + 1
+                    break
+                }
+            }
+        }
+        if options.minP > 0 {
+            let threshold = probabilities[0] * options.minP
+            keep = min(keep, max(1, probabilities.prefix(keep).firstIndex { $0 < threshold } ?? keep))
+        }
+        let kept = probabilities.prefix(keep)
+        let sum = kept.reduce(0, +)
+        var r = Float(Double(rng.next() >> 11) * 0x1.0p-53) * sum
+        for (i, p) in kept.enumerated() {
+            r -= p
+            if r <= 0 { return candidates[i].id }
+        }
+        return candidates[keep - 1].id
+    }
+}
+
+/// Log-probabilities of the full distribution (before any sampling filter).
+public struct LogProbabilities {
+    /// log p(id) for one id.
+    public static func of(_ id: Int32, in logits: UnsafeBufferPointer<Float>, normalizer: Float) -> Float {
+        logits[Int(id)] - normalizer
+    }
+
+    /// The `k` most likely ids with their log-probabilities, most likely first.
+    public static func top(_ k: Int, in logits: UnsafeBufferPointer<Float>, normalizer: Float) -> [(id: Int32, logprob: Float)] {
+        guard k > 0 else { return [] }
+        var best: [(id: Int32, logprob: Float)] = []
+        for i in 0..<logits.count {
+            let v = logits[i]
+            if best.count < k || v > best[best.count - 1].logprob {
+                let index = best.firstIndex { v > $0.logprob } ?? best.count
+                best.insert((Int32(i), v), at: index)
+                if best.count > k { best.removeLast() }
+            }
+        }
+        return best.map { ($0.id, $0.logprob - normalizer) }
+    }
+
+    /// log Σ exp(logits).
+    public static func normalizer(_ logits: UnsafeBufferPointer<Float>) -> Float {
+        logSumExp(logits.baseAddress!, logits.count)
+    }
+}

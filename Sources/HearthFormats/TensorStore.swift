@@ -1,0 +1,31 @@
+import HearthKernels
+
+/// A tensor ready for the engine: its element type, shape and bytes (inside a mapping).
+///
+/// `@unchecked Sendable`: points into immutable mapped memory that `owner` keeps alive.
+public struct TensorData: @unchecked Sendable {
+    /// Tensor name in its file.
+    public let name: String
+    /// Storage type.
+    public let dtype: DType
+    /// Shape, outermost first (for a matrix: rows, cols).
+    public let shape: [Int]
+    /// The bytes.
+    public let bytes: UnsafeRawBufferPointer
+    /// Keeps `bytes` alive.
+    public let owner: AnyObject
+    /// The file the tensor came from, for error messages.
+    public let path: String
+
+    /// Number of elements.
+    public var elementCount: Int { shape.reduce(1, *) }
+}
+
+/// Something that holds named tensors: a safetensors checkpoint, later GGUF files.
+public protocol TensorStore: Sendable {
+    /// All tensor names.
+    var tensorNames: [String] { get }
+    /// Returns the tensor, or nil when the store has no tensor by that name.
+    /// Throws when the tensor exists but cannot be used (for example an unsupported dtype).
+    func tensor(named name: String) throws -> TensorData?
+}

@@ -1,0 +1,126 @@
+/// Per-thread scratch memory for matrix products, sized once and reused every token.
+///
+/// `@unchecked Sendable`: worker `i` only ever touches slab `i`.
+public final class MatMulScratch: @unchecked Sendable {
+    /// Rows dequantized at once by one worker for a batched product.
+    public let slabRows: Int
+    /// Widest input dimension the scratch supports.
+    public let maxCols: Int
+    private let slabs: [UnsafeMutablePointer<Float>]
+
+    /// Allocates `threads` slabs of `slabRows × maxCols` floats.
+    public init(threads: Int, maxCols: Int, slabRows: Int = 128) {
+        self.slabRows = slabRows
+        self.maxCols = maxCols
+        slabs = (0..<max(1, threads)).map { _ in
+            let p = UnsafeMutablePointer<Float>.allocate(capacity: slabRows * maxCols)
+            p.initialize(repeating: 0, count: slabRows * maxCols)
+            return p
+        }
+    }
+
+    deinit { for s in slabs { s.deallocate() } }
+
+    /// The slab of worker `worker`.
+    public func slab(_ worker: Int) -> UnsafeMutablePointer<Float> { slabs[worker] }
+}
+
+/// y = x · Wᵀ for a batch: `x` is `(batch, w.cols)`, `y` is `(batch, w.rows)` with rows
+/// `ldy` floats apart (default `w.rows`), both row-major.
+///
+/// Rows of W are split across the pool's workers. A single vector (batch 1) is a
+/// memory-bound matrix–vector product; a batch dequantizes slabs of rows and hands them
+/// to BLAS `sgemm`, which is compute-bound.
+public func matmul(
+    _ w: WeightMatrix, x: UnsafePointer<Float>, batch: Int, y: UnsafeMutablePointer<Float>, ldy: Int? = nil,
+    pool: WorkerPool, scratch: MatMulScratch
+) {
+    let ldy = ldy ?? w.rows
+    if batch == 1 {
+        pool.parallelFor(w.rows, granularity: 16) { rows in
+            matvecRows(w, x: x, y: y, rows: rows)
+        }
+        return
+    }
+    // Split rows in slabs so each worker dequantizes `slabRows` rows at most at a time.
+    pool.run { worker in
+        let per = (w.rows + pool.threadCount - 1) / pool.threadCount
+        let start = min(w.rows, worker * per)
+        let end = min(w.rows, start + per)
+        var r = start
+        while r < end {
+            let n = min(scratch.slabRows, end - r)
+            let b: UnsafePointer<Float>
+            if w.dtype == .f32 {
+                b = w.row(r).assumingMemoryBound(to: Float.self)
+            } else {
+                let slab = scratch.slab(worker)
+                for i in 0..<n { w.dequantizeRow(r + i, into: slab + i * w.cols) }
+                b = UnsafePointer(slab)
+            }
+            BLAS.sgemm(
+                m: batch, n: n, k: w.cols, a: x, lda: w.cols, b: b, ldb: w.cols, transposeB: true,
+                c: y + r, ldc: ldy)
+            r += n
+        }
+    }
+}
+
+/// Matrix–vector product for a range of rows: y[r] = W[r] · x.
+@inline(__always)
+func matvecRows(_ w: WeightMatrix, x: UnsafePointer<Float>, y: UnsafeMutablePointer<Float>, rows: Range<Int>) {
+    switch w.dtype {
+    case .f32:
+        for r in rows { y[r] = dotF32(w.row(r).assumingMemoryBound(to: Float.self), x, w.cols) }
+    case .f16:
+        for r in rows { y[r] = dotF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
+    case .bf16:
+        for r in rows { y[r] = dotBF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
+    }
+}
+
+/// Dot product of two Float vectors.
+@inline(__always)
+public func dotF32(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {
+    var acc0 = SIMD8<Float>(), acc1 = SIMD8<Float>()
+    var i = 0
+    let ra = UnsafeRawPointer(a), rb = UnsafeRawPointer(b)
+    while i + 16 <= n {
+        acc0 += ra.loadUnaligned(fromByteOffset: i * 4, as: SIMD8<Float>.self)
+            * rb.loadUnaligned(fromByteOffset: i * 4, as: SIMD8<Float>.self)
+        acc1 += ra.loadUnaligned(fromByteOffset: i * 4 + 32, as: SIMD8<Float>.self)
+            * rb.loadUnaligned(fromByteOffset: i * 4 + 32, as: SIMD8<Float>.self)
+        i += 16
+    }
+    var sum = (acc0 + acc1).sum()
+    while i < n {
+        sum += a[i] * b[i]
+        i += 1
+    }
+    return sum
+}
+
+@inline(__always)
+func dotF16(_ a: UnsafePointer<UInt16>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {
+    var sum: Float = 0
+    for i in 0..<n { sum += halfToFloat(a[i]) * b[i] }
+    return sum
+}
+
+@inline(__always)
+func dotBF16(_ a: UnsafePointer<UInt16>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {
+    var acc = SIMD8<Float>()
+    var i = 0
+    while i + 8 <= n {
+        let raw = UnsafeRawPointer(a + i).loadUnaligned(as: SIMD8<UInt16>.self)
+        let bits = SIMD8<UInt32>(truncatingIfNeeded: raw) &<< 16
+        acc += unsafeBitCast(bits, to: SIMD8<Float>.self) * UnsafeRawPointer(b + i).loadUnaligned(as: SIMD8<Float>.self)
+        i += 8
+    }
+    var sum = acc.sum()
+    while i < n {
+        sum += bfloat16ToFloat(a[i]) * b[i]
+        i += 1
+    }
+    return sum
+}

@@ -1,0 +1,90 @@
+import Foundation
+
+/// out = x / sqrt(mean(x²) + eps) · weight, over `dim` elements. `out` may alias `x`.
+public func rmsNorm(
+    _ x: UnsafePointer<Float>, weight: UnsafePointer<Float>, eps: Float, dim: Int, out: UnsafeMutablePointer<Float>
+) {
+    var ss: Float = 0
+    for i in 0..<dim { ss += x[i] * x[i] }
+    let scale = 1 / (ss / Float(dim) + eps).squareRoot()
+    for i in 0..<dim { out[i] = x[i] * scale * weight[i] }
+}
+
+/// out = (x - mean) / sqrt(var + eps) · weight + bias, over `dim` elements. `out` may alias `x`.
+public func layerNorm(
+    _ x: UnsafePointer<Float>, weight: UnsafePointer<Float>, bias: UnsafePointer<Float>?, eps: Float, dim: Int,
+    out: UnsafeMutablePointer<Float>
+) {
+    var mean: Float = 0
+    for i in 0..<dim { mean += x[i] }
+    mean /= Float(dim)
+    var variance: Float = 0
+    for i in 0..<dim {
+        let d = x[i] - mean
+        variance += d * d
+    }
+    let scale = 1 / (variance / Float(dim) + eps).squareRoot()
+    for i in 0..<dim { out[i] = (x[i] - mean) * scale * weight[i] + (bias?[i] ?? 0) }
+}
+
+/// In-place numerically stable softmax over `n` elements.
+public func softmax(_ x: UnsafeMutablePointer<Float>, _ n: Int) {
+    guard n > 0 else { return }
+    var maxValue = x[0]
+    for i in 1..<n where x[i] > maxValue { maxValue = x[i] }
+    var sum: Float = 0
+    for i in 0..<n {
+        let e = expf(x[i] - maxValue)
+        x[i] = e
+        sum += e
+    }
+    let inv = 1 / sum
+    for i in 0..<n { x[i] *= inv }
+}
+
+/// Rotates the first `rotaryDims` of a head vector with the "half-split" (GPT-NeoX) layout:
+/// element i pairs with element i + rotaryDims/2. `cos`/`sin` hold rotaryDims/2 values.
+@inline(__always)
+public func applyRoPENeoX(
+    _ v: UnsafeMutablePointer<Float>, rotaryDims: Int, cos: UnsafePointer<Float>, sin: UnsafePointer<Float>
+) {
+    let half = rotaryDims / 2
+    for i in 0..<half {
+        let a = v[i], b = v[i + half]
+        v[i] = a * cos[i] - b * sin[i]
+        v[i + half] = b * cos[i] + a * sin[i]
+    }
+}
+
+/// gate[i] = silu(gate[i]) · up[i], the SwiGLU activation.
+public func siluGate(_ gate: UnsafeMutablePointer<Float>, up: UnsafePointer<Float>, _ n: Int) {
+    for i in 0..<n {
+        let g = gate[i]
+        gate[i] = g / (1 + expf(-g)) * up[i]
+    }
+}
+
+/// x[i] += y[i].
+@inline(__always)
+public func addInPlace(_ x: UnsafeMutablePointer<Float>, _ y: UnsafePointer<Float>, _ n: Int) {
+    for i in 0..<n { x[i] += y[i] }
+}
+
+/// Natural-log softmax normaliser: log(Σ exp(x)) over `n` elements.
+public func logSumExp(_ x: UnsafePointer<Float>, _ n: Int) -> Float {
+    guard n > 0 else { return -.infinity }
+    var maxValue = x[0]
+    for i in 1..<n where x[i] > maxValue { maxValue = x[i] }
+    var sum: Float = 0
+    for i in 0..<n { sum += expf(x[i] - maxValue) }
+    return maxValue + logf(sum)
+}
+
+/// gate[i] = gelu_tanh(gate[i]) · up[i] (GeGLU with the tanh approximation).
+public func geluTanhGate(_ gate: UnsafeMutablePointer<Float>, up: UnsafePointer<Float>, _ n: Int) {
+    let c: Float = 0.797_884_56  // sqrt(2/π)
+    for i in 0..<n {
+        let g = gate[i]
+        gate[i] = 0.5 * g * (1 + tanhf(c * (g + 0.044715 * g * g * g))) * up[i]
+    }
+}

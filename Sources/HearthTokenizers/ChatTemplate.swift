@@ -1,0 +1,95 @@
+/// One message of a conversation.
+public struct ChatMessage: Sendable, Codable, Equatable {
+    /// `system`, `user` or `assistant`.
+    public var role: String
+    /// The message text.
+    public var content: String
+
+    public init(role: String, content: String) {
+        self.role = role
+        self.content = content
+    }
+}
+
+/// A chat prompt format. Hearth recognises a checkpoint's Jinja `chat_template` by the
+/// markers it writes and renders the same text natively (no Jinja interpreter).
+public struct ChatTemplate: Sendable, Equatable {
+    /// The prompt formats Hearth can render.
+    public enum Format: String, Sendable {
+        /// `<|user|>\n…<|end|>\n<|assistant|>\n` (Phi-3, Phi-3.5).
+        case phi3
+        /// `<|im_start|>user\n…<|im_end|>\n` (ChatML: Phi-4, Qwen…).
+        case chatml
+        /// `<start_of_turn>user\n…<end_of_turn>\n` (Gemma).
+        case gemma
+        /// `Instruct: …\nOutput:` (Phi-2, which ships no template).
+        case instruct
+    }
+
+    /// The format.
+    public var format: Format
+    /// Text to put first (the BOS token) when the template writes `bos_token`.
+    public var prefix: String
+    /// Text a finished conversation ends with when no generation prompt is added.
+    public var endOfText: String
+
+    public init(format: Format, prefix: String = "", endOfText: String = "") {
+        self.format = format
+        self.prefix = prefix
+        self.endOfText = endOfText
+    }
+
+    /// Recognises a Jinja template by its markers, or returns nil for an unknown one.
+    public init?(jinja source: String, bosToken: String?, eosToken: String?) {
+        let format: Format
+        if source.contains("<|user|>") && source.contains("<|end|>") {
+            format = .phi3
+        } else if source.contains("<|im_start|>") {
+            format = .chatml
+        } else if source.contains("<start_of_turn>") {
+            format = .gemma
+        } else {
+            return nil
+        }
+        // Templates that start with `{{ bos_token }}` write BOS as text themselves.
+        let loopStart =
+            source.range(of: "{%- for")?.lowerBound ?? source.range(of: "{% for")?.lowerBound ?? source.endIndex
+        let writesBOS = source[..<loopStart].contains("bos_token")
+        self.init(format: format, prefix: writesBOS ? (bosToken ?? "") : "", endOfText: eosToken ?? "")
+    }
+
+    /// Renders a conversation; with `addGenerationPrompt` the text ends where the assistant's reply begins.
+    public func render(_ messages: [ChatMessage], addGenerationPrompt: Bool) -> String {
+        var text = prefix
+        switch format {
+        case .phi3:
+            for m in messages { text += "<|\(m.role)|>\n\(m.content)<|end|>\n" }
+            text += addGenerationPrompt ? "<|assistant|>\n" : endOfText
+        case .chatml:
+            for m in messages { text += "<|im_start|>\(m.role)\n\(m.content)<|im_end|>\n" }
+            if addGenerationPrompt { text += "<|im_start|>assistant\n" }
+        case .gemma:
+            // Gemma has no system role: its template folds the system text into the first user turn.
+            var pendingSystem = ""
+            for m in messages {
+                if m.role == "system" {
+                    pendingSystem += m.content + "\n\n"
+                    continue
+                }
+                let role = m.role == "assistant" ? "model" : m.role
+                text += "<start_of_turn>\(role)\n\(pendingSystem)\(m.content)<end_of_turn>\n"
+                pendingSystem = ""
+            }
+            if addGenerationPrompt { text += "<start_of_turn>model\n" }
+        case .instruct:
+            for m in messages {
+                switch m.role {
+                case "assistant": text += "Output: \(m.content)\n"
+                default: text += "Instruct: \(m.content)\n"
+                }
+            }
+            if addGenerationPrompt { text += "Output:" }
+        }
+        return text
+    }
+}

@@ -1,0 +1,39 @@
+/// Text ⇄ token ids for one model.
+public protocol Tokenizer: Sendable {
+    /// Ids below this are valid.
+    var vocabularySize: Int { get }
+    /// The beginning-of-sequence id, if the vocabulary has one.
+    var bosID: Int32? { get }
+    /// Whether `encode(_:addSpecialTokens: true)` prepends BOS.
+    var addsBOS: Bool { get }
+    /// End-of-sequence ids the tokenizer itself declares.
+    var eosIDs: Set<Int32> { get }
+    /// The chat template, if the checkpoint ships one Hearth understands.
+    var chatTemplate: ChatTemplate? { get }
+    /// A short description for `inspect` ("sentencepiece-bpe", …).
+    var kind: String { get }
+
+    /// Encodes text. Added/special tokens written in the text are matched as tokens.
+    /// With `addSpecialTokens`, BOS/EOS are added as the tokenizer config says.
+    func encode(_ text: String, addSpecialTokens: Bool) throws -> [Int32]
+
+    /// The bytes a token stands for when decoding (`▁` as a space, `<0xNN>` as that byte),
+    /// or nil for a control token that has no text.
+    func bytes(of id: Int32) -> [UInt8]?
+
+    /// Whether `id` is a special (control) token, skipped when decoding for display.
+    func isSpecial(_ id: Int32) -> Bool
+
+    /// The id of an exact token string (piece or added token), if any.
+    func id(of token: String) -> Int32?
+}
+
+extension Tokenizer {
+    /// Decodes ids to text, skipping special tokens, with invalid UTF-8 replaced by U+FFFD.
+    public func decode(_ ids: [Int32], skipSpecialTokens: Bool = true) -> String {
+        var detokenizer = StreamingDetokenizer(tokenizer: self, skipSpecialTokens: skipSpecialTokens)
+        var text = ""
+        for id in ids { text += detokenizer.push(id) }
+        return text + detokenizer.flush()
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+
+/// A token added on top of the base vocabulary (`added_tokens_decoder` in
+/// `tokenizer_config.json`), matched in the text before the base model runs.
+public struct AddedToken: Sendable, Equatable {
+    /// Token id.
+    public var id: Int32
+    /// The literal text.
+    public var content: String
+    /// Control tokens (`special`) are skipped when decoding for display.
+    public var special: Bool
+    /// Strip whitespace on the left of the token when splitting.
+    public var lstrip: Bool
+    /// Strip whitespace on the right of the token when splitting.
+    public var rstrip: Bool
+
+    public init(id: Int32, content: String, special: Bool, lstrip: Bool = false, rstrip: Bool = false) {
+        self.id = id
+        self.content = content
+        self.special = special
+        self.lstrip = lstrip
+        self.rstrip = rstrip
+    }
+}
+
+/// The parts of `tokenizer_config.json` (plus `added_tokens.json`) that change tokenization.
+public struct TokenizerConfig: Sendable {
+    public var addBOSToken: Bool?
+    public var addEOSToken: Bool?
+    /// HF's Llama `legacy` flag: whether text after an added token gets a dummy-prefix space.
+    public var legacy: Bool?
+    public var addPrefixSpace: Bool?
+    public var bosToken: String?
+    public var eosToken: String?
+    public var unkToken: String?
+    public var padToken: String?
+    /// The Jinja chat template source, if any (the `default` one when several are named).
+    public var chatTemplate: String?
+    public var modelMaxLength: Int?
+    public var addedTokens: [AddedToken] = []
+
+    public init() {}
+
+    /// Reads `tokenizer_config.json` and `added_tokens.json` from a checkpoint directory.
+    /// Missing files give an empty configuration; malformed ones throw.
+    public static func load(directory: URL) throws -> TokenizerConfig {
+        var config = TokenizerConfig()
+        let configURL = directory.appendingPathComponent("tokenizer_config.json")
+        if let object = try readObject(configURL) {
+            config.addBOSToken = object["add_bos_token"] as? Bool
+            config.addEOSToken = object["add_eos_token"] as? Bool
+            config.legacy = object["legacy"] as? Bool
+            config.addPrefixSpace = object["add_prefix_space"] as? Bool
+            config.bosToken = tokenText(object["bos_token"])
+            config.eosToken = tokenText(object["eos_token"])
+            config.unkToken = tokenText(object["unk_token"])
+            config.padToken = tokenText(object["pad_token"])
+            config.modelMaxLength = (object["model_max_length"] as? NSNumber).flatMap { $0.doubleValue < 1e15 ? $0.intValue : nil }
+            if let template = object["chat_template"] as? String {
+                config.chatTemplate = template
+            } else if let named = object["chat_template"] as? [[String: Any]] {
+                let chosen = named.first { ($0["name"] as? String) == "default" } ?? named.first
+                config.chatTemplate = chosen?["template"] as? String
+            }
+            if let decoder = object["added_tokens_decoder"] as? [String: Any] {
+                for (key, value) in decoder {
+                    guard let id = Int32(key), id >= 0, let entry = value as? [String: Any],
+                        let content = entry["content"] as? String, !content.isEmpty
+                    else {
+                        throw TokenizerError(
+                            .invalidConfig, "added_tokens_decoder entry '\(key)' needs an integer id and a content",
+                            path: configURL.path)
+                    }
+                    config.addedTokens.append(
+                        AddedToken(
+                            id: id, content: content, special: entry["special"] as? Bool ?? true,
+                            lstrip: entry["lstrip"] as? Bool ?? false, rstrip: entry["rstrip"] as? Bool ?? false))
+                }
+            }
+        }
+        // Older checkpoints list added tokens only in added_tokens.json.
+        let addedURL = directory.appendingPathComponent("added_tokens.json")
+        if let object = try readObject(addedURL) {
+            for (content, value) in object {
+                guard let id = (value as? NSNumber)?.int32Value, id >= 0, !content.isEmpty else {
+                    throw TokenizerError(.invalidConfig, "token '\(content)' has no integer id", path: addedURL.path)
+                }
+                if !config.addedTokens.contains(where: { $0.id == id }) {
+                    config.addedTokens.append(AddedToken(id: id, content: content, special: true))
+                }
+            }
+        }
+        config.addedTokens.sort { $0.id < $1.id }
+        return config
+    }
+
+    private static func readObject(_ url: URL) throws -> [String: Any]? {
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        guard let data = FileManager.default.contents(atPath: url.path),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else {
+            throw TokenizerError(.invalidConfig, "not a JSON object", path: url.path)
+        }
+        return object
+    }
+
+    /// Special tokens appear as a plain string or as `{"content": …}`.
+    private static func tokenText(_ value: Any?) -> String? {
+        if let s = value as? String { return s }
+        if let o = value as? [String: Any] { return o["content"] as? String }
+        return nil
+    }
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import HearthEngine
+import HearthTokenizers
+
+struct Generate: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Generate text from a prompt, streaming tokens to stdout.")
+
+    @OptionGroup var model: ModelOptions
+    @OptionGroup var runtime: RuntimeOptions
+    @OptionGroup var sampling: SamplingFlags
+
+    @Option(name: .long, help: "The prompt text.")
+    var prompt: String
+
+    @Option(name: .long, help: "Maximum number of tokens to generate.")
+    var maxTokens: Int = 256
+
+    @Option(name: .long, help: "Stop when this text is generated (repeatable; not printed).")
+    var stop: [String] = []
+
+    @Flag(name: .long, help: "Use the prompt as is instead of wrapping it in the model's chat template as one user turn.")
+    var raw = false
+
+    @Flag(name: .long, help: "Write JSON Lines: one object per token, then a summary object.")
+    var json = false
+
+    @Option(name: .long, help: "With --json, include the K most likely tokens and their log-probabilities per step.")
+    var topLogprobs: Int = 0
+
+    func validate() throws {
+        if maxTokens < 0 { throw ValidationError("--max-tokens must be ≥ 0") }
+        if topLogprobs < 0 || topLogprobs > 100 { throw ValidationError("--top-logprobs must be between 0 and 100") }
+    }
+
+    func run() throws {
+        try reportingErrors {
+            let lm = try model.load()
+            let generator = try Generator(
+                model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch)
+            let tokens =
+                raw
+                ? try lm.tokenizer.encode(prompt, addSpecialTokens: true)
+                : try lm.chatPrompt([ChatMessage(role: "user", content: prompt)])
+            var parameters = GenerationParameters()
+            parameters.maxTokens = maxTokens
+            parameters.sampling = sampling.options
+            parameters.stop = stop
+            parameters.topLogprobs = topLogprobs
+            parameters.stripLeadingSpace = !raw
+            let summary = try generator.run(prompt: tokens, parameters: parameters) { token in
+                if json {
+                    let line = TokenLine(
+                        id: token.id, text: token.text, logprob: token.logprob,
+                        top_logprobs: token.topLogprobs.map { .init(id: $0.id, logprob: $0.logprob) })
+                    if let text = try? jsonLine(line) { emit(text) }
+                } else {
+                    emit(token.text)
+                }
+            }
+            if json {
+                emit(
+                    try jsonLine(
+                        DoneLine(
+                            done: true, finish_reason: summary.finishReason.rawValue,
+                            prompt_tokens: summary.promptTokens, completion_tokens: summary.completionTokens,
+                            prefill_tokens_per_second: summary.prefillTokensPerSecond,
+                            decode_tokens_per_second: summary.decodeTokensPerSecond)))
+            } else {
+                emit("\n")
+            }
+        }
+    }
+
+    struct TokenLine: Encodable {
+        struct Alternative: Encodable {
+            let id: Int32
+            let logprob: Float
+        }
+        let id: Int32
+        let text: String
+        let logprob: Float
+        let top_logprobs: [Alternative]
+    }
+
+    struct DoneLine: Encodable {
+        let done: Bool
+        let finish_reason: String
+        let prompt_tokens: Int
+        let completion_tokens: Int
+        let prefill_tokens_per_second: Double
+        let decode_tokens_per_second: Double
+    }
+}

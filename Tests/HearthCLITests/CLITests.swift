@@ -1,0 +1,131 @@
+import Foundation
+import HearthTestSupport
+import Testing
+
+enum CLITestError: Error { case binaryNotFound }
+
+/// Drives the real `hearth` binary the way users and scripts do.
+@Suite struct CLITests {
+    struct Result {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    /// The built `hearth` next to the test bundle.
+    static var binary: URL? {
+        var dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent("hearth")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            dir.deleteLastPathComponent()
+        }
+        return nil
+    }
+
+    func hearth(_ arguments: [String]) throws -> Result {
+        guard let binary = Self.binary else { throw CLITestError.binaryNotFound }
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(
+            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    @Test(arguments: Fixtures.phi3Checkpoints)
+    func greedyJSONReproducesTransformers(_ name: String) throws {
+        let prompt = try Fixtures.reference(name).prompts[0]
+        let result = try hearth([
+            "generate", "--model", Fixtures.checkpoint(name).path, "--prompt", prompt.text, "--raw",
+            "--temperature", "0", "--json", "--max-tokens", "16", "--top-logprobs", "3", "--threads", "2",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map { Data($0.utf8) }
+        let objects = try lines.map { try #require(JSONSerialization.jsonObject(with: $0) as? [String: Any]) }
+        let tokens = objects.filter { $0["done"] == nil }
+        let ids = tokens.compactMap { ($0["id"] as? NSNumber)?.int32Value }
+        #expect(ids == prompt.greedy)
+        for token in tokens {
+            let top = try #require(token["top_logprobs"] as? [[String: Any]])
+            #expect(top.count == 3)
+            // Greedy picks the most likely token.
+            #expect((top.first?["id"] as? NSNumber)?.int32Value == (token["id"] as? NSNumber)?.int32Value)
+            #expect(((token["logprob"] as? NSNumber)?.doubleValue ?? 1) <= 0)
+        }
+        let done = try #require(objects.last)
+        #expect(done["done"] as? Bool == true)
+        #expect(done["finish_reason"] as? String == (prompt.greedy_stopped_on_eos ? "stop" : "length"))
+        #expect((done["prompt_tokens"] as? NSNumber)?.intValue == prompt.input_ids.count)
+        #expect((done["completion_tokens"] as? NSNumber)?.intValue == prompt.greedy.count)
+        #expect(done["prefill_tokens_per_second"] is NSNumber)
+        #expect(done["decode_tokens_per_second"] is NSNumber)
+    }
+
+    @Test func chatTemplateIsAppliedWithoutRaw() throws {
+        let chat = try Fixtures.reference("phi3-mha").chat[0]
+        let result = try hearth([
+            "generate", "--model", Fixtures.checkpoint("phi3-mha").path, "--prompt", chat.messages[0].content,
+            "--temperature", "0", "--json", "--max-tokens", "2",
+        ])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.contains("\"prompt_tokens\":\(chat.input_ids.count)"))
+    }
+
+    @Test func tokenizePrintsIds() throws {
+        let prompt = try Fixtures.reference("phi3-mha").prompts[1]
+        let path = Fixtures.checkpoint("phi3-mha").path
+        let withBOS = try hearth(["tokenize", "--model", path, "--text", prompt.text])
+        #expect(withBOS.status == 0)
+        #expect(withBOS.stdout == "[" + prompt.input_ids.map(String.init).joined(separator: ",") + "]\n")
+        let noBOS = try hearth(["tokenize", "--model", path, "--text", prompt.text, "--no-bos"])
+        #expect(noBOS.stdout == "[" + prompt.input_ids.dropFirst().map(String.init).joined(separator: ",") + "]\n")
+    }
+
+    @Test func inspectDescribesTheModel() throws {
+        let result = try hearth(["inspect", "--model", Fixtures.checkpoint("phi3-gqa-longrope").path])
+        #expect(result.status == 0, "\(result.stderr)")
+        for needle in ["Phi3ForCausalLM", "kv heads 2", "f16", "longrope", "1000", "1007", "phi3", "context length"] {
+            #expect(result.stdout.contains(needle), "missing \(needle)")
+        }
+    }
+
+    @Test func badInputExitsNonZeroWithAMessage() throws {
+        let missing = try hearth(["generate", "--model", "/nonexistent", "--prompt", "hi"])
+        #expect(missing.status != 0)
+        #expect(missing.stderr.contains("does not exist"))
+        let prompt = String(repeating: "word ", count: 200)
+        let tooLong = try hearth([
+            "generate", "--model", Fixtures.checkpoint("phi3-mha").path, "--prompt", prompt, "--raw", "--ctx", "32",
+        ])
+        #expect(tooLong.status != 0)
+        #expect(tooLong.stderr.contains("context"))
+        let badFlag = try hearth(["generate", "--model", Fixtures.checkpoint("phi3-mha").path, "--prompt", "x", "--top-p", "0"])
+        #expect(badFlag.status != 0)
+    }
+
+    @Test func everyFlagHasHelp() throws {
+        // swift-argument-parser's machine-readable help lists every argument with its abstract.
+        let result = try hearth(["--experimental-dump-help"])
+        #expect(result.status == 0)
+        let root = try #require(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+        var count = 0
+        func walk(_ command: [String: Any]) {
+            for argument in command["arguments"] as? [[String: Any]] ?? [] {
+                count += 1
+                let abstract = argument["abstract"] as? String ?? ""
+                #expect(!abstract.isEmpty, "\(command["commandName"] ?? "?") \(argument["names"] ?? "?") has no help")
+            }
+            for sub in command["subcommands"] as? [[String: Any]] ?? [] { walk(sub) }
+        }
+        walk(try #require(root["command"] as? [String: Any]))
+        #expect(count > 20)
+    }
+}

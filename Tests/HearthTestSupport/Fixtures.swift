@@ -1,0 +1,78 @@
+import Foundation
+
+/// Locations of the committed reference fixtures (made by scripts/make_reference_fixtures.py).
+public enum Fixtures {
+    /// The repository root, found from this file's path.
+    public static let root = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// `Tests/Fixtures`.
+    public static let directory = root.appendingPathComponent("Tests/Fixtures")
+
+    /// The tiny Phi-3 checkpoints.
+    public static let phi3Checkpoints = ["phi3-mha", "phi3-gqa-longrope", "phi3-partial-tied"]
+
+    /// Path of a checkpoint directory.
+    public static func checkpoint(_ name: String) -> URL { directory.appendingPathComponent(name) }
+
+    /// The decoded `reference.json` of a checkpoint.
+    public static func reference(_ name: String) throws -> Reference {
+        let data = try Data(contentsOf: checkpoint(name).appendingPathComponent("reference.json"))
+        return try JSONDecoder().decode(Reference.self, from: data)
+    }
+
+    /// Copies a checkpoint into a fresh temporary directory (for tests that damage it).
+    public static func copyOfCheckpoint(_ name: String) throws -> URL {
+        let target = FileManager.default.temporaryDirectory
+            .appendingPathComponent("hearth-test-\(UUID().uuidString)")
+        try FileManager.default.copyItem(at: checkpoint(name), to: target)
+        return target
+    }
+}
+
+/// Reference outputs of HF transformers for one checkpoint.
+public struct Reference: Decodable, Sendable {
+    public struct Prompt: Decodable, Sendable {
+        public let name: String
+        public let text: String
+        public let input_ids: [Int32]
+        /// Logits at every position, `[position][vocab]`.
+        public let logits: [[Float]]
+        public let greedy: [Int32]
+        public let greedy_stopped_on_eos: Bool
+    }
+
+    public struct Message: Decodable, Sendable {
+        public let role: String
+        public let content: String
+    }
+
+    public struct Chat: Decodable, Sendable {
+        public let messages: [Message]
+        public let text: String
+        public let input_ids: [Int32]
+    }
+
+    public let generator: String
+    public let prompts: [Prompt]
+    public let chat: [Chat]
+}
+
+/// `tokenizer-cases.json`: texts with sentencepiece's and transformers' ids.
+public struct TokenizerCases: Decodable, Sendable {
+    public struct Case: Decodable, Sendable {
+        public let text: String
+        public let sp_ids: [Int32]
+        public let hf_ids: [Int32]
+        public let sp_pieces: [String]
+        public let decoded: String
+    }
+
+    public let generator: String
+    public let cases: [Case]
+
+    public static func load() throws -> TokenizerCases {
+        let data = try Data(contentsOf: Fixtures.directory.appendingPathComponent("tokenizer-cases.json"))
+        return try JSONDecoder().decode(TokenizerCases.self, from: data)
+    }
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Sets Hearth up on a fresh machine: installs the system libraries it links
+# (OpenBLAS, SentencePiece, zstd) if they are missing, then builds release.
+# Safe to run again: it installs nothing that is already there.
+#
+#   scripts/setup.sh            # install what is missing, build release
+#   scripts/setup.sh --deps     # only install the libraries
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_pkgs=()
+pkg-config --exists openblas 2>/dev/null || need_pkgs+=(libopenblas-dev)
+pkg-config --exists sentencepiece 2>/dev/null || need_pkgs+=(libsentencepiece-dev)
+pkg-config --exists libzstd 2>/dev/null || need_pkgs+=(libzstd-dev)
+command -v pkg-config >/dev/null 2>&1 || need_pkgs+=(pkg-config)
+
+if [ ${#need_pkgs[@]} -gt 0 ]; then
+  if [ "$(uname)" = "Darwin" ]; then
+    echo "Hearth needs: sentencepiece, zstd (BLAS comes from Accelerate). Run: brew install sentencepiece zstd pkg-config" >&2
+    exit 1
+  elif ! command -v apt-get >/dev/null 2>&1; then
+    echo "Hearth needs these libraries with pkg-config files: ${need_pkgs[*]} (Debian names)." >&2
+    echo "Install them with your package manager, then run this script again." >&2
+    exit 1
+  fi
+  echo "Installing ${need_pkgs[*]}…"
+  if [ "$(id -u)" = 0 ]; then SUDO=(); elif command -v sudo >/dev/null 2>&1; then SUDO=(sudo); else
+    echo "Installing packages needs root: run as root or install sudo. Missing: ${need_pkgs[*]}" >&2
+    exit 1
+  fi
+  "${SUDO[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq "${need_pkgs[@]}" pkg-config >/dev/null
+fi
+
+[ "${1:-}" = "--deps" ] && exit 0
+
+swift build -c release --product hearth
+echo "Built: $(swift build -c release --show-bin-path)/hearth"
