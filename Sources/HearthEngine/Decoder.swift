@@ -22,22 +22,30 @@ public final class Decoder {
     private let proj: UnsafeMutablePointer<Float>  // (B, dim) block output before the residual add
     private let gateUp: UnsafeMutablePointer<Float>  // (B, 2·ffn) gate | up per token
     private let act: UnsafeMutablePointer<Float>  // (B, ffn) activated hidden
-    private let scores: UnsafeMutablePointer<Float>  // (threads, context) attention scores per worker
+    private let scores: UnsafeMutablePointer<Float>  // (threads, batch × context) attention scores per worker
+    private let keysF32: UnsafeMutablePointer<Float>  // (threads, context × headDim) keys as Float for BLAS
+    private let valuesF32: UnsafeMutablePointer<Float>  // (threads, context × headDim) values as Float for BLAS
     private let cosTable: UnsafeMutablePointer<Float>  // (B, rotaryDims/2)
     private let sinTable: UnsafeMutablePointer<Float>  // (B, rotaryDims/2)
     private let lastLogits: UnsafeMutablePointer<Float>  // (vocab,)
     private var buffers: [UnsafeMutablePointer<Float>] = []
 
-    /// Creates a decoder with a cache of `context` positions.
-    public init(weights: ModelWeights, options: DecoderOptions, context: Int, maxBatch: Int = 64, pool: WorkerPool) {
+    /// Batches at least this long compute attention with BLAS matrix products.
+    public static let blasAttentionThreshold = 8
+
+    /// Creates a decoder with a cache of `context` positions stored as `kvType` (f16 or f32).
+    public init(
+        weights: ModelWeights, options: DecoderOptions, context: Int, maxBatch: Int = 64, kvType: DType = .f16,
+        pool: WorkerPool
+    ) throws {
         self.options = options
         self.weights = weights
         self.pool = pool
         self.maxBatch = max(1, maxBatch)
         let o = options
-        cache = KVCache(layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim)
+        cache = try KVCache(layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim, type: kvType)
         let widest = max(o.hiddenSize, o.ffnSize, o.headCount * o.headDim)
-        scratch = MatMulScratch(threads: pool.threadCount, maxCols: widest, slabRows: 64)
+        scratch = MatMulScratch(threads: pool.threadCount, maxCols: widest, maxBatch: self.maxBatch, slabRows: 64)
         BLAS.useSingleThread()
 
         var buffers: [UnsafeMutablePointer<Float>] = []
@@ -55,7 +63,11 @@ public final class Decoder {
         proj = buffer(b * o.hiddenSize)
         gateUp = buffer(b * 2 * o.ffnSize)
         act = buffer(b * o.ffnSize)
-        scores = buffer(pool.threadCount * context)
+        let scoreRows = self.maxBatch >= Self.blasAttentionThreshold ? self.maxBatch : 1
+        scores = buffer(pool.threadCount * scoreRows * context)
+        let blasRows = self.maxBatch >= Self.blasAttentionThreshold ? context * o.headDim : 0
+        keysF32 = buffer(pool.threadCount * blasRows)
+        valuesF32 = buffer(pool.threadCount * blasRows)
         cosTable = buffer(b * o.rope.rotaryDims / 2)
         sinTable = buffer(b * o.rope.rotaryDims / 2)
         lastLogits = buffer(o.vocabSize)
@@ -66,6 +78,12 @@ public final class Decoder {
 
     /// Positions the cache can hold.
     public var context: Int { cache.capacity }
+
+    /// How batched products over quantized weights are computed (integer by default).
+    public var quantizedBatchPath: QuantizedBatchPath {
+        get { scratch.quantizedBatchPath }
+        set { scratch.quantizedBatchPath = newValue }
+    }
 
     /// Whether extending a cache of `cached` positions to `end` positions needs every
     /// position recomputed: LongRoPE switches to its long factors once the sequence passes
@@ -159,31 +177,15 @@ public final class Decoder {
                 for h in 0..<(o.headCount + o.kvHeadCount) {
                     applyRoPENeoX(row + h * hd, rotaryDims: o.rope.rotaryDims, cos: cosTable + t * half, sin: sinTable + t * half)
                 }
-                cache.key(l, p + t).update(from: row + qDim, count: kvDim)
-                cache.value(l, p + t).update(from: row + qDim + kvDim, count: kvDim)
+                cache.store(layer: l, position: p + t, keys: row + qDim, values: row + qDim + kvDim)
             }
             cache.count = p + n
 
-            // Causal multi-head attention over the cache, heads split across workers.
-            pool.parallelChunks(o.headCount) { heads, worker in
-                let s = scores + worker * cache.capacity
-                for h in heads {
-                    let kvOffset = (h / o.groupSize) * hd
-                    for t in 0..<n {
-                        let position = p + t
-                        let first = o.slidingWindow.map { max(0, position - $0 + 1) } ?? 0
-                        let q = qkv + t * o.qkvWidth + h * hd
-                        for j in first...position { s[j] = dotF32(q, cache.key(l, j) + kvOffset, hd) * scale }
-                        softmax(s + first, position - first + 1)
-                        let out = att + t * qDim + h * hd
-                        out.update(repeating: 0, count: hd)
-                        for j in first...position {
-                            let v = cache.value(l, j) + kvOffset
-                            let w = s[j]
-                            for i in 0..<hd { out[i] += w * v[i] }
-                        }
-                    }
-                }
+            // Causal multi-head attention over the cache: att = softmax(q·Kᵀ/√hd) · V.
+            if n >= Self.blasAttentionThreshold {
+                batchedAttention(layer: l, n: n, at: p, scale: scale)
+            } else {
+                vectorAttention(layer: l, n: n, at: p, scale: scale)
             }
 
             // Output projection and residual: x += att · Woᵀ.
@@ -211,6 +213,76 @@ public final class Decoder {
         for t in rows { normalize(x + t * dim, weights.outputNorm, into: xb + (t - rows.lowerBound) * dim) }
         let out = logits.map { $0 + rows.lowerBound * o.vocabSize } ?? lastLogits
         matmul(weights.output, x: xb, batch: rows.count, y: out, pool: pool, scratch: scratch)
+    }
+
+    /// Attention for a few tokens: per head, scores against every cached key, softmax,
+    /// weighted sum of values. Heads are split across workers.
+    private func vectorAttention(layer l: Int, n: Int, at p: Int, scale: Float) {
+        let o = options
+        let hd = o.headDim, qDim = o.headCount * hd
+        let elementBytes = cache.type == .f16 ? 2 : 4
+        pool.parallelChunks(o.headCount) { heads, worker in
+            let s = scores + worker * cache.capacity
+            for h in heads {
+                let kvOffset = (h / o.groupSize) * hd * elementBytes
+                for t in 0..<n {
+                    let position = p + t
+                    let first = o.slidingWindow.map { max(0, position - $0 + 1) } ?? 0
+                    let q = qkv + t * o.qkvWidth + h * hd
+                    for j in first...position {
+                        s[j] = dotCached(q, cache.key(l, j) + kvOffset, hd, type: cache.type) * scale
+                    }
+                    softmax(s + first, position - first + 1)
+                    let out = att + t * qDim + h * hd
+                    out.update(repeating: 0, count: hd)
+                    for j in first...position {
+                        accumulateCached(out, cache.value(l, j) + kvOffset, weight: s[j], hd, type: cache.type)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Attention for a batch (prefill): per key/value head, the cached keys and values are
+    /// converted to Float once, then each query head of the group does S = Q·Kᵀ and O = S·V
+    /// with BLAS, masking causally (and by the sliding window) between the two.
+    private func batchedAttention(layer l: Int, n: Int, at p: Int, scale: Float) {
+        let o = options
+        let hd = o.headDim, qDim = o.headCount * hd
+        let elementBytes = cache.type == .f16 ? 2 : 4
+        let end = p + n
+        let lo = o.slidingWindow.map { max(0, p - $0 + 1) } ?? 0
+        let span = end - lo
+        pool.parallelChunks(o.kvHeadCount) { kvHeads, worker in
+            let s = scores + worker * maxBatch * cache.capacity
+            let k = keysF32 + worker * cache.capacity * hd
+            let v = valuesF32 + worker * cache.capacity * hd
+            for kvh in kvHeads {
+                for j in lo..<end {
+                    loadCached(cache.key(l, j) + kvh * hd * elementBytes, type: cache.type, count: hd, into: k + (j - lo) * hd)
+                    loadCached(cache.value(l, j) + kvh * hd * elementBytes, type: cache.type, count: hd, into: v + (j - lo) * hd)
+                }
+                for h in (kvh * o.groupSize)..<((kvh + 1) * o.groupSize) {
+                    // S = Q_h · Kᵀ · scale: (n, span)
+                    BLAS.sgemm(
+                        m: n, n: span, k: hd, a: qkv + h * hd, lda: o.qkvWidth, b: k, ldb: hd, transposeB: true,
+                        c: s, ldc: span, alpha: scale)
+                    for t in 0..<n {
+                        let row = s + t * span
+                        let position = p + t
+                        let first = (o.slidingWindow.map { max(0, position - $0 + 1) } ?? 0) - lo
+                        let last = position - lo
+                        if first > 0 { row.update(repeating: 0, count: first) }
+                        softmax(row + first, last - first + 1)
+                        if last + 1 < span { (row + last + 1).update(repeating: 0, count: span - last - 1) }
+                    }
+                    // O_h = S · V: (n, hd), written into the head's columns of att.
+                    BLAS.sgemm(
+                        m: n, n: hd, k: span, a: s, lda: span, b: v, ldb: hd, transposeB: false, c: att + h * hd,
+                        ldc: qDim)
+                }
+            }
+        }
     }
 
     /// Applies the model's norm to one row.

@@ -73,13 +73,15 @@ public enum GenerationEvent: Sendable {
 /// concurrent callers wait for each other.
 public final class Generator: @unchecked Sendable {
     public let model: LanguageModel
-    private let decoder: Decoder
+    let decoder: Decoder
     private let lock = NSLock()
     private var cachedTokens: [Int32] = []
 
     /// Creates a generator with a KV cache of `context` tokens (default: the model's, capped),
     /// `threads` workers and prefill batches of `batch` tokens.
-    public init(model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = 64) throws {
+    public init(
+        model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = 64, kvType: DType = .f16
+    ) throws {
         let context = context ?? model.defaultContext
         guard context > 0, context <= 1 << 20 else {
             throw EngineError(.invalidOption, "context must be between 1 and \(1 << 20) tokens, got \(context)")
@@ -88,8 +90,8 @@ public final class Generator: @unchecked Sendable {
             throw EngineError(.invalidOption, "batch must be between 1 and 4096, got \(batch)")
         }
         self.model = model
-        decoder = Decoder(
-            weights: model.weights, options: model.options, context: context, maxBatch: batch,
+        decoder = try Decoder(
+            weights: model.weights, options: model.options, context: context, maxBatch: batch, kvType: kvType,
             pool: WorkerPool(threads: threads ?? WorkerPool.defaultThreadCount))
     }
 

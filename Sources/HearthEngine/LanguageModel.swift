@@ -29,38 +29,68 @@ public final class LanguageModel: Sendable {
     /// Seconds the load took.
     public let loadSeconds: Double
 
-    /// Loads a Hugging Face hub-layout checkpoint directory (or the directory of a given
-    /// `.safetensors` file).
-    public init(path: String) throws {
+    /// Files of the checkpoint that `hearth quantize` embeds in an HQF file.
+    public let tokenizerFiles: TokenizerFiles
+    /// config.json as text (HQF embeds it verbatim).
+    public let configText: String
+    /// generation_config.json as text, if present.
+    public let generationConfigText: String?
+
+    /// Loads a model from `path`: a Hugging Face hub-layout checkpoint directory (or the
+    /// directory of a given `.safetensors` file), or a Hearth `.hqf` file.
+    /// With `quantize`, float weights are quantized in memory at load (q4_0, q4_1 or q8_0).
+    public init(path: String, quantize: DType? = nil, threads: Int? = nil,
+                progress: (@Sendable (Double) -> Void)? = nil) throws {
         let started = Date()
         var url = URL(fileURLWithPath: path)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
             throw FormatError(
                 .fileNotFound, "model path does not exist", path: path,
-                remedy: "Pass a checkpoint directory with config.json, *.safetensors and tokenizer.model")
+                remedy: "Pass a checkpoint directory (config.json, *.safetensors, tokenizer.model) or a .hqf file")
         }
-        if !isDirectory.boolValue { url = url.deletingLastPathComponent() }
+        let store: TensorStore
+        if !isDirectory.boolValue && HQFFile.isHQF(path: url.path) {
+            let hqf = try HQFFile(path: url.path)
+            store = hqf
+            configText = hqf.header.config
+            generationConfigText = hqf.header.generationConfig
+            tokenizerFiles = TokenizerFiles(
+                sentencePieceModel: try hqf.embeddedFile("tokenizer.model"),
+                config: try hqf.embeddedFile("tokenizer_config.json"),
+                addedTokens: try hqf.embeddedFile("added_tokens.json"), origin: url.path)
+        } else {
+            if !isDirectory.boolValue { url = url.deletingLastPathComponent() }
+            let configURL = url.appendingPathComponent("config.json")
+            guard let configData = FileManager.default.contents(atPath: configURL.path) else {
+                throw FormatError(
+                    .fileNotFound, "no config.json in the model directory", path: url.path,
+                    remedy: "Download the whole checkpoint directory, not only the weights")
+            }
+            configText = String(decoding: configData, as: UTF8.self)
+            generationConfigText = FileManager.default.contents(
+                atPath: url.appendingPathComponent("generation_config.json").path
+            ).map { String(decoding: $0, as: UTF8.self) }
+            tokenizerFiles = TokenizerFiles(directory: url)
+            store = try SafetensorsCheckpoint(directory: url)
+        }
         self.path = url
 
-        let configURL = url.appendingPathComponent("config.json")
-        guard FileManager.default.fileExists(atPath: configURL.path) else {
-            throw FormatError(
-                .fileNotFound, "no config.json in the model directory", path: url.path,
-                remedy: "Download the whole checkpoint directory, not only the weights")
-        }
-        config = try HFConfig.load(from: configURL)
-        let family = try ModelFamilies.family(for: config, path: configURL.path)
+        config = try decodeJSON(HFConfig.self, from: Data(configText.utf8), path: url.path + " (config.json)")
+        let family = try ModelFamilies.family(for: config, path: url.path)
         architecture = config.architectures?.first ?? "?"
         options = try family.options(from: config)
-        let store = try SafetensorsCheckpoint(directory: url)
-        weights = try ModelWeights(options: options, store: store) { $0.huggingFaceName }
-
-        let generationURL = url.appendingPathComponent("generation_config.json")
-        generationConfig =
-            FileManager.default.fileExists(atPath: generationURL.path)
-            ? try GenerationConfig.load(from: generationURL) : nil
-        tokenizer = try SentencePieceTokenizer(directory: url)
+        var weights = try ModelWeights(options: options, store: store) { $0.huggingFaceName }
+        if let quantize {
+            let plan = try QuantizationPlan(type: quantize)
+            weights = weights.quantized(
+                plan: plan, options: options, threads: threads ?? WorkerPool.defaultThreadCount, progress: progress)
+        }
+        self.weights = weights
+        generationConfig = try generationConfigText.map {
+            try decodeJSON(GenerationConfig.self, from: Data($0.utf8), path: url.path + " (generation_config.json)")
+        }
+        tokenizer = try SentencePieceTokenizer(files: tokenizerFiles)
         var eos = tokenizer.eosIDs
         for id in (config.eosTokenId?.values ?? []) + (generationConfig?.eosTokenId?.values ?? []) {
             eos.insert(Int32(truncatingIfNeeded: id))
@@ -69,26 +99,23 @@ public final class LanguageModel: Sendable {
 
         var bytes: [DType: Int] = [:]
         var parameters = 0
-        var matrices = [weights.tokenEmbedding]
-        if !options.tiedEmbeddings || weights.output.data != weights.tokenEmbedding.data { matrices.append(weights.output) }
-        for layer in weights.layers {
-            for projections in [layer.qkv, layer.gateUp] {
-                switch projections {
-                case .fused(let w): matrices.append(w)
-                case .separate(let ws): matrices += ws
-                }
-            }
-            matrices += [layer.attnOutput, layer.down]
-            parameters += layer.attnNorm.count + layer.ffnNorm.count
-        }
-        for m in matrices {
+        for (_, m) in weights.namedMatrices(options: options) {
             bytes[m.dtype, default: 0] += m.byteCount
             parameters += m.rows * m.cols
         }
+        for layer in weights.layers { parameters += layer.attnNorm.count + layer.ffnNorm.count }
         parameters += weights.outputNorm.count
         weightBytesByType = bytes
         parameterCount = parameters
         loadSeconds = Date().timeIntervalSince(started)
+    }
+
+    /// Bytes of weights one decode step reads: every matrix once, except the embedding
+    /// table, of which one row is read.
+    public var weightBytesPerToken: Int {
+        weights.namedMatrices(options: options).reduce(0) { total, entry in
+            total + (entry.role == .tokenEmbedding && !options.tiedEmbeddings ? 0 : entry.matrix.byteCount)
+        } + (options.tiedEmbeddings ? 0 : weights.tokenEmbedding.byteCount / max(1, options.vocabSize))
     }
 
     /// The default context: the model's trained length, capped at 4096 to keep the cache small.

@@ -96,9 +96,11 @@ public struct ModelWeights: Sendable {
                 .shapeMismatch, "tensor has shape \(t.shape) but config.json implies \(expected)", path: t.path,
                 key: t.name, remedy: "config.json does not describe these weights")
         }
-        guard let base = t.bytes.baseAddress, t.dtype.byteCount(elements: rows * cols) == t.bytes.count else {
+        guard let base = t.bytes.baseAddress,
+            t.dtype.matrixBytes(rows: rows, cols: cols, layout: t.layout) == t.bytes.count
+        else {
             throw FormatError(.sizeMismatch, "tensor byte size does not match its shape", path: t.path, key: t.name)
         }
-        return WeightMatrix(rows: rows, cols: cols, dtype: t.dtype, data: base, owner: t.owner)
+        return WeightMatrix(rows: rows, cols: cols, dtype: t.dtype, layout: t.layout, data: base, owner: t.owner)
     }
 }

@@ -257,17 +257,22 @@ public func decodeJSONFile<T: Decodable>(_ type: T.Type, at url: URL) throws -> 
             FileManager.default.fileExists(atPath: url.path) ? .ioError : .fileNotFound, "cannot read file",
             path: url.path, remedy: "Check that the checkpoint directory is complete")
     }
+    return try decodeJSON(type, from: data, path: url.path)
+}
+
+/// Decodes JSON, mapping every failure to a `FormatError` naming `path` and the key.
+public func decodeJSON<T: Decodable>(_ type: T.Type, from data: Data, path: String) throws -> T {
     do {
         return try JSONDecoder().decode(T.self, from: data)
     } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
         throw FormatError(
-            .invalidValue, "unexpected value: \(context.debugDescription)", path: url.path,
+            .invalidValue, "unexpected value: \(context.debugDescription)", path: path,
             key: context.codingPath.map(\.stringValue).joined(separator: "."))
     } catch let DecodingError.keyNotFound(key, context) {
         throw FormatError(
-            .missingKey, "missing key", path: url.path,
+            .missingKey, "missing key", path: path,
             key: (context.codingPath + [key]).map(\.stringValue).joined(separator: "."))
     } catch {
-        throw FormatError(.invalidJSON, "not valid JSON", path: url.path)
+        throw FormatError(.invalidJSON, "not valid JSON", path: path)
     }
 }

@@ -10,6 +10,8 @@ public struct TensorData: @unchecked Sendable {
     public let dtype: DType
     /// Shape, outermost first (for a matrix: rows, cols).
     public let shape: [Int]
+    /// Block order (row-major unless the file stores Hearth's kernel layout).
+    public var layout: WeightLayout = .rows
     /// The bytes.
     public let bytes: UnsafeRawBufferPointer
     /// Keeps `bytes` alive.
@@ -19,6 +21,19 @@ public struct TensorData: @unchecked Sendable {
 
     /// Number of elements.
     public var elementCount: Int { shape.reduce(1, *) }
+
+    public init(
+        name: String, dtype: DType, shape: [Int], layout: WeightLayout = .rows, bytes: UnsafeRawBufferPointer,
+        owner: AnyObject, path: String
+    ) {
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+        self.layout = layout
+        self.bytes = bytes
+        self.owner = owner
+        self.path = path
+    }
 }
 
 /// Something that holds named tensors: a safetensors checkpoint, later GGUF files.

@@ -2,15 +2,21 @@
 ///
 /// This is the trait table of STYLE.md: block size and bytes per block are data, so
 /// kernels, loaders and size checks ask the type instead of switching on names.
+/// The quantized block types have GGUF's block semantics: 32 weights per block with an
+/// f16 scale (`q4_0`: w = d·(q−8); `q4_1`: w = d·q + m; `q8_0`: w = d·q).
 public enum DType: String, Sendable, CaseIterable, Codable {
     case f32
     case f16
     case bf16
+    case q4_0
+    case q4_1
+    case q8_0
 
     /// Number of elements stored together in one block (1 for plain floats).
     public var blockSize: Int {
         switch self {
         case .f32, .f16, .bf16: return 1
+        case .q4_0, .q4_1, .q8_0: return 32
         }
     }
 
@@ -19,8 +25,14 @@ public enum DType: String, Sendable, CaseIterable, Codable {
         switch self {
         case .f32: return 4
         case .f16, .bf16: return 2
+        case .q4_0: return 18  // f16 d + 16 bytes of nibbles
+        case .q4_1: return 20  // f16 d, f16 m + 16 bytes of nibbles
+        case .q8_0: return 34  // f16 d + 32 int8
         }
     }
+
+    /// Whether this is a block-quantized type.
+    public var isQuantized: Bool { blockSize > 1 }
 
     /// Storage cost in bits per weight.
     public var bitsPerWeight: Double { Double(bytesPerBlock * 8) / Double(blockSize) }
@@ -31,5 +43,38 @@ public enum DType: String, Sendable, CaseIterable, Codable {
         guard count >= 0, count % blockSize == 0 else { return nil }
         let (bytes, overflow) = (count / blockSize).multipliedReportingOverflow(by: bytesPerBlock)
         return overflow ? nil : bytes
+    }
+}
+
+/// How a matrix's blocks are ordered in memory.
+public enum WeightLayout: String, Sendable, Codable {
+    /// Row-major: all blocks of row 0, then row 1… (safetensors, GGUF).
+    case rows
+    /// Hearth's kernel layout for block types: rows in groups of 16; for each group and
+    /// each 32-column block, the 16 scales (then 16 minimums for q4_1) and the 16 rows'
+    /// quants interleaved four bytes per row, so one 64-byte vector holds four weights of
+    /// each of the 16 rows — the operand shape of `vpdpbusd`. Rows are padded to 16 with zeros.
+    /// See docs/KERNELS.md.
+    case interleaved16
+}
+
+extension DType {
+    /// Bytes of one (16-row group × 32-column block) tile in the `interleaved16` layout.
+    public var interleavedTileBytes: Int { 16 * bytesPerBlock }
+
+    /// Bytes of a `rows × cols` matrix in `layout`, or nil if the shape does not fit the type.
+    public func matrixBytes(rows: Int, cols: Int, layout: WeightLayout) -> Int? {
+        guard rows >= 0, cols >= 0, cols % blockSize == 0 else { return nil }
+        switch layout {
+        case .rows:
+            let (n, overflow) = rows.multipliedReportingOverflow(by: cols)
+            return overflow ? nil : byteCount(elements: n)
+        case .interleaved16:
+            guard isQuantized else { return nil }
+            let groups = (rows + 15) / 16
+            let (tiles, o1) = groups.multipliedReportingOverflow(by: cols / blockSize)
+            let (bytes, o2) = tiles.multipliedReportingOverflow(by: interleavedTileBytes)
+            return o1 || o2 ? nil : bytes
+        }
     }
 }

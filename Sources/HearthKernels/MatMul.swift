@@ -1,17 +1,32 @@
+/// How batched products over quantized weights are computed.
+public enum QuantizedBatchPath: String, Sendable, CaseIterable {
+    /// 8-bit activations × quantized weights with integer dot products (the fast path).
+    case integer
+    /// Dequantize slabs of rows to Float and multiply with BLAS `sgemm`.
+    case sgemm
+}
+
 /// Per-thread scratch memory for matrix products, sized once and reused every token.
 ///
-/// `@unchecked Sendable`: worker `i` only ever touches slab `i`.
+/// `@unchecked Sendable`: worker `i` only ever touches slab `i`; the activation buffer is
+/// written before a parallel region and only read inside it.
 public final class MatMulScratch: @unchecked Sendable {
-    /// Rows dequantized at once by one worker for a batched product.
+    /// Rows dequantized at once by one worker for a batched BLAS product.
     public let slabRows: Int
     /// Widest input dimension the scratch supports.
     public let maxCols: Int
+    /// Quantized copies of the input vectors.
+    public let activations: QuantizedActivations
+    /// Which path batched products over quantized weights take.
+    public var quantizedBatchPath: QuantizedBatchPath = .integer
     private let slabs: [UnsafeMutablePointer<Float>]
 
-    /// Allocates `threads` slabs of `slabRows × maxCols` floats.
-    public init(threads: Int, maxCols: Int, slabRows: Int = 128) {
+    /// Allocates `threads` slabs of `slabRows × maxCols` floats and room for `maxBatch`
+    /// quantized input vectors.
+    public init(threads: Int, maxCols: Int, maxBatch: Int = 1, slabRows: Int = 128) {
         self.slabRows = slabRows
         self.maxCols = maxCols
+        activations = QuantizedActivations(maxRows: max(1, maxBatch), maxCols: maxCols)
         slabs = (0..<max(1, threads)).map { _ in
             let p = UnsafeMutablePointer<Float>.allocate(capacity: slabRows * maxCols)
             p.initialize(repeating: 0, count: slabRows * maxCols)
@@ -28,14 +43,29 @@ public final class MatMulScratch: @unchecked Sendable {
 /// y = x · Wᵀ for a batch: `x` is `(batch, w.cols)`, `y` is `(batch, w.rows)` with rows
 /// `ldy` floats apart (default `w.rows`), both row-major.
 ///
-/// Rows of W are split across the pool's workers. A single vector (batch 1) is a
-/// memory-bound matrix–vector product; a batch dequantizes slabs of rows and hands them
-/// to BLAS `sgemm`, which is compute-bound.
+/// Rows of W are split across the pool's workers. Quantized weights (interleaved layout)
+/// take the integer path: x is quantized once to 8-bit blocks, then every weight byte is
+/// read once per token tile. Float weights use a SIMD dot for one vector and BLAS `sgemm`
+/// on dequantized slabs for a batch.
 public func matmul(
     _ w: WeightMatrix, x: UnsafePointer<Float>, batch: Int, y: UnsafeMutablePointer<Float>, ldy: Int? = nil,
     pool: WorkerPool, scratch: MatMulScratch
 ) {
     let ldy = ldy ?? w.rows
+    if w.layout == .interleaved16 && (batch == 1 || scratch.quantizedBatchPath == .integer) {
+        let act = scratch.activations
+        if batch == 1 {
+            act.quantize(x, rows: 1, cols: w.cols)
+        } else {
+            pool.parallelFor(batch) { rows in
+                act.quantizeRows(x, rows: rows, cols: w.cols)
+            }
+        }
+        pool.parallelFor((w.rows + 15) / 16) { groups in
+            quantizedMatMul(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+        }
+        return
+    }
     if batch == 1 {
         pool.parallelFor(w.rows, granularity: 16) { rows in
             matvecRows(w, x: x, y: y, rows: rows)
@@ -51,7 +81,7 @@ public func matmul(
         while r < end {
             let n = min(scratch.slabRows, end - r)
             let b: UnsafePointer<Float>
-            if w.dtype == .f32 {
+            if w.dtype == .f32 && w.layout == .rows {
                 b = w.row(r).assumingMemoryBound(to: Float.self)
             } else {
                 let slab = scratch.slab(worker)
@@ -76,6 +106,15 @@ func matvecRows(_ w: WeightMatrix, x: UnsafePointer<Float>, y: UnsafeMutablePoin
         for r in rows { y[r] = dotF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
     case .bf16:
         for r in rows { y[r] = dotBF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
+    case .q4_0, .q4_1, .q8_0:
+        // Row-layout blocks (not used by the hot path, which repacks to interleaved16).
+        var buffer = [Float](repeating: 0, count: w.cols)
+        buffer.withUnsafeMutableBufferPointer { b in
+            for r in rows {
+                w.dequantizeRow(r, into: b.baseAddress!)
+                y[r] = dotF32(b.baseAddress!, x, w.cols)
+            }
+        }
     }
 }
 

@@ -10,39 +10,58 @@ public struct WeightMatrix: @unchecked Sendable {
     public let cols: Int
     /// How the elements are stored.
     public let dtype: DType
-    /// The first byte of row 0.
+    /// How blocks are ordered.
+    public let layout: WeightLayout
+    /// The first byte of the matrix.
     public let data: UnsafeRawPointer
     /// Keeps the storage alive.
     public let owner: AnyObject?
 
     /// Wraps existing storage. The caller has validated that `data` holds
-    /// `dtype.byteCount(elements: rows * cols)` bytes.
-    public init(rows: Int, cols: Int, dtype: DType, data: UnsafeRawPointer, owner: AnyObject?) {
+    /// `dtype.matrixBytes(rows:cols:layout:)` bytes.
+    public init(
+        rows: Int, cols: Int, dtype: DType, layout: WeightLayout = .rows, data: UnsafeRawPointer, owner: AnyObject?
+    ) {
         self.rows = rows
         self.cols = cols
         self.dtype = dtype
+        self.layout = layout
         self.data = data
         self.owner = owner
     }
 
-    /// Bytes in one row.
+    /// Bytes in one row (row-major layout).
     public var rowBytes: Int { cols / dtype.blockSize * dtype.bytesPerBlock }
 
     /// Total bytes of the matrix.
-    public var byteCount: Int { rowBytes * rows }
+    public var byteCount: Int { dtype.matrixBytes(rows: rows, cols: cols, layout: layout) ?? 0 }
 
-    /// Pointer to the start of row `r`.
+    /// Blocks per row.
+    public var blocksPerRow: Int { cols / dtype.blockSize }
+
+    /// Pointer to the start of row `r` (row-major layout only).
     @inline(__always)
     public func row(_ r: Int) -> UnsafeRawPointer { data + r * rowBytes }
 
-    /// Writes row `r` as Float into `out` (`cols` elements).
+    /// Pointer to the tile of 16-row group `g`, block column `b` (interleaved layout only).
     @inline(__always)
+    public func tile(group g: Int, block b: Int) -> UnsafeRawPointer {
+        data + (g * blocksPerRow + b) * dtype.interleavedTileBytes
+    }
+
+    /// Writes row `r` as Float into `out` (`cols` elements).
     public func dequantizeRow(_ r: Int, into out: UnsafeMutablePointer<Float>) {
-        dequantize(row(r), dtype: dtype, count: cols, into: out)
+        switch layout {
+        case .rows: dequantize(row(r), dtype: dtype, count: cols, into: out)
+        case .interleaved16:
+            for b in 0..<blocksPerRow {
+                dequantizeInterleaved(tile(group: r / 16, block: b), dtype: dtype, row: r % 16, into: out + b * 32)
+            }
+        }
     }
 }
 
-/// Converts `count` elements stored as `dtype` at `src` to Float.
+/// Converts `count` elements stored row-major as `dtype` at `src` to Float.
 public func dequantize(_ src: UnsafeRawPointer, dtype: DType, count: Int, into out: UnsafeMutablePointer<Float>) {
     switch dtype {
     case .f32:
@@ -53,6 +72,35 @@ public func dequantize(_ src: UnsafeRawPointer, dtype: DType, count: Int, into o
     case .bf16:
         let b = src.assumingMemoryBound(to: UInt16.self)
         for i in 0..<count { out[i] = bfloat16ToFloat(UInt16(littleEndian: b[i])) }
+    case .q4_0, .q4_1, .q8_0:
+        for block in 0..<(count / 32) {
+            dequantizeBlock(src + block * dtype.bytesPerBlock, dtype: dtype, into: out + block * 32)
+        }
+    }
+}
+
+/// Dequantizes one GGUF-layout block (32 weights).
+@inline(__always)
+public func dequantizeBlock(_ p: UnsafeRawPointer, dtype: DType, into out: UnsafeMutablePointer<Float>) {
+    let d = halfToFloat(p.loadUnaligned(as: UInt16.self))
+    switch dtype {
+    case .q4_0:
+        for i in 0..<16 {
+            let byte = p.load(fromByteOffset: 2 + i, as: UInt8.self)
+            out[i] = d * Float(Int(byte & 0x0f) - 8)
+            out[i + 16] = d * Float(Int(byte >> 4) - 8)
+        }
+    case .q4_1:
+        let m = halfToFloat(p.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
+        for i in 0..<16 {
+            let byte = p.load(fromByteOffset: 4 + i, as: UInt8.self)
+            out[i] = d * Float(byte & 0x0f) + m
+            out[i + 16] = d * Float(byte >> 4) + m
+        }
+    case .q8_0:
+        for i in 0..<32 { out[i] = d * Float(p.load(fromByteOffset: 2 + i, as: Int8.self)) }
+    case .f32, .f16, .bf16:
+        break
     }
 }
 

@@ -28,16 +28,21 @@ public final class SentencePieceTokenizer: Tokenizer {
     private let legacy: Bool
 
     /// Loads `tokenizer.model`, `tokenizer_config.json` and `added_tokens.json` from `directory`.
-    public init(directory: URL) throws {
-        let modelPath = directory.appendingPathComponent("tokenizer.model").path
-        guard let proto = FileManager.default.contents(atPath: modelPath) else {
+    public convenience init(directory: URL) throws {
+        try self.init(files: TokenizerFiles(directory: directory))
+    }
+
+    /// Builds the tokenizer from its files.
+    public init(files: TokenizerFiles) throws {
+        let modelPath = files.origin + "/tokenizer.model"
+        guard let proto = files.sentencePieceModel else {
             throw TokenizerError(
-                .fileNotFound, "no tokenizer.model", path: directory.path,
+                .fileNotFound, "no tokenizer.model", path: files.origin,
                 remedy: "Download the checkpoint's tokenizer.model next to config.json")
         }
         model = try SentencePieceModel(protoBytes: proto, path: modelPath)
         modelWithoutPrefix = try SentencePieceModel(protoBytes: proto, disableDummyPrefix: true, path: modelPath)
-        config = try TokenizerConfig.load(directory: directory)
+        config = try TokenizerConfig.parse(files: files)
         legacy = config.legacy ?? true
 
         added = config.addedTokens

@@ -44,9 +44,14 @@ public struct TokenizerConfig: Sendable {
     /// Reads `tokenizer_config.json` and `added_tokens.json` from a checkpoint directory.
     /// Missing files give an empty configuration; malformed ones throw.
     public static func load(directory: URL) throws -> TokenizerConfig {
+        try parse(files: TokenizerFiles(directory: directory))
+    }
+
+    /// Parses the configuration files of `files`.
+    public static func parse(files: TokenizerFiles) throws -> TokenizerConfig {
         var config = TokenizerConfig()
-        let configURL = directory.appendingPathComponent("tokenizer_config.json")
-        if let object = try readObject(configURL) {
+        let configPath = files.origin + "/tokenizer_config.json"
+        if let object = try readObject(files.config, path: configPath) {
             config.addBOSToken = object["add_bos_token"] as? Bool
             config.addEOSToken = object["add_eos_token"] as? Bool
             config.legacy = object["legacy"] as? Bool
@@ -69,7 +74,7 @@ public struct TokenizerConfig: Sendable {
                     else {
                         throw TokenizerError(
                             .invalidConfig, "added_tokens_decoder entry '\(key)' needs an integer id and a content",
-                            path: configURL.path)
+                            path: configPath)
                     }
                     config.addedTokens.append(
                         AddedToken(
@@ -79,11 +84,11 @@ public struct TokenizerConfig: Sendable {
             }
         }
         // Older checkpoints list added tokens only in added_tokens.json.
-        let addedURL = directory.appendingPathComponent("added_tokens.json")
-        if let object = try readObject(addedURL) {
+        let addedPath = files.origin + "/added_tokens.json"
+        if let object = try readObject(files.addedTokens, path: addedPath) {
             for (content, value) in object {
                 guard let id = (value as? NSNumber)?.int32Value, id >= 0, !content.isEmpty else {
-                    throw TokenizerError(.invalidConfig, "token '\(content)' has no integer id", path: addedURL.path)
+                    throw TokenizerError(.invalidConfig, "token '\(content)' has no integer id", path: addedPath)
                 }
                 if !config.addedTokens.contains(where: { $0.id == id }) {
                     config.addedTokens.append(AddedToken(id: id, content: content, special: true))
@@ -94,12 +99,10 @@ public struct TokenizerConfig: Sendable {
         return config
     }
 
-    private static func readObject(_ url: URL) throws -> [String: Any]? {
-        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
-        guard let data = FileManager.default.contents(atPath: url.path),
-            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
-        else {
-            throw TokenizerError(.invalidConfig, "not a JSON object", path: url.path)
+    private static func readObject(_ data: Data?, path: String) throws -> [String: Any]? {
+        guard let data else { return nil }
+        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw TokenizerError(.invalidConfig, "not a JSON object", path: path)
         }
         return object
     }
@@ -109,5 +112,47 @@ public struct TokenizerConfig: Sendable {
         if let s = value as? String { return s }
         if let o = value as? [String: Any] { return o["content"] as? String }
         return nil
+    }
+}
+
+/// The files a Hugging Face tokenizer is made of, read from a checkpoint directory or
+/// from a file that embeds them (HQF).
+public struct TokenizerFiles: Sendable {
+    /// `tokenizer.model` (SentencePiece), if any.
+    public var sentencePieceModel: Data?
+    /// `tokenizer_config.json`, if any.
+    public var config: Data?
+    /// `added_tokens.json`, if any.
+    public var addedTokens: Data?
+    /// Where they came from, for error messages.
+    public var origin: String
+
+    /// The file names, as stored in checkpoints.
+    public static let names = ["tokenizer.model", "tokenizer_config.json", "added_tokens.json"]
+
+    public init(sentencePieceModel: Data?, config: Data?, addedTokens: Data?, origin: String) {
+        self.sentencePieceModel = sentencePieceModel
+        self.config = config
+        self.addedTokens = addedTokens
+        self.origin = origin
+    }
+
+    /// Reads whichever of the files exist in `directory`.
+    public init(directory: URL) {
+        func read(_ name: String) -> Data? {
+            FileManager.default.contents(atPath: directory.appendingPathComponent(name).path)
+        }
+        self.init(
+            sentencePieceModel: read("tokenizer.model"), config: read("tokenizer_config.json"),
+            addedTokens: read("added_tokens.json"), origin: directory.path)
+    }
+
+    /// The files by their checkpoint names (for embedding them elsewhere).
+    public var byName: [String: Data] {
+        var files: [String: Data] = [:]
+        files["tokenizer.model"] = sentencePieceModel
+        files["tokenizer_config.json"] = config
+        files["added_tokens.json"] = addedTokens
+        return files
     }
 }

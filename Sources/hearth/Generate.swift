@@ -36,9 +36,9 @@ struct Generate: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let lm = try model.load()
+            let lm = try model.load(threads: runtime.threads, showProgress: !json)
             let generator = try Generator(
-                model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch)
+                model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch, kvType: runtime.kvType)
             let tokens =
                 raw
                 ? try lm.tokenizer.encode(prompt, addSpecialTokens: true)

@@ -1,13 +1,25 @@
 import ArgumentParser
 import HearthEngine
+import HearthKernels
 
 /// Options shared by commands that load a model.
 struct ModelOptions: ParsableArguments {
-    @Option(name: .long, help: "Path to a model: a Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.model).")
+    @Option(name: .long, help: "Path to a model: a Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.model) or a .hqf file from `hearth quantize`.")
     var model: String
 
-    func load() throws -> LanguageModel {
-        try LanguageModel(path: model)
+    @Option(name: .long, help: "Quantize float weights at load: q4_0, q4_1 or q8_0 (default: run them as stored).")
+    var quantize: DType?
+
+    func validate() throws {
+        if let quantize, !quantize.isQuantized { throw ValidationError("--quantize takes q4_0, q4_1 or q8_0") }
+    }
+
+    func load(threads: Int? = nil, showProgress: Bool = false) throws -> LanguageModel {
+        let bar = showProgress && quantize != nil ? ProgressBar(label: "quantizing") : nil
+        defer { bar?.finish() }
+        var progress: (@Sendable (Double) -> Void)?
+        if let bar { progress = { bar.update($0) } }
+        return try LanguageModel(path: model, quantize: quantize, threads: threads, progress: progress)
     }
 }
 
@@ -20,14 +32,20 @@ struct RuntimeOptions: ParsableArguments {
     var ctx: Int?
 
     @Option(name: .long, help: "Prompt tokens processed per batch during prefill.")
-    var batch: Int = 64
+    var batch: Int = 512
+
+    @Option(name: .long, help: "KV cache element type: f16 (half the memory) or f32.")
+    var kvType: DType = .f16
 
     func validate() throws {
         if let threads, threads < 1 || threads > 512 { throw ValidationError("--threads must be between 1 and 512") }
         if let ctx, ctx < 1 { throw ValidationError("--ctx must be at least 1") }
         if batch < 1 || batch > 4096 { throw ValidationError("--batch must be between 1 and 4096") }
+        if kvType != .f16 && kvType != .f32 { throw ValidationError("--kv-type takes f16 or f32") }
     }
 }
+
+extension DType: ExpressibleByArgument {}
 
 /// Sampling flags, mapped onto `SamplingOptions`.
 struct SamplingFlags: ParsableArguments {

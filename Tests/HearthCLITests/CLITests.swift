@@ -45,7 +45,7 @@ enum CLITestError: Error { case binaryNotFound }
         let prompt = try Fixtures.reference(name).prompts[0]
         let result = try hearth([
             "generate", "--model", Fixtures.checkpoint(name).path, "--prompt", prompt.text, "--raw",
-            "--temperature", "0", "--json", "--max-tokens", "16", "--top-logprobs", "3", "--threads", "2",
+            "--temperature", "0", "--json", "--max-tokens", "16", "--top-logprobs", "3", "--threads", "2", "--kv-type", "f32",
         ])
         #expect(result.status == 0, "\(result.stderr)")
         let lines = result.stdout.split(separator: "\n").map { Data($0.utf8) }
@@ -118,6 +118,8 @@ enum CLITestError: Error { case binaryNotFound }
         let root = try #require(JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
         var count = 0
         func walk(_ command: [String: Any]) {
+            // swift-argument-parser's own `help` subcommand is not ours to document.
+            if command["commandName"] as? String == "help" { return }
             for argument in command["arguments"] as? [[String: Any]] ?? [] {
                 count += 1
                 let abstract = argument["abstract"] as? String ?? ""

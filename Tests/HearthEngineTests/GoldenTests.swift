@@ -17,7 +17,7 @@ import Testing
         let model = try LanguageModel(path: Fixtures.checkpoint(name).path)
         let reference = try Fixtures.reference(name)
         for batch in [1, 7, 64] {
-            let generator = try Generator(model: model, context: 128, threads: 2, batch: batch)
+            let generator = try Generator(model: model, context: 128, threads: 2, batch: batch, kvType: .f32)
             for prompt in reference.prompts {
                 #expect(try model.tokenizer.encode(prompt.text, addSpecialTokens: true) == prompt.input_ids)
                 let logits = try generator.logits(for: prompt.input_ids)
@@ -34,10 +34,27 @@ import Testing
         }
     }
 
+    /// The default f16 KV cache stays close to the reference (keys/values rounded to 11 bits).
+    @Test(arguments: Fixtures.phi3Checkpoints)
+    func f16CacheStaysClose(_ name: String) throws {
+        let model = try LanguageModel(path: Fixtures.checkpoint(name).path)
+        let generator = try Generator(model: model, context: 128, threads: 2, kvType: .f16)
+        for prompt in try Fixtures.reference(name).prompts {
+            let logits = try generator.logits(for: prompt.input_ids)
+            var worst: Float = 0
+            for (position, expected) in prompt.logits.enumerated() {
+                for (i, value) in expected.enumerated() {
+                    worst = max(worst, abs(logits[position * model.options.vocabSize + i] - value))
+                }
+            }
+            #expect(worst <= 0.05, "\(name)/\(prompt.name): max |Δlogit| \(worst)")
+        }
+    }
+
     @Test(arguments: Fixtures.phi3Checkpoints)
     func greedyMatchesTransformers(_ name: String) throws {
         let model = try LanguageModel(path: Fixtures.checkpoint(name).path)
-        let generator = try Generator(model: model, context: 128, threads: 2, batch: 8)
+        let generator = try Generator(model: model, context: 128, threads: 2, batch: 8, kvType: .f32)
         var parameters = GenerationParameters()
         parameters.sampling.temperature = 0
         parameters.maxTokens = 16

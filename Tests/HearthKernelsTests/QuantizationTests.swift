@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+
+@testable import HearthKernels
+
+@Suite struct QuantizationTests {
+    static let blockTypes: [DType] = [.q4_0, .q4_1, .q8_0]
+
+    func randomMatrix(rows: Int, cols: Int, seed: UInt64) -> [Float] {
+        var state = seed
+        return (0..<(rows * cols)).map { _ in
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return Float(Int64(bitPattern: state >> 11) % 2_000_000) / 1_000_000 - 1
+        }
+    }
+
+    func quantize(_ x: [Float], rows: Int, cols: Int, dtype: DType) -> (WeightMatrix, OwnedBuffer) {
+        let buffer = OwnedBuffer(count: dtype.matrixBytes(rows: rows, cols: cols, layout: .interleaved16) ?? 0)
+        x.withUnsafeBufferPointer {
+            Quantizer.quantizeInterleaved($0.baseAddress!, rows: rows, cols: cols, dtype: dtype, into: buffer.pointer)
+        }
+        let w = WeightMatrix(rows: rows, cols: cols, dtype: dtype, layout: .interleaved16, data: buffer.pointer, owner: buffer)
+        return (w, buffer)
+    }
+
+    /// Per-block error bounds with d the block's step: q4_0 ≤ |d| (the clipped top code),
+    /// q4_1 and q8_0 ≤ d/2 — plus |q|·|d − f16(d)| ≤ |q|·d·2⁻¹¹ from storing the scale in f16.
+    @Test(arguments: blockTypes)
+    func roundTripErrorWithinBound(_ dtype: DType) {
+        let rows = 21, cols = 96
+        let x = randomMatrix(rows: rows, cols: cols, seed: 7)
+        let (w, _) = quantize(x, rows: rows, cols: cols, dtype: dtype)
+        var out = [Float](repeating: 0, count: cols)
+        for r in 0..<rows {
+            out.withUnsafeMutableBufferPointer { w.dequantizeRow(r, into: $0.baseAddress!) }
+            for b in 0..<(cols / 32) {
+                let block = x[(r * cols + b * 32)..<(r * cols + b * 32 + 32)]
+                let amax = block.map(abs).max() ?? 0
+                let lo = block.min() ?? 0, hi = block.max() ?? 0
+                let bound: Float
+                switch dtype {
+                case .q4_0: bound = amax / 8 * (1 + 8.0 / 2048)
+                case .q4_1: bound = (hi - lo) / 15 * (0.5 + 15.0 / 2048) + abs(lo) / 2048
+                default: bound = amax / 127 * (0.5 + 127.0 / 2048)
+                }
+                for i in 0..<32 {
+                    let error = abs(out[b * 32 + i] - block[block.startIndex + i])
+                    #expect(error <= bound + 1e-6, "\(dtype) row \(r) block \(b) element \(i): \(error) > \(bound)")
+                }
+            }
+        }
+    }
+
+    /// The interleaved layout is a lossless rearrangement of GGUF blocks.
+    @Test(arguments: blockTypes)
+    func interleavedMatchesRowBlocks(_ dtype: DType) {
+        let rows = 16, cols = 64
+        let x = randomMatrix(rows: rows, cols: cols, seed: 3)
+        let (w, _) = quantize(x, rows: rows, cols: cols, dtype: dtype)
+        var block = [UInt8](repeating: 0, count: dtype.bytesPerBlock)
+        var fromBlock = [Float](repeating: 0, count: 32)
+        var fromTile = [Float](repeating: 0, count: 32)
+        for r in 0..<rows {
+            for b in 0..<(cols / 32) {
+                x.withUnsafeBufferPointer { xs in
+                    block.withUnsafeMutableBytes {
+                        Quantizer.quantizeBlock(xs.baseAddress! + r * cols + b * 32, dtype: dtype, into: $0.baseAddress!)
+                    }
+                }
+                block.withUnsafeBytes { raw in
+                    fromBlock.withUnsafeMutableBufferPointer { dequantizeBlock(raw.baseAddress!, dtype: dtype, into: $0.baseAddress!) }
+                }
+                fromTile.withUnsafeMutableBufferPointer {
+                    dequantizeInterleaved(w.tile(group: 0, block: b), dtype: dtype, row: r, into: $0.baseAddress!)
+                }
+                #expect(fromBlock == fromTile)
+            }
+        }
+    }
+
+    /// The reference integer kernel equals a float dot of the dequantized operands, and
+    /// the build's fast kernel equals the reference, for odd row counts and token counts.
+    @Test(arguments: blockTypes)
+    func kernelsMatchReference(_ dtype: DType) {
+        let rows = 37, cols = 128
+        let x = randomMatrix(rows: rows, cols: cols, seed: 11)
+        let (w, _) = quantize(x, rows: rows, cols: cols, dtype: dtype)
+        for batch in [1, 3, 4, 9] {
+            let input = randomMatrix(rows: batch, cols: cols, seed: 5 + UInt64(batch))
+            let act = QuantizedActivations(maxRows: batch, maxCols: cols)
+            input.withUnsafeBufferPointer { act.quantize($0.baseAddress!, rows: batch, cols: cols) }
+            var reference = [Float](repeating: .nan, count: batch * rows)
+            var fast = [Float](repeating: .nan, count: batch * rows)
+            var portable = [Float](repeating: .nan, count: batch * rows)
+            let groups = 0..<((rows + 15) / 16)
+            quantizedMatMulReference(w, act: act, batch: batch, groups: groups, y: &reference, ldy: rows)
+            quantizedMatMul(w, act: act, batch: batch, groups: groups, y: &fast, ldy: rows)
+            quantizedMatMulPortable(w, act: act, batch: batch, groups: groups, y: &portable, ldy: rows)
+            var row = [Float](repeating: 0, count: cols)
+            for r in 0..<rows {
+                row.withUnsafeMutableBufferPointer { w.dequantizeRow(r, into: $0.baseAddress!) }
+                for t in 0..<batch {
+                    var exact: Double = 0
+                    for c in 0..<cols {
+                        let a = Double(act.quants[t * cols + c]) * Double(act.scales[t * (cols / 32) + c / 32])
+                        exact += Double(row[c]) * a
+                    }
+                    let i = t * rows + r
+                    #expect(abs(reference[i] - Float(exact)) <= 1e-3 * max(1, abs(Float(exact))), "\(dtype) ref r\(r) t\(t)")
+                    #expect(abs(fast[i] - reference[i]) <= 1e-4 * max(1, abs(reference[i])), "\(dtype) fast r\(r) t\(t)")
+                    #expect(abs(portable[i] - reference[i]) <= 1e-4 * max(1, abs(reference[i])), "\(dtype) portable r\(r) t\(t)")
+                }
+            }
+        }
+    }
+
+    @Test func activationQuantizationBound() {
+        let cols = 256
+        let x = randomMatrix(rows: 2, cols: cols, seed: 9)
+        let act = QuantizedActivations(maxRows: 2, maxCols: cols)
+        x.withUnsafeBufferPointer { act.quantize($0.baseAddress!, rows: 2, cols: cols) }
+        for i in 0..<(2 * cols) {
+            let d = act.scales[i / 32]
+            #expect(abs(Float(act.quants[i]) * d - x[i]) <= d / 2 * 1.001 + 1e-7)
+        }
+    }
+}
