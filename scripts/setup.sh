@@ -34,5 +34,7 @@ fi
 
 [ "${1:-}" = "--deps" ] && exit 0
 
+# The SIMD fast paths need the CPU named at compile time (see Package.swift, docs/KERNELS.md).
+export HEARTH_CPU="${HEARTH_CPU:-native}"
 swift build -c release --product hearth
-echo "Built: $(swift build -c release --show-bin-path)/hearth"
+echo "Built: $(swift build -c release --show-bin-path)/hearth (HEARTH_CPU=$HEARTH_CPU)"

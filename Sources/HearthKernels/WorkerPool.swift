@@ -1,23 +1,31 @@
 import Foundation
+import Synchronization
 
 /// A persistent pool of worker threads that run one data-parallel job at a time.
 ///
 /// The calling thread takes part as worker 0, so a pool of `threadCount` uses
-/// `threadCount - 1` background threads, created once. Jobs are plain closures that
-/// receive the worker index; `parallelFor` splits an index range evenly.
+/// `threadCount - 1` background threads, created once. A job is published by bumping an
+/// atomic generation counter; workers spin on it (a decode step dispatches a job every
+/// few tens of microseconds, far below a futex wake-up's cost) and fall back to sleeping
+/// on a condition after `spinLimit` idle polls, so an idle pool costs no CPU.
 ///
-/// `@unchecked Sendable`: the job closure and bookkeeping are only touched while holding
-/// `condition`'s lock, and a job's closure outlives no `run` call (run waits for all
-/// workers before returning), which is what makes storing a non-escaping closure safe.
+/// `@unchecked Sendable`: `job` is written only by the dispatching thread before the
+/// generation is released and read by workers after they acquire it; `run` waits for all
+/// workers to finish (and drop the closure) before returning, which is also what makes
+/// storing a non-escaping closure safe.
 public final class WorkerPool: @unchecked Sendable {
     /// Number of threads that execute a job, including the caller.
     public let threadCount: Int
 
+    private let generation = Atomic<UInt64>(0)
+    private let remaining = Atomic<Int>(0)
+    private let sleepers = Atomic<Int>(0)
+    private let stopping = Atomic<Bool>(false)
     private let condition = NSCondition()
-    private var generation: UInt64 = 0
-    private var pending = 0
     private var job: ((Int) -> Void)?
-    private var stopping = false
+
+    /// Idle polls before a worker goes to sleep (about a millisecond).
+    private static let spinLimit = 20_000
 
     /// Creates a pool. `threads` is clamped to at least 1.
     public init(threads: Int) {
@@ -31,8 +39,8 @@ public final class WorkerPool: @unchecked Sendable {
     }
 
     deinit {
+        stopping.store(true, ordering: .sequentiallyConsistent)
         condition.lock()
-        stopping = true
         condition.broadcast()
         condition.unlock()
     }
@@ -47,19 +55,17 @@ public final class WorkerPool: @unchecked Sendable {
             return
         }
         withoutActuallyEscaping(body) { escapable in
-            condition.lock()
             job = escapable
-            pending = threadCount - 1
-            generation &+= 1
-            condition.broadcast()
-            condition.unlock()
-
+            remaining.store(threadCount - 1, ordering: .relaxed)
+            generation.add(1, ordering: .sequentiallyConsistent)
+            if sleepers.load(ordering: .sequentiallyConsistent) > 0 {
+                condition.lock()
+                condition.broadcast()
+                condition.unlock()
+            }
             escapable(0)
-
-            condition.lock()
-            while pending > 0 { condition.wait() }
+            while remaining.load(ordering: .acquiring) > 0 { Self.pause() }
             job = nil
-            condition.unlock()
         }
     }
 
@@ -86,28 +92,43 @@ public final class WorkerPool: @unchecked Sendable {
         }
     }
 
+    /// A spin-wait step. (`_mm_pause` is not callable from Swift on Linux: clang's header
+    /// declares it without an inline body, so the loop spins on the atomic load alone.)
+    @inline(__always)
+    private static func pause() {}
+
     private func workerLoop(index: Int) {
         var seen: UInt64 = 0
         while true {
-            condition.lock()
-            while generation == seen && !stopping { condition.wait() }
-            if stopping {
+            var spins = 0
+            while generation.load(ordering: .acquiring) == seen {
+                if stopping.load(ordering: .relaxed) { return }
+                spins += 1
+                if spins < Self.spinLimit {
+                    Self.pause()
+                    continue
+                }
+                // Sleep. The dispatcher bumps `generation` before reading `sleepers`, and we
+                // count ourselves before re-reading `generation`, so no wake-up is lost.
+                condition.lock()
+                sleepers.add(1, ordering: .sequentiallyConsistent)
+                while generation.load(ordering: .sequentiallyConsistent) == seen
+                    && !stopping.load(ordering: .sequentiallyConsistent)
+                {
+                    condition.wait()
+                }
+                sleepers.subtract(1, ordering: .sequentiallyConsistent)
                 condition.unlock()
-                return
+                spins = 0
             }
-            seen = generation
+            if stopping.load(ordering: .relaxed) { return }
+            seen = generation.load(ordering: .acquiring)
             var body = job
-            condition.unlock()
-
             body?(index)
             // Release the closure before reporting completion: `run` verifies that its
             // non-escaping job did not outlive the call.
             body = nil
-
-            condition.lock()
-            pending -= 1
-            if pending == 0 { condition.broadcast() }
-            condition.unlock()
+            remaining.subtract(1, ordering: .releasing)
         }
     }
 }

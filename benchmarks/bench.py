@@ -1,0 +1,1197 @@
+#!/usr/bin/env python3
+"""Side-by-side CPU benchmark: Hearth against llama.cpp (llama-cpp-python).
+
+Run through benchmarks/run.sh, which creates benchmarks/.venv first. This
+script does the real work:
+
+  1. makes a random-weight Phi-3-mini-shaped checkpoint (HF layout, F16
+     safetensors shards, SentencePiece tokenizer) in benchmarks/work/, once;
+  2. converts it with llama.cpp's own convert_hf_to_gguf.py to an F16 GGUF and
+     quantizes that to Q4_0 with llama.cpp's quantizer (llama_model_quantize);
+  3. quantizes the checkpoint with `hearth quantize` to an .hqf file, once;
+  4. measures streaming-read bandwidth with membw.c;
+  5. alternates llama.cpp and Hearth benches (pp512 / tg128, llama-bench
+     semantics), each bench in its own process so its peak RSS is its own;
+  6. writes benchmarks/RESULTS.md and benchmarks/work/last-run.json.
+
+Internal subcommands (run in child processes): `_llama-bench`, `_quantize`.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import random
+import shutil
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+WORK = HERE / "work"
+LOGS = WORK / "logs"
+RESULTS_MD = HERE / "RESULTS.md"
+LAST_RUN = WORK / "last-run.json"
+SCHEMA = 1
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------
+# Models. Later issues add entries here (another shape, another quant type);
+# each entry yields one group of rows in RESULTS.md.
+# ---------------------------------------------------------------------------
+
+PHI3_ADDED_TOKENS = [
+    ("<|endoftext|>", 32000),
+    ("<|assistant|>", 32001),
+    ("<|placeholder1|>", 32002),
+    ("<|placeholder2|>", 32003),
+    ("<|placeholder3|>", 32004),
+    ("<|placeholder4|>", 32005),
+    ("<|system|>", 32006),
+    ("<|end|>", 32007),
+    ("<|placeholder5|>", 32008),
+    ("<|placeholder6|>", 32009),
+    ("<|user|>", 32010),
+]
+
+PHI3_MINI_SHAPE = dict(
+    hidden_size=3072,
+    num_hidden_layers=32,
+    num_attention_heads=32,
+    num_key_value_heads=32,
+    intermediate_size=8192,
+    vocab_size=32064,
+    rope_theta=10000.0,
+    max_position_embeddings=4096,
+    rms_norm_eps=1e-5,
+)
+
+MODELS = [
+    {
+        "name": "phi3-mini-random",
+        "description": "Phi-3-mini shape (3072 hidden, 32 layers, 32/32 heads, 8192 FFN, 32064 vocab), random F16 weights",
+        "shape": PHI3_MINI_SHAPE,
+        "seed": 20240423,
+        "checkpoint": "phi3-mini-random",       # HF directory under work/
+        "gguf_f16": "phi3-mini-f16.gguf",       # intermediate, deleted unless --keep-f16
+        "gguf_quant": "phi3-mini-q4_0.gguf",
+        "llama_ftype": "LLAMA_FTYPE_MOSTLY_Q4_0",
+        "hqf": "phi3-mini-q4_0.hqf",
+        "hearth_type": "q4_0",
+        "shard_bytes": 2_000_000_000,
+    },
+]
+
+
+# ---------------------------------------------------------------------------
+# Random-weight checkpoint (HF hub layout, Phi3ForCausalLM, F16 safetensors)
+# ---------------------------------------------------------------------------
+
+def phi3_tensors(shape: dict) -> list[tuple[str, tuple[int, ...], str]]:
+    """(name, shape, kind) in the order transformers' Phi3 defines them."""
+    h = shape["hidden_size"]
+    i = shape["intermediate_size"]
+    v = shape["vocab_size"]
+    nh = shape["num_attention_heads"]
+    nkv = shape["num_key_value_heads"]
+    hd = h // nh
+    qkv = (nh + 2 * nkv) * hd
+    out = [("model.embed_tokens.weight", (v, h), "matrix")]
+    for n in range(shape["num_hidden_layers"]):
+        p = f"model.layers.{n}."
+        out += [
+            (p + "input_layernorm.weight", (h,), "norm"),
+            (p + "self_attn.qkv_proj.weight", (qkv, h), "matrix"),
+            (p + "self_attn.o_proj.weight", (h, nh * hd), "matrix"),
+            (p + "post_attention_layernorm.weight", (h,), "norm"),
+            (p + "mlp.gate_up_proj.weight", (2 * i, h), "matrix"),
+            (p + "mlp.down_proj.weight", (h, i), "matrix"),
+        ]
+    out += [("model.norm.weight", (h,), "norm"), ("lm_head.weight", (v, h), "matrix")]
+    return out
+
+
+def parameter_count(shape: dict) -> int:
+    return sum(math.prod(s) for _, s, _ in phi3_tensors(shape))
+
+
+def fill_tensor_f16(f, shape: tuple[int, ...], kind: str, seed: list[int]) -> None:
+    """Write one tensor as little-endian F16, generated in bounded chunks."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    total = math.prod(shape)
+    chunk = 1 << 24
+    done = 0
+    while done < total:
+        n = min(chunk, total - done)
+        x = rng.standard_normal(n, dtype=np.float32)
+        if kind == "norm":
+            x *= 0.02
+            x += 1.0          # ones-ish
+        else:
+            x *= 0.02         # N(0, 0.02)
+        f.write(x.astype("<f2").tobytes())
+        done += n
+
+
+def write_safetensors_shard(path: Path, tensors, seed: int, index_of: dict) -> None:
+    """A safetensors file written tensor by tensor (header first), so memory
+    stays at one chunk whatever the shard size."""
+    header = {"__metadata__": {"format": "pt"}}
+    offset = 0
+    for name, shape, _ in tensors:
+        nbytes = math.prod(shape) * 2
+        header[name] = {"dtype": "F16", "shape": list(shape), "data_offsets": [offset, offset + nbytes]}
+        offset += nbytes
+    hjson = json.dumps(header, separators=(",", ":")).encode()
+    hjson += b" " * ((8 - len(hjson) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(hjson)))
+        f.write(hjson)
+        for name, shape, kind in tensors:
+            fill_tensor_f16(f, shape, kind, [seed, index_of[name]])
+
+
+def sentencepiece_model(vocab_pieces: int = 32000) -> bytes:
+    """A SentencePiece BPE model built directly through its protobuf:
+    <unk>, <s>, </s>, 256 byte-fallback pieces <0x00>..<0xFF>, then normal
+    pieces (single characters, then '▁'/letter strings of growing length, each
+    reachable by merging its prefix with its last character)."""
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    m = pb.ModelProto()
+    T = pb.ModelProto.SentencePiece
+
+    def add(piece: str, score: float, typ) -> None:
+        sp = m.pieces.add()
+        sp.piece = piece
+        sp.score = score
+        sp.type = typ
+
+    add("<unk>", 0.0, T.UNKNOWN)
+    add("<s>", 0.0, T.CONTROL)
+    add("</s>", 0.0, T.CONTROL)
+    for b in range(256):
+        add(f"<0x{b:02X}>", 0.0, T.BYTE)
+
+    need = vocab_pieces - len(m.pieces)
+    singles = ["▁"] + [chr(c) for c in range(33, 127)]
+    letters = ["▁"] + [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    normal: list[str] = []
+    seen: set[str] = set()
+
+    def push(s: str) -> None:
+        if s not in seen and len(normal) < need:
+            seen.add(s)
+            normal.append(s)
+
+    for s in singles:
+        push(s)
+    layer = [""]
+    while len(normal) < need:
+        layer = [p + c for p in layer for c in letters]
+        for s in layer:
+            if len(s) >= 2:
+                push(s)
+            if len(normal) >= need:
+                break
+    for k, s in enumerate(normal):
+        add(s, -float(k), T.NORMAL)
+    assert len(m.pieces) == vocab_pieces, len(m.pieces)
+
+    ts = m.trainer_spec
+    ts.model_type = pb.TrainerSpec.BPE
+    ts.vocab_size = vocab_pieces
+    ts.byte_fallback = True
+    ts.split_digits = True
+    ts.allow_whitespace_only_pieces = True
+    ts.unk_id, ts.bos_id, ts.eos_id, ts.pad_id = 0, 1, 2, -1
+    ts.model_prefix = "tokenizer"
+    ns = m.normalizer_spec
+    ns.name = "identity"
+    ns.add_dummy_prefix = True
+    ns.remove_extra_whitespaces = False
+    ns.escape_whitespaces = True
+    return m.SerializeToString()
+
+
+PHI3_CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{% if message['role'] in ['system', 'user', 'assistant'] %}"
+    "{{ '<|' + message['role'] + '|>\n' + message['content'] + '<|end|>\n' }}"
+    "{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}"
+)
+
+
+def tokenizer_side_files() -> dict[str, dict]:
+    def entry(content: str, rstrip: bool, special: bool) -> dict:
+        return {"content": content, "lstrip": False, "normalized": False, "rstrip": rstrip,
+                "single_word": False, "special": special}
+
+    decoder = {"0": entry("<unk>", False, True), "1": entry("<s>", False, True), "2": entry("</s>", True, False)}
+    for content, idx in PHI3_ADDED_TOKENS:
+        decoder[str(idx)] = entry(content, content != "<|endoftext|>", True)
+
+    def plain(content: str) -> dict:
+        return {"content": content, "lstrip": False, "normalized": False, "rstrip": False, "single_word": False}
+
+    return {
+        "tokenizer_config.json": {
+            "add_bos_token": False,
+            "add_eos_token": False,
+            "added_tokens_decoder": decoder,
+            "bos_token": "<s>",
+            "chat_template": PHI3_CHAT_TEMPLATE,
+            "clean_up_tokenization_spaces": False,
+            "eos_token": "<|endoftext|>",
+            "legacy": False,
+            "model_max_length": 4096,
+            "pad_token": "<|endoftext|>",
+            "padding_side": "left",
+            "sp_model_kwargs": {},
+            "tokenizer_class": "LlamaTokenizer",
+            "unk_token": "<unk>",
+            "use_default_system_prompt": False,
+        },
+        "added_tokens.json": {content: idx for content, idx in PHI3_ADDED_TOKENS},
+        "special_tokens_map.json": {
+            "bos_token": plain("<s>"),
+            "eos_token": plain("<|endoftext|>"),
+            "pad_token": plain("<|endoftext|>"),
+            "unk_token": plain("<unk>"),
+        },
+    }
+
+
+def checkpoint_recipe(model: dict) -> dict:
+    return {"generator": "benchmarks/bench.py", "version": 1, "seed": model["seed"], "shape": model["shape"],
+            "dtype": "F16", "shard_bytes": model["shard_bytes"]}
+
+
+def ensure_checkpoint(model: dict) -> Path:
+    out = WORK / model["checkpoint"]
+    stamp = out / ".hearth-bench-checkpoint.json"
+    recipe = checkpoint_recipe(model)
+    if stamp.is_file() and json.loads(stamp.read_text()) == recipe:
+        log(f"checkpoint ready: {out}")
+        return out
+    tmp = WORK / (model["checkpoint"] + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    shape = model["shape"]
+    tensors = phi3_tensors(shape)
+    index_of = {name: k for k, (name, _, _) in enumerate(tensors)}
+
+    # Shards of at most shard_bytes, in definition order.
+    shards: list[list] = [[]]
+    size = 0
+    for t in tensors:
+        nbytes = math.prod(t[1]) * 2
+        if shards[-1] and size + nbytes > model["shard_bytes"]:
+            shards.append([])
+            size = 0
+        shards[-1].append(t)
+        size += nbytes
+    n = len(shards)
+    log(f"writing random checkpoint ({parameter_count(shape) / 1e9:.2f} B params, {n} F16 shards) to {out}")
+    t0 = time.time()
+    weight_map = {}
+    for k, group in enumerate(shards, 1):
+        fname = f"model-{k:05d}-of-{n:05d}.safetensors"
+        write_safetensors_shard(tmp / fname, group, model["seed"], index_of)
+        for name, _, _ in group:
+            weight_map[name] = fname
+        log(f"  {fname}: {len(group)} tensors, {(tmp / fname).stat().st_size / 1e9:.2f} GB ({time.time() - t0:.0f} s)")
+    total = sum(math.prod(s) * 2 for _, s, _ in tensors)
+    write_json(tmp / "model.safetensors.index.json", {"metadata": {"total_size": total}, "weight_map": weight_map})
+
+    write_json(tmp / "config.json", {
+        "architectures": ["Phi3ForCausalLM"],
+        "attention_bias": False,
+        "attention_dropout": 0.0,
+        "bos_token_id": 1,
+        "embd_pdrop": 0.0,
+        "eos_token_id": 32000,
+        "hidden_act": "silu",
+        "hidden_size": shape["hidden_size"],
+        "initializer_range": 0.02,
+        "intermediate_size": shape["intermediate_size"],
+        "max_position_embeddings": shape["max_position_embeddings"],
+        "model_type": "phi3",
+        "num_attention_heads": shape["num_attention_heads"],
+        "num_hidden_layers": shape["num_hidden_layers"],
+        "num_key_value_heads": shape["num_key_value_heads"],
+        # llama.cpp's converter requires it; equal to max_position_embeddings: no scaling.
+        "original_max_position_embeddings": shape["max_position_embeddings"],
+        "pad_token_id": 32000,
+        "resid_pdrop": 0.0,
+        "rms_norm_eps": shape["rms_norm_eps"],
+        "rope_scaling": None,
+        "rope_theta": shape["rope_theta"],
+        # As in Phi-3-mini-4k-instruct; it never binds within pp512 + tg128.
+        "sliding_window": 2047,
+        "tie_word_embeddings": False,
+        "torch_dtype": "float16",
+        "transformers_version": "4.57.6",
+        "use_cache": True,
+        "vocab_size": shape["vocab_size"],
+    })
+    write_json(tmp / "generation_config.json", {
+        "_from_model_config": True,
+        "bos_token_id": 1,
+        "eos_token_id": [32000, 32001, 32007],
+        "pad_token_id": 32000,
+        "transformers_version": "4.57.6",
+    })
+    (tmp / "tokenizer.model").write_bytes(sentencepiece_model(32000))
+    for fname, obj in tokenizer_side_files().items():
+        write_json(tmp / fname, obj)
+    (tmp / "README.md").write_text(
+        "Random weights in the shape of Phi-3-mini-4k-instruct, made by benchmarks/bench.py for\n"
+        "speed benchmarks only. The model says nothing meaningful.\n")
+    write_json(tmp / stamp.name, recipe)
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    log(f"checkpoint written in {time.time() - t0:.0f} s")
+    return out
+
+
+def write_json(path: Path, obj) -> None:
+    path.write_text(json.dumps(obj, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------
+# llama.cpp: convert (vendored convert_hf_to_gguf.py) and quantize
+# ---------------------------------------------------------------------------
+
+def llama_src_dir() -> Path:
+    import llama_cpp
+
+    d = WORK / "src" / f"llama_cpp_python-{llama_cpp.__version__}" / "vendor" / "llama.cpp"
+    if not (d / "convert_hf_to_gguf.py").is_file():
+        raise SystemExit(f"{d}/convert_hf_to_gguf.py missing: run benchmarks/run.sh (it unpacks the sdist)")
+    return d
+
+
+def ensure_gguf(model: dict, ckpt: Path, keep_f16: bool, timings: dict) -> Path:
+    quant = WORK / model["gguf_quant"]
+    if quant.is_file():
+        log(f"GGUF ready: {quant}")
+        return quant
+    f16 = WORK / model["gguf_f16"]
+    if not f16.is_file():
+        src = llama_src_dir()
+        tmp = f16.with_suffix(".partial.gguf")
+        cmd = [sys.executable, str(src / "convert_hf_to_gguf.py"), str(ckpt), "--outtype", "f16", "--outfile", str(tmp)]
+        log(f"converting to F16 GGUF with llama.cpp's convert_hf_to_gguf.py (log: {LOGS / 'convert.log'})")
+        t0 = time.time()
+        with open(LOGS / "convert.log", "w") as lf:
+            rc = subprocess.call(cmd, stdout=lf, stderr=subprocess.STDOUT, cwd=src)
+        if rc != 0:
+            tail = (LOGS / "convert.log").read_text(errors="replace").splitlines()[-30:]
+            raise SystemExit("convert_hf_to_gguf.py failed:\n" + "\n".join(tail))
+        tmp.rename(f16)
+        timings["convert_s"] = round(time.time() - t0, 1)
+        log(f"F16 GGUF written in {timings['convert_s']} s: {f16} ({f16.stat().st_size / 1e9:.2f} GB)")
+    tmp = quant.with_suffix(".partial.gguf")
+    log(f"quantizing with llama_model_quantize ({model['llama_ftype']}; log: {LOGS / 'quantize.log'})")
+    t0 = time.time()
+    with open(LOGS / "quantize.log", "w") as lf:
+        rc = subprocess.call([sys.executable, __file__, "_quantize", str(f16), str(tmp), model["llama_ftype"]],
+                             stdout=lf, stderr=subprocess.STDOUT)
+    if rc != 0:
+        tail = (LOGS / "quantize.log").read_text(errors="replace").splitlines()[-30:]
+        raise SystemExit("llama_model_quantize failed:\n" + "\n".join(tail))
+    tmp.rename(quant)
+    timings["quantize_s"] = round(time.time() - t0, 1)
+    log(f"quantized in {timings['quantize_s']} s: {quant} ({quant.stat().st_size / 1e9:.2f} GB)")
+    if not keep_f16:
+        f16.unlink()
+    return quant
+
+
+def child_quantize(inp: str, out: str, ftype_name: str) -> int:
+    import ctypes
+    import llama_cpp
+
+    llama_cpp.llama_backend_init()
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = getattr(llama_cpp, ftype_name)
+    params.nthread = os.cpu_count() or 1
+    rc = llama_cpp.llama_model_quantize(inp.encode(), out.encode(), ctypes.byref(params))
+    llama_cpp.llama_backend_free()
+    print(f"llama_model_quantize returned {rc}", file=sys.stderr)
+    return 0 if rc == 0 else 1
+
+
+def gguf_stats(path: Path) -> dict:
+    from gguf import GGUFReader
+
+    r = GGUFReader(str(path))
+    by_type: dict[str, int] = {}
+    total = 0
+    embd = 0
+    n_elements = 0
+    for t in r.tensors:
+        nb = int(t.n_bytes)
+        total += nb
+        n_elements += int(t.n_elements)
+        by_type[t.tensor_type.name] = by_type.get(t.tensor_type.name, 0) + nb
+        if t.name == "token_embd.weight":
+            embd = nb
+    return {"file_bytes": path.stat().st_size, "tensor_bytes": total, "token_embd_bytes": embd,
+            "tensor_elements": n_elements, "tensor_bytes_by_type": by_type, "n_tensors": len(r.tensors)}
+
+
+# ---------------------------------------------------------------------------
+# llama.cpp bench child: llama-bench semantics through the low-level API
+# ---------------------------------------------------------------------------
+
+def proc_status_bytes(field: str) -> int | None:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def mean_sd(samples: list[float]) -> tuple[float, float]:
+    if not samples:
+        return float("nan"), float("nan")
+    m = statistics.fmean(samples)
+    return m, (statistics.stdev(samples) if len(samples) > 1 else 0.0)
+
+
+def child_llama_bench(a: argparse.Namespace) -> int:
+    import ctypes
+
+    rss_start = proc_status_bytes("VmRSS")
+    import llama_cpp as L
+
+    rss_after_import = proc_status_bytes("VmRSS")
+    L.llama_backend_init()
+    mp = L.llama_model_default_params()
+    mp.n_gpu_layers = 0
+    mp.load_mode = L.LLAMA_LOAD_MODE_MMAP
+
+    t_load = time.perf_counter()
+    model = L.llama_model_load_from_file(a.model.encode(), mp)
+    if not model:
+        print("failed to load model", file=sys.stderr)
+        return 1
+    cp = L.llama_context_default_params()
+    cp.n_ctx = a.prompt + a.gen
+    cp.n_batch = a.batch
+    cp.n_ubatch = a.batch
+    cp.n_threads = a.threads
+    cp.n_threads_batch = a.threads
+    cp.no_perf = True
+    ctx = L.llama_init_from_model(model, cp)
+    if not ctx:
+        print("failed to create context", file=sys.stderr)
+        return 1
+    load_seconds = time.perf_counter() - t_load
+    rss_after_load = proc_status_bytes("VmRSS")
+
+    vocab = L.llama_model_get_vocab(model)
+    n_vocab = L.llama_vocab_n_tokens(vocab)
+    add_bos = bool(L.llama_vocab_get_add_bos(vocab))
+    bos = L.llama_vocab_bos(vocab)
+    mem = L.llama_get_memory(ctx)
+    rng = random.Random(1234)
+    TokArr = L.llama_token * max(a.batch, 1)
+
+    def decode(arr, n: int) -> None:
+        rc = L.llama_decode(ctx, L.llama_batch_get_one(arr, n))
+        if rc != 0:
+            raise RuntimeError(f"llama_decode returned {rc}")
+
+    # Like llama-bench's test_prompt: batches of n_batch random ids (BOS first
+    # if the vocab adds one), then synchronize.
+    def test_prompt(n_prompt: int) -> None:
+        done = 0
+        while done < n_prompt:
+            n = min(n_prompt - done, a.batch)
+            arr = TokArr()
+            for k in range(n):
+                arr[k] = rng.randrange(n_vocab)
+            if done == 0 and add_bos:
+                arr[0] = bos
+            decode(arr, n)
+            done += n
+        L.llama_synchronize(ctx)
+
+    # Like llama-bench's test_gen: n single-token decodes, each synchronized.
+    def test_gen(n_gen: int) -> None:
+        tok = (L.llama_token * 1)()
+        tok[0] = bos if add_bos else rng.randrange(n_vocab)
+        for _ in range(n_gen):
+            decode(tok, 1)
+            L.llama_synchronize(ctx)
+            tok[0] = rng.randrange(n_vocab)
+
+    def clear() -> None:
+        L.llama_memory_clear(mem, False)
+
+    result: dict = {}
+    for test, n, fn in (("pp", a.prompt, test_prompt), ("tg", a.gen, test_gen)):
+        if n <= 0:
+            continue
+        clear()
+        # Warm-up as llama-bench does: the whole prompt for pp, one token for tg.
+        fn(n if test == "pp" else 1)
+        samples = []
+        for _ in range(a.reps):
+            clear()
+            t0 = time.perf_counter_ns()
+            fn(n)
+            dt = (time.perf_counter_ns() - t0) / 1e9
+            samples.append(n / dt)
+        m, sd = mean_sd(samples)
+        result[test] = {"tokens_per_second": m, "stddev": sd, "samples": samples, "tokens": n}
+
+    try:
+        sysinfo = L.llama_print_system_info().decode(errors="replace").strip()
+    except Exception:  # noqa: BLE001
+        sysinfo = None
+    result.update({
+        "engine": "llama.cpp",
+        "llama_cpp_python": L.__version__,
+        "system_info": sysinfo,
+        "threads": a.threads,
+        "n_ctx": L.llama_n_ctx(ctx),
+        "n_batch": a.batch,
+        "n_ubatch": a.batch,
+        "load_mode": "mmap",
+        "flash_attn": "auto",
+        "load_seconds": load_seconds,
+        "n_params": int(L.llama_model_n_params(model)),
+        "model_size_bytes": int(L.llama_model_size(model)),
+        "rss_start_bytes": rss_start,
+        "rss_after_import_bytes": rss_after_import,
+        "rss_after_load_bytes": rss_after_load,
+        "peak_rss_bytes": proc_status_bytes("VmHWM"),
+    })
+    L.llama_free(ctx)
+    L.llama_model_free(model)
+    print(json.dumps(result))
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# Running measured children
+# ---------------------------------------------------------------------------
+
+def run_measured(cmd: list[str], log_path: Path, timeout: float) -> dict:
+    """Run cmd; return its stdout, exit status, wall time and the peak RSS of
+    that one child (wait4's ru_maxrss), with stderr going to log_path."""
+    with tempfile.TemporaryFile() as out, open(log_path, "w") as err:
+        err.write("$ " + " ".join(cmd) + "\n")
+        err.flush()
+        t0 = time.time()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=REPO, start_new_session=True)
+        timed_out = threading.Event()
+
+        def kill() -> None:
+            timed_out.set()
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+        finally:
+            timer.cancel()
+        p.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.time() - t0
+        out.seek(0)
+        stdout = out.read().decode(errors="replace")
+    return {"returncode": p.returncode, "stdout": stdout, "wall_seconds": wall,
+            "maxrss_bytes": ru.ru_maxrss * 1024, "timed_out": timed_out.is_set(), "log": str(log_path)}
+
+
+def last_json_line(text: str) -> dict | None:
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
+
+
+def log_tail(path: str, n: int = 8) -> str:
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return ""
+
+
+def bench_llama(gguf: Path, a: argparse.Namespace, tag: str) -> dict:
+    cmd = [sys.executable, __file__, "_llama-bench", "--model", str(gguf), "-p", str(a.prompt), "-n", str(a.gen),
+           "-r", str(a.reps), "-t", str(a.threads), "-b", str(a.batch)]
+    r = run_measured(cmd, LOGS / f"llama-{tag}.log", a.timeout)
+    res = last_json_line(r["stdout"]) if r["returncode"] == 0 else None
+    entry = {"engine": "llama.cpp", "file": str(gguf.relative_to(REPO)), "ok": res is not None,
+             "wall_seconds": r["wall_seconds"], "maxrss_bytes": r["maxrss_bytes"], "log": r["log"], "result": res}
+    if res is None:
+        entry["error"] = f"exit {r['returncode']}{' (timeout)' if r['timed_out'] else ''}: {log_tail(r['log'])}"
+    return entry
+
+
+# ---------------------------------------------------------------------------
+# Hearth
+# ---------------------------------------------------------------------------
+
+def find_hearth(explicit: str | None) -> tuple[Path | None, str]:
+    if explicit:
+        p = Path(explicit)
+        return (p, "") if p.is_file() and os.access(p, os.X_OK) else (None, f"HEARTH_BIN={explicit} is not an executable file")
+    candidates = [REPO / ".build" / "release" / "hearth"]
+    candidates += sorted((REPO / ".build").glob("*/release/hearth"))
+    for c in candidates:
+        if c.is_file() and os.access(c, os.X_OK):
+            return c, ""
+    if shutil.which("swift"):
+        # Only asks SwiftPM where the release binary would be; builds nothing.
+        try:
+            out = subprocess.run(["swift", "build", "-c", "release", "--show-bin-path"], cwd=REPO, text=True,
+                                 capture_output=True, timeout=120).stdout.strip()
+            c = Path(out) / "hearth"
+            if out and c.is_file() and os.access(c, os.X_OK):
+                return c, ""
+            return None, f"no hearth binary at {c} (build it: swift build -c release --product hearth)"
+        except (subprocess.TimeoutExpired, OSError) as e:
+            return None, f"swift build --show-bin-path failed: {e}"
+    return None, "no hearth binary (.build/release/hearth) and no swift to locate one; set HEARTH_BIN"
+
+
+def hearth_has(binary: Path, sub: str) -> bool:
+    try:
+        r = subprocess.run([str(binary), sub, "--help"], capture_output=True, text=True, timeout=60, cwd=REPO)
+        return r.returncode == 0
+    except (subprocess.TimeoutExpired, OSError):
+        return False
+
+
+def ensure_hqf(binary: Path, model: dict, ckpt: Path, timings: dict) -> tuple[Path | None, str]:
+    hqf = WORK / model["hqf"]
+    if hqf.is_file():
+        return hqf, ""
+    if not hearth_has(binary, "quantize"):
+        return None, "hearth has no `quantize` subcommand"
+    tmp = hqf.with_suffix(".partial.hqf")
+    cmd = [str(binary), "quantize", "--model", str(ckpt.relative_to(REPO)), "--output", str(tmp.relative_to(REPO)),
+           "--type", model["hearth_type"]]
+    log(f"hearth quantize -> {hqf} (log: {LOGS / 'hearth-quantize.log'})")
+    t0 = time.time()
+    with open(LOGS / "hearth-quantize.log", "w") as lf:
+        lf.write("$ " + " ".join(cmd) + "\n")
+        lf.flush()
+        rc = subprocess.call(cmd, stdout=lf, stderr=subprocess.STDOUT, cwd=REPO)
+    if rc != 0 or not tmp.is_file():
+        tmp.unlink(missing_ok=True)
+        return None, f"hearth quantize failed (exit {rc}): {log_tail(str(LOGS / 'hearth-quantize.log'), 4)}"
+    tmp.rename(hqf)
+    timings["hearth_quantize_s"] = round(time.time() - t0, 1)
+    log(f"hearth quantize done in {timings['hearth_quantize_s']} s ({hqf.stat().st_size / 1e9:.2f} GB)")
+    return hqf, ""
+
+
+def bench_hearth(binary: Path, model_file: Path, a: argparse.Namespace, tag: str) -> dict:
+    cmd = [str(binary), "bench", "--model", str(model_file.relative_to(REPO)), "-p", str(a.prompt), "-n", str(a.gen),
+           "-r", str(a.reps), "-t", str(a.threads), "--json"]
+    r = run_measured(cmd, LOGS / f"hearth-{tag}.log", a.timeout)
+    res = last_json_line(r["stdout"]) if r["returncode"] == 0 else None
+    if res is not None and not (isinstance(res.get("pp"), dict) or isinstance(res.get("tg"), dict)):
+        res = None
+    entry = {"engine": "hearth", "file": str(model_file.relative_to(REPO)), "ok": res is not None,
+             "wall_seconds": r["wall_seconds"], "maxrss_bytes": r["maxrss_bytes"], "log": r["log"], "result": res}
+    if res is None:
+        with open(r["log"], "a") as lf:
+            lf.write("\n--- stdout ---\n" + r["stdout"][-4000:])
+        entry["error"] = f"exit {r['returncode']}{' (timeout)' if r['timed_out'] else ''}: {log_tail(r['log'], 4)}"
+    return entry
+
+
+# ---------------------------------------------------------------------------
+# Streaming-read bandwidth (membw.c)
+# ---------------------------------------------------------------------------
+
+def run_membw(threads_list: list[int], mib: int, runs: int) -> list[dict]:
+    src = HERE / "membw.c"
+    exe = WORK / "membw"
+    cc = os.environ.get("CC", "cc")
+    if not exe.is_file() or exe.stat().st_mtime < src.stat().st_mtime:
+        cmd = [cc, "-O3", "-march=native", "-pthread", "-o", str(exe), str(src)]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            log(f"membw.c did not compile ({' '.join(cmd)}): {r.stderr.strip()[:500]}")
+            return []
+    out = []
+    for t in threads_list:
+        for huge in (0, 1):
+            r = subprocess.run([str(exe), "--mib", str(mib), "--threads", str(t), "--hugepage", str(huge),
+                                "--runs", str(runs)], capture_output=True, text=True)
+            if r.returncode == 0:
+                d = json.loads(r.stdout)
+                out.append(d)
+                log(f"membw {t} thread(s), THP {'on ' if huge else 'off'}: best {d['best_gb_s']:.1f} GB/s "
+                    f"(anon huge pages {d['anon_huge_kib'] // 1024} MiB)")
+            else:
+                log(f"membw failed: {r.stderr.strip()[:300]}")
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Machine description
+# ---------------------------------------------------------------------------
+
+def machine_info() -> dict:
+    info: dict = {"cpu": None, "cores": os.cpu_count(), "kernel": platform.release(), "arch": platform.machine()}
+    try:
+        cpu = Path("/proc/cpuinfo").read_text()
+        for line in cpu.splitlines():
+            k, _, v = line.partition(":")
+            k = k.strip()
+            if k == "model name" and not info["cpu"]:
+                info["cpu"] = v.strip()
+            elif k in ("cpu family", "model", "stepping") and f"cpu_{k.replace(' ', '_')}" not in info:
+                info[f"cpu_{k.replace(' ', '_')}"] = v.strip()
+            elif k == "flags" and "flags" not in info:
+                fl = v.split()
+                info["flags"] = [f for f in ("avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+                                             "avx512_bf16", "avx_vnni", "amx_tile") if f in fl]
+        info["physical_cores"] = len({(b.split("physical id")[1].split("\n")[0] if "physical id" in b else "",
+                                       b.split("core id")[1].split("\n")[0] if "core id" in b else str(i))
+                                      for i, b in enumerate(cpu.split("\n\n")) if b.strip()})
+    except OSError:
+        pass
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                info["ram_bytes"] = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in lscpu.splitlines():
+            k, _, v = line.partition(":")
+            if k.strip() in ("L2 cache", "L3 cache", "Hypervisor vendor"):
+                info[k.strip().lower().replace(" ", "_")] = v.strip()
+    except OSError:
+        pass
+    for name in ("enabled", "defrag"):
+        try:
+            txt = Path(f"/sys/kernel/mm/transparent_hugepage/{name}").read_text()
+            info[f"thp_{name}"] = txt.split("[")[1].split("]")[0]
+        except (OSError, IndexError):
+            pass
+    return info
+
+
+def git_info() -> dict:
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return ""
+    return {"commit": git("rev-parse", "HEAD") or None,
+            "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+
+
+# ---------------------------------------------------------------------------
+# Summaries and RESULTS.md
+# ---------------------------------------------------------------------------
+
+def summarize(model: dict, runs: list[dict], stats: dict) -> list[dict]:
+    rows = []
+    keys = []
+    for r in runs:
+        k = (r["engine"], r["file"])
+        if k not in keys:
+            keys.append(k)
+    for engine, file in keys:
+        mine = [r for r in runs if (r["engine"], r["file"]) == (engine, file)]
+        ok = [r for r in mine if r["ok"]]
+        row: dict = {"model": model["name"], "engine": engine, "file": file, "runs": len(mine), "ok_runs": len(ok)}
+        fpath = REPO / file
+        row["file_bytes"] = fpath.stat().st_size if fpath.is_file() else None
+        row["bits_per_weight"] = row["file_bytes"] * 8 / stats["params"] if row["file_bytes"] else None
+        if not ok:
+            row["error"] = mine[-1].get("error") if mine else "not run"
+            rows.append(row)
+            continue
+        for test in ("pp", "tg"):
+            samples = [s for r in ok for s in ((r["result"].get(test) or {}).get("samples") or [])]
+            if samples:
+                m, sd = mean_sd(samples)
+                row[test] = {"tokens_per_second": m, "stddev": sd, "n": len(samples),
+                             "round_means": [(r["result"].get(test) or {}).get("tokens_per_second") for r in ok]}
+        row["peak_rss_bytes"] = max(r["maxrss_bytes"] for r in ok)
+        row["engine_peak_rss_bytes"] = max((r["result"].get("peak_rss_bytes") or 0) for r in ok) or None
+        row["load_seconds"] = statistics.fmean(r["result"].get("load_seconds") or 0.0 for r in ok)
+        res0 = ok[0]["result"]
+        if engine == "llama.cpp":
+            g = stats["gguf"][file]
+            # Every tensor is streamed once per token except the embedding table, of which one row is gathered.
+            row["weight_bytes_per_token"] = g["tensor_bytes"] - g["token_embd_bytes"]
+            row["weight_bytes_source"] = "GGUF tensor data bytes minus token_embd"
+            row["rss_after_import_bytes"] = res0.get("rss_after_import_bytes")
+        else:
+            wb = res0.get("weight_bytes_per_token")
+            row["weight_bytes_per_token"] = wb if wb else res0.get("model_bytes")
+            row["weight_bytes_source"] = "hearth weight_bytes_per_token" if wb else "hearth model_bytes"
+            for k in ("kernel", "weight_types", "prefill_path", "kv_cache_bytes", "parameters"):
+                if k in res0:
+                    row[k] = res0[k]
+        if "tg" in row and row.get("weight_bytes_per_token"):
+            row["decode_gb_s"] = row["weight_bytes_per_token"] * row["tg"]["tokens_per_second"] / 1e9
+        rows.append(row)
+    base = next((r for r in rows if r["engine"] == "llama.cpp" and "tg" in r), None)
+    for r in rows:
+        if base is None or r is base:
+            continue
+        for test in ("pp", "tg"):
+            if test in r and test in base:
+                r[f"{test}_ratio"] = r[test]["tokens_per_second"] / base[test]["tokens_per_second"]
+        if r.get("peak_rss_bytes") and base.get("peak_rss_bytes"):
+            r["rss_ratio"] = r["peak_rss_bytes"] / base["peak_rss_bytes"]
+    return rows
+
+
+def fmt_ts(d: dict | None) -> str:
+    return f"{d['tokens_per_second']:.2f} ± {d['stddev']:.2f}" if d else "—"
+
+
+def fmt_gib(b) -> str:
+    return f"{b / 2**30:.2f} GiB" if b else "—"
+
+
+def write_results_md(run: dict) -> str:
+    m = run["machine"]
+    s = run["settings"]
+    git = run["git"]
+    bw_ref = {}
+    for d in run["membw"]:
+        bw_ref[d["threads"]] = max(bw_ref.get(d["threads"], 0.0), d["best_gb_s"])
+    ref = bw_ref.get(s["threads"])
+    L = []
+    L.append("# Benchmarks: Hearth vs llama.cpp (CPU)")
+    L.append("")
+    L.append("Written by `benchmarks/run.sh` (see [README.md](README.md)); every run rewrites this file and keeps "
+             "its raw numbers in `benchmarks/work/last-run.json`. One row per engine × model file; more models "
+             "are added as entries of `MODELS` in `benchmarks/bench.py`.")
+    L.append("")
+    L.append("## Run")
+    L.append("")
+    L.append(f"- Date: {run['date_utc']}")
+    L.append(f"- Repo commit: `{(git['commit'] or 'unknown')[:12]}`{' (work tree had uncommitted changes)' if git['dirty'] else ''}")
+    L.append(f"- CPU: {m.get('cpu')} (family {m.get('cpu_cpu_family')}, model {m.get('cpu_model')}), "
+             f"{m.get('cores')} cores; L2 {m.get('l2_cache', '?')}, L3 {m.get('l3_cache', '?')}; "
+             f"{', '.join(m.get('flags', []))}"
+             + (f"; hypervisor {m['hypervisor_vendor']}" if m.get("hypervisor_vendor") else ""))
+    L.append(f"- RAM: {m.get('ram_bytes', 0) / 2**30:.1f} GiB; kernel {m.get('kernel')}; transparent huge pages: "
+             f"{m.get('thp_enabled', '?')} (defrag {m.get('thp_defrag', '?')})")
+    lc = run["llama_cpp"]
+    L.append(f"- llama.cpp: llama-cpp-python {lc.get('version')} built from its sdist with default CMake flags "
+             f"(native CPU); `{lc.get('system_info') or ''}`")
+    h = run["hearth"]
+    L.append(f"- Hearth: {'`' + h['binary'] + '`' if h.get('binary') else 'not found'}"
+             + (f" — {h['note']}" if h.get("note") else ""))
+    L.append(f"- Method: llama-bench semantics. pp{s['prompt']} = {s['prompt']} random token ids decoded from an empty "
+             f"KV cache in batches of {s['batch']} (n_ubatch {s['batch']}); tg{s['gen']} = {s['gen']} sequential "
+             f"single-token decodes from an empty cache. Warm-up (full prompt for pp, one token for tg), then "
+             f"{s['reps']} repetitions; tokens/s mean ± sample sd over all repetitions of {s['rounds']} rounds. "
+             f"Threads = {s['threads']}. Engines alternate round by round "
+             f"({' → '.join(s['order'])}), each bench in a fresh process; model files were read once beforehand so "
+             f"both start from a warm page cache. Peak RSS = the bench process's ru_maxrss (max over rounds).")
+    L.append("")
+    L.append("## Results")
+    L.append("")
+    hdr = (f"| model | engine | file | bits/weight | pp{s['prompt']} t/s | tg{s['gen']} t/s | pp ×llama.cpp | "
+           f"tg ×llama.cpp | peak RSS | RSS ×llama.cpp | weights read/token | decode bandwidth | of stream BW |")
+    L.append(hdr)
+    L.append("|" + "---|" * (hdr.count("|") - 1))
+    for model in run["models"]:
+        for r in model["summary"]:
+            bpw = f"{r['bits_per_weight']:.2f}" if r.get("bits_per_weight") else "—"
+            if r.get("ok_runs", 0) == 0:
+                L.append(f"| {r['model']} | {r['engine']} | `{r['file']}` | {bpw} | not run | not run |"
+                         + " — |" * 7)
+                continue
+
+            def ratio(k: str) -> str:
+                if r.get(k) is not None:
+                    return f"{r[k]:.2f}×"
+                return "1" if r["engine"] == "llama.cpp" else "—"
+
+            wb = r.get("weight_bytes_per_token")
+            dec = r.get("decode_gb_s")
+            L.append(f"| {r['model']} | {r['engine']} | `{r['file']}` | {bpw} | {fmt_ts(r.get('pp'))} | "
+                     f"{fmt_ts(r.get('tg'))} | {ratio('pp_ratio')} | {ratio('tg_ratio')} | "
+                     f"{fmt_gib(r.get('peak_rss_bytes'))} | {ratio('rss_ratio')} | "
+                     f"{f'{wb / 1e9:.2f} GB' if wb else '—'} | {f'{dec:.1f} GB/s' if dec else '—'} | "
+                     f"{f'{100 * dec / ref:.0f}%' if dec and ref else '—'} |")
+    L.append("")
+    notes = []
+    for model in run["models"]:
+        st = model["stats"]
+        notes.append(f"- **{model['name']}**: {model['description']}; {st['params'] / 1e9:.3f} B parameters "
+                     f"(bits/weight = file bytes × 8 / this count).")
+        for f, g in st["gguf"].items():
+            types = ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in sorted(g["tensor_bytes_by_type"].items()))
+            notes.append(f"  - `{f}`: {g['file_bytes'] / 1e9:.3f} GB file, {g['tensor_bytes'] / 1e9:.3f} GB tensor "
+                         f"data ({types}); made by llama.cpp's convert_hf_to_gguf.py (F16) + llama_model_quantize "
+                         f"({model['llama_ftype']}, default params).")
+        for r in model["summary"]:
+            if r.get("ok_runs", 0) == 0 and r.get("error"):
+                notes.append(f"  - {r['engine']} `{r['file']}` not run: {r['error'].splitlines()[0][:300]}")
+            elif r["engine"] == "llama.cpp" and r.get("rss_after_import_bytes"):
+                notes.append(f"  - llama.cpp peak RSS includes the Python interpreter + llama_cpp import "
+                             f"({r['rss_after_import_bytes'] / 2**20:.0f} MiB before the model was loaded).")
+            elif r["engine"] == "hearth" and r.get("kernel"):
+                notes.append(f"  - hearth `{r['file']}`: kernel {r['kernel']}, prefill path {r.get('prefill_path')}, "
+                             f"weights per token from {r.get('weight_bytes_source')}.")
+        for skipped in model.get("skipped", []):
+            notes.append(f"  - {skipped}")
+    L.append("Notes:")
+    L.append("")
+    L.extend(notes)
+    L.append("- *weights read/token*: llama.cpp = GGUF tensor data minus `token_embd` (one row of it is gathered "
+             "per token); Hearth = its reported `weight_bytes_per_token` (else `model_bytes`). *decode bandwidth* = "
+             f"weights read/token × tg t/s; *of stream BW* = that ÷ the best {s['threads']}-thread streaming-read "
+             "bandwidth below.")
+    L.append("")
+    L.append("## Streaming-read bandwidth (`benchmarks/membw.c`)")
+    L.append("")
+    if run["membw"]:
+        mb = run["membw"][0]["bytes"] / 2**30
+        L.append(f"Sum of a {mb:.0f} GiB buffer touched first, `cc -O3 -march=native`, best of "
+                 f"{run['membw'][0]['runs']} passes (1 GB = 1e9 bytes).")
+        L.append("")
+        L.append("| threads | madvise | huge pages in buffer | best GB/s | mean GB/s |")
+        L.append("|---|---|---|---|---|")
+        for d in run["membw"]:
+            L.append(f"| {d['threads']} | {'MADV_HUGEPAGE' if d['hugepage'] else 'MADV_NOHUGEPAGE'} | "
+                     f"{d['anon_huge_kib'] / 1024:.0f} MiB | {d['best_gb_s']:.1f} | {d['mean_gb_s']:.1f} |")
+    else:
+        L.append("Not measured (membw.c did not build or was skipped).")
+    L.append("")
+    L.append("## Timings")
+    L.append("")
+    L.append(", ".join(f"{k.replace('_s', '')} {v:.0f} s" for k, v in run["timings"].items()) + ".")
+    L.append("")
+    text = "\n".join(L)
+    RESULTS_MD.write_text(text)
+    return text
+
+
+# ---------------------------------------------------------------------------
+# Main
+# ---------------------------------------------------------------------------
+
+def warm_page_cache(paths: list[Path]) -> None:
+    for p in paths:
+        if p and p.is_file():
+            with open(p, "rb", buffering=0) as f:
+                while f.read(1 << 24):
+                    pass
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", "-t", type=int, default=2, help="threads for both engines (default 2)")
+    ap.add_argument("--reps", "-r", type=int, default=5, help="repetitions per test (default 5)")
+    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds per engine (default 2)")
+    ap.add_argument("--prompt", "-p", type=int, default=512, help="pp test tokens (default 512)")
+    ap.add_argument("--gen", "-n", type=int, default=128, help="tg test tokens (default 128)")
+    ap.add_argument("--batch", "-b", type=int, default=512, help="n_batch = n_ubatch for llama.cpp (default 512)")
+    ap.add_argument("--timeout", type=float, default=3600, help="seconds before one bench process is killed")
+    ap.add_argument("--skip-hearth", action="store_true", help="only llama.cpp")
+    ap.add_argument("--skip-llama", action="store_true", help="only Hearth")
+    ap.add_argument("--skip-membw", action="store_true", help="skip the bandwidth probe")
+    ap.add_argument("--membw-mib", type=int, default=1024, help="bandwidth probe buffer (MiB, default 1024)")
+    ap.add_argument("--membw-runs", type=int, default=7)
+    ap.add_argument("--keep-f16", action="store_true", help="keep the intermediate F16 GGUF (7.6 GB)")
+    ap.add_argument("--hearth-bin", default=os.environ.get("HEARTH_BIN"), help="hearth binary (default: $HEARTH_BIN, "
+                    "else .build/release/hearth, else `swift build -c release --show-bin-path`/hearth)")
+    a = ap.parse_args(argv)
+
+    t_start = time.time()
+    WORK.mkdir(parents=True, exist_ok=True)
+    LOGS.mkdir(parents=True, exist_ok=True)
+    timings: dict[str, float] = {}
+
+    import llama_cpp
+
+    llama_info = {"version": llama_cpp.__version__}
+    try:
+        llama_info["system_info"] = llama_cpp.llama_print_system_info().decode(errors="replace").strip()
+    except Exception:  # noqa: BLE001
+        pass
+
+    # Hearth binary and capabilities.
+    hearth: dict = {"binary": None, "bench": False, "note": ""}
+    hbin = None
+    if a.skip_hearth:
+        hearth["note"] = "skipped (--skip-hearth)"
+    else:
+        hbin, why = find_hearth(a.hearth_bin)
+        if hbin is None:
+            hearth["note"] = f"not run: {why}"
+        else:
+            hearth["binary"] = str(hbin.relative_to(REPO)) if hbin.is_relative_to(REPO) else str(hbin)
+            hearth["bench"] = hearth_has(hbin, "bench")
+            if not hearth["bench"]:
+                hearth["note"] = "not run: this binary has no `bench` subcommand"
+    if hearth["note"]:
+        log(f"Hearth {hearth['note']}")
+
+    # Artifacts.
+    prepared = []
+    for model in MODELS:
+        t0 = time.time()
+        ckpt = ensure_checkpoint(model)
+        timings.setdefault("checkpoint_s", 0.0)
+        timings["checkpoint_s"] += time.time() - t0
+        gguf = ensure_gguf(model, ckpt, a.keep_f16, timings) if not a.skip_llama else WORK / model["gguf_quant"]
+        stats = {"params": parameter_count(model["shape"]), "gguf": {}}
+        if gguf.is_file():
+            stats["gguf"][str(gguf.relative_to(REPO))] = gguf_stats(gguf)
+        hqf, skipped = None, []
+        if hbin is not None and hearth["bench"]:
+            hqf, why = ensure_hqf(hbin, model, ckpt, timings)
+            if hqf is None:
+                skipped.append(f"hearth `.hqf` rows not run: {why}")
+                log(skipped[-1])
+        prepared.append({"model": model, "ckpt": ckpt, "gguf": gguf, "hqf": hqf, "stats": stats, "skipped": skipped})
+
+    # Bandwidth probe (before the benches; nothing else of ours is running).
+    membw = []
+    if not a.skip_membw:
+        t0 = time.time()
+        membw = run_membw(sorted({1, 2, a.threads}), a.membw_mib, a.membw_runs)
+        timings["membw_s"] = time.time() - t0
+
+    # Alternating benches.
+    t0 = time.time()
+    order = []
+    if not a.skip_llama:
+        order.append("llama.cpp")
+    if hbin is not None and hearth["bench"]:
+        order.append("hearth")
+    models_out = []
+    for p in prepared:
+        model = p["model"]
+        warm_page_cache([p["gguf"], p["hqf"]])
+        runs: list[dict] = []
+        hearth_gguf_ok = True
+        for rnd in range(1, a.rounds + 1):
+            if "llama.cpp" in order and p["gguf"].is_file():
+                log(f"[{model['name']}] round {rnd}/{a.rounds}: llama.cpp {p['gguf'].name}")
+                e = bench_llama(p["gguf"], a, f"{model['name']}-r{rnd}")
+                e["round"] = rnd
+                runs.append(e)
+                log_entry(e)
+            if "hearth" in order:
+                targets = []
+                if p["hqf"] is not None:
+                    targets.append(p["hqf"])
+                if hearth_gguf_ok and p["gguf"].is_file():
+                    targets.append(p["gguf"])
+                for f in targets:
+                    log(f"[{model['name']}] round {rnd}/{a.rounds}: hearth {f.name}")
+                    e = bench_hearth(hbin, f, a, f"{model['name']}-{f.suffix[1:]}-r{rnd}")
+                    e["round"] = rnd
+                    runs.append(e)
+                    log_entry(e)
+                    if f == p["gguf"] and not e["ok"]:
+                        hearth_gguf_ok = False   # not supported (yet): don't retry it
+        summary = summarize(model, runs, p["stats"])
+        # A GGUF that Hearth cannot read yet is noted, not tabled.
+        gguf_rel = str(p["gguf"].relative_to(REPO))
+        for r in list(summary):
+            if r["engine"] == "hearth" and r["file"] == gguf_rel and r.get("ok_runs", 0) == 0:
+                summary.remove(r)
+                p["skipped"].append(f"hearth could not bench `{gguf_rel}` (GGUF reading not supported yet?): "
+                                    f"{(r.get('error') or '').splitlines()[0][:200] if r.get('error') else ''}")
+        if hbin is None or not hearth["bench"]:
+            files = [str(p["hqf"].relative_to(REPO))] if p["hqf"] else [f"benchmarks/work/{model['hqf']}"]
+            for f in files:
+                summary.append({"model": model["name"], "engine": "hearth", "file": f, "ok_runs": 0,
+                                "bits_per_weight": None, "error": hearth["note"]})
+        models_out.append({"name": model["name"], "description": model["description"], "llama_ftype": model["llama_ftype"],
+                           "checkpoint": str(p["ckpt"].relative_to(REPO)), "stats": p["stats"], "runs": runs,
+                           "summary": summary, "skipped": p["skipped"]})
+    timings["bench_s"] = time.time() - t0
+    timings["total_s"] = time.time() - t_start
+
+    run = {
+        "schema": SCHEMA,
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "git": git_info(),
+        "machine": machine_info(),
+        "llama_cpp": llama_info,
+        "hearth": hearth,
+        "settings": {"threads": a.threads, "reps": a.reps, "rounds": a.rounds, "prompt": a.prompt, "gen": a.gen,
+                     "batch": a.batch, "order": order},
+        "membw": membw,
+        "models": models_out,
+        "timings": {k: round(v, 1) for k, v in timings.items()},
+    }
+    write_json(LAST_RUN, run)
+    write_results_md(run)
+    log(f"wrote {RESULTS_MD.relative_to(REPO)} and {LAST_RUN.relative_to(REPO)} in {timings['total_s']:.0f} s")
+    print(RESULTS_MD.read_text())
+    return 0
+
+
+def log_entry(e: dict) -> None:
+    if not e["ok"]:
+        log(f"  failed: {e.get('error', '')[:400]}")
+        return
+    r = e["result"]
+    parts = [f"{t} {r[t]['tokens_per_second']:.2f} ± {r[t]['stddev']:.2f} t/s" for t in ("pp", "tg")
+             if isinstance(r.get(t), dict)]
+    log(f"  {', '.join(parts)}; peak RSS {e['maxrss_bytes'] / 2**30:.2f} GiB; {e['wall_seconds']:.0f} s")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "_llama-bench":
+        cp = argparse.ArgumentParser()
+        cp.add_argument("--model", required=True)
+        cp.add_argument("-p", dest="prompt", type=int, default=512)
+        cp.add_argument("-n", dest="gen", type=int, default=128)
+        cp.add_argument("-r", dest="reps", type=int, default=5)
+        cp.add_argument("-t", dest="threads", type=int, default=2)
+        cp.add_argument("-b", dest="batch", type=int, default=512)
+        sys.exit(child_llama_bench(cp.parse_args(sys.argv[2:])))
+    if len(sys.argv) > 1 and sys.argv[1] == "_quantize":
+        sys.exit(child_quantize(*sys.argv[2:5]))
+    sys.exit(main(sys.argv[1:]))
