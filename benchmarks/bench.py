@@ -253,7 +253,7 @@ def tokenizer_side_files() -> dict[str, dict]:
 
     return {
         "tokenizer_config.json": {
-            "add_bos_token": False,
+            "add_bos_token": True,
             "add_eos_token": False,
             "added_tokens_decoder": decoder,
             "bos_token": "<s>",

@@ -123,7 +123,7 @@ public final class LanguageModel: Sendable {
 
     /// Renders a conversation with the checkpoint's chat template and tokenizes it the way
     /// transformers' `apply_chat_template(…, tokenize=True)` does (the template supplies BOS).
-    public func chatPrompt(_ messages: [ChatMessage]) throws -> [Int32] {
+    public func chatPrompt(_ messages: [ChatTurn]) throws -> [Int32] {
         guard let template = tokenizer.chatTemplate else {
             throw EngineError(
                 .missingComponent, "this checkpoint has no chat template Hearth recognises",

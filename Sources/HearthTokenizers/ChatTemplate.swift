@@ -1,5 +1,5 @@
 /// One message of a conversation.
-public struct ChatMessage: Sendable, Codable, Equatable {
+public struct ChatTurn: Sendable, Codable, Equatable {
     /// `system`, `user` or `assistant`.
     public var role: String
     /// The message text.
@@ -59,7 +59,7 @@ public struct ChatTemplate: Sendable, Equatable {
     }
 
     /// Renders a conversation; with `addGenerationPrompt` the text ends where the assistant's reply begins.
-    public func render(_ messages: [ChatMessage], addGenerationPrompt: Bool) -> String {
+    public func render(_ messages: [ChatTurn], addGenerationPrompt: Bool) -> String {
         var text = prefix
         switch format {
         case .phi3:

@@ -42,7 +42,7 @@ struct Generate: ParsableCommand {
             let tokens =
                 raw
                 ? try lm.tokenizer.encode(prompt, addSpecialTokens: true)
-                : try lm.chatPrompt([ChatMessage(role: "user", content: prompt)])
+                : try lm.chatPrompt([ChatTurn(role: "user", content: prompt)])
             var parameters = GenerationParameters()
             parameters.maxTokens = maxTokens
             parameters.sampling = sampling.options
