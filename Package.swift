@@ -9,7 +9,7 @@ import PackageDescription
 // that has them, which needs `-target-cpu` — an unsafe flag that SwiftPM refuses in
 // dependencies. So the fast path is opt-in through the environment: `HEARTH_CPU=native`
 // (what scripts/setup.sh and scripts/test.sh use) or an explicit LLVM CPU name such as
-// `znver4`, `x86-64-v4` or `x86-64-v3`. Without it, Hearth builds the portable Swift kernels
+// `znver4`, `skylake-avx512` or `haswell` (Swift's clang importer rejects the `x86-64-vN` names). Without it, Hearth builds the portable Swift kernels
 // and stays usable as an ordinary package dependency. See docs/KERNELS.md.
 let hearthCPU = ProcessInfo.processInfo.environment["HEARTH_CPU"].flatMap { $0.isEmpty || $0 == "none" ? nil : $0 }
 
@@ -25,8 +25,8 @@ func x86Features(for cpu: String) -> [String] {
         let v3: Set = ["avx2", "fma", "f16c"]
         let v4 = v3.union(["avx512f", "avx512bw", "avx512vl"])
         switch cpu {
-        case "x86-64-v3", "haswell", "skylake", "znver2", "znver3": flags = v3
-        case "x86-64-v4", "skylake-avx512": flags = v4
+        case "haswell", "broadwell", "skylake", "alderlake", "znver2", "znver3": flags = v3
+        case "skylake-avx512": flags = v4
         case "znver4", "znver5", "icelake-server", "sapphirerapids", "cascadelake", "tigerlake":
             flags = v4.union(["avx512_vnni"])
         default: flags = []

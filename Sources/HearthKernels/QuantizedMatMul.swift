@@ -70,6 +70,8 @@ public func quantizedMatMul(
 ) {
     #if HEARTH_AVX512VNNI
     quantizedMatMulAVX512VNNI(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+    #elseif HEARTH_AVX2
+    quantizedMatMulAVX2(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
     #else
     quantizedMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
     #endif
@@ -79,6 +81,8 @@ public func quantizedMatMul(
 public var quantizedKernelName: String {
     #if HEARTH_AVX512VNNI
     return "avx512-vnni"
+    #elseif HEARTH_AVX2
+    return "avx2"
     #else
     return "portable"
     #endif

@@ -1,0 +1,72 @@
+#if HEARTH_AVX2 && !HEARTH_AVX512VNNI
+import _Builtin_intrinsics.intel
+
+/// AVX2 kernel over the interleaved16 layout (CPUs without AVX-512 VNNI). A tile's
+/// 64-byte weight vector is two 32-byte halves (rows 0–7, rows 8–15); `vpmaddubsw` then
+/// `vpmaddwd` against four activation bytes broadcast gives each row's 4-product sum in
+/// one int32 lane. q8_0 uses the sign trick (|q| × sign(a, q)) so the 16-bit pair sums
+/// cannot saturate, and so needs no zero-point correction.
+public func quantizedMatMulAVX2(
+    _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>,
+    y: UnsafeMutablePointer<Float>, ldy: Int
+) {
+    let blocks = w.blocksPerRow
+    let dtype = w.dtype
+    let isQ8 = dtype == .q8_0
+    let zero = SIMD8<Float>(repeating: isQ8 ? 0 : zeroPoint(dtype))
+    let affine = dtype == .q4_1
+    let quantBase = affine ? 64 : 32
+    let ones = _mm256_set1_epi16(1)
+    let mask = _mm256_set1_epi8(0x0f)
+    let flip = _mm256_set1_epi8(-128)
+    let cols = w.cols
+
+    /// The weight half `half` (0: rows 0–7, 1: rows 8–15) of vector m of a tile.
+    @inline(__always) func weights(_ tile: UnsafeRawPointer, _ m: Int, _ half: Int) -> SIMD4<Int64> {
+        if isQ8 {
+            return _mm256_xor_si256(tile.loadUnaligned(fromByteOffset: 32 + 64 * m + 32 * half, as: SIMD4<Int64>.self), flip)
+        }
+        let raw = tile.loadUnaligned(fromByteOffset: quantBase + 64 * (m & 3) + 32 * half, as: SIMD4<Int64>.self)
+        return m < 4 ? _mm256_and_si256(raw, mask) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)
+    }
+
+    for g in groups {
+        for t in 0..<batch {
+            var f0 = SIMD8<Float>(), f1 = SIMD8<Float>()
+            let a0 = UnsafeRawPointer(act.quants + t * cols)
+            for b in 0..<blocks {
+                let tile = w.tile(group: g, block: b)
+                let a = a0 + b * 32
+                var i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256()
+                for m in 0..<8 {
+                    let av = _mm256_set1_epi32(a.loadUnaligned(fromByteOffset: 4 * m, as: Int32.self))
+                    let w0 = weights(tile, m, 0), w1 = weights(tile, m, 1)
+                    if isQ8 {
+                        i0 = _mm256_add_epi32(i0, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w0, w0), _mm256_sign_epi8(av, w0)), ones))
+                        i1 = _mm256_add_epi32(i1, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w1, w1), _mm256_sign_epi8(av, w1)), ones))
+                    } else {
+                        i0 = _mm256_add_epi32(i0, _mm256_madd_epi16(_mm256_maddubs_epi16(w0, av), ones))
+                        i1 = _mm256_add_epi32(i1, _mm256_madd_epi16(_mm256_maddubs_epi16(w1, av), ones))
+                    }
+                }
+                let da = SIMD8<Float>(repeating: act.scales[t * blocks + b])
+                let sa = SIMD8<Float>(repeating: act.sums[t * blocks + b])
+                let d0 = _mm256_cvtph_ps(tile.loadUnaligned(as: SIMD2<Int64>.self))
+                let d1 = _mm256_cvtph_ps(tile.loadUnaligned(fromByteOffset: 16, as: SIMD2<Int64>.self))
+                f0 = _mm256_fmadd_ps(d0 * da, _mm256_cvtepi32_ps(i0) - zero * sa, f0)
+                f1 = _mm256_fmadd_ps(d1 * da, _mm256_cvtepi32_ps(i1) - zero * sa, f1)
+                if affine {
+                    let m0 = _mm256_cvtph_ps(tile.loadUnaligned(fromByteOffset: 32, as: SIMD2<Int64>.self))
+                    let m1 = _mm256_cvtph_ps(tile.loadUnaligned(fromByteOffset: 48, as: SIMD2<Int64>.self))
+                    f0 = _mm256_fmadd_ps(m0 * da, sa, f0)
+                    f1 = _mm256_fmadd_ps(m1 * da, sa, f1)
+                }
+            }
+            let out = y + t * ldy + g * 16
+            let valid = min(16, w.rows - g * 16)
+            for r in 0..<min(8, valid) { out[r] = f0[r] }
+            if valid > 8 { for r in 8..<valid { out[r] = f1[r - 8] } }
+        }
+    }
+}
+#endif
