@@ -20,13 +20,13 @@ public final class Decoder {
     private let qkv: UnsafeMutablePointer<Float>  // (B, qkvWidth) q | k | v per token
     private let att: UnsafeMutablePointer<Float>  // (B, heads·headDim) attention output
     private let proj: UnsafeMutablePointer<Float>  // (B, dim) block output before the residual add
-    private let gateUp: UnsafeMutablePointer<Float>  // (B, 2·ffn) gate | up per token
+    private let ffnIn: UnsafeMutablePointer<Float>  // (B, ffnInWidth) gate | up (or up) per token
     private let act: UnsafeMutablePointer<Float>  // (B, ffn) activated hidden
     private let scores: UnsafeMutablePointer<Float>  // (threads, batch × context) attention scores per worker
     private let keysF32: UnsafeMutablePointer<Float>  // (threads, context × headDim) keys as Float for BLAS
     private let valuesF32: UnsafeMutablePointer<Float>  // (threads, context × headDim) values as Float for BLAS
-    private let cosTable: UnsafeMutablePointer<Float>  // (B, rotaryDims/2)
-    private let sinTable: UnsafeMutablePointer<Float>  // (B, rotaryDims/2)
+    private let cosTable: UnsafeMutablePointer<Float>  // (2, B, rotaryDims/2): full-attention then sliding layers
+    private let sinTable: UnsafeMutablePointer<Float>  // (2, B, rotaryDims/2)
     private let lastLogits: UnsafeMutablePointer<Float>  // (vocab,)
     private var buffers: [UnsafeMutablePointer<Float>] = []
 
@@ -61,15 +61,16 @@ public final class Decoder {
         qkv = buffer(b * o.qkvWidth)
         att = buffer(b * o.headCount * o.headDim)
         proj = buffer(b * o.hiddenSize)
-        gateUp = buffer(b * 2 * o.ffnSize)
+        ffnIn = buffer(b * o.ffnInWidth)
         act = buffer(b * o.ffnSize)
         let scoreRows = self.maxBatch >= Self.blasAttentionThreshold ? self.maxBatch : 1
         scores = buffer(pool.threadCount * scoreRows * context)
         let blasRows = self.maxBatch >= Self.blasAttentionThreshold ? context * o.headDim : 0
         keysF32 = buffer(pool.threadCount * blasRows)
         valuesF32 = buffer(pool.threadCount * blasRows)
-        cosTable = buffer(b * o.rope.rotaryDims / 2)
-        sinTable = buffer(b * o.rope.rotaryDims / 2)
+        let maxHalf = max(o.rope.rotaryDims, o.slidingRoPE?.rotaryDims ?? 0) / 2
+        cosTable = buffer(2 * b * maxHalf)
+        sinTable = buffer(2 * b * maxHalf)
         lastLogits = buffer(o.vocabSize)
         self.buffers = buffers
     }
@@ -132,7 +133,8 @@ public final class Decoder {
             throw EngineError(.invalidToken, "token id \(bad) is outside the vocabulary (\(o.vocabSize))")
         }
         cache.truncate(to: start)
-        let rope = RoPEFrequencies(o.rope, endPosition: start + tokens.count)
+        let end = start + tokens.count
+        let ropes = (RoPEFrequencies(o.rope, endPosition: end), RoPEFrequencies(o.slidingRoPE ?? o.rope, endPosition: end))
         var done = 0
         while done < tokens.count {
             if shouldStop() { throw EngineError(.cancelled, "cancelled") }
@@ -141,83 +143,116 @@ public final class Decoder {
             let chunk = Array(tokens[done..<(done + n)])
             let outputRows: Range<Int>? = allLogits != nil ? 0..<n : (isLast ? (n - 1)..<n : nil)
             let logitsOut = allLogits.map { $0.baseAddress! + done * o.vocabSize }
-            forwardBatch(chunk, at: start + done, rope: rope, outputRows: outputRows, logits: logitsOut)
+            forwardBatch(chunk, at: start + done, ropes: ropes, outputRows: outputRows, logits: logitsOut)
             done += n
         }
     }
 
     /// One batch of `n ≤ maxBatch` tokens at positions `p…p+n-1`.
     private func forwardBatch(
-        _ tokens: [Int32], at p: Int, rope: RoPEFrequencies, outputRows: Range<Int>?,
+        _ tokens: [Int32], at p: Int, ropes: (full: RoPEFrequencies, sliding: RoPEFrequencies), outputRows: Range<Int>?,
         logits: UnsafeMutablePointer<Float>?
     ) {
         let o = options
         let n = tokens.count
         let dim = o.hiddenSize, hd = o.headDim, qDim = o.headCount * hd, kvDim = o.kvHeadCount * hd
-        let half = o.rope.rotaryDims / 2
-        let scale = 1 / Float(hd).squareRoot()
+        let maxHalf = max(o.rope.rotaryDims, o.slidingRoPE?.rotaryDims ?? 0) / 2
+        let scale = o.attentionScale ?? 1 / Float(hd).squareRoot()
 
-        // Token embeddings → x.
-        for (t, token) in tokens.enumerated() { weights.tokenEmbedding.dequantizeRow(Int(token), into: x + t * dim) }
-        // Rotary cos/sin for every position of the batch, shared by all layers.
-        for t in 0..<n { rope.fill(position: p + t, cos: cosTable + t * half, sin: sinTable + t * half) }
+        // Token embeddings → x (scaled, for Gemma).
+        for (t, token) in tokens.enumerated() {
+            weights.tokenEmbedding.dequantizeRow(Int(token), into: x + t * dim)
+            if let s = o.embeddingScale { for i in 0..<dim { x[t * dim + i] *= s } }
+        }
+        // Rotary cos/sin for every position of the batch: table 0 full attention, table 1 sliding layers.
+        for t in 0..<n {
+            ropes.full.fill(position: p + t, cos: cosTable + t * maxHalf, sin: sinTable + t * maxHalf)
+            ropes.sliding.fill(position: p + t, cos: cosTable + (n + t) * maxHalf, sin: sinTable + (n + t) * maxHalf)
+        }
 
         for l in 0..<o.layerCount {
             let layer = weights.layers[l]
+            let sliding = o.isSliding(l)
+            let rope = sliding ? ropes.sliding : ropes.full
+            let table = sliding ? n : 0
 
             // Attention norm: xb = norm(x).
-            for t in 0..<n { normalize(x + t * dim, layer.attnNorm, into: xb + t * dim) }
+            for t in 0..<n { normalize(x + t * dim, layer.attnNorm, layer.attnNormBias, dim, into: xb + t * dim) }
 
-            // q, k, v projections: qkv = xb · Wqkvᵀ.
-            project(layer.qkv, input: xb, n: n, output: qkv, width: o.qkvWidth)
+            // q, k, v projections: qkv = xb · Wqkvᵀ (+ bias).
+            project(layer.qkv, input: xb, n: n, output: qkv, width: o.qkvWidth, bias: layer.qkvBias)
 
-            // RoPE on q and k, then k and v into the cache at their positions.
+            // q/k norms, RoPE on q and k, then k and v into the cache at their positions.
             for t in 0..<n {
                 let row = qkv + t * o.qkvWidth
-                for h in 0..<(o.headCount + o.kvHeadCount) {
-                    applyRoPENeoX(row + h * hd, rotaryDims: o.rope.rotaryDims, cos: cosTable + t * half, sin: sinTable + t * half)
+                if let qNorm = layer.qNorm, let kNorm = layer.kNorm {
+                    for h in 0..<o.headCount { normalize(row + h * hd, qNorm, nil, hd, into: row + h * hd) }
+                    for h in 0..<o.kvHeadCount { normalize(row + qDim + h * hd, kNorm, nil, hd, into: row + qDim + h * hd) }
                 }
+                let c = cosTable + (table + t) * maxHalf, s = sinTable + (table + t) * maxHalf
+                for h in 0..<(o.headCount + o.kvHeadCount) { rope.apply(row + h * hd, cos: c, sin: s) }
                 cache.store(layer: l, position: p + t, keys: row + qDim, values: row + qDim + kvDim)
             }
             cache.count = p + n
 
-            // Causal multi-head attention over the cache: att = softmax(q·Kᵀ/√hd) · V.
+            // Causal multi-head attention over the cache: att = softmax(q·Kᵀ·scale) · V.
+            let window = sliding ? o.slidingWindow : nil
             if n >= Self.blasAttentionThreshold {
-                batchedAttention(layer: l, n: n, at: p, scale: scale)
+                batchedAttention(layer: l, n: n, at: p, scale: scale, window: window)
             } else {
-                vectorAttention(layer: l, n: n, at: p, scale: scale)
+                vectorAttention(layer: l, n: n, at: p, scale: scale, window: window)
             }
 
-            // Output projection and residual: x += att · Woᵀ.
+            // Output projection: proj = att · Woᵀ (+ bias), normed again with sandwich norms.
             matmul(layer.attnOutput, x: att, batch: n, y: proj, pool: pool, scratch: scratch)
-            addInPlace(x, proj, n * dim)
+            addBias(proj, layer.attnOutputBias, rows: n, width: dim)
+            if let post = layer.postAttnNorm {
+                for t in 0..<n { normalize(proj + t * dim, post, nil, dim, into: proj + t * dim) }
+            }
 
-            // FFN norm, gated MLP and residual: x += down(act(gate) · up).
-            for t in 0..<n { normalize(x + t * dim, layer.ffnNorm, into: xb + t * dim) }
-            project(layer.gateUp, input: xb, n: n, output: gateUp, width: 2 * o.ffnSize)
+            if o.parallelResidual {
+                // Phi-2: the MLP reads the same normed input; both outputs join the residual.
+                addInPlace(x, proj, n * dim)
+            } else {
+                // Residual, then the MLP's own norm: xb = norm(x).
+                addInPlace(x, proj, n * dim)
+                for t in 0..<n { normalize(x + t * dim, layer.ffnNorm ?? [], layer.ffnNormBias, dim, into: xb + t * dim) }
+            }
+
+            // MLP: down(act(gate) · up) or down(act(up)), (+ biases), sandwich norm, residual.
+            project(layer.ffnIn, input: xb, n: n, output: ffnIn, width: o.ffnInWidth, bias: layer.ffnInBias)
             for t in 0..<n {
-                let row = gateUp + t * 2 * o.ffnSize
+                let row = ffnIn + t * o.ffnInWidth
                 let hidden = act + t * o.ffnSize
                 hidden.update(from: row, count: o.ffnSize)
-                switch o.activation {
-                case .siluGated: siluGate(hidden, up: row + o.ffnSize, o.ffnSize)
-                case .geluTanhGated: geluTanhGate(hidden, up: row + o.ffnSize, o.ffnSize)
+                let activation = o.mlp.activation
+                applyActivation(hidden, o.ffnSize, gelu: activation != .silu, tanhApproximation: activation == .geluTanh)
+                if case .gated = o.mlp {
+                    let up = row + o.ffnSize
+                    for i in 0..<o.ffnSize { hidden[i] *= up[i] }
                 }
             }
             matmul(layer.down, x: act, batch: n, y: proj, pool: pool, scratch: scratch)
+            addBias(proj, layer.downBias, rows: n, width: dim)
+            if let post = layer.postFFNNorm {
+                for t in 0..<n { normalize(proj + t * dim, post, nil, dim, into: proj + t * dim) }
+            }
             addInPlace(x, proj, n * dim)
         }
 
         // Final norm and output projection for the rows whose logits are wanted.
         guard let rows = outputRows, !rows.isEmpty else { return }
-        for t in rows { normalize(x + t * dim, weights.outputNorm, into: xb + (t - rows.lowerBound) * dim) }
+        for t in rows {
+            normalize(x + t * dim, weights.outputNorm, weights.outputNormBias, dim, into: xb + (t - rows.lowerBound) * dim)
+        }
         let out = logits.map { $0 + rows.lowerBound * o.vocabSize } ?? lastLogits
         matmul(weights.output, x: xb, batch: rows.count, y: out, pool: pool, scratch: scratch)
+        addBias(out, weights.outputBias, rows: rows.count, width: o.vocabSize)
     }
 
     /// Attention for a few tokens: per head, scores against every cached key, softmax,
     /// weighted sum of values. Heads are split across workers.
-    private func vectorAttention(layer l: Int, n: Int, at p: Int, scale: Float) {
+    private func vectorAttention(layer l: Int, n: Int, at p: Int, scale: Float, window: Int?) {
         let o = options
         let hd = o.headDim, qDim = o.headCount * hd
         let elementBytes = cache.type == .f16 ? 2 : 4
@@ -227,7 +262,7 @@ public final class Decoder {
                 let kvOffset = (h / o.groupSize) * hd * elementBytes
                 for t in 0..<n {
                     let position = p + t
-                    let first = o.slidingWindow.map { max(0, position - $0 + 1) } ?? 0
+                    let first = window.map { max(0, position - $0 + 1) } ?? 0
                     let q = qkv + t * o.qkvWidth + h * hd
                     for j in first...position {
                         s[j] = dotCached(q, cache.key(l, j) + kvOffset, hd, type: cache.type) * scale
@@ -246,12 +281,12 @@ public final class Decoder {
     /// Attention for a batch (prefill): per key/value head, the cached keys and values are
     /// converted to Float once, then each query head of the group does S = Q·Kᵀ and O = S·V
     /// with BLAS, masking causally (and by the sliding window) between the two.
-    private func batchedAttention(layer l: Int, n: Int, at p: Int, scale: Float) {
+    private func batchedAttention(layer l: Int, n: Int, at p: Int, scale: Float, window: Int?) {
         let o = options
         let hd = o.headDim, qDim = o.headCount * hd
         let elementBytes = cache.type == .f16 ? 2 : 4
         let end = p + n
-        let lo = o.slidingWindow.map { max(0, p - $0 + 1) } ?? 0
+        let lo = window.map { max(0, p - $0 + 1) } ?? 0
         let span = end - lo
         pool.parallelChunks(o.kvHeadCount) { kvHeads, worker in
             let s = scores + worker * maxBatch * cache.capacity
@@ -270,7 +305,7 @@ public final class Decoder {
                     for t in 0..<n {
                         let row = s + t * span
                         let position = p + t
-                        let first = (o.slidingWindow.map { max(0, position - $0 + 1) } ?? 0) - lo
+                        let first = (window.map { max(0, position - $0 + 1) } ?? 0) - lo
                         let last = position - lo
                         if first > 0 { row.update(repeating: 0, count: first) }
                         softmax(row + first, last - first + 1)
@@ -285,26 +320,44 @@ public final class Decoder {
         }
     }
 
-    /// Applies the model's norm to one row.
+    /// Applies the model's norm to one row of `count` elements (`out` may alias `input`).
     @inline(__always)
-    private func normalize(_ input: UnsafeMutablePointer<Float>, _ weight: [Float], into out: UnsafeMutablePointer<Float>) {
+    private func normalize(
+        _ input: UnsafeMutablePointer<Float>, _ weight: [Float], _ bias: [Float]?, _ count: Int,
+        into out: UnsafeMutablePointer<Float>
+    ) {
         weight.withUnsafeBufferPointer { w in
+            guard let wp = w.baseAddress else { return }
             switch options.norm {
-            case .rms(let eps): rmsNorm(input, weight: w.baseAddress!, eps: eps, dim: options.hiddenSize, out: out)
+            case .rms(let eps): rmsNorm(input, weight: wp, eps: eps, dim: count, out: out)
             case .layer(let eps):
-                layerNorm(input, weight: w.baseAddress!, bias: nil, eps: eps, dim: options.hiddenSize, out: out)
+                if let bias {
+                    bias.withUnsafeBufferPointer { layerNorm(input, weight: wp, bias: $0.baseAddress, eps: eps, dim: count, out: out) }
+                } else {
+                    layerNorm(input, weight: wp, bias: nil, eps: eps, dim: count, out: out)
+                }
             }
+        }
+    }
+
+    /// Adds a bias vector to every row.
+    @inline(__always)
+    private func addBias(_ y: UnsafeMutablePointer<Float>, _ bias: [Float]?, rows: Int, width: Int) {
+        guard let bias else { return }
+        bias.withUnsafeBufferPointer { b in
+            guard let bp = b.baseAddress else { return }
+            for r in 0..<rows { addInPlace(y + r * width, bp, width) }
         }
     }
 
     /// Runs fused or separate projections, writing their outputs side by side in rows of `width`.
     private func project(
         _ projections: LayerWeights.Projections, input: UnsafePointer<Float>, n: Int,
-        output: UnsafeMutablePointer<Float>, width: Int
+        output: UnsafeMutablePointer<Float>, width: Int, bias: [Float]?
     ) {
         switch projections {
         case .fused(let w):
-            matmul(w, x: input, batch: n, y: output, pool: pool, scratch: scratch)
+            matmul(w, x: input, batch: n, y: output, ldy: width, pool: pool, scratch: scratch)
         case .separate(let parts):
             var offset = 0
             for w in parts {
@@ -312,5 +365,6 @@ public final class Decoder {
                 offset += w.rows
             }
         }
+        addBias(output, bias, rows: n, width: width)
     }
 }

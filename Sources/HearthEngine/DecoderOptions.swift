@@ -9,12 +9,36 @@ public struct DecoderOptions: Sendable, Equatable {
         case layer(eps: Float)
     }
 
-    /// The gated or plain MLP activation.
+    /// The activation inside the MLP.
     public enum Activation: String, Sendable, Equatable {
-        /// silu(gate) · up
-        case siluGated
-        /// gelu_tanh(gate) · up
-        case geluTanhGated
+        /// x · sigmoid(x)
+        case silu
+        /// GELU, tanh approximation (`gelu_new`, `gelu_pytorch_tanh`).
+        case geluTanh
+        /// GELU with the exact erf.
+        case gelu
+    }
+
+    /// The MLP's shape.
+    public enum MLP: Sendable, Equatable {
+        /// down(act(gate(x)) · up(x)) — SwiGLU/GeGLU.
+        case gated(Activation)
+        /// down(act(up(x))) — the classic two-layer MLP (Phi-2's fc1/fc2).
+        case plain(Activation)
+
+        var activation: Activation {
+            switch self {
+            case .gated(let a), .plain(let a): return a
+            }
+        }
+    }
+
+    /// How RoPE pairs dimensions.
+    public enum RoPEStyle: String, Sendable, Equatable {
+        /// Element i pairs with i + rotaryDims/2 (GPT-NeoX, transformers' rotate_half).
+        case neox
+        /// Element 2i pairs with 2i + 1 (GPT-J; llama.cpp's "normal" mode for permuted GGUF Llama weights).
+        case interleaved
     }
 
     /// Rotary position embedding settings.
@@ -25,11 +49,14 @@ public struct DecoderOptions: Sendable, Equatable {
         public var rotaryDims: Int
         /// Context-extension scheme.
         public var scaling: Scaling
+        /// Pairing of dimensions.
+        public var style: RoPEStyle
 
-        public init(theta: Float, rotaryDims: Int, scaling: Scaling = .none) {
+        public init(theta: Float, rotaryDims: Int, scaling: Scaling = .none, style: RoPEStyle = .neox) {
             self.theta = theta
             self.rotaryDims = rotaryDims
             self.scaling = scaling
+            self.style = style
         }
     }
 
@@ -41,6 +68,9 @@ public struct DecoderOptions: Sendable, Equatable {
         /// Phi-3's LongRoPE: per-frequency divisors, `short` while the sequence fits
         /// `originalContext` and `long` beyond; cos/sin scaled by `attentionFactor`.
         case longRoPE(short: [Float], long: [Float], originalContext: Int, attentionFactor: Float)
+        /// Llama 3's frequency remapping: low frequencies divided by `factor`, high ones kept,
+        /// a smooth blend between.
+        case llama3(factor: Float, lowFrequencyFactor: Float, highFrequencyFactor: Float, originalContext: Int)
     }
 
     public var hiddenSize: Int
@@ -51,23 +81,55 @@ public struct DecoderOptions: Sendable, Equatable {
     public var ffnSize: Int
     public var vocabSize: Int
     public var norm: Norm
-    public var activation: Activation
+    public var mlp: MLP
+    /// RoPE of full-attention layers.
     public var rope: RoPE
     /// The output projection reuses the token embedding matrix.
     public var tiedEmbeddings: Bool
     /// The longest context the model was trained for.
     public var maxContext: Int
-    /// Keys more than this many positions back are masked (nil: full attention).
+    /// Keys more than this many positions back are masked in sliding layers (nil: none).
     public var slidingWindow: Int?
+    /// Which layers use the sliding window (empty: every layer, when `slidingWindow` is set).
+    public var slidingLayers: [Bool] = []
+    /// RoPE of sliding layers, when it differs from `rope` (Gemma 3's local base).
+    public var slidingRoPE: RoPE?
+    /// Attention and MLP both read the same normalised input and add to the residual
+    /// together (Phi-2): x += attn(norm(x)) + mlp(norm(x)).
+    public var parallelResidual = false
+    /// Per-head RMSNorm of queries and keys before RoPE (Gemma 3, Qwen 3).
+    public var qkNorm = false
+    /// Norms applied to the attention and MLP outputs before the residual add (Gemma 2/3).
+    public var sandwichNorms = false
+    /// Multiplier applied to token embeddings (Gemma: √hidden).
+    public var embeddingScale: Float?
+    /// Attention logit scale; nil means 1/√headDim.
+    public var attentionScale: Float?
 
     /// Query heads per key/value head.
     public var groupSize: Int { headCount / kvHeadCount }
-    /// Width of the fused q/k/v projection output.
+    /// Width of the q/k/v projection outputs side by side.
     public var qkvWidth: Int { (headCount + 2 * kvHeadCount) * headDim }
+    /// Width of the MLP's input projection(s) side by side.
+    public var ffnInWidth: Int {
+        if case .gated = mlp { return 2 * ffnSize }
+        return ffnSize
+    }
+
+    /// Whether layer `l` uses the sliding window.
+    public func isSliding(_ l: Int) -> Bool {
+        guard slidingWindow != nil else { return false }
+        return slidingLayers.isEmpty || (l < slidingLayers.count && slidingLayers[l])
+    }
+
+    /// The RoPE settings of layer `l`.
+    public func rope(forLayer l: Int) -> RoPE {
+        isSliding(l) ? (slidingRoPE ?? rope) : rope
+    }
 
     public init(
         hiddenSize: Int, layerCount: Int, headCount: Int, kvHeadCount: Int, headDim: Int, ffnSize: Int,
-        vocabSize: Int, norm: Norm, activation: Activation, rope: RoPE, tiedEmbeddings: Bool, maxContext: Int,
+        vocabSize: Int, norm: Norm, mlp: MLP, rope: RoPE, tiedEmbeddings: Bool, maxContext: Int,
         slidingWindow: Int? = nil
     ) {
         self.hiddenSize = hiddenSize
@@ -78,7 +140,7 @@ public struct DecoderOptions: Sendable, Equatable {
         self.ffnSize = ffnSize
         self.vocabSize = vocabSize
         self.norm = norm
-        self.activation = activation
+        self.mlp = mlp
         self.rope = rope
         self.tiedEmbeddings = tiedEmbeddings
         self.maxContext = maxContext

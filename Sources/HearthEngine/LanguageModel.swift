@@ -50,7 +50,8 @@ public final class LanguageModel: Sendable {
                 remedy: "Pass a checkpoint directory (config.json, *.safetensors, tokenizer.model) or a .hqf file")
         }
         let store: TensorStore
-        if !isDirectory.boolValue && HQFFile.isHQF(path: url.path) {
+        let isHQF = !isDirectory.boolValue && HQFFile.isHQF(path: url.path)
+        if isHQF {
             let hqf = try HQFFile(path: url.path)
             store = hqf
             configText = hqf.header.config
@@ -80,7 +81,13 @@ public final class LanguageModel: Sendable {
         let family = try ModelFamilies.family(for: config, path: url.path)
         architecture = config.architectures?.first ?? "?"
         options = try family.options(from: config)
-        var weights = try ModelWeights(options: options, store: store) { $0.huggingFaceName }
+        // HQF files use the canonical role names and already carry load-time fixes.
+        var weights =
+            isHQF
+            ? try ModelWeights(options: options, store: store) { $0.huggingFaceName }
+            : try ModelWeights(options: options, store: store, normOffset: family.normWeightOffset) {
+                family.tensorName($0)
+            }
         if let quantize {
             let plan = try QuantizationPlan(type: quantize)
             weights = weights.quantized(
@@ -103,8 +110,7 @@ public final class LanguageModel: Sendable {
             bytes[m.dtype, default: 0] += m.byteCount
             parameters += m.rows * m.cols
         }
-        for layer in weights.layers { parameters += layer.attnNorm.count + layer.ffnNorm.count }
-        parameters += weights.outputNorm.count
+        parameters += weights.namedVectors().reduce(0) { $0 + $1.vector.count }
         weightBytesByType = bytes
         parameterCount = parameters
         loadSeconds = Date().timeIntervalSince(started)

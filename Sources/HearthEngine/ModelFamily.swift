@@ -7,13 +7,25 @@ public protocol ModelFamily: Sendable {
     static var architectures: [String] { get }
     /// Validates the configuration and derives the forward-pass options.
     static func options(from config: HFConfig) throws -> DecoderOptions
+    /// The tensor name of a role in this family's Hugging Face checkpoints (nil: none).
+    static func tensorName(_ role: TensorRole) -> String?
+    /// Added to every norm weight at load (Gemma stores w − 1 and multiplies by 1 + w).
+    static var normWeightOffset: Float { get }
+}
+
+extension ModelFamily {
+    public static func tensorName(_ role: TensorRole) -> String? { role.huggingFaceName }
+    public static var normWeightOffset: Float { 0 }
 }
 
 /// The registry of model families.
 public enum ModelFamilies {
     /// Every supported family.
     public static let all: [any ModelFamily.Type] = [
-        Phi3Family.self
+        Phi3Family.self,
+        Phi2Family.self,
+        Gemma3Family.self,
+        LlamaFamily.self,
     ]
 
     /// The family for a configuration, or a `FormatError` naming the architecture.

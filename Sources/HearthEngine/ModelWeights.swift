@@ -2,87 +2,161 @@ import HearthFormats
 import HearthKernels
 
 /// The weights of one transformer layer, resolved from tensor roles and shape-checked.
+/// Optional parts (biases, q/k norms, sandwich norms) are present when the checkpoint has them.
 public struct LayerWeights: Sendable {
-    /// Query/key/value projections, fused or separate.
+    /// Projections that may be stored fused or separately; outputs go side by side.
     public enum Projections: Sendable {
         case fused(WeightMatrix)
         case separate([WeightMatrix])
+
+        var matrices: [WeightMatrix] {
+            switch self {
+            case .fused(let w): return [w]
+            case .separate(let ws): return ws
+            }
+        }
     }
 
     public var attnNorm: [Float]
+    public var attnNormBias: [Float]?
+    /// q | k | v.
     public var qkv: Projections
+    public var qkvBias: [Float]?
+    public var qNorm: [Float]?
+    public var kNorm: [Float]?
     public var attnOutput: WeightMatrix
-    public var ffnNorm: [Float]
-    /// Gate then up, fused or separate.
-    public var gateUp: Projections
+    public var attnOutputBias: [Float]?
+    public var postAttnNorm: [Float]?
+    /// Absent in parallel-residual models, whose MLP reads the attention norm's output.
+    public var ffnNorm: [Float]?
+    public var ffnNormBias: [Float]?
+    /// gate | up for a gated MLP, or up alone for a plain one.
+    public var ffnIn: Projections
+    public var ffnInBias: [Float]?
     public var down: WeightMatrix
+    public var downBias: [Float]?
+    public var postFFNNorm: [Float]?
 }
 
-/// All weights of a decoder, pointing into the mapped checkpoint (norm vectors are copied
-/// to Float at load; they are tiny).
+/// All weights of a decoder, pointing into the mapped checkpoint (vectors — norms and
+/// biases — are copied to Float at load; they are tiny).
 public struct ModelWeights: Sendable {
     public var tokenEmbedding: WeightMatrix
     public var output: WeightMatrix
+    public var outputBias: [Float]?
     public var outputNorm: [Float]
+    public var outputNormBias: [Float]?
     public var layers: [LayerWeights]
 
     /// Resolves every role for `options` from `store`, checking each shape against the
-    /// configuration.
-    public init(options o: DecoderOptions, store: TensorStore, name: (TensorRole) -> String) throws {
+    /// configuration. `name` maps a role to its tensor name (nil: the format has no such
+    /// tensor). `normOffset` is added to every norm weight at load (Gemma stores w − 1).
+    public init(
+        options o: DecoderOptions, store: TensorStore, normOffset: Float = 0, name: (TensorRole) -> String?
+    ) throws {
+        func lookup(_ role: TensorRole) throws -> TensorData? {
+            guard let tensorName = name(role) else { return nil }
+            return try store.tensor(named: tensorName)
+        }
         func matrix(_ role: TensorRole, rows: Int, cols: Int) throws -> WeightMatrix {
-            guard let t = try store.tensor(named: name(role)) else {
+            guard let t = try lookup(role) else {
                 throw FormatError(
-                    .missingTensor, "checkpoint has no tensor for \(role)", key: name(role),
-                    remedy: "The checkpoint is incomplete or not of the architecture config.json names")
+                    .missingTensor, "checkpoint has no tensor for \(role)", key: name(role) ?? "\(role)",
+                    remedy: "The checkpoint is incomplete or not of the architecture its config names")
             }
             return try Self.matrix(t, rows: rows, cols: cols)
         }
         func optionalMatrix(_ role: TensorRole, rows: Int, cols: Int) throws -> WeightMatrix? {
-            guard let t = try store.tensor(named: name(role)) else { return nil }
+            guard let t = try lookup(role) else { return nil }
             return try Self.matrix(t, rows: rows, cols: cols)
         }
-        func vector(_ role: TensorRole, count: Int) throws -> [Float] {
-            let m = try matrix(role, rows: 1, cols: count)
+        func optionalVector(_ role: TensorRole, count: Int) throws -> [Float]? {
+            guard let t = try lookup(role) else { return nil }
+            let m = try Self.matrix(t, rows: 1, cols: count)
             var v = [Float](repeating: 0, count: count)
-            v.withUnsafeMutableBufferPointer { m.dequantizeRow(0, into: $0.baseAddress!) }
+            v.withUnsafeMutableBufferPointer { buffer in
+                if let base = buffer.baseAddress { m.dequantizeRow(0, into: base) }
+            }
+            if role.isNormWeight && normOffset != 0 { v = v.map { $0 + normOffset } }
             return v
+        }
+        func vector(_ role: TensorRole, count: Int) throws -> [Float] {
+            guard let v = try optionalVector(role, count: count) else {
+                throw FormatError(
+                    .missingTensor, "checkpoint has no tensor for \(role)", key: name(role) ?? "\(role)",
+                    remedy: "The checkpoint is incomplete or not of the architecture its config names")
+            }
+            return v
+        }
+        /// Separate bias vectors concatenated in output order, or nil when none exist.
+        func concatenated(_ roles: [(TensorRole, Int)]) throws -> [Float]? {
+            let parts = try roles.map { try optionalVector($0.0, count: $0.1) }
+            if parts.allSatisfy({ $0 == nil }) { return nil }
+            return zip(parts, roles).flatMap { $0 ?? [Float](repeating: 0, count: $1.1) }
         }
 
         let d = o.hiddenSize
+        let qDim = o.headCount * o.headDim, kvDim = o.kvHeadCount * o.headDim
         tokenEmbedding = try matrix(.tokenEmbedding, rows: o.vocabSize, cols: d)
         if o.tiedEmbeddings {
             output = try optionalMatrix(.output, rows: o.vocabSize, cols: d) ?? tokenEmbedding
         } else {
             output = try matrix(.output, rows: o.vocabSize, cols: d)
         }
+        outputBias = try optionalVector(.outputBias, count: o.vocabSize)
         outputNorm = try vector(.outputNorm, count: d)
+        outputNormBias = try optionalVector(.outputNormBias, count: d)
         var layers: [LayerWeights] = []
         for l in 0..<o.layerCount {
             let qkv: LayerWeights.Projections
+            let qkvBias: [Float]?
             if let fused = try optionalMatrix(.attnQKV(l), rows: o.qkvWidth, cols: d) {
                 qkv = .fused(fused)
+                qkvBias = try optionalVector(.attnQKVBias(l), count: o.qkvWidth)
+            } else if let fusedBias = try optionalVector(.attnQKVBias(l), count: o.qkvWidth) {
+                // HQF stores separate projections with their biases already concatenated.
+                qkv = .separate([
+                    try matrix(.attnQ(l), rows: qDim, cols: d), try matrix(.attnK(l), rows: kvDim, cols: d),
+                    try matrix(.attnV(l), rows: kvDim, cols: d),
+                ])
+                qkvBias = fusedBias
             } else {
                 qkv = .separate([
-                    try matrix(.attnQ(l), rows: o.headCount * o.headDim, cols: d),
-                    try matrix(.attnK(l), rows: o.kvHeadCount * o.headDim, cols: d),
-                    try matrix(.attnV(l), rows: o.kvHeadCount * o.headDim, cols: d),
+                    try matrix(.attnQ(l), rows: qDim, cols: d), try matrix(.attnK(l), rows: kvDim, cols: d),
+                    try matrix(.attnV(l), rows: kvDim, cols: d),
                 ])
+                qkvBias = try concatenated([(.attnQBias(l), qDim), (.attnKBias(l), kvDim), (.attnVBias(l), kvDim)])
             }
-            let gateUp: LayerWeights.Projections
-            if let fused = try optionalMatrix(.ffnGateUp(l), rows: 2 * o.ffnSize, cols: d) {
-                gateUp = .fused(fused)
-            } else {
-                gateUp = .separate([
-                    try matrix(.ffnGate(l), rows: o.ffnSize, cols: d),
-                    try matrix(.ffnUp(l), rows: o.ffnSize, cols: d),
-                ])
+            let ffnIn: LayerWeights.Projections
+            switch o.mlp {
+            case .gated:
+                if let fused = try optionalMatrix(.ffnGateUp(l), rows: 2 * o.ffnSize, cols: d) {
+                    ffnIn = .fused(fused)
+                } else {
+                    ffnIn = .separate([
+                        try matrix(.ffnGate(l), rows: o.ffnSize, cols: d), try matrix(.ffnUp(l), rows: o.ffnSize, cols: d),
+                    ])
+                }
+            case .plain:
+                ffnIn = .fused(try matrix(.ffnUp(l), rows: o.ffnSize, cols: d))
             }
             layers.append(
                 LayerWeights(
-                    attnNorm: try vector(.attnNorm(l), count: d), qkv: qkv,
-                    attnOutput: try matrix(.attnOutput(l), rows: d, cols: o.headCount * o.headDim),
-                    ffnNorm: try vector(.ffnNorm(l), count: d), gateUp: gateUp,
-                    down: try matrix(.ffnDown(l), rows: d, cols: o.ffnSize)))
+                    attnNorm: try vector(.attnNorm(l), count: d),
+                    attnNormBias: try optionalVector(.attnNormBias(l), count: d),
+                    qkv: qkv, qkvBias: qkvBias,
+                    qNorm: o.qkNorm ? try vector(.attnQNorm(l), count: o.headDim) : nil,
+                    kNorm: o.qkNorm ? try vector(.attnKNorm(l), count: o.headDim) : nil,
+                    attnOutput: try matrix(.attnOutput(l), rows: d, cols: qDim),
+                    attnOutputBias: try optionalVector(.attnOutputBias(l), count: d),
+                    postAttnNorm: o.sandwichNorms ? try vector(.postAttnNorm(l), count: d) : nil,
+                    ffnNorm: o.parallelResidual ? nil : try vector(.ffnNorm(l), count: d),
+                    ffnNormBias: o.parallelResidual ? nil : try optionalVector(.ffnNormBias(l), count: d),
+                    ffnIn: ffnIn,
+                    ffnInBias: try optionalVector(.ffnUpBias(l), count: o.ffnInWidth),
+                    down: try matrix(.ffnDown(l), rows: d, cols: o.ffnSize),
+                    downBias: try optionalVector(.ffnDownBias(l), count: d),
+                    postFFNNorm: o.sandwichNorms ? try vector(.postFFNNorm(l), count: d) : nil))
         }
         self.layers = layers
     }
@@ -93,8 +167,8 @@ public struct ModelWeights: Sendable {
         guard ok else {
             let expected = rows == 1 ? "[\(cols)]" : "[\(rows), \(cols)]"
             throw FormatError(
-                .shapeMismatch, "tensor has shape \(t.shape) but config.json implies \(expected)", path: t.path,
-                key: t.name, remedy: "config.json does not describe these weights")
+                .shapeMismatch, "tensor has shape \(t.shape) but the model configuration implies \(expected)",
+                path: t.path, key: t.name, remedy: "The configuration does not describe these weights")
         }
         guard let base = t.bytes.baseAddress,
             t.dtype.matrixBytes(rows: rows, cols: cols, layout: t.layout) == t.bytes.count
@@ -102,5 +176,40 @@ public struct ModelWeights: Sendable {
             throw FormatError(.sizeMismatch, "tensor byte size does not match its shape", path: t.path, key: t.name)
         }
         return WeightMatrix(rows: rows, cols: cols, dtype: t.dtype, layout: t.layout, data: base, owner: t.owner)
+    }
+
+    /// Every matrix with its role, in forward-pass order (the tied output is not repeated).
+    public func namedMatrices(options o: DecoderOptions) -> [(role: TensorRole, matrix: WeightMatrix)] {
+        var list: [(TensorRole, WeightMatrix)] = [(.tokenEmbedding, tokenEmbedding)]
+        for (l, layer) in layers.enumerated() {
+            switch layer.qkv {
+            case .fused(let w): list.append((.attnQKV(l), w))
+            case .separate(let ws): list += zip([TensorRole.attnQ(l), .attnK(l), .attnV(l)], ws).map { ($0, $1) }
+            }
+            list.append((.attnOutput(l), layer.attnOutput))
+            switch (layer.ffnIn, o.mlp) {
+            case (.fused(let w), .gated): list.append((.ffnGateUp(l), w))
+            case (.fused(let w), .plain): list.append((.ffnUp(l), w))
+            case (.separate(let ws), _): list += zip([TensorRole.ffnGate(l), .ffnUp(l)], ws).map { ($0, $1) }
+            }
+            list.append((.ffnDown(l), layer.down))
+        }
+        if !o.tiedEmbeddings || output.data != tokenEmbedding.data { list.append((.output, output)) }
+        return list
+    }
+
+    /// Every vector (norm weights with any load-time offset applied, and biases) with its
+    /// role. Separate q/k/v biases appear concatenated as the fused `attnQKVBias`.
+    public func namedVectors() -> [(role: TensorRole, vector: [Float])] {
+        var list: [(TensorRole, [Float]?)] = [(.outputNorm, outputNorm), (.outputNormBias, outputNormBias), (.outputBias, outputBias)]
+        for (l, layer) in layers.enumerated() {
+            list += [
+                (.attnNorm(l), layer.attnNorm), (.attnNormBias(l), layer.attnNormBias), (.attnQKVBias(l), layer.qkvBias),
+                (.attnQNorm(l), layer.qNorm), (.attnKNorm(l), layer.kNorm), (.attnOutputBias(l), layer.attnOutputBias),
+                (.postAttnNorm(l), layer.postAttnNorm), (.ffnNorm(l), layer.ffnNorm), (.ffnNormBias(l), layer.ffnNormBias),
+                (.ffnUpBias(l), layer.ffnInBias), (.ffnDownBias(l), layer.downBias), (.postFFNNorm(l), layer.postFFNNorm),
+            ]
+        }
+        return list.compactMap { role, vector in vector.map { (role, $0) } }
     }
 }

@@ -28,25 +28,6 @@ public struct QuantizationPlan: Sendable, Equatable {
 }
 
 extension ModelWeights {
-    /// Every matrix with its role and tensor name, in forward-pass order.
-    public func namedMatrices(options: DecoderOptions) -> [(role: TensorRole, matrix: WeightMatrix)] {
-        var list: [(TensorRole, WeightMatrix)] = [(.tokenEmbedding, tokenEmbedding)]
-        for (l, layer) in layers.enumerated() {
-            switch layer.qkv {
-            case .fused(let w): list.append((.attnQKV(l), w))
-            case .separate(let ws): list += zip([TensorRole.attnQ(l), .attnK(l), .attnV(l)], ws).map { ($0, $1) }
-            }
-            list.append((.attnOutput(l), layer.attnOutput))
-            switch layer.gateUp {
-            case .fused(let w): list.append((.ffnGateUp(l), w))
-            case .separate(let ws): list += zip([TensorRole.ffnGate(l), .ffnUp(l)], ws).map { ($0, $1) }
-            }
-            list.append((.ffnDown(l), layer.down))
-        }
-        if !options.tiedEmbeddings { list.append((.output, output)) }
-        return list
-    }
-
     /// The block type a role gets under `plan` (tied embeddings use the output's type).
     public static func type(for role: TensorRole, plan: QuantizationPlan, tied: Bool) -> DType {
         switch role {
@@ -61,14 +42,11 @@ extension ModelWeights {
     public func quantized(
         plan: QuantizationPlan, options: DecoderOptions, threads: Int, progress: (@Sendable (Double) -> Void)? = nil
     ) -> ModelWeights {
-        let matrices = namedMatrices(options: options)
-        let total = Double(matrices.reduce(0) { $0 + $1.matrix.rows * $1.matrix.cols })
+        let total = Double(namedMatrices(options: options).reduce(0) { $0 + $1.matrix.rows * $1.matrix.cols })
         var done = 0.0
-        var result = self
-        func convert(_ role: TensorRole, _ w: WeightMatrix) -> WeightMatrix {
+        func convert(_ w: WeightMatrix, _ dtype: DType) -> WeightMatrix {
             defer { done += Double(w.rows * w.cols) }
-            guard w.layout == .rows else { return w }
-            let dtype = Self.type(for: role, plan: plan, tied: options.tiedEmbeddings)
+            guard w.layout == .rows, w.cols % 32 == 0 else { return w }
             let bytes = dtype.matrixBytes(rows: w.rows, cols: w.cols, layout: .interleaved16) ?? 0
             let buffer = OwnedBuffer(count: bytes)
             let start = done, share = Double(w.rows * w.cols)
@@ -78,20 +56,22 @@ extension ModelWeights {
             return WeightMatrix(
                 rows: w.rows, cols: w.cols, dtype: dtype, layout: .interleaved16, data: buffer.pointer, owner: buffer)
         }
-        result.tokenEmbedding = convert(.tokenEmbedding, tokenEmbedding)
-        for l in layers.indices {
-            switch layers[l].qkv {
-            case .fused(let w): result.layers[l].qkv = .fused(convert(.attnQKV(l), w))
-            case .separate(let ws): result.layers[l].qkv = .separate(ws.map { convert(.attnQ(l), $0) })
+        func convert(_ p: LayerWeights.Projections) -> LayerWeights.Projections {
+            switch p {
+            case .fused(let w): return .fused(convert(w, plan.projections))
+            case .separate(let ws): return .separate(ws.map { convert($0, plan.projections) })
             }
-            result.layers[l].attnOutput = convert(.attnOutput(l), layers[l].attnOutput)
-            switch layers[l].gateUp {
-            case .fused(let w): result.layers[l].gateUp = .fused(convert(.ffnGateUp(l), w))
-            case .separate(let ws): result.layers[l].gateUp = .separate(ws.map { convert(.ffnGate(l), $0) })
-            }
-            result.layers[l].down = convert(.ffnDown(l), layers[l].down)
         }
-        result.output = options.tiedEmbeddings ? result.tokenEmbedding : convert(.output, output)
+        var result = self
+        let tied = options.tiedEmbeddings && output.data == tokenEmbedding.data
+        result.tokenEmbedding = convert(tokenEmbedding, tied ? plan.output : plan.embedding)
+        for l in layers.indices {
+            result.layers[l].qkv = convert(layers[l].qkv)
+            result.layers[l].attnOutput = convert(layers[l].attnOutput, plan.projections)
+            result.layers[l].ffnIn = convert(layers[l].ffnIn)
+            result.layers[l].down = convert(layers[l].down, plan.projections)
+        }
+        result.output = tied ? result.tokenEmbedding : convert(output, plan.output)
         return result
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HearthKernels
 
 /// Rotary frequencies for one forward call, following transformers' RoPE initialisers so
 /// results match the reference to float precision.
@@ -9,25 +10,38 @@ struct RoPEFrequencies {
     let magnitude: Float
     /// Position divisor (linear scaling).
     let positionScale: Float
+    let rope: DecoderOptions.RoPE
 
     /// Frequencies for a call whose last position is `endPosition - 1`. LongRoPE uses the
     /// short factors while `endPosition` fits the original context, as transformers does.
     init(_ rope: DecoderOptions.RoPE, endPosition: Int) {
+        self.rope = rope
         let half = rope.rotaryDims / 2
-        var divisors = [Float](repeating: 1, count: half)
+        var base = (0..<half).map { i in 1 / powf(rope.theta, Float(2 * i) / Float(rope.rotaryDims)) }
         var magnitude: Float = 1
         var positionScale: Float = 1
         switch rope.scaling {
         case .none: break
         case .linear(let factor): positionScale = 1 / factor
         case .longRoPE(let short, let long, let original, let attention):
-            divisors = endPosition > original ? long : short
+            let divisors = endPosition > original ? long : short
+            for i in 0..<half { base[i] = 1 / (divisors[i] * powf(rope.theta, Float(2 * i) / Float(rope.rotaryDims))) }
             magnitude = attention
+        case .llama3(let factor, let low, let high, let original):
+            let lowWavelength = Float(original) / low
+            let highWavelength = Float(original) / high
+            for i in 0..<half {
+                let wavelength = 2 * Float.pi / base[i]
+                if wavelength < highWavelength { continue }
+                if wavelength > lowWavelength {
+                    base[i] /= factor
+                } else {
+                    let smooth = (Float(original) / wavelength - low) / (high - low)
+                    base[i] = (1 - smooth) * base[i] / factor + smooth * base[i]
+                }
+            }
         }
-        inverseFrequencies = (0..<half).map { i in
-            let exponent = Float(2 * i) / Float(rope.rotaryDims)
-            return 1 / (divisors[i] * powf(rope.theta, exponent))
-        }
+        inverseFrequencies = base
         self.magnitude = magnitude
         self.positionScale = positionScale
     }
@@ -39,6 +53,15 @@ struct RoPEFrequencies {
             let angle = p * inverseFrequencies[i]
             cos[i] = cosf(angle) * magnitude
             sin[i] = sinf(angle) * magnitude
+        }
+    }
+
+    /// Rotates one head vector in place.
+    @inline(__always)
+    func apply(_ v: UnsafeMutablePointer<Float>, cos: UnsafePointer<Float>, sin: UnsafePointer<Float>) {
+        switch rope.style {
+        case .neox: applyRoPENeoX(v, rotaryDims: rope.rotaryDims, cos: cos, sin: sin)
+        case .interleaved: applyRoPEInterleaved(v, rotaryDims: rope.rotaryDims, cos: cos, sin: sin)
         }
     }
 }

@@ -1,40 +1,82 @@
 /// What a weight tensor does in the forward pass. Models ask for roles, never for names;
-/// each file format has one name table.
+/// each file format (and each family, where Hugging Face names differ) has a name table.
 public enum TensorRole: Hashable, Sendable, CustomStringConvertible {
     case tokenEmbedding
-    case outputNorm
-    case output
-    case attnNorm(Int)
-    /// Fused query/key/value projection.
-    case attnQKV(Int)
-    case attnQ(Int)
-    case attnK(Int)
-    case attnV(Int)
-    case attnOutput(Int)
-    case ffnNorm(Int)
+    case outputNorm, outputNormBias
+    case output, outputBias
+    case attnNorm(Int), attnNormBias(Int)
+    /// Fused query/key/value projection (q rows, then k, then v).
+    case attnQKV(Int), attnQKVBias(Int)
+    case attnQ(Int), attnK(Int), attnV(Int)
+    case attnQBias(Int), attnKBias(Int), attnVBias(Int)
+    /// Per-head query/key norms (head-dim vectors).
+    case attnQNorm(Int), attnKNorm(Int)
+    case attnOutput(Int), attnOutputBias(Int)
+    /// Norm of the attention output before the residual add (sandwich norms).
+    case postAttnNorm(Int)
+    /// The norm before the MLP.
+    case ffnNorm(Int), ffnNormBias(Int)
     /// Fused gate and up projection (gate rows first).
     case ffnGateUp(Int)
     case ffnGate(Int)
-    case ffnUp(Int)
-    case ffnDown(Int)
+    /// The up projection (for a plain MLP, its input projection, e.g. Phi-2's fc1).
+    case ffnUp(Int), ffnUpBias(Int)
+    case ffnDown(Int), ffnDownBias(Int)
+    /// Norm of the MLP output before the residual add (sandwich norms).
+    case postFFNNorm(Int)
 
-    /// The tensor name in Hugging Face (transformers) checkpoints of Llama-like models.
+    /// The Hugging Face (transformers) name in Llama-like checkpoints; families whose
+    /// names differ override entries in their own table.
     public var huggingFaceName: String {
         switch self {
         case .tokenEmbedding: return "model.embed_tokens.weight"
         case .outputNorm: return "model.norm.weight"
+        case .outputNormBias: return "model.norm.bias"
         case .output: return "lm_head.weight"
+        case .outputBias: return "lm_head.bias"
         case .attnNorm(let l): return "model.layers.\(l).input_layernorm.weight"
+        case .attnNormBias(let l): return "model.layers.\(l).input_layernorm.bias"
         case .attnQKV(let l): return "model.layers.\(l).self_attn.qkv_proj.weight"
+        case .attnQKVBias(let l): return "model.layers.\(l).self_attn.qkv_proj.bias"
         case .attnQ(let l): return "model.layers.\(l).self_attn.q_proj.weight"
         case .attnK(let l): return "model.layers.\(l).self_attn.k_proj.weight"
         case .attnV(let l): return "model.layers.\(l).self_attn.v_proj.weight"
+        case .attnQBias(let l): return "model.layers.\(l).self_attn.q_proj.bias"
+        case .attnKBias(let l): return "model.layers.\(l).self_attn.k_proj.bias"
+        case .attnVBias(let l): return "model.layers.\(l).self_attn.v_proj.bias"
+        case .attnQNorm(let l): return "model.layers.\(l).self_attn.q_norm.weight"
+        case .attnKNorm(let l): return "model.layers.\(l).self_attn.k_norm.weight"
         case .attnOutput(let l): return "model.layers.\(l).self_attn.o_proj.weight"
+        case .attnOutputBias(let l): return "model.layers.\(l).self_attn.o_proj.bias"
+        case .postAttnNorm(let l): return "model.layers.\(l).post_attention_norm.weight"
         case .ffnNorm(let l): return "model.layers.\(l).post_attention_layernorm.weight"
+        case .ffnNormBias(let l): return "model.layers.\(l).post_attention_layernorm.bias"
         case .ffnGateUp(let l): return "model.layers.\(l).mlp.gate_up_proj.weight"
         case .ffnGate(let l): return "model.layers.\(l).mlp.gate_proj.weight"
         case .ffnUp(let l): return "model.layers.\(l).mlp.up_proj.weight"
+        case .ffnUpBias(let l): return "model.layers.\(l).mlp.up_proj.bias"
         case .ffnDown(let l): return "model.layers.\(l).mlp.down_proj.weight"
+        case .ffnDownBias(let l): return "model.layers.\(l).mlp.down_proj.bias"
+        case .postFFNNorm(let l): return "model.layers.\(l).post_feedforward_layernorm.weight"
+        }
+    }
+
+    /// Whether this role is a vector (norm weight or bias) rather than a matrix.
+    public var isVector: Bool {
+        switch self {
+        case .tokenEmbedding, .output, .attnQKV, .attnQ, .attnK, .attnV, .attnOutput, .ffnGateUp, .ffnGate, .ffnUp,
+            .ffnDown:
+            return false
+        default:
+            return true
+        }
+    }
+
+    /// Whether this role is a norm weight (families may offset these at load).
+    public var isNormWeight: Bool {
+        switch self {
+        case .outputNorm, .attnNorm, .attnQNorm, .attnKNorm, .postAttnNorm, .ffnNorm, .postFFNNorm: return true
+        default: return false
         }
     }
 

@@ -44,6 +44,9 @@ public struct RopeScalingConfig: Codable, Sendable, Equatable {
     public var ropeTheta: Double?
     /// `partial_rotary_factor` given inside `rope_parameters`.
     public var partialRotaryFactor: Double?
+    /// Llama 3 scaling: low- and high-frequency factors.
+    public var lowFrequencyFactor: Double?
+    public var highFrequencyFactor: Double?
 
     enum CodingKeys: String, CodingKey {
         case type
@@ -55,6 +58,8 @@ public struct RopeScalingConfig: Codable, Sendable, Equatable {
         case attentionFactor = "attention_factor"
         case ropeTheta = "rope_theta"
         case partialRotaryFactor = "partial_rotary_factor"
+        case lowFrequencyFactor = "low_freq_factor"
+        case highFrequencyFactor = "high_freq_factor"
     }
 
     public init(
@@ -81,6 +86,8 @@ public struct RopeScalingConfig: Codable, Sendable, Equatable {
         attentionFactor = try c.decodeIfPresent(Double.self, forKey: .attentionFactor)
         ropeTheta = try c.decodeIfPresent(Double.self, forKey: .ropeTheta)
         partialRotaryFactor = try c.decodeIfPresent(Double.self, forKey: .partialRotaryFactor)
+        lowFrequencyFactor = try c.decodeIfPresent(Double.self, forKey: .lowFrequencyFactor)
+        highFrequencyFactor = try c.decodeIfPresent(Double.self, forKey: .highFrequencyFactor)
     }
 
     public func encode(to encoder: Encoder) throws {
@@ -93,6 +100,8 @@ public struct RopeScalingConfig: Codable, Sendable, Equatable {
         try c.encodeIfPresent(attentionFactor, forKey: .attentionFactor)
         try c.encodeIfPresent(ropeTheta, forKey: .ropeTheta)
         try c.encodeIfPresent(partialRotaryFactor, forKey: .partialRotaryFactor)
+        try c.encodeIfPresent(lowFrequencyFactor, forKey: .lowFrequencyFactor)
+        try c.encodeIfPresent(highFrequencyFactor, forKey: .highFrequencyFactor)
     }
 }
 
@@ -122,6 +131,22 @@ public struct HFConfig: Codable, Sendable {
     public var padTokenId: IntList?
     /// Classic `rope_scaling` and newer `rope_parameters`, merged (`rope_parameters` wins).
     public var ropeScaling: RopeScalingConfig?
+    /// `rope_parameters` given per layer type (Gemma 3: `full_attention`, `sliding_attention`).
+    public var ropeParametersByLayerType: [String: RopeScalingConfig]?
+    /// Per-layer attention kinds (`sliding_attention`, `full_attention`).
+    public var layerTypes: [String]?
+    /// Older Gemma 3 configs: every n-th layer is global.
+    public var slidingWindowPattern: Int?
+    /// Older Gemma 3 configs: RoPE base of sliding layers.
+    public var ropeLocalBaseFreq: Double?
+    /// Gemma: attention scale is query_pre_attn_scalar^-0.5.
+    public var queryPreAttnScalar: Double?
+    /// Gemma's name for the MLP activation.
+    public var hiddenActivation: String?
+    /// Gemma 2's final logit soft-capping (unsupported when set).
+    public var finalLogitSoftcapping: Double?
+    /// Phi-2 with per-head q/k LayerNorm (unsupported when true).
+    public var qkLayernorm: Bool?
 
     enum CodingKeys: String, CodingKey {
         case architectures
@@ -147,6 +172,13 @@ public struct HFConfig: Codable, Sendable {
         case padTokenId = "pad_token_id"
         case ropeScaling = "rope_scaling"
         case ropeParameters = "rope_parameters"
+        case layerTypes = "layer_types"
+        case slidingWindowPattern = "sliding_window_pattern"
+        case ropeLocalBaseFreq = "rope_local_base_freq"
+        case queryPreAttnScalar = "query_pre_attn_scalar"
+        case hiddenActivation = "hidden_activation"
+        case finalLogitSoftcapping = "final_logit_softcapping"
+        case qkLayernorm = "qk_layernorm"
     }
 
     public init() {}
@@ -174,9 +206,22 @@ public struct HFConfig: Codable, Sendable {
         bosTokenId = try c.decodeIfPresent(IntList.self, forKey: .bosTokenId)
         eosTokenId = try c.decodeIfPresent(IntList.self, forKey: .eosTokenId)
         padTokenId = try c.decodeIfPresent(IntList.self, forKey: .padTokenId)
+        layerTypes = try c.decodeIfPresent([String].self, forKey: .layerTypes)
+        slidingWindowPattern = try c.decodeIfPresent(Int.self, forKey: .slidingWindowPattern)
+        ropeLocalBaseFreq = try c.decodeIfPresent(Double.self, forKey: .ropeLocalBaseFreq)
+        queryPreAttnScalar = try c.decodeIfPresent(Double.self, forKey: .queryPreAttnScalar)
+        hiddenActivation = try c.decodeIfPresent(String.self, forKey: .hiddenActivation)
+        finalLogitSoftcapping = try c.decodeIfPresent(Double.self, forKey: .finalLogitSoftcapping)
+        qkLayernorm = try c.decodeIfPresent(Bool.self, forKey: .qkLayernorm)
         let classic = try c.decodeIfPresent(RopeScalingConfig.self, forKey: .ropeScaling)
-        // `rope_parameters` may also be a map per layer type (Gemma 3); only the flat form is read here.
-        let modern = try? c.decodeIfPresent(RopeScalingConfig.self, forKey: .ropeParameters)
+        // `rope_parameters` is flat, or a map per layer type (Gemma 3).
+        var modern: RopeScalingConfig?
+        if let byType = try? c.decodeIfPresent([String: RopeScalingConfig].self, forKey: .ropeParameters) {
+            ropeParametersByLayerType = byType
+            modern = byType["full_attention"]
+        } else {
+            modern = try c.decodeIfPresent(RopeScalingConfig.self, forKey: .ropeParameters)
+        }
         ropeScaling = modern ?? classic
         if let modern {
             if let theta = modern.ropeTheta { ropeTheta = theta }

@@ -56,14 +56,6 @@ public func applyRoPENeoX(
     }
 }
 
-/// gate[i] = silu(gate[i]) · up[i], the SwiGLU activation.
-public func siluGate(_ gate: UnsafeMutablePointer<Float>, up: UnsafePointer<Float>, _ n: Int) {
-    for i in 0..<n {
-        let g = gate[i]
-        gate[i] = g / (1 + expf(-g)) * up[i]
-    }
-}
-
 /// x[i] += y[i].
 @inline(__always)
 public func addInPlace(_ x: UnsafeMutablePointer<Float>, _ y: UnsafePointer<Float>, _ n: Int) {
@@ -80,11 +72,30 @@ public func logSumExp(_ x: UnsafePointer<Float>, _ n: Int) -> Float {
     return maxValue + logf(sum)
 }
 
-/// gate[i] = gelu_tanh(gate[i]) · up[i] (GeGLU with the tanh approximation).
-public func geluTanhGate(_ gate: UnsafeMutablePointer<Float>, up: UnsafePointer<Float>, _ n: Int) {
-    let c: Float = 0.797_884_56  // sqrt(2/π)
-    for i in 0..<n {
-        let g = gate[i]
-        gate[i] = 0.5 * g * (1 + tanhf(c * (g + 0.044715 * g * g * g))) * up[i]
+/// Rotates the first `rotaryDims` of a head vector with the interleaved (GPT-J) layout:
+/// element 2i pairs with 2i + 1.
+@inline(__always)
+public func applyRoPEInterleaved(
+    _ v: UnsafeMutablePointer<Float>, rotaryDims: Int, cos: UnsafePointer<Float>, sin: UnsafePointer<Float>
+) {
+    for i in 0..<(rotaryDims / 2) {
+        let a = v[2 * i], b = v[2 * i + 1]
+        v[2 * i] = a * cos[i] - b * sin[i]
+        v[2 * i + 1] = b * cos[i] + a * sin[i]
+    }
+}
+
+/// x[i] = act(x[i]) for the MLP activations.
+public func applyActivation(_ x: UnsafeMutablePointer<Float>, _ n: Int, gelu: Bool, tanhApproximation: Bool) {
+    if !gelu {
+        for i in 0..<n { x[i] = x[i] / (1 + expf(-x[i])) }
+    } else if tanhApproximation {
+        let c: Float = 0.797_884_56  // sqrt(2/π)
+        for i in 0..<n {
+            let g = x[i]
+            x[i] = 0.5 * g * (1 + tanhf(c * (g + 0.044715 * g * g * g)))
+        }
+    } else {
+        for i in 0..<n { x[i] = 0.5 * x[i] * (1 + erff(x[i] * 0.707_106_78)) }
     }
 }

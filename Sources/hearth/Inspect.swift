@@ -17,7 +17,7 @@ struct Inspect: ParsableCommand {
             let lm = try model.load()
             let o = lm.options
             let context = ctx ?? lm.defaultContext
-            let kvBytes = 2 * o.layerCount * context * o.kvHeadCount * o.headDim * MemoryLayout<Float>.size
+            let kvBytes = 2 * o.layerCount * context * o.kvHeadCount * o.headDim * 2
             var lines: [String] = []
             lines.append("path:            \(lm.path.path)")
             lines.append("architecture:    \(lm.architecture)")
@@ -27,11 +27,14 @@ struct Inspect: ParsableCommand {
                 .map { "\($0.key.rawValue) \(formatBytes($0.value))" }.joined(separator: ", ")
             lines.append("weights:         \(dtypes)")
             lines.append("norm:            \(o.norm)")
-            lines.append("activation:      \(o.activation.rawValue)")
+            lines.append("mlp:             \(o.mlp)")
             lines.append("rope:            theta \(o.rope.theta), rotary dims \(o.rope.rotaryDims)/\(o.headDim), scaling \(describe(o.rope.scaling))")
             lines.append("tied embeddings: \(o.tiedEmbeddings)")
-            if let window = o.slidingWindow { lines.append("sliding window:  \(window)") }
-            lines.append("context length:  \(o.maxContext) (trained); KV cache at \(context) tokens: \(formatBytes(kvBytes)) f32")
+            if let window = o.slidingWindow {
+                let count = (0..<o.layerCount).filter { o.isSliding($0) }.count
+                lines.append("sliding window:  \(window) on \(count) of \(o.layerCount) layers")
+            }
+            lines.append("context length:  \(o.maxContext) (trained); KV cache at \(context) tokens: \(formatBytes(kvBytes)) f16")
             let tokenizer = lm.tokenizer
             lines.append("tokenizer:       \(tokenizer.kind), \(tokenizer.vocabularySize) tokens, BOS \(tokenizer.bosID.map(String.init) ?? "none") (added: \(tokenizer.addsBOS))")
             let eos = lm.eosIDs.sorted().map { id in
@@ -49,6 +52,8 @@ struct Inspect: ParsableCommand {
         case .linear(let factor): return "linear ×\(factor)"
         case .longRoPE(_, _, let original, let attention):
             return "longrope (original context \(original), attention factor \(attention))"
+        case .llama3(let factor, _, _, let original):
+            return "llama3 ×\(factor) (original context \(original))"
         }
     }
 }

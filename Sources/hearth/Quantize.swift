@@ -50,11 +50,7 @@ struct Quantize: ParsableCommand {
                     }
                 }
             }
-            var norms: [(TensorRole, [Float])] = [(.outputNorm, lm.weights.outputNorm)]
-            for (l, layer) in lm.weights.layers.enumerated() {
-                norms += [(.attnNorm(l), layer.attnNorm), (.ffnNorm(l), layer.ffnNorm)]
-            }
-            for (role, vector) in norms {
+            for (role, vector) in lm.weights.namedVectors() {
                 entries.append((role.huggingFaceName, .f32, .rows, [vector.count], vector.count * 4))
                 fills.append { buffer, _ in vector.withUnsafeBytes { buffer.copyMemory(from: $0) } }
             }

@@ -12,6 +12,12 @@ public enum Fixtures {
     /// The tiny Phi-3 checkpoints.
     public static let phi3Checkpoints = ["phi3-mha", "phi3-gqa-longrope", "phi3-partial-tied"]
 
+    /// Tiny checkpoints of the other families (reference prompts are token ids only).
+    public static let familyCheckpoints = ["phi2-tiny", "gemma3-tiny", "llama-tiny"]
+
+    /// Every checkpoint with reference logits.
+    public static let allCheckpoints = phi3Checkpoints + familyCheckpoints
+
     /// Path of a checkpoint directory.
     public static func checkpoint(_ name: String) -> URL { directory.appendingPathComponent(name) }
 

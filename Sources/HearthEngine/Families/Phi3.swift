@@ -21,16 +21,7 @@ public enum Phi3Family: ModelFamily {
                 path: "config.json", key: "num_key_value_heads")
         }
         let headDim = try required(config.headDim ?? hidden / heads, "head_dim")
-        let partial = config.partialRotaryFactor ?? 1
-        guard partial > 0, partial <= 1 else {
-            throw FormatError(.invalidValue, "must be in (0, 1]", path: "config.json", key: "partial_rotary_factor")
-        }
-        let rotaryDims = Int(Double(headDim) * partial)
-        guard rotaryDims % 2 == 0, rotaryDims > 0 else {
-            throw FormatError(
-                .invalidValue, "gives an odd rotary dimension \(rotaryDims)", path: "config.json",
-                key: "partial_rotary_factor")
-        }
+        let rotaryDims = try rotaryDimensions(headDim: headDim, factor: config.partialRotaryFactor ?? 1)
         let maxContext = config.maxPositionEmbeddings ?? 4096
         let scaling = try ropeScaling(config, rotaryDims: rotaryDims, maxContext: maxContext)
         return DecoderOptions(
@@ -40,11 +31,25 @@ public enum Phi3Family: ModelFamily {
             ffnSize: try required(config.intermediateSize, "intermediate_size"),
             vocabSize: try required(config.vocabSize, "vocab_size"),
             norm: .rms(eps: Float(config.rmsNormEps ?? 1e-5)),
-            activation: .siluGated,
+            mlp: .gated(.silu),
             rope: .init(theta: Float(config.ropeTheta ?? 10000), rotaryDims: rotaryDims, scaling: scaling),
             tiedEmbeddings: config.tieWordEmbeddings ?? false,
             maxContext: maxContext,
             slidingWindow: config.slidingWindow)
+    }
+
+    /// int(headDim × partial_rotary_factor), as transformers computes it; must be even and positive.
+    static func rotaryDimensions(headDim: Int, factor: Double) throws -> Int {
+        guard factor > 0, factor <= 1 else {
+            throw FormatError(.invalidValue, "must be in (0, 1]", path: "config.json", key: "partial_rotary_factor")
+        }
+        let rotaryDims = Int(Double(headDim) * factor)
+        guard rotaryDims % 2 == 0, rotaryDims > 0 else {
+            throw FormatError(
+                .invalidValue, "gives an odd rotary dimension \(rotaryDims)", path: "config.json",
+                key: "partial_rotary_factor")
+        }
+        return rotaryDims
     }
 
     /// LongRoPE (`longrope`, formerly `su`) as transformers implements it.

@@ -1,0 +1,637 @@
+#!/usr/bin/env python3
+"""Generate Hearth's per-family reference fixtures (Phi-2, Gemma-3 text, Llama-3 rope).
+
+Run BY HAND by a developer, never in CI; the outputs are committed. It needs the
+reference stack from scripts/requirements-reference.txt (the same venv as
+scripts/make_reference_fixtures.py) and must run after that script, because it
+copies the tokenizer files of Tests/Fixtures/phi3-mha/:
+
+    /opt/hearth-ref/bin/python scripts/make_family_fixtures.py            # write + verify all
+    /opt/hearth-ref/bin/python scripts/make_family_fixtures.py --only gemma3-tiny
+    /opt/hearth-ref/bin/python scripts/make_family_fixtures.py --verify   # re-check committed files
+
+Nothing is downloaded. Each fixture is a tiny random-weight checkpoint in Hugging
+Face hub layout (config.json, generation_config.json, F32 model.safetensors
+written by save_pretrained) plus copies of the phi3-mha tokenizer files (the
+vocabulary of 1024 ids covers them) and reference.json:
+
+    Tests/Fixtures/phi2-tiny/      PhiForCausalLM: LayerNorm, parallel attention+MLP,
+                                   partial rotary (6 of 16 dims), gelu_new, biases everywhere
+    Tests/Fixtures/gemma3-tiny/    Gemma3ForCausalLM (gemma3_text): 1 kv head, head_dim 32 != 64/4,
+                                   query_pre_attn_scalar 24, 5 sliding (window 8) + 1 global layer,
+                                   two RoPE bases, (1 + w) RMSNorm, q/k norms, sandwich norms, tied
+    Tests/Fixtures/llama-tiny/     LlamaForCausalLM: GQA 4/2, rope_type "llama3" frequency remapping
+
+reference.json has the layout of the phi3 fixtures, except that the prompts are
+seeded random token-id lists (BOS 1 first, then ids in [3, 1000)) with
+"text": "" and "chat" is empty. For every prompt it records float32 logits at
+every position (eager attention, printed with 9 significant digits, which
+round-trips float32 exactly) and the 16 new tokens of
+generate(do_sample=False, max_new_tokens=16). The generation EOS is 1023, an
+id whose output row is damped (as are all ids >= 1000), so no greedy run stops
+early and no greedy token is a special or padding id.
+
+Every random choice is seeded: a re-run with the pinned versions rewrites the
+same files (the last digit of a logit may differ across CPUs/BLAS builds). Each
+model is re-seeded until every greedy step has a top-1 minus top-2 logit gap
+above MIN_GREEDY_GAP, so the greedy tokens are robust to float32 rounding, and
+every continuation has at least MIN_DISTINCT_GREEDY distinct tokens.
+
+Random weights: matrices and embeddings N(0, 0.25), biases N(0, 0.1), saved norm
+weights 1 + 0.1 * N(0, 1) -- the raw tensor, so Gemma's (1 + w) norms scale by
+about 2 -- except Gemma's q_norm/k_norm, saved as 0.1 * N(0, 1), and Gemma's
+tied embedding, N(0, 0.15) (see FAMILIES for why).
+
+Verification (always run after writing, or alone with --verify): the fixture is
+reloaded with AutoModelForCausalLM and must reproduce the recorded logits and
+greedy tokens; greedy decoding with the KV cache must agree with full
+re-computation; and an independent float64 numpy forward pass written from the
+model descriptions below (see numpy_forward_*) must match the recorded logits.
+"""
+
+import argparse
+import json
+import math
+import random
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
+from safetensors import safe_open
+from transformers import (
+    AutoModelForCausalLM,
+    Gemma3ForCausalLM,
+    Gemma3TextConfig,
+    LlamaConfig,
+    LlamaForCausalLM,
+    PhiConfig,
+    PhiForCausalLM,
+)
+
+transformers.utils.logging.set_verbosity_error()
+transformers.utils.logging.disable_progress_bar()
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = REPO_ROOT / "Tests" / "Fixtures"
+TOKENIZER_SOURCE = FIXTURES / "phi3-mha"
+TOKENIZER_FILES = ["tokenizer.model", "tokenizer_config.json", "added_tokens.json", "special_tokens_map.json"]
+SCRIPT_NAME = "scripts/make_family_fixtures.py"
+
+VOCAB = 1024
+BOS_ID = 1
+PAD_ID = 1000  # <|endoftext|>, the pad token of the phi3 tokenizer files
+GEN_EOS_ID = 1023  # a padding id: never produced, so generation always runs 16 steps
+FIRST_DAMPED_ID = 1000  # output rows >= this are scaled down: no special/padding id wins greedy
+DAMP = 0.05
+MAX_POSITIONS = 128
+
+PROMPT_SEED = 4242
+PROMPT_LENGTHS = [9, 17, 26, 33]  # including BOS
+PROMPT_ID_RANGE = (3, 1000)  # [low, high)
+MAX_NEW_TOKENS = 16
+MIN_GREEDY_GAP = 1e-3
+MIN_DISTINCT_GREEDY = 5  # reject seeds whose greedy run is (nearly) one repeated token
+MAX_ATTEMPTS = 50
+
+INIT_STD = 0.25  # matrices and embeddings
+NORM_STD = 0.1  # saved norm weights are 1 + NORM_STD * N(0, 1) (raw, also for Gemma's 1 + w)
+BIAS_STD = 0.1
+
+
+# ---------------------------------------------------------------------------
+# Configs
+# ---------------------------------------------------------------------------
+
+def common_ids():
+    return dict(vocab_size=VOCAB, bos_token_id=BOS_ID, eos_token_id=GEN_EOS_ID, pad_token_id=PAD_ID,
+                max_position_embeddings=MAX_POSITIONS, initializer_range=INIT_STD)
+
+
+def phi2_config():
+    return PhiConfig(
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        num_hidden_layers=2,
+        intermediate_size=256,
+        hidden_act="gelu_new",
+        layer_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        qk_layernorm=False,
+        # PhiConfig defaults the top-level partial_rotary_factor to 0.5; pass it in both places.
+        partial_rotary_factor=0.375,
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.375},
+        **common_ids(),
+    )
+
+
+GEMMA3_LAYER_TYPES = ["sliding_attention"] * 5 + ["full_attention"]
+
+
+def gemma3_config():
+    return Gemma3TextConfig(
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=1,
+        head_dim=32,
+        query_pre_attn_scalar=24,
+        num_hidden_layers=6,
+        layer_types=list(GEMMA3_LAYER_TYPES),
+        sliding_window=8,
+        rope_parameters={
+            "full_attention": {"rope_type": "default", "rope_theta": 1_000_000.0},
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10_000.0},
+        },
+        intermediate_size=128,
+        hidden_activation="gelu_pytorch_tanh",
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=True,
+        final_logit_softcapping=None,
+        attn_logit_softcapping=None,
+        attention_bias=False,
+        **common_ids(),
+    )
+
+
+def llama_config():
+    return LlamaConfig(
+        hidden_size=64,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_hidden_layers=2,
+        intermediate_size=128,
+        hidden_act="silu",
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=False,
+        attention_bias=False,
+        mlp_bias=False,
+        rope_parameters={
+            "rope_type": "llama3",
+            "rope_theta": 10000.0,
+            "factor": 8.0,
+            "low_freq_factor": 1.0,
+            "high_freq_factor": 4.0,
+            "original_max_position_embeddings": 16,
+        },
+        **common_ids(),
+    )
+
+
+# Gemma's RMSNorm multiplies by (1 + weight), so with raw weights 1 + 0.1 * N(0, 1) its
+# effective multipliers are 2 + 0.1 * N(0, 1). That is deliberate: with multipliers near 1 the
+# scaled, tied embedding dominates the residual stream and greedy decoding just repeats the last
+# token; larger sublayer outputs make the continuation depend on context (and forgetting the
+# "+ 1" changes every logit). The exception is q_norm/k_norm ("zero_mean_norms": raw weights
+# 0.1 * N(0, 1), effective ~1): doubling both q and k would make attention 4x sharper and raise
+# the float32 noise of the reference logits from ~1e-5 to ~1e-4. The (tied) embedding is drawn
+# with a smaller std ("embed_std" 0.15; it is multiplied by sqrt(64) = 8 on input): at 0.25 the
+# current token's own embedding still dominates and greedy decoding mostly repeats it.
+FAMILIES = {
+    "phi2-tiny": {"config": phi2_config, "model_class": PhiForCausalLM, "seed": 5101},
+    "gemma3-tiny": {"config": gemma3_config, "model_class": Gemma3ForCausalLM, "seed": 5202,
+                    "zero_mean_norms": ("q_norm", "k_norm"), "embed_std": 0.15},
+    "llama-tiny": {"config": llama_config, "model_class": LlamaForCausalLM, "seed": 5303},
+}
+
+
+def make_prompts():
+    rng = random.Random(PROMPT_SEED)
+    prompts = []
+    for n in PROMPT_LENGTHS:
+        ids = [BOS_ID] + [rng.randrange(*PROMPT_ID_RANGE) for _ in range(n - 1)]
+        prompts.append({"name": f"random-{n}", "input_ids": ids})
+    return prompts
+
+
+# ---------------------------------------------------------------------------
+# Weights
+# ---------------------------------------------------------------------------
+
+def is_norm_weight(name: str) -> bool:
+    return name.endswith(".weight") and "norm" in name.rsplit(".", 2)[-2]
+
+
+@torch.no_grad()
+def randomize(model, seed: int, zero_mean_norms=(), embed_std=INIT_STD):
+    """Overwrite every parameter: N(0, INIT_STD) matrices, N(0, embed_std) input embedding,
+    N(0, BIAS_STD) biases, 1 + N(0, NORM_STD) norm weights (N(0, NORM_STD) for the modules
+    named in zero_mean_norms); then damp the output rows (and bias) of ids >= 1000."""
+    gen = torch.Generator().manual_seed(seed)
+    seen = set()
+    for name, p in sorted(model.named_parameters()):
+        if name.endswith(".bias"):
+            p.copy_(BIAS_STD * torch.randn(p.shape, generator=gen))
+        elif is_norm_weight(name):
+            assert p.dim() == 1, name
+            offset = 0.0 if name.rsplit(".", 2)[-2] in zero_mean_norms else 1.0
+            p.copy_(offset + NORM_STD * torch.randn(p.shape, generator=gen))
+        elif name == "model.embed_tokens.weight":
+            p.copy_(embed_std * torch.randn(p.shape, generator=gen))
+        else:
+            p.copy_(INIT_STD * torch.randn(p.shape, generator=gen))
+        seen.add(p.data_ptr())
+    head = model.get_output_embeddings()
+    assert head.weight.data_ptr() in seen
+    head.weight[FIRST_DAMPED_ID:] *= DAMP
+    if head.bias is not None:
+        head.bias[FIRST_DAMPED_ID:] *= DAMP
+    if model.config.tie_word_embeddings:
+        assert head.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
+
+
+# ---------------------------------------------------------------------------
+# Reference runs
+# ---------------------------------------------------------------------------
+
+@torch.no_grad()
+def all_logits(model, ids) -> np.ndarray:
+    out = model(input_ids=torch.tensor([ids]), use_cache=False)
+    return out.logits[0].numpy().astype(np.float32)
+
+
+@torch.no_grad()
+def greedy_generate(model, ids):
+    """generate(do_sample=False) with the KV cache; returns new ids, stopped flag, per-step gaps."""
+    inp = torch.tensor([ids])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = model.generate(input_ids=inp, attention_mask=torch.ones_like(inp), do_sample=False,
+                             max_new_tokens=MAX_NEW_TOKENS, output_logits=True, return_dict_in_generate=True)
+    new = [int(t) for t in out.sequences[0, len(ids):]]
+    gaps = []
+    for step in out.logits:
+        top = torch.topk(step[0].float(), 2).values
+        gaps.append(float(top[0] - top[1]))
+    eos = model.generation_config.eos_token_id
+    eos = set(eos if isinstance(eos, list) else [eos])
+    stopped = len(new) < MAX_NEW_TOKENS or (bool(new) and new[-1] in eos)
+    return new, stopped, gaps
+
+
+@torch.no_grad()
+def greedy_recompute(model, ids, steps):
+    """Greedy without a cache: a full forward pass over the whole sequence per step."""
+    seq, new, gaps = list(ids), [], []
+    for _ in range(steps):
+        row = all_logits(model, seq)[-1]
+        order = np.argsort(-row, kind="stable")
+        new.append(int(order[0]))
+        gaps.append(float(row[order[0]] - row[order[1]]))
+        seq.append(new[-1])
+    return new, gaps
+
+
+def load_fixture_model(path: Path, expected_class):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, attn_implementation="eager")
+    assert type(model) is expected_class, type(model)
+    assert model.config._attn_implementation == "eager"
+    model.eval()
+    return model
+
+
+# ---------------------------------------------------------------------------
+# Independent float64 numpy forward passes (the behaviour Hearth must match)
+# ---------------------------------------------------------------------------
+
+def read_weights(path: Path) -> dict:
+    with safe_open(str(path / "model.safetensors"), "np") as f:
+        return {k: f.get_tensor(k).astype(np.float64) for k in f.keys()}
+
+
+def rope_rotate(x, pos, inv_freq):
+    """HF "rotate_half" RoPE on the first 2*len(inv_freq) dims of x[..., seq, dim]:
+    pairs (i, i + d/2) of the rotary slice, angle = pos * inv_freq[i]."""
+    d = 2 * len(inv_freq)
+    ang = pos[:, None] * inv_freq[None, :]
+    cos, sin = np.cos(ang), np.sin(ang)
+    x1, x2, rest = x[..., : d // 2], x[..., d // 2: d], x[..., d:]
+    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], axis=-1)
+
+
+def attention(q, k, v, scale, window=None):
+    """q [H, T, D], k/v [KV, T, D]; query head h uses kv head h // (H / KV).
+    Key j is visible to query i iff j <= i and (window is None or i - j < window)."""
+    h, t, _ = q.shape
+    rep = h // k.shape[0]
+    k, v = np.repeat(k, rep, axis=0), np.repeat(v, rep, axis=0)
+    s = np.einsum("hid,hjd->hij", q, k) * scale
+    i, j = np.arange(t)[:, None], np.arange(t)[None, :]
+    allowed = j <= i
+    if window is not None:
+        allowed &= (i - j) < window
+    s = np.where(allowed, s, -np.inf)
+    s = np.exp(s - s.max(-1, keepdims=True))
+    s /= s.sum(-1, keepdims=True)
+    return np.einsum("hij,hjd->hid", s, v)
+
+
+def layer_norm(x, w, b, eps):
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+def rms_norm(x, w, eps):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def split_heads(x, n):  # [T, n*D] -> [n, T, D]
+    t = x.shape[0]
+    return x.reshape(t, n, -1).transpose(1, 0, 2)
+
+
+def merge_heads(x):  # [n, T, D] -> [T, n*D]
+    return x.transpose(1, 0, 2).reshape(x.shape[1], -1)
+
+
+def default_inv_freq(theta, rotary_dim):
+    return 1.0 / theta ** (np.arange(0, rotary_dim, 2) / rotary_dim)
+
+
+def llama3_inv_freq(theta, head_dim, factor, low_ff, high_ff, old_ctx):
+    inv = default_inv_freq(theta, head_dim)
+    wavelen = 2 * math.pi / inv
+    low_wavelen, high_wavelen = old_ctx / low_ff, old_ctx / high_ff
+    smooth = (old_ctx / wavelen - low_ff) / (high_ff - low_ff)
+    out = np.where(wavelen > low_wavelen, inv / factor, inv)  # long wavelengths: divide by factor
+    medium = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
+    return np.where(medium, (1 - smooth) * inv / factor + smooth * inv, out)
+
+
+def numpy_forward_phi2(w, cfg, ids):
+    d, nh = cfg["hidden_size"], cfg["num_attention_heads"]
+    hd = d // nh
+    rp = cfg["rope_parameters"]
+    rot = int(hd * rp["partial_rotary_factor"])
+    inv = default_inv_freq(rp["rope_theta"], rot)
+    pos = np.arange(len(ids), dtype=np.float64)
+    eps = cfg["layer_norm_eps"]
+    lin = lambda x, name: x @ w[name + ".weight"].T + w[name + ".bias"]
+    x = w["model.embed_tokens.weight"][ids]
+    for L in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{L}."
+        h = layer_norm(x, w[p + "input_layernorm.weight"], w[p + "input_layernorm.bias"], eps)
+        q = rope_rotate(split_heads(lin(h, p + "self_attn.q_proj"), nh), pos, inv)
+        k = rope_rotate(split_heads(lin(h, p + "self_attn.k_proj"), nh), pos, inv)
+        v = split_heads(lin(h, p + "self_attn.v_proj"), nh)
+        attn = lin(merge_heads(attention(q, k, v, hd ** -0.5)), p + "self_attn.dense")
+        mlp = lin(gelu_tanh(lin(h, p + "mlp.fc1")), p + "mlp.fc2")  # same LayerNorm output h
+        x = x + attn + mlp
+    x = layer_norm(x, w["model.final_layernorm.weight"], w["model.final_layernorm.bias"], eps)
+    return lin(x, "lm_head")
+
+
+def numpy_forward_gemma3(w, cfg, ids):
+    d, nh, nkv, hd = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["head_dim"]
+    eps = cfg["rms_norm_eps"]
+    pos = np.arange(len(ids), dtype=np.float64)
+    gnorm = lambda x, name: rms_norm(x, 1.0 + w[name + ".weight"], eps)  # Gemma: (1 + w)
+    mat = lambda x, name: x @ w[name + ".weight"].T
+    emb = w["model.embed_tokens.weight"]
+    x = emb[ids] * np.float64(np.float32(math.sqrt(d)))  # sqrt(hidden), as a float32 constant
+    for L, kind in enumerate(cfg["layer_types"]):
+        p = f"model.layers.{L}."
+        inv = default_inv_freq(cfg["rope_parameters"][kind]["rope_theta"], hd)
+        window = cfg["sliding_window"] if kind == "sliding_attention" else None
+        h = gnorm(x, p + "input_layernorm")
+        q = gnorm(split_heads(mat(h, p + "self_attn.q_proj"), nh), p + "self_attn.q_norm")  # per head, before RoPE
+        k = gnorm(split_heads(mat(h, p + "self_attn.k_proj"), nkv), p + "self_attn.k_norm")
+        v = split_heads(mat(h, p + "self_attn.v_proj"), nkv)  # no norm on v
+        q, k = rope_rotate(q, pos, inv), rope_rotate(k, pos, inv)
+        a = mat(merge_heads(attention(q, k, v, cfg["query_pre_attn_scalar"] ** -0.5, window)), p + "self_attn.o_proj")
+        x = x + gnorm(a, p + "post_attention_layernorm")
+        h = gnorm(x, p + "pre_feedforward_layernorm")
+        m = mat(gelu_tanh(mat(h, p + "mlp.gate_proj")) * mat(h, p + "mlp.up_proj"), p + "mlp.down_proj")
+        x = x + gnorm(m, p + "post_feedforward_layernorm")
+    x = gnorm(x, "model.norm")
+    return x @ emb.T  # tied: no lm_head.weight in the file
+
+
+def numpy_forward_llama(w, cfg, ids):
+    d, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = d // nh
+    rp = cfg["rope_parameters"]
+    inv = llama3_inv_freq(rp["rope_theta"], hd, rp["factor"], rp["low_freq_factor"], rp["high_freq_factor"],
+                          rp["original_max_position_embeddings"])
+    eps = cfg["rms_norm_eps"]
+    pos = np.arange(len(ids), dtype=np.float64)
+    mat = lambda x, name: x @ w[name + ".weight"].T
+    x = w["model.embed_tokens.weight"][ids]
+    for L in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{L}."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        q = rope_rotate(split_heads(mat(h, p + "self_attn.q_proj"), nh), pos, inv)
+        k = rope_rotate(split_heads(mat(h, p + "self_attn.k_proj"), nkv), pos, inv)
+        v = split_heads(mat(h, p + "self_attn.v_proj"), nkv)
+        x = x + mat(merge_heads(attention(q, k, v, hd ** -0.5)), p + "self_attn.o_proj")
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        x = x + mat(silu(mat(h, p + "mlp.gate_proj")) * mat(h, p + "mlp.up_proj"), p + "mlp.down_proj")
+    return mat(rms_norm(x, w["model.norm.weight"], eps), "lm_head")
+
+
+NUMPY_FORWARD = {"phi2-tiny": numpy_forward_phi2, "gemma3-tiny": numpy_forward_gemma3,
+                 "llama-tiny": numpy_forward_llama}
+
+
+# ---------------------------------------------------------------------------
+# Family-specific assertions on what transformers actually built
+# ---------------------------------------------------------------------------
+
+def check_model_internals(name, model):
+    cfg = model.config
+    if name == "phi2-tiny":
+        attn = model.model.layers[0].self_attn
+        assert attn.rotary_ndims == int(16 * 0.375) == 6, attn.rotary_ndims
+        assert model.model.rotary_emb.inv_freq.numel() == 3
+        assert cfg.hidden_act == "gelu_new" and not cfg.qk_layernorm
+        assert model.lm_head.bias is not None
+    elif name == "gemma3-tiny":
+        assert list(cfg.layer_types) == GEMMA3_LAYER_TYPES, cfg.layer_types
+        for L, layer in enumerate(model.model.layers):
+            a = layer.self_attn
+            assert a.head_dim == 32 and a.scaling == 24 ** -0.5
+            assert a.sliding_window == (8 if GEMMA3_LAYER_TYPES[L] == "sliding_attention" else None)
+        assert float(model.model.embed_tokens.embed_scale) == 8.0
+        re = model.model.rotary_emb
+        np.testing.assert_allclose(re.sliding_attention_inv_freq.numpy(), default_inv_freq(1e4, 32), rtol=1e-6)
+        np.testing.assert_allclose(re.full_attention_inv_freq.numpy(), default_inv_freq(1e6, 32), rtol=1e-6)
+        assert cfg.final_logit_softcapping is None and cfg.attn_logit_softcapping is None
+    elif name == "llama-tiny":
+        inv = model.model.rotary_emb.inv_freq.numpy()
+        np.testing.assert_allclose(inv, llama3_inv_freq(1e4, 16, 8.0, 1.0, 4.0, 16), rtol=1e-6)
+        assert not np.allclose(inv, default_inv_freq(1e4, 16), rtol=1e-3)
+
+
+# ---------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------
+
+def write_json(path: Path, obj):
+    path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def json_scalar_list(values):
+    return "[" + ", ".join(json.dumps(v) for v in values) + "]"
+
+
+def json_logits(rows: np.ndarray) -> str:
+    return "[" + ",\n".join("[" + ",".join("%.9g" % v for v in row.tolist()) + "]" for row in rows) + "]"
+
+
+def write_reference(path: Path, generator: str, prompts: list):
+    """Same layout as the phi3 fixtures: one key per line, id lists on one line, one logits row per line."""
+    entries = []
+    for p in prompts:
+        fields = [
+            ("name", json.dumps(p["name"])),
+            ("text", json.dumps("")),
+            ("input_ids", json_scalar_list(p["input_ids"])),
+            ("logits", json_logits(p["logits"])),
+            ("greedy", json_scalar_list(p["greedy"])),
+            ("greedy_stopped_on_eos", json.dumps(p["greedy_stopped_on_eos"])),
+        ]
+        entries.append("  {\n" + ",\n".join(f"   {json.dumps(k)}: {v}" for k, v in fields) + "\n  }")
+    text = ("{\n"
+            f" \"generator\": {json.dumps(generator)},\n"
+            " \"prompts\": [\n" + ",\n".join(entries) + "\n ],\n"
+            " \"chat\": []\n"
+            "}\n")
+    json.loads(text)
+    path.write_text(text, encoding="utf-8")
+
+
+def generator_string():
+    return (f"{SCRIPT_NAME} (torch {torch.__version__}, transformers {transformers.__version__}, "
+            f"safetensors {__import__('safetensors').__version__}, numpy {np.__version__}; "
+            f"prompts are seeded random token ids, no tokenizer involved; eager attention, float32)")
+
+
+def save_fixture(model, out: Path):
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    model.save_pretrained(str(out), safe_serialization=True)
+    assert (out / "model.safetensors").exists() and not (out / "model.safetensors.index.json").exists()
+    # Our own generation_config.json (overwrites the one save_pretrained derives from the config).
+    write_json(out / "generation_config.json", {
+        "_from_model_config": True,
+        "bos_token_id": BOS_ID,
+        "eos_token_id": GEN_EOS_ID,
+        "pad_token_id": PAD_ID,
+        "transformers_version": transformers.__version__,
+    })
+    for fname in TOKENIZER_FILES:
+        shutil.copyfile(TOKENIZER_SOURCE / fname, out / fname)
+
+
+def build(name: str, prompts: list):
+    fam = FAMILIES[name]
+    out = FIXTURES / name
+    for attempt in range(MAX_ATTEMPTS):
+        seed = fam["seed"] + 1000 * attempt
+        torch.manual_seed(seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = fam["model_class"](fam["config"]())
+        model.eval()
+        randomize(model, seed, fam.get("zero_mean_norms", ()), fam.get("embed_std", INIT_STD))
+        with tempfile.TemporaryDirectory() as tmp:
+            # Decide on the reloaded checkpoint, exactly as it will be committed.
+            save_fixture(model, Path(tmp))
+            ref = load_fixture_model(Path(tmp), fam["model_class"])
+            results, ok, worst = [], True, math.inf
+            for p in prompts:
+                new, stopped, gaps = greedy_generate(ref, p["input_ids"])
+                worst = min(worst, min(gaps))
+                if (min(gaps) <= MIN_GREEDY_GAP or stopped or any(t >= FIRST_DAMPED_ID for t in new)
+                        or len(set(new)) < MIN_DISTINCT_GREEDY):
+                    ok = False
+                    break
+                results.append(dict(p, logits=all_logits(ref, p["input_ids"]), greedy=new,
+                                    greedy_stopped_on_eos=stopped))
+        if ok:
+            break
+        print(f"  {name}: seed {seed} rejected (gap {worst:.2e} or repetitive greedy); re-seeding")
+    else:
+        raise SystemExit(f"{name}: no acceptable seed in {MAX_ATTEMPTS} attempts")
+    save_fixture(model, out)
+    write_reference(out / "reference.json", generator_string(), results)
+    print(f"{name}: wrote {out.relative_to(REPO_ROOT)} (seed {seed})")
+
+
+# ---------------------------------------------------------------------------
+# Verification of the committed files
+# ---------------------------------------------------------------------------
+
+def verify(name: str, prompts: list) -> bool:
+    fam = FAMILIES[name]
+    path = FIXTURES / name
+    ok = True
+    with safe_open(str(path / "model.safetensors"), "pt") as f:
+        dtypes = {f.get_slice(k).get_dtype() for k in f.keys()}
+    ok &= dtypes == {"F32"}
+    ref_doc = json.loads((path / "reference.json").read_text(encoding="utf-8"))
+    ok &= ref_doc["chat"] == [] and len(ref_doc["prompts"]) == len(prompts)
+    cfg = json.loads((path / "config.json").read_text())
+    gen_cfg = json.loads((path / "generation_config.json").read_text())
+    ok &= gen_cfg["eos_token_id"] == GEN_EOS_ID
+    for fname in TOKENIZER_FILES:
+        ok &= (path / fname).read_bytes() == (TOKENIZER_SOURCE / fname).read_bytes()
+
+    model = load_fixture_model(path, fam["model_class"])
+    check_model_internals(name, model)
+    weights = read_weights(path)
+    max_torch, max_numpy, min_gap = 0.0, 0.0, math.inf
+    for p, rec in zip(prompts, ref_doc["prompts"]):
+        ok &= rec["input_ids"] == p["input_ids"] and rec["text"] == "" and rec["name"] == p["name"]
+        recorded = np.array(rec["logits"], dtype=np.float32)
+        ok &= recorded.shape == (len(p["input_ids"]), VOCAB)
+        max_torch = max(max_torch, float(np.abs(all_logits(model, p["input_ids"]) - recorded).max()))
+        ours = NUMPY_FORWARD[name](weights, cfg, p["input_ids"])
+        max_numpy = max(max_numpy, float(np.abs(ours - recorded).max()))
+        new, stopped, gaps = greedy_generate(model, p["input_ids"])
+        slow, slow_gaps = greedy_recompute(model, p["input_ids"], MAX_NEW_TOKENS)
+        min_gap = min(min_gap, min(gaps), min(slow_gaps))
+        ok &= new == rec["greedy"] == slow and stopped is False and rec["greedy_stopped_on_eos"] is False
+        ok &= all(t < FIRST_DAMPED_ID for t in new)
+    ok &= max_torch <= 1e-5 and max_numpy <= 5e-5 and min_gap > MIN_GREEDY_GAP
+    size = sum(f.stat().st_size for f in path.iterdir())
+    print(f"{name}: {'OK' if ok else 'FAILED'}  reload max|dlogit|={max_torch:.3g}  "
+          f"numpy-f64 max|dlogit|={max_numpy:.3g}  min greedy gap={min_gap:.4f}  dir={size} bytes")
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", choices=sorted(FAMILIES), action="append", help="build/verify only this fixture")
+    ap.add_argument("--verify", action="store_true", help="only verify the existing fixtures")
+    args = ap.parse_args()
+    names = args.only or list(FAMILIES)
+    torch.set_num_threads(1)  # deterministic reductions, and polite on shared machines
+    prompts = make_prompts()
+    if not args.verify:
+        for fname in TOKENIZER_FILES:
+            assert (TOKENIZER_SOURCE / fname).exists(), f"run scripts/make_reference_fixtures.py first ({fname})"
+        for name in names:
+            build(name, prompts)
+    ok = all([verify(name, prompts) for name in names])
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
