@@ -58,10 +58,17 @@ let package = Package(
         .library(name: "HearthFormats", targets: ["HearthFormats"]),
         .library(name: "HearthTokenizers", targets: ["HearthTokenizers"]),
         .library(name: "HearthEngine", targets: ["HearthEngine"]),
+        .library(name: "HearthProviders", targets: ["HearthProviders"]),
+        .library(name: "HearthCloud", targets: ["HearthCloud"]),
         .executable(name: "hearth", targets: ["hearth"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        // HearthCloud only (the engine never links these): HTTP, WebSocket, TLS, HMAC.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         // System libraries, found through pkg-config (scripts/setup.sh installs them).
@@ -99,5 +106,34 @@ let package = Package(
         .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthTestSupport"]),
         .testTarget(name: "HearthCLITests", dependencies: ["hearth", "HearthTestSupport"]),
+
+        // The provider protocol and router (no engine import), and the cloud providers.
+        .target(name: "HearthProviders"),
+        .target(
+            name: "HearthCloud",
+            dependencies: [
+                "HearthProviders",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        .executableTarget(
+            name: "hearth-fallback-example", dependencies: ["HearthProviders", "HearthCloud"],
+            path: "Examples/FallbackExample"),
+        .testTarget(name: "HearthProvidersTests", dependencies: ["HearthProviders"]),
+        .testTarget(
+            name: "HearthCloudTests",
+            dependencies: [
+                "HearthCloud", "HearthProviders",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
     ]
 )

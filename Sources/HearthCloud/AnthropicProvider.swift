@@ -1,0 +1,113 @@
+import AsyncHTTPClient
+import Foundation
+import HearthProviders
+import NIOCore
+import NIOHTTP1
+
+/// Anthropic's Messages API (`POST /v1/messages` with `stream: true`).
+///
+/// System messages are joined into the top-level `system` field; the key goes in `x-api-key`
+/// with `anthropic-version`. A partial answer (``HearthProviders/ChatRequest/continuation``) is
+/// sent as a final assistant message, which Claude continues natively. Events handled:
+/// `message_start`, `content_block_start/delta/stop`, `message_delta`, `message_stop`, `ping`, `error`.
+public struct AnthropicProvider: LanguageModelProvider {
+    /// Everything that identifies and tunes the endpoint.
+    public struct Configuration: Sendable {
+        /// The provider id for events, errors and routing.
+        public var id: String
+        /// The API base; `/messages` is appended.
+        public var baseURL: String
+        /// Sent as `x-api-key`.
+        public var apiKey: CloudSecret?
+        /// The model name sent when the request names none.
+        public var model: String
+        /// The `anthropic-version` header.
+        public var version: String
+        /// `max_tokens` when the request sets none (the API requires one).
+        public var defaultMaxTokens: Int
+        /// Extra headers (such as `anthropic-beta`). Their values are redacted from errors.
+        public var headers: [String: String]
+        /// Connect and idle timeouts.
+        public var timeouts: CloudTimeouts
+        /// Retries before the first byte.
+        public var retry: RetryPolicy
+
+        /// Creates a configuration.
+        public init(
+            id: String = "anthropic", baseURL: String = "https://api.anthropic.com/v1", apiKey: CloudSecret?,
+            model: String = "claude-sonnet-4-5", version: String = "2023-06-01", defaultMaxTokens: Int = 4096,
+            headers: [String: String] = [:], timeouts: CloudTimeouts = CloudTimeouts(), retry: RetryPolicy = RetryPolicy()
+        ) {
+            self.id = id
+            self.baseURL = baseURL
+            self.apiKey = apiKey
+            self.model = model
+            self.version = version
+            self.defaultMaxTokens = defaultMaxTokens
+            self.headers = headers
+            self.timeouts = timeouts
+            self.retry = retry
+        }
+    }
+
+    /// This provider's settings.
+    public let configuration: Configuration
+    private let client: HTTPClient
+
+    /// The provider id.
+    public var id: String { configuration.id }
+
+    /// Creates a provider; `httpClient` as for ``OpenAICompatibleProvider/init(_:httpClient:)``.
+    public init(_ configuration: Configuration, httpClient: HTTPClient? = nil) {
+        self.configuration = configuration
+        self.client = httpClient ?? SharedHTTPClients.client(connectTimeout: configuration.timeouts.connect)
+    }
+
+    /// Anthropic with the key from `ANTHROPIC_API_KEY` or the config file's `anthropic` entry.
+    public static func fromCredentials(_ credentials: CloudCredentials, model: String? = nil) -> AnthropicProvider {
+        let entry = credentials["anthropic"]
+        var configuration = Configuration(apiKey: entry.apiKey, headers: entry.headers ?? [:])
+        if let baseURL = entry.baseURL { configuration.baseURL = baseURL }
+        if let model = model ?? entry.model { configuration.model = model }
+        return AnthropicProvider(configuration)
+    }
+
+    /// `.unavailable(.unauthorized)` without a key, else `.available`.
+    public var availability: ProviderAvailability {
+        get async { configuration.apiKey == nil ? .unavailable(.unauthorized) : .available }
+    }
+
+    static let credentialHint = "Set ANTHROPIC_API_KEY, or \"apiKey\" under \"anthropic\" in ~/.config/hearth/providers.json."
+
+    /// Streams the reply. Throws ``ProviderError`` from the stream.
+    public func stream(_ request: ChatRequest) -> AsyncThrowingStream<ChatEvent, Error> {
+        let configuration = configuration
+        let redactor = Redactor([configuration.apiKey?.value] + configuration.headers.values.map { $0 })
+        let runner = CloudStreamRunner(
+            provider: configuration.id, timeouts: configuration.timeouts, retry: configuration.retry, redactor: redactor)
+        let failures = HTTPFailureMapper(provider: configuration.id, redactor: redactor, credentialHint: Self.credentialHint)
+        guard let key = configuration.apiKey else {
+            let error = ProviderError(
+                .unauthorized, provider: configuration.id, message: "No API key is configured. \(Self.credentialHint)")
+            return runner.stream { _, _ in throw error }
+        }
+        let prepared: AnthropicWire.PreparedRequest
+        do {
+            prepared = try AnthropicWire.requestBody(request, configuration: configuration)
+        } catch {
+            return runner.stream { _, _ in throw error }
+        }
+        var extra = configuration.headers.map { ($0.key, $0.value) }
+        extra.append(("x-api-key", key.value))
+        extra.append(("anthropic-version", configuration.version))
+        let headers = HTTPHeaders.jsonEventStream(extra)
+        let url = joinURL(configuration.baseURL, "messages")
+        let post = HTTPStreamingPost(client: client, failures: failures)
+        return runner.stream { sink, watchdog in
+            let response = try await post.send(url: url, headers: headers, body: prepared.body, watchdog: watchdog)
+            try await AnthropicWire.readReply(
+                response, sink: sink, watchdog: watchdog, failures: failures,
+                trimLeadingWhitespace: prepared.trimmedTrailingWhitespace)
+        }
+    }
+}

@@ -1,0 +1,218 @@
+import AsyncHTTPClient
+import Foundation
+import HearthProviders
+import NIOCore
+
+/// The OpenAI chat-completions wire format: the request JSON and the streamed reply.
+enum OpenAIWire {
+    // MARK: Request
+
+    /// The JSON body of `POST /chat/completions` for `request`.
+    static func requestBody(
+        _ request: ChatRequest, configuration: OpenAICompatibleProvider.Configuration
+    ) throws -> Data {
+        var messages: [[String: Any]] = request.messages.map { ["role": $0.role.rawValue, "content": $0.content] }
+        var body: [String: Any] = [
+            "model": request.model ?? configuration.model,
+            "stream": true,
+        ]
+        if configuration.includeUsage { body["stream_options"] = ["include_usage": true] }
+        if let continuation = request.continuation, !continuation.isEmpty {
+            messages = request.continuedMessages.map { ["role": $0.role.rawValue, "content": $0.content] }
+            switch configuration.continuationStyle {
+            case .trailingAssistantMessage:
+                break
+            case .deepSeekPrefix:
+                messages[messages.count - 1]["prefix"] = true
+            case .qwenPartial:
+                messages[messages.count - 1]["partial"] = true
+            case .vllmContinueFinalMessage:
+                body["continue_final_message"] = true
+                body["add_generation_prompt"] = false
+            case .instruction(let text):
+                messages.append(["role": "user", "content": text])
+            }
+        }
+        body["messages"] = messages
+        let options = request.options
+        if let value = options.temperature { body["temperature"] = value }
+        if let value = options.topP { body["top_p"] = value }
+        if let value = options.maxTokens { body[configuration.maxTokensField] = value }
+        if !options.stop.isEmpty { body["stop"] = options.stop }
+        if let value = options.seed { body["seed"] = value }
+        if let value = options.presencePenalty { body["presence_penalty"] = value }
+        if let value = options.frequencyPenalty { body["frequency_penalty"] = value }
+        if configuration.sendsExtendedSampling {
+            if let value = options.topK { body["top_k"] = value }
+            if let value = options.minP { body["min_p"] = value }
+            if let value = options.repetitionPenalty { body["repetition_penalty"] = value }
+        }
+        return try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+    }
+
+    // MARK: Reply
+
+    /// One `chat.completion.chunk` (or, for servers that ignore `stream`, a whole `chat.completion`).
+    struct Chunk: Decodable {
+        struct Choice: Decodable {
+            struct Delta: Decodable {
+                var content: String?
+            }
+            var delta: Delta?
+            var message: Delta?
+            var finishReason: String?
+        }
+        struct UsagePayload: Decodable {
+            struct Details: Decodable {
+                var cachedTokens: Int?
+            }
+            var promptTokens: Int?
+            var completionTokens: Int?
+            var promptTokensDetails: Details?
+            var promptCacheHitTokens: Int?
+        }
+        struct ErrorPayload: Decodable {
+            var message: String?
+            var type: String?
+            var code: String?
+
+            private enum CodingKeys: String, CodingKey { case message, type, code }
+
+            init(from decoder: any Decoder) throws {
+                if let text = try? decoder.singleValueContainer().decode(String.self) {
+                    message = text
+                    return
+                }
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                message = try? container.decodeIfPresent(String.self, forKey: .message)
+                type = try? container.decodeIfPresent(String.self, forKey: .type)
+                code = (try? container.decodeIfPresent(String.self, forKey: .code))
+                    ?? (try? container.decodeIfPresent(Int.self, forKey: .code)).flatMap { $0.map(String.init) }
+            }
+        }
+        var choices: [Choice]?
+        var usage: UsagePayload?
+        var error: ErrorPayload?
+    }
+
+    /// What the stream has said so far.
+    struct State {
+        var finishReason: FinishReason?
+        var usage: Chunk.UsagePayload?
+        var done = false
+
+        /// Handles one decoded chunk.
+        mutating func handle(_ chunk: Chunk, sink: EventSink, failures: HTTPFailureMapper) throws {
+            if let error = chunk.error {
+                throw failures.streamError(type: error.type, code: error.code, message: error.message)
+            }
+            for choice in chunk.choices ?? [] {
+                if let text = choice.delta?.content ?? choice.message?.content { sink.text(text) }
+                if let reason = choice.finishReason { finishReason = reason == "length" ? .length : .stop }
+            }
+            if let usage = chunk.usage { self.usage = usage }
+        }
+
+        /// Sends usage and the finish reason and ends the consumer's stream.
+        mutating func complete(sink: EventSink) {
+            done = true
+            if let usage, let prompt = usage.promptTokens, let completion = usage.completionTokens {
+                let cached = usage.promptTokensDetails?.cachedTokens ?? usage.promptCacheHitTokens
+                sink.yield(.usage(sink.usage(prompt: prompt, completion: completion, cached: cached)))
+            }
+            sink.yield(.finished(finishReason ?? .stop))
+            sink.finish()
+        }
+    }
+
+    static let decoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return decoder
+    }()
+
+    /// Reads a 2xx response: an event stream, or one JSON completion from servers that ignore
+    /// `stream: true`. Anything else is ``ProviderError/Code/decoding``.
+    static func readReply(
+        _ response: HTTPClientResponse, sink: EventSink, watchdog: IdleWatchdog, failures: HTTPFailureMapper
+    ) async throws {
+        let contentType = response.headers.first(name: "content-type")?.lowercased() ?? ""
+        var state = State()
+        if contentType.contains("application/json") {
+            let body = try await collect(response.body, limit: 16 << 20, watchdog: watchdog, provider: failures.provider)
+            let data = Data(body.readableBytesView)
+            try state.handle(decode(data, failures: failures), sink: sink, failures: failures)
+            state.complete(sink: sink)
+            return
+        }
+        guard contentType.isEmpty || contentType.contains("text/event-stream") else {
+            throw ProviderError(
+                .decoding, provider: failures.provider,
+                message: "The server answered with \(contentType), not an event stream. A proxy or captive portal "
+                    + "may be in the way; check the base URL and the network.")
+        }
+        var parser = ServerSentEventParser()
+        for try await buffer in response.body {
+            watchdog.touch()
+            if state.done { continue }  // drain after [DONE] so the connection can be reused
+            for event in try parser.feed(buffer.readableBytesView) where !state.done {
+                try handle(event, state: &state, sink: sink, failures: failures)
+            }
+        }
+        for event in parser.finish() where !state.done {
+            try handle(event, state: &state, sink: sink, failures: failures)
+        }
+        if state.done { return }
+        guard state.finishReason != nil else {
+            throw ProviderError(
+                .network, provider: failures.provider,
+                message: "The connection closed before the reply was complete.")
+        }
+        state.complete(sink: sink)  // some servers end without [DONE]
+    }
+
+    private static func handle(
+        _ event: ServerSentEvent, state: inout State, sink: EventSink, failures: HTTPFailureMapper
+    ) throws {
+        let data = event.data.trimmingCharacters(in: .whitespaces)
+        if data == "[DONE]" {
+            state.complete(sink: sink)
+            return
+        }
+        if data.isEmpty { return }
+        if event.name == "error" {
+            let chunk = try? decoder.decode(Chunk.self, from: Data(data.utf8))
+            throw failures.streamError(
+                type: chunk?.error?.type, code: chunk?.error?.code, message: chunk?.error?.message ?? data)
+        }
+        try state.handle(decode(Data(data.utf8), failures: failures), sink: sink, failures: failures)
+    }
+
+    private static func decode(_ data: Data, failures: HTTPFailureMapper) throws -> Chunk {
+        do {
+            return try decoder.decode(Chunk.self, from: data)
+        } catch {
+            throw ProviderError(
+                .decoding, provider: failures.provider,
+                message: "A chunk of the reply was not the expected JSON: "
+                    + failures.redactor(String(decoding: data.prefix(300), as: UTF8.self)),
+                underlying: error)
+        }
+    }
+
+    /// Collects a body up to `limit` bytes.
+    static func collect(
+        _ body: HTTPClientResponse.Body, limit: Int, watchdog: IdleWatchdog, provider: String
+    ) async throws -> ByteBuffer {
+        var collected = ByteBuffer()
+        for try await chunk in body {
+            watchdog.touch()
+            var chunk = chunk
+            guard collected.readableBytes + chunk.readableBytes <= limit else {
+                throw ProviderError(.decoding, provider: provider, message: "The reply is larger than \(limit) bytes.")
+            }
+            collected.writeBuffer(&chunk)
+        }
+        return collected
+    }
+}

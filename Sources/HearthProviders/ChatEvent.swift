@@ -1,0 +1,78 @@
+/// Why generation ended.
+public enum FinishReason: String, Sendable, Codable {
+    /// The model ended its reply, or a stop string matched.
+    case stop
+    /// The `maxTokens` limit (or the context window) was reached.
+    case length
+    /// The request was cancelled.
+    case cancelled
+}
+
+/// Token counts and speed of one reply.
+public struct Usage: Sendable, Equatable, Codable {
+    /// Tokens in the prompt (the whole conversation as the model saw it).
+    public var promptTokens: Int
+    /// Tokens generated.
+    public var completionTokens: Int
+    /// Prompt tokens served from a cache (provider prompt cache, or a local KV cache); `nil` when unknown.
+    public var cachedPromptTokens: Int?
+    /// Seconds from sending the request to the first text, as measured by the client; `nil` when unknown.
+    public var timeToFirstToken: Double?
+    /// Generated tokens per second after the first one; `nil` when unknown.
+    public var tokensPerSecond: Double?
+
+    /// Creates usage figures.
+    public init(
+        promptTokens: Int, completionTokens: Int, cachedPromptTokens: Int? = nil,
+        timeToFirstToken: Double? = nil, tokensPerSecond: Double? = nil
+    ) {
+        self.promptTokens = promptTokens
+        self.completionTokens = completionTokens
+        self.cachedPromptTokens = cachedPromptTokens
+        self.timeToFirstToken = timeToFirstToken
+        self.tokensPerSecond = tokensPerSecond
+    }
+}
+
+/// One event of a streamed reply.
+///
+/// A provider's stream is: ``servedBy(_:)``, any number of ``textDelta(_:)`` (and possibly
+/// ``contextTruncated(droppedMessages:)`` before the first), then ``usage(_:)`` when known,
+/// then ``finished(_:)``; errors end the stream by throwing ``ProviderError``.
+/// A ``FallbackRouter`` adds ``switchedProvider(from:to:reason:)`` when it moves to the next provider.
+public enum ChatEvent: Sendable {
+    /// The next piece of the reply's text (whole Unicode characters, never a split UTF-8 sequence).
+    case textDelta(String)
+    /// Token counts and speed, sent once near the end.
+    case usage(Usage)
+    /// The reply is complete.
+    case finished(FinishReason)
+    /// The provider (its ``LanguageModelProvider/id``) whose text follows.
+    case servedBy(String)
+    /// The router left provider `from` because of `reason` and continues with provider `to`.
+    /// Text already streamed stays valid: `to` continues it.
+    case switchedProvider(from: String, to: String, reason: ProviderError)
+    /// The oldest `droppedMessages` turns were dropped to fit the context window
+    /// (only when the request set ``ChatRequest/allowTruncation``).
+    case contextTruncated(droppedMessages: Int)
+}
+
+/// A complete (non-streamed) reply.
+public struct ChatResponse: Sendable {
+    /// The whole reply text.
+    public var text: String
+    /// Token counts and speed, when the provider reported them.
+    public var usage: Usage?
+    /// Why generation ended.
+    public var finishReason: FinishReason
+    /// The provider that produced the (end of the) reply.
+    public var provider: String
+
+    /// Creates a response.
+    public init(text: String, usage: Usage?, finishReason: FinishReason, provider: String) {
+        self.text = text
+        self.usage = usage
+        self.finishReason = finishReason
+        self.provider = provider
+    }
+}

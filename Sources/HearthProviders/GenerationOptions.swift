@@ -1,0 +1,44 @@
+/// Sampling and length options for one request.
+///
+/// Every field is optional: `nil` means "the provider's default". Providers send only the
+/// fields their API understands and document which ones they drop (see docs/PROVIDERS.md).
+public struct GenerationOptions: Sendable, Codable, Equatable {
+    /// Softmax temperature; 0 is greedy.
+    public var temperature: Double?
+    /// Nucleus sampling: keep the smallest set of tokens whose probabilities sum to at least this (0...1].
+    public var topP: Double?
+    /// Keep only the `topK` most likely tokens.
+    public var topK: Int?
+    /// Drop tokens whose probability is below `minP` times the most likely token's (0...1).
+    public var minP: Double?
+    /// The largest number of tokens to generate.
+    public var maxTokens: Int?
+    /// Stop generating when any of these strings appears; the stop string is not part of the reply.
+    public var stop: [String]
+    /// Seed for reproducible sampling, where the provider supports it.
+    public var seed: Int?
+    /// Multiplicative penalty on tokens already in the context (llama.cpp / transformers style; 1 = off).
+    public var repetitionPenalty: Double?
+    /// Additive penalty on tokens that appeared at all (OpenAI style; 0 = off).
+    public var presencePenalty: Double?
+    /// Additive penalty scaled by how often a token appeared (OpenAI style; 0 = off).
+    public var frequencyPenalty: Double?
+
+    /// Creates options; every argument defaults to "provider default".
+    public init(
+        temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, minP: Double? = nil,
+        maxTokens: Int? = nil, stop: [String] = [], seed: Int? = nil, repetitionPenalty: Double? = nil,
+        presencePenalty: Double? = nil, frequencyPenalty: Double? = nil
+    ) {
+        self.temperature = temperature
+        self.topP = topP
+        self.topK = topK
+        self.minP = minP
+        self.maxTokens = maxTokens
+        self.stop = stop
+        self.seed = seed
+        self.repetitionPenalty = repetitionPenalty
+        self.presencePenalty = presencePenalty
+        self.frequencyPenalty = frequencyPenalty
+    }
+}
