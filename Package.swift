@@ -60,6 +60,7 @@ let package = Package(
         .library(name: "HearthEngine", targets: ["HearthEngine"]),
         .library(name: "HearthProviders", targets: ["HearthProviders"]),
         .library(name: "HearthCloud", targets: ["HearthCloud"]),
+        .library(name: "HearthLocal", targets: ["HearthLocal"]),
         .executable(name: "hearth", targets: ["hearth"]),
     ],
     dependencies: [
@@ -109,6 +110,8 @@ let package = Package(
 
         // The provider protocol and router (no engine import), and the cloud providers.
         .target(name: "HearthProviders"),
+        // The engine behind the provider protocol.
+        .target(name: "HearthLocal", dependencies: ["HearthEngine", "HearthProviders"]),
         .target(
             name: "HearthCloud",
             dependencies: [
@@ -125,6 +128,7 @@ let package = Package(
             name: "hearth-fallback-example", dependencies: ["HearthProviders", "HearthCloud"],
             path: "Examples/FallbackExample"),
         .testTarget(name: "HearthProvidersTests", dependencies: ["HearthProviders"]),
+        .testTarget(name: "HearthLocalTests", dependencies: ["HearthLocal", "HearthTestSupport"]),
         .testTarget(
             name: "HearthCloudTests",
             dependencies: [

@@ -165,6 +165,7 @@ public final class Generator: @unchecked Sendable {
         var sampler = Sampler(options: parameters.sampling)
         var detokenizer = StreamingDetokenizer(tokenizer: model.tokenizer, stripLeadingSpace: parameters.stripLeadingSpace)
         var history = prompt
+        var generatedCounts: [Int32: Int] = [:]
         var text = ""  // generated text not yet emitted (held back for stop strings)
         let longestStop = parameters.stop.map(\.count).max() ?? 0
         var decodeStart = DispatchTime.now()
@@ -174,7 +175,8 @@ public final class Generator: @unchecked Sendable {
                 summary.finishReason = .cancelled
                 break
             }
-            let id = sampler.sample(logits, recent: history[...])
+            let id = sampler.sample(logits, recent: history[...], generated: generatedCounts)
+            generatedCounts[id, default: 0] += 1
             let normalizer = LogProbabilities.normalizer(logits)
             var token = GeneratedToken(
                 id: id, text: "", logprob: LogProbabilities.of(id, in: logits, normalizer: normalizer),

@@ -15,6 +15,10 @@ public struct SamplingOptions: Sendable, Codable, Equatable {
     public var repetitionPenalty: Float = 1.0
     /// How many recent tokens the repetition penalty looks at.
     public var repetitionWindow: Int = 64
+    /// Subtracted once from the logit of every token already generated (OpenAI's presence_penalty).
+    public var presencePenalty: Float = 0
+    /// Subtracted per occurrence from the logit of generated tokens (OpenAI's frequency_penalty).
+    public var frequencyPenalty: Float = 0
     /// Seed for reproducible sampling; nil draws one at random.
     public var seed: UInt64?
 
@@ -76,14 +80,20 @@ public struct Sampler {
         rng = SeededGenerator(seed: options.seed ?? UInt64.random(in: 0...UInt64.max))
     }
 
-    /// Chooses a token. `recent` are the latest tokens (for the repetition penalty).
-    public mutating func sample(_ logits: UnsafeBufferPointer<Float>, recent: ArraySlice<Int32>) -> Int32 {
+    /// Chooses a token. `recent` are the latest tokens (for the repetition penalty);
+    /// `generated` counts the tokens generated so far (for presence/frequency penalties).
+    public mutating func sample(
+        _ logits: UnsafeBufferPointer<Float>, recent: ArraySlice<Int32>, generated: [Int32: Int] = [:]
+    ) -> Int32 {
         let penalty = options.repetitionPenalty
         let penalised = penalty != 1 ? Set(recent.suffix(options.repetitionWindow)) : []
+        let presence = options.presencePenalty, frequency = options.frequencyPenalty
+        let counted = presence != 0 || frequency != 0
         @inline(__always) func adjusted(_ id: Int) -> Float {
-            let v = logits[id]
-            guard penalised.contains(Int32(id)) else { return v }
-            return v > 0 ? v / penalty : v * penalty
+            var v = logits[id]
+            if penalised.contains(Int32(id)) { v = v > 0 ? v / penalty : v * penalty }
+            if counted, let n = generated[Int32(id)] { v -= presence + frequency * Float(n) }
+            return v
         }
         if options.temperature == 0 {
             var best = 0

@@ -1,0 +1,265 @@
+import Foundation
+import HearthEngine
+import HearthKernels
+import HearthProviders
+import HearthTokenizers
+
+/// Hearth's engine behind the provider protocol: the offline model an app falls back to.
+///
+/// One loaded model serves one request at a time; concurrent callers wait their turn.
+/// The KV cache is reused across requests by matching the longest common token prefix,
+/// so turn N of a conversation costs only its new tokens. Cancelling the consuming task
+/// (or dropping the stream) stops compute within one decode step or prefill batch.
+public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
+    // `@unchecked Sendable`: mutable state (`state`) is only touched under `lock`; the
+    // generator serialises its own use.
+
+    /// How the provider was configured.
+    public struct Configuration: Sendable {
+        /// The model: a checkpoint directory or a `.hqf` file.
+        public var modelPath: String
+        /// Quantize float weights at load (nil: run as stored).
+        public var quantize: DType?
+        /// KV cache size in tokens (nil: the model's, capped at 4096).
+        public var context: Int?
+        /// Worker threads (nil: all cores).
+        public var threads: Int?
+        /// Prompt tokens per prefill batch; cancellation is checked between batches.
+        public var batch: Int
+
+        public init(modelPath: String, quantize: DType? = nil, context: Int? = nil, threads: Int? = nil, batch: Int = 128) {
+            self.modelPath = modelPath
+            self.quantize = quantize
+            self.context = context
+            self.threads = threads
+            self.batch = batch
+        }
+    }
+
+    private enum State {
+        case idle
+        case loading
+        case loaded(Generator)
+        case failed(ProviderError)
+    }
+
+    public let id: String
+    public let configuration: Configuration
+    private let lock = NSLock()
+    private var state = State.idle
+    private var waiters: [CheckedContinuation<Generator, Error>] = []
+
+    /// Creates a provider; the model loads on first use or `prewarm`.
+    public init(id: String = "local", configuration: Configuration) {
+        self.id = id
+        self.configuration = configuration
+    }
+
+    /// Creates a provider around an already loaded model.
+    public init(id: String = "local", model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = 128) throws {
+        self.id = id
+        configuration = Configuration(modelPath: model.path.path, context: context, threads: threads, batch: batch)
+        state = .loaded(try Generator(model: model, context: context, threads: threads, batch: batch))
+    }
+
+    public var availability: ProviderAvailability {
+        get async { lock.withLock { currentAvailability() } }
+    }
+
+    private func currentAvailability() -> ProviderAvailability {
+            switch state {
+            case .loaded: return .available
+            case .loading: return .unavailable(.loading)
+            case .failed(let error):
+                return .unavailable(error.code == .modelUnavailable ? .notDownloaded : .other(error.message))
+            case .idle:
+                return FileManager.default.fileExists(atPath: configuration.modelPath) ? .available : .unavailable(.notDownloaded)
+            }
+    }
+
+    /// Loads the model and, when `request` is given, prefills its prompt so the first real
+    /// request with that prefix starts generating at once.
+    public func prewarm(_ request: ChatRequest?) async throws {
+        let generator = try await loadedGenerator()
+        guard let request else { return }
+        let prompt = try prompt(for: request, generator: generator).tokens
+        var prefillOnly = GenerationParameters()
+        prefillOnly.maxTokens = 0
+        let parameters = prefillOnly
+        _ = try await Self.detached { try generator.run(prompt: prompt, parameters: parameters) { _ in } }
+    }
+
+    public func stream(_ request: ChatRequest) -> AsyncThrowingStream<ChatEvent, Error> {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    try await self.serve(request, into: continuation)
+                    continuation.finish()
+                } catch let error as ProviderError {
+                    continuation.finish(throwing: error)
+                } catch {
+                    continuation.finish(throwing: self.providerError(error))
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    private func serve(_ request: ChatRequest, into continuation: AsyncThrowingStream<ChatEvent, Error>.Continuation) async throws {
+        let started = DispatchTime.now()
+        let generator = try await loadedGenerator()
+        try Task.checkCancellation()
+        continuation.yield(.servedBy(id))
+        let (tokens, dropped) = try prompt(for: request, generator: generator)
+        if dropped > 0 { continuation.yield(.contextTruncated(droppedMessages: dropped)) }
+        let parameters = try parametersFor(request, promptTokens: tokens.count, generator: generator)
+        var firstToken: Double?
+        for try await event in generator.generate(prompt: tokens, parameters: parameters) {
+            switch event {
+            case .token(let token):
+                if firstToken == nil {
+                    firstToken = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+                }
+                if !token.text.isEmpty { continuation.yield(.textDelta(token.text)) }
+            case .done(let summary):
+                continuation.yield(
+                    .usage(
+                        Usage(
+                            promptTokens: summary.promptTokens, completionTokens: summary.completionTokens,
+                            cachedPromptTokens: summary.cachedPromptTokens, timeToFirstToken: firstToken,
+                            tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil)))
+                let reason: HearthProviders.FinishReason
+                switch summary.finishReason {
+                case .stop: reason = .stop
+                case .length: reason = .length
+                case .cancelled: reason = .cancelled
+                }
+                continuation.yield(.finished(reason))
+            }
+        }
+    }
+
+    /// Renders the conversation (plus any partial reply to continue) and fits it into the
+    /// context, dropping the oldest turns (system prompt kept) when the request allows it.
+    func prompt(for request: ChatRequest, generator: Generator) throws -> (tokens: [Int32], dropped: Int) {
+        let model = generator.model
+        var messages = request.messages
+        var dropped = 0
+        while true {
+            let turns = messages.map { ChatTurn(role: $0.role.rawValue, content: $0.content) }
+            var tokens: [Int32]
+            do {
+                tokens = try model.chatPrompt(turns)
+                if let continuation = request.continuation, !continuation.isEmpty {
+                    tokens += try model.tokenizer.encode(continuation, addSpecialTokens: false)
+                }
+            } catch {
+                throw providerError(error)
+            }
+            // Leave room for at least one generated token.
+            if tokens.count < generator.context { return (tokens, dropped) }
+            let removable = messages.firstIndex { $0.role != .system }
+            let nonSystem = messages.filter { $0.role != .system }.count
+            guard request.allowTruncation, let index = removable, nonSystem > 1 else {
+                throw ProviderError(
+                    .contextLengthExceeded(tokens: tokens.count, limit: generator.context), provider: id,
+                    message: "the conversation is \(tokens.count) tokens but the local context holds \(generator.context); "
+                        + "allow truncation, start a new conversation or load the model with a larger context")
+            }
+            messages.remove(at: index)
+            dropped += 1
+        }
+    }
+
+    private func parametersFor(_ request: ChatRequest, promptTokens: Int, generator: Generator) throws -> GenerationParameters {
+        let o = request.options
+        var p = GenerationParameters()
+        var s = SamplingOptions()
+        let defaults = generator.model.generationConfig
+        s.temperature = Float(o.temperature ?? (defaults?.doSample == false ? 0 : defaults?.temperature ?? 0.7))
+        s.topP = Float(o.topP ?? defaults?.topP ?? 0.95)
+        s.topK = o.topK ?? defaults?.topK ?? 40
+        s.minP = Float(o.minP ?? 0.05)
+        s.repetitionPenalty = Float(o.repetitionPenalty ?? defaults?.repetitionPenalty ?? 1)
+        s.presencePenalty = Float(o.presencePenalty ?? 0)
+        s.frequencyPenalty = Float(o.frequencyPenalty ?? 0)
+        s.seed = o.seed.map { UInt64(truncatingIfNeeded: $0) }
+        do { try s.validate() } catch { throw providerError(error) }
+        p.sampling = s
+        p.maxTokens = min(o.maxTokens ?? Int.max, generator.context - promptTokens)
+        p.stop = o.stop
+        p.stripLeadingSpace = request.continuation?.isEmpty ?? true
+        return p
+    }
+
+    /// The generator, loading the model on first use (once, even with concurrent callers).
+    private func loadedGenerator() async throws -> Generator {
+        try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Generator, Error>) in
+            lock.lock()
+            switch state {
+            case .loaded(let generator):
+                lock.unlock()
+                waiter.resume(returning: generator)
+                return
+            case .failed(let error):
+                lock.unlock()
+                waiter.resume(throwing: error)
+                return
+            case .loading:
+                waiters.append(waiter)
+                lock.unlock()
+                return
+            case .idle:
+                state = .loading
+                waiters.append(waiter)
+                lock.unlock()
+            }
+            let configuration = self.configuration
+            Thread.detachNewThread { [self] in
+                let result: Result<Generator, ProviderError>
+                do {
+                    let model = try LanguageModel(
+                        path: configuration.modelPath, quantize: configuration.quantize, threads: configuration.threads)
+                    result = .success(
+                        try Generator(
+                            model: model, context: configuration.context, threads: configuration.threads,
+                            batch: configuration.batch))
+                } catch {
+                    result = .failure(self.providerError(error))
+                }
+                lock.lock()
+                let pending = waiters
+                waiters = []
+                switch result {
+                case .success(let generator): state = .loaded(generator)
+                case .failure(let error): state = .failed(error)
+                }
+                lock.unlock()
+                for waiter in pending { waiter.resume(with: result.mapError { $0 as Error }) }
+            }
+        }
+    }
+
+    /// Maps engine, format and tokenizer errors to the shared error type.
+    func providerError(_ error: Error) -> ProviderError {
+        if let error = error as? ProviderError { return error }
+        if error is CancellationError { return ProviderError(.cancelled, provider: id, message: "the request was cancelled") }
+        if let error = error as? EngineError {
+            switch error.code {
+            case .contextLengthExceeded:
+                return ProviderError(.contextLengthExceeded(tokens: nil, limit: nil), provider: id, message: error.description, underlying: error)
+            case .cancelled:
+                return ProviderError(.cancelled, provider: id, message: error.description, underlying: error)
+            case .invalidOption, .invalidToken, .missingComponent:
+                return ProviderError(.invalidRequest, provider: id, message: error.description, underlying: error)
+            }
+        }
+        return ProviderError(.modelUnavailable, provider: id, message: "the local model could not be used: \(error)", underlying: error)
+    }
+
+    private static func detached<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}
