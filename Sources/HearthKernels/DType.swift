@@ -3,7 +3,9 @@
 /// This is the trait table of STYLE.md: block size and bytes per block are data, so
 /// kernels, loaders and size checks ask the type instead of switching on names.
 /// The quantized block types have GGUF's block semantics: 32 weights per block with an
-/// f16 scale (`q4_0`: w = d·(q−8); `q4_1`: w = d·q + m; `q8_0`: w = d·q).
+/// f16 scale (`q4_0`: w = d·(q−8); `q4_1`: w = d·q + m; `q8_0`: w = d·q). `q5_0`, `q5_1`
+/// and the K-quants (`q2_K`…`q6_K`, 256-weight super-blocks) are ggml's layouts as read
+/// from GGUF files; their scalar dequantizers are in GGMLBlocks.swift (docs/GGUF.md).
 public enum DType: String, Sendable, CaseIterable, Codable {
     case f32
     case f16
@@ -11,12 +13,20 @@ public enum DType: String, Sendable, CaseIterable, Codable {
     case q4_0
     case q4_1
     case q8_0
+    case q5_0
+    case q5_1
+    case q2_K
+    case q3_K
+    case q4_K
+    case q5_K
+    case q6_K
 
     /// Number of elements stored together in one block (1 for plain floats).
     public var blockSize: Int {
         switch self {
         case .f32, .f16, .bf16: return 1
-        case .q4_0, .q4_1, .q8_0: return 32
+        case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1: return 32
+        case .q2_K, .q3_K, .q4_K, .q5_K, .q6_K: return 256
         }
     }
 
@@ -28,11 +38,22 @@ public enum DType: String, Sendable, CaseIterable, Codable {
         case .q4_0: return 18  // f16 d + 16 bytes of nibbles
         case .q4_1: return 20  // f16 d, f16 m + 16 bytes of nibbles
         case .q8_0: return 34  // f16 d + 32 int8
+        case .q5_0: return 22  // f16 d, 4 bytes of high bits, 16 bytes of nibbles
+        case .q5_1: return 24  // f16 d, f16 m, 4 bytes of high bits, 16 bytes of nibbles
+        case .q2_K: return 84  // 16 scale/min bytes, 64 bytes of 2-bit quants, f16 d, f16 dmin
+        case .q3_K: return 110  // 32 bytes high-bit mask, 64 bytes of 2-bit quants, 12 scale bytes, f16 d
+        case .q4_K: return 144  // f16 d, f16 dmin, 12 scale/min bytes, 128 bytes of nibbles
+        case .q5_K: return 176  // f16 d, f16 dmin, 12 scale/min bytes, 32 bytes high bits, 128 bytes of nibbles
+        case .q6_K: return 210  // 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, f16 d
         }
     }
 
     /// Whether this is a block-quantized type.
     public var isQuantized: Bool { blockSize > 1 }
+
+    /// Whether Hearth has the `interleaved16` kernel layout (and a quantizer) for this type:
+    /// `q4_0`, `q4_1` and `q8_0`. The other block types are read from GGUF files in `rows` layout.
+    public var supportsInterleaved16: Bool { self == .q4_0 || self == .q4_1 || self == .q8_0 }
 
     /// Storage cost in bits per weight.
     public var bitsPerWeight: Double { Double(bytesPerBlock * 8) / Double(blockSize) }
@@ -63,6 +84,8 @@ extension DType {
     public var interleavedTileBytes: Int { 16 * bytesPerBlock }
 
     /// Bytes of a `rows × cols` matrix in `layout`, or nil if the shape does not fit the type.
+    /// `.interleaved16` exists only for `q4_0`, `q4_1` and `q8_0` (`supportsInterleaved16`);
+    /// for every other type it returns nil.
     public func matrixBytes(rows: Int, cols: Int, layout: WeightLayout) -> Int? {
         guard rows >= 0, cols >= 0, cols % blockSize == 0 else { return nil }
         switch layout {
@@ -70,11 +93,38 @@ extension DType {
             let (n, overflow) = rows.multipliedReportingOverflow(by: cols)
             return overflow ? nil : byteCount(elements: n)
         case .interleaved16:
-            guard isQuantized else { return nil }
+            guard supportsInterleaved16 else { return nil }
             let groups = (rows + 15) / 16
             let (tiles, o1) = groups.multipliedReportingOverflow(by: cols / blockSize)
             let (bytes, o2) = tiles.multipliedReportingOverflow(by: interleavedTileBytes)
             return o1 || o2 ? nil : bytes
         }
+    }
+}
+
+extension DType {
+    /// The type's id in ggml / GGUF tensor infos (`enum ggml_type`).
+    public var ggmlTypeID: UInt32 {
+        switch self {
+        case .f32: return 0
+        case .f16: return 1
+        case .q4_0: return 2
+        case .q4_1: return 3
+        case .q5_0: return 6
+        case .q5_1: return 7
+        case .q8_0: return 8
+        case .q2_K: return 10
+        case .q3_K: return 11
+        case .q4_K: return 12
+        case .q5_K: return 13
+        case .q6_K: return 14
+        case .bf16: return 30
+        }
+    }
+
+    /// The type for a ggml type id, or nil when Hearth has no such type.
+    public init?(ggmlTypeID id: UInt32) {
+        guard let type = DType.allCases.first(where: { $0.ggmlTypeID == id }) else { return nil }
+        self = type
     }
 }

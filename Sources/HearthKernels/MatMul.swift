@@ -106,7 +106,7 @@ func matvecRows(_ w: WeightMatrix, x: UnsafePointer<Float>, y: UnsafeMutablePoin
         for r in rows { y[r] = dotF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
     case .bf16:
         for r in rows { y[r] = dotBF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
-    case .q4_0, .q4_1, .q8_0:
+    case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:
         // Row-layout blocks (not used by the hot path, which repacks to interleaved16).
         var buffer = [Float](repeating: 0, count: w.cols)
         buffer.withUnsafeMutableBufferPointer { b in

@@ -42,8 +42,8 @@ public enum Quantizer {
             for i in 0..<32 {
                 out.storeBytes(of: Int8((x[i] * id).rounded()), toByteOffset: 2 + i, as: Int8.self)
             }
-        case .f32, .f16, .bf16:
-            break
+        case .f32, .f16, .bf16, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:
+            break  // no Hearth quantizer / interleaved layout for these types
         }
     }
 
@@ -98,8 +98,8 @@ public enum Quantizer {
                     tile.storeBytes(of: q ^ 0x80, toByteOffset: 32 + 64 * k + 4 * r + j, as: UInt8.self)
                 }
             }
-        case .f32, .f16, .bf16:
-            break
+        case .f32, .f16, .bf16, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:
+            break  // no Hearth quantizer / interleaved layout for these types
         }
     }
 }
@@ -127,8 +127,8 @@ public func dequantizeInterleaved(_ tile: UnsafeRawPointer, dtype: DType, row r:
                 out[4 * k + j] = d * Float(q)
             }
         }
-    case .f32, .f16, .bf16:
-        break
+    case .f32, .f16, .bf16, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:
+        break  // no interleaved layout for these types
     }
 }
 

@@ -72,18 +72,21 @@ public func dequantize(_ src: UnsafeRawPointer, dtype: DType, count: Int, into o
     case .bf16:
         let b = src.assumingMemoryBound(to: UInt16.self)
         for i in 0..<count { out[i] = bfloat16ToFloat(UInt16(littleEndian: b[i])) }
-    case .q4_0, .q4_1, .q8_0:
-        for block in 0..<(count / 32) {
-            dequantizeBlock(src + block * dtype.bytesPerBlock, dtype: dtype, into: out + block * 32)
+    case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:
+        let n = dtype.blockSize
+        for block in 0..<(count / n) {
+            dequantizeBlock(src + block * dtype.bytesPerBlock, dtype: dtype, into: out + block * n)
         }
     }
 }
 
-/// Dequantizes one GGUF-layout block (32 weights).
+/// Dequantizes one GGUF-layout block (`dtype.blockSize` weights: 32, or 256 for the K-quants).
 @inline(__always)
 public func dequantizeBlock(_ p: UnsafeRawPointer, dtype: DType, into out: UnsafeMutablePointer<Float>) {
     let d = halfToFloat(p.loadUnaligned(as: UInt16.self))
     switch dtype {
+    case .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:
+        GGMLBlocks.dequantizeBlock(p, dtype: dtype, into: out)
     case .q4_0:
         for i in 0..<16 {
             let byte = p.load(fromByteOffset: 2 + i, as: UInt8.self)
