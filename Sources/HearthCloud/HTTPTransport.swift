@@ -7,7 +7,8 @@ import Synchronization
 
 /// Process-wide HTTP clients, one per connect timeout, created on first use and never shut
 /// down (they live as long as the process, like `HTTPClient.shared`), so providers can be
-/// created and dropped freely without owning a client's lifecycle.
+/// created and dropped freely without owning a client's lifecycle. Redirects are not followed
+/// and failed connection attempts are not retried by the pool (see ``RetryPolicy``).
 enum SharedHTTPClients {
     private static let clients = Mutex<[Duration: HTTPClient]>([:])
 
@@ -19,6 +20,10 @@ enum SharedHTTPClients {
             let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
             configuration.timeout = .init(connect: .nanoseconds(max(1, nanoseconds)), read: nil)
             configuration.redirectConfiguration = .disallow
+            // Fail a request as soon as its connection attempt fails (refused, unreachable):
+            // the provider's RetryPolicy decides about retries, and the router can fall back
+            // at once instead of waiting out the connect timeout.
+            configuration.connectionPool.retryConnectionEstablishment = false
             let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
             clients[connectTimeout] = client
             return client

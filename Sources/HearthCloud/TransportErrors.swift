@@ -49,6 +49,12 @@ enum TransportErrors {
                 message: "The TLS connection failed (\(error)). Check the system clock, proxy and certificates.",
                 underlying: error)
         }
+        if error is ChannelError {
+            return ProviderError(
+                .network, provider: provider,
+                message: "The connection closed unexpectedly (\(error)). Check the network; the request can be retried.",
+                underlying: error)
+        }
         if error is DecodingError {
             return ProviderError(
                 .decoding, provider: provider,

@@ -120,10 +120,15 @@ struct Collected {
     }
 }
 
-func collect(_ stream: AsyncThrowingStream<ChatEvent, Error>) async -> Collected {
+func collect(
+    _ stream: AsyncThrowingStream<ChatEvent, Error>, onEvent: (ChatEvent) -> Void = { _ in }
+) async -> Collected {
     var collected = Collected()
     do {
-        for try await event in stream { collected.events.append(event) }
+        for try await event in stream {
+            collected.events.append(event)
+            onEvent(event)
+        }
     } catch {
         collected.error = error
     }
