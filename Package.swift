@@ -133,6 +133,8 @@ let package = Package(
             name: "HearthCloudTests",
             dependencies: [
                 "HearthCloud", "HearthProviders",
+                // Only for the end-to-end test: a cloud answer finished by LocalProvider on a fixture model.
+                "HearthLocal", "HearthEngine", "HearthTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
