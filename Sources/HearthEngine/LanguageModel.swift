@@ -36,74 +36,38 @@ public final class LanguageModel: Sendable {
     /// generation_config.json as text, if present.
     public let generationConfigText: String?
 
-    /// Loads a model from `path`: a Hugging Face hub-layout checkpoint directory (or the
-    /// directory of a given `.safetensors` file), or a Hearth `.hqf` file.
-    /// With `quantize`, float weights are quantized in memory at load (q4_0, q4_1 or q8_0).
-    public init(path: String, quantize: DType? = nil, threads: Int? = nil,
-                progress: (@Sendable (Double) -> Void)? = nil) throws {
-        let started = Date()
-        var url = URL(fileURLWithPath: path)
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-            throw FormatError(
-                .fileNotFound, "model path does not exist", path: path,
-                remedy: "Pass a checkpoint directory (config.json, *.safetensors, tokenizer.model) or a .hqf file")
-        }
-        let store: TensorStore
-        let isHQF = !isDirectory.boolValue && HQFFile.isHQF(path: url.path)
-        if isHQF {
-            let hqf = try HQFFile(path: url.path)
-            store = hqf
-            configText = hqf.header.config
-            generationConfigText = hqf.header.generationConfig
-            tokenizerFiles = TokenizerFiles(
-                sentencePieceModel: try hqf.embeddedFile("tokenizer.model"),
-                config: try hqf.embeddedFile("tokenizer_config.json"),
-                addedTokens: try hqf.embeddedFile("added_tokens.json"), origin: url.path)
-        } else {
-            if !isDirectory.boolValue { url = url.deletingLastPathComponent() }
-            let configURL = url.appendingPathComponent("config.json")
-            guard let configData = FileManager.default.contents(atPath: configURL.path) else {
-                throw FormatError(
-                    .fileNotFound, "no config.json in the model directory", path: url.path,
-                    remedy: "Download the whole checkpoint directory, not only the weights")
-            }
-            configText = String(decoding: configData, as: UTF8.self)
-            generationConfigText = FileManager.default.contents(
-                atPath: url.appendingPathComponent("generation_config.json").path
-            ).map { String(decoding: $0, as: UTF8.self) }
-            tokenizerFiles = TokenizerFiles(directory: url)
-            store = try SafetensorsCheckpoint(directory: url)
-        }
-        self.path = url
+    /// What a loader produces; `init(parts:)` stores it.
+    private struct Parts {
+        var path: URL
+        var config: HFConfig
+        var configText: String
+        var generationConfigText: String?
+        var architecture: String
+        var options: DecoderOptions
+        var weights: ModelWeights
+        var tokenizer: any Tokenizer
+        var tokenizerFiles: TokenizerFiles
+        var extraStopTokens: [Int] = []
+    }
 
-        config = try decodeJSON(HFConfig.self, from: Data(configText.utf8), path: url.path + " (config.json)")
-        let family = try ModelFamilies.family(for: config, path: url.path)
-        architecture = config.architectures?.first ?? "?"
-        options = try family.options(from: config)
-        // HQF files use the canonical role names and already carry load-time fixes.
-        var weights =
-            isHQF
-            ? try ModelWeights(options: options, store: store) { $0.huggingFaceName }
-            : try ModelWeights(options: options, store: store, normOffset: family.normWeightOffset) {
-                family.tensorName($0)
-            }
-        if let quantize {
-            let plan = try QuantizationPlan(type: quantize)
-            weights = weights.quantized(
-                plan: plan, options: options, threads: threads ?? WorkerPool.defaultThreadCount, progress: progress)
+    private init(parts: Parts, started: Date) throws {
+        path = parts.path
+        config = parts.config
+        configText = parts.configText
+        generationConfigText = parts.generationConfigText
+        architecture = parts.architecture
+        options = parts.options
+        weights = parts.weights
+        tokenizer = parts.tokenizer
+        tokenizerFiles = parts.tokenizerFiles
+        generationConfig = try parts.generationConfigText.map {
+            try decodeJSON(GenerationConfig.self, from: Data($0.utf8), path: parts.path.path + " (generation_config.json)")
         }
-        self.weights = weights
-        generationConfig = try generationConfigText.map {
-            try decodeJSON(GenerationConfig.self, from: Data($0.utf8), path: url.path + " (generation_config.json)")
-        }
-        tokenizer = try SentencePieceTokenizer(files: tokenizerFiles)
-        var eos = tokenizer.eosIDs
-        for id in (config.eosTokenId?.values ?? []) + (generationConfig?.eosTokenId?.values ?? []) {
+        var eos = parts.tokenizer.eosIDs
+        for id in (parts.config.eosTokenId?.values ?? []) + (generationConfig?.eosTokenId?.values ?? []) + parts.extraStopTokens {
             eos.insert(Int32(truncatingIfNeeded: id))
         }
         eosIDs = eos
-
         var bytes: [DType: Int] = [:]
         var parameters = 0
         for (_, m) in weights.namedMatrices(options: options) {
@@ -114,6 +78,95 @@ public final class LanguageModel: Sendable {
         weightBytesByType = bytes
         parameterCount = parameters
         loadSeconds = Date().timeIntervalSince(started)
+    }
+
+    /// Loads a model from `path`: a Hugging Face hub-layout checkpoint directory (or the
+    /// directory of a given `.safetensors` file), a Hearth `.hqf` file, or a GGUF file.
+    /// With `quantize`, float weights are quantized in memory at load (q4_0, q4_1 or q8_0).
+    public convenience init(
+        path: String, quantize: DType? = nil, threads: Int? = nil, progress: (@Sendable (Double) -> Void)? = nil
+    ) throws {
+        let started = Date()
+        let url = URL(fileURLWithPath: path)
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw FormatError(
+                .fileNotFound, "model path does not exist", path: path,
+                remedy: "Pass a checkpoint directory (config.json, *.safetensors, tokenizer.model), a .hqf or a .gguf file")
+        }
+        var parts: Parts
+        if !isDirectory.boolValue && GGUFFile.isGGUF(path: url.path) {
+            parts = try Self.loadGGUF(try GGUFFile(path: url.path))
+        } else if !isDirectory.boolValue && HQFFile.isHQF(path: url.path) {
+            parts = try Self.loadHQF(try HQFFile(path: url.path))
+        } else {
+            parts = try Self.loadCheckpoint(isDirectory.boolValue ? url : url.deletingLastPathComponent())
+        }
+        if let quantize {
+            let plan = try QuantizationPlan(type: quantize)
+            parts.weights = parts.weights.quantized(
+                plan: plan, options: parts.options, threads: threads ?? WorkerPool.defaultThreadCount, progress: progress)
+        }
+        try self.init(parts: parts, started: started)
+    }
+
+    /// A Hugging Face checkpoint directory.
+    private static func loadCheckpoint(_ url: URL) throws -> Parts {
+        let configURL = url.appendingPathComponent("config.json")
+        guard let configData = FileManager.default.contents(atPath: configURL.path) else {
+            throw FormatError(
+                .fileNotFound, "no config.json in the model directory", path: url.path,
+                remedy: "Download the whole checkpoint directory, not only the weights")
+        }
+        let configText = String(decoding: configData, as: UTF8.self)
+        let config = try decodeJSON(HFConfig.self, from: configData, path: configURL.path)
+        let family = try ModelFamilies.family(for: config, path: configURL.path)
+        let options = try family.options(from: config)
+        let store = try SafetensorsCheckpoint(directory: url)
+        let weights = try ModelWeights(options: options, store: store, normOffset: family.normWeightOffset) {
+            family.tensorName($0)
+        }
+        let files = TokenizerFiles(directory: url)
+        return Parts(
+            path: url, config: config, configText: configText,
+            generationConfigText: FileManager.default.contents(
+                atPath: url.appendingPathComponent("generation_config.json").path
+            ).map { String(decoding: $0, as: UTF8.self) },
+            architecture: config.architectures?.first ?? "?", options: options, weights: weights,
+            tokenizer: try SentencePieceTokenizer(files: files), tokenizerFiles: files)
+    }
+
+    /// A Hearth `.hqf` file: canonical tensor names, load-time fixes already applied.
+    private static func loadHQF(_ hqf: HQFFile) throws -> Parts {
+        let url = URL(fileURLWithPath: hqf.file.path)
+        let config = try decodeJSON(HFConfig.self, from: Data(hqf.header.config.utf8), path: url.path + " (config.json)")
+        let family = try ModelFamilies.family(for: config, path: url.path)
+        let options = try family.options(from: config)
+        let weights = try ModelWeights(options: options, store: hqf) { $0.huggingFaceName }
+        let files = TokenizerFiles(
+            sentencePieceModel: try hqf.embeddedFile("tokenizer.model"),
+            config: try hqf.embeddedFile("tokenizer_config.json"),
+            addedTokens: try hqf.embeddedFile("added_tokens.json"), origin: url.path)
+        return Parts(
+            path: url, config: config, configText: hqf.header.config, generationConfigText: hqf.header.generationConfig,
+            architecture: config.architectures?.first ?? "?", options: options, weights: weights,
+            tokenizer: try SentencePieceTokenizer(files: files), tokenizerFiles: files)
+    }
+
+    /// A GGUF file: family from `general.architecture`, tokenizer from its vocabulary.
+    /// q4_0/q4_1/q8_0 tensors are rearranged (losslessly) into the kernels' layout; the
+    /// other block types are used in place.
+    private static func loadGGUF(_ gguf: GGUFFile) throws -> Parts {
+        let family = try GGUFFamilies.family(for: gguf)
+        let options = try family.options(gguf: gguf)
+        var config = HFConfig()
+        config.architectures = [try gguf.metadata.string("general.architecture") ?? "?"]
+        let weights = try ModelWeights(options: options, store: gguf) { family.ggufTensorName($0) }
+        return Parts(
+            path: URL(fileURLWithPath: gguf.file.path), config: config, configText: "", generationConfigText: nil,
+            architecture: config.architectures?.first ?? "?", options: options,
+            weights: weights.repackedForKernels(options: options), tokenizer: try GGUFTokenizer.make(gguf),
+            tokenizerFiles: TokenizerFiles(sentencePieceModel: nil, config: nil, addedTokens: nil, origin: gguf.file.path))
     }
 
     /// Bytes of weights one decode step reads: every matrix once, except the embedding

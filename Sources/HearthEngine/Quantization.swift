@@ -13,7 +13,7 @@ public struct QuantizationPlan: Sendable, Equatable {
 
     /// The plan for `--type`/`--quantize` values `q4_0`, `q4_1`, `q8_0`.
     public init(type: DType) throws {
-        guard type.isQuantized else {
+        guard type.supportsInterleaved16 else {
             throw EngineError(.invalidOption, "\(type.rawValue) is not a quantized type; use q4_0, q4_1 or q8_0")
         }
         projections = type
@@ -72,6 +72,31 @@ extension ModelWeights {
             result.layers[l].down = convert(layers[l].down, plan.projections)
         }
         result.output = tied ? result.tokenEmbedding : convert(output, plan.output)
+        return result
+    }
+}
+
+extension ModelWeights {
+    /// Rearranges row-layout q4_0/q4_1/q8_0 matrices (GGUF) into the interleaved16 layout
+    /// the integer kernels read; lossless. Other matrices are kept as they are.
+    public func repackedForKernels(options: DecoderOptions) -> ModelWeights {
+        func repack(_ w: WeightMatrix) -> WeightMatrix { Quantizer.repackInterleaved(w) ?? w }
+        func repack(_ p: LayerWeights.Projections) -> LayerWeights.Projections {
+            switch p {
+            case .fused(let w): return .fused(repack(w))
+            case .separate(let ws): return .separate(ws.map(repack))
+            }
+        }
+        var result = self
+        let tied = output.data == tokenEmbedding.data
+        result.tokenEmbedding = repack(tokenEmbedding)
+        result.output = tied ? result.tokenEmbedding : repack(output)
+        for l in layers.indices {
+            result.layers[l].qkv = repack(layers[l].qkv)
+            result.layers[l].attnOutput = repack(layers[l].attnOutput)
+            result.layers[l].ffnIn = repack(layers[l].ffnIn)
+            result.layers[l].down = repack(layers[l].down)
+        }
         return result
     }
 }

@@ -163,3 +163,24 @@ struct UncheckedPointer: @unchecked Sendable {
     let pointer: UnsafeMutableRawPointer
     init(_ pointer: UnsafeMutableRawPointer) { self.pointer = pointer }
 }
+
+extension Quantizer {
+    /// Rearranges a row-layout q4_0/q4_1/q8_0 matrix (as in GGUF files) into the
+    /// interleaved16 kernel layout — a lossless byte shuffle. Returns nil for other types.
+    public static func repackInterleaved(_ w: WeightMatrix) -> WeightMatrix? {
+        guard w.layout == .rows, [.q4_0, .q4_1, .q8_0].contains(w.dtype),
+            let bytes = w.dtype.matrixBytes(rows: w.rows, cols: w.cols, layout: .interleaved16)
+        else { return nil }
+        let buffer = OwnedBuffer(count: bytes)
+        let blocks = w.blocksPerRow
+        for g in 0..<((w.rows + 15) / 16) {
+            for b in 0..<blocks {
+                let tile = buffer.pointer + (g * blocks + b) * w.dtype.interleavedTileBytes
+                for r in 0..<16 where g * 16 + r < w.rows {
+                    interleave(block: w.row(g * 16 + r) + b * w.dtype.bytesPerBlock, dtype: w.dtype, row: r, into: tile)
+                }
+            }
+        }
+        return WeightMatrix(rows: w.rows, cols: w.cols, dtype: w.dtype, layout: .interleaved16, data: buffer.pointer, owner: buffer)
+    }
+}

@@ -11,7 +11,7 @@ struct ModelOptions: ParsableArguments {
     var quantize: DType?
 
     func validate() throws {
-        if let quantize, !quantize.isQuantized { throw ValidationError("--quantize takes q4_0, q4_1 or q8_0") }
+        if let quantize, !quantize.supportsInterleaved16 { throw ValidationError("--quantize takes q4_0, q4_1 or q8_0") }
     }
 
     func load(threads: Int? = nil, showProgress: Bool = false) throws -> LanguageModel {
