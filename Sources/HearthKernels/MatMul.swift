@@ -67,8 +67,8 @@ public func matmul(
         return
     }
     if batch == 1 {
-        pool.parallelFor(w.rows, granularity: 16) { rows in
-            matvecRows(w, x: x, y: y, rows: rows)
+        pool.parallelChunks(w.rows, granularity: 16) { rows, worker in
+            matvecRows(w, x: x, y: y, rows: rows, scratch: scratch.slab(worker))
         }
         return
     }
@@ -98,7 +98,10 @@ public func matmul(
 
 /// Matrix–vector product for a range of rows: y[r] = W[r] · x.
 @inline(__always)
-func matvecRows(_ w: WeightMatrix, x: UnsafePointer<Float>, y: UnsafeMutablePointer<Float>, rows: Range<Int>) {
+func matvecRows(
+    _ w: WeightMatrix, x: UnsafePointer<Float>, y: UnsafeMutablePointer<Float>, rows: Range<Int>,
+    scratch: UnsafeMutablePointer<Float>
+) {
     switch w.dtype {
     case .f32:
         for r in rows { y[r] = dotF32(w.row(r).assumingMemoryBound(to: Float.self), x, w.cols) }
@@ -107,13 +110,11 @@ func matvecRows(_ w: WeightMatrix, x: UnsafePointer<Float>, y: UnsafeMutablePoin
     case .bf16:
         for r in rows { y[r] = dotBF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
     case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:
-        // Row-layout blocks (not used by the hot path, which repacks to interleaved16).
-        var buffer = [Float](repeating: 0, count: w.cols)
-        buffer.withUnsafeMutableBufferPointer { b in
-            for r in rows {
-                w.dequantizeRow(r, into: b.baseAddress!)
-                y[r] = dotF32(b.baseAddress!, x, w.cols)
-            }
+        // Row-layout block types without an integer kernel: dequantize each row into the
+        // worker's scratch (at least `cols` floats), then a SIMD dot.
+        for r in rows {
+            w.dequantizeRow(r, into: scratch)
+            y[r] = dotF32(scratch, x, w.cols)
         }
     }
 }

@@ -4,8 +4,11 @@ import HearthKernels
 
 /// Options shared by commands that load a model.
 struct ModelOptions: ParsableArguments {
-    @Option(name: .long, help: "Path to a model: a Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.model) or a .hqf file from `hearth quantize`.")
-    var model: String
+    @Option(name: .long, help: "Path to a model: a Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.model), a .gguf file, or a .hqf file from `hearth quantize` (default: the model named in models/registry.json).")
+    var model: String?
+
+    /// The model path, falling back to the default model.
+    func path() throws -> String { try model ?? DefaultModel.path() }
 
     @Option(name: .long, help: "Quantize float weights at load: q4_0, q4_1 or q8_0 (default: run them as stored).")
     var quantize: DType?
@@ -19,7 +22,7 @@ struct ModelOptions: ParsableArguments {
         defer { bar?.finish() }
         var progress: (@Sendable (Double) -> Void)?
         if let bar { progress = { bar.update($0) } }
-        return try LanguageModel(path: model, quantize: quantize, threads: threads, progress: progress)
+        return try LanguageModel(path: try path(), quantize: quantize, threads: threads, progress: progress)
     }
 }
 

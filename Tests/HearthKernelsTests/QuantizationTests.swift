@@ -125,3 +125,34 @@ import Testing
         }
     }
 }
+
+@Suite struct RepackTests {
+    /// GGUF row-layout blocks rearranged (q4_0/q4_1/q8_0) or converted (q5_0 → q8_0) into the
+    /// kernel layout dequantize to exactly the same values.
+    @Test(arguments: [DType.q4_0, .q4_1, .q8_0, .q5_0])
+    func repackIsLossless(_ dtype: DType) throws {
+        let rows = 21, cols = 64
+        var state: UInt64 = 42
+        let buffer = OwnedBuffer(count: dtype.matrixBytes(rows: rows, cols: cols, layout: .rows) ?? 0)
+        for i in 0..<buffer.count {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            buffer.pointer.storeBytes(of: UInt8(truncatingIfNeeded: state >> 33), toByteOffset: i, as: UInt8.self)
+        }
+        // Sane finite f16 scales (and minimums) at the start of every block.
+        for block in 0..<(rows * cols / 32) {
+            buffer.pointer.storeBytes(of: floatToHalf(0.01 * Float(block % 7 + 1)), toByteOffset: block * dtype.bytesPerBlock, as: UInt16.self)
+            if dtype == .q4_1 {
+                buffer.pointer.storeBytes(of: floatToHalf(-0.05), toByteOffset: block * dtype.bytesPerBlock + 2, as: UInt16.self)
+            }
+        }
+        let source = WeightMatrix(rows: rows, cols: cols, dtype: dtype, data: buffer.pointer, owner: buffer)
+        let repacked = try #require(Quantizer.repackInterleaved(source))
+        #expect(repacked.layout == .interleaved16)
+        var a = [Float](repeating: 0, count: cols), b = [Float](repeating: 0, count: cols)
+        for r in 0..<rows {
+            a.withUnsafeMutableBufferPointer { source.dequantizeRow(r, into: $0.baseAddress!) }
+            b.withUnsafeMutableBufferPointer { repacked.dequantizeRow(r, into: $0.baseAddress!) }
+            #expect(a == b, "row \(r)")
+        }
+    }
+}
