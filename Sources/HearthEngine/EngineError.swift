@@ -12,6 +12,8 @@ public struct EngineError: Error, CustomStringConvertible, Sendable, Equatable {
         case cancelled
         /// The model directory lacks something the engine needs.
         case missingComponent
+        /// A KV-cache snapshot is corrupt, of another format version, or from another model or cache layout.
+        case invalidSnapshot
     }
 
     public var code: Code

@@ -74,8 +74,8 @@ public enum GenerationEvent: Sendable {
 public final class Generator: @unchecked Sendable {
     public let model: LanguageModel
     let decoder: Decoder
-    private let lock = NSLock()
-    private var cachedTokens: [Int32] = []
+    let lock = NSLock()  // internal: Generator+Snapshot.swift holds it too
+    var cachedTokens: [Int32] = []
 
     /// Creates a generator with a KV cache of `context` tokens (default: the model's, capped),
     /// `threads` workers and prefill batches of `batch` tokens.

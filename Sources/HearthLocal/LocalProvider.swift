@@ -36,7 +36,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         }
     }
 
-    private enum State {
+    enum State {
         case idle
         case loading
         case loaded(Generator)
@@ -45,8 +45,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
 
     public let id: String
     public let configuration: Configuration
-    private let lock = NSLock()
-    private var state = State.idle
+    let lock = NSLock()
+    var state = State.idle  // internal: LocalProvider+Snapshot.swift reads it
     private var waiters: [CheckedContinuation<Generator, Error>] = []
 
     /// Creates a provider; the model loads on first use or `prewarm`.
@@ -193,7 +193,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     }
 
     /// The generator, loading the model on first use (once, even with concurrent callers).
-    private func loadedGenerator() async throws -> Generator {
+    func loadedGenerator() async throws -> Generator {
         try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Generator, Error>) in
             lock.lock()
             switch state {
@@ -250,7 +250,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 return ProviderError(.contextLengthExceeded(tokens: nil, limit: nil), provider: id, message: error.description, underlying: error)
             case .cancelled:
                 return ProviderError(.cancelled, provider: id, message: error.description, underlying: error)
-            case .invalidOption, .invalidToken, .missingComponent:
+            case .invalidOption, .invalidToken, .missingComponent, .invalidSnapshot:
                 return ProviderError(.invalidRequest, provider: id, message: error.description, underlying: error)
             }
         }

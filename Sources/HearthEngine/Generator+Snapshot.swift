@@ -1,0 +1,189 @@
+import Foundation
+import HearthKernels
+
+/// KV-cache snapshots: save what the cache holds for the current conversation and put it
+/// back later, so a long conversation resumes without re-processing its prompt.
+///
+/// Layout (all integers little-endian):
+///
+/// | bytes | field |
+/// |---|---|
+/// | 8 | magic `HRTHKV01` |
+/// | 4 | format version (``snapshotFormatVersion``) |
+/// | 8 | model identity: FNV-1a 64 of architecture, decoder options, weight types and sizes |
+/// | 4 × 5 | layers, width (kvHeads × headDim), kv type (0 f16, 1 f32), vocab, context capacity |
+/// | 4 | token count `n` |
+/// | 4 × n | the cached token ids |
+/// | per layer | `n` key rows then `n` value rows, `width` elements of the kv type each |
+/// | 8 | checksum: ``snapshotChecksum(_:)`` of every byte before it |
+///
+/// A snapshot restores into a generator of the same model and KV type whose context holds
+/// its tokens (the capacity may differ: only the filled rows are stored).
+extension Generator {
+    /// The snapshot format this build writes and reads.
+    public static let snapshotFormatVersion: UInt32 = 1
+
+    static let snapshotMagic = Array("HRTHKV01".utf8)
+
+    /// Identifies the model and its weights' layout: a snapshot made on another model, another
+    /// quantization or another architecture revision is refused.
+    public var modelIdentity: UInt64 {
+        var text = "\(model.architecture)|\(model.options)|\(model.parameterCount)"
+        for (type, bytes) in model.weightBytesByType.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            text += "|\(type.rawValue)=\(bytes)"
+        }
+        return snapshotChecksum(Data(text.utf8))
+    }
+
+    /// Tokens the cache currently holds (the prefix the next request can reuse).
+    public var cachedTokenCount: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return min(cachedTokens.count, decoder.cache.count)
+    }
+
+    /// Serialises the cached tokens and their key/value rows (see the layout above).
+    /// Waits for a running generation to finish first.
+    public func snapshot() -> Data {
+        lock.lock()
+        defer { lock.unlock() }
+        let cache = decoder.cache
+        let n = min(cachedTokens.count, cache.count)
+        var data = Data()
+        data.reserveCapacity(64 + 4 * n + 2 * cache.layerCount * n * cache.rowBytes)
+        data.append(contentsOf: Self.snapshotMagic)
+        data.appendLE(Self.snapshotFormatVersion)
+        data.appendLE(modelIdentity)
+        data.appendLE(UInt32(cache.layerCount))
+        data.appendLE(UInt32(cache.width))
+        data.appendLE(UInt32(cache.type == .f16 ? 0 : 1))
+        data.appendLE(UInt32(model.options.vocabSize))
+        data.appendLE(UInt32(cache.capacity))
+        data.appendLE(UInt32(n))
+        for token in cachedTokens.prefix(n) { data.appendLE(UInt32(bitPattern: token)) }
+        let rows = n * cache.rowBytes
+        for layer in 0..<cache.layerCount where rows > 0 {
+            data.append(cache.key(layer, 0).assumingMemoryBound(to: UInt8.self), count: rows)
+            data.append(cache.value(layer, 0).assumingMemoryBound(to: UInt8.self), count: rows)
+        }
+        data.appendLE(snapshotChecksum(data))
+        return data
+    }
+
+    /// Puts a snapshot back into the cache, so the next request whose prompt starts with the
+    /// snapshot's tokens reuses them.
+    ///
+    /// Everything is checked before the cache is touched: magic, version, checksum, model
+    /// identity, KV layout and type, and that the tokens fit this generator's context.
+    /// - Throws: `EngineError` with code `.invalidSnapshot` (the generator is unchanged and usable).
+    public func restore(_ data: Data) throws {
+        var reader = SnapshotReader(data: data)
+        let header = try reader.bytes(Self.snapshotMagic.count)
+        guard Array(header) == Self.snapshotMagic else {
+            throw Self.refuse("this is not a Hearth KV snapshot (bad magic)")
+        }
+        let version: UInt32 = try reader.integer()
+        guard version == Self.snapshotFormatVersion else {
+            throw Self.refuse("snapshot format version \(version) is not the supported \(Self.snapshotFormatVersion)")
+        }
+        guard data.count >= reader.offset + 8 + 4 * 6 + 8 else { throw Self.refuse("the snapshot is truncated") }
+        let stored = data.suffix(8).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }.littleEndian
+        guard snapshotChecksum(data.prefix(data.count - 8)) == UInt64(stored) else {
+            throw Self.refuse("the snapshot's checksum does not match (the file is corrupt)")
+        }
+        let identity: UInt64 = try reader.integer()
+        let layers = Int(try reader.integer() as UInt32)
+        let width = Int(try reader.integer() as UInt32)
+        let kvType = try reader.integer() as UInt32
+        let vocab = Int(try reader.integer() as UInt32)
+        _ = try reader.integer() as UInt32  // the saving generator's capacity (informational)
+        let n = Int(try reader.integer() as UInt32)
+
+        lock.lock()
+        defer { lock.unlock() }
+        let cache = decoder.cache
+        guard identity == modelIdentity, vocab == model.options.vocabSize else {
+            throw Self.refuse("the snapshot was made with another model (or another quantization of it)")
+        }
+        guard layers == cache.layerCount, width == cache.width else {
+            throw Self.refuse("the snapshot's KV layout (\(layers) layers × \(width)) is not this model's (\(cache.layerCount) × \(cache.width))")
+        }
+        let type: DType = kvType == 0 ? .f16 : .f32
+        guard kvType <= 1, type == cache.type else {
+            throw Self.refuse("the snapshot's KV type is not this cache's \(cache.type.rawValue); use the same --kv-type")
+        }
+        guard n < cache.capacity else {
+            throw Self.refuse("the snapshot holds \(n) tokens but this context holds \(cache.capacity); raise --ctx")
+        }
+        let rows = n * cache.rowBytes
+        guard data.count - reader.offset == 4 * n + 2 * layers * rows + 8 else {
+            throw Self.refuse("the snapshot's size does not match its header")
+        }
+        let tokenBytes = try reader.bytes(4 * n)
+        let tokens = tokenBytes.withUnsafeBytes { raw in
+            (0..<n).map { Int32(bitPattern: UInt32(littleEndian: raw.loadUnaligned(fromByteOffset: 4 * $0, as: UInt32.self))) }
+        }
+        guard tokens.allSatisfy({ $0 >= 0 && Int($0) < vocab }) else {
+            throw Self.refuse("the snapshot holds token ids outside the vocabulary")
+        }
+        // Validated: now overwrite the cache.
+        for layer in 0..<layers where rows > 0 {
+            let keys = try reader.bytes(rows)
+            let values = try reader.bytes(rows)
+            keys.copyBytes(to: UnsafeMutableRawBufferPointer(start: cache.key(layer, 0), count: rows))
+            values.copyBytes(to: UnsafeMutableRawBufferPointer(start: cache.value(layer, 0), count: rows))
+        }
+        cache.count = n
+        cachedTokens = tokens
+    }
+
+    private static func refuse(_ message: String) -> EngineError {
+        EngineError(
+            .invalidSnapshot, message,
+            remedy: "Re-process the conversation instead (its text is enough to rebuild the cache)")
+    }
+}
+
+/// The snapshot checksum: FNV-1a over 64-bit little-endian words (then the tail bytes), which
+/// runs at memory speed on the megabytes of a KV cache while still catching any flipped,
+/// dropped or swapped byte with overwhelming probability.
+public func snapshotChecksum(_ data: Data) -> UInt64 {
+    let prime: UInt64 = 0x0000_0100_0000_01B3
+    var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+    data.withUnsafeBytes { raw in
+        let words = raw.count / 8
+        for i in 0..<words {
+            hash = (hash ^ UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: 8 * i, as: UInt64.self))) &* prime
+        }
+        for i in (8 * words)..<raw.count { hash = (hash ^ UInt64(raw[i])) &* prime }
+    }
+    return hash ^ UInt64(data.count)
+}
+
+extension Data {
+    mutating func appendLE<T: FixedWidthInteger>(_ value: T) {
+        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
+    }
+}
+
+/// Reads a snapshot front to back, refusing reads past the end.
+struct SnapshotReader {
+    let data: Data
+    private(set) var offset = 0
+
+    init(data: Data) { self.data = data }
+
+    mutating func bytes(_ count: Int) throws -> Data {
+        guard count >= 0, data.count - offset >= count else {
+            throw EngineError(.invalidSnapshot, "the snapshot is truncated at byte \(offset)")
+        }
+        let start = data.startIndex + offset
+        offset += count
+        return data[start..<(start + count)]
+    }
+
+    mutating func integer<T: FixedWidthInteger>() throws -> T {
+        let raw = try bytes(MemoryLayout<T>.size)
+        return T(littleEndian: raw.withUnsafeBytes { $0.loadUnaligned(as: T.self) })
+    }
+}
