@@ -167,11 +167,7 @@ struct UncheckedPointer: @unchecked Sendable {
 extension Quantizer {
     /// Rearranges a row-layout q4_0/q4_1/q8_0 matrix (as in GGUF files) into the
     /// interleaved16 kernel layout — a lossless byte shuffle. Returns nil for other types.
-    ///
-    /// q5_0 blocks (w = d·(q − 16), q < 32) become q8_0 blocks with the same f16 scale and
-    /// quants q − 16, which is exact, so they also run on the integer kernels.
     public static func repackInterleaved(_ w: WeightMatrix) -> WeightMatrix? {
-        if w.layout == .rows && w.dtype == .q5_0 { return repackQ5_0AsQ8_0(w) }
         guard w.layout == .rows, [.q4_0, .q4_1, .q8_0].contains(w.dtype),
             let bytes = w.dtype.matrixBytes(rows: w.rows, cols: w.cols, layout: .interleaved16)
         else { return nil }
@@ -186,40 +182,5 @@ extension Quantizer {
             }
         }
         return WeightMatrix(rows: w.rows, cols: w.cols, dtype: w.dtype, layout: .interleaved16, data: buffer.pointer, owner: buffer)
-    }
-}
-
-extension Quantizer {
-    /// Converts one q5_0 block (f16 d, u32 high bits, 16 bytes of nibbles) into a q8_0 block.
-    static func q5_0BlockAsQ8_0(_ p: UnsafeRawPointer, into out: UnsafeMutableRawPointer) {
-        out.storeBytes(of: p.loadUnaligned(as: UInt16.self), as: UInt16.self)
-        let high = p.loadUnaligned(fromByteOffset: 2, as: UInt32.self).littleEndian
-        for i in 0..<16 {
-            let byte = p.load(fromByteOffset: 6 + i, as: UInt8.self)
-            let lo = Int(byte & 0x0f) | Int((high >> UInt32(i)) & 1) << 4
-            let hi = Int(byte >> 4) | Int((high >> UInt32(i + 16)) & 1) << 4
-            out.storeBytes(of: Int8(lo - 16), toByteOffset: 2 + i, as: Int8.self)
-            out.storeBytes(of: Int8(hi - 16), toByteOffset: 2 + i + 16, as: Int8.self)
-        }
-    }
-
-    static func repackQ5_0AsQ8_0(_ w: WeightMatrix) -> WeightMatrix? {
-        guard let bytes = DType.q8_0.matrixBytes(rows: w.rows, cols: w.cols, layout: .interleaved16) else { return nil }
-        let buffer = OwnedBuffer(count: bytes)
-        let blocks = w.blocksPerRow
-        var block = [UInt8](repeating: 0, count: DType.q8_0.bytesPerBlock)
-        block.withUnsafeMutableBytes { scratch in
-            guard let converted = scratch.baseAddress else { return }
-            for g in 0..<((w.rows + 15) / 16) {
-                for b in 0..<blocks {
-                    let tile = buffer.pointer + (g * blocks + b) * DType.q8_0.interleavedTileBytes
-                    for r in 0..<16 where g * 16 + r < w.rows {
-                        q5_0BlockAsQ8_0(w.row(g * 16 + r) + b * DType.q5_0.bytesPerBlock, into: converted)
-                        interleave(block: UnsafeRawPointer(converted), dtype: .q8_0, row: r, into: tile)
-                    }
-                }
-            }
-        }
-        return WeightMatrix(rows: w.rows, cols: w.cols, dtype: .q8_0, layout: .interleaved16, data: buffer.pointer, owner: buffer)
     }
 }
