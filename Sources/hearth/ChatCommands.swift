@@ -1,0 +1,194 @@
+import Foundation
+import HearthLocal
+import HearthProviders
+
+/// The slash commands.
+extension ChatSession {
+    static let help = """
+        /help                 this list
+        /reset                forget the conversation (keeps the system prompt)
+        /system TEXT          set the system prompt (no TEXT: show it)
+        /set NAME VALUE       temperature, top_p, top_k, min_p, max_tokens or seed ("default" clears it)
+        /show                 model, parameters, context usage
+        /history              the conversation so far
+        /retry                regenerate the last answer
+        /save NAME            save the conversation and its KV cache (resumes without re-processing)
+        /load NAME            load a saved conversation
+        /provider NAME        switch to local, openai, anthropic, spark, deepseek or qwen
+        /quit                 leave (Ctrl-D or Ctrl-C on an empty line also do)
+        Multi-line input: end lines with \\ or wrap them in \"\"\" … \"\"\".
+        """
+
+    /// Runs a slash command; returns false to leave the chat.
+    func command(_ line: String) -> Bool {
+        let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+        let name = parts[0].lowercased()
+        let argument = parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : ""
+        switch name {
+        case "/quit", "/exit", "/bye", "/q": return false
+        case "/help", "/?": output.info(Self.help)
+        case "/reset":
+            messages.removeAll { $0.role != .system }
+            lastUsage = nil
+            persist()
+            output.note("conversation cleared")
+        case "/system":
+            if argument.isEmpty {
+                output.info(messages.first { $0.role == .system }?.content ?? "(no system prompt)")
+            } else {
+                messages.removeAll { $0.role == .system }
+                messages.insert(.system(argument), at: 0)
+                persist()
+                output.note("system prompt set")
+            }
+        case "/set": set(argument)
+        case "/show": show()
+        case "/history":
+            if messages.isEmpty { output.info("(empty)") }
+            for message in messages { output.info("\(message.role.rawValue): \(message.content)") }
+        case "/retry":
+            guard let last = messages.last, last.role == .assistant else {
+                output.error("nothing to retry")
+                return true
+            }
+            messages.removeLast()
+            let before = messages
+            turn(user: nil)
+            if messages == before { messages.append(last) }  // the retry failed: keep the old answer
+        case "/save": save(argument)
+        case "/load": load(argument)
+        case "/provider":
+            if argument.isEmpty {
+                output.info("provider: \(providerName) (choices: \(ChatProviders.names.joined(separator: ", ")))")
+            } else {
+                do {
+                    try switchProvider(to: argument.lowercased())
+                    output.note("now answering: \(providerName)")
+                    if provider is LocalProvider { reprocess() }
+                } catch {
+                    output.error("\(error)")
+                }
+            }
+        default: output.error("unknown command \(name); /help lists them")
+        }
+        return true
+    }
+
+    private func set(_ argument: String) {
+        let parts = argument.split(separator: " ").map(String.init)
+        guard parts.count == 2 else {
+            output.error("usage: /set temperature|top_p|top_k|min_p|max_tokens|seed VALUE")
+            return
+        }
+        let key = parts[0].lowercased().replacingOccurrences(of: "-", with: "_")
+        let text = parts[1]
+        let clear = text == "default"
+        let double = Double(text)
+        let int = Int(text)
+        func bad(_ rule: String) { output.error("\(key) \(rule)") }
+        switch key {
+        case "temperature":
+            guard clear || (double.map { (0...100).contains($0) } ?? false) else { return bad("takes a number from 0 to 100") }
+            options.temperature = double
+        case "top_p":
+            guard clear || (double.map { $0 > 0 && $0 <= 1 } ?? false) else { return bad("takes a number in (0, 1]") }
+            options.topP = double
+        case "top_k":
+            guard clear || (int.map { $0 >= 0 } ?? false) else { return bad("takes a whole number ≥ 0") }
+            options.topK = int
+        case "min_p":
+            guard clear || (double.map { (0...1).contains($0) } ?? false) else { return bad("takes a number from 0 to 1") }
+            options.minP = double
+        case "max_tokens":
+            guard clear || (int.map { $0 >= 1 } ?? false) else { return bad("takes a whole number ≥ 1") }
+            options.maxTokens = int
+        case "seed":
+            guard clear || int != nil else { return bad("takes a whole number") }
+            options.seed = int
+        default:
+            output.error("unknown setting \(key); use temperature, top_p, top_k, min_p, max_tokens or seed")
+            return
+        }
+        output.note("\(key) = \(clear ? "default" : text)")
+    }
+
+    private func show() {
+        func value<T>(_ v: T?) -> String { v.map { "\($0)" } ?? "default" }
+        var lines = ["provider: \(providerName)"]
+        if let path = localSettings.path { lines.append("local model: \(path)") }
+        if let summary = local?.loadedModelSummary { lines.append("  \(summary)") }
+        lines.append(
+            "temperature \(value(options.temperature)) · top_p \(value(options.topP)) · top_k \(value(options.topK)) · "
+                + "min_p \(value(options.minP)) · max_tokens \(value(options.maxTokens)) · seed \(value(options.seed))")
+        let used = lastUsage.map { $0.promptTokens + $0.completionTokens }
+        lines.append("context: \(used.map(String.init) ?? "?") used of \(contextLimit.map(String.init) ?? "?")"
+            + (local.map { " · \($0.cachedTokenCount) tokens in the KV cache" } ?? ""))
+        lines.append("messages: \(messages.count) · chat \(name) → \(store.sessionURL(name).path)")
+        output.info(lines.joined(separator: "\n"))
+    }
+
+    private func save(_ argument: String) {
+        do {
+            try ChatStore.validate(name: argument)
+            let start = DispatchTime.now()
+            var snapshot: Data?
+            if let local, provider is LocalProvider { snapshot = try blocking { try await local.snapshot() } }
+            let saved = SavedChat(
+                conversation: .init(
+                    messages: messages, options: options, provider: providerName, model: localSettings.path, savedAt: Date()),
+                snapshot: snapshot)
+            let data = try saved.encoded()
+            try store.ensureDirectory()
+            try ChatStore.atomicWrite(data, to: store.savedURL(argument))
+            var note = "saved \(argument): \(messages.count) messages"
+            if let snapshot {
+                note += String(
+                    format: ", KV cache %.1f MB → %.1f MB zstd", Double(snapshot.count) / 1e6, Double(data.count) / 1e6)
+            }
+            output.note(note + String(format: " in %.0f ms", Self.seconds(since: start) * 1000))
+        } catch {
+            output.error("could not save: \(error)")
+        }
+    }
+
+    private func load(_ argument: String) {
+        let start = DispatchTime.now()
+        let saved: SavedChat
+        do {
+            try ChatStore.validate(name: argument)
+            let url = store.savedURL(argument)
+            guard let data = FileManager.default.contents(atPath: url.path) else {
+                throw ChatError("no saved chat \(argument) in \(store.directory.path)")
+            }
+            // A snapshot larger than the whole cache could hold is refused before decompressing.
+            let limit = max(1 << 20, (local?.loadedContext ?? 4096) * 1 << 20)
+            saved = try SavedChat.decode(data, maxSnapshotBytes: limit)
+        } catch {
+            output.error("could not load: \(error)")
+            return
+        }
+        messages = saved.conversation.messages
+        options = saved.conversation.options
+        lastUsage = nil
+        persist()
+        output.note("loaded \(argument): \(messages.count) messages")
+        guard let local, provider is LocalProvider else { return }
+        var problem = saved.snapshotProblem
+        if let snapshot = saved.snapshot {
+            do {
+                try blocking { try await local.restore(snapshot) }
+                output.note(
+                    String(
+                        format: "restored the KV cache (%d tokens) in %.0f ms; nothing to re-process",
+                        local.cachedTokenCount, Self.seconds(since: start) * 1000))
+                return
+            } catch let error as ProviderError {
+                problem = error.message
+            } catch {
+                problem = "\(error)"
+            }
+        }
+        output.note("KV snapshot refused: \(problem ?? "none saved"); re-processing the conversation")
+        reprocess()
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import HearthCloud
+import HearthLocal
+import HearthProviders
+
+/// The providers `hearth chat` can talk to, made on demand (the local model loads once and
+/// stays loaded when the chat switches to a cloud provider and back).
+enum ChatProviders {
+    static let names = ["local", "openai", "anthropic", "spark", "deepseek", "qwen"]
+
+    /// How to make the local provider.
+    struct Local {
+        var path: String?
+        var context: Int?
+        var threads: Int?
+        var batch: Int
+    }
+
+    /// Makes a cloud provider from the environment and ~/.config/hearth/providers.json.
+    static func cloud(_ name: String) throws -> any LanguageModelProvider {
+        let credentials = try CloudCredentials.load()
+        switch name {
+        case "openai": return OpenAICompatibleProvider.openAI(credentials: credentials)
+        case "deepseek": return OpenAICompatibleProvider.deepSeek(credentials: credentials)
+        case "qwen": return OpenAICompatibleProvider.qwen(credentials: credentials)
+        case "anthropic": return AnthropicProvider.fromCredentials(credentials)
+        case "spark": return SparkProvider.fromCredentials(credentials)
+        default: throw ChatError("unknown provider \"\(name)\"; choose one of: \(names.joined(separator: ", "))")
+        }
+    }
+}

@@ -1,0 +1,256 @@
+import Foundation
+import HearthLocal
+import HearthProviders
+
+/// One chat: the conversation, its options, who answers, and where it is saved.
+/// Lives on the main thread; replies stream on a task (`TurnRunner`) that signals can cancel.
+final class ChatSession {
+    let output: ChatOutput
+    let store: ChatStore
+    let name: String
+    var messages: [ChatMessage]
+    var options: GenerationOptions
+    let localSettings: ChatProviders.Local
+    var local: LocalProvider?
+    var provider: (any LanguageModelProvider)?
+    let runner = TurnRunner()
+    let editor: LineEditor
+    private var signals: ChatSignals?
+    /// What the session file holds (to append only the new messages when possible).
+    private var persisted: [ChatMessage] = []
+    var lastUsage: Usage?
+
+    init(
+        output: ChatOutput, store: ChatStore, name: String, messages: [ChatMessage], options: GenerationOptions,
+        local: ChatProviders.Local
+    ) {
+        self.output = output
+        self.store = store
+        self.name = name
+        self.messages = messages
+        self.options = options
+        localSettings = local
+        editor = LineEditor(history: messages.filter { $0.role == .user }.map(\.content))
+    }
+
+    var providerName: String { provider?.id ?? "none" }
+
+    /// Installs signal handling, makes the provider (loading a local model behind a spinner)
+    /// and, for a resumed chat, processes the conversation so the next turn starts at once.
+    func start(provider name: String, resumed: Bool) throws {
+        signals = ChatSignals(runner: runner, output: output)
+        persisted = resumed ? messages : []
+        do { try switchProvider(to: name) } catch { throw ChatError("\(error)") }
+        if resumed {
+            output.note("resumed \(self.name): \(messages.count) messages")
+            if self.provider is LocalProvider { reprocess() }
+        }
+        if output.interactive {
+            var banner = "hearth chat · \(providerName)"
+            if let summary = local?.loadedModelSummary, self.provider is LocalProvider { banner += " · \(summary)" }
+            if let context = contextLimit { banner += " · context \(context)" }
+            output.note(banner + " · /help for commands, Ctrl-D to quit")
+        }
+        if !resumed, messages.contains(where: { $0.role == .system }) { persist() }
+    }
+
+    /// The context window of the answering model, when known.
+    var contextLimit: Int? { provider is LocalProvider ? local?.loadedContext : nil }
+
+    /// Reads and handles input until /quit, Ctrl-D, Ctrl-C on an empty line, or end of input.
+    func loop() {
+        while let input = readMessage() {
+            let trimmed = input.trimmingCharacters(in: .whitespacesAndNewlines)
+            if trimmed.isEmpty { continue }
+            if output.interactive { editor.remember(input) }
+            if trimmed.hasPrefix("/") {
+                if !command(trimmed) { return }
+            } else {
+                turn(user: input)
+            }
+        }
+    }
+
+    /// One message: a line, a `"""` block, or lines joined by trailing backslashes. Nil at the end.
+    func readMessage() -> String? {
+        guard var line = readLine(prompt: output.styled ? "\u{1B}[1m>>> \u{1B}[0m" : ">>> ") else { return nil }
+        if line.trimmingCharacters(in: .whitespaces).hasPrefix("\"\"\"") {
+            var text = String(line.trimmingCharacters(in: .whitespaces).dropFirst(3))
+            if text.hasSuffix("\"\"\"") { return String(text.dropLast(3)) }
+            var lines = text.isEmpty ? [] : [text]
+            while let next = readLine(prompt: "... ") {
+                if next.trimmingCharacters(in: .whitespaces).hasSuffix("\"\"\"") {
+                    text = String(next.trimmingCharacters(in: .whitespaces).dropLast(3))
+                    if !text.isEmpty { lines.append(text) }
+                    break
+                }
+                lines.append(next)
+            }
+            return lines.joined(separator: "\n")
+        }
+        var lines: [String] = []
+        while line.hasSuffix("\\") {
+            lines.append(String(line.dropLast()))
+            guard let next = readLine(prompt: "... ") else { break }
+            line = next
+        }
+        if !line.hasSuffix("\\") { lines.append(line) }
+        return lines.joined(separator: "\n")
+    }
+
+    private func readLine(prompt: String) -> String? {
+        guard output.interactive else { return Swift.readLine(strippingNewline: true) }
+        switch editor.read(prompt: prompt) {
+        case .line(let line): return line
+        case .interrupt, .endOfInput: return nil
+        }
+    }
+
+    // MARK: turns
+
+    /// Sends `user` (or, for `/retry`, the conversation as it is) and streams the reply.
+    func turn(user: String?) {
+        guard let provider else {
+            output.error("no provider; use /provider NAME")
+            return
+        }
+        var pending = messages
+        if let user { pending.append(.user(user)) }
+        let request = ChatRequest(messages: pending, options: options, allowTruncation: true)
+        let spinner = output.spinner("thinking", after: 0.25)
+        let result = runner.run(request, on: provider, output: output, spinner: spinner)
+        if !result.text.isEmpty { output.answer("\n") }
+
+        if result.droppedMessages > 0 {
+            var dropped = 0
+            while dropped < result.droppedMessages, let index = pending.firstIndex(where: { $0.role != .system }) {
+                pending.remove(at: index)
+                dropped += 1
+            }
+            output.note("context full: dropped the \(dropped) oldest message\(dropped == 1 ? "" : "s") (system prompt kept)")
+        }
+        if let error = result.error {
+            output.error(error.message)
+            if case .contextLengthExceeded = error.code { output.note("try /reset, or a larger --ctx") }
+            return
+        }
+        if result.cancelled {
+            output.note(result.text.isEmpty ? "interrupted (nothing kept)" : "interrupted (the partial answer is kept)")
+            if result.text.isEmpty { return }
+        }
+        pending.append(.assistant(result.text))
+        messages = pending
+        persist()
+        lastUsage = result.usage
+        output.note(stats(result))
+    }
+
+    /// `42 tokens · first token 0.21 s · 35.1 tok/s · context 610/4096 · prompt 568 (520 cached)`.
+    func stats(_ result: TurnResult) -> String {
+        var parts: [String] = []
+        if let usage = result.usage {
+            parts.append("\(usage.completionTokens) tokens")
+            if let ttft = usage.timeToFirstToken ?? result.timeToFirstText { parts.append(String(format: "first token %.2f s", ttft)) }
+            if let speed = usage.tokensPerSecond { parts.append(String(format: "%.1f tok/s", speed)) }
+            let used = usage.promptTokens + usage.completionTokens
+            parts.append("context \(used)/\(contextLimit.map(String.init) ?? "?")")
+            parts.append("prompt \(usage.promptTokens) (\(usage.cachedPromptTokens ?? 0) cached)")
+        } else {
+            parts.append(String(format: "%.2f s", result.seconds))
+        }
+        if let served = result.servedBy, served != providerName { parts.append("served by \(served)") }
+        return parts.joined(separator: " · ")
+    }
+
+    /// Writes the session file: appends when only new messages were added, else rewrites it.
+    func persist() {
+        do {
+            if persisted.count <= messages.count, Array(messages.prefix(persisted.count)) == persisted,
+                FileManager.default.fileExists(atPath: store.sessionURL(name).path)
+            {
+                let new = Array(messages.dropFirst(persisted.count))
+                if !new.isEmpty { try store.append(session: name, messages: new) }
+            } else {
+                try store.rewrite(session: name, messages: messages)
+            }
+            persisted = messages
+        } catch {
+            output.error("could not save the chat: \(error)")
+        }
+    }
+
+    // MARK: providers
+
+    /// Makes `name` the answering provider (loading the local model if needed).
+    func switchProvider(to name: String) throws {
+        if name == "local" {
+            let local = try loadLocal()
+            provider = local
+            return
+        }
+        let cloud = try ChatProviders.cloud(name)
+        if case .unavailable(let reason) = blockingAvailability(cloud) {
+            throw ChatError("\(name) is unavailable: \(reason)")
+        }
+        provider = cloud
+    }
+
+    private func loadLocal() throws -> LocalProvider {
+        if let local { return local }
+        guard let path = localSettings.path else {
+            throw ChatError("no local model: pass --model PATH or install the default with scripts/fetch-default-model.sh")
+        }
+        let local = LocalProvider(
+            configuration: .init(
+                modelPath: path, context: localSettings.context, threads: localSettings.threads, batch: localSettings.batch))
+        let spinner = output.spinner("loading \(URL(fileURLWithPath: path).lastPathComponent)")
+        defer { spinner.stop() }
+        try blocking { try await local.prewarm(nil) }
+        self.local = local
+        return local
+    }
+
+    private func blockingAvailability(_ provider: any LanguageModelProvider) -> ProviderAvailability {
+        (try? blocking { await provider.availability }) ?? .available
+    }
+
+    /// Prefills the conversation into the local cache (after /load without a usable snapshot, or --resume).
+    func reprocess() {
+        guard let local, provider is LocalProvider, messages.contains(where: { $0.role != .system }) else { return }
+        let request = ChatRequest(messages: messages, options: options, allowTruncation: true)
+        let spinner = output.spinner("processing the conversation")
+        let start = DispatchTime.now()
+        do {
+            try blocking { try await local.prewarm(request) }
+            spinner.stop()
+            output.note(
+                String(format: "processed the conversation (%d tokens) in %.2f s", local.cachedTokenCount, Self.seconds(since: start)))
+        } catch {
+            spinner.stop()
+            output.error("could not process the conversation: \(error)")
+        }
+    }
+
+    static func seconds(since start: DispatchTime) -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+    }
+}
+
+/// Runs async work to completion from synchronous code (the main thread waits on a semaphore;
+/// the work runs on the cooperative pool, never on the main thread).
+func blocking<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+    let box = ResultBox<T>()
+    let done = DispatchSemaphore(value: 0)
+    Task {
+        do { box.result = .success(try await body()) } catch { box.result = .failure(error) }
+        done.signal()
+    }
+    done.wait()
+    guard let result = box.result else { throw ChatError("internal: no result") }
+    return try result.get()
+}
+
+/// `@unchecked Sendable`: written once by the task before it signals, read after the wait.
+private final class ResultBox<T>: @unchecked Sendable {
+    var result: Result<T, Error>?
+}

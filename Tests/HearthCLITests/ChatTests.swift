@@ -1,0 +1,226 @@
+import Foundation
+import HearthTestSupport
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `hearth chat` driven end to end: in a pseudo-terminal (as a person types) and through pipes
+/// (as a script does), on the tiny fixture model (random weights: gibberish, but deterministic
+/// at temperature 0) and, when `HEARTH_CHAT_BINARY` names a release build, on the real default model.
+@Suite(.serialized) struct ChatTests {
+    static let fixture = Fixtures.checkpoint("phi3-mha").path
+    static let realModel = Fixtures.root.appendingPathComponent("models/gemma-3-270m-q4_k_m.gguf").path
+
+    func home() -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-chat-\(UUID().uuidString)")
+        try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    func environment(_ home: URL) -> [String: String] {
+        var env = ProcessInfo.processInfo.environment
+        env["HEARTH_HOME"] = home.path
+        env["TERM"] = "xterm-256color"
+        env.removeValue(forKey: "NO_COLOR")
+        return env
+    }
+
+    func binary() throws -> URL {
+        try #require(CLITests.binary, "build the hearth product first")
+    }
+
+    /// Seconds since `start`.
+    func since(_ start: DispatchTime) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9 }
+
+    /// The `prompt P (C cached)` figures of the last stats line in `text`.
+    func promptFigures(_ text: String) -> (prompt: Int, cached: Int)? {
+        guard let range = text.range(of: "prompt ", options: .backwards) else { return nil }
+        let numbers = text[range.upperBound...].split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
+        return numbers.count == 2 ? (numbers[0], numbers[1]) : nil
+    }
+
+    @Test func streamsInterruptsSavesAndLoadsInATerminal() throws {
+        let home = home()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let chat = try ChatPTY(
+            binary: try binary(),
+            arguments: ["chat", "--model", Self.fixture, "--temperature", "0", "--ctx", "1024", "--threads", "2", "t1"],
+            environment: environment(home))
+        try chat.expect(">>> ")
+
+        // A long reply streams: bytes arrive while the model is still generating (no stats line yet).
+        chat.send("hello there\r")
+        try chat.expect("there\u{1B}[K")
+        var streamed = Data()
+        let deadline = Date().addingTimeInterval(10)
+        while streamed.count < 40 && Date() < deadline {
+            let before = chat.transcript.count
+            chat.pump(0.05)
+            streamed.append(chat.transcript[before...])
+        }
+        #expect(streamed.count >= 40, "no reply text arrived")
+        #expect(!String(decoding: streamed, as: UTF8.self).contains("tokens ·"), "the reply ended before streaming was seen")
+
+        // Ctrl-C stops it and the prompt is back within 200 ms.
+        let interrupted = DispatchTime.now()
+        chat.send("\u{03}")
+        try chat.expect("interrupted", timeout: 2)
+        try chat.expect(">>> ", timeout: 2)
+        let latency = since(interrupted)
+        print("Ctrl-C to prompt: \(Int(latency * 1000)) ms")
+        #expect(latency < 0.2)
+
+        // The next turn works, and reuses the cache of the interrupted one.
+        chat.send("/set max_tokens 6\r")
+        try chat.expect("max_tokens = 6")
+        chat.send("and now?\r")
+        let stats = try chat.expect("cached)")
+        #expect(stats.contains("6 tokens"))
+        let second = try #require(promptFigures(stats))
+        #expect(second.cached > 0)
+
+        // UTF-8 editing: type, move left over a wide character, delete it with Backspace.
+        chat.send("/system 你好🙂x\u{1B}[D\u{7F}\r")
+        try chat.expect("system prompt set")
+        chat.send("/history\r")
+        try chat.expect("system: 你好x")
+        // History: ↑ recalls the last line.
+        try chat.expect(">>> ")
+        chat.send("\u{1B}[A\r")
+        try chat.expect("system: 你好x")
+
+        chat.send("one more\r")
+        try chat.expect("cached)")
+        try chat.expect(">>> ")
+
+        // /save then /load: the cache comes back and the next turn re-processes nothing old.
+        chat.send("/save s1\r")
+        try chat.expect("saved s1")
+        chat.send("/reset\r")
+        try chat.expect("conversation cleared")
+        chat.send("/load s1\r")
+        let restored = try chat.expect("nothing to re-process")
+        let restoredTokens = try #require(
+            restored.range(of: "KV cache (").flatMap { Int(restored[$0.upperBound...].prefix { $0.isNumber }) })
+        #expect(restoredTokens > 10)
+        chat.send("after load\r")
+        let afterLoad = try #require(promptFigures(try chat.expect("cached)")))
+        // Reuse is by token prefix: re-tokenizing the fixture's gibberish reply may diverge from the
+        // sampled tokens near its end, so allow that tail; everything before it is served from the snapshot.
+        #expect(afterLoad.cached * 10 >= restoredTokens * 8)
+        #expect(afterLoad.prompt - afterLoad.cached < 24)
+
+        // A damaged snapshot is refused and the conversation re-processed instead.
+        let saved = home.appendingPathComponent("chats/s1.hchat")
+        var bytes = try Data(contentsOf: saved)
+        bytes[bytes.count - 10] ^= 0xFF
+        try bytes.write(to: saved)
+        chat.send("/load s1\r")
+        try chat.expect("KV snapshot refused")
+        try chat.expect("processed the conversation")
+        chat.send("last\r")
+        try chat.expect("cached)")
+
+        // Ctrl-D leaves cleanly; every turn is in the session file.
+        try chat.expect(">>> ")
+        chat.send("\u{04}")
+        #expect(chat.exitStatus(timeout: 5) == 0)
+        let session = try String(contentsOf: home.appendingPathComponent("chats/t1.jsonl"), encoding: .utf8)
+        #expect(session.contains("\"last\""))
+        #expect(session.contains("你好x"))
+    }
+
+    @Test func interruptsPromptProcessingAndExitsOnSignals() throws {
+        let home = home()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let chat = try ChatPTY(
+            binary: try binary(),
+            arguments: ["chat", "--model", Self.fixture, "--ctx", "4096", "--batch", "16", "--threads", "2"],
+            environment: environment(home))
+        try chat.expect(">>> ")
+        // A long prompt (thousands of tokens): Ctrl-C during prefill.
+        chat.send(String(repeating: "lorem ipsum dolor sit amet ", count: 120) + "\r")
+        try chat.expect("thinking", timeout: 5)  // the spinner: prompt processing is under way
+        let start = DispatchTime.now()
+        chat.send("\u{03}")
+        try chat.expect("interrupted", timeout: 2)
+        try chat.expect(">>> ", timeout: 2)
+        print("Ctrl-C during prompt processing to prompt: \(Int(since(start) * 1000)) ms")
+        #expect(since(start) < 0.2)
+        // Ctrl-C on an empty line exits 0.
+        chat.send("\u{03}")
+        #expect(chat.exitStatus(timeout: 5) == 0)
+
+        let second = try ChatPTY(
+            binary: try binary(), arguments: ["chat", "--model", Self.fixture, "--threads", "2"],
+            environment: environment(home))
+        try second.expect(">>> ")
+        kill(second.pid, SIGTERM)
+        #expect(second.exitStatus(timeout: 5) == 0)
+    }
+
+    @Test func pipedConversationGivesCleanAnswers() throws {
+        let home = home()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let process = Process()
+        process.executableURL = try binary()
+        process.arguments = ["chat", "--model", Self.fixture, "--temperature", "0", "--max-tokens", "5", "--threads", "2"]
+        process.environment = environment(home)
+        let input = Pipe(), out = Pipe(), err = Pipe()
+        process.standardInput = input
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        input.fileHandleForWriting.write(Data("hello\n\"\"\"\ntwo\nlines\n\"\"\"\n/show\nthird \\\nline\n".utf8))
+        try input.fileHandleForWriting.close()
+        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(stderr)")
+        #expect(!stdout.contains("\u{1B}") && !stderr.contains("\u{1B}"), "escape codes in piped output")
+        #expect(!stdout.contains(">>>"))
+        #expect(stderr.components(separatedBy: "5 tokens").count - 1 == 3, "\(stderr)")
+        #expect(stdout.split(separator: "\n").count >= 3)
+        let session = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: home.appendingPathComponent("chats").path).first)
+        let saved = try String(contentsOf: home.appendingPathComponent("chats/\(session)"), encoding: .utf8)
+        #expect(saved.contains("two\\nlines"))
+        #expect(saved.contains("third \\nline"))
+    }
+
+    /// The real default model, with a release binary (`HEARTH_CHAT_BINARY=.build/release/hearth`):
+    /// /load restores the cache faster than re-processing, and Ctrl-C lands within 200 ms.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["HEARTH_CHAT_BINARY"] != nil
+        && FileManager.default.fileExists(atPath: realModel)))
+    func realModelSaveLoadAndInterrupt() throws {
+        let home = home()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let binary = URL(fileURLWithPath: ProcessInfo.processInfo.environment["HEARTH_CHAT_BINARY"] ?? "")
+        let chat = try ChatPTY(
+            binary: binary, arguments: ["chat", "--temperature", "0", "--max-tokens", "64", "--ctx", "2048"],
+            environment: environment(home))
+        try chat.expect(">>> ", timeout: 60)
+        chat.send(String(repeating: "Here is some context about hearths and fireplaces. ", count: 20) + "Summarise it.\r")
+        try chat.expect("cached)", timeout: 60)
+        chat.send("/save big\r")
+        try chat.expect("saved big", timeout: 30)
+        chat.send("/load big\r")
+        let restored = try chat.expect("nothing to re-process", timeout: 30)
+        print("real model /load: \(restored.split(separator: "\n").last ?? "")")
+        chat.send("Tell me a long story about a dragon.\r")
+        let afterLoad = try #require(promptFigures(try chat.expect("cached)", timeout: 60)))
+        #expect(afterLoad.prompt - afterLoad.cached < 30)
+        chat.send("Write a very long essay about fire.\r")
+        try chat.expect("\r\n", timeout: 10)
+        chat.pump(1.0)
+        let start = DispatchTime.now()
+        chat.send("\u{03}")
+        try chat.expect("interrupted", timeout: 2)
+        print("real model Ctrl-C to prompt: \(Int(since(start) * 1000)) ms")
+        #expect(since(start) < 0.2)
+        chat.send("\u{04}")
+        #expect(chat.exitStatus(timeout: 10) == 0)
+    }
+}
