@@ -481,8 +481,6 @@ def mean_sd(samples: list[float]) -> tuple[float, float]:
 
 
 def child_llama_bench(a: argparse.Namespace) -> int:
-    import ctypes
-
     rss_start = proc_status_bytes("VmRSS")
     import llama_cpp as L
 
@@ -600,6 +598,55 @@ def child_llama_bench(a: argparse.Namespace) -> int:
 # Running measured children
 # ---------------------------------------------------------------------------
 
+def cpu_busy_seconds() -> float:
+    """CPU time (all cores) the machine spent busy since boot, from /proc/stat."""
+    try:
+        f = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return float("nan")
+    v = [int(x) for x in f]
+    idle = v[3] + (v[4] if len(v) > 4 else 0)          # idle + iowait
+    busy = sum(v[:8]) - idle                             # user..steal, without guest (already in user)
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def busy_cores(seconds: float = 2.0) -> float:
+    b0, t0 = cpu_busy_seconds(), time.time()
+    time.sleep(seconds)
+    return (cpu_busy_seconds() - b0) / (time.time() - t0)
+
+
+IDLE_WAIT = {"seconds": 0.0}
+
+
+def wait_for_idle(max_wait: float, threshold: float = 0.25, quiet_for: float = 20.0) -> float:
+    """Wait (up to max_wait s) until other processes have used < threshold
+    cores for quiet_for seconds in a row; return the last measured load."""
+    start = time.time()
+    deadline = start + max_wait
+    quiet_since = None
+    warned = False
+    load = 0.0
+    while True:
+        load = busy_cores()
+        now = time.time()
+        if load < threshold:
+            quiet_since = quiet_since or now - 2.0
+            if now - quiet_since >= quiet_for:
+                break
+        else:
+            quiet_since = None
+            if not warned:
+                log(f"  machine busy ({load:.2f} cores used by other processes); waiting up to {max_wait:.0f} s "
+                    f"for {quiet_for:.0f} s of quiet")
+                warned = True
+        if now >= deadline:
+            log(f"  still busy ({load:.2f} cores); measuring anyway (flagged in the results)")
+            break
+    IDLE_WAIT["seconds"] += time.time() - start
+    return load
+
+
 def run_measured(cmd: list[str], log_path: Path, timeout: float) -> dict:
     """Run cmd; return its stdout, exit status, wall time and the peak RSS of
     that one child (wait4's ru_maxrss), with stderr going to log_path."""
@@ -607,6 +654,7 @@ def run_measured(cmd: list[str], log_path: Path, timeout: float) -> dict:
         err.write("$ " + " ".join(cmd) + "\n")
         err.flush()
         t0 = time.time()
+        busy0 = cpu_busy_seconds()
         p = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=REPO, start_new_session=True)
         timed_out = threading.Event()
 
@@ -625,10 +673,13 @@ def run_measured(cmd: list[str], log_path: Path, timeout: float) -> dict:
             timer.cancel()
         p.returncode = os.waitstatus_to_exitcode(status)
         wall = time.time() - t0
+        # CPU the rest of the machine used meanwhile: all busy time minus the child's own.
+        foreign = (cpu_busy_seconds() - busy0) - (ru.ru_utime + ru.ru_stime)
         out.seek(0)
         stdout = out.read().decode(errors="replace")
     return {"returncode": p.returncode, "stdout": stdout, "wall_seconds": wall,
-            "maxrss_bytes": ru.ru_maxrss * 1024, "timed_out": timed_out.is_set(), "log": str(log_path)}
+            "maxrss_bytes": ru.ru_maxrss * 1024, "timed_out": timed_out.is_set(), "log": str(log_path),
+            "child_cpu_seconds": ru.ru_utime + ru.ru_stime, "foreign_load_cores": max(0.0, foreign) / max(wall, 1e-9)}
 
 
 def last_json_line(text: str) -> dict | None:
@@ -652,16 +703,58 @@ def log_tail(path: str, n: int = 8) -> str:
         return ""
 
 
+def llama_buffers(log_path: str) -> dict:
+    """llama.cpp's own account of its buffers, from its log: 'CPU_Mapped model
+    buffer size = 2047.66 MiB', 'CPU_REPACK model buffer size = …', KV cache,
+    compute buffer."""
+    out: dict[str, float] = {}
+    try:
+        text = Path(log_path).read_text(errors="replace")
+    except OSError:
+        return out
+    for line in text.splitlines():
+        if "buffer size" in line and "MiB" in line:
+            left, _, right = line.partition("buffer size")
+            name = left.split(":", 1)[-1].strip()
+            try:
+                mib = float(right.split("=")[1].split("MiB")[0])
+            except (IndexError, ValueError):
+                continue
+            out[name] = out.get(name, 0.0) + mib
+    return out
+
+
 def bench_llama(gguf: Path, a: argparse.Namespace, tag: str) -> dict:
     cmd = [sys.executable, __file__, "_llama-bench", "--model", str(gguf), "-p", str(a.prompt), "-n", str(a.gen),
            "-r", str(a.reps), "-t", str(a.threads), "-b", str(a.batch)]
     r = run_measured(cmd, LOGS / f"llama-{tag}.log", a.timeout)
     res = last_json_line(r["stdout"]) if r["returncode"] == 0 else None
+    if res is not None:
+        res["buffers_mib"] = llama_buffers(r["log"])
     entry = {"engine": "llama.cpp", "file": str(gguf.relative_to(REPO)), "ok": res is not None,
-             "wall_seconds": r["wall_seconds"], "maxrss_bytes": r["maxrss_bytes"], "log": r["log"], "result": res}
+             "wall_seconds": r["wall_seconds"], "maxrss_bytes": r["maxrss_bytes"], "log": r["log"],
+             "child_cpu_seconds": r["child_cpu_seconds"], "foreign_load_cores": r["foreign_load_cores"], "result": res}
     if res is None:
         entry["error"] = f"exit {r['returncode']}{' (timeout)' if r['timed_out'] else ''}: {log_tail(r['log'])}"
     return entry
+
+
+def measured(fn, a: argparse.Namespace, what: str) -> dict:
+    """Run one bench (fn() -> entry) on a quiet machine: wait for idle first,
+    and run it again (up to --retries times) if other processes took more than
+    --max-foreign-load cores while it ran. Disturbed attempts are kept."""
+    discarded = []
+    while True:
+        idle = wait_for_idle(a.max_wait_idle)
+        e = fn()
+        e["load_before_cores"] = idle
+        log_entry(e)
+        if not e["ok"] or e["foreign_load_cores"] <= a.max_foreign_load or len(discarded) >= a.retries:
+            break
+        log(f"  other processes used {e['foreign_load_cores']:.2f} cores during {what}: discarding it and running it again")
+        discarded.append({k: v for k, v in e.items()})
+    e["discarded_attempts"] = discarded
+    return e
 
 
 # ---------------------------------------------------------------------------
@@ -731,7 +824,8 @@ def bench_hearth(binary: Path, model_file: Path, a: argparse.Namespace, tag: str
     if res is not None and not (isinstance(res.get("pp"), dict) or isinstance(res.get("tg"), dict)):
         res = None
     entry = {"engine": "hearth", "file": str(model_file.relative_to(REPO)), "ok": res is not None,
-             "wall_seconds": r["wall_seconds"], "maxrss_bytes": r["maxrss_bytes"], "log": r["log"], "result": res}
+             "wall_seconds": r["wall_seconds"], "maxrss_bytes": r["maxrss_bytes"], "log": r["log"],
+             "child_cpu_seconds": r["child_cpu_seconds"], "foreign_load_cores": r["foreign_load_cores"], "result": res}
     if res is None:
         with open(r["log"], "a") as lf:
             lf.write("\n--- stdout ---\n" + r["stdout"][-4000:])
@@ -743,7 +837,14 @@ def bench_hearth(binary: Path, model_file: Path, a: argparse.Namespace, tag: str
 # Streaming-read bandwidth (membw.c)
 # ---------------------------------------------------------------------------
 
-def run_membw(threads_list: list[int], mib: int, runs: int) -> list[dict]:
+def run_membw(threads_list: list[int], mib: int, runs: int, max_wait_idle: float = 900,
+              max_foreign_load: float = 0.1, retries: int = 3, sweeps: int = 3) -> list[dict]:
+    """Every (threads, THP) configuration once per sweep, sweeps interleaved so
+    a slow spell of the host hits all configurations alike; best pass over all
+    sweeps per configuration. A configuration disturbed by other processes is
+    measured again."""
+    import resource
+
     src = HERE / "membw.c"
     exe = WORK / "membw"
     cc = os.environ.get("CC", "cc")
@@ -753,18 +854,47 @@ def run_membw(threads_list: list[int], mib: int, runs: int) -> list[dict]:
         if r.returncode != 0:
             log(f"membw.c did not compile ({' '.join(cmd)}): {r.stderr.strip()[:500]}")
             return []
-    out = []
-    for t in threads_list:
-        for huge in (0, 1):
-            r = subprocess.run([str(exe), "--mib", str(mib), "--threads", str(t), "--hugepage", str(huge),
-                                "--runs", str(runs)], capture_output=True, text=True)
-            if r.returncode == 0:
-                d = json.loads(r.stdout)
-                out.append(d)
-                log(f"membw {t} thread(s), THP {'on ' if huge else 'off'}: best {d['best_gb_s']:.1f} GB/s "
-                    f"(anon huge pages {d['anon_huge_kib'] // 1024} MiB)")
-            else:
+    configs = [(t, huge) for t in threads_list for huge in (0, 1)]
+    results: dict[tuple[int, int], list[dict]] = {c: [] for c in configs}
+
+    def child_cpu() -> float:
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return ru.ru_utime + ru.ru_stime
+
+    for sweep in range(sweeps):
+        wait_for_idle(max_wait_idle)
+        for t, huge in configs:
+            for attempt in range(retries + 1):
+                b0, c0, t0 = cpu_busy_seconds(), child_cpu(), time.time()
+                r = subprocess.run([str(exe), "--mib", str(mib), "--threads", str(t), "--hugepage", str(huge),
+                                    "--runs", str(runs)], capture_output=True, text=True)
+                foreign = (cpu_busy_seconds() - b0) - (child_cpu() - c0)
+                foreign_load = max(0.0, foreign) / max(time.time() - t0, 1e-9)
+                if r.returncode != 0 or foreign_load <= max_foreign_load or attempt == retries:
+                    break
+                log(f"  membw disturbed (other processes {foreign_load:.2f} cores); again")
+                wait_for_idle(max_wait_idle)
+            if r.returncode != 0:
                 log(f"membw failed: {r.stderr.strip()[:300]}")
+                continue
+            d = json.loads(r.stdout)
+            d["foreign_load_cores"] = round(foreign_load, 3)
+            results[(t, huge)].append(d)
+    out = []
+    for t, huge in configs:
+        ds = results[(t, huge)]
+        if not ds:
+            continue
+        best = max(ds, key=lambda d: d["best_gb_s"])
+        merged = dict(best)
+        merged["sweeps"] = len(ds)
+        merged["sweep_best_gb_s"] = [d["best_gb_s"] for d in ds]
+        merged["mean_gb_s"] = statistics.fmean(x for d in ds for x in d["samples_gb_s"])
+        merged["foreign_load_cores"] = max(d["foreign_load_cores"] for d in ds)
+        out.append(merged)
+        log(f"membw {t} thread(s), {'MADV_HUGEPAGE  ' if huge else 'MADV_NOHUGEPAGE'}: best {merged['best_gb_s']:.1f} GB/s "
+            f"(per sweep {', '.join(f'{x:.1f}' for x in merged['sweep_best_gb_s'])}; "
+            f"huge pages {best['anon_huge_kib'] // 1024} MiB)")
     return out
 
 
@@ -854,6 +984,8 @@ def summarize(model: dict, runs: list[dict], stats: dict) -> list[dict]:
                 row[test] = {"tokens_per_second": m, "stddev": sd, "n": len(samples),
                              "round_means": [(r["result"].get(test) or {}).get("tokens_per_second") for r in ok]}
         row["peak_rss_bytes"] = max(r["maxrss_bytes"] for r in ok)
+        row["max_foreign_load_cores"] = max(r.get("foreign_load_cores", 0.0) for r in ok)
+        row["discarded_attempts"] = sum(len(r.get("discarded_attempts") or []) for r in mine)
         row["engine_peak_rss_bytes"] = max((r["result"].get("peak_rss_bytes") or 0) for r in ok) or None
         row["load_seconds"] = statistics.fmean(r["result"].get("load_seconds") or 0.0 for r in ok)
         res0 = ok[0]["result"]
@@ -863,6 +995,7 @@ def summarize(model: dict, runs: list[dict], stats: dict) -> list[dict]:
             row["weight_bytes_per_token"] = g["tensor_bytes"] - g["token_embd_bytes"]
             row["weight_bytes_source"] = "GGUF tensor data bytes minus token_embd"
             row["rss_after_import_bytes"] = res0.get("rss_after_import_bytes")
+            row["buffers_mib"] = res0.get("buffers_mib")
         else:
             wb = res0.get("weight_bytes_per_token")
             row["weight_bytes_per_token"] = wb if wb else res0.get("model_bytes")
@@ -935,7 +1068,7 @@ def write_results_md(run: dict) -> str:
     L.append("## Results")
     L.append("")
     hdr = (f"| model | engine | file | bits/weight | pp{s['prompt']} t/s | tg{s['gen']} t/s | pp ×llama.cpp | "
-           f"tg ×llama.cpp | peak RSS | RSS ×llama.cpp | weights read/token | decode bandwidth | of stream BW |")
+           f"tg ×llama.cpp | peak RSS | RSS ×llama.cpp | load | weights read/token | decode bandwidth | of stream BW |")
     L.append(hdr)
     L.append("|" + "---|" * (hdr.count("|") - 1))
     for model in run["models"]:
@@ -943,7 +1076,7 @@ def write_results_md(run: dict) -> str:
             bpw = f"{r['bits_per_weight']:.2f}" if r.get("bits_per_weight") else "—"
             if r.get("ok_runs", 0) == 0:
                 L.append(f"| {r['model']} | {r['engine']} | `{r['file']}` | {bpw} | not run | not run |"
-                         + " — |" * 7)
+                         + " — |" * 8)
                 continue
 
             def ratio(k: str) -> str:
@@ -953,9 +1086,11 @@ def write_results_md(run: dict) -> str:
 
             wb = r.get("weight_bytes_per_token")
             dec = r.get("decode_gb_s")
+            load = f"{r['load_seconds']:.1f} s" if r.get("load_seconds") is not None else "—"
             L.append(f"| {r['model']} | {r['engine']} | `{r['file']}` | {bpw} | {fmt_ts(r.get('pp'))} | "
                      f"{fmt_ts(r.get('tg'))} | {ratio('pp_ratio')} | {ratio('tg_ratio')} | "
                      f"{fmt_gib(r.get('peak_rss_bytes'))} | {ratio('rss_ratio')} | "
+                     f"{load} | "
                      f"{f'{wb / 1e9:.2f} GB' if wb else '—'} | {f'{dec:.1f} GB/s' if dec else '—'} | "
                      f"{f'{100 * dec / ref:.0f}%' if dec and ref else '—'} |")
     L.append("")
@@ -970,11 +1105,21 @@ def write_results_md(run: dict) -> str:
                          f"data ({types}); made by llama.cpp's convert_hf_to_gguf.py (F16) + llama_model_quantize "
                          f"({model['llama_ftype']}, default params).")
         for r in model["summary"]:
+            if r.get("discarded_attempts"):
+                notes.append(f"  - {r['engine']} `{r['file']}`: {r['discarded_attempts']} attempt(s) disturbed by other "
+                             f"processes were discarded and run again.")
+            if r.get("max_foreign_load_cores", 0.0) > 0.1:
+                notes.append(f"  - ⚠ {r['engine']} `{r['file']}`: other processes used up to "
+                             f"{r['max_foreign_load_cores']:.2f} cores during its runs; its numbers are disturbed.")
             if r.get("ok_runs", 0) == 0 and r.get("error"):
                 notes.append(f"  - {r['engine']} `{r['file']}` not run: {r['error'].splitlines()[0][:300]}")
             elif r["engine"] == "llama.cpp" and r.get("rss_after_import_bytes"):
+                bufs = r.get("buffers_mib") or {}
+                btxt = ", ".join(f"{k} {v:.0f} MiB" for k, v in bufs.items())
                 notes.append(f"  - llama.cpp peak RSS includes the Python interpreter + llama_cpp import "
-                             f"({r['rss_after_import_bytes'] / 2**20:.0f} MiB before the model was loaded).")
+                             f"({r['rss_after_import_bytes'] / 2**20:.0f} MiB before the model was loaded)"
+                             + (f"; its buffers: {btxt} (the mapped GGUF pages read while repacking stay "
+                                f"resident next to the repacked copy)" if btxt else "") + ".")
             elif r["engine"] == "hearth" and r.get("kernel"):
                 notes.append(f"  - hearth `{r['file']}`: kernel {r['kernel']}, prefill path {r.get('prefill_path')}, "
                              f"weights per token from {r.get('weight_bytes_source')}.")
@@ -992,14 +1137,18 @@ def write_results_md(run: dict) -> str:
     L.append("")
     if run["membw"]:
         mb = run["membw"][0]["bytes"] / 2**30
-        L.append(f"Sum of a {mb:.0f} GiB buffer touched first, `cc -O3 -march=native`, best of "
-                 f"{run['membw'][0]['runs']} passes (1 GB = 1e9 bytes).")
+        d0 = run["membw"][0]
+        L.append(f"Sum of a {mb:.0f} GiB buffer written first, `cc -O3 -march=native`; {d0.get('sweeps', 1)} sweeps "
+                 f"over the configurations, interleaved, {d0['runs']} timed passes each; best pass overall, mean of "
+                 f"all passes, and the best of each sweep (1 GB = 1e9 bytes). This VM's bandwidth varies with its "
+                 f"host's load: compare the sweeps.")
         L.append("")
-        L.append("| threads | madvise | huge pages in buffer | best GB/s | mean GB/s |")
-        L.append("|---|---|---|---|---|")
+        L.append("| threads | madvise | huge pages in buffer | best GB/s | mean GB/s | best per sweep |")
+        L.append("|---|---|---|---|---|---|")
         for d in run["membw"]:
+            per = ", ".join(f"{x:.1f}" for x in d.get("sweep_best_gb_s", [d["best_gb_s"]]))
             L.append(f"| {d['threads']} | {'MADV_HUGEPAGE' if d['hugepage'] else 'MADV_NOHUGEPAGE'} | "
-                     f"{d['anon_huge_kib'] / 1024:.0f} MiB | {d['best_gb_s']:.1f} | {d['mean_gb_s']:.1f} |")
+                     f"{d['anon_huge_kib'] / 1024:.0f} MiB | {d['best_gb_s']:.1f} | {d['mean_gb_s']:.1f} | {per} |")
     else:
         L.append("Not measured (membw.c did not build or was skipped).")
     L.append("")
@@ -1033,15 +1182,38 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--gen", "-n", type=int, default=128, help="tg test tokens (default 128)")
     ap.add_argument("--batch", "-b", type=int, default=512, help="n_batch = n_ubatch for llama.cpp (default 512)")
     ap.add_argument("--timeout", type=float, default=3600, help="seconds before one bench process is killed")
+    ap.add_argument("--max-wait-idle", type=float, default=900,
+                    help="before each bench, wait up to this many seconds for other processes to leave the CPU")
+    ap.add_argument("--max-foreign-load", type=float, default=0.1,
+                    help="a bench during which other processes used more cores than this is run again")
+    ap.add_argument("--retries", type=int, default=3, help="how often a disturbed bench is run again")
     ap.add_argument("--skip-hearth", action="store_true", help="only llama.cpp")
     ap.add_argument("--skip-llama", action="store_true", help="only Hearth")
     ap.add_argument("--skip-membw", action="store_true", help="skip the bandwidth probe")
     ap.add_argument("--membw-mib", type=int, default=1024, help="bandwidth probe buffer (MiB, default 1024)")
-    ap.add_argument("--membw-runs", type=int, default=7)
+    ap.add_argument("--membw-runs", type=int, default=7, help="timed passes per configuration and sweep")
+    ap.add_argument("--membw-sweeps", type=int, default=3, help="interleaved sweeps over the configurations")
     ap.add_argument("--keep-f16", action="store_true", help="keep the intermediate F16 GGUF (7.6 GB)")
     ap.add_argument("--hearth-bin", default=os.environ.get("HEARTH_BIN"), help="hearth binary (default: $HEARTH_BIN, "
                     "else .build/release/hearth, else `swift build -c release --show-bin-path`/hearth)")
+    ap.add_argument("--report-only", action="store_true",
+                    help="only rewrite RESULTS.md from benchmarks/work/last-run.json (after a format change)")
     a = ap.parse_args(argv)
+
+    if a.report_only:
+        run = json.loads(LAST_RUN.read_text())
+        by_name = {m["name"]: m for m in MODELS}
+        for mo in run["models"]:
+            if mo["name"] in by_name:
+                keep = [r for r in mo["summary"] if r.get("ok_runs", 0) == 0 and r["engine"] == "hearth"
+                        and not any(x["engine"] == "hearth" for x in mo["runs"])]
+                mo["summary"] = summarize(by_name[mo["name"]], mo["runs"], mo["stats"]) + keep
+                gguf_files = set(mo["stats"]["gguf"])
+                mo["summary"] = [r for r in mo["summary"] if not (r["engine"] == "hearth" and r["file"] in gguf_files
+                                                                  and r.get("ok_runs", 0) == 0)]
+        write_results_md(run)
+        print(RESULTS_MD.read_text())
+        return 0
 
     t_start = time.time()
     WORK.mkdir(parents=True, exist_ok=True)
@@ -1096,7 +1268,8 @@ def main(argv: list[str]) -> int:
     membw = []
     if not a.skip_membw:
         t0 = time.time()
-        membw = run_membw(sorted({1, 2, a.threads}), a.membw_mib, a.membw_runs)
+        membw = run_membw(sorted({1, 2, a.threads}), a.membw_mib, a.membw_runs, a.max_wait_idle,
+                          a.max_foreign_load, a.retries, a.membw_sweeps)
         timings["membw_s"] = time.time() - t0
 
     # Alternating benches.
@@ -1115,10 +1288,9 @@ def main(argv: list[str]) -> int:
         for rnd in range(1, a.rounds + 1):
             if "llama.cpp" in order and p["gguf"].is_file():
                 log(f"[{model['name']}] round {rnd}/{a.rounds}: llama.cpp {p['gguf'].name}")
-                e = bench_llama(p["gguf"], a, f"{model['name']}-r{rnd}")
+                e = measured(lambda: bench_llama(p["gguf"], a, f"{model['name']}-r{rnd}"), a, "this bench")
                 e["round"] = rnd
                 runs.append(e)
-                log_entry(e)
             if "hearth" in order:
                 targets = []
                 if p["hqf"] is not None:
@@ -1127,10 +1299,10 @@ def main(argv: list[str]) -> int:
                     targets.append(p["gguf"])
                 for f in targets:
                     log(f"[{model['name']}] round {rnd}/{a.rounds}: hearth {f.name}")
-                    e = bench_hearth(hbin, f, a, f"{model['name']}-{f.suffix[1:]}-r{rnd}")
+                    e = measured(lambda: bench_hearth(hbin, f, a, f"{model['name']}-{f.suffix[1:]}-r{rnd}"), a,
+                                 "this bench")
                     e["round"] = rnd
                     runs.append(e)
-                    log_entry(e)
                     if f == p["gguf"] and not e["ok"]:
                         hearth_gguf_ok = False   # not supported (yet): don't retry it
         summary = summarize(model, runs, p["stats"])
@@ -1150,6 +1322,7 @@ def main(argv: list[str]) -> int:
                            "checkpoint": str(p["ckpt"].relative_to(REPO)), "stats": p["stats"], "runs": runs,
                            "summary": summary, "skipped": p["skipped"]})
     timings["bench_s"] = time.time() - t0
+    timings["waiting_for_idle_s"] = IDLE_WAIT["seconds"]
     timings["total_s"] = time.time() - t_start
 
     run = {
@@ -1179,7 +1352,8 @@ def log_entry(e: dict) -> None:
     r = e["result"]
     parts = [f"{t} {r[t]['tokens_per_second']:.2f} ± {r[t]['stddev']:.2f} t/s" for t in ("pp", "tg")
              if isinstance(r.get(t), dict)]
-    log(f"  {', '.join(parts)}; peak RSS {e['maxrss_bytes'] / 2**30:.2f} GiB; {e['wall_seconds']:.0f} s")
+    log(f"  {', '.join(parts)}; peak RSS {e['maxrss_bytes'] / 2**30:.2f} GiB; {e['wall_seconds']:.0f} s; "
+        f"other processes {e['foreign_load_cores']:.2f} cores")
 
 
 if __name__ == "__main__":

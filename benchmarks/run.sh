@@ -41,6 +41,16 @@ mkdir -p "$WORK" "$SRC" "$LOGS"
 
 log() { printf '[run.sh %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
+# One run at a time: two runs would share benchmarks/work and disturb each
+# other's timings. The lock is released when this process (python after exec) ends.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$WORK/.run.lock"
+  if ! flock -n 9; then
+    log "another benchmarks/run.sh is running (lock $WORK/.run.lock); waiting for it to finish"
+    flock 9
+  fi
+fi
+
 find_python() {
   for p in "${PYTHON:-}" python3.11 python3.12 python3.10 python3; do
     [ -n "$p" ] && command -v "$p" >/dev/null 2>&1 && { command -v "$p"; return; }
