@@ -126,7 +126,7 @@ import Testing
         #expect(result.text == "ok")
         #expect(server.requests.count == 2)
         #expect(elapsed >= .seconds(1), "Retry-After: 1 was honoured")
-        #expect(elapsed < .seconds(5))
+        #expect(elapsed < .seconds(30), "far below a second Retry-After wait")
     }
 
     @Test func rateLimitWithLongRetryAfterIsThrownAtOnce() async throws {
@@ -242,7 +242,7 @@ import Testing
         await server.stop()
         #expect(result.providerError?.code == .timeout)
         #expect(result.providerError?.message.contains("sent nothing") == true)
-        #expect(elapsed >= .milliseconds(400) && elapsed < .seconds(3))
+        #expect(elapsed >= .milliseconds(400) && elapsed < .seconds(14), "the idle timeout fired; the collect limit is 15 s")
         #expect(server.requests.count == 1, "a silent server is not retried")
     }
 
@@ -286,7 +286,7 @@ import Testing
             waited += 1
         }
         let ended = try #require(server.endTime(of: 0), "the server never saw the connection close")
-        #expect(ended - stoppedAt < .seconds(1))
+        #expect(ended - stoppedAt < .seconds(5))
         await server.stop()
     }
 

@@ -41,7 +41,7 @@ import Testing
         await server.stop()
         #expect(result.text == "Paris.")
         #expect(result.switches.first?.reason.code == .rateLimited(retryAfter: 300))
-        #expect(clock.now - start < .seconds(3))
+        #expect(clock.now - start < .seconds(60), "no wait for the 300 s Retry-After")
     }
 
     @Test func cloudDiesMidAnswerAndLocalFinishesIt() async throws {

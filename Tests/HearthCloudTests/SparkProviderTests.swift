@@ -215,7 +215,7 @@ import Testing
         let result = await collect(provider(server, idle: .milliseconds(400)).stream(request))
         await server.stop()
         #expect(result.providerError?.code == .timeout)
-        #expect(clock.now - start < .seconds(3))
+        #expect(clock.now - start < .seconds(14), "the idle timeout fired; the collect limit is 15 s")
     }
 
     @Test func missingCredentialsAreUnauthorized() async {
