@@ -75,6 +75,7 @@ import Glibc
         // The next turn works, and reuses the cache of the interrupted one.
         chat.send("/set max_tokens 6\r")
         try chat.expect("max_tokens = 6")
+        try chat.expect(">>> ")
         chat.send("and now?\r")
         let stats = try chat.expect("cached)")
         #expect(stats.contains("6 tokens"))
@@ -82,6 +83,8 @@ import Glibc
         #expect(second.cached > 0)
 
         // UTF-8 editing: type, move left over a wide character, delete it with Backspace.
+        // (Wait for the prompt: keys typed before it are echoed by the terminal in cooked mode.)
+        try chat.expect(">>> ")
         chat.send("/system 你好🙂x\u{1B}[D\u{7F}\r")
         try chat.expect("system prompt set")
         chat.send("/history\r")
