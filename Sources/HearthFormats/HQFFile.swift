@@ -155,8 +155,8 @@ public final class HQFFile: TensorStore {
                 defer { cursor += n }
                 return cursor
             }
-            for name in files.keys.sorted() {
-                header.files[name] = FileEntry(offset: place(files[name]!.count), length: files[name]!.count)
+            for (name, data) in files.sorted(by: { $0.key < $1.key }) {
+                header.files[name] = FileEntry(offset: place(data.count), length: data.count)
             }
             for t in tensors {
                 header.tensors[t.name] = TensorEntry(
@@ -192,12 +192,13 @@ public final class HQFFile: TensorStore {
             let here = Int(try handle.offset())
             if offset > here { try handle.write(contentsOf: Data(count: offset - here)) }
         }
-        for name in files.keys.sorted() {
-            try pad(to: header.files[name]!.offset)
-            try handle.write(contentsOf: files[name]!)
+        for (name, data) in files.sorted(by: { $0.key < $1.key }) {
+            try pad(to: header.files[name]?.offset ?? 0)
+            try handle.write(contentsOf: data)
         }
         for (index, t) in tensors.enumerated() {
-            try pad(to: header.tensors[t.name]!.offset)
+            guard let entry = header.tensors[t.name] else { continue }
+            try pad(to: entry.offset)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(t.length, 1), alignment: 64)
             defer { buffer.deallocate() }
             try fill(index, UnsafeMutableRawBufferPointer(rebasing: buffer[0..<t.length]))
