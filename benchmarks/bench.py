@@ -715,7 +715,7 @@ def llama_buffers(log_path: str) -> dict:
     for line in text.splitlines():
         if "buffer size" in line and "MiB" in line:
             left, _, right = line.partition("buffer size")
-            name = left.split(":", 1)[-1].strip()
+            name = " ".join(left.split(":", 1)[-1].split())
             try:
                 mib = float(right.split("=")[1].split("MiB")[0])
             except (IndexError, ValueError):
@@ -1037,8 +1037,8 @@ def write_results_md(run: dict) -> str:
     L = []
     L.append("# Benchmarks: Hearth vs llama.cpp (CPU)")
     L.append("")
-    L.append("Written by `benchmarks/run.sh` (see [README.md](README.md)); every run rewrites this file and keeps "
-             "its raw numbers in `benchmarks/work/last-run.json`. One row per engine × model file; more models "
+    L.append("Written by `benchmarks/run.sh` (see [README.md](README.md)); every run rewrites this part, down to "
+             "the end-of-generated marker, and keeps its raw numbers in `benchmarks/work/last-run.json`. One row per engine × model file; more models "
              "are added as entries of `MODELS` in `benchmarks/bench.py`.")
     L.append("")
     L.append("## Run")
@@ -1156,9 +1156,35 @@ def write_results_md(run: dict) -> str:
     L.append("")
     L.append(", ".join(f"{k.replace('_s', '')} {v:.0f} s" for k, v in run["timings"].items()) + ".")
     L.append("")
-    text = "\n".join(L)
+    generated = "\n".join(L)
+    kept = kept_sections(RESULTS_MD)
+    text = GEN_BEGIN + "\n" + generated + GEN_END + "\n" + ("\n" + kept if kept else "")
     RESULTS_MD.write_text(text)
     return text
+
+
+GEN_BEGIN = ("<!-- generated: benchmarks/run.sh rewrites everything down to the end-of-generated marker; "
+             "hand-written sections below that marker are kept -->")
+GEN_END = "<!-- end-of-generated -->"
+
+
+def kept_sections(path: Path) -> str:
+    """What an existing RESULTS.md has besides the generated block: text after
+    the end marker (or, in a file written before the markers existed, every
+    section after the generated '## Timings' one)."""
+    if not path.is_file():
+        return ""
+    old = path.read_text()
+    if GEN_END in old:
+        return old.split(GEN_END, 1)[1].lstrip("\n")
+    lines = old.splitlines(keepends=True)
+    for k, line in enumerate(lines):
+        if line.startswith("## Timings"):
+            for j in range(k + 1, len(lines)):
+                if lines[j].startswith("## "):
+                    return "".join(lines[j:])
+            return ""
+    return ""
 
 
 # ---------------------------------------------------------------------------
