@@ -108,9 +108,23 @@ public struct Sampler {
             return Int32(best)
         }
         candidates.removeAll(keepingCapacity: true)
-        for i in 0..<logits.count { candidates.append((Int32(i), adjusted(i) / options.temperature)) }
-        candidates.sort { $0.logit > $1.logit }
-        if options.topK > 0 && options.topK < candidates.count { candidates.removeLast(candidates.count - options.topK) }
+        let k = options.topK > 0 ? min(options.topK, logits.count) : logits.count
+        if k < logits.count {
+            // Keep only the k best in one pass (a full sort of a 262k vocabulary every token is
+            // what this avoids): candidates stays sorted, best first.
+            for i in 0..<logits.count {
+                let value = adjusted(i) / options.temperature
+                if candidates.count == k {
+                    guard let worst = candidates.last, value > worst.logit else { continue }
+                    candidates.removeLast()
+                }
+                let index = candidates.firstIndex { value > $0.logit } ?? candidates.count
+                candidates.insert((Int32(i), value), at: index)
+            }
+        } else {
+            for i in 0..<logits.count { candidates.append((Int32(i), adjusted(i) / options.temperature)) }
+            candidates.sort { $0.logit > $1.logit }
+        }
         // Softmax over the survivors.
         let maxLogit = candidates[0].logit
         var probabilities = candidates.map { expf($0.logit - maxLogit) }
