@@ -35,6 +35,8 @@ public final class LanguageModel: Sendable {
     public let configText: String
     /// generation_config.json as text, if present.
     public let generationConfigText: String?
+    /// How a checkpoint's own quantization was loaded (MLX: parameters, f16 exactness), if it has one.
+    public let quantizationSummary: String?
 
     /// What a loader produces; `init(parts:)` stores it.
     private struct Parts {
@@ -48,6 +50,7 @@ public final class LanguageModel: Sendable {
         var tokenizer: any Tokenizer
         var tokenizerFiles: TokenizerFiles
         var extraStopTokens: [Int] = []
+        var quantizationSummary: String?
     }
 
     private init(parts: Parts, started: Date) throws {
@@ -60,6 +63,7 @@ public final class LanguageModel: Sendable {
         weights = parts.weights
         tokenizer = parts.tokenizer
         tokenizerFiles = parts.tokenizerFiles
+        quantizationSummary = parts.quantizationSummary
         generationConfig = try parts.generationConfigText.map {
             try decodeJSON(GenerationConfig.self, from: Data($0.utf8), path: parts.path.path + " (generation_config.json)")
         }
@@ -100,7 +104,9 @@ public final class LanguageModel: Sendable {
         } else if !isDirectory.boolValue && HQFFile.isHQF(path: url.path) {
             parts = try Self.loadHQF(try HQFFile(path: url.path))
         } else {
-            parts = try Self.loadCheckpoint(isDirectory.boolValue ? url : url.deletingLastPathComponent())
+            parts = try Self.loadCheckpoint(
+                isDirectory.boolValue ? url : url.deletingLastPathComponent(),
+                threads: threads ?? WorkerPool.defaultThreadCount)
         }
         if let quantize {
             let plan = try QuantizationPlan(type: quantize)
@@ -110,8 +116,9 @@ public final class LanguageModel: Sendable {
         try self.init(parts: parts, started: started)
     }
 
-    /// A Hugging Face checkpoint directory.
-    private static func loadCheckpoint(_ url: URL) throws -> Parts {
+    /// A Hugging Face checkpoint directory; MLX-quantized ones (config.json `quantization`)
+    /// are read through `MLXCheckpoint` into the kernels' layout.
+    private static func loadCheckpoint(_ url: URL, threads: Int) throws -> Parts {
         let configURL = url.appendingPathComponent("config.json")
         guard let configData = FileManager.default.contents(atPath: configURL.path) else {
             throw FormatError(
@@ -122,7 +129,11 @@ public final class LanguageModel: Sendable {
         let config = try decodeJSON(HFConfig.self, from: configData, path: configURL.path)
         let family = try ModelFamilies.family(for: config, path: configURL.path)
         let options = try family.options(from: config)
-        let store = try SafetensorsCheckpoint(directory: url)
+        let safetensors = try SafetensorsCheckpoint(directory: url)
+        let mlx = try MLXQuantizationConfig.parse(configJSON: configData, path: configURL.path).map {
+            MLXCheckpoint(base: safetensors, quantization: $0, threads: threads)
+        }
+        let store: TensorStore = mlx ?? safetensors
         let weights = try ModelWeights(options: options, store: store, normOffset: family.normWeightOffset) {
             family.tensorName($0)
         }
@@ -133,7 +144,8 @@ public final class LanguageModel: Sendable {
                 atPath: url.appendingPathComponent("generation_config.json").path
             ).map { String(decoding: $0, as: UTF8.self) },
             architecture: config.architectures?.first ?? "?", options: options, weights: weights,
-            tokenizer: try SentencePieceTokenizer(files: files), tokenizerFiles: files)
+            tokenizer: try SentencePieceTokenizer(files: files), tokenizerFiles: files,
+            quantizationSummary: mlx?.summary)
     }
 
     /// A Hearth `.hqf` file: canonical tensor names, load-time fixes already applied.

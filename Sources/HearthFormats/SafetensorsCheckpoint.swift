@@ -64,6 +64,13 @@ public final class SafetensorsCheckpoint: TensorStore {
 
     public var tensorNames: [String] { Array(index.keys) }
 
+    /// The header entry of a tensor and the file that holds it, whatever its dtype
+    /// (quantized layouts such as MLX's read their U32/scale tensors through this).
+    public func entry(named name: String) -> (file: SafetensorsFile, tensor: SafetensorsTensor)? {
+        guard let fileIndex = index[name], let info = files[fileIndex].tensors[name] else { return nil }
+        return (files[fileIndex], info)
+    }
+
     public func tensor(named name: String) throws -> TensorData? {
         guard let fileIndex = index[name], let info = files[fileIndex].tensors[name] else { return nil }
         let file = files[fileIndex]

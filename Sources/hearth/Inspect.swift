@@ -26,6 +26,7 @@ struct Inspect: ParsableCommand {
             let dtypes = lm.weightBytesByType.sorted { $0.key.rawValue < $1.key.rawValue }
                 .map { "\($0.key.rawValue) \(formatBytes($0.value))" }.joined(separator: ", ")
             lines.append("weights:         \(dtypes)")
+            if let summary = lm.quantizationSummary { lines.append("quantization:    \(summary)") }
             lines.append("norm:            \(o.norm)")
             lines.append("mlp:             \(o.mlp)")
             lines.append("rope:            theta \(o.rope.theta), rotary dims \(o.rope.rotaryDims)/\(o.headDim), scaling \(describe(o.rope.scaling))")

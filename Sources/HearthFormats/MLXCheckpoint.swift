@@ -1,0 +1,194 @@
+import Foundation
+import HearthKernels
+import Synchronization
+
+/// A checkpoint converted by `mlx_lm.convert -q`: safetensors where each quantized module
+/// `X` has `X.weight` (UInt32, MLX's packing), `X.scales` and `X.biases` (the model's float
+/// type), and `config.json` carries the `quantization` settings (`MLXQuantizationConfig`).
+///
+/// Asked for `X.weight`, this store returns the matrix in Hearth's kernel layout: 4-bit
+/// affine groups become q4_1 `interleaved16` tiles (w = scale·q + bias is q4_1's w = d·q + m),
+/// a byte rearrangement, no requantization. Scales and biases are stored as f16 in the tiles:
+/// f16 checkpoints convert exactly; bf16 and f32 values are rounded to the nearest f16 (exact
+/// for bf16 unless a value falls outside f16's normal range; the store counts those).
+/// Tensors without `.scales` (norms, biases, modules mlx-lm left unquantized) pass through.
+///
+/// Every shape is checked against the packing rules before a byte is read.
+public final class MLXCheckpoint: TensorStore {
+    /// The underlying safetensors files.
+    public let base: SafetensorsCheckpoint
+    /// The `quantization` settings from config.json.
+    public let quantization: MLXQuantizationConfig
+    /// Threads used to rearrange each matrix.
+    public let threads: Int
+    private let log = Mutex(ConversionLog())
+
+    /// What the store converted so far (for `hearth inspect`).
+    public struct ConversionLog: Sendable, Equatable {
+        /// Matrices converted, by their parameters.
+        public var matrices: [String: Int] = [:]
+        /// Float types the scales and biases were stored in.
+        public var scaleTypes: Set<String> = []
+        /// Scales and biases converted, and how many were not exactly representable in f16.
+        public var scaleCount = 0
+        public var roundedScales = 0
+        /// Upper bound of |Δw| caused by rounding scales and biases to f16 (|Δs|·q_max + |Δb|).
+        public var maxWeightError: Float = 0
+    }
+
+    /// Wraps an opened checkpoint with its quantization settings.
+    public init(base: SafetensorsCheckpoint, quantization: MLXQuantizationConfig, threads: Int) {
+        self.base = base
+        self.quantization = quantization
+        self.threads = max(1, threads)
+    }
+
+    /// What has been converted.
+    public var conversionLog: ConversionLog { log.withLock { $0 } }
+
+    /// A one-line description of the conversion: parameters, scale types, f16 exactness.
+    public var summary: String {
+        let l = conversionLog
+        let kinds = l.matrices.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }.joined(separator: ", ")
+        let types = l.scaleTypes.sorted().joined(separator: "/")
+        let exactness =
+            l.roundedScales == 0
+            ? "exact"
+            : "\(l.roundedScales) of \(l.scaleCount) rounded, max |Δw| \(String(format: "%.3g", l.maxWeightError))"
+        return "MLX \(kinds.isEmpty ? "(no quantized matrices)" : kinds); scales/biases \(types) → f16 \(exactness)"
+    }
+
+    public var tensorNames: [String] { base.tensorNames }
+
+    public func tensor(named name: String) throws -> TensorData? {
+        let suffix = ".weight"
+        guard name.hasSuffix(suffix) else { return try base.tensor(named: name) }
+        let module = String(name.dropLast(suffix.count))
+        guard let scales = base.entry(named: module + ".scales") else {
+            if let weight = base.entry(named: name), weight.tensor.dtype == .U32 {
+                throw FormatError(
+                    .missingTensor, "packed MLX weight has no '\(module).scales'", path: weight.file.file.path, key: name,
+                    remedy: "The checkpoint is incomplete; convert or download it again")
+            }
+            return try base.tensor(named: name)
+        }
+        guard let weight = base.entry(named: name) else { return nil }
+        let path = weight.file.file.path
+        guard case .quantized(let p) = quantization.entry(forModule: module) else {
+            throw FormatError(
+                .invalidValue, "config.json marks '\(module)' as not quantized, but the checkpoint has '\(module).scales'",
+                path: path, key: "\(quantization.key).\(module)", remedy: "The config does not describe these weights")
+        }
+        guard p.mode == "affine" else {
+            throw FormatError(
+                .unsupportedDType, "MLX quantization mode '\(p.mode)' is not supported", path: path, key: name,
+                remedy: "Hearth runs MLX affine quantization (the mlx_lm.convert default)")
+        }
+        guard p.bits == 4 else {
+            throw FormatError(
+                .unsupportedDType, "MLX \(p.bits)-bit weights are not supported", path: path, key: name,
+                remedy: "Hearth runs MLX affine 4-bit checkpoints (mlx_lm.convert -q --q-bits 4)")
+        }
+        guard weight.tensor.dtype == .U32, weight.tensor.shape.count == 2 else {
+            throw FormatError(
+                .unsupportedDType,
+                "packed weight must be a 2-D U32 tensor, got \(weight.tensor.dtype.rawValue) \(weight.tensor.shape)",
+                path: path, key: name)
+        }
+        let rows = weight.tensor.shape[0]
+        let (cols, overflow) = weight.tensor.shape[1].multipliedReportingOverflow(by: 32 / p.bits)
+        guard !overflow, rows > 0, cols > 0 else {
+            throw FormatError(.shapeMismatch, "packed weight shape \(weight.tensor.shape) is empty or too large", path: path, key: name)
+        }
+        guard p.groupSize > 0, p.groupSize % 32 == 0 else {
+            throw FormatError(
+                .unsupportedDType, "group size \(p.groupSize) is not a multiple of 32", path: path,
+                key: "\(quantization.key).group_size", remedy: "Hearth runs MLX group sizes 32, 64 and 128")
+        }
+        guard cols % p.groupSize == 0 else {
+            throw FormatError(
+                .shapeMismatch, "group size \(p.groupSize) does not divide the \(cols) input columns", path: path, key: name,
+                remedy: "The config's group_size does not describe these weights")
+        }
+        let groups = cols / p.groupSize
+        guard let biases = base.entry(named: module + ".biases") else {
+            throw FormatError(
+                .missingTensor, "affine-quantized module has no '\(module).biases'", path: path, key: name,
+                remedy: "The checkpoint is incomplete; convert or download it again")
+        }
+        for part in [scales, biases] {
+            guard part.tensor.shape == [rows, groups] else {
+                throw FormatError(
+                    .shapeMismatch,
+                    "has shape \(part.tensor.shape) but \(rows) rows of \(cols) columns in groups of \(p.groupSize) need [\(rows), \(groups)]",
+                    path: part.file.file.path, key: part.tensor.name)
+            }
+            guard part.tensor.dtype.floatDType != nil else {
+                throw FormatError(
+                    .unsupportedDType, "scales and biases must be F16, BF16 or F32, got \(part.tensor.dtype.rawValue)",
+                    path: part.file.file.path, key: part.tensor.name,
+                    remedy: "Hearth runs MLX affine quantization (integer-coded scales belong to the mxfp/nvfp modes)")
+            }
+        }
+        guard let bytes = DType.q4_1.matrixBytes(rows: rows, cols: cols, layout: .interleaved16) else {
+            throw FormatError(.shapeMismatch, "matrix \(rows) × \(cols) is too large", path: path, key: name)
+        }
+        let packed = try weight.file.data(of: weight.tensor)
+        var scaleBits = try halfBits(scales, maxQ: 15)
+        var biasBits = try halfBits(biases, maxQ: 0)
+        let buffer = OwnedBuffer(count: bytes)
+        guard let packedBase = packed.baseAddress else { return nil }
+        scaleBits.values.withUnsafeBufferPointer { s in
+            biasBits.values.withUnsafeBufferPointer { b in
+                guard let s = s.baseAddress, let b = b.baseAddress else { return }
+                MLXRepack.repack4Bit(
+                    packed: packedBase, scales: s, biases: b, rows: rows, cols: cols, groupSize: p.groupSize,
+                    into: buffer.pointer, threads: threads)
+            }
+        }
+        log.withLock { l in
+            l.matrices["\(p)", default: 0] += 1
+            l.scaleTypes.insert(scales.tensor.dtype.rawValue)
+            l.scaleCount += 2 * rows * groups
+            l.roundedScales += scaleBits.rounded + biasBits.rounded
+            // Per group: |Δw| ≤ |Δs|·15 + |Δb|; bound it by the two maxima.
+            l.maxWeightError = max(l.maxWeightError, scaleBits.maxError + biasBits.maxError)
+        }
+        scaleBits.values = []
+        biasBits.values = []
+        return TensorData(
+            name: name, dtype: .q4_1, shape: [rows, cols], layout: .interleaved16,
+            bytes: UnsafeRawBufferPointer(start: buffer.pointer, count: bytes), owner: buffer, path: path)
+    }
+
+    /// A float tensor as f16 bit patterns, with how many values were rounded and the largest
+    /// rounding error times `maxQ` (or, for `maxQ` 0, the error itself).
+    private func halfBits(
+        _ entry: (file: SafetensorsFile, tensor: SafetensorsTensor), maxQ: Int
+    ) throws -> (values: [UInt16], rounded: Int, maxError: Float) {
+        let raw = try entry.file.data(of: entry.tensor)
+        let count = entry.tensor.elementCount
+        guard let base = raw.baseAddress, let dtype = entry.tensor.dtype.floatDType else { return ([], 0, 0) }
+        var values = [UInt16](repeating: 0, count: count)
+        var rounded = 0
+        var maxError: Float = 0
+        for i in 0..<count {
+            let f: Float
+            switch dtype {
+            case .f16:
+                values[i] = UInt16(littleEndian: base.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self))
+                continue
+            case .bf16: f = bfloat16ToFloat(UInt16(littleEndian: base.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self)))
+            default: f = Float(bitPattern: UInt32(littleEndian: base.loadUnaligned(fromByteOffset: 4 * i, as: UInt32.self)))
+            }
+            let h = floatToHalf(f)
+            values[i] = h
+            let back = halfToFloat(h)
+            if back != f && !(back.isNaN && f.isNaN) {
+                rounded += 1
+                maxError = max(maxError, abs(back - f) * Float(max(maxQ, 1)))
+            }
+        }
+        return (values, rounded, maxError)
+    }
+}

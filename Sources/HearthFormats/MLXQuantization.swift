@@ -1,0 +1,158 @@
+import Foundation
+
+/// The `quantization` object of an MLX checkpoint's `config.json`, as `mlx_lm.convert` writes it:
+///
+/// ```json
+/// "quantization": {"group_size": 64, "bits": 4, "mode": "affine",
+///                  "model.layers.0.mlp.down_proj": {"group_size": 64, "bits": 8},
+///                  "lm_head": false}
+/// ```
+///
+/// The top-level `group_size`/`bits`/`mode` are the defaults; any other key is a module path
+/// (the tensor name without `.weight`) whose value overrides them with an object, or says
+/// `true` (use the defaults) / `false` (not quantized). mlx-lm writes the same object under
+/// `quantization_config` too; either key is accepted, `quantization` first.
+public struct MLXQuantizationConfig: Sendable, Equatable {
+    /// How one module is quantized.
+    public struct Parameters: Sendable, Equatable, CustomStringConvertible {
+        /// Consecutive elements of a row sharing one scale and bias.
+        public var groupSize: Int
+        /// Bits per element.
+        public var bits: Int
+        /// MLX's quantization mode; Hearth runs `affine` (w = scale·q + bias).
+        public var mode: String
+
+        public init(groupSize: Int, bits: Int, mode: String = "affine") {
+            self.groupSize = groupSize
+            self.bits = bits
+            self.mode = mode
+        }
+
+        public var description: String { "\(mode) \(bits)-bit, group \(groupSize)" }
+    }
+
+    /// A per-module entry.
+    public enum Entry: Sendable, Equatable {
+        case quantized(Parameters)
+        case unquantized
+    }
+
+    /// Defaults for modules without an entry.
+    public var defaults: Parameters
+    /// Entries keyed by module path (`model.layers.3.self_attn.qkv_proj`, `lm_head`, …).
+    public var overrides: [String: Entry]
+    /// The config key it was read from (`quantization` or `quantization_config`).
+    public var key: String
+
+    public init(defaults: Parameters, overrides: [String: Entry] = [:], key: String = "quantization") {
+        self.defaults = defaults
+        self.overrides = overrides
+        self.key = key
+    }
+
+    /// What applies to `module` (a tensor name without `.weight`).
+    public func entry(forModule module: String) -> Entry { overrides[module] ?? .quantized(defaults) }
+
+    /// mlx-lm's defaults for the affine mode.
+    static let defaultGroupSize = 64
+    static let defaultBits = 4
+
+    /// Reads the MLX quantization settings of a `config.json`, or nil when it has none.
+    /// Throws when the object is malformed, or when `quantization_config` names a method
+    /// other than MLX's (GPTQ, AWQ, bitsandbytes…), which Hearth does not read.
+    public static func parse(configJSON data: Data, path: String) throws -> MLXQuantizationConfig? {
+        // JSONDecoder keeps `true` and `1` apart (JSONSerialization's NSNumbers do not on Linux).
+        guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: data) else { return nil }
+        let key: String
+        let value: JSONValue
+        if let q = object["quantization"], q != .null {
+            (key, value) = ("quantization", q)
+        } else if let q = object["quantization_config"], q != .null {
+            (key, value) = ("quantization_config", q)
+        } else {
+            return nil
+        }
+        guard case .object(let dict) = value else {
+            throw FormatError(.invalidValue, "must be an object", path: path, key: key)
+        }
+        if let method = dict["quant_method"] {
+            throw FormatError(
+                .unsupportedDType, "quantization method \(method) is not supported", path: path,
+                key: "\(key).quant_method",
+                remedy: "Hearth reads MLX affine checkpoints (mlx_lm.convert -q) and float checkpoints; use one of those")
+        }
+        let defaults = try parameters(dict, fallback: nil, path: path, key: key)
+        var overrides: [String: Entry] = [:]
+        for (name, entry) in dict where !["group_size", "bits", "mode"].contains(name) {
+            switch entry {
+            case .object(let params):
+                overrides[name] = .quantized(try parameters(params, fallback: defaults, path: path, key: "\(key).\(name)"))
+            case .bool(let flag):
+                overrides[name] = flag ? .quantized(defaults) : .unquantized
+            default:
+                break  // other values (under unknown keys) carry no per-module settings
+            }
+        }
+        return MLXQuantizationConfig(defaults: defaults, overrides: overrides, key: key)
+    }
+
+    private static func parameters(_ dict: [String: JSONValue], fallback: Parameters?, path: String, key: String) throws
+        -> Parameters
+    {
+        func int(_ name: String, _ fallbackValue: Int) throws -> Int {
+            switch dict[name] {
+            case nil: return fallbackValue
+            case .int(let v): return v
+            default: throw FormatError(.invalidValue, "must be an integer", path: path, key: "\(key).\(name)")
+            }
+        }
+        let mode: String
+        switch dict["mode"] {
+        case nil: mode = fallback?.mode ?? "affine"
+        case .string(let m): mode = m
+        default: throw FormatError(.invalidValue, "must be a string", path: path, key: "\(key).mode")
+        }
+        return Parameters(
+            groupSize: try int("group_size", fallback?.groupSize ?? defaultGroupSize),
+            bits: try int("bits", fallback?.bits ?? defaultBits), mode: mode)
+    }
+}
+
+/// Just enough of a JSON value to read the `quantization` object strictly.
+private enum JSONValue: Decodable, Equatable, CustomStringConvertible {
+    case null
+    case bool(Bool)
+    case int(Int)
+    case string(String)
+    case object([String: JSONValue])
+    /// Arrays, fractional numbers: not part of the settings.
+    case other
+
+    init(from decoder: Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let i = try? c.decode(Int.self) {
+            self = .int(i)
+        } else if let s = try? c.decode(String.self) {
+            self = .string(s)
+        } else if let o = try? c.decode([String: JSONValue].self) {
+            self = .object(o)
+        } else {
+            self = .other
+        }
+    }
+
+    var description: String {
+        switch self {
+        case .null: return "null"
+        case .bool(let b): return "\(b)"
+        case .int(let i): return "\(i)"
+        case .string(let s): return "'\(s)'"
+        case .object: return "(object)"
+        case .other: return "(value)"
+        }
+    }
+}
