@@ -39,9 +39,10 @@ the fixture does not depend on which tokenizer file Hearth prefers.
 Fixtures (config and tokenizer from the named fixture, new weights):
     mlx-phi3-q4-g64          phi3-mha: 4-bit, group 64, scales f16 (as mlx-community's Phi-3.5 4bit)
     mlx-phi3-tied-q4-g32     phi3-partial-tied (tied embeddings, partial rotary, like Phi-4-mini):
-                             4-bit group 32, scales bf16, per-layer overrides: one module at group
-                             64 and one module left unquantized (recorded as `false` in config.json)
+                             4-bit group 32, scales bf16, per-layer overrides: one module at 8 bits,
+                             group 64, and one left unquantized (recorded as `false` in config.json)
     mlx-phi2-q4-g64          phi2-tiny (biases, lm_head bias): 4-bit, group 64, scales f16
+    mlx-phi3-q8-g64          phi3-mha: 8-bit, group 64, scales f16
 """
 
 import argparse
@@ -82,9 +83,9 @@ TOKENIZER_FILES = ["tokenizer.model", "tokenizer_config.json", "added_tokens.jso
 
 
 def tied_predicate(path, module):
-    """Per-layer overrides for the tied fixture: group 64 for one MLP, one module unquantized."""
+    """Per-layer overrides for the tied fixture: 8 bits, group 64 for one MLP, one module unquantized."""
     if path == "model.layers.1.mlp.down_proj":
-        return {"group_size": 64, "bits": 4, "mode": "affine"}
+        return {"group_size": 64, "bits": 8, "mode": "affine"}
     if path == "model.layers.0.self_attn.o_proj":
         return False
     return True
@@ -98,6 +99,8 @@ RECIPES = [
      "seed": 7002},
     {"name": "mlx-phi2-q4-g64", "source": "phi2-tiny", "group_size": 64, "bits": 4, "dtype": "float16",
      "seed": 7003},
+    {"name": "mlx-phi3-q8-g64", "source": "phi3-mha", "group_size": 64, "bits": 8, "dtype": "float16",
+     "seed": 7004},
 ]
 
 

@@ -13,7 +13,7 @@ public struct QuantizationPlan: Sendable, Equatable {
 
     /// The plan for `--type`/`--quantize` values `q4_0`, `q4_1`, `q8_0`.
     public init(type: DType) throws {
-        guard type.supportsInterleaved16 else {
+        guard type.supportsInterleaved16, type != .q8_a else {
             throw EngineError(.invalidOption, "\(type.rawValue) is not a quantized type; use q4_0, q4_1 or q8_0")
         }
         projections = type

@@ -7,8 +7,9 @@ import Synchronization
 /// type), and `config.json` carries the `quantization` settings (`MLXQuantizationConfig`).
 ///
 /// Asked for `X.weight`, this store returns the matrix in Hearth's kernel layout: 4-bit
-/// affine groups become q4_1 `interleaved16` tiles (w = scale·q + bias is q4_1's w = d·q + m),
-/// a byte rearrangement, no requantization. Scales and biases are stored as f16 in the tiles:
+/// affine groups become q4_1 `interleaved16` tiles (w = scale·q + bias is q4_1's w = d·q + m)
+/// and 8-bit ones q8_a tiles (the same rule with q ∈ 0…255) — a byte rearrangement, no
+/// requantization. Scales and biases are stored as f16 in the tiles:
 /// f16 checkpoints convert exactly; bf16 and f32 values are rounded to the nearest f16 (exact
 /// for bf16 unless a value falls outside f16's normal range; the store counts those).
 /// Tensors without `.scales` (norms, biases, modules mlx-lm left unquantized) pass through.
@@ -84,11 +85,12 @@ public final class MLXCheckpoint: TensorStore {
                 .unsupportedDType, "MLX quantization mode '\(p.mode)' is not supported", path: path, key: name,
                 remedy: "Hearth runs MLX affine quantization (the mlx_lm.convert default)")
         }
-        guard p.bits == 4 else {
+        guard p.bits == 4 || p.bits == 8 else {
             throw FormatError(
                 .unsupportedDType, "MLX \(p.bits)-bit weights are not supported", path: path, key: name,
-                remedy: "Hearth runs MLX affine 4-bit checkpoints (mlx_lm.convert -q --q-bits 4)")
+                remedy: "Hearth runs MLX affine 4-bit and 8-bit checkpoints (mlx_lm.convert -q --q-bits 4 or 8)")
         }
+        let dtype: DType = p.bits == 4 ? .q4_1 : .q8_a
         guard weight.tensor.dtype == .U32, weight.tensor.shape.count == 2 else {
             throw FormatError(
                 .unsupportedDType,
@@ -130,20 +132,19 @@ public final class MLXCheckpoint: TensorStore {
                     remedy: "Hearth runs MLX affine quantization (integer-coded scales belong to the mxfp/nvfp modes)")
             }
         }
-        guard let bytes = DType.q4_1.matrixBytes(rows: rows, cols: cols, layout: .interleaved16) else {
+        guard let bytes = dtype.matrixBytes(rows: rows, cols: cols, layout: .interleaved16) else {
             throw FormatError(.shapeMismatch, "matrix \(rows) × \(cols) is too large", path: path, key: name)
         }
         let packed = try weight.file.data(of: weight.tensor)
-        var scaleBits = try halfBits(scales, maxQ: 15)
+        var scaleBits = try halfBits(scales, maxQ: (1 << p.bits) - 1)
         var biasBits = try halfBits(biases, maxQ: 0)
         let buffer = OwnedBuffer(count: bytes)
         guard let packedBase = packed.baseAddress else { return nil }
         scaleBits.values.withUnsafeBufferPointer { s in
             biasBits.values.withUnsafeBufferPointer { b in
                 guard let s = s.baseAddress, let b = b.baseAddress else { return }
-                MLXRepack.repack4Bit(
-                    packed: packedBase, scales: s, biases: b, rows: rows, cols: cols, groupSize: p.groupSize,
-                    into: buffer.pointer, threads: threads)
+                let repack = p.bits == 4 ? MLXRepack.repack4Bit : MLXRepack.repack8Bit
+                repack(packedBase, s, b, rows, cols, p.groupSize, buffer.pointer, threads)
             }
         }
         log.withLock { l in
@@ -151,13 +152,17 @@ public final class MLXCheckpoint: TensorStore {
             l.scaleTypes.insert(scales.tensor.dtype.rawValue)
             l.scaleCount += 2 * rows * groups
             l.roundedScales += scaleBits.rounded + biasBits.rounded
-            // Per group: |Δw| ≤ |Δs|·15 + |Δb|; bound it by the two maxima.
+            // Per group: |Δw| ≤ |Δs|·q_max + |Δb|; bound it by the two maxima.
             l.maxWeightError = max(l.maxWeightError, scaleBits.maxError + biasBits.maxError)
         }
         scaleBits.values = []
         biasBits.values = []
+        // The tiles are a copy: the packed words, scales and biases need not stay resident.
+        for part in [weight, scales, biases] {
+            part.file.file.dropPages(at: part.tensor.offset, count: part.tensor.byteCount)
+        }
         return TensorData(
-            name: name, dtype: .q4_1, shape: [rows, cols], layout: .interleaved16,
+            name: name, dtype: dtype, shape: [rows, cols], layout: .interleaved16,
             bytes: UnsafeRawBufferPointer(start: buffer.pointer, count: bytes), owner: buffer, path: path)
     }
 

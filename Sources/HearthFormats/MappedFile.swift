@@ -55,6 +55,21 @@ public final class MappedFile: @unchecked Sendable {
         if let base { munmap(UnsafeMutableRawPointer(mutating: base), size) }
     }
 
+    /// Tells the kernel the bytes at `offset..<offset+count` will not be read again (their
+    /// contents were copied elsewhere, e.g. rearranged into kernel tiles), so the pages stop
+    /// counting toward the process's memory. Only whole pages inside the range are dropped;
+    /// reading them later still works (the mapping is private and read-only: they are read
+    /// from the file again). Out-of-range requests are ignored.
+    public func dropPages(at offset: Int, count: Int) {
+        guard let base, offset >= 0, count > 0, offset <= size, count <= size - offset else { return }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        guard page > 0 else { return }
+        let start = (offset + page - 1) / page * page
+        let end = (offset + count) / page * page
+        guard end > start else { return }
+        _ = madvise(UnsafeMutableRawPointer(mutating: base + start), end - start, Int32(MADV_DONTNEED))
+    }
+
     /// A pointer to `count` bytes at `offset`, after checking they lie inside the file.
     public func bytes(at offset: Int, count: Int) throws -> UnsafeRawBufferPointer {
         guard offset >= 0, count >= 0, offset <= size, count <= size - offset else {

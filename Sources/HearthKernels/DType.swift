@@ -6,6 +6,8 @@
 /// f16 scale (`q4_0`: w = d·(q−8); `q4_1`: w = d·q + m; `q8_0`: w = d·q). `q5_0`, `q5_1`
 /// and the K-quants (`q2_K`…`q6_K`, 256-weight super-blocks) are ggml's layouts as read
 /// from GGUF files; their scalar dequantizers are in GGMLBlocks.swift (docs/GGUF.md).
+/// `q8_a` is Hearth's own 8-bit affine block (w = d·q + m, q ∈ 0…255, f16 d and m), the
+/// home of MLX's 8-bit affine weights (docs/MLX.md); it has no ggml type.
 public enum DType: String, Sendable, CaseIterable, Codable {
     case f32
     case f16
@@ -20,12 +22,13 @@ public enum DType: String, Sendable, CaseIterable, Codable {
     case q4_K
     case q5_K
     case q6_K
+    case q8_a
 
     /// Number of elements stored together in one block (1 for plain floats).
     public var blockSize: Int {
         switch self {
         case .f32, .f16, .bf16: return 1
-        case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1: return 32
+        case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q8_a: return 32
         case .q2_K, .q3_K, .q4_K, .q5_K, .q6_K: return 256
         }
     }
@@ -45,6 +48,7 @@ public enum DType: String, Sendable, CaseIterable, Codable {
         case .q4_K: return 144  // f16 d, f16 dmin, 12 scale/min bytes, 128 bytes of nibbles
         case .q5_K: return 176  // f16 d, f16 dmin, 12 scale/min bytes, 32 bytes high bits, 128 bytes of nibbles
         case .q6_K: return 210  // 128 bytes low nibbles, 64 bytes high 2 bits, 16 int8 scales, f16 d
+        case .q8_a: return 36  // f16 d, f16 m + 32 uint8
         }
     }
 
@@ -52,8 +56,12 @@ public enum DType: String, Sendable, CaseIterable, Codable {
     public var isQuantized: Bool { blockSize > 1 }
 
     /// Whether Hearth has the `interleaved16` kernel layout (and a quantizer) for this type:
-    /// `q4_0`, `q4_1` and `q8_0`. The other block types are read from GGUF files in `rows` layout.
-    public var supportsInterleaved16: Bool { self == .q4_0 || self == .q4_1 || self == .q8_0 }
+    /// `q4_0`, `q4_1`, `q8_0` and `q8_a`. The other block types are read from GGUF files in `rows` layout.
+    public var supportsInterleaved16: Bool { self == .q4_0 || self == .q4_1 || self == .q8_0 || self == .q8_a }
+
+    /// Whether blocks carry a minimum m next to the scale (w = d·q + m): `q4_1`, `q8_a`.
+    /// Their interleaved tiles hold the 16 minimums after the 16 scales.
+    public var hasMinimum: Bool { self == .q4_1 || self == .q8_a }
 
     /// Storage cost in bits per weight.
     public var bitsPerWeight: Double { Double(bytesPerBlock * 8) / Double(blockSize) }
@@ -103,8 +111,8 @@ extension DType {
 }
 
 extension DType {
-    /// The type's id in ggml / GGUF tensor infos (`enum ggml_type`).
-    public var ggmlTypeID: UInt32 {
+    /// The type's id in ggml / GGUF tensor infos (`enum ggml_type`); nil for Hearth's own `q8_a`.
+    public var ggmlTypeID: UInt32? {
         switch self {
         case .f32: return 0
         case .f16: return 1
@@ -119,6 +127,7 @@ extension DType {
         case .q5_K: return 13
         case .q6_K: return 14
         case .bf16: return 30
+        case .q8_a: return nil
         }
     }
 

@@ -19,7 +19,7 @@ public enum GGMLBlocks {
         case .q4_K: dequantizeQ4_K(p, into: out)
         case .q5_K: dequantizeQ5_K(p, into: out)
         case .q6_K: dequantizeQ6_K(p, into: out)
-        case .f32, .f16, .bf16, .q4_0, .q4_1, .q8_0: break
+        case .f32, .f16, .bf16, .q4_0, .q4_1, .q8_0, .q8_a: break
         }
     }
 

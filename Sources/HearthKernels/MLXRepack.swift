@@ -7,7 +7,8 @@
 ///
 /// For 4 bits that is exactly the q4_1 rule (w = d·q + m, q ∈ 0…15): a group of 32, 64 or 128
 /// splits into q4_1 blocks of 32 that share the group's scale and bias, so the nibbles move
-/// into `interleaved16` tiles without requantizing (docs/MLX.md).
+/// into `interleaved16` tiles without requantizing. For 8 bits it is `q8_a`'s rule
+/// (w = d·q + m, q ∈ 0…255) and the bytes move the same way (docs/MLX.md).
 public enum MLXRepack {
     /// Writes an MLX 4-bit affine matrix as q4_1 `interleaved16` tiles.
     ///
@@ -54,6 +55,44 @@ public enum MLXRepack {
                         quants.storeBytes(of: UInt32(truncatingIfNeeded: first >> 32).littleEndian, toByteOffset: 64, as: UInt32.self)
                         quants.storeBytes(of: UInt32(truncatingIfNeeded: second).littleEndian, toByteOffset: 128, as: UInt32.self)
                         quants.storeBytes(of: UInt32(truncatingIfNeeded: second >> 32).littleEndian, toByteOffset: 192, as: UInt32.self)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Writes an MLX 8-bit affine matrix as q8_a `interleaved16` tiles. `packed` holds
+    /// `rows × cols/4` little-endian UInt32 words, element j of a row in byte j of the row
+    /// (lowest bits first); the other parameters are as for `repack4Bit`, with `out` sized by
+    /// `DType.q8_a.matrixBytes(rows:cols:layout: .interleaved16)`.
+    public static func repack8Bit(
+        packed: UnsafeRawPointer, scales: UnsafePointer<UInt16>, biases: UnsafePointer<UInt16>,
+        rows: Int, cols: Int, groupSize: Int, into out: UnsafeMutableRawPointer, threads: Int
+    ) {
+        let source = SendableSource(packed: packed, scales: scales, biases: biases)
+        let output = UncheckedPointer(out)
+        let blocks = cols / 32
+        let groupsPerRow = cols / groupSize
+        let blocksPerGroup = groupSize / 32
+        let tileBytes = DType.q8_a.interleavedTileBytes
+        let rowGroups = (rows + 15) / 16
+        let workers = max(1, min(threads, rowGroups))
+        DispatchQueueShim.concurrentPerform(iterations: workers) { worker in
+            for g in (rowGroups * worker / workers)..<(rowGroups * (worker + 1) / workers) {
+                for r in 0..<min(16, rows - g * 16) {
+                    let row = g * 16 + r
+                    let bytes = source.packed + row * cols
+                    let s = source.scales + row * groupsPerRow, m = source.biases + row * groupsPerRow
+                    for b in 0..<blocks {
+                        let tile = output.pointer + (g * blocks + b) * tileBytes
+                        tile.storeBytes(of: s[b / blocksPerGroup], toByteOffset: 2 * r, as: UInt16.self)
+                        tile.storeBytes(of: m[b / blocksPerGroup], toByteOffset: 32 + 2 * r, as: UInt16.self)
+                        // Block bytes 4k…4k+3 (elements 4k…4k+3) go to chunk k at 4r.
+                        for k in 0..<8 {
+                            tile.storeBytes(
+                                of: bytes.loadUnaligned(fromByteOffset: 32 * b + 4 * k, as: UInt32.self),
+                                toByteOffset: 64 + 64 * k + 4 * r, as: UInt32.self)
+                        }
                     }
                 }
             }

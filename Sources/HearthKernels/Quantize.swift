@@ -42,6 +42,21 @@ public enum Quantizer {
             for i in 0..<32 {
                 out.storeBytes(of: Int8((x[i] * id).rounded()), toByteOffset: 2 + i, as: Int8.self)
             }
+        case .q8_a:
+            // q4_1's rule with 255 steps: d = (max − min)/255, m = min, q = round((x − m)/d).
+            var lo = Float.infinity, hi = -Float.infinity
+            for i in 0..<32 {
+                lo = min(lo, x[i])
+                hi = max(hi, x[i])
+            }
+            let d = (hi - lo) / 255
+            let id: Float = d != 0 ? 1 / d : 0
+            out.storeBytes(of: floatToHalf(d), as: UInt16.self)
+            out.storeBytes(of: floatToHalf(lo), toByteOffset: 2, as: UInt16.self)
+            for i in 0..<32 {
+                let q = min(255, max(0, ((x[i] - lo) * id).rounded()))
+                out.storeBytes(of: UInt8(q), toByteOffset: 4 + i, as: UInt8.self)
+            }
         case .f32, .f16, .bf16, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:
             break  // no Hearth quantizer / interleaved layout for these types
         }
@@ -98,6 +113,14 @@ public enum Quantizer {
                     tile.storeBytes(of: q ^ 0x80, toByteOffset: 32 + 64 * k + 4 * r + j, as: UInt8.self)
                 }
             }
+        case .q8_a:
+            // Minimum after the scales; the unsigned quants as they are.
+            tile.storeBytes(of: p.loadUnaligned(fromByteOffset: 2, as: UInt16.self), toByteOffset: 32 + 2 * r, as: UInt16.self)
+            for k in 0..<8 {
+                tile.storeBytes(
+                    of: p.loadUnaligned(fromByteOffset: 4 + 4 * k, as: UInt32.self), toByteOffset: 64 + 64 * k + 4 * r,
+                    as: UInt32.self)
+            }
         case .f32, .f16, .bf16, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:
             break  // no Hearth quantizer / interleaved layout for these types
         }
@@ -125,6 +148,13 @@ public func dequantizeInterleaved(_ tile: UnsafeRawPointer, dtype: DType, row r:
             for j in 0..<4 {
                 let q = Int8(bitPattern: tile.load(fromByteOffset: 32 + 64 * k + 4 * r + j, as: UInt8.self) ^ 0x80)
                 out[4 * k + j] = d * Float(q)
+            }
+        }
+    case .q8_a:
+        let m = halfToFloat(tile.loadUnaligned(fromByteOffset: 32 + 2 * r, as: UInt16.self))
+        for k in 0..<8 {
+            for j in 0..<4 {
+                out[4 * k + j] = d * Float(tile.load(fromByteOffset: 64 + 64 * k + 4 * r + j, as: UInt8.self)) + m
             }
         }
     case .f32, .f16, .bf16, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:

@@ -4,6 +4,7 @@ import _Builtin_intrinsics.intel
 
 /// The zero point a block type's stored quants carry: q4_0 stores q+8 (as 0…15) and
 /// Hearth stores q8_0 quants as q+128 (unsigned) so both feed unsigned×signed dot products.
+/// The affine types (q4_1, q8_a) store q itself (0…15, 0…255) and add m·Σa instead.
 @inline(__always)
 func zeroPoint(_ dtype: DType) -> Float {
     switch dtype {
@@ -23,7 +24,7 @@ public func quantizedMatMulReference(
 ) {
     let blocks = w.blocksPerRow
     let zero = zeroPoint(w.dtype)
-    let quantBase = w.dtype == .q4_1 ? 64 : 32
+    let quantBase = w.dtype.hasMinimum ? 64 : 32
     for g in groups {
         for t in 0..<batch {
             for r in 0..<16 where g * 16 + r < w.rows {
@@ -44,7 +45,7 @@ public func quantizedMatMulReference(
                     default:
                         for k in 0..<8 {
                             for j in 0..<4 {
-                                let byte = tile.load(fromByteOffset: 32 + 64 * k + 4 * r + j, as: UInt8.self)
+                                let byte = tile.load(fromByteOffset: quantBase + 64 * k + 4 * r + j, as: UInt8.self)
                                 isum += Int32(byte) * Int32(a[4 * k + j])
                             }
                         }
@@ -52,7 +53,7 @@ public func quantizedMatMulReference(
                     let d = halfToFloat(tile.loadUnaligned(fromByteOffset: 2 * r, as: UInt16.self))
                     let da = act.scales[t * blocks + b], sa = act.sums[t * blocks + b]
                     acc += d * da * (Float(isum) - zero * sa)
-                    if w.dtype == .q4_1 {
+                    if w.dtype.hasMinimum {
                         acc += halfToFloat(tile.loadUnaligned(fromByteOffset: 32 + 2 * r, as: UInt16.self)) * da * sa
                     }
                 }
@@ -124,8 +125,8 @@ typealias TileWeights = (
 
 @inline(__always)
 func loadTile(_ tile: UnsafeRawPointer, dtype: DType) -> TileWeights {
-    if dtype == .q8_0 {
-        let q = tile + 32
+    if dtype == .q8_0 || dtype == .q8_a {
+        let q = tile + (dtype == .q8_a ? 64 : 32)
         return (
             q.loadUnaligned(as: SIMD8<Int64>.self), q.loadUnaligned(fromByteOffset: 64, as: SIMD8<Int64>.self),
             q.loadUnaligned(fromByteOffset: 128, as: SIMD8<Int64>.self),
@@ -174,7 +175,7 @@ public func quantizedMatMulAVX512VNNI(
     let blocks = w.blocksPerRow
     let dtype = w.dtype
     let zero = SIMD16<Float>(repeating: zeroPoint(dtype))
-    let affine = dtype == .q4_1
+    let affine = dtype.hasMinimum
     let cols = w.cols
 
     @inline(__always) func store(_ f: SIMD16<Float>, token t: Int, group g: Int) {

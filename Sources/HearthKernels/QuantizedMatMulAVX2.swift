@@ -5,16 +5,17 @@ import _Builtin_intrinsics.intel
 /// 64-byte weight vector is two 32-byte halves (rows 0–7, rows 8–15); `vpmaddubsw` then
 /// `vpmaddwd` against four activation bytes broadcast gives each row's 4-product sum in
 /// one int32 lane. q8_0 uses the sign trick (|q| × sign(a, q)) so the 16-bit pair sums
-/// cannot saturate, and so needs no zero-point correction.
+/// cannot saturate, and so needs no zero-point correction. q8_a's unsigned q (0…255) goes
+/// the same way as q − 128 (flipping the top bit), and 128·d·Σa puts the offset back.
 public func quantizedMatMulAVX2(
     _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>,
     y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
     let blocks = w.blocksPerRow
     let dtype = w.dtype
-    let isQ8 = dtype == .q8_0
-    let zero = SIMD8<Float>(repeating: isQ8 ? 0 : zeroPoint(dtype))
-    let affine = dtype == .q4_1
+    let isQ8 = dtype == .q8_0 || dtype == .q8_a
+    let zero = SIMD8<Float>(repeating: dtype == .q8_a ? -128 : isQ8 ? 0 : zeroPoint(dtype))
+    let affine = dtype.hasMinimum
     let quantBase = affine ? 64 : 32
     let ones = _mm256_set1_epi16(1)
     let mask = _mm256_set1_epi8(0x0f)
@@ -24,7 +25,8 @@ public func quantizedMatMulAVX2(
     /// The weight half `half` (0: rows 0–7, 1: rows 8–15) of vector m of a tile.
     @inline(__always) func weights(_ tile: UnsafeRawPointer, _ m: Int, _ half: Int) -> SIMD4<Int64> {
         if isQ8 {
-            return _mm256_xor_si256(tile.loadUnaligned(fromByteOffset: 32 + 64 * m + 32 * half, as: SIMD4<Int64>.self), flip)
+            return _mm256_xor_si256(
+                tile.loadUnaligned(fromByteOffset: quantBase + 64 * m + 32 * half, as: SIMD4<Int64>.self), flip)
         }
         let raw = tile.loadUnaligned(fromByteOffset: quantBase + 64 * (m & 3) + 32 * half, as: SIMD4<Int64>.self)
         return m < 4 ? _mm256_and_si256(raw, mask) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)

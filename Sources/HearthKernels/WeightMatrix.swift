@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A read-only 2-D weight matrix `(rows, cols)` in row-major order, stored in any `DType`,
 /// usually pointing into a memory-mapped model file.
 ///
@@ -72,7 +76,7 @@ public func dequantize(_ src: UnsafeRawPointer, dtype: DType, count: Int, into o
     case .bf16:
         let b = src.assumingMemoryBound(to: UInt16.self)
         for i in 0..<count { out[i] = bfloat16ToFloat(UInt16(littleEndian: b[i])) }
-    case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:
+    case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_a:
         let n = dtype.blockSize
         for block in 0..<(count / n) {
             dequantizeBlock(src + block * dtype.bytesPerBlock, dtype: dtype, into: out + block * n)
@@ -102,6 +106,9 @@ public func dequantizeBlock(_ p: UnsafeRawPointer, dtype: DType, into out: Unsaf
         }
     case .q8_0:
         for i in 0..<32 { out[i] = d * Float(p.load(fromByteOffset: 2 + i, as: Int8.self)) }
+    case .q8_a:
+        let m = halfToFloat(p.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
+        for i in 0..<32 { out[i] = d * Float(p.load(fromByteOffset: 4 + i, as: UInt8.self)) + m }
     case .f32, .f16, .bf16:
         break
     }
@@ -114,10 +121,17 @@ public final class OwnedBuffer: @unchecked Sendable {
     /// Size in bytes.
     public let count: Int
 
-    /// Allocates `count` zeroed bytes aligned to 64.
+    /// Allocates `count` zeroed bytes aligned to 64. Buffers of 2 MiB or more (weights
+    /// rearranged or quantized at load) are aligned to 2 MiB and, on Linux, asked for
+    /// transparent huge pages before they are touched: the kernels stream them every token,
+    /// and huge pages raise read bandwidth as they do for mapped files (PERFORMANCE-NOTES.md).
     public init(count: Int) {
         self.count = count
-        pointer = UnsafeMutableRawPointer.allocate(byteCount: max(count, 1), alignment: 64)
+        let huge = 2 << 20
+        pointer = UnsafeMutableRawPointer.allocate(byteCount: max(count, 1), alignment: count >= huge ? huge : 64)
+        #if os(Linux)
+        if count >= huge { _ = madvise(pointer, count, 14 /* MADV_HUGEPAGE */) }
+        #endif
         pointer.initializeMemory(as: UInt8.self, repeating: 0, count: max(count, 1))
     }
 

@@ -6,14 +6,15 @@ import Testing
 
 @testable import HearthEngine
 
-/// MLX 4-bit checkpoints converted by `mlx_lm.convert` (scripts/make_mlx_fixtures.py) against
+/// MLX 4-bit and 8-bit checkpoints converted by `mlx_lm.convert` (scripts/make_mlx_fixtures.py) against
 /// mlx-lm's own logits and greedy continuations on the same quantized weights.
 @Suite struct MLXGoldenTests {
     /// The tiles hold the checkpoint's own s, b and q, so with f32 activations (BLAS on the
     /// dequantized tiles: `weightsAreExact`) Hearth matches mlx-lm's f32 logits to ≈4e-6. The
     /// integer kernels quantize activations to 8 bits per 32-element block (step amax/127),
     /// and that alone moves the logits of these fixtures (spread σ ≈ 1.6) by at most
-    /// 0.083 (measured: phi3 0.074, tied 0.059, phi2 0.083) and by 0.009–0.013 on average.
+    /// 0.083 (measured: phi3 0.074, tied 0.054, phi2 0.083, 8-bit 0.082) and by 0.009–0.013 on
+    /// average.
     /// Bounds: about twice the measured figures.
     static let tolerance: Float = 0.15
     static let meanTolerance: Float = 0.03
@@ -75,9 +76,9 @@ import Testing
         }
     }
 
-    /// Every quantized matrix — embeddings and lm_head included — runs on q4_1 tiles; the
-    /// module config.json marks `false` stays in its float type.
-    @Test func matricesLandOnQ4_1Tiles() throws {
+    /// Every quantized matrix — embeddings and lm_head included — runs on q4_1 tiles (8-bit:
+    /// q8_a); the module config.json marks `false` stays in its float type.
+    @Test func matricesLandOnKernelTiles() throws {
         let model = try LanguageModel(path: Fixtures.checkpoint("mlx-phi3-q4-g64").path)
         for (role, matrix) in model.weights.namedMatrices(options: model.options) {
             #expect(matrix.dtype == .q4_1 && matrix.layout == .interleaved16, "\(role)")
@@ -90,8 +91,14 @@ import Testing
         #expect(tied.weights.tokenEmbedding.dtype == .q4_1)
         #expect(tied.weights.layers[0].attnOutput.dtype == .bf16)
         #expect(tied.weights.layers[1].attnOutput.dtype == .q4_1)
+        #expect(tied.weights.layers[1].down.dtype == .q8_a)
         let summary = try #require(tied.quantizationSummary)
-        #expect(summary.hasPrefix("MLX 7 × affine 4-bit, group 32, 1 × affine 4-bit, group 64; scales/biases BF16 → f16"))
+        #expect(summary.hasPrefix("MLX 7 × affine 4-bit, group 32, 1 × affine 8-bit, group 64; scales/biases BF16 → f16"))
+
+        let eight = try LanguageModel(path: Fixtures.checkpoint("mlx-phi3-q8-g64").path)
+        for (role, matrix) in eight.weights.namedMatrices(options: eight.options) {
+            #expect(matrix.dtype == .q8_a && matrix.layout == .interleaved16, "\(role)")
+        }
     }
 
     @Test func quantizationConfigParses() throws {
@@ -179,8 +186,11 @@ import Testing
     }
 
     @Test func unsupportedBits() throws {
-        #expect(Self.code(try Self.damagedCopy(config: Self.setQuantization("bits", 3))) == .unsupportedDType)
-        #expect(Self.code(try Self.damagedCopy(config: Self.setQuantization("bits", 8))) == .unsupportedDType)
+        for bits in [2, 3, 5, 6, 16] {
+            #expect(Self.code(try Self.damagedCopy(config: Self.setQuantization("bits", bits))) == .unsupportedDType)
+        }
+        // 8 is supported, but these words hold 4-bit values: 32 columns, which group 64 does not divide.
+        #expect(Self.code(try Self.damagedCopy(config: Self.setQuantization("bits", 8))) == .shapeMismatch)
     }
 
     @Test func groupSizes() throws {

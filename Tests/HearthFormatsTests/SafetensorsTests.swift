@@ -123,6 +123,20 @@ import Testing
         }
     }
 
+    /// Dropped pages read back unchanged (they come from the file again); bad ranges are ignored.
+    @Test func droppedPagesStillRead() throws {
+        let bytes = (0..<(3 * 4096 + 100)).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-\(UUID().uuidString).bin").path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let file = try MappedFile(path: path)
+        #expect(Array(try file.bytes(at: 0, count: bytes.count)) == bytes)
+        file.dropPages(at: 10, count: bytes.count - 10)
+        file.dropPages(at: -1, count: 5)
+        file.dropPages(at: 0, count: bytes.count + 1)
+        #expect(Array(try file.bytes(at: 0, count: bytes.count)) == bytes)
+    }
+
     @Test func configFormsDecode() throws {
         let classic = try HFConfig.load(from: Fixtures.checkpoint("phi3-mha").appendingPathComponent("config.json"))
         #expect(classic.ropeScaling == nil)

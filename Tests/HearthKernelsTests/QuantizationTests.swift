@@ -4,7 +4,7 @@ import Testing
 @testable import HearthKernels
 
 @Suite struct QuantizationTests {
-    static let blockTypes: [DType] = [.q4_0, .q4_1, .q8_0]
+    static let blockTypes: [DType] = [.q4_0, .q4_1, .q8_0, .q8_a]
 
     func randomMatrix(rows: Int, cols: Int, seed: UInt64) -> [Float] {
         var state = seed
@@ -41,6 +41,7 @@ import Testing
                 switch dtype {
                 case .q4_0: bound = amax / 8 * (1 + 8.0 / 2048)
                 case .q4_1: bound = (hi - lo) / 15 * (0.5 + 15.0 / 2048) + abs(lo) / 2048
+                case .q8_a: bound = (hi - lo) / 255 * (0.5 + 255.0 / 2048) + abs(lo) / 2048
                 default: bound = amax / 127 * (0.5 + 127.0 / 2048)
                 }
                 for i in 0..<32 {

@@ -16,7 +16,7 @@ public enum Fixtures {
     public static let familyCheckpoints = ["phi2-tiny", "gemma3-tiny", "llama-tiny"]
 
     /// MLX-quantized conversions (scripts/make_mlx_fixtures.py); references from mlx-lm.
-    public static let mlxCheckpoints = ["mlx-phi3-q4-g64", "mlx-phi3-tied-q4-g32", "mlx-phi2-q4-g64"]
+    public static let mlxCheckpoints = ["mlx-phi3-q4-g64", "mlx-phi3-tied-q4-g32", "mlx-phi2-q4-g64", "mlx-phi3-q8-g64"]
 
     /// Every checkpoint with reference logits.
     public static let allCheckpoints = phi3Checkpoints + familyCheckpoints
