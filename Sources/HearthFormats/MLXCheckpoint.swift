@@ -30,8 +30,9 @@ public final class MLXCheckpoint: TensorStore {
         public var matrices: [String: Int] = [:]
         /// Float types the scales and biases were stored in.
         public var scaleTypes: Set<String> = []
-        /// Scales and biases converted, and how many were not exactly representable in f16.
+        /// Scales and biases converted.
         public var scaleCount = 0
+        /// How many of them were not exactly representable in f16 (and were rounded).
         public var roundedScales = 0
         /// Upper bound of |Δw| caused by rounding scales and biases to f16 (|Δs|·q_max + |Δb|).
         public var maxWeightError: Float = 0
@@ -59,8 +60,13 @@ public final class MLXCheckpoint: TensorStore {
         return "MLX \(kinds.isEmpty ? "(no quantized matrices)" : kinds); scales/biases \(types) → f16 \(exactness)"
     }
 
+    /// Every tensor name of the underlying files (packed weights, scales and biases included).
     public var tensorNames: [String] { base.tensorNames }
 
+    /// The tensor `name`; for a quantized module's `X.weight`, the matrix in kernel tiles
+    /// (shape `[rows, cols]` unpacked). Throws `FormatError` when the config and the tensors
+    /// disagree or use an unsupported setting (bits other than 4 and 8, non-affine modes,
+    /// group sizes that are not multiples of 32).
     public func tensor(named name: String) throws -> TensorData? {
         let suffix = ".weight"
         guard name.hasSuffix(suffix) else { return try base.tensor(named: name) }

@@ -22,6 +22,7 @@ public struct MLXQuantizationConfig: Sendable, Equatable {
         /// MLX's quantization mode; Hearth runs `affine` (w = scale·q + bias).
         public var mode: String
 
+        /// Parameters as written in config.json (validated where a tensor uses them).
         public init(groupSize: Int, bits: Int, mode: String = "affine") {
             self.groupSize = groupSize
             self.bits = bits
@@ -33,7 +34,9 @@ public struct MLXQuantizationConfig: Sendable, Equatable {
 
     /// A per-module entry.
     public enum Entry: Sendable, Equatable {
+        /// Quantized with these parameters (`{...}` or `true`, which means the defaults).
         case quantized(Parameters)
+        /// Left in its float type (`false`).
         case unquantized
     }
 
@@ -44,6 +47,7 @@ public struct MLXQuantizationConfig: Sendable, Equatable {
     /// The config key it was read from (`quantization` or `quantization_config`).
     public var key: String
 
+    /// Settings with `defaults` for every module except those in `overrides`.
     public init(defaults: Parameters, overrides: [String: Entry] = [:], key: String = "quantization") {
         self.defaults = defaults
         self.overrides = overrides
