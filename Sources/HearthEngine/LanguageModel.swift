@@ -50,7 +50,6 @@ public final class LanguageModel: Sendable {
         var tokenizer: any Tokenizer
         var tokenizerFiles: TokenizerFiles
         var extraStopTokens: [Int] = []
-        var quantizationSummary: String?
     }
 
     private init(parts: Parts, started: Date) throws {
@@ -63,7 +62,7 @@ public final class LanguageModel: Sendable {
         weights = parts.weights
         tokenizer = parts.tokenizer
         tokenizerFiles = parts.tokenizerFiles
-        quantizationSummary = parts.quantizationSummary
+        quantizationSummary = MLXTiles.summary(of: parts.weights.namedMatrices(options: parts.options).map(\.matrix))
         generationConfig = try parts.generationConfigText.map {
             try decodeJSON(GenerationConfig.self, from: Data($0.utf8), path: parts.path.path + " (generation_config.json)")
         }
@@ -104,9 +103,7 @@ public final class LanguageModel: Sendable {
         } else if !isDirectory.boolValue && HQFFile.isHQF(path: url.path) {
             parts = try Self.loadHQF(try HQFFile(path: url.path))
         } else {
-            parts = try Self.loadCheckpoint(
-                isDirectory.boolValue ? url : url.deletingLastPathComponent(),
-                threads: threads ?? WorkerPool.defaultThreadCount)
+            parts = try Self.loadCheckpoint(isDirectory.boolValue ? url : url.deletingLastPathComponent())
         }
         if let quantize {
             let plan = try QuantizationPlan(type: quantize)
@@ -116,9 +113,8 @@ public final class LanguageModel: Sendable {
         try self.init(parts: parts, started: started)
     }
 
-    /// A Hugging Face checkpoint directory; MLX-quantized ones (config.json `quantization`)
-    /// are read through `MLXCheckpoint` into the kernels' layout.
-    private static func loadCheckpoint(_ url: URL, threads: Int) throws -> Parts {
+    /// A Hugging Face checkpoint directory.
+    private static func loadCheckpoint(_ url: URL) throws -> Parts {
         let configURL = url.appendingPathComponent("config.json")
         guard let configData = FileManager.default.contents(atPath: configURL.path) else {
             throw FormatError(
@@ -129,11 +125,9 @@ public final class LanguageModel: Sendable {
         let config = try decodeJSON(HFConfig.self, from: configData, path: configURL.path)
         let family = try ModelFamilies.family(for: config, path: configURL.path)
         let options = try family.options(from: config)
-        let safetensors = try SafetensorsCheckpoint(directory: url)
-        let mlx = try MLXQuantizationConfig.parse(configJSON: configData, path: configURL.path).map {
-            MLXCheckpoint(base: safetensors, quantization: $0, threads: threads)
-        }
-        let store: TensorStore = mlx ?? safetensors
+        // MLX-quantized checkpoints (config.json `quantization`) come through MLXCheckpoint.
+        let store = try MLXCheckpoint.store(
+            for: try SafetensorsCheckpoint(directory: url), configJSON: configData, path: configURL.path)
         let weights = try ModelWeights(options: options, store: store, normOffset: family.normWeightOffset) {
             family.tensorName($0)
         }
@@ -144,8 +138,7 @@ public final class LanguageModel: Sendable {
                 atPath: url.appendingPathComponent("generation_config.json").path
             ).map { String(decoding: $0, as: UTF8.self) },
             architecture: config.architectures?.first ?? "?", options: options, weights: weights,
-            tokenizer: try SentencePieceTokenizer(files: files), tokenizerFiles: files,
-            quantizationSummary: mlx?.summary)
+            tokenizer: try SentencePieceTokenizer(files: files), tokenizerFiles: files)
     }
 
     /// A Hearth `.hqf` file: canonical tensor names, load-time fixes already applied.

@@ -22,21 +22,8 @@ public final class MLXCheckpoint: TensorStore {
     public let quantization: MLXQuantizationConfig
     /// Threads used to rearrange each matrix.
     public let threads: Int
-    private let log = Mutex(ConversionLog())
-
-    /// What the store converted so far (for `hearth inspect`).
-    public struct ConversionLog: Sendable, Equatable {
-        /// Matrices converted, by their parameters.
-        public var matrices: [String: Int] = [:]
-        /// Float types the scales and biases were stored in.
-        public var scaleTypes: Set<String> = []
-        /// Scales and biases converted.
-        public var scaleCount = 0
-        /// How many of them were not exactly representable in f16 (and were rounded).
-        public var roundedScales = 0
-        /// Upper bound of |Δw| caused by rounding scales and biases to f16 (|Δs|·q_max + |Δb|).
-        public var maxWeightError: Float = 0
-    }
+    /// What this store has converted; every matrix it returns points at it (`MLXTiles`).
+    public let conversion = MLXConversion()
 
     /// Wraps an opened checkpoint with its quantization settings.
     public init(base: SafetensorsCheckpoint, quantization: MLXQuantizationConfig, threads: Int) {
@@ -45,20 +32,15 @@ public final class MLXCheckpoint: TensorStore {
         self.threads = max(1, threads)
     }
 
-    /// What has been converted.
-    public var conversionLog: ConversionLog { log.withLock { $0 } }
+    /// The store for a checkpoint directory: an `MLXCheckpoint` when `configJSON` (its
+    /// config.json) has MLX quantization settings, else `base` itself. Threads: all cores.
+    public static func store(for base: SafetensorsCheckpoint, configJSON: Data, path: String) throws -> TensorStore {
+        guard let quantization = try MLXQuantizationConfig.parse(configJSON: configJSON, path: path) else { return base }
+        return MLXCheckpoint(base: base, quantization: quantization, threads: WorkerPool.defaultThreadCount)
+    }
 
     /// A one-line description of the conversion: parameters, scale types, f16 exactness.
-    public var summary: String {
-        let l = conversionLog
-        let kinds = l.matrices.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }.joined(separator: ", ")
-        let types = l.scaleTypes.sorted().joined(separator: "/")
-        let exactness =
-            l.roundedScales == 0
-            ? "exact"
-            : "\(l.roundedScales) of \(l.scaleCount) rounded, max |Δw| \(String(format: "%.3g", l.maxWeightError))"
-        return "MLX \(kinds.isEmpty ? "(no quantized matrices)" : kinds); scales/biases \(types) → f16 \(exactness)"
-    }
+    public var summary: String { conversion.summary }
 
     /// Every tensor name of the underlying files (packed weights, scales and biases included).
     public var tensorNames: [String] { base.tensorNames }
@@ -153,7 +135,7 @@ public final class MLXCheckpoint: TensorStore {
                 repack(packedBase, s, b, rows, cols, p.groupSize, buffer.pointer, threads)
             }
         }
-        log.withLock { l in
+        conversion.log.withLock { l in
             l.matrices["\(p)", default: 0] += 1
             l.scaleTypes.insert(scales.tensor.dtype.rawValue)
             l.scaleCount += 2 * rows * groups
@@ -169,7 +151,8 @@ public final class MLXCheckpoint: TensorStore {
         }
         return TensorData(
             name: name, dtype: dtype, shape: [rows, cols], layout: .interleaved16,
-            bytes: UnsafeRawBufferPointer(start: buffer.pointer, count: bytes), owner: buffer, path: path)
+            bytes: UnsafeRawBufferPointer(start: buffer.pointer, count: bytes),
+            owner: MLXTiles(buffer: buffer, conversion: conversion), path: path)
     }
 
     /// A float tensor as f16 bit patterns, with how many values were rounded and the largest
@@ -201,5 +184,63 @@ public final class MLXCheckpoint: TensorStore {
             }
         }
         return (values, rounded, maxError)
+    }
+}
+
+/// What one MLX load converted (shared by the store and the matrices it made).
+public final class MLXConversion: Sendable {
+    /// The record itself.
+    public struct Log: Sendable, Equatable {
+        /// Matrices converted, by their parameters.
+        public var matrices: [String: Int] = [:]
+        /// Float types the scales and biases were stored in.
+        public var scaleTypes: Set<String> = []
+        /// Scales and biases converted.
+        public var scaleCount = 0
+        /// How many of them were not exactly representable in f16 (and were rounded).
+        public var roundedScales = 0
+        /// Upper bound of |Δw| caused by rounding scales and biases to f16 (|Δs|·q_max + |Δb|).
+        public var maxWeightError: Float = 0
+    }
+
+    let log = Mutex(Log())
+
+    /// An empty record.
+    public init() {}
+
+    /// A copy of the record so far.
+    public var snapshot: Log { log.withLock { $0 } }
+
+    /// One line for `hearth inspect`: matrices by parameters, scale types, f16 exactness.
+    public var summary: String {
+        let l = snapshot
+        let kinds = l.matrices.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }.joined(separator: ", ")
+        let types = l.scaleTypes.sorted().joined(separator: "/")
+        let exactness =
+            l.roundedScales == 0
+            ? "exact"
+            : "\(l.roundedScales) of \(l.scaleCount) rounded, max |Δw| \(String(format: "%.3g", l.maxWeightError))"
+        return "MLX \(kinds.isEmpty ? "(no quantized matrices)" : kinds); scales/biases \(types) → f16 \(exactness)"
+    }
+}
+
+/// The owner of a matrix `MLXCheckpoint` rearranged: keeps the tiles alive and points at
+/// the conversion record, so whoever holds the weights can describe how they were loaded.
+public final class MLXTiles: Sendable {
+    /// The tiles.
+    public let buffer: OwnedBuffer
+    /// The load that made them.
+    public let conversion: MLXConversion
+
+    /// Wraps tiles made by a conversion.
+    public init(buffer: OwnedBuffer, conversion: MLXConversion) {
+        self.buffer = buffer
+        self.conversion = conversion
+    }
+
+    /// The conversion summary of the first of `matrices` that came from an MLX checkpoint,
+    /// or nil when none did.
+    public static func summary(of matrices: [WeightMatrix]) -> String? {
+        matrices.lazy.compactMap { ($0.owner as? MLXTiles)?.conversion.summary }.first
     }
 }
