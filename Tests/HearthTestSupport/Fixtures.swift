@@ -82,3 +82,52 @@ public struct TokenizerCases: Decodable, Sendable {
         return try JSONDecoder().decode(TokenizerCases.self, from: data)
     }
 }
+
+/// `tokenizers/cases.json` (scripts/make_tokenizer_fixtures.py): HF tokenizers' ids, tokens and
+/// decoded text for every tokenizer.json fixture, and the pieces of each known split pattern.
+public struct TokenizerJSONCases: Decodable, Sendable {
+    public struct Case: Decodable, Sendable {
+        public let text: String
+        public let ids: [Int32]
+        public let ids_without_special: [Int32]
+        public let tokens: [String]
+        public let decoded: String
+        public let decoded_skipping_special: String
+    }
+
+    public struct Entry: Decodable, Sendable {
+        /// Relative to `Tests/Fixtures`.
+        public let directory: String
+        public let vocab_size: Int
+        public let cases: [Case]
+        public let chat: [Reference.Chat]
+    }
+
+    public struct SplitCase: Decodable, Sendable {
+        public let text: String
+        public let pieces: [String]
+    }
+
+    public struct Split: Decodable, Sendable {
+        public let pattern: String
+        public let cases: [SplitCase]
+    }
+
+    public let generator: String
+    public let tokenizers: [String: Entry]
+    public let splits: [String: Split]
+
+    /// The tokenizer names, in a stable order.
+    public static let names = ["gpt2-bpe", "o200k-bpe", "llama3-bpe", "phi3-mha", "phi3-legacy", "misc-bpe"]
+
+    public static func load() throws -> TokenizerJSONCases {
+        let url = Fixtures.directory.appendingPathComponent("tokenizers/cases.json")
+        return try JSONDecoder().decode(TokenizerJSONCases.self, from: Data(contentsOf: url))
+    }
+
+    /// The directory of one tokenizer.
+    public func directory(_ name: String) throws -> URL {
+        guard let entry = tokenizers[name] else { throw CocoaError(.fileNoSuchFile) }
+        return Fixtures.directory.appendingPathComponent(entry.directory)
+    }
+}
