@@ -12,8 +12,13 @@ public enum Fixtures {
     /// The tiny Phi-3 checkpoints.
     public static let phi3Checkpoints = ["phi3-mha", "phi3-gqa-longrope", "phi3-partial-tied"]
 
-    /// Tiny checkpoints of the other families (reference prompts are token ids only).
-    public static let familyCheckpoints = ["phi2-tiny", "gemma3-tiny", "llama-tiny"]
+    /// Tiny checkpoints of the other families (made by scripts/make_family_fixtures.py; gemma3-tiny
+    /// and llama-tiny have token-id prompts only, phi2-tiny and phi4-mini-tiny text prompts
+    /// tokenized by their tokenizer.json, phi4-mini-tiny also chats).
+    public static let familyCheckpoints = ["phi2-tiny", "gemma3-tiny", "llama-tiny", "phi4-mini-tiny"]
+
+    /// Checkpoints whose reference.json records chat-template prompts.
+    public static let chatCheckpoints = phi3Checkpoints + ["phi4-mini-tiny"]
 
     /// Every checkpoint with reference logits.
     public static let allCheckpoints = phi3Checkpoints + familyCheckpoints
