@@ -14,12 +14,19 @@ import Foundation
 /// says, as transformers 5 does (it ignores `add_bos_token` when a tokenizer.json exists);
 /// `tokenizer_config.json` names the BOS/EOS tokens and supplies the chat template.
 public final class BPETokenizer: Tokenizer {
+    /// One past the largest id (vocabulary, added and post-processor tokens).
     public let vocabularySize: Int
+    /// `bos_token` of tokenizer_config.json, else the post-processor's first token.
     public let bosID: Int32?
+    /// Whether the post-processor puts BOS first.
     public let addsBOS: Bool
+    /// `eos_token` of tokenizer_config.json (GGUF: EOS plus end-of-turn tokens).
     public let eosIDs: Set<Int32>
+    /// The recognised chat template of tokenizer_config.json (or the GGUF file).
     public let chatTemplate: ChatTemplate?
+    /// "bpe-byte-level, o200k split (tokenizer.json)", "bpe, byte fallback (tokenizer.json)", …
     public let kind: String
+    /// True for Llama-style decoders that drop the first token's leading space.
     public var decoderStripsLeadingSpace: Bool { decoder.stripsLeadingSpace }
 
     /// The typed tokenizer.json this was built from (nil for GGUF vocabularies).
@@ -216,6 +223,8 @@ public final class BPETokenizer: Tokenizer {
 
     // MARK: - Tokenizer
 
+    /// Encodes text as tokenizers does; GGUF vocabularies match control tokens written in the
+    /// text only when `addSpecialTokens` is false (chat templates), like `VocabularyTokenizer`.
     public func encode(_ text: String, addSpecialTokens: Bool) throws -> [Int32] {
         try encode(text, addSpecialTokens: addSpecialTokens, parseSpecial: !addSpecialTokens)
     }
@@ -251,13 +260,16 @@ public final class BPETokenizer: Tokenizer {
         return ids
     }
 
+    /// The bytes of a token after the decoder's per-token steps; nil for ids that are not tokens.
     public func bytes(of id: Int32) -> [UInt8]? {
         guard id >= 0, Int(id) < vocabularySize, hasBytes[Int(id)] else { return nil }
         return Array(tokenBytes[Int(tokenStarts[Int(id)])..<Int(tokenStarts[Int(id) + 1])])
     }
 
+    /// Whether `id` is an added token marked `special` (GGUF: control or unknown).
     public func isSpecial(_ id: Int32) -> Bool { specialIDs.contains(id) }
 
+    /// The id of an added token's content or of a vocabulary entry (as written in the vocabulary).
     public func id(of token: String) -> Int32? {
         addedByContent[token] ?? model.definition.id(of: token)
     }

@@ -7,13 +7,18 @@
 public struct TokenizerDefinition: Sendable {
     /// Tokens matched in the text before the model runs (`added_tokens`).
     public var addedTokens: [AddedTokenDefinition]
+    /// Rewrites the text between added tokens (`normalizer`), if any.
     public var normalizer: NormalizerDefinition?
+    /// Splits text into words (`pre_tokenizer`), if any.
     public var preTokenizer: PreTokenizerDefinition?
     /// The BPE model: vocabulary, merges and options.
     public var model: BPEModelDefinition
+    /// Special tokens around a sequence (`post_processor`), if any.
     public var postProcessor: PostProcessorDefinition?
+    /// Ids back to text (`decoder`), if any.
     public var decoder: DecoderDefinition?
 
+    /// Assembles a definition from its parts.
     public init(
         addedTokens: [AddedTokenDefinition], normalizer: NormalizerDefinition?, preTokenizer: PreTokenizerDefinition?,
         model: BPEModelDefinition, postProcessor: PostProcessorDefinition?, decoder: DecoderDefinition?
@@ -26,7 +31,9 @@ public struct TokenizerDefinition: Sendable {
         self.decoder = decoder
     }
 
-    /// Parses the bytes of a tokenizer.json; `path` is used in error messages.
+    /// Parses the bytes of a tokenizer.json; `path` is used in error messages. Throws
+    /// `TokenizerError` (`invalidConfig` for malformed JSON or values, `invalidModel` for an
+    /// inconsistent vocabulary, `unsupported` for a component Hearth does not implement).
     public init(json: [UInt8], path: String? = nil) throws {
         let root = try JSONDocument(bytes: json, path: path).root
         guard root.kind == .object else { throw root.typeError("a JSON object") }
@@ -43,7 +50,9 @@ public struct TokenizerDefinition: Sendable {
 
 /// One entry of `added_tokens`.
 public struct AddedTokenDefinition: Sendable, Equatable {
+    /// The token's id.
     public var id: Int32
+    /// The literal text matched in the input.
     public var content: String
     /// Only match when not inside a word (no `\w` character right before or after).
     public var singleWord: Bool
@@ -56,6 +65,7 @@ public struct AddedTokenDefinition: Sendable, Equatable {
     /// Special tokens are skipped when decoding for display.
     public var special: Bool
 
+    /// An added token; by default a special token matched in the raw text.
     public init(
         id: Int32, content: String, singleWord: Bool = false, lstrip: Bool = false, rstrip: Bool = false,
         normalized: Bool = false, special: Bool = true
@@ -85,7 +95,9 @@ public struct AddedTokenDefinition: Sendable, Equatable {
 
 /// A literal string or a regex, as `Split` and `Replace` write them (`{"String": …}` / `{"Regex": …}`).
 public enum SplitPattern: Sendable, Equatable {
+    /// A literal.
     case string(String)
+    /// A regex source (Oniguruma syntax, as tokenizers uses).
     case regex(String)
 
     init(json: JSONValue) throws {
@@ -101,10 +113,15 @@ public enum SplitPattern: Sendable, Equatable {
 
 /// How `Split` treats the matched delimiters.
 public enum SplitBehavior: String, Sendable, Equatable {
+    /// Delimiters are dropped.
     case removed = "Removed"
+    /// Every delimiter is a piece of its own.
     case isolated = "Isolated"
+    /// A delimiter joins the piece before it.
     case mergedWithPrevious = "MergedWithPrevious"
+    /// A delimiter joins the piece after it.
     case mergedWithNext = "MergedWithNext"
+    /// Consecutive delimiters form one piece.
     case contiguous = "Contiguous"
 
     init(json: JSONValue) throws {
@@ -128,13 +145,17 @@ public enum PrependScheme: String, Sendable, Equatable {
 
 /// The `normalizer` section.
 public indirect enum NormalizerDefinition: Sendable, Equatable {
+    /// Unicode normalization forms.
     case nfc, nfd, nfkc, nfkd
+    /// Full Unicode lowercase mapping.
     case lowercase
     /// Prepends the text to every non-empty piece.
     case prepend(String)
+    /// Replaces every match of `pattern` with `content`.
     case replace(pattern: SplitPattern, content: String)
     /// Removes leading and/or trailing whitespace.
     case strip(left: Bool, right: Bool)
+    /// The steps in order.
     case sequence([NormalizerDefinition])
 
     init(json: JSONValue) throws {
@@ -162,17 +183,21 @@ public indirect enum NormalizerDefinition: Sendable, Equatable {
 
 /// The `pre_tokenizer` section.
 public indirect enum PreTokenizerDefinition: Sendable, Equatable {
+    /// Splits on a pattern; with `invert` the pattern matches the pieces instead of the delimiters.
     case split(pattern: SplitPattern, behavior: SplitBehavior, invert: Bool)
     /// GPT-2's byte-level mapping, optionally with its regex split first.
     case byteLevel(addPrefixSpace: Bool, useRegex: Bool)
     /// Spaces become `replacement` (▁); optionally splits before each replacement.
     case metaspace(replacement: Unicode.Scalar, prependScheme: PrependScheme, split: Bool)
+    /// Splits digits from the rest: each alone, or in runs.
     case digits(individual: Bool)
     /// `\w+|[^\w\s]+`, whitespace removed.
     case whitespace
     /// Splits on whitespace, removing it.
     case whitespaceSplit
+    /// Splits on Unicode and ASCII punctuation.
     case punctuation(SplitBehavior)
+    /// The steps in order, each splitting the pieces of the previous.
     case sequence([PreTokenizerDefinition])
 
     init(json: JSONValue) throws {
@@ -305,7 +330,9 @@ public indirect enum DecoderDefinition: Sendable, Equatable {
     case fuse
     /// Removes up to `start` leading and `stop` trailing `content` characters.
     case strip(content: Unicode.Scalar, start: Int, stop: Int)
+    /// Replaces every occurrence of `pattern` with `content`.
     case replace(pattern: SplitPattern, content: String)
+    /// The steps in order.
     case sequence([DecoderDefinition])
 
     init(json: JSONValue) throws {
