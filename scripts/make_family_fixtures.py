@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Generate Hearth's per-family reference fixtures (Phi-2, Gemma-3 text, Llama-3 rope).
+"""Generate Hearth's per-family reference fixtures (Phi-2, Gemma-3 text, Llama-3 rope, Phi-4-mini).
 
 Run BY HAND by a developer, never in CI; the outputs are committed. It needs the
 reference stack from scripts/requirements-reference.txt (the same venv as
 scripts/make_reference_fixtures.py) and must run after that script, because it
-copies the tokenizer files of Tests/Fixtures/phi3-mha/:
+copies the tokenizer files of Tests/Fixtures/phi3-mha/, and after
+scripts/make_tokenizer_fixtures.py, whose byte-level BPE tokenizers phi2-tiny and
+phi4-mini-tiny copy:
 
     /opt/hearth-ref/bin/python scripts/make_family_fixtures.py            # write + verify all
     /opt/hearth-ref/bin/python scripts/make_family_fixtures.py --only gemma3-tiny
@@ -12,23 +14,34 @@ copies the tokenizer files of Tests/Fixtures/phi3-mha/:
 
 Nothing is downloaded. Each fixture is a tiny random-weight checkpoint in Hugging
 Face hub layout (config.json, generation_config.json, F32 model.safetensors
-written by save_pretrained) plus copies of the phi3-mha tokenizer files (the
-vocabulary of 1024 ids covers them) and reference.json:
+written by save_pretrained) plus tokenizer files and reference.json:
 
     Tests/Fixtures/phi2-tiny/      PhiForCausalLM: LayerNorm, parallel attention+MLP,
-                                   partial rotary (6 of 16 dims), gelu_new, biases everywhere
+                                   partial rotary (6 of 16 dims), gelu_new, biases everywhere;
+                                   GPT-2-style byte-level BPE tokenizer.json (tokenizers/gpt2-bpe:
+                                   <|endoftext|> 960 as BOS/EOS, Phi-2's whitespace added tokens)
     Tests/Fixtures/gemma3-tiny/    Gemma3ForCausalLM (gemma3_text): 1 kv head, head_dim 32 != 64/4,
                                    query_pre_attn_scalar 24, 5 sliding (window 8) + 1 global layer,
-                                   two RoPE bases, (1 + w) RMSNorm, q/k norms, sandwich norms, tied
-    Tests/Fixtures/llama-tiny/     LlamaForCausalLM: GQA 4/2, rope_type "llama3" frequency remapping
+                                   two RoPE bases, (1 + w) RMSNorm, q/k norms, sandwich norms, tied;
+                                   phi3-mha's SentencePiece tokenizer files
+    Tests/Fixtures/llama-tiny/     LlamaForCausalLM: GQA 4/2, rope_type "llama3" frequency remapping;
+                                   phi3-mha's SentencePiece tokenizer files
+    Tests/Fixtures/phi4-mini-tiny/ Phi3ForCausalLM shaped like Phi-4-mini: GQA 4/2, partial rotary
+                                   0.75 (12 of 16 dims), LongRoPE (6 short/long factors, original
+                                   context 16 of 128), tied embeddings, vocabulary 1856 padded;
+                                   o200k tokenizer.json with Phi-4-mini's special tokens and chat
+                                   template (tokenizers/o200k-bpe)
 
-reference.json has the layout of the phi3 fixtures, except that the prompts are
-seeded random token-id lists (BOS 1 first, then ids in [3, 1000)) with
-"text": "" and "chat" is empty. For every prompt it records float32 logits at
-every position (eager attention, printed with 9 significant digits, which
-round-trips float32 exactly) and the 16 new tokens of
-generate(do_sample=False, max_new_tokens=16). The generation EOS is 1023, an
-id whose output row is damped (as are all ids >= 1000), so no greedy run stops
+reference.json has the layout of the phi3 fixtures. gemma3-tiny and llama-tiny use
+seeded random token-id lists (BOS 1 first, then ids in [3, 1000)) with "text": ""
+and no chats; phi2-tiny and phi4-mini-tiny use TEXT_PROMPTS encoded by
+transformers' AutoTokenizer on the fixture directory (so the Swift tests also check
+the tokenizer), and phi4-mini-tiny records CHATS rendered and tokenized by
+apply_chat_template. For every prompt it records float32 logits at every position
+(eager attention, printed with 9 significant digits, which round-trips float32
+exactly) and the 16 new tokens of generate(do_sample=False, max_new_tokens=16).
+The output rows of special and padding ids (ids >= the family's "first_damped")
+are damped and the generation EOS ids are among them, so no greedy run stops
 early and no greedy token is a special or padding id.
 
 Every random choice is seeded: a re-run with the pinned versions rewrites the
@@ -45,8 +58,9 @@ tied embedding, N(0, 0.15) (see FAMILIES for why).
 Verification (always run after writing, or alone with --verify): the fixture is
 reloaded with AutoModelForCausalLM and must reproduce the recorded logits and
 greedy tokens; greedy decoding with the KV cache must agree with full
-re-computation; and an independent float64 numpy forward pass written from the
-model descriptions below (see numpy_forward_*) must match the recorded logits.
+re-computation; an independent float64 numpy forward pass written from the
+model descriptions below (see numpy_forward_*) must match the recorded logits;
+and the tokenizer must still give the recorded prompt and chat ids.
 """
 
 import argparse
@@ -65,10 +79,13 @@ import transformers
 from safetensors import safe_open
 from transformers import (
     AutoModelForCausalLM,
+    AutoTokenizer,
     Gemma3ForCausalLM,
     Gemma3TextConfig,
     LlamaConfig,
     LlamaForCausalLM,
+    Phi3Config,
+    Phi3ForCausalLM,
     PhiConfig,
     PhiForCausalLM,
 )
@@ -80,6 +97,14 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = REPO_ROOT / "Tests" / "Fixtures"
 TOKENIZER_SOURCE = FIXTURES / "phi3-mha"
 TOKENIZER_FILES = ["tokenizer.model", "tokenizer_config.json", "added_tokens.json", "special_tokens_map.json"]
+# The byte-level BPE tokenizers of scripts/make_tokenizer_fixtures.py.
+BPE_TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json"]
+GPT2_TOKENIZER = FIXTURES / "tokenizers" / "gpt2-bpe"
+O200K_TOKENIZER = FIXTURES / "tokenizers" / "o200k-bpe"
+PHI2_ENDOFTEXT = 960  # <|endoftext|> in tokenizers/gpt2-bpe: Phi-2's BOS and EOS (50256 in Phi-2)
+PHI4_ENDOFTEXT = 1799  # <|endoftext|> in tokenizers/o200k-bpe (199999 in Phi-4-mini)
+PHI4_END = 1802  # <|end|> (200020 in Phi-4-mini)
+PHI4_VOCAB = 1856  # the model's padded vocabulary (200064 in Phi-4-mini)
 SCRIPT_NAME = "scripts/make_family_fixtures.py"
 
 VOCAB = 1024
@@ -96,6 +121,26 @@ PROMPT_ID_RANGE = (3, 1000)  # [low, high)
 MAX_NEW_TOKENS = 16
 MIN_GREEDY_GAP = 1e-3
 MIN_DISTINCT_GREEDY = 5  # reject seeds whose greedy run is (nearly) one repeated token
+
+# Text prompts (phi2-tiny, phi4-mini-tiny): English long enough to cross phi4-mini-tiny's
+# LongRoPE original context (16), Chinese, code with indentation, and mixed scripts with emoji.
+TEXT_PROMPTS = [
+    ("english", "The fire is a small promise that you have to keep all day, said my grandmother."),
+    ("chinese", "我们一边喝茶一边聊天，奶奶写了一个字。"),
+    ("code", "def f(x):\n    return x * 2\n"),
+    ("mixed", "Hello 你好 Привет 👩‍💻 123!"),
+]
+
+CHATS = [
+    [{"role": "user", "content": "How do I bake a plain loaf of bread at home?"}],
+    [
+        {"role": "system", "content": "你是一个有帮助的助手。Отвечай кратко."},
+        {"role": "user", "content": "今天天气怎么样？"},
+        {"role": "assistant", "content": "Сегодня холодно, идёт снег。"},
+        {"role": "user", "content": "那我们在家喝茶吧。А ты что будешь делать?"},
+    ],
+    [{"role": "user", "content": "  two leading spaces\n\nthen a blank line\n\tand a tab\n\n\nthree newlines \n"}],
+]
 MAX_ATTEMPTS = 50
 
 INIT_STD = 0.25  # matrices and embeddings
@@ -112,6 +157,11 @@ def common_ids():
                 max_position_embeddings=MAX_POSITIONS, initializer_range=INIT_STD)
 
 
+def phi2_ids():
+    return dict(vocab_size=VOCAB, bos_token_id=PHI2_ENDOFTEXT, eos_token_id=PHI2_ENDOFTEXT,
+                pad_token_id=PHI2_ENDOFTEXT, max_position_embeddings=MAX_POSITIONS, initializer_range=INIT_STD)
+
+
 def phi2_config():
     return PhiConfig(
         hidden_size=64,
@@ -126,7 +176,7 @@ def phi2_config():
         # PhiConfig defaults the top-level partial_rotary_factor to 0.5; pass it in both places.
         partial_rotary_factor=0.375,
         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.375},
-        **common_ids(),
+        **phi2_ids(),
     )
 
 
@@ -182,6 +232,35 @@ def llama_config():
     )
 
 
+PHI4_SHORT_FACTOR = [1.0, 1.1, 1.25, 1.5, 2.0, 3.0]
+PHI4_LONG_FACTOR = [1.5, 2.0, 3.0, 4.5, 6.0, 8.0]
+
+
+def phi4_mini_config():
+    """Phi-4-mini's shape in miniature: GQA, partial rotary 0.75, LongRoPE, tied embeddings."""
+    return Phi3Config(
+        vocab_size=PHI4_VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=MAX_POSITIONS,
+        original_max_position_embeddings=16,
+        initializer_range=INIT_STD,
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        bos_token_id=PHI4_ENDOFTEXT,
+        eos_token_id=PHI4_ENDOFTEXT,
+        pad_token_id=PHI4_ENDOFTEXT,
+        hidden_act="silu",
+        partial_rotary_factor=0.75,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.75,
+                         "short_factor": list(PHI4_SHORT_FACTOR), "long_factor": list(PHI4_LONG_FACTOR),
+                         "original_max_position_embeddings": 16},
+    )
+
+
 # Gemma's RMSNorm multiplies by (1 + weight), so with raw weights 1 + 0.1 * N(0, 1) its
 # effective multipliers are 2 + 0.1 * N(0, 1). That is deliberate: with multipliers near 1 the
 # scaled, tied embedding dominates the residual stream and greedy decoding just repeats the last
@@ -191,11 +270,22 @@ def llama_config():
 # the float32 noise of the reference logits from ~1e-5 to ~1e-4. The (tied) embedding is drawn
 # with a smaller std ("embed_std" 0.15; it is multiplied by sqrt(64) = 8 on input): at 0.25 the
 # current token's own embedding still dominates and greedy decoding mostly repeats it.
+# Per family: the tokenizer files copied in (source, names), whether prompts are text, the
+# first damped output id and the generation EOS ids (damped, so never produced).
+SPM_TOKENIZER = {"tokenizer": (TOKENIZER_SOURCE, TOKENIZER_FILES), "text_prompts": False,
+                 "first_damped": FIRST_DAMPED_ID, "generation_eos": GEN_EOS_ID, "bos": BOS_ID, "pad": PAD_ID}
 FAMILIES = {
-    "phi2-tiny": {"config": phi2_config, "model_class": PhiForCausalLM, "seed": 5101},
+    "phi2-tiny": {"config": phi2_config, "model_class": PhiForCausalLM, "seed": 5101,
+                  "tokenizer": (GPT2_TOKENIZER, BPE_TOKENIZER_FILES), "text_prompts": True,
+                  "first_damped": PHI2_ENDOFTEXT, "generation_eos": PHI2_ENDOFTEXT, "bos": PHI2_ENDOFTEXT,
+                  "pad": PHI2_ENDOFTEXT},
     "gemma3-tiny": {"config": gemma3_config, "model_class": Gemma3ForCausalLM, "seed": 5202,
-                    "zero_mean_norms": ("q_norm", "k_norm"), "embed_std": 0.15},
-    "llama-tiny": {"config": llama_config, "model_class": LlamaForCausalLM, "seed": 5303},
+                    "zero_mean_norms": ("q_norm", "k_norm"), "embed_std": 0.15, **SPM_TOKENIZER},
+    "llama-tiny": {"config": llama_config, "model_class": LlamaForCausalLM, "seed": 5303, **SPM_TOKENIZER},
+    "phi4-mini-tiny": {"config": phi4_mini_config, "model_class": Phi3ForCausalLM, "seed": 5404,
+                       "tokenizer": (O200K_TOKENIZER, BPE_TOKENIZER_FILES), "text_prompts": True, "chats": True,
+                       "first_damped": PHI4_ENDOFTEXT, "generation_eos": [PHI4_END, PHI4_ENDOFTEXT],
+                       "bos": PHI4_ENDOFTEXT, "pad": PHI4_ENDOFTEXT},
 }
 
 
@@ -204,8 +294,41 @@ def make_prompts():
     prompts = []
     for n in PROMPT_LENGTHS:
         ids = [BOS_ID] + [rng.randrange(*PROMPT_ID_RANGE) for _ in range(n - 1)]
-        prompts.append({"name": f"random-{n}", "input_ids": ids})
+        prompts.append({"name": f"random-{n}", "text": "", "input_ids": ids})
     return prompts
+
+
+def load_tokenizer(path: Path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return AutoTokenizer.from_pretrained(str(path))
+
+
+def chat_ids(tok, messages):
+    out = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    if hasattr(out, "keys") and "input_ids" in out:  # transformers 5 may return a BatchEncoding
+        out = out["input_ids"]
+    out = list(out)
+    if out and isinstance(out[0], list):
+        out = out[0]
+    return [int(i) for i in out]
+
+
+def family_prompts(name: str, random_prompts: list) -> list:
+    """Random id prompts, or TEXT_PROMPTS encoded by transformers on the family's tokenizer files."""
+    fam = FAMILIES[name]
+    if not fam["text_prompts"]:
+        return random_prompts
+    tok = load_tokenizer(fam["tokenizer"][0])
+    return [{"name": n, "text": t, "input_ids": [int(i) for i in tok.encode(t)]} for n, t in TEXT_PROMPTS]
+
+
+def family_chats(name: str) -> list:
+    if not FAMILIES[name].get("chats"):
+        return []
+    tok = load_tokenizer(FAMILIES[name]["tokenizer"][0])
+    return [{"messages": m, "text": tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False),
+             "input_ids": chat_ids(tok, m)} for m in CHATS]
 
 
 # ---------------------------------------------------------------------------
@@ -217,10 +340,10 @@ def is_norm_weight(name: str) -> bool:
 
 
 @torch.no_grad()
-def randomize(model, seed: int, zero_mean_norms=(), embed_std=INIT_STD):
+def randomize(model, seed: int, zero_mean_norms=(), embed_std=INIT_STD, first_damped=FIRST_DAMPED_ID):
     """Overwrite every parameter: N(0, INIT_STD) matrices, N(0, embed_std) input embedding,
     N(0, BIAS_STD) biases, 1 + N(0, NORM_STD) norm weights (N(0, NORM_STD) for the modules
-    named in zero_mean_norms); then damp the output rows (and bias) of ids >= 1000."""
+    named in zero_mean_norms); then damp the output rows (and bias) of ids >= first_damped."""
     gen = torch.Generator().manual_seed(seed)
     seen = set()
     for name, p in sorted(model.named_parameters()):
@@ -237,9 +360,9 @@ def randomize(model, seed: int, zero_mean_norms=(), embed_std=INIT_STD):
         seen.add(p.data_ptr())
     head = model.get_output_embeddings()
     assert head.weight.data_ptr() in seen
-    head.weight[FIRST_DAMPED_ID:] *= DAMP
+    head.weight[first_damped:] *= DAMP
     if head.bias is not None:
-        head.bias[FIRST_DAMPED_ID:] *= DAMP
+        head.bias[first_damped:] *= DAMP
     if model.config.tie_word_embeddings:
         assert head.weight.data_ptr() == model.get_input_embeddings().weight.data_ptr()
 
@@ -444,8 +567,45 @@ def numpy_forward_llama(w, cfg, ids):
     return mat(rms_norm(x, w["model.norm.weight"], eps), "lm_head")
 
 
+def numpy_forward_phi3(w, cfg, ids):
+    """Phi-3 / Phi-4-mini: fused qkv and gate_up, partial rotary, LongRoPE, tied embedding."""
+    d, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = d // nh
+    rp = cfg["rope_parameters"]
+    rot = int(hd * rp["partial_rotary_factor"])
+    original = rp["original_max_position_embeddings"]
+    # LongRoPE: one factor per frequency, long ones for the whole sequence once it exceeds the
+    # original context; cos and sin scaled by sqrt(1 + ln(factor) / ln(original)).
+    factors = np.array(rp["long_factor"] if len(ids) > original else rp["short_factor"], dtype=np.float64)
+    inv = 1.0 / (factors * rp["rope_theta"] ** (np.arange(0, rot, 2) / rot))
+    scale = math.sqrt(1 + math.log(cfg["max_position_embeddings"] / original) / math.log(original))
+    pos = np.arange(len(ids), dtype=np.float64)
+    eps = cfg["rms_norm_eps"]
+    mat = lambda x, name: x @ w[name + ".weight"].T
+
+    def rope(x):  # rope_rotate with cos and sin scaled by the attention factor
+        ang = pos[:, None] * inv[None, :]
+        cos, sin = np.cos(ang) * scale, np.sin(ang) * scale
+        x1, x2, rest = x[..., : rot // 2], x[..., rot // 2: rot], x[..., rot:]
+        return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], axis=-1)
+
+    emb = w["model.embed_tokens.weight"]
+    x = emb[ids]
+    for L in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{L}."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        qkv = mat(h, p + "self_attn.qkv_proj")
+        q, k, v = np.split(qkv, [nh * hd, nh * hd + nkv * hd], axis=-1)
+        q, k, v = rope(split_heads(q, nh)), rope(split_heads(k, nkv)), split_heads(v, nkv)
+        x = x + mat(merge_heads(attention(q, k, v, hd ** -0.5)), p + "self_attn.o_proj")
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        gate, up = np.split(mat(h, p + "mlp.gate_up_proj"), 2, axis=-1)
+        x = x + mat(silu(gate) * up, p + "mlp.down_proj")
+    return rms_norm(x, w["model.norm.weight"], eps) @ emb.T  # tied: no lm_head.weight in the file
+
+
 NUMPY_FORWARD = {"phi2-tiny": numpy_forward_phi2, "gemma3-tiny": numpy_forward_gemma3,
-                 "llama-tiny": numpy_forward_llama}
+                 "llama-tiny": numpy_forward_llama, "phi4-mini-tiny": numpy_forward_phi3}
 
 
 # ---------------------------------------------------------------------------
@@ -471,6 +631,13 @@ def check_model_internals(name, model):
         np.testing.assert_allclose(re.sliding_attention_inv_freq.numpy(), default_inv_freq(1e4, 32), rtol=1e-6)
         np.testing.assert_allclose(re.full_attention_inv_freq.numpy(), default_inv_freq(1e6, 32), rtol=1e-6)
         assert cfg.final_logit_softcapping is None and cfg.attn_logit_softcapping is None
+    elif name == "phi4-mini-tiny":
+        attn = model.model.layers[0].self_attn
+        assert attn.num_key_value_groups == 2 and cfg.tie_word_embeddings
+        assert model.model.rotary_emb.inv_freq.numel() == 6  # 12 of 16 dims rotate
+        assert "lm_head.weight" not in read_weights(FIXTURES / name)
+        expected = math.sqrt(1 + math.log(MAX_POSITIONS / 16) / math.log(16))
+        assert abs(model.model.rotary_emb.attention_scaling - expected) < 1e-9
     elif name == "llama-tiny":
         inv = model.model.rotary_emb.inv_freq.numpy()
         np.testing.assert_allclose(inv, llama3_inv_freq(1e4, 16, 8.0, 1.0, 4.0, 16), rtol=1e-6)
@@ -493,53 +660,60 @@ def json_logits(rows: np.ndarray) -> str:
     return "[" + ",\n".join("[" + ",".join("%.9g" % v for v in row.tolist()) + "]" for row in rows) + "]"
 
 
-def write_reference(path: Path, generator: str, prompts: list):
+def write_reference(path: Path, generator: str, prompts: list, chats: list):
     """Same layout as the phi3 fixtures: one key per line, id lists on one line, one logits row per line."""
     entries = []
     for p in prompts:
         fields = [
             ("name", json.dumps(p["name"])),
-            ("text", json.dumps("")),
+            ("text", json.dumps(p["text"], ensure_ascii=False)),
             ("input_ids", json_scalar_list(p["input_ids"])),
             ("logits", json_logits(p["logits"])),
             ("greedy", json_scalar_list(p["greedy"])),
             ("greedy_stopped_on_eos", json.dumps(p["greedy_stopped_on_eos"])),
         ]
         entries.append("  {\n" + ",\n".join(f"   {json.dumps(k)}: {v}" for k, v in fields) + "\n  }")
+    chat_entries = ["  " + json.dumps(c, ensure_ascii=False) for c in chats]
     text = ("{\n"
             f" \"generator\": {json.dumps(generator)},\n"
             " \"prompts\": [\n" + ",\n".join(entries) + "\n ],\n"
-            " \"chat\": []\n"
+            " \"chat\": [" + ("\n" + ",\n".join(chat_entries) + "\n ]" if chats else "]") + "\n"
             "}\n")
     json.loads(text)
     path.write_text(text, encoding="utf-8")
 
 
-def generator_string():
+def generator_string(name: str):
+    fam = FAMILIES[name]
+    prompts = ("text prompts and chats tokenized by AutoTokenizer (tokenizers "
+               f"{__import__('tokenizers').__version__}) from {fam['tokenizer'][0].relative_to(FIXTURES)}"
+               if fam["text_prompts"] else "prompts are seeded random token ids, no tokenizer involved")
     return (f"{SCRIPT_NAME} (torch {torch.__version__}, transformers {transformers.__version__}, "
             f"safetensors {__import__('safetensors').__version__}, numpy {np.__version__}; "
-            f"prompts are seeded random token ids, no tokenizer involved; eager attention, float32)")
+            f"{prompts}; eager attention, float32)")
 
 
-def save_fixture(model, out: Path):
+def save_fixture(model, out: Path, name: str):
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     model.save_pretrained(str(out), safe_serialization=True)
     assert (out / "model.safetensors").exists() and not (out / "model.safetensors.index.json").exists()
     # Our own generation_config.json (overwrites the one save_pretrained derives from the config).
+    fam = FAMILIES[name]
     write_json(out / "generation_config.json", {
         "_from_model_config": True,
-        "bos_token_id": BOS_ID,
-        "eos_token_id": GEN_EOS_ID,
-        "pad_token_id": PAD_ID,
+        "bos_token_id": fam["bos"],
+        "eos_token_id": fam["generation_eos"],
+        "pad_token_id": fam["pad"],
         "transformers_version": transformers.__version__,
     })
-    for fname in TOKENIZER_FILES:
-        shutil.copyfile(TOKENIZER_SOURCE / fname, out / fname)
+    source, files = fam["tokenizer"]
+    for fname in files:
+        shutil.copyfile(source / fname, out / fname)
 
 
-def build(name: str, prompts: list):
+def build(name: str, prompts: list, chats: list):
     fam = FAMILIES[name]
     out = FIXTURES / name
     for attempt in range(MAX_ATTEMPTS):
@@ -549,16 +723,16 @@ def build(name: str, prompts: list):
             warnings.simplefilter("ignore")
             model = fam["model_class"](fam["config"]())
         model.eval()
-        randomize(model, seed, fam.get("zero_mean_norms", ()), fam.get("embed_std", INIT_STD))
+        randomize(model, seed, fam.get("zero_mean_norms", ()), fam.get("embed_std", INIT_STD), fam["first_damped"])
         with tempfile.TemporaryDirectory() as tmp:
             # Decide on the reloaded checkpoint, exactly as it will be committed.
-            save_fixture(model, Path(tmp))
+            save_fixture(model, Path(tmp), name)
             ref = load_fixture_model(Path(tmp), fam["model_class"])
             results, ok, worst = [], True, math.inf
             for p in prompts:
                 new, stopped, gaps = greedy_generate(ref, p["input_ids"])
                 worst = min(worst, min(gaps))
-                if (min(gaps) <= MIN_GREEDY_GAP or stopped or any(t >= FIRST_DAMPED_ID for t in new)
+                if (min(gaps) <= MIN_GREEDY_GAP or stopped or any(t >= fam["first_damped"] for t in new)
                         or len(set(new)) < MIN_DISTINCT_GREEDY):
                     ok = False
                     break
@@ -569,8 +743,8 @@ def build(name: str, prompts: list):
         print(f"  {name}: seed {seed} rejected (gap {worst:.2e} or repetitive greedy); re-seeding")
     else:
         raise SystemExit(f"{name}: no acceptable seed in {MAX_ATTEMPTS} attempts")
-    save_fixture(model, out)
-    write_reference(out / "reference.json", generator_string(), results)
+    save_fixture(model, out, name)
+    write_reference(out / "reference.json", generator_string(name), results, chats)
     print(f"{name}: wrote {out.relative_to(REPO_ROOT)} (seed {seed})")
 
 
@@ -578,7 +752,7 @@ def build(name: str, prompts: list):
 # Verification of the committed files
 # ---------------------------------------------------------------------------
 
-def verify(name: str, prompts: list) -> bool:
+def verify(name: str, prompts: list, chats: list) -> bool:
     fam = FAMILIES[name]
     path = FIXTURES / name
     ok = True
@@ -586,21 +760,27 @@ def verify(name: str, prompts: list) -> bool:
         dtypes = {f.get_slice(k).get_dtype() for k in f.keys()}
     ok &= dtypes == {"F32"}
     ref_doc = json.loads((path / "reference.json").read_text(encoding="utf-8"))
-    ok &= ref_doc["chat"] == [] and len(ref_doc["prompts"]) == len(prompts)
+    ok &= ref_doc["chat"] == chats and len(ref_doc["prompts"]) == len(prompts)
     cfg = json.loads((path / "config.json").read_text())
     gen_cfg = json.loads((path / "generation_config.json").read_text())
-    ok &= gen_cfg["eos_token_id"] == GEN_EOS_ID
-    for fname in TOKENIZER_FILES:
-        ok &= (path / fname).read_bytes() == (TOKENIZER_SOURCE / fname).read_bytes()
+    ok &= gen_cfg["eos_token_id"] == fam["generation_eos"]
+    source, files = fam["tokenizer"]
+    for fname in files:
+        ok &= (path / fname).read_bytes() == (source / fname).read_bytes()
+    if fam["text_prompts"]:
+        # The committed checkpoint's own tokenizer gives the recorded ids.
+        tok = load_tokenizer(path)
+        ok &= all([int(i) for i in tok.encode(p["text"])] == p["input_ids"] for p in prompts)
+        ok &= all(chat_ids(tok, c["messages"]) == c["input_ids"] for c in chats)
 
     model = load_fixture_model(path, fam["model_class"])
     check_model_internals(name, model)
     weights = read_weights(path)
     max_torch, max_numpy, min_gap = 0.0, 0.0, math.inf
     for p, rec in zip(prompts, ref_doc["prompts"]):
-        ok &= rec["input_ids"] == p["input_ids"] and rec["text"] == "" and rec["name"] == p["name"]
+        ok &= rec["input_ids"] == p["input_ids"] and rec["text"] == p["text"] and rec["name"] == p["name"]
         recorded = np.array(rec["logits"], dtype=np.float32)
-        ok &= recorded.shape == (len(p["input_ids"]), VOCAB)
+        ok &= recorded.shape == (len(p["input_ids"]), cfg["vocab_size"])
         max_torch = max(max_torch, float(np.abs(all_logits(model, p["input_ids"]) - recorded).max()))
         ours = NUMPY_FORWARD[name](weights, cfg, p["input_ids"])
         max_numpy = max(max_numpy, float(np.abs(ours - recorded).max()))
@@ -608,7 +788,7 @@ def verify(name: str, prompts: list) -> bool:
         slow, slow_gaps = greedy_recompute(model, p["input_ids"], MAX_NEW_TOKENS)
         min_gap = min(min_gap, min(gaps), min(slow_gaps))
         ok &= new == rec["greedy"] == slow and stopped is False and rec["greedy_stopped_on_eos"] is False
-        ok &= all(t < FIRST_DAMPED_ID for t in new)
+        ok &= all(t < fam["first_damped"] for t in new)
     ok &= max_torch <= 1e-5 and max_numpy <= 5e-5 and min_gap > MIN_GREEDY_GAP
     size = sum(f.stat().st_size for f in path.iterdir())
     print(f"{name}: {'OK' if ok else 'FAILED'}  reload max|dlogit|={max_torch:.3g}  "
@@ -623,13 +803,16 @@ def main():
     args = ap.parse_args()
     names = args.only or list(FAMILIES)
     torch.set_num_threads(1)  # deterministic reductions, and polite on shared machines
-    prompts = make_prompts()
+    random_prompts = make_prompts()
+    for name in names:
+        source, files = FAMILIES[name]["tokenizer"]
+        for fname in files:
+            assert (source / fname).exists(), (
+                f"run scripts/make_reference_fixtures.py and scripts/make_tokenizer_fixtures.py first ({source / fname})")
     if not args.verify:
-        for fname in TOKENIZER_FILES:
-            assert (TOKENIZER_SOURCE / fname).exists(), f"run scripts/make_reference_fixtures.py first ({fname})"
         for name in names:
-            build(name, prompts)
-    ok = all([verify(name, prompts) for name in names])
+            build(name, family_prompts(name, random_prompts), family_chats(name))
+    ok = all([verify(name, family_prompts(name, random_prompts), family_chats(name)) for name in names])
     sys.exit(0 if ok else 1)
 
 

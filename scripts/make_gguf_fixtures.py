@@ -17,6 +17,16 @@ Outputs (committed):
                   tensor's bytes as read back by gguf.GGUFReader, flattened row-major.
                   Values are float32 numbers written as exact decimals.
   aligned64.gguf  two small tensors with general.alignment = 64.
+  tokenizers/*.gguf  vocabulary-only files (no tensors, as llama.cpp's own models/ggml-vocab-*.gguf)
+                  with GPT-2-style byte-level BPE vocabularies (tokenizer.ggml.model "gpt2"), made
+                  from the tokenizer.json fixtures of scripts/make_tokenizer_fixtures.py the way
+                  llama.cpp's convert_hf_to_gguf.py lays them out: tokens by id ("[PADn]" for gaps),
+                  token types (1 normal, 3 control for special added tokens, 4 user-defined for the
+                  others, 5 unused), merges as "a b" strings, tokenizer.ggml.pre as named below.
+  tokenizers/cases.json  for every such file and every text of make_tokenizer_fixtures.CASES: the ids of
+                  HF tokenizers (add_special_tokens=False) and, with --llama-cpp-python PYTHON (a Python
+                  with llama-cpp-python installed, e.g. benchmarks/.venv/bin/python), llama.cpp's
+                  `tokenize(add_bos=False, special=True/False)` on the GGUF file: the real reference.
 
 Types the gguf package can quantize (F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0) are
 quantized from the F32 tensor's values by gguf.quants.quantize; the K-quants, which it
@@ -180,15 +190,163 @@ def gguf_version() -> str:
         return "unknown"
 
 
+# (file, tokenizer fixture, general.architecture, tokenizer.ggml.pre)
+GPT2_VOCABULARIES = [
+    ("phi2-gpt2.gguf", "gpt2-bpe", "phi2", "phi-2"),
+    ("phi2-default.gguf", "gpt2-bpe", "phi2", "default"),
+    ("phi4-mini-o200k.gguf", "o200k-bpe", "phi3", "gpt-4o"),
+    ("llama3-bpe.gguf", "llama3-bpe", "llama", "llama-bpe"),
+]
+TOKENIZER_FIXTURES = os.path.join(ROOT, "Tests", "Fixtures", "tokenizers")
+
+
+def write_gpt2_vocabulary(path: str, tokenizer_dir: str, arch: str, pre: str) -> dict:
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(os.path.join(tokenizer_dir, "tokenizer.json"))
+    with open(os.path.join(tokenizer_dir, "tokenizer.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    with open(os.path.join(tokenizer_dir, "tokenizer_config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    count = tok.get_vocab_size(with_added_tokens=True)
+    added = tok.get_added_tokens_decoder()
+    tokens, types = [], []
+    for i in range(count):
+        text = tok.id_to_token(i)
+        if text is None:
+            tokens.append(f"[PAD{i}]")
+            types.append(5)
+        elif i in added:
+            tokens.append(text)
+            types.append(3 if added[i].special else 4)
+        else:
+            tokens.append(text)
+            types.append(1)
+    merges = [m if isinstance(m, str) else " ".join(m) for m in doc["model"]["merges"]]
+
+    w = gguf.GGUFWriter(path, arch=arch)
+    w.add_name(f"hearth-vocab-{os.path.basename(tokenizer_dir)}")
+    # Hyperparameters llama.cpp reads even for a vocabulary-only load.
+    w.add_context_length(128)
+    w.add_embedding_length(64)
+    w.add_block_count(1)
+    w.add_feed_forward_length(128)
+    w.add_head_count(4)
+    w.add_head_count_kv(4)
+    w.add_layer_norm_eps(1e-5)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_dimension_count(16)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    ids = {}
+    for key in ["bos_token", "eos_token"]:
+        if config.get(key):
+            ids[key] = tok.token_to_id(config[key])
+    if "bos_token" in ids:
+        w.add_bos_token_id(ids["bos_token"])
+    if "eos_token" in ids:
+        w.add_eos_token_id(ids["eos_token"])
+    if config.get("chat_template"):
+        w.add_chat_template(config["chat_template"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return {"tokenizer": os.path.basename(tokenizer_dir), "architecture": arch, "pre": pre,
+            "tokens": count, "merges": len(merges), "bos": ids.get("bos_token"), "eos": ids.get("eos_token")}
+
+
+LLAMA_CPP_PROGRAM = """
+import json, sys
+import llama_cpp
+request = json.load(sys.stdin)
+out = {}
+for path in request["files"]:
+    llm = llama_cpp.Llama(path, vocab_only=True, verbose=False)
+    out[path] = [{"special": llm.tokenize(t.encode("utf-8"), add_bos=False, special=True),
+                  "plain": llm.tokenize(t.encode("utf-8"), add_bos=False, special=False)} for t in request["texts"]]
+json.dump({"version": llama_cpp.__version__, "ids": out}, sys.stdout)
+"""
+
+
+def write_gpt2_vocabularies(llama_cpp_python: str | None) -> None:
+    import subprocess
+
+    import tokenizers
+    from tokenizers import Tokenizer
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from make_tokenizer_fixtures import CASES
+
+    out_dir = os.path.join(OUT, "tokenizers")
+    os.makedirs(out_dir, exist_ok=True)
+    files = {}
+    for name, fixture, arch, pre in GPT2_VOCABULARIES:
+        tokenizer_dir = os.path.join(TOKENIZER_FIXTURES, fixture)
+        files[name] = write_gpt2_vocabulary(os.path.join(out_dir, name), tokenizer_dir, arch, pre)
+        tok = Tokenizer.from_file(os.path.join(tokenizer_dir, "tokenizer.json"))
+        files[name]["cases"] = [{"text": t, "hf": tok.encode(t, add_special_tokens=False).ids} for t in CASES]
+    llama_version = None
+    if llama_cpp_python:
+        paths = [os.path.join(out_dir, name) for name in files]
+        request = json.dumps({"files": paths, "texts": CASES})
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        result = subprocess.run([llama_cpp_python, "-c", LLAMA_CPP_PROGRAM], input=request, capture_output=True,
+                                text=True, check=True, env=env)
+        answer = json.loads(result.stdout)
+        llama_version = answer["version"]
+        for name, path in zip(files, paths):
+            for case, ids in zip(files[name]["cases"], answer["ids"][path]):
+                case["llama_cpp_special"] = ids["special"]
+                case["llama_cpp_plain"] = ids["plain"]
+    generator = (f"scripts/make_gguf_fixtures.py with gguf {gguf_version()}, tokenizers {tokenizers.__version__}"
+                 + (f", llama-cpp-python {llama_version}" if llama_version else " (no llama.cpp reference)"))
+    lines = ["{", f' "generator": {json.dumps(generator)},', ' "files": {']
+    for n, (name, entry) in enumerate(files.items()):
+        header = {k: v for k, v in entry.items() if k != "cases"}
+        lines.append(f"  {json.dumps(name)}: {{")
+        for key, value in header.items():
+            lines.append(f"   {json.dumps(key)}: {json.dumps(value)},")
+        lines.append('   "cases": [')
+        for i, case in enumerate(entry["cases"]):
+            comma = "," if i + 1 < len(entry["cases"]) else ""
+            lines.append("    " + json.dumps(case, ensure_ascii=False) + comma)
+        lines.append("   ]")
+        lines.append("  }" + ("," if n + 1 < len(files) else ""))
+    lines.append(" }")
+    lines.append("}")
+    text = "\n".join(lines) + "\n"
+    json.loads(text)
+    with open(os.path.join(out_dir, "cases.json"), "w", encoding="utf-8") as f:
+        f.write(text)
+    for name, entry in files.items():
+        same = sum(c["hf"] == c.get("llama_cpp_special", c["hf"]) for c in entry["cases"])
+        print(f"tokenizers/{name}: {os.path.getsize(os.path.join(out_dir, name))} bytes, pre {entry['pre']}; "
+              f"HF == llama.cpp on {same}/{len(entry['cases'])} texts")
+
+
 def main() -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--llama-cpp-python", metavar="PYTHON",
+                    help="a Python with llama-cpp-python, for llama.cpp's ids of the gpt2 vocabularies")
+    ap.add_argument("--only-tokenizers", action="store_true", help="only (re)write tokenizers/")
+    args = ap.parse_args()
     os.makedirs(OUT, exist_ok=True)
-    rng = np.random.default_rng(SEED)
-    reference = write_types(rng)
-    write_aligned64(rng)
-    with open(os.path.join(OUT, "types.json"), "w") as f:
-        f.write(to_json_lines(reference))
-    for name in sorted(os.listdir(OUT)):
-        print(f"{name}: {os.path.getsize(os.path.join(OUT, name))} bytes")
+    if not args.only_tokenizers:
+        rng = np.random.default_rng(SEED)
+        reference = write_types(rng)
+        write_aligned64(rng)
+        with open(os.path.join(OUT, "types.json"), "w") as f:
+            f.write(to_json_lines(reference))
+        for name in sorted(os.listdir(OUT)):
+            if name.endswith(".gguf") or name.endswith(".json"):
+                print(f"{name}: {os.path.getsize(os.path.join(OUT, name))} bytes")
+    write_gpt2_vocabularies(args.llama_cpp_python)
     return 0
 
 

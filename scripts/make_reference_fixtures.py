@@ -27,6 +27,8 @@ Each checkpoint dir holds config.json, generation_config.json, the safetensors
 weights (+ index when sharded), tokenizer.model, tokenizer_config.json,
 added_tokens.json, special_tokens_map.json and reference.json (prompts, their
 input ids, f32 logits at every position, greedy continuations, chat-template ids).
+scripts/make_tokenizer_fixtures.py, run afterwards, adds phi3-mha/tokenizer.json
+(transformers' conversion of tokenizer.model); re-running this script removes it.
 """
 
 import argparse

@@ -18,6 +18,9 @@ public final class LanguageModel: Sendable {
     public let weights: ModelWeights
     /// The tokenizer.
     public let tokenizer: any Tokenizer
+    /// The prompt format: the tokenizer's chat template, else the family's fallback (Phi-2's
+    /// `Instruct: …\nOutput:`), else nil.
+    public let chatTemplate: ChatTemplate?
     /// Token ids that end generation: config.json ∪ generation_config.json ∪ tokenizer config.
     public let eosIDs: Set<Int32>
     /// generation_config.json, if present.
@@ -50,6 +53,7 @@ public final class LanguageModel: Sendable {
         var tokenizer: any Tokenizer
         var tokenizerFiles: TokenizerFiles
         var extraStopTokens: [Int] = []
+        var fallbackChatTemplate: ChatTemplate? = nil
     }
 
     private init(parts: Parts, started: Date) throws {
@@ -61,6 +65,7 @@ public final class LanguageModel: Sendable {
         options = parts.options
         weights = parts.weights
         tokenizer = parts.tokenizer
+        chatTemplate = parts.tokenizer.chatTemplate ?? parts.fallbackChatTemplate
         tokenizerFiles = parts.tokenizerFiles
         quantizationSummary = MLXTiles.summary(of: parts.weights.namedMatrices(options: parts.options).map(\.matrix))
         generationConfig = try parts.generationConfigText.map {
@@ -86,8 +91,12 @@ public final class LanguageModel: Sendable {
     /// Loads a model from `path`: a Hugging Face hub-layout checkpoint directory (or the
     /// directory of a given `.safetensors` file), a Hearth `.hqf` file, or a GGUF file.
     /// With `quantize`, float weights are quantized in memory at load (q4_0, q4_1 or q8_0).
+    /// `tokenizer` picks the tokenizer file of a checkpoint or HQF file: by default
+    /// `tokenizer.model` (SentencePiece) when present, else `tokenizer.json`; GGUF files always
+    /// use their own vocabulary.
     public convenience init(
-        path: String, quantize: DType? = nil, threads: Int? = nil, progress: (@Sendable (Double) -> Void)? = nil
+        path: String, quantize: DType? = nil, threads: Int? = nil, progress: (@Sendable (Double) -> Void)? = nil,
+        tokenizer: TokenizerSource = .automatic
     ) throws {
         let started = Date()
         let url = URL(fileURLWithPath: path)
@@ -101,9 +110,9 @@ public final class LanguageModel: Sendable {
         if !isDirectory.boolValue && GGUFFile.isGGUF(path: url.path) {
             parts = try Self.loadGGUF(try GGUFFile(path: url.path))
         } else if !isDirectory.boolValue && HQFFile.isHQF(path: url.path) {
-            parts = try Self.loadHQF(try HQFFile(path: url.path))
+            parts = try Self.loadHQF(try HQFFile(path: url.path), tokenizer: tokenizer)
         } else {
-            parts = try Self.loadCheckpoint(isDirectory.boolValue ? url : url.deletingLastPathComponent())
+            parts = try Self.loadCheckpoint(isDirectory.boolValue ? url : url.deletingLastPathComponent(), tokenizer: tokenizer)
         }
         if let quantize {
             let plan = try QuantizationPlan(type: quantize)
@@ -114,7 +123,7 @@ public final class LanguageModel: Sendable {
     }
 
     /// A Hugging Face checkpoint directory.
-    private static func loadCheckpoint(_ url: URL) throws -> Parts {
+    private static func loadCheckpoint(_ url: URL, tokenizer source: TokenizerSource) throws -> Parts {
         let configURL = url.appendingPathComponent("config.json")
         guard let configData = FileManager.default.contents(atPath: configURL.path) else {
             throw FormatError(
@@ -138,11 +147,12 @@ public final class LanguageModel: Sendable {
                 atPath: url.appendingPathComponent("generation_config.json").path
             ).map { String(decoding: $0, as: UTF8.self) },
             architecture: config.architectures?.first ?? "?", options: options, weights: weights,
-            tokenizer: try SentencePieceTokenizer(files: files), tokenizerFiles: files)
+            tokenizer: try TokenizerLoader.load(files: files, source: source), tokenizerFiles: files,
+            fallbackChatTemplate: family.fallbackChatTemplate)
     }
 
     /// A Hearth `.hqf` file: canonical tensor names, load-time fixes already applied.
-    private static func loadHQF(_ hqf: HQFFile) throws -> Parts {
+    private static func loadHQF(_ hqf: HQFFile, tokenizer source: TokenizerSource) throws -> Parts {
         let url = URL(fileURLWithPath: hqf.file.path)
         let config = try decodeJSON(HFConfig.self, from: Data(hqf.header.config.utf8), path: url.path + " (config.json)")
         let family = try ModelFamilies.family(for: config, path: url.path)
@@ -150,12 +160,14 @@ public final class LanguageModel: Sendable {
         let weights = try ModelWeights(options: options, store: hqf) { $0.huggingFaceName }
         let files = TokenizerFiles(
             sentencePieceModel: try hqf.embeddedFile("tokenizer.model"),
+            tokenizerJSON: try hqf.embeddedFile("tokenizer.json"),
             config: try hqf.embeddedFile("tokenizer_config.json"),
             addedTokens: try hqf.embeddedFile("added_tokens.json"), origin: url.path)
         return Parts(
             path: url, config: config, configText: hqf.header.config, generationConfigText: hqf.header.generationConfig,
             architecture: config.architectures?.first ?? "?", options: options, weights: weights,
-            tokenizer: try SentencePieceTokenizer(files: files), tokenizerFiles: files)
+            tokenizer: try TokenizerLoader.load(files: files, source: source), tokenizerFiles: files,
+            fallbackChatTemplate: family.fallbackChatTemplate)
     }
 
     /// A GGUF file: family from `general.architecture`, tokenizer from its vocabulary.
@@ -188,7 +200,7 @@ public final class LanguageModel: Sendable {
     /// Renders a conversation with the checkpoint's chat template and tokenizes it the way
     /// transformers' `apply_chat_template(…, tokenize=True)` does (the template supplies BOS).
     public func chatPrompt(_ messages: [ChatTurn]) throws -> [Int32] {
-        guard let template = tokenizer.chatTemplate else {
+        guard let template = chatTemplate else {
             throw EngineError(
                 .missingComponent, "this checkpoint has no chat template Hearth recognises",
                 remedy: "Use --raw to send the prompt as is")

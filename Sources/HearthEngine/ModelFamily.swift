@@ -1,4 +1,5 @@
 import HearthFormats
+import HearthTokenizers
 
 /// A model family: maps a checkpoint's configuration to `DecoderOptions`. One file per
 /// family, registered with one line in `ModelFamilies.all`.
@@ -11,11 +12,14 @@ public protocol ModelFamily: Sendable {
     static func tensorName(_ role: TensorRole) -> String?
     /// Added to every norm weight at load (Gemma stores w − 1 and multiplies by 1 + w).
     static var normWeightOffset: Float { get }
+    /// The prompt format for checkpoints that ship no chat template (Phi-2: `Instruct: …\nOutput:`).
+    static var fallbackChatTemplate: ChatTemplate? { get }
 }
 
 extension ModelFamily {
     public static func tensorName(_ role: TensorRole) -> String? { role.huggingFaceName }
     public static var normWeightOffset: Float { 0 }
+    public static var fallbackChatTemplate: ChatTemplate? { nil }
 }
 
 /// The registry of model families.

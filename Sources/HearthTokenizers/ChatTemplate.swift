@@ -18,6 +18,8 @@ public struct ChatTemplate: Sendable, Equatable {
     public enum Format: String, Sendable {
         /// `<|user|>\n…<|end|>\n<|assistant|>\n` (Phi-3, Phi-3.5).
         case phi3
+        /// `<|system|>…<|end|><|user|>…<|end|><|assistant|>` with no newlines (Phi-4-mini).
+        case phi4Mini = "phi4-mini"
         /// `<|im_start|>user\n…<|im_end|>\n` (ChatML: Phi-4, Qwen…).
         case chatml
         /// `<start_of_turn>user\n…<end_of_turn>\n` (Gemma).
@@ -44,6 +46,9 @@ public struct ChatTemplate: Sendable, Equatable {
         let format: Format
         if source.contains("<|user|>") && source.contains("<|end|>") {
             format = .phi3
+        } else if source.contains("'<|' + message['role'] + '|>'") && source.contains("<|end|>") {
+            // Phi-4-mini writes the role marker from the role name and no newlines.
+            format = .phi4Mini
         } else if source.contains("<|im_start|>") {
             format = .chatml
         } else if source.contains("<start_of_turn>") {
@@ -65,6 +70,9 @@ public struct ChatTemplate: Sendable, Equatable {
         case .phi3:
             for m in messages { text += "<|\(m.role)|>\n\(m.content)<|end|>\n" }
             text += addGenerationPrompt ? "<|assistant|>\n" : endOfText
+        case .phi4Mini:
+            for m in messages { text += "<|\(m.role)|>\(m.content)<|end|>" }
+            text += addGenerationPrompt ? "<|assistant|>" : endOfText
         case .chatml:
             for m in messages { text += "<|im_start|>\(m.role)\n\(m.content)<|im_end|>\n" }
             if addGenerationPrompt { text += "<|im_start|>assistant\n" }

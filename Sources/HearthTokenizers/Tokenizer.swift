@@ -26,12 +26,19 @@ public protocol Tokenizer: Sendable {
 
     /// The id of an exact token string (piece or added token), if any.
     func id(of token: String) -> Int32?
+
+    /// Whether the tokenizer's decoder drops one leading space from the decoded text (the
+    /// `Strip`/`Metaspace` decoders of Llama-style tokenizer.json files). Default: false.
+    var decoderStripsLeadingSpace: Bool { get }
 }
 
 extension Tokenizer {
+    public var decoderStripsLeadingSpace: Bool { false }
+
     /// Decodes ids to text, skipping special tokens, with invalid UTF-8 replaced by U+FFFD.
     public func decode(_ ids: [Int32], skipSpecialTokens: Bool = true) -> String {
-        var detokenizer = StreamingDetokenizer(tokenizer: self, skipSpecialTokens: skipSpecialTokens)
+        var detokenizer = StreamingDetokenizer(
+            tokenizer: self, skipSpecialTokens: skipSpecialTokens, stripLeadingSpace: decoderStripsLeadingSpace)
         var text = ""
         for id in ids { text += detokenizer.push(id) }
         return text + detokenizer.flush()

@@ -120,6 +120,8 @@ public struct TokenizerConfig: Sendable {
 public struct TokenizerFiles: Sendable {
     /// `tokenizer.model` (SentencePiece), if any.
     public var sentencePieceModel: Data?
+    /// `tokenizer.json` (Hugging Face tokenizers), if any.
+    public var tokenizerJSON: Data?
     /// `tokenizer_config.json`, if any.
     public var config: Data?
     /// `added_tokens.json`, if any.
@@ -128,10 +130,11 @@ public struct TokenizerFiles: Sendable {
     public var origin: String
 
     /// The file names, as stored in checkpoints.
-    public static let names = ["tokenizer.model", "tokenizer_config.json", "added_tokens.json"]
+    public static let names = ["tokenizer.model", "tokenizer.json", "tokenizer_config.json", "added_tokens.json"]
 
-    public init(sentencePieceModel: Data?, config: Data?, addedTokens: Data?, origin: String) {
+    public init(sentencePieceModel: Data?, tokenizerJSON: Data? = nil, config: Data?, addedTokens: Data?, origin: String) {
         self.sentencePieceModel = sentencePieceModel
+        self.tokenizerJSON = tokenizerJSON
         self.config = config
         self.addedTokens = addedTokens
         self.origin = origin
@@ -143,16 +146,47 @@ public struct TokenizerFiles: Sendable {
             FileManager.default.contents(atPath: directory.appendingPathComponent(name).path)
         }
         self.init(
-            sentencePieceModel: read("tokenizer.model"), config: read("tokenizer_config.json"),
-            addedTokens: read("added_tokens.json"), origin: directory.path)
+            sentencePieceModel: read("tokenizer.model"), tokenizerJSON: read("tokenizer.json"),
+            config: read("tokenizer_config.json"), addedTokens: read("added_tokens.json"), origin: directory.path)
     }
 
     /// The files by their checkpoint names (for embedding them elsewhere).
     public var byName: [String: Data] {
         var files: [String: Data] = [:]
         files["tokenizer.model"] = sentencePieceModel
+        files["tokenizer.json"] = tokenizerJSON
         files["tokenizer_config.json"] = config
         files["added_tokens.json"] = addedTokens
         return files
+    }
+}
+
+/// Which tokenizer file to use when a checkpoint has several.
+public enum TokenizerSource: String, Sendable, CaseIterable {
+    /// `tokenizer.model` (SentencePiece) when present, else `tokenizer.json`.
+    case automatic
+    /// `tokenizer.model` through libsentencepiece.
+    case sentencePiece
+    /// `tokenizer.json` through `BPETokenizer`.
+    case tokenizerJSON
+}
+
+/// Builds the tokenizer of a checkpoint from its files.
+public enum TokenizerLoader {
+    /// Picks SentencePiece for `tokenizer.model`, else `BPETokenizer` for `tokenizer.json`
+    /// (or what `source` forces); throws `fileNotFound` when the chosen file is missing.
+    public static func load(files: TokenizerFiles, source: TokenizerSource = .automatic) throws -> any Tokenizer {
+        switch source {
+        case .sentencePiece:
+            return try SentencePieceTokenizer(files: files)
+        case .tokenizerJSON:
+            return try BPETokenizer(files: files)
+        case .automatic:
+            if files.sentencePieceModel != nil { return try SentencePieceTokenizer(files: files) }
+            if files.tokenizerJSON != nil { return try BPETokenizer(files: files) }
+            throw TokenizerError(
+                .fileNotFound, "no tokenizer.model or tokenizer.json", path: files.origin,
+                remedy: "Download the checkpoint's tokenizer files next to config.json")
+        }
     }
 }

@@ -42,7 +42,7 @@ struct Inspect: ParsableCommand {
                 "\(id) \(String(decoding: tokenizer.bytes(of: id) ?? [], as: UTF8.self).debugDescription)"
             }
             lines.append("stop tokens:     \(eos.joined(separator: ", "))")
-            lines.append("chat template:   \(tokenizer.chatTemplate.map { $0.format.rawValue } ?? "none (use --raw)")")
+            lines.append("chat template:   \(lm.chatTemplate.map { $0.format.rawValue } ?? "none (use --raw)")")
             emit(lines.joined(separator: "\n") + "\n")
         }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import HearthEngine
 import HearthKernels
+import HearthTokenizers
 
 /// Options shared by commands that load a model.
 struct ModelOptions: ParsableArguments {
@@ -13,6 +14,21 @@ struct ModelOptions: ParsableArguments {
     @Option(name: .long, help: "Quantize float weights at load: q4_0, q4_1 or q8_0 (default: run them as stored).")
     var quantize: DType?
 
+    @Option(name: .long, help: "Tokenizer file of a checkpoint or .hqf: auto (tokenizer.model if present, else tokenizer.json), sentencepiece or json.")
+    var tokenizer: TokenizerChoice = .auto
+
+    enum TokenizerChoice: String, ExpressibleByArgument {
+        case auto, sentencepiece, json
+
+        var source: TokenizerSource {
+            switch self {
+            case .auto: return .automatic
+            case .sentencepiece: return .sentencePiece
+            case .json: return .tokenizerJSON
+            }
+        }
+    }
+
     func validate() throws {
         if let quantize, !quantize.supportsInterleaved16 { throw ValidationError("--quantize takes q4_0, q4_1 or q8_0") }
     }
@@ -22,7 +38,8 @@ struct ModelOptions: ParsableArguments {
         defer { bar?.finish() }
         var progress: (@Sendable (Double) -> Void)?
         if let bar { progress = { bar.update($0) } }
-        return try LanguageModel(path: try path(), quantize: quantize, threads: threads, progress: progress)
+        return try LanguageModel(
+            path: try path(), quantize: quantize, threads: threads, progress: progress, tokenizer: tokenizer.source)
     }
 }
 

@@ -97,6 +97,37 @@ enum CLITestError: Error { case binaryNotFound }
         }
     }
 
+    @Test func inspectShowsTheTokenizerKind() throws {
+        let phi4 = try hearth(["inspect", "--model", Fixtures.checkpoint("phi4-mini-tiny").path])
+        #expect(phi4.status == 0, "\(phi4.stderr)")
+        for needle in ["tokenizer:       bpe-byte-level", "o200k split", "chat template:   phi4-mini", "1802"] {
+            #expect(phi4.stdout.contains(needle), "missing \(needle)")
+        }
+        let phi2 = try hearth(["inspect", "--model", Fixtures.checkpoint("phi2-tiny").path])
+        #expect(phi2.stdout.contains("tokenizer:       bpe-byte-level, gpt2 split"))
+        #expect(phi2.stdout.contains("chat template:   instruct"))
+        let phi3 = Fixtures.checkpoint("phi3-mha").path
+        #expect(try hearth(["inspect", "--model", phi3]).stdout.contains("tokenizer:       sentencepiece"))
+        let forced = try hearth(["inspect", "--model", phi3, "--tokenizer", "json"])
+        #expect(forced.stdout.contains("tokenizer:       bpe, byte fallback"), "\(forced.stdout)\(forced.stderr)")
+    }
+
+    /// `hearth quantize` on a tokenizer.json-only checkpoint keeps the tokenizer inside the HQF file.
+    @Test func quantizedFileKeepsTokenizerJSON() throws {
+        let checkpoint = Fixtures.checkpoint("phi4-mini-tiny").path
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-test-\(UUID().uuidString).hqf")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let quantized = try hearth(["quantize", "--model", checkpoint, "--output", output.path, "--type", "q8_0", "-t", "2"])
+        #expect(quantized.status == 0, "\(quantized.stderr)")
+        let text = try Fixtures.reference("phi4-mini-tiny").prompts[3].text
+        let fromCheckpoint = try hearth(["tokenize", "--model", checkpoint, "--text", text])
+        let fromHQF = try hearth(["tokenize", "--model", output.path, "--text", text])
+        #expect(fromHQF.status == 0, "\(fromHQF.stderr)")
+        #expect(fromHQF.stdout == fromCheckpoint.stdout)
+        let inspect = try hearth(["inspect", "--model", output.path])
+        #expect(inspect.stdout.contains("bpe-byte-level") && inspect.stdout.contains("phi4-mini"))
+    }
+
     @Test func badInputExitsNonZeroWithAMessage() throws {
         let missing = try hearth(["generate", "--model", "/nonexistent", "--prompt", "hi"])
         #expect(missing.status != 0)

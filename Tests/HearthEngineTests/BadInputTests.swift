@@ -56,8 +56,32 @@ import Testing
     @Test func missingTokenizer() throws {
         let dir = try Fixtures.copyOfCheckpoint("phi3-mha")
         defer { try? FileManager.default.removeItem(at: dir) }
+        // Without tokenizer.model, tokenizer.json is used.
         try FileManager.default.removeItem(at: dir.appendingPathComponent("tokenizer.model"))
-        #expect(throws: TokenizerError.self) { _ = try LanguageModel(path: dir.path) }
+        #expect(try LanguageModel(path: dir.path).tokenizer is BPETokenizer)
+        #expect(throws: TokenizerError.self) { _ = try LanguageModel(path: dir.path, tokenizer: .sentencePiece) }
+        try FileManager.default.removeItem(at: dir.appendingPathComponent("tokenizer.json"))
+        do {
+            _ = try LanguageModel(path: dir.path)
+            Issue.record("a checkpoint without tokenizer files loaded")
+        } catch let error as TokenizerError {
+            #expect(error.code == .fileNotFound)
+        }
+    }
+
+    @Test func corruptTokenizerJSON() throws {
+        let dir = try Fixtures.copyOfCheckpoint("phi4-mini-tiny")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("tokenizer.json")
+        let bytes = try Data(contentsOf: url)
+        try bytes.prefix(bytes.count / 2).write(to: url)
+        do {
+            _ = try LanguageModel(path: dir.path)
+            Issue.record("a truncated tokenizer.json loaded")
+        } catch let error as TokenizerError {
+            #expect(error.code == .invalidConfig)
+            #expect(error.path?.hasSuffix("tokenizer.json") == true)
+        }
     }
 
     @Test func unknownArchitecture() throws {

@@ -68,6 +68,59 @@ import Testing
         }
     }
 
+    /// `chatPrompt` renders and tokenizes like `apply_chat_template(tokenize=True)`.
+    @Test(arguments: Fixtures.chatCheckpoints)
+    func chatPromptsMatchTransformers(_ name: String) throws {
+        let model = try LanguageModel(path: Fixtures.checkpoint(name).path)
+        let chats = try Fixtures.reference(name).chat
+        #expect(chats.count == 3)
+        for chat in chats {
+            let messages = chat.messages.map { ChatTurn(role: $0.role, content: $0.content) }
+            #expect(model.chatTemplate?.render(messages, addGenerationPrompt: true) == chat.text)
+            #expect(try model.chatPrompt(messages) == chat.input_ids, "\(name)")
+        }
+    }
+
+    /// Phi-4-mini-shaped checkpoint: o200k tokenizer.json, its chat template, stop tokens.
+    @Test func phi4MiniUsesItsTokenizerJSON() throws {
+        let model = try LanguageModel(path: Fixtures.checkpoint("phi4-mini-tiny").path)
+        #expect(model.tokenizer is BPETokenizer)
+        #expect(model.tokenizer.kind.hasPrefix("bpe-byte-level"))
+        #expect(model.tokenizer.kind.contains("o200k"))
+        #expect(model.chatTemplate?.format == .phi4Mini)
+        #expect(!model.tokenizer.addsBOS)
+        // generation_config.json: <|end|> and <|endoftext|>.
+        #expect(model.eosIDs == [1799, 1802])
+        #expect(model.options.rope.rotaryDims == 12 && model.options.tiedEmbeddings)
+    }
+
+    /// Phi-2 ships no chat template: the Instruct/Output format is the fallback.
+    @Test func phi2FallsBackToInstructFormat() throws {
+        let model = try LanguageModel(path: Fixtures.checkpoint("phi2-tiny").path)
+        #expect(model.tokenizer is BPETokenizer)
+        #expect(model.tokenizer.chatTemplate == nil)
+        #expect(model.chatTemplate?.format == .instruct)
+        let ids = try model.chatPrompt([ChatTurn(role: "user", content: "Name a colour.")])
+        #expect(ids == (try model.tokenizer.encode("Instruct: Name a colour.\nOutput:", addSpecialTokens: false)))
+    }
+
+    /// A Phi-3 checkpoint with tokenizer.model and tokenizer.json gives the same ids either way.
+    @Test func tokenizerJSONCanBeForced() throws {
+        let path = Fixtures.checkpoint("phi3-mha").path
+        let automatic = try LanguageModel(path: path)
+        let json = try LanguageModel(path: path, tokenizer: .tokenizerJSON)
+        #expect(automatic.tokenizer is SentencePieceTokenizer)
+        #expect(json.tokenizer is BPETokenizer)
+        for prompt in try Fixtures.reference("phi3-mha").prompts {
+            #expect(try json.tokenizer.encode(prompt.text, addSpecialTokens: true) == prompt.input_ids)
+        }
+        for chat in try Fixtures.reference("phi3-mha").chat {
+            let messages = chat.messages.map { ChatTurn(role: $0.role, content: $0.content) }
+            #expect(try json.chatPrompt(messages) == chat.input_ids)
+        }
+        #expect(automatic.eosIDs == json.eosIDs)
+    }
+
     @Test func eosSetIsTheUnionOfAllConfigs() throws {
         let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
         // config.json: 1000; generation_config.json: 1000, 1007; tokenizer_config.json: <|endoftext|>.

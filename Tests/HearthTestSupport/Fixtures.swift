@@ -12,8 +12,13 @@ public enum Fixtures {
     /// The tiny Phi-3 checkpoints.
     public static let phi3Checkpoints = ["phi3-mha", "phi3-gqa-longrope", "phi3-partial-tied"]
 
-    /// Tiny checkpoints of the other families (reference prompts are token ids only).
-    public static let familyCheckpoints = ["phi2-tiny", "gemma3-tiny", "llama-tiny"]
+    /// Tiny checkpoints of the other families (made by scripts/make_family_fixtures.py; gemma3-tiny
+    /// and llama-tiny have token-id prompts only, phi2-tiny and phi4-mini-tiny text prompts
+    /// tokenized by their tokenizer.json, phi4-mini-tiny also chats).
+    public static let familyCheckpoints = ["phi2-tiny", "gemma3-tiny", "llama-tiny", "phi4-mini-tiny"]
+
+    /// Checkpoints whose reference.json records chat-template prompts.
+    public static let chatCheckpoints = phi3Checkpoints + ["phi4-mini-tiny"]
 
     /// MLX-quantized conversions (scripts/make_mlx_fixtures.py); references from mlx-lm.
     public static let mlxCheckpoints = ["mlx-phi3-q4-g64", "mlx-phi3-tied-q4-g32", "mlx-phi2-q4-g64", "mlx-phi3-q8-g64"]
@@ -83,5 +88,54 @@ public struct TokenizerCases: Decodable, Sendable {
     public static func load() throws -> TokenizerCases {
         let data = try Data(contentsOf: Fixtures.directory.appendingPathComponent("tokenizer-cases.json"))
         return try JSONDecoder().decode(TokenizerCases.self, from: data)
+    }
+}
+
+/// `tokenizers/cases.json` (scripts/make_tokenizer_fixtures.py): HF tokenizers' ids, tokens and
+/// decoded text for every tokenizer.json fixture, and the pieces of each known split pattern.
+public struct TokenizerJSONCases: Decodable, Sendable {
+    public struct Case: Decodable, Sendable {
+        public let text: String
+        public let ids: [Int32]
+        public let ids_without_special: [Int32]
+        public let tokens: [String]
+        public let decoded: String
+        public let decoded_skipping_special: String
+    }
+
+    public struct Entry: Decodable, Sendable {
+        /// Relative to `Tests/Fixtures`.
+        public let directory: String
+        public let vocab_size: Int
+        public let cases: [Case]
+        public let chat: [Reference.Chat]
+    }
+
+    public struct SplitCase: Decodable, Sendable {
+        public let text: String
+        public let pieces: [String]
+    }
+
+    public struct Split: Decodable, Sendable {
+        public let pattern: String
+        public let cases: [SplitCase]
+    }
+
+    public let generator: String
+    public let tokenizers: [String: Entry]
+    public let splits: [String: Split]
+
+    /// The tokenizer names, in a stable order.
+    public static let names = ["gpt2-bpe", "o200k-bpe", "llama3-bpe", "phi3-mha", "phi3-legacy", "misc-bpe"]
+
+    public static func load() throws -> TokenizerJSONCases {
+        let url = Fixtures.directory.appendingPathComponent("tokenizers/cases.json")
+        return try JSONDecoder().decode(TokenizerJSONCases.self, from: Data(contentsOf: url))
+    }
+
+    /// The directory of one tokenizer.
+    public func directory(_ name: String) throws -> URL {
+        guard let entry = tokenizers[name] else { throw CocoaError(.fileNoSuchFile) }
+        return Fixtures.directory.appendingPathComponent(entry.directory)
     }
 }

@@ -1,9 +1,12 @@
 import HearthFormats
+import HearthTokenizers
 
 /// Phi-2 (`PhiForCausalLM`): LayerNorm with bias, attention and MLP in parallel from one
 /// norm, partial rotary, `gelu_new`, biases on every projection, `lm_head` with bias.
 public enum Phi2Family: ModelFamily {
     public static let architectures = ["PhiForCausalLM"]
+    /// Phi-2 ships no chat template; its model card's QA format.
+    public static let fallbackChatTemplate: ChatTemplate? = ChatTemplate(format: .instruct)
 
     public static func options(from config: HFConfig) throws -> DecoderOptions {
         if config.qkLayernorm == true {
