@@ -21,6 +21,8 @@ public final class WorkerPool: @unchecked Sendable {
     private let remaining = Atomic<Int>(0)
     private let sleepers = Atomic<Int>(0)
     private let stopping = Atomic<Bool>(false)
+    /// The next chunk `parallelChunks` hands out (reset before each job is published).
+    private let nextChunk = Atomic<Int>(0)
     private let condition = NSCondition()
     private var job: ((Int) -> Void)?
 
@@ -69,13 +71,18 @@ public final class WorkerPool: @unchecked Sendable {
         }
     }
 
-    /// Splits `0..<count` into one contiguous range per worker and runs `body` on each
-    /// non-empty range. `granularity` rounds range boundaries to multiples of it.
+    /// Splits `0..<count` into contiguous ranges and runs `body` on each, spread over the
+    /// workers. `granularity` rounds range boundaries to multiples of it.
     public func parallelFor(_ count: Int, granularity: Int = 1, _ body: (Range<Int>) -> Void) {
         parallelChunks(count, granularity: granularity) { range, _ in body(range) }
     }
 
     /// Like `parallelFor`, but also passes the worker index, for per-worker scratch memory.
+    ///
+    /// The range is cut into about `chunksPerWorker` chunks per worker, claimed from an
+    /// atomic counter: a worker the OS slows down (another process on a shared core) takes
+    /// fewer chunks instead of holding every other worker at the barrier. A worker runs
+    /// the chunks it claims one after another, so per-worker scratch stays private.
     public func parallelChunks(_ count: Int, granularity: Int = 1, _ body: (Range<Int>, Int) -> Void) {
         guard count > 0 else { return }
         let units = (count + granularity - 1) / granularity
@@ -84,13 +91,22 @@ public final class WorkerPool: @unchecked Sendable {
             body(0..<count, 0)
             return
         }
+        let chunkUnits = max(1, units / (workers * Self.chunksPerWorker))
+        let chunks = (units + chunkUnits - 1) / chunkUnits
+        nextChunk.store(0, ordering: .relaxed)
         run { worker in
-            guard worker < workers else { return }
-            let start = min(count, (units * worker / workers) * granularity)
-            let end = min(count, (units * (worker + 1) / workers) * granularity)
-            if start < end { body(start..<end, worker) }
+            while true {
+                let c = nextChunk.add(1, ordering: .relaxed).oldValue
+                guard c < chunks else { return }
+                let start = min(count, c * chunkUnits * granularity)
+                let end = min(count, (c + 1) * chunkUnits * granularity)
+                if start < end { body(start..<end, worker) }
+            }
         }
     }
+
+    /// Chunks per worker `parallelChunks` aims for.
+    static let chunksPerWorker = 4
 
     /// A spin-wait step. (`_mm_pause` is not callable from Swift on Linux: clang's header
     /// declares it without an inline body, so the loop spins on the atomic load alone.)
