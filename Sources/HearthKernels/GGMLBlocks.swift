@@ -12,13 +12,19 @@ public enum GGMLBlocks {
     @inline(__always)
     public static func dequantizeBlock(_ p: UnsafeRawPointer, dtype: DType, into out: UnsafeMutablePointer<Float>) {
         switch dtype {
+        #if HEARTH_AVX512
+        case .q5_0: GGMLBlocksAVX512.dequantizeQ5_0(p, into: out)
+        case .q4_K: GGMLBlocksAVX512.dequantizeQ4_K(p, into: out)
+        case .q6_K: GGMLBlocksAVX512.dequantizeQ6_K(p, into: out)
+        #else
         case .q5_0: dequantizeQ5_0(p, into: out)
+        case .q4_K: dequantizeQ4_K(p, into: out)
+        case .q6_K: dequantizeQ6_K(p, into: out)
+        #endif
         case .q5_1: dequantizeQ5_1(p, into: out)
         case .q2_K: dequantizeQ2_K(p, into: out)
         case .q3_K: dequantizeQ3_K(p, into: out)
-        case .q4_K: dequantizeQ4_K(p, into: out)
         case .q5_K: dequantizeQ5_K(p, into: out)
-        case .q6_K: dequantizeQ6_K(p, into: out)
         case .f32, .f16, .bf16, .q4_0, .q4_1, .q8_0, .q8_a: break
         }
     }

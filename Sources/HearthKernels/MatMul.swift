@@ -110,6 +110,13 @@ func matvecRows(
     case .bf16:
         for r in rows { y[r] = dotBF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
     case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_a:
+        #if HEARTH_AVX512
+        // q5_0, q4_K, q6_K (most of a K-quant GGUF file): dequantized in registers.
+        if let dot = GGMLBlocksAVX512.fusedDot(w.dtype) {
+            for r in rows { y[r] = dot(w.row(r), x, w.blocksPerRow) }
+            return
+        }
+        #endif
         // Row-layout block types without an integer kernel: dequantize each row into the
         // worker's scratch (at least `cols` floats), then a SIMD dot.
         for r in rows {

@@ -111,6 +111,36 @@ struct GGUFTypesReference: Decodable {
         }
     }
 
+    /// The dequantizer this build uses (AVX-512 for q5_0/q4_K/q6_K when compiled with it)
+    /// equals the scalar reference bit for bit on random blocks, scales included.
+    @Test(arguments: [DType.q5_0, .q4_K, .q6_K])
+    func buildDequantizerEqualsScalarReference(_ dtype: DType) {
+        var rng = SystemRandomNumberGenerator()
+        let scaleOffsets: [Int] = dtype == .q5_0 ? [0] : dtype == .q4_K ? [0, 2] : [208]
+        var block = [UInt8](repeating: 0, count: dtype.bytesPerBlock)
+        var fast = [Float](repeating: 0, count: dtype.blockSize), reference = fast
+        for _ in 0..<500 {
+            for i in block.indices { block[i] = UInt8.random(in: 0...255, using: &rng) }
+            for offset in scaleOffsets {  // finite f16 scales of either sign
+                let h = floatToHalf(Float.random(in: -2...2, using: &rng))
+                block[offset] = UInt8(h & 0xff)
+                block[offset + 1] = UInt8(h >> 8)
+            }
+            block.withUnsafeBytes { raw in
+                let p = raw.baseAddress!
+                fast.withUnsafeMutableBufferPointer { dequantizeBlock(p, dtype: dtype, into: $0.baseAddress!) }
+                reference.withUnsafeMutableBufferPointer { out in
+                    switch dtype {
+                    case .q5_0: GGMLBlocks.dequantizeQ5_0(p, into: out.baseAddress!)
+                    case .q4_K: GGMLBlocks.dequantizeQ4_K(p, into: out.baseAddress!)
+                    default: GGMLBlocks.dequantizeQ6_K(p, into: out.baseAddress!)
+                    }
+                }
+            }
+            #expect(fast.map(\.bitPattern) == reference.map(\.bitPattern), "\(dtype)")
+        }
+    }
+
     /// Known answers built by hand, independent of gguf-py: element order and bit positions.
     @Test func handBuiltBlocks() {
         func run(_ dtype: DType, _ bytes: [UInt8]) -> [Float] {
@@ -156,14 +186,17 @@ struct GGUFTypesReference: Decodable {
     }
 
     /// Row-layout K-quant matrices work through WeightMatrix and matmul (dequantize-then-dot).
-    @Test func rowLayoutKQuantMatmul() throws {
+    /// (The single-token product takes the fused AVX-512 kernels for q5_0/q4_K/q6_K when the
+    /// build has them, the dequantize-then-dot path otherwise; both must match gguf-py's values.)
+    @Test(arguments: [DType.q4_K, .q5_0, .q6_K, .q5_1, .q2_K, .q3_K, .q5_K])
+    func rowLayoutKQuantMatmul(_ dtype: DType) throws {
         let reference = try GGUFTypesReference.load()
         let bytes = try GGUFTypesReference.fileBytes()
-        let tensor = try #require(reference.tensors["q4_k"])
+        let tensor = try #require(reference.tensors[dtype.rawValue.lowercased()])
         let (rows, cols) = (tensor.shape[0], tensor.shape[1])
-        let buffer = OwnedBuffer(count: try #require(DType.q4_K.matrixBytes(rows: rows, cols: cols, layout: .rows)))
+        let buffer = OwnedBuffer(count: try #require(dtype.matrixBytes(rows: rows, cols: cols, layout: .rows)))
         bytes.withUnsafeBytes { raw in buffer.pointer.copyMemory(from: raw.baseAddress! + tensor.offset, byteCount: buffer.count) }
-        let w = WeightMatrix(rows: rows, cols: cols, dtype: .q4_K, data: buffer.pointer, owner: buffer)
+        let w = WeightMatrix(rows: rows, cols: cols, dtype: dtype, data: buffer.pointer, owner: buffer)
         let x = (0..<cols).map { Float(($0 % 7) - 3) / 4 }
         var y = [Float](repeating: 0, count: rows)
         let pool = WorkerPool(threads: 2)
