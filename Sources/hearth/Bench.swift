@@ -18,7 +18,7 @@ struct Bench: ParsableCommand {
             excluded. One warm-up of each, then r repetitions; mean ± sample standard deviation.
             """)
 
-    @Option(name: .long, help: "Model: checkpoint directory or .hqf file.")
+    @Option(name: .long, help: "Model: Hugging Face or MLX checkpoint directory, .hqf or .gguf file.")
     var model: String
 
     @Option(name: .long, help: "Quantize float weights at load: q4_0, q4_1 or q8_0.")
