@@ -80,7 +80,15 @@ extension ModelWeights {
     /// Rearranges row-layout q4_0/q4_1/q8_0 matrices (GGUF) into the interleaved16 layout
     /// the integer kernels read; lossless. Other matrices are kept as they are.
     public func repackedForKernels(options: DecoderOptions) -> ModelWeights {
-        func repack(_ w: WeightMatrix) -> WeightMatrix { Quantizer.repackInterleaved(w) ?? w }
+        func repack(_ w: WeightMatrix) -> WeightMatrix {
+            guard let packed = Quantizer.repackInterleaved(w) else { return w }
+            // The mapped file pages the repack just read are not used again: hand them back
+            // so they stop counting towards the process's memory (peak RSS ≈ one copy).
+            if let file = w.owner as? MappedFile, let base = file.base {
+                file.dropPages(at: base.distance(to: w.data), count: w.byteCount)
+            }
+            return packed
+        }
         func repack(_ p: LayerWeights.Projections) -> LayerWeights.Projections {
             switch p {
             case .fused(let w): return .fused(repack(w))
