@@ -18,34 +18,64 @@ enum GGMLBlocksAVX512 {
         UnsafeMutableRawPointer(out).storeBytes(of: v, as: SIMD16<Float>.self)
     }
 
-    /// q5_0: w = d·(q − 16), q = nibble | fifth bit << 4.
+    /// q5_0 block at `p`: elements 0…15 and 16…31 as q − 16 in int32 lanes
+    /// (q = nibble | fifth bit << 4).
     @inline(__always)
-    static func dequantizeQ5_0(_ p: UnsafeRawPointer, into out: UnsafeMutablePointer<Float>) {
-        let d = _mm512_set1_ps(GGMLBlocks.half(p, 0))
+    static func q5_0Quants(_ p: UnsafeRawPointer) -> (SIMD8<Int64>, SIMD8<Int64>) {
         let qh = UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
         let b = bytes16(p + 6)
         let sixteen = _mm512_set1_epi32(16)
         let lo = _mm512_and_si512(b, _mm512_set1_epi32(15))
         let hi = _mm512_srli_epi32(b, 4)
         // With the fifth bit set, q − 16 is the nibble itself; without, nibble − 16.
-        let qLo = _mm512_mask_blend_epi32(UInt16(truncatingIfNeeded: qh), _mm512_sub_epi32(lo, sixteen), lo)
-        let qHi = _mm512_mask_blend_epi32(UInt16(truncatingIfNeeded: qh >> 16), _mm512_sub_epi32(hi, sixteen), hi)
+        return (
+            _mm512_mask_blend_epi32(UInt16(truncatingIfNeeded: qh), _mm512_sub_epi32(lo, sixteen), lo),
+            _mm512_mask_blend_epi32(UInt16(truncatingIfNeeded: qh >> 16), _mm512_sub_epi32(hi, sixteen), hi))
+    }
+
+    /// q4_K sub-block 2c + h of the block at `p`: its 32 nibbles as two int32 vectors, and
+    /// its scale d·sc and minimum dmin·min.
+    @inline(__always)
+    static func q4_KSubBlock(_ p: UnsafeRawPointer, c: Int, h: Int) -> (SIMD8<Int64>, SIMD8<Int64>, Float, Float) {
+        let b0 = bytes16(p + 16 + 32 * c), b1 = bytes16(p + 32 + 32 * c)
+        let mask = _mm512_set1_epi32(15)
+        let (sc, mn) = GGMLBlocks.scaleMinK4(p + 4, 2 * c + h)
+        let d = GGMLBlocks.half(p, 0), dmin = GGMLBlocks.half(p, 2)
+        return h == 0
+            ? (_mm512_and_si512(b0, mask), _mm512_and_si512(b1, mask), d * Float(sc), dmin * Float(mn))
+            : (_mm512_srli_epi32(b0, 4), _mm512_srli_epi32(b1, 4), d * Float(sc), dmin * Float(mn))
+    }
+
+    /// q6_K elements e…e+15 (e = 128c + 32s + 16·half) of the block at `p` as q − 32 in int32
+    /// lanes, and their scale d·scale[e/16]. Element e + i takes nibble s/2 of low byte
+    /// 64c + 32(s%2) + 16·half + i and bits 2s…2s+1 of high byte 128 + 32c + 16·half + i.
+    @inline(__always)
+    static func q6_KQuants(_ p: UnsafeRawPointer, c: Int, half: Int, s: Int) -> (SIMD8<Int64>, Float) {
+        let high = bytes16(p + 128 + 32 * c + 16 * half)
+        let lowBytes = bytes16(p + 64 * c + 32 * (s % 2) + 16 * half)
+        let low = _mm512_and_si512(_mm512_srli_epi32(lowBytes, UInt32(4 * (s / 2))), _mm512_set1_epi32(15))
+        let hi = _mm512_and_si512(_mm512_srli_epi32(high, UInt32(2 * s)), _mm512_set1_epi32(3))
+        let q = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32))
+        let scale = Int8(bitPattern: GGMLBlocks.byte(p, 192 + (128 * c + 32 * s + 16 * half) / 16))
+        return (q, GGMLBlocks.half(p, 208) * Float(scale))
+    }
+
+    /// q5_0: w = d·(q − 16).
+    @inline(__always)
+    static func dequantizeQ5_0(_ p: UnsafeRawPointer, into out: UnsafeMutablePointer<Float>) {
+        let d = _mm512_set1_ps(GGMLBlocks.half(p, 0))
+        let (qLo, qHi) = q5_0Quants(p)
         store(_mm512_mul_ps(d, _mm512_cvtepi32_ps(qLo)), out)
         store(_mm512_mul_ps(d, _mm512_cvtepi32_ps(qHi)), out + 16)
     }
 
-    /// q4_K: element 64c + 32h + l is nibble h of byte 32c + l; w = (d·scale)·q − dmin·min.
+    /// q4_K: w = (d·scale)·q − dmin·min.
     @inline(__always)
     static func dequantizeQ4_K(_ p: UnsafeRawPointer, into out: UnsafeMutablePointer<Float>) {
-        let d = GGMLBlocks.half(p, 0), dmin = GGMLBlocks.half(p, 2)
-        let mask = _mm512_set1_epi32(15)
         for c in 0..<4 {
-            let b0 = bytes16(p + 16 + 32 * c), b1 = bytes16(p + 32 + 32 * c)
             for h in 0..<2 {
-                let (sc, mn) = GGMLBlocks.scaleMinK4(p + 4, 2 * c + h)
-                let d1 = _mm512_set1_ps(d * Float(sc)), m1 = _mm512_set1_ps(dmin * Float(mn))
-                let q0 = h == 0 ? _mm512_and_si512(b0, mask) : _mm512_srli_epi32(b0, 4)
-                let q1 = h == 0 ? _mm512_and_si512(b1, mask) : _mm512_srli_epi32(b1, 4)
+                let (q0, q1, scale, min) = q4_KSubBlock(p, c: c, h: h)
+                let d1 = _mm512_set1_ps(scale), m1 = _mm512_set1_ps(min)
                 let o = out + 64 * c + 32 * h
                 store(_mm512_sub_ps(_mm512_mul_ps(d1, _mm512_cvtepi32_ps(q0)), m1), o)
                 store(_mm512_sub_ps(_mm512_mul_ps(d1, _mm512_cvtepi32_ps(q1)), m1), o + 16)
@@ -53,27 +83,19 @@ enum GGMLBlocksAVX512 {
         }
     }
 
-    /// q6_K: element 128c + 32s + l takes nibble s/2 of low byte 64c + 32(s%2) + l and bits
-    /// 2s…2s+1 of high byte 128 + 32c + l; w = (d·scale[e/16])·(q − 32).
+    /// q6_K: w = (d·scale[e/16])·(q − 32).
     @inline(__always)
     static func dequantizeQ6_K(_ p: UnsafeRawPointer, into out: UnsafeMutablePointer<Float>) {
-        let d = GGMLBlocks.half(p, 208)
-        let nibble = _mm512_set1_epi32(15), two = _mm512_set1_epi32(3), bias = _mm512_set1_epi32(32)
         for c in 0..<2 {
             for half in 0..<2 {
-                let high = bytes16(p + 128 + 32 * c + 16 * half)
                 for s in 0..<4 {
-                    let e = 128 * c + 32 * s + 16 * half
-                    let lowBytes = bytes16(p + 64 * c + 32 * (s % 2) + 16 * half)
-                    let low = _mm512_and_si512(_mm512_srli_epi32(lowBytes, UInt32(4 * (s / 2))), nibble)
-                    let hi = _mm512_and_si512(_mm512_srli_epi32(high, UInt32(2 * s)), two)
-                    let q = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(hi, 4)), bias)
-                    let scale = Int8(bitPattern: GGMLBlocks.byte(p, 192 + e / 16))
-                    store(_mm512_mul_ps(_mm512_set1_ps(d * Float(scale)), _mm512_cvtepi32_ps(q)), out + e)
+                    let (q, scale) = q6_KQuants(p, c: c, half: half, s: s)
+                    store(_mm512_mul_ps(_mm512_set1_ps(scale), _mm512_cvtepi32_ps(q)), out + 128 * c + 32 * s + 16 * half)
                 }
             }
         }
     }
+
     // MARK: Fused dot products (decode): dequantize in registers and multiply by x, no store.
     // Exact f32 math like dequantize-then-dot; only the order of the float sums differs.
 
@@ -95,14 +117,9 @@ enum GGMLBlocksAVX512 {
     /// Σ w·x over one q5_0 row of `blocks` blocks.
     static func dotQ5_0(_ row: UnsafeRawPointer, _ x: UnsafePointer<Float>, blocks: Int) -> Float {
         var acc = _mm512_setzero_ps()
-        let sixteen = _mm512_set1_epi32(16), mask = _mm512_set1_epi32(15)
         for b in 0..<blocks {
             let p = row + 22 * b, xb = x + 32 * b
-            let qh = UInt32(littleEndian: p.loadUnaligned(fromByteOffset: 2, as: UInt32.self))
-            let bytes = bytes16(p + 6)
-            let lo = _mm512_and_si512(bytes, mask), hi = _mm512_srli_epi32(bytes, 4)
-            let qLo = _mm512_mask_blend_epi32(UInt16(truncatingIfNeeded: qh), _mm512_sub_epi32(lo, sixteen), lo)
-            let qHi = _mm512_mask_blend_epi32(UInt16(truncatingIfNeeded: qh >> 16), _mm512_sub_epi32(hi, sixteen), hi)
+            let (qLo, qHi) = q5_0Quants(p)
             let t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(qHi), load16(xb + 16), _mm512_mul_ps(_mm512_cvtepi32_ps(qLo), load16(xb)))
             acc = _mm512_fmadd_ps(_mm512_set1_ps(GGMLBlocks.half(p, 0)), t, acc)
         }
@@ -112,20 +129,15 @@ enum GGMLBlocksAVX512 {
     /// Σ w·x over one q4_K row of `blocks` super-blocks.
     static func dotQ4_K(_ row: UnsafeRawPointer, _ x: UnsafePointer<Float>, blocks: Int) -> Float {
         var acc = _mm512_setzero_ps(), accMin = _mm512_setzero_ps()
-        let mask = _mm512_set1_epi32(15)
         for b in 0..<blocks {
             let p = row + 144 * b, xb = x + 256 * b
-            let d = GGMLBlocks.half(p, 0), dmin = GGMLBlocks.half(p, 2)
             for c in 0..<4 {
-                let b0 = bytes16(p + 16 + 32 * c), b1 = bytes16(p + 32 + 32 * c)
                 for h in 0..<2 {
-                    let (sc, mn) = GGMLBlocks.scaleMinK4(p + 4, 2 * c + h)
-                    let q0 = h == 0 ? _mm512_and_si512(b0, mask) : _mm512_srli_epi32(b0, 4)
-                    let q1 = h == 0 ? _mm512_and_si512(b1, mask) : _mm512_srli_epi32(b1, 4)
+                    let (q0, q1, scale, min) = q4_KSubBlock(p, c: c, h: h)
                     let x0 = load16(xb + 64 * c + 32 * h), x1 = load16(xb + 64 * c + 32 * h + 16)
                     let t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(q1), x1, _mm512_mul_ps(_mm512_cvtepi32_ps(q0), x0))
-                    acc = _mm512_fmadd_ps(_mm512_set1_ps(d * Float(sc)), t, acc)
-                    accMin = _mm512_fmadd_ps(_mm512_set1_ps(dmin * Float(mn)), _mm512_add_ps(x0, x1), accMin)
+                    acc = _mm512_fmadd_ps(_mm512_set1_ps(scale), t, acc)
+                    accMin = _mm512_fmadd_ps(_mm512_set1_ps(min), _mm512_add_ps(x0, x1), accMin)
                 }
             }
         }
@@ -135,22 +147,14 @@ enum GGMLBlocksAVX512 {
     /// Σ w·x over one q6_K row of `blocks` super-blocks.
     static func dotQ6_K(_ row: UnsafeRawPointer, _ x: UnsafePointer<Float>, blocks: Int) -> Float {
         var acc = _mm512_setzero_ps()
-        let nibble = _mm512_set1_epi32(15), two = _mm512_set1_epi32(3), bias = _mm512_set1_epi32(32)
         for b in 0..<blocks {
             let p = row + 210 * b, xb = x + 256 * b
-            let d = GGMLBlocks.half(p, 208)
             for c in 0..<2 {
                 for half in 0..<2 {
-                    let high = bytes16(p + 128 + 32 * c + 16 * half)
                     for s in 0..<4 {
+                        let (q, scale) = q6_KQuants(p, c: c, half: half, s: s)
                         let e = 128 * c + 32 * s + 16 * half
-                        let lowBytes = bytes16(p + 64 * c + 32 * (s % 2) + 16 * half)
-                        let low = _mm512_and_si512(_mm512_srli_epi32(lowBytes, UInt32(4 * (s / 2))), nibble)
-                        let hi = _mm512_and_si512(_mm512_srli_epi32(high, UInt32(2 * s)), two)
-                        let q = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(hi, 4)), bias)
-                        let scale = Int8(bitPattern: GGMLBlocks.byte(p, 192 + e / 16))
-                        acc = _mm512_fmadd_ps(
-                            _mm512_set1_ps(d * Float(scale)), _mm512_mul_ps(_mm512_cvtepi32_ps(q), load16(xb + e)), acc)
+                        acc = _mm512_fmadd_ps(_mm512_set1_ps(scale), _mm512_mul_ps(_mm512_cvtepi32_ps(q), load16(xb + e)), acc)
                     }
                 }
             }

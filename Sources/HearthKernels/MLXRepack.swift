@@ -25,39 +25,22 @@ public enum MLXRepack {
         packed: UnsafeRawPointer, scales: UnsafePointer<UInt16>, biases: UnsafePointer<UInt16>,
         rows: Int, cols: Int, groupSize: Int, into out: UnsafeMutableRawPointer, threads: Int
     ) {
-        let source = SendableSource(packed: packed, scales: scales, biases: biases)
-        let output = UncheckedPointer(out)
-        let blocks = cols / 32
-        let groupsPerRow = cols / groupSize
-        let blocksPerGroup = groupSize / 32
-        let tileBytes = DType.q4_1.interleavedTileBytes
-        let rowGroups = (rows + 15) / 16
-        let workers = max(1, min(threads, rowGroups))
-        DispatchQueueShim.concurrentPerform(iterations: workers) { worker in
-            for g in (rowGroups * worker / workers)..<(rowGroups * (worker + 1) / workers) {
-                for r in 0..<min(16, rows - g * 16) {
-                    let row = g * 16 + r
-                    let words = source.packed + row * (cols / 2)
-                    let s = source.scales + row * groupsPerRow, m = source.biases + row * groupsPerRow
-                    for b in 0..<blocks {
-                        let tile = output.pointer + (g * blocks + b) * tileBytes
-                        tile.storeBytes(of: s[b / blocksPerGroup], toByteOffset: 2 * r, as: UInt16.self)
-                        tile.storeBytes(of: m[b / blocksPerGroup], toByteOffset: 32 + 2 * r, as: UInt16.self)
-                        // Elements 0…15 and 16…31 of the block, one nibble each, element i at bits 4i.
-                        let lo = UInt64(littleEndian: words.loadUnaligned(fromByteOffset: 16 * b, as: UInt64.self))
-                        let hi = UInt64(littleEndian: words.loadUnaligned(fromByteOffset: 16 * b + 8, as: UInt64.self))
-                        // q4_1 block byte i = element i (low nibble) | element i + 16 (high nibble).
-                        let first = spreadNibbles(UInt32(truncatingIfNeeded: lo)) | spreadNibbles(UInt32(truncatingIfNeeded: hi)) << 4
-                        let second = spreadNibbles(UInt32(truncatingIfNeeded: lo >> 32)) | spreadNibbles(UInt32(truncatingIfNeeded: hi >> 32)) << 4
-                        // Block bytes 4k…4k+3 go to chunk k at 4r (docs/KERNELS.md).
-                        let quants = tile + 64 + 4 * r
-                        quants.storeBytes(of: UInt32(truncatingIfNeeded: first).littleEndian, as: UInt32.self)
-                        quants.storeBytes(of: UInt32(truncatingIfNeeded: first >> 32).littleEndian, toByteOffset: 64, as: UInt32.self)
-                        quants.storeBytes(of: UInt32(truncatingIfNeeded: second).littleEndian, toByteOffset: 128, as: UInt32.self)
-                        quants.storeBytes(of: UInt32(truncatingIfNeeded: second >> 32).littleEndian, toByteOffset: 192, as: UInt32.self)
-                    }
-                }
-            }
+        forEachBlock(
+            dtype: .q4_1, packed: packed, scales: scales, biases: biases, rows: rows, cols: cols, groupSize: groupSize,
+            into: out, threads: threads
+        ) { packed, row, b, quants in
+            let words = packed + row * (cols / 2)
+            // Elements 0…15 and 16…31 of the block, one nibble each, element i at bits 4i.
+            let lo = UInt64(littleEndian: words.loadUnaligned(fromByteOffset: 16 * b, as: UInt64.self))
+            let hi = UInt64(littleEndian: words.loadUnaligned(fromByteOffset: 16 * b + 8, as: UInt64.self))
+            // q4_1 block byte i = element i (low nibble) | element i + 16 (high nibble).
+            let first = spreadNibbles(UInt32(truncatingIfNeeded: lo)) | spreadNibbles(UInt32(truncatingIfNeeded: hi)) << 4
+            let second = spreadNibbles(UInt32(truncatingIfNeeded: lo >> 32)) | spreadNibbles(UInt32(truncatingIfNeeded: hi >> 32)) << 4
+            // Block bytes 4k…4k+3 go to chunk k (docs/KERNELS.md).
+            quants.storeBytes(of: UInt32(truncatingIfNeeded: first).littleEndian, as: UInt32.self)
+            quants.storeBytes(of: UInt32(truncatingIfNeeded: first >> 32).littleEndian, toByteOffset: 64, as: UInt32.self)
+            quants.storeBytes(of: UInt32(truncatingIfNeeded: second).littleEndian, toByteOffset: 128, as: UInt32.self)
+            quants.storeBytes(of: UInt32(truncatingIfNeeded: second >> 32).littleEndian, toByteOffset: 192, as: UInt32.self)
         }
     }
 
@@ -69,30 +52,48 @@ public enum MLXRepack {
         packed: UnsafeRawPointer, scales: UnsafePointer<UInt16>, biases: UnsafePointer<UInt16>,
         rows: Int, cols: Int, groupSize: Int, into out: UnsafeMutableRawPointer, threads: Int
     ) {
+        forEachBlock(
+            dtype: .q8_a, packed: packed, scales: scales, biases: biases, rows: rows, cols: cols, groupSize: groupSize,
+            into: out, threads: threads
+        ) { packed, row, b, quants in
+            let bytes = packed + row * cols
+            // Block bytes 4k…4k+3 (elements 4k…4k+3) go to chunk k.
+            for k in 0..<8 {
+                quants.storeBytes(
+                    of: bytes.loadUnaligned(fromByteOffset: 32 * b + 4 * k, as: UInt32.self), toByteOffset: 64 * k,
+                    as: UInt32.self)
+            }
+        }
+    }
+
+    /// The walk both repacks share: for every row and 32-column block, writes the row's group
+    /// scale and bias into the tile (d at 2r, m at 32 + 2r) and lets `writeQuants` store the
+    /// block's quants from `(packed, row, block)` at the row's first chunk slot (tile + 64 + 4r).
+    /// 16-row groups are split over `threads` workers.
+    @inline(__always)
+    private static func forEachBlock(
+        dtype: DType, packed: UnsafeRawPointer, scales: UnsafePointer<UInt16>, biases: UnsafePointer<UInt16>,
+        rows: Int, cols: Int, groupSize: Int, into out: UnsafeMutableRawPointer, threads: Int,
+        writeQuants: @escaping @Sendable (UnsafeRawPointer, Int, Int, UnsafeMutableRawPointer) -> Void
+    ) {
         let source = SendableSource(packed: packed, scales: scales, biases: biases)
         let output = UncheckedPointer(out)
         let blocks = cols / 32
         let groupsPerRow = cols / groupSize
         let blocksPerGroup = groupSize / 32
-        let tileBytes = DType.q8_a.interleavedTileBytes
+        let tileBytes = dtype.interleavedTileBytes
         let rowGroups = (rows + 15) / 16
         let workers = max(1, min(threads, rowGroups))
         DispatchQueueShim.concurrentPerform(iterations: workers) { worker in
             for g in (rowGroups * worker / workers)..<(rowGroups * (worker + 1) / workers) {
                 for r in 0..<min(16, rows - g * 16) {
                     let row = g * 16 + r
-                    let bytes = source.packed + row * cols
                     let s = source.scales + row * groupsPerRow, m = source.biases + row * groupsPerRow
                     for b in 0..<blocks {
                         let tile = output.pointer + (g * blocks + b) * tileBytes
                         tile.storeBytes(of: s[b / blocksPerGroup], toByteOffset: 2 * r, as: UInt16.self)
                         tile.storeBytes(of: m[b / blocksPerGroup], toByteOffset: 32 + 2 * r, as: UInt16.self)
-                        // Block bytes 4k…4k+3 (elements 4k…4k+3) go to chunk k at 4r.
-                        for k in 0..<8 {
-                            tile.storeBytes(
-                                of: bytes.loadUnaligned(fromByteOffset: 32 * b + 4 * k, as: UInt32.self),
-                                toByteOffset: 64 + 64 * k + 4 * r, as: UInt32.self)
-                        }
+                        writeQuants(source.packed, row, b, tile + 64 + 4 * r)
                     }
                 }
             }

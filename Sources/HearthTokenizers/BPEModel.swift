@@ -125,7 +125,7 @@ struct BPEModel: Sendable {
         for k in 0..<n { next[k] = k + 1 < n ? Int32(k + 1) : -1 }
         var alive = [Bool](repeating: true, count: n)
         // Min-heap of `rank << 32 | position`: lowest rank, then leftmost position.
-        var heap = MinHeap()
+        var heap = BinaryHeap<UInt64>(by: <)  // packed `rank << 32 | position` keys
         func key(_ a: Int32, _ b: Int32) -> UInt64 { UInt64(UInt32(bitPattern: a)) << 32 | UInt64(UInt32(bitPattern: b)) }
         for k in 0..<(n - 1) {
             if let m = merges[key(ids[k], ids[k + 1])] { heap.push(m & 0xFFFF_FFFF_0000_0000 | UInt64(k)) }
@@ -159,41 +159,6 @@ struct BPEModel: Sendable {
             k = Int(next[k])
         }
         ids = out
-    }
-}
-
-/// A binary min-heap of packed `rank << 32 | position` keys.
-private struct MinHeap {
-    private var items: [UInt64] = []
-
-    mutating func push(_ value: UInt64) {
-        items.append(value)
-        var i = items.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard items[i] < items[parent] else { break }
-            items.swapAt(i, parent)
-            i = parent
-        }
-    }
-
-    mutating func pop() -> UInt64? {
-        guard let top = items.first else { return nil }
-        let last = items.removeLast()
-        if !items.isEmpty {
-            items[0] = last
-            var i = 0
-            while true {
-                let l = 2 * i + 1, r = l + 1
-                var best = i
-                if l < items.count && items[l] < items[best] { best = l }
-                if r < items.count && items[r] < items[best] { best = r }
-                if best == i { break }
-                items.swapAt(i, best)
-                i = best
-            }
-        }
-        return top
     }
 }
 

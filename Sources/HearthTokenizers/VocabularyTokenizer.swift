@@ -163,7 +163,7 @@ public final class VocabularyTokenizer: Tokenizer {
         next[pieces.count - 1] = -1
         var alive = [Bool](repeating: true, count: pieces.count)
 
-        var heap = BigramHeap()
+        var heap = BinaryHeap<Bigram> { $0.precedes($1) }
         func consider(_ left: Int, _ right: Int) {
             guard left >= 0, right >= 0 else { return }
             let merged = pieces[left] + pieces[right]
@@ -211,40 +211,5 @@ struct Bigram {
 
     func precedes(_ other: Bigram) -> Bool {
         score != other.score ? score > other.score : left < other.left
-    }
-}
-
-/// A binary max-heap of bigrams.
-struct BigramHeap {
-    private var items: [Bigram] = []
-
-    mutating func push(_ b: Bigram) {
-        items.append(b)
-        var i = items.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard items[i].precedes(items[parent]) else { break }
-            items.swapAt(i, parent)
-            i = parent
-        }
-    }
-
-    mutating func pop() -> Bigram? {
-        guard let top = items.first else { return nil }
-        let last = items.removeLast()
-        if !items.isEmpty {
-            items[0] = last
-            var i = 0
-            while true {
-                let l = 2 * i + 1, r = l + 1
-                var best = i
-                if l < items.count && items[l].precedes(items[best]) { best = l }
-                if r < items.count && items[r].precedes(items[best]) { best = r }
-                if best == i { break }
-                items.swapAt(i, best)
-                i = best
-            }
-        }
-        return top
     }
 }
