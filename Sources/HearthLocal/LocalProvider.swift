@@ -250,7 +250,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 return ProviderError(.contextLengthExceeded(tokens: nil, limit: nil), provider: id, message: error.description, underlying: error)
             case .cancelled:
                 return ProviderError(.cancelled, provider: id, message: error.description, underlying: error)
-            case .invalidOption, .invalidToken, .missingComponent, .invalidSnapshot:
+            case .invalidOption, .invalidToken, .missingComponent, .invalidSnapshot, .invalidLogitsFile, .logitsFileMismatch:
                 return ProviderError(.invalidRequest, provider: id, message: error.description, underlying: error)
             }
         }

@@ -2,10 +2,15 @@ import Foundation
 import HearthTestSupport
 import Testing
 
-/// The real default model (Gemma 3 270M, GGUF Q4_K_M) end to end, against expectations
-/// recorded from llama.cpp and from transformers on the same file
-/// (Tests/Fixtures/gemma3-270m-greedy.json). Runs whenever scripts/fetch-default-model.sh
-/// has installed the model, with the release binary scripts/setup.sh builds.
+/// The real default model (Gemma 3 270M, GGUF Q4_K_M) end to end, with the release binary
+/// scripts/setup.sh builds. Runs whenever scripts/fetch-default-model.sh has installed the model.
+///
+/// The reference is the exact math: HF transformers in float32 on the same GGUF dequantized
+/// (Tests/Fixtures/gemma3-270m-exact.json, from scripts/make_exact_reference.py), with the
+/// top-1/top-2 margin at every position. Two correct engines part at near-ties, and where
+/// depends on summation order (CPU, kernel level, BLAS dispatch), so agreement is asserted
+/// only where the exact margin is clear (≥ 0.1 nats); see docs/ACCURACY.md. Token ids are
+/// also asserted equal to llama.cpp's (Tests/Fixtures/gemma3-270m-greedy.json).
 enum RealModel {
     static let model = Fixtures.root.appendingPathComponent("models/gemma-3-270m-q4_k_m.gguf").path
     static let binary = Fixtures.root.appendingPathComponent(".build/release/hearth").path
@@ -18,26 +23,43 @@ enum RealModel {
 struct RealModelTests {
     static let model = RealModel.model
     static let binary = RealModel.binary
+    /// The near-tie cut-off: positions whose exact top-1/top-2 margin is below this are not asserted.
+    static let clearMargin = 0.1
 
-    struct Expectations: Decodable {
+    /// llama.cpp's token ids for the greedy prompts (scripts/compare_llama_cpp.py).
+    struct LlamaCpp: Decodable {
         struct Prompt: Decodable {
             let prompt: String
             let input_ids: [Int32]
-            let llama_cpp: [Int32]
-            let transformers_f32: [Int32]
-        }
-        struct Perplexity: Decodable {
-            let file: String
-            let ctx: Int
-            let llama_cpp: Double
         }
         let prompts: [Prompt]
-        let perplexity: Perplexity
     }
 
-    static func expectations() throws -> Expectations {
-        try JSONDecoder().decode(
-            Expectations.self, from: Data(contentsOf: Fixtures.directory.appendingPathComponent("gemma3-270m-greedy.json")))
+    /// The exact-math reference (scripts/make_exact_reference.py).
+    struct Exact: Decodable {
+        struct Text: Decodable {
+            let file: String
+            let ctx: Int
+            let first: Int
+            let chunks: Int
+            let next: [Int32]
+            let argmax: [Int32]
+            let logprob: [Double]
+            let margin: [Double]
+            let perplexity_all: Double
+        }
+        struct Greedy: Decodable {
+            let prompt: String
+            let input_ids: [Int32]
+            let ids: [Int32]
+            let margins: [Double]
+        }
+        let text: Text
+        let greedy: [Greedy]
+    }
+
+    static func load<T: Decodable>(_ name: String) throws -> T {
+        try JSONDecoder().decode(T.self, from: Data(contentsOf: Fixtures.directory.appendingPathComponent(name)))
     }
 
     func run(_ arguments: [String]) throws -> String {
@@ -55,22 +77,68 @@ struct RealModelTests {
     }
 
     @Test func tokenIdsEqualLlamaCpp() throws {
-        for p in try Self.expectations().prompts {
+        let llama: LlamaCpp = try Self.load("gemma3-270m-greedy.json")
+        let exact: Exact = try Self.load("gemma3-270m-exact.json")
+        for p in llama.prompts {
             let ids = try run(["tokenize", "--model", Self.model, "--text", p.prompt])
             #expect(ids == "[" + p.input_ids.map(String.init).joined(separator: ",") + "]\n", "\(p.prompt)")
+            #expect(exact.greedy.first { $0.prompt == p.prompt }?.input_ids == p.input_ids, "\(p.prompt)")
         }
     }
 
-    /// Greedy continuations of 32 tokens: every prompt starts like both references, and at
-    /// least three of five are identical to each over all 32 tokens (the others part at
-    /// near-ties, where llama.cpp and the f32 reference also part from each other).
-    @Test func greedyContinuationsFollowTheReferences() throws {
-        let prompts = try Self.expectations().prompts
-        var sameAsLlama = 0, sameAsTransformers = 0
-        for p in prompts {
+    /// Teacher-forced over the whole text, every position of every 512-token chunk: the same
+    /// next token at each position (tokenization and chunking), argmax agreement with the exact
+    /// math on ≥ 99.5% of the clear positions, mean |Δ log p| below 0.06 nats (measured
+    /// 0.03–0.04 across kernel levels and BLAS core types; llama.cpp's is 0.09) and perplexity
+    /// within 0.5% of the exact value.
+    @Test func teacherForcedFollowsTheExactMath() throws {
+        let exact: Exact = try Self.load("gemma3-270m-exact.json")
+        let text = exact.text
+        let perToken = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-real-\(UUID().uuidString).jsonl")
+        defer { try? FileManager.default.removeItem(at: perToken) }
+        _ = try run([
+            "perplexity", "--model", Self.model, "--file", Fixtures.root.appendingPathComponent(text.file).path,
+            "--ctx", String(text.ctx), "--first", String(text.first), "--per-token", perToken.path, "--json", "-t", "2",
+        ])
+        struct Position: Decodable {
+            let next: Int32
+            let argmax: Int32
+            let logprob: Double
+        }
+        let positions = try String(contentsOf: perToken, encoding: .utf8).split(separator: "\n").map {
+            try JSONDecoder().decode(Position.self, from: Data($0.utf8))
+        }
+        try #require(positions.count == text.next.count, "\(positions.count) positions scored, the reference has \(text.next.count)")
+        var clear = 0, agreeClear = 0, agree = 0
+        var absDelta = 0.0, nll = 0.0
+        for (i, p) in positions.enumerated() {
+            #expect(p.next == text.next[i], "position \(i): token \(p.next), the reference has \(text.next[i])")
+            if p.argmax == text.argmax[i] { agree += 1 }
+            if text.margin[i] >= Self.clearMargin {
+                clear += 1
+                if p.argmax == text.argmax[i] { agreeClear += 1 }
+            }
+            absDelta += abs(p.logprob - text.logprob[i])
+            nll -= p.logprob
+        }
+        let n = Double(positions.count)
+        let summary = "argmax agrees on \(agree)/\(positions.count), on \(agreeClear)/\(clear) clear positions; mean |Δ log p| \(absDelta / n)"
+        #expect(Double(agreeClear) / Double(clear) >= 0.995, "\(summary)")
+        #expect(clear > positions.count * 3 / 4, "\(summary)")
+        #expect(absDelta / n < 0.06, "\(summary)")
+        let perplexity = exp(nll / n)
+        #expect(abs(perplexity / text.perplexity_all - 1) < 0.005, "perplexity \(perplexity), exact \(text.perplexity_all)")
+    }
+
+    /// Greedy continuations equal the exact greedy up to the first step whose exact margin is
+    /// below 0.1 nats (after a near-tie either choice is correct, and the two texts part).
+    @Test func greedyFollowsTheExactMathUntilANearTie() throws {
+        let exact: Exact = try Self.load("gemma3-270m-exact.json")
+        var asserted = 0
+        for p in exact.greedy {
             let lines = try run([
                 "generate", "--model", Self.model, "--prompt", p.prompt, "--raw", "--temperature", "0", "--json",
-                "--max-tokens", "32", "-t", "2",
+                "--max-tokens", String(p.ids.count), "-t", "2",
             ]).split(separator: "\n")
             let ids = lines.compactMap { line -> Int32? in
                 guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
@@ -78,22 +146,12 @@ struct RealModelTests {
                 else { return nil }
                 return (object["id"] as? NSNumber)?.int32Value
             }
-            #expect(ids.first == p.llama_cpp.first && ids.first == p.transformers_f32.first, "\(p.prompt): \(ids)")
-            if ids == p.llama_cpp { sameAsLlama += 1 }
-            if ids == p.transformers_f32 { sameAsTransformers += 1 }
+            let clearSteps = p.margins.firstIndex { $0 < Self.clearMargin } ?? p.ids.count
+            asserted += clearSteps
+            #expect(
+                Array(ids.prefix(clearSteps)) == Array(p.ids.prefix(clearSteps)),
+                "\(p.prompt): the first \(clearSteps) steps are clear; hearth \(ids), exact \(p.ids)")
         }
-        #expect(sameAsLlama >= 3, "identical to llama.cpp on \(sameAsLlama) of 5")
-        #expect(sameAsTransformers >= 3, "identical to transformers on \(sameAsTransformers) of 5")
-    }
-
-    @Test func perplexityWithinOnePercentOfLlamaCpp() throws {
-        let e = try Self.expectations().perplexity
-        let output = try run([
-            "perplexity", "--model", Self.model, "--file", Fixtures.root.appendingPathComponent(e.file).path,
-            "--ctx", String(e.ctx), "--json", "-t", "2",
-        ])
-        let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any]
-        let ppl = try #require((object?["perplexity"] as? NSNumber)?.doubleValue)
-        #expect(abs(ppl / e.llama_cpp - 1) < 0.01, "hearth \(ppl) vs llama.cpp \(e.llama_cpp)")
+        #expect(asserted >= 40, "only \(asserted) greedy steps were clear of near-ties")
     }
 }
