@@ -69,6 +69,7 @@ import Testing
     }
 
     @Test func zeroAgainstItself() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
         for k in [1024, 8] {
             let base = try saveBase("self-\(k).hlog", topK: k)
             let object = try perplexity(Self.run + ["--kl-divergence-base", base])
@@ -86,6 +87,7 @@ import Testing
     /// Hearth's statistics for a q4_0 run against the f32 base equal numpy's from the two saved
     /// files — with the whole distribution and with the base cut to its top 8.
     @Test func matchesNumpy() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
         for k in [1024, 8] {
             let base = try saveBase("f32-\(k).hlog", topK: k)
             let current = path("q4_0-\(k).hlog")
@@ -113,6 +115,7 @@ import Testing
     }
 
     @Test func mismatchesAreNamed() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
         let base = try saveBase("base.hlog")
         // Another model of the same vocabulary (2 key/value heads instead of 4).
         let model = try failure(Self.run + ["--kl-divergence-base", base], model: Fixtures.checkpoint("phi3-gqa-longrope").path)

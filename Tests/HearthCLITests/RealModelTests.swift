@@ -13,7 +13,10 @@ import Testing
 /// also asserted equal to llama.cpp's (Tests/Fixtures/gemma3-270m-greedy.json).
 enum RealModel {
     static let model = Fixtures.root.appendingPathComponent("models/gemma-3-270m-q4_k_m.gguf").path
-    static let binary = Fixtures.root.appendingPathComponent(".build/release/hearth").path
+    /// The release binary: `.build/release/hearth`, or under `HEARTH_BUILD_DIR` (a `--scratch-path`
+    /// of another build, as scripts/test-variants.sh uses for the AVX2 build).
+    static let binary = Fixtures.root.appendingPathComponent(
+        (ProcessInfo.processInfo.environment["HEARTH_BUILD_DIR"] ?? ".build") + "/release/hearth").path
     static var available: Bool {
         FileManager.default.fileExists(atPath: model) && FileManager.default.isExecutableFile(atPath: binary)
     }

@@ -10,7 +10,7 @@ import Testing
 /// (Tests/Fixtures, made by scripts/make_reference_fixtures.py).
 @Suite struct GoldenTests {
     /// Tolerance on the f32 path (weights in F32/F16/BF16 are upcast exactly).
-    static let tolerance: Float = 1e-4
+    static let tolerance: Float = Fixtures.f32LogitTolerance
 
     @Test(arguments: Fixtures.allCheckpoints)
     func logitsMatchTransformers(_ name: String) throws {
@@ -63,8 +63,13 @@ import Testing
         for prompt in try Fixtures.reference(name).prompts {
             var ids: [Int32] = []
             let summary = try generator.run(prompt: prompt.input_ids, parameters: parameters) { ids.append($0.id) }
-            #expect(ids == prompt.greedy, "\(name)/\(prompt.name)")
-            #expect((summary.finishReason == .stop) == prompt.greedy_stopped_on_eos)
+            // Up to the first near-tie of the reference (none on today's fixtures: their
+            // smallest margin, 0.004, is 20× the cut-off).
+            let clear = try Fixtures.clearGreedySteps(name, prompt: prompt.name)
+            #expect(ids.prefix(clear) == prompt.greedy.prefix(clear), "\(name)/\(prompt.name)")
+            if clear == prompt.greedy.count {
+                #expect((summary.finishReason == .stop) == prompt.greedy_stopped_on_eos)
+            }
         }
     }
 
@@ -140,7 +145,8 @@ import Testing
         var second: [Int32] = []
         let summary = try generator.run(prompt: prompt.input_ids + first, parameters: parameters) { second.append($0.id) }
         #expect(summary.cachedPromptTokens == prompt.input_ids.count + first.count - 1)
-        #expect(Array(first + second).starts(with: prompt.greedy.prefix(16)))
+        let clear = try Fixtures.clearGreedySteps("phi3-mha", prompt: prompt.name)
+        #expect(Array(first + second).prefix(clear) == prompt.greedy.prefix(min(16, clear)))
     }
 
     @Test func seededSamplingIsReproducible() throws {
@@ -198,7 +204,8 @@ import Testing
             case .done(let s): summary = s
             }
         }
-        #expect(ids == prompt.greedy)
+        let clear = try Fixtures.clearGreedySteps("phi3-mha", prompt: prompt.name)
+        #expect(ids.prefix(clear) == prompt.greedy.prefix(clear))
         #expect(summary?.completionTokens == 16)
     }
 }

@@ -35,6 +35,25 @@ public enum Fixtures {
         return try JSONDecoder().decode(Reference.self, from: data)
     }
 
+    /// The reference's top-1 minus top-2 logit at each greedy step, by prompt name
+    /// (`greedy-margins.json`, made by scripts/make_greedy_margins.py with transformers in f32).
+    public static func greedyMargins(_ name: String) throws -> [String: [Float]] {
+        struct File: Decodable { let prompts: [String: [Float]] }
+        let data = try Data(contentsOf: checkpoint(name).appendingPathComponent("greedy-margins.json"))
+        return try JSONDecoder().decode(File.self, from: data).prompts
+    }
+
+    /// The largest |Δ logit| against transformers that the f32 path is held to (GoldenTests).
+    public static let f32LogitTolerance: Float = 1e-4
+
+    /// How many leading greedy steps of `prompt` a test may assert: the steps before the first
+    /// whose reference margin is below twice the per-logit tolerance, where two correct engines
+    /// may rank the two best tokens either way (docs/ACCURACY.md).
+    public static func clearGreedySteps(_ name: String, prompt: String, tolerance: Float = f32LogitTolerance) throws -> Int {
+        let margins = try greedyMargins(name)[prompt] ?? []
+        return margins.firstIndex { $0 < 2 * tolerance } ?? margins.count
+    }
+
     /// Copies a checkpoint into a fresh temporary directory (for tests that damage it).
     public static func copyOfCheckpoint(_ name: String) throws -> URL {
         let target = FileManager.default.temporaryDirectory
