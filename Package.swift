@@ -1,54 +1,22 @@
-// swift-tools-version: 6.0
-import Foundation
+// swift-tools-version: 6.2
 import PackageDescription
 
 // Hearth: a pure-Swift, CPU-only inference engine for Phi-style language models.
 // Module map and import rules: see docs/ARCHITECTURE.md.
 
-// SIMD fast paths. Swift only reaches the AVX2/AVX-512 intrinsics when compiled for a CPU
-// that has them, which needs `-target-cpu` — an unsafe flag that SwiftPM refuses in
-// dependencies. So the fast path is opt-in through the environment: `HEARTH_CPU=native`
-// (what scripts/setup.sh and scripts/test.sh use) or an explicit LLVM CPU name such as
-// `znver4`, `skylake-avx512` or `haswell` (Swift's clang importer rejects the `x86-64-vN` names). Without it, Hearth builds the portable Swift kernels
-// and stays usable as an ordinary package dependency. See docs/KERNELS.md.
-let hearthCPU = ProcessInfo.processInfo.environment["HEARTH_CPU"].flatMap { $0.isEmpty || $0 == "none" ? nil : $0 }
-
-/// x86 features the chosen CPU has, for `#if HEARTH_AVX512VNNI`-style conditions.
-func x86Features(for cpu: String) -> [String] {
-    var flags = Set<String>()
-    if cpu == "native" {
-        let info = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8)) ?? ""
-        if let line = info.split(separator: "\n").first(where: { $0.hasPrefix("flags") }) {
-            flags = Set(line.split(separator: " ").map(String.init))
-        }
-    } else {
-        let v3: Set = ["avx2", "fma", "f16c"]
-        let v4 = v3.union(["avx512f", "avx512bw", "avx512vl"])
-        switch cpu {
-        case "haswell", "broadwell", "skylake", "alderlake", "znver2", "znver3": flags = v3
-        case "skylake-avx512": flags = v4
-        case "znver4", "znver5", "icelake-server", "sapphirerapids", "cascadelake", "tigerlake":
-            flags = v4.union(["avx512_vnni"])
-        default: flags = []
-        }
-    }
-    var defines: [String] = []
-    if flags.isSuperset(of: ["avx2", "fma", "f16c"]) { defines.append("HEARTH_AVX2") }
-    if flags.isSuperset(of: ["avx512f", "avx512bw", "avx512vl"]) { defines.append("HEARTH_AVX512") }
-    if defines.contains("HEARTH_AVX512") && (flags.contains("avx512_vnni") || flags.contains("avx512vnni")) {
-        defines.append("HEARTH_AVX512VNNI")
-    }
-    return defines
-}
-
-let cpuSettings: [SwiftSetting] = {
-    guard let cpu = hearthCPU else { return [] }
-    var settings: [SwiftSetting] = [.unsafeFlags(["-target-cpu", cpu])]
+// SIMD kernels, one module per instruction-set level, each compiled for its own target CPU;
+// HearthKernels picks the level at run time from CPUID (docs/KERNELS.md), so one build is fast
+// on every CPU and a package that depends on Hearth gets the same kernels. Per-target
+// `-target-cpu` is an unsafe flag, which SwiftPM accepts in dependencies from tools-version 6.2.
+// The flags apply when the package is built on an x86-64 host (the level modules' sources are
+// empty elsewhere).
+func targetCPU(_ cpu: String) -> [SwiftSetting] {
     #if arch(x86_64)
-    settings += x86Features(for: cpu).map { .define($0) }
+    return [.unsafeFlags(["-target-cpu", cpu])]
+    #else
+    return []
     #endif
-    return settings
-}()
+}
 
 let package = Package(
     name: "Hearth",
@@ -85,14 +53,23 @@ let package = Package(
         // A tiny C ABI over libsentencepiece's C++ API, so no public module needs C++ interop.
         .target(name: "CSentencePieceShim", dependencies: ["CSentencePiece"], path: "Sources/CSentencePieceShim"),
 
+        // CPU feature detection (CPUID/XGETBV, getauxval, sysctl) for the kernel dispatch.
+        .target(name: "CHearthCPU", path: "Sources/CHearthCPU"),
+        // Kernel bodies shared by every level (compiled for the baseline here, inlined into each level).
+        .target(name: "HearthKernelsCommon"),
+        .target(name: "HearthKernelsAVX2", dependencies: ["HearthKernelsCommon"], swiftSettings: targetCPU("haswell")),
+        .target(name: "HearthKernelsAVX512", dependencies: ["HearthKernelsCommon"], swiftSettings: targetCPU("skylake-avx512")),
+        .target(name: "HearthKernelsAVX512VNNI", dependencies: ["HearthKernelsCommon"], swiftSettings: targetCPU("cascadelake")),
         .target(
-            name: "HearthKernels", dependencies: [.target(name: "CBLAS", condition: .when(platforms: [.linux]))],
-            swiftSettings: cpuSettings),
-        .target(name: "HearthFormats", dependencies: ["HearthKernels"], swiftSettings: cpuSettings),
+            name: "HearthKernels",
+            dependencies: [
+                .target(name: "CBLAS", condition: .when(platforms: [.linux])), "CHearthCPU", "HearthKernelsCommon",
+                "HearthKernelsAVX2", "HearthKernelsAVX512", "HearthKernelsAVX512VNNI",
+            ]),
+        .target(name: "HearthFormats", dependencies: ["HearthKernels"]),
         .target(name: "HearthTokenizers", dependencies: ["CSentencePieceShim"]),
         .target(
-            name: "HearthEngine", dependencies: ["HearthKernels", "HearthFormats", "HearthTokenizers"],
-            swiftSettings: cpuSettings),
+            name: "HearthEngine", dependencies: ["HearthKernels", "HearthFormats", "HearthTokenizers"]),
         .executableTarget(
             name: "hearth",
             dependencies: [
@@ -103,7 +80,7 @@ let package = Package(
 
         // Fixture paths and reference files shared by the test targets.
         .target(name: "HearthTestSupport", path: "Tests/HearthTestSupport"),
-        .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels"], swiftSettings: cpuSettings),
+        .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels"]),
         .testTarget(name: "HearthFormatsTests", dependencies: ["HearthFormats", "HearthTestSupport"]),
         .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthTestSupport"]),

@@ -264,15 +264,13 @@ public final class Decoder {
                     let position = p + t
                     let first = window.map { max(0, position - $0 + 1) } ?? 0
                     let q = qkv + t * o.qkvWidth + h * hd
-                    for j in first...position {
-                        s[j] = dotCached(q, cache.key(l, j) + kvOffset, hd, type: cache.type) * scale
-                    }
+                    attentionScores(
+                        q, keys: cache.key(l, 0) + kvOffset, stride: cache.rowBytes, positions: first...position,
+                        headDim: hd, scale: scale, type: cache.type, into: s)
                     softmax(s + first, position - first + 1)
-                    let out = att + t * qDim + h * hd
-                    out.update(repeating: 0, count: hd)
-                    for j in first...position {
-                        accumulateCached(out, cache.value(l, j) + kvOffset, weight: s[j], hd, type: cache.type)
-                    }
+                    attentionValues(
+                        s, values: cache.value(l, 0) + kvOffset, stride: cache.rowBytes, positions: first...position,
+                        headDim: hd, type: cache.type, into: att + t * qDim + h * hd)
                 }
             }
         }

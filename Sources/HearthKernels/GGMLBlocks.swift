@@ -1,3 +1,8 @@
+import HearthKernelsCommon
+#if arch(x86_64)
+import HearthKernelsAVX512
+#endif
+
 /// Scalar reference dequantizers for ggml's block types beyond q4_0/q4_1/q8_0, written from
 /// the published block layouts (ggml-common.h's `block_q5_0` … `block_q6_K`; the element
 /// order and arithmetic follow `dequantize_row_*` in ggml-quants.c and gguf-py's quants.py).
@@ -11,16 +16,14 @@ public enum GGMLBlocks {
     /// Other types write nothing; use `dequantizeBlock(_:dtype:into:)` for every type.
     @inline(__always)
     public static func dequantizeBlock(_ p: UnsafeRawPointer, dtype: DType, into out: UnsafeMutablePointer<Float>) {
+        if KernelLevel.current >= .avx512, let kind = SIMDBlockKind(dtype) {
+            dequantizeBlocksSIMD(p, kind: kind, blocks: 1, into: out)
+            return
+        }
         switch dtype {
-        #if HEARTH_AVX512
-        case .q5_0: GGMLBlocksAVX512.dequantizeQ5_0(p, into: out)
-        case .q4_K: GGMLBlocksAVX512.dequantizeQ4_K(p, into: out)
-        case .q6_K: GGMLBlocksAVX512.dequantizeQ6_K(p, into: out)
-        #else
         case .q5_0: dequantizeQ5_0(p, into: out)
         case .q4_K: dequantizeQ4_K(p, into: out)
         case .q6_K: dequantizeQ6_K(p, into: out)
-        #endif
         case .q5_1: dequantizeQ5_1(p, into: out)
         case .q2_K: dequantizeQ2_K(p, into: out)
         case .q3_K: dequantizeQ3_K(p, into: out)
@@ -30,14 +33,10 @@ public enum GGMLBlocks {
     }
 
     @inline(__always)
-    static func half(_ p: UnsafeRawPointer, _ offset: Int) -> Float {
-        halfToFloat(UInt16(littleEndian: p.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
-    }
+    static func half(_ p: UnsafeRawPointer, _ offset: Int) -> Float { GGMLFields.half(p, offset) }
 
     @inline(__always)
-    static func byte(_ p: UnsafeRawPointer, _ offset: Int) -> UInt8 {
-        p.load(fromByteOffset: offset, as: UInt8.self)
-    }
+    static func byte(_ p: UnsafeRawPointer, _ offset: Int) -> UInt8 { GGMLFields.byte(p, offset) }
 
     /// q5_0 (22 bytes, 32 weights): f16 d, u32 high bits `qh`, 16 nibble bytes.
     /// Element i < 16 is the low nibble of byte i, element i + 16 its high nibble; bit i of
@@ -118,14 +117,7 @@ public enum GGMLBlocks {
     /// (shared by q4_K and q5_K): j < 4 in the low 6 bits of bytes j and j + 4; j ≥ 4 in the
     /// nibbles of byte j + 4 with their top two bits in bits 6–7 of bytes j − 4 and j.
     @inline(__always)
-    static func scaleMinK4(_ s: UnsafeRawPointer, _ j: Int) -> (scale: UInt8, min: UInt8) {
-        if j < 4 {
-            return (byte(s, j) & 63, byte(s, j + 4) & 63)
-        }
-        let scale = (byte(s, j + 4) & 0x0f) | ((byte(s, j - 4) >> 6) << 4)
-        let min = (byte(s, j + 4) >> 4) | ((byte(s, j) >> 6) << 4)
-        return (scale, min)
-    }
+    static func scaleMinK4(_ s: UnsafeRawPointer, _ j: Int) -> (scale: UInt8, min: UInt8) { GGMLFields.scaleMinK4(s, j) }
 
     /// q4_K (144 bytes, 256 weights): f16 d, f16 dmin, 12 bytes of 6-bit scales/mins for
     /// eight 32-weight sub-blocks, 128 nibble bytes. Element 64c + 32h + l (c < 4) is nibble h
@@ -184,4 +176,26 @@ public enum GGMLBlocks {
             }
         }
     }
+}
+
+/// A ggml block type the AVX-512 level decodes in registers (``GGMLKind``).
+struct SIMDBlockKind {
+    let code: Int32
+
+    init?(_ dtype: DType) {
+        switch dtype {
+        case .q5_0: code = GGMLKind.q5_0
+        case .q4_K: code = GGMLKind.q4_K
+        case .q6_K: code = GGMLKind.q6_K
+        default: return nil
+        }
+    }
+}
+
+/// Dequantizes `blocks` blocks with the AVX-512 level (call only at that level or above).
+@inline(__always)
+func dequantizeBlocksSIMD(_ p: UnsafeRawPointer, kind: SIMDBlockKind, blocks: Int, into out: UnsafeMutablePointer<Float>) {
+    #if arch(x86_64)
+    hearthDequantizeGGMLAVX512(p, kind: kind.code, blocks: blocks, into: out)
+    #endif
 }

@@ -1,3 +1,8 @@
+import HearthKernelsCommon
+#if arch(x86_64)
+import HearthKernelsAVX512
+#endif
+
 /// How batched products over quantized weights are computed.
 public enum QuantizedBatchPath: String, Sendable, CaseIterable {
     /// 8-bit activations × quantized weights with integer dot products (the fast path).
@@ -110,10 +115,12 @@ func matvecRows(
     case .bf16:
         for r in rows { y[r] = dotBF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
     case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_a:
-        #if HEARTH_AVX512
+        #if arch(x86_64)
         // q5_0, q4_K, q6_K (most of a K-quant GGUF file): dequantized in registers.
-        if let dot = GGMLBlocksAVX512.fusedDot(w.dtype) {
-            for r in rows { y[r] = dot(w.row(r), x, w.blocksPerRow) }
+        if KernelLevel.current >= .avx512, let kind = SIMDBlockKind(w.dtype) {
+            hearthDotRowsGGMLAVX512(
+                w.data, kind: kind.code, rowBytes: w.rowBytes, blocks: w.blocksPerRow, x: x, rowStart: rows.lowerBound,
+                rowEnd: rows.upperBound, y: y)
             return
         }
         #endif

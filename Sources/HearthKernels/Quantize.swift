@@ -1,3 +1,4 @@
+import HearthKernelsCommon
 /// Reference quantizers for the block types, following GGUF's rounding rules so a block
 /// quantized here equals the block llama.cpp's reference quantizer writes for the same floats.
 public enum Quantizer {

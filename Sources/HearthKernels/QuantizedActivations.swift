@@ -1,3 +1,9 @@
+import HearthKernelsCommon
+#if arch(x86_64)
+import HearthKernelsAVX2
+import HearthKernelsAVX512
+#endif
+
 /// A batch of activation vectors quantized to 8-bit blocks of 32 (scale d, q = round(x/d)),
 /// the second operand of the integer dot products. Buffers are sized once.
 ///
@@ -34,26 +40,22 @@ public final class QuantizedActivations: @unchecked Sendable {
         quantizeRows(x, rows: 0..<rows, cols: cols)
     }
 
-    /// Quantizes rows `rows` only (workers split a batch between them).
+    /// Quantizes rows `rows` only (workers split a batch between them), with the current
+    /// kernel level's build of ``quantizeActivationRows``.
     public func quantizeRows(_ x: UnsafePointer<Float>, rows: Range<Int>, cols: Int) {
-        let blocks = cols / 32
-        for r in rows {
-            for b in 0..<blocks {
-                let src = x + r * cols + b * 32
-                var amax: Float = 0
-                for i in 0..<32 { amax = max(amax, abs(src[i])) }
-                let d = amax / 127
-                let id: Float = d != 0 ? 1 / d : 0
-                let dst = quants + r * cols + b * 32
-                var sum: Int32 = 0
-                for i in 0..<32 {
-                    let q = Int8((src[i] * id).rounded())
-                    dst[i] = q
-                    sum += Int32(q)
-                }
-                scales[r * blocks + b] = d
-                sums[r * blocks + b] = Float(sum)
-            }
+        #if arch(x86_64)
+        switch KernelLevel.current {
+        case .avx512, .avx512vnni:
+            hearthQuantizeActivationsAVX512(
+                x, rowStart: rows.lowerBound, rowEnd: rows.upperBound, cols: cols, quants: quants, scales: scales, sums: sums)
+            return
+        case .avx2:
+            hearthQuantizeActivationsAVX2(
+                x, rowStart: rows.lowerBound, rowEnd: rows.upperBound, cols: cols, quants: quants, scales: scales, sums: sums)
+            return
+        case .portable: break
         }
+        #endif
+        quantizeActivationRows(x, rows: rows, cols: cols, quants: quants, scales: scales, sums: sums)
     }
 }

@@ -87,6 +87,9 @@ struct Bench: ParsableCommand {
         let parameters: Int
         let weight_types: [String: Int]
         let kernel: String
+        /// The kernel level in use (KernelLevel.current) and the best this CPU runs.
+        let kernel_level: String
+        let cpu_best_level: String
         let prefill_path: String
     }
 
@@ -135,7 +138,8 @@ struct Bench: ParsableCommand {
                 weight_bytes_per_token: lm.weightBytesPerToken, kv_cache_bytes: decoder.cache.byteCount,
                 parameters: lm.parameterCount,
                 weight_types: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
-                kernel: quantizedKernelName, prefill_path: prefillPath)
+                kernel: quantizedKernelName, kernel_level: KernelLevel.current.rawValue,
+                cpu_best_level: KernelLevel.best.rawValue, prefill_path: prefillPath)
             if json {
                 emit(try jsonLine(report))
                 return
@@ -145,7 +149,7 @@ struct Bench: ParsableCommand {
             let params = String(format: "%.2f B", Double(lm.parameterCount) / 1e9)
             var table = "| model | size | params | backend | threads | test | t/s |\n|---|---|---|---|---|---|---|\n"
             func row(_ test: String, _ s: Stat) {
-                table += "| \(lm.architecture) \(types) | \(size) | \(params) | CPU (\(quantizedKernelName)) | \(threads) | \(test) | \(String(format: "%.2f ± %.2f", s.tokens_per_second, s.stddev)) |\n"
+                table += "| \(lm.architecture) \(types) | \(size) | \(params) | CPU (\(KernelLevel.current.rawValue)) | \(threads) | \(test) | \(String(format: "%.2f ± %.2f", s.tokens_per_second, s.stddev)) |\n"
             }
             if let pp { row("pp\(prompt)", pp) }
             if let tg { row("tg\(generate)", tg) }

@@ -43,6 +43,8 @@ struct Inspect: ParsableCommand {
             }
             lines.append("stop tokens:     \(eos.joined(separator: ", "))")
             lines.append("chat template:   \(lm.chatTemplate.map { $0.format.rawValue } ?? "none (use --raw)")")
+            let cpu = KernelLevel.cpuName
+            lines.append("kernels:         \(KernelLevel.current.rawValue) (best on this CPU: \(KernelLevel.best.rawValue)\(cpu.isEmpty ? "" : ", \(cpu)"); HEARTH_CPU forces a lower one)")
             emit(lines.joined(separator: "\n") + "\n")
         }
     }

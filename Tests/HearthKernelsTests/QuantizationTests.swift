@@ -91,12 +91,15 @@ import Testing
             let act = QuantizedActivations(maxRows: batch, maxCols: cols)
             input.withUnsafeBufferPointer { act.quantize($0.baseAddress!, rows: batch, cols: cols) }
             var reference = [Float](repeating: .nan, count: batch * rows)
-            var fast = [Float](repeating: .nan, count: batch * rows)
-            var portable = [Float](repeating: .nan, count: batch * rows)
             let groups = 0..<((rows + 15) / 16)
             quantizedMatMulReference(w, act: act, batch: batch, groups: groups, y: &reference, ldy: rows)
-            quantizedMatMul(w, act: act, batch: batch, groups: groups, y: &fast, ldy: rows)
-            quantizedMatMulPortable(w, act: act, batch: batch, groups: groups, y: &portable, ldy: rows)
+            // Every level this CPU runs (portable, avx2, avx512, avx512-vnni), in one process.
+            var results: [KernelLevel: [Float]] = [:]
+            for level in KernelLevel.supported {
+                var y = [Float](repeating: .nan, count: batch * rows)
+                quantizedMatMul(w, act: act, batch: batch, groups: groups, y: &y, ldy: rows, level: level)
+                results[level] = y
+            }
             var row = [Float](repeating: 0, count: cols)
             for r in 0..<rows {
                 row.withUnsafeMutableBufferPointer { w.dequantizeRow(r, into: $0.baseAddress!) }
@@ -108,8 +111,9 @@ import Testing
                     }
                     let i = t * rows + r
                     #expect(abs(reference[i] - Float(exact)) <= 1e-3 * max(1, abs(Float(exact))), "\(dtype) ref r\(r) t\(t)")
-                    #expect(abs(fast[i] - reference[i]) <= 1e-4 * max(1, abs(reference[i])), "\(dtype) fast r\(r) t\(t)")
-                    #expect(abs(portable[i] - reference[i]) <= 1e-4 * max(1, abs(reference[i])), "\(dtype) portable r\(r) t\(t)")
+                    for (level, y) in results {
+                        #expect(abs(y[i] - reference[i]) <= 1e-4 * max(1, abs(reference[i])), "\(dtype) \(level) r\(r) t\(t)")
+                    }
                 }
             }
         }

@@ -4,7 +4,7 @@
 /// The f16 decode follows the exponent-rebias method: shift the 15 payload bits into
 /// float position, add the exponent bias difference, and fix up infinities/NaNs and
 /// subnormals separately.
-@inline(__always)
+@inlinable @inline(__always)
 public func halfToFloat(_ h: UInt16) -> Float {
     let sign = UInt32(h & 0x8000) << 16
     let shifted = UInt32(h & 0x7fff) << 13
@@ -23,7 +23,7 @@ public func halfToFloat(_ h: UInt16) -> Float {
 }
 
 /// Converts a Float to IEEE binary16 with round-to-nearest-even; overflow goes to infinity.
-@inline(__always)
+@inlinable @inline(__always)
 public func floatToHalf(_ f: Float) -> UInt16 {
     let bits = f.bitPattern
     let sign = UInt16((bits >> 16) & 0x8000)
@@ -46,13 +46,13 @@ public func floatToHalf(_ f: Float) -> UInt16 {
 }
 
 /// Decodes a bfloat16 (the top 16 bits of a Float).
-@inline(__always)
+@inlinable @inline(__always)
 public func bfloat16ToFloat(_ b: UInt16) -> Float {
     Float(bitPattern: UInt32(b) << 16)
 }
 
 /// Encodes a Float as bfloat16 with round-to-nearest-even (NaN stays NaN).
-@inline(__always)
+@inlinable @inline(__always)
 public func floatToBFloat16(_ f: Float) -> UInt16 {
     let bits = f.bitPattern
     if bits & 0x7fff_ffff > 0x7f80_0000 { return UInt16(truncatingIfNeeded: bits >> 16) | 0x40 }

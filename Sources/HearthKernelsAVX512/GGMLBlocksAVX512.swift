@@ -1,10 +1,14 @@
-#if HEARTH_AVX512
+#if arch(x86_64)
+import HearthKernelsCommon
 import _Builtin_intrinsics.intel
 
-/// AVX-512 twins of the scalar dequantizers in GGMLBlocks.swift for the block types real
-/// GGUF files use most (q5_0, q4_K, q6_K): sixteen weights per instruction instead of one.
-/// They perform the same float operations in the same order as the scalar references (an
-/// exact int→float conversion, then the same multiplies and subtractions, no fused
+// Built with -target-cpu skylake-avx512 (AVX-512 F/CD/BW/DQ/VL and everything of the AVX2
+// level): call only after run-time dispatch has checked the CPU (HearthKernels' KernelLevel).
+
+/// AVX-512 twins of the scalar dequantizers in HearthKernels' GGMLBlocks.swift for the block
+/// types real GGUF files use most (q5_0, q4_K, q6_K): sixteen weights per instruction instead
+/// of one. They perform the same float operations in the same order as the scalar references
+/// (an exact int→float conversion, then the same multiplies and subtractions, no fused
 /// multiply-add), so their output is bit-identical; GGMLBlockTests checks that.
 enum GGMLBlocksAVX512 {
     /// 16 bytes at `p`, zero-extended to 16 int32 lanes.
@@ -39,8 +43,8 @@ enum GGMLBlocksAVX512 {
     static func q4_KSubBlock(_ p: UnsafeRawPointer, c: Int, h: Int) -> (SIMD8<Int64>, SIMD8<Int64>, Float, Float) {
         let b0 = bytes16(p + 16 + 32 * c), b1 = bytes16(p + 32 + 32 * c)
         let mask = _mm512_set1_epi32(15)
-        let (sc, mn) = GGMLBlocks.scaleMinK4(p + 4, 2 * c + h)
-        let d = GGMLBlocks.half(p, 0), dmin = GGMLBlocks.half(p, 2)
+        let (sc, mn) = GGMLFields.scaleMinK4(p + 4, 2 * c + h)
+        let d = GGMLFields.half(p, 0), dmin = GGMLFields.half(p, 2)
         return h == 0
             ? (_mm512_and_si512(b0, mask), _mm512_and_si512(b1, mask), d * Float(sc), dmin * Float(mn))
             : (_mm512_srli_epi32(b0, 4), _mm512_srli_epi32(b1, 4), d * Float(sc), dmin * Float(mn))
@@ -56,14 +60,14 @@ enum GGMLBlocksAVX512 {
         let low = _mm512_and_si512(_mm512_srli_epi32(lowBytes, UInt32(4 * (s / 2))), _mm512_set1_epi32(15))
         let hi = _mm512_and_si512(_mm512_srli_epi32(high, UInt32(2 * s)), _mm512_set1_epi32(3))
         let q = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32))
-        let scale = Int8(bitPattern: GGMLBlocks.byte(p, 192 + (128 * c + 32 * s + 16 * half) / 16))
-        return (q, GGMLBlocks.half(p, 208) * Float(scale))
+        let scale = Int8(bitPattern: GGMLFields.byte(p, 192 + (128 * c + 32 * s + 16 * half) / 16))
+        return (q, GGMLFields.half(p, 208) * Float(scale))
     }
 
     /// q5_0: w = d·(q − 16).
     @inline(__always)
     static func dequantizeQ5_0(_ p: UnsafeRawPointer, into out: UnsafeMutablePointer<Float>) {
-        let d = _mm512_set1_ps(GGMLBlocks.half(p, 0))
+        let d = _mm512_set1_ps(GGMLFields.half(p, 0))
         let (qLo, qHi) = q5_0Quants(p)
         store(_mm512_mul_ps(d, _mm512_cvtepi32_ps(qLo)), out)
         store(_mm512_mul_ps(d, _mm512_cvtepi32_ps(qHi)), out + 16)
@@ -104,29 +108,21 @@ enum GGMLBlocksAVX512 {
         UnsafeRawPointer(x).loadUnaligned(as: SIMD16<Float>.self)
     }
 
-    /// The fused row·x kernel for `dtype` (row pointer, x, blocks per row), if there is one.
-    static func fusedDot(_ dtype: DType) -> ((UnsafeRawPointer, UnsafePointer<Float>, Int) -> Float)? {
-        switch dtype {
-        case .q5_0: return { dotQ5_0($0, $1, blocks: $2) }
-        case .q4_K: return { dotQ4_K($0, $1, blocks: $2) }
-        case .q6_K: return { dotQ6_K($0, $1, blocks: $2) }
-        default: return nil
-        }
-    }
-
     /// Σ w·x over one q5_0 row of `blocks` blocks.
+    @inline(__always)
     static func dotQ5_0(_ row: UnsafeRawPointer, _ x: UnsafePointer<Float>, blocks: Int) -> Float {
         var acc = _mm512_setzero_ps()
         for b in 0..<blocks {
             let p = row + 22 * b, xb = x + 32 * b
             let (qLo, qHi) = q5_0Quants(p)
             let t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(qHi), load16(xb + 16), _mm512_mul_ps(_mm512_cvtepi32_ps(qLo), load16(xb)))
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(GGMLBlocks.half(p, 0)), t, acc)
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(GGMLFields.half(p, 0)), t, acc)
         }
-        return acc.sum()
+        return horizontalSum(acc)
     }
 
     /// Σ w·x over one q4_K row of `blocks` super-blocks.
+    @inline(__always)
     static func dotQ4_K(_ row: UnsafeRawPointer, _ x: UnsafePointer<Float>, blocks: Int) -> Float {
         var acc = _mm512_setzero_ps(), accMin = _mm512_setzero_ps()
         for b in 0..<blocks {
@@ -141,10 +137,11 @@ enum GGMLBlocksAVX512 {
                 }
             }
         }
-        return acc.sum() - accMin.sum()
+        return horizontalSum(acc) - horizontalSum(accMin)
     }
 
     /// Σ w·x over one q6_K row of `blocks` super-blocks.
+    @inline(__always)
     static func dotQ6_K(_ row: UnsafeRawPointer, _ x: UnsafePointer<Float>, blocks: Int) -> Float {
         var acc = _mm512_setzero_ps()
         for b in 0..<blocks {
@@ -159,7 +156,56 @@ enum GGMLBlocksAVX512 {
                 }
             }
         }
-        return acc.sum()
+        return horizontalSum(acc)
     }
+}
+
+/// The sum of 16 lanes, pairwise (lanes i and i+8, then i+4, …), as SIMD16's `sum()` adds them.
+@inline(__always)
+func horizontalSum(_ v: SIMD16<Float>) -> Float {
+    let a = v.lowHalf + v.highHalf
+    let b = a.lowHalf + a.highHalf
+    let c = b.lowHalf + b.highHalf
+    return c[0] + c[1]
+}
+
+/// Dequantizes `blocks` consecutive blocks of ``GGMLKind`` `kind` at `src` into `out`.
+@inline(never)
+public func hearthDequantizeGGMLAVX512(_ src: UnsafeRawPointer, kind: Int32, blocks: Int, into out: UnsafeMutablePointer<Float>) {
+    let (bytes, weights) = GGMLKind.layout(kind)
+    for b in 0..<blocks {
+        let p = src + b * bytes, o = out + b * weights
+        switch kind {
+        case GGMLKind.q5_0: GGMLBlocksAVX512.dequantizeQ5_0(p, into: o)
+        case GGMLKind.q4_K: GGMLBlocksAVX512.dequantizeQ4_K(p, into: o)
+        default: GGMLBlocksAVX512.dequantizeQ6_K(p, into: o)
+        }
+    }
+}
+
+/// y[r] = row r · x for rows `rowStart..<rowEnd` of a row-major matrix of ``GGMLKind`` `kind`
+/// (`rowBytes` apart, `blocks` blocks per row), dequantizing in registers.
+@inline(never)
+public func hearthDotRowsGGMLAVX512(
+    _ matrix: UnsafeRawPointer, kind: Int32, rowBytes: Int, blocks: Int, x: UnsafePointer<Float>,
+    rowStart: Int, rowEnd: Int, y: UnsafeMutablePointer<Float>
+) {
+    for r in rowStart..<rowEnd {
+        let row = matrix + r * rowBytes
+        switch kind {
+        case GGMLKind.q5_0: y[r] = GGMLBlocksAVX512.dotQ5_0(row, x, blocks: blocks)
+        case GGMLKind.q4_K: y[r] = GGMLBlocksAVX512.dotQ4_K(row, x, blocks: blocks)
+        default: y[r] = GGMLBlocksAVX512.dotQ6_K(row, x, blocks: blocks)
+        }
+    }
+}
+
+/// Activation quantization (``quantizeActivationRows``) compiled for AVX-512.
+@inline(never)
+public func hearthQuantizeActivationsAVX512(
+    _ x: UnsafePointer<Float>, rowStart: Int, rowEnd: Int, cols: Int, quants: UnsafeMutablePointer<Int8>,
+    scales: UnsafeMutablePointer<Float>, sums: UnsafeMutablePointer<Float>
+) {
+    quantizeActivationRows(x, rows: rowStart..<rowEnd, cols: cols, quants: quants, scales: scales, sums: sums)
 }
 #endif

@@ -1,26 +1,42 @@
-#if HEARTH_AVX2 && !HEARTH_AVX512VNNI
+#if arch(x86_64)
+import HearthKernelsCommon
 import _Builtin_intrinsics.intel
 
-/// AVX2 kernel over the interleaved16 layout (CPUs without AVX-512 VNNI). A tile's
-/// 64-byte weight vector is two 32-byte halves (rows 0–7, rows 8–15); `vpmaddubsw` then
-/// `vpmaddwd` against four activation bytes broadcast gives each row's 4-product sum in
-/// one int32 lane. q8_0 uses the sign trick (|q| × sign(a, q)) so the 16-bit pair sums
-/// cannot saturate, and so needs no zero-point correction. q8_a's unsigned q (0…255) goes
-/// the same way as q − 128 (flipping the top bit), and 128·d·Σa puts the offset back.
-public func quantizedMatMulAVX2(
-    _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>,
-    y: UnsafeMutablePointer<Float>, ldy: Int
+// Built with -target-cpu haswell (AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE): call only after
+// run-time dispatch has checked the CPU (HearthKernels' KernelLevel). Entry points are
+// non-generic and @inline(never), over raw pointers only.
+
+/// Activation quantization (``quantizeActivationRows``) compiled for AVX2.
+@inline(never)
+public func hearthQuantizeActivationsAVX2(
+    _ x: UnsafePointer<Float>, rowStart: Int, rowEnd: Int, cols: Int, quants: UnsafeMutablePointer<Int8>,
+    scales: UnsafeMutablePointer<Float>, sums: UnsafeMutablePointer<Float>
 ) {
-    let blocks = w.blocksPerRow
-    let dtype = w.dtype
-    let isQ8 = dtype == .q8_0 || dtype == .q8_a
-    let zero = SIMD8<Float>(repeating: dtype == .q8_a ? -128 : isQ8 ? 0 : zeroPoint(dtype))
-    let affine = dtype.hasMinimum
+    quantizeActivationRows(x, rows: rowStart..<rowEnd, cols: cols, quants: quants, scales: scales, sums: sums)
+}
+
+/// y[t·ldy + row] = W[row] · a[t] for the 16-row groups `groupStart..<groupEnd` of an
+/// interleaved16 matrix (tiles of `tileBytes`, `blocks` per group, kind ``TileKind``), all
+/// `batch` tokens of 8-bit activations (`quants`, per-block `scales` and `sums`).
+///
+/// A tile's 64-byte weight vector is two 32-byte halves (rows 0–7, rows 8–15); `vpmaddubsw`
+/// then `vpmaddwd` against four activation bytes broadcast gives each row's 4-product sum in
+/// one int32 lane. q8_0 uses the sign trick (|q| × sign(a, q)) so the 16-bit pair sums cannot
+/// saturate, and so needs no zero-point correction. q8_a's unsigned q (0…255) goes the same
+/// way as q − 128 (flipping the top bit), and 128·d·Σa puts the offset back.
+@inline(never)
+public func hearthQuantizedMatMulAVX2(
+    tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, rows: Int, kind: Int32,
+    quants: UnsafePointer<Int8>, scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int,
+    batch: Int, groupStart: Int, groupEnd: Int, y: UnsafeMutablePointer<Float>, ldy: Int
+) {
+    let isQ8 = kind == TileKind.q8_0 || kind == TileKind.q8_a
+    let affine = kind == TileKind.q4_1 || kind == TileKind.q8_a
+    let zero = SIMD8<Float>(repeating: kind == TileKind.q8_a ? -128 : kind == TileKind.q4_0 ? 8 : 0)
     let quantBase = affine ? 64 : 32
     let ones = _mm256_set1_epi16(1)
     let mask = _mm256_set1_epi8(0x0f)
     let flip = _mm256_set1_epi8(-128)
-    let cols = w.cols
 
     /// The weight half `half` (0: rows 0–7, 1: rows 8–15) of vector m of a tile.
     @inline(__always) func weights(_ tile: UnsafeRawPointer, _ m: Int, _ half: Int) -> SIMD4<Int64> {
@@ -32,12 +48,12 @@ public func quantizedMatMulAVX2(
         return m < 4 ? _mm256_and_si256(raw, mask) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)
     }
 
-    for g in groups {
+    for g in groupStart..<groupEnd {
         for t in 0..<batch {
             var f0 = SIMD8<Float>(), f1 = SIMD8<Float>()
-            let a0 = UnsafeRawPointer(act.quants + t * cols)
+            let a0 = UnsafeRawPointer(quants + t * cols)
             for b in 0..<blocks {
-                let tile = w.tile(group: g, block: b)
+                let tile = tiles + (g * blocks + b) * tileBytes
                 let a = a0 + b * 32
                 var i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256()
                 for m in 0..<8 {
@@ -51,8 +67,8 @@ public func quantizedMatMulAVX2(
                         i1 = _mm256_add_epi32(i1, _mm256_madd_epi16(_mm256_maddubs_epi16(w1, av), ones))
                     }
                 }
-                let da = SIMD8<Float>(repeating: act.scales[t * blocks + b])
-                let sa = SIMD8<Float>(repeating: act.sums[t * blocks + b])
+                let da = SIMD8<Float>(repeating: scales[t * blocks + b])
+                let sa = SIMD8<Float>(repeating: sums[t * blocks + b])
                 let d0 = _mm256_cvtph_ps(tile.loadUnaligned(as: SIMD2<Int64>.self))
                 let d1 = _mm256_cvtph_ps(tile.loadUnaligned(fromByteOffset: 16, as: SIMD2<Int64>.self))
                 f0 = _mm256_fmadd_ps(d0 * da, _mm256_cvtepi32_ps(i0) - zero * sa, f0)
@@ -65,7 +81,7 @@ public func quantizedMatMulAVX2(
                 }
             }
             let out = y + t * ldy + g * 16
-            let valid = min(16, w.rows - g * 16)
+            let valid = min(16, rows - g * 16)
             for r in 0..<min(8, valid) { out[r] = f0[r] }
             if valid > 8 { for r in 8..<valid { out[r] = f1[r - 8] } }
         }

@@ -1,0 +1,23 @@
+#ifndef HEARTH_CPU_H
+#define HEARTH_CPU_H
+
+/// CPU features Hearth's kernel levels need, as bits of `hearth_cpu_features()`. A bit is set
+/// only when the CPU has the instructions AND the operating system saves the registers they
+/// use (XCR0), so a set bit means the instructions can run.
+/// x86-64: AVX, AVX2, FMA, F16C, BMI1, BMI2, LZCNT, MOVBE, POPCNT (what -target-cpu haswell may emit).
+#define HEARTH_CPU_AVX2_LEVEL 1u
+/// x86-64: the above and AVX-512 F, CD, BW, DQ, VL (-target-cpu skylake-avx512).
+#define HEARTH_CPU_AVX512_LEVEL 2u
+/// x86-64: AVX-512 VNNI (with the above: -target-cpu cascadelake).
+#define HEARTH_CPU_AVX512VNNI 4u
+/// arm64: the dot-product extension (SDOT/UDOT).
+#define HEARTH_CPU_ARM_DOTPROD 256u
+
+/// The feature bits of the CPU this process runs on (0 on CPUs Hearth has no level for).
+unsigned hearth_cpu_features(void);
+
+/// The CPU's brand string (x86 CPUID leaves 0x80000002–4), or "" when unknown; `out` gets at
+/// most `size` bytes, NUL-terminated.
+void hearth_cpu_name(char *out, unsigned size);
+
+#endif
