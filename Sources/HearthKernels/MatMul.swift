@@ -1,6 +1,6 @@
 import HearthKernelsCommon
 #if arch(x86_64)
-import HearthKernelsAVX512
+import HearthKernelsAVX2
 #endif
 
 /// How batched products over quantized weights are computed.
@@ -109,50 +109,38 @@ func matvecRows(
 ) {
     switch w.dtype {
     case .f32:
-        for r in rows { y[r] = dotF32(w.row(r).assumingMemoryBound(to: Float.self), x, w.cols) }
+        for r in rows { y[r] = dotFloatsAtLevel(w.row(r).assumingMemoryBound(to: Float.self), x, w.cols) }
     case .f16:
         for r in rows { y[r] = dotF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
     case .bf16:
         for r in rows { y[r] = dotBF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
     case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_a:
-        #if arch(x86_64)
-        // q5_0, q4_K, q6_K (most of a K-quant GGUF file): dequantized in registers.
-        if KernelLevel.current >= .avx512, let kind = SIMDBlockKind(w.dtype) {
-            hearthDotRowsGGMLAVX512(
-                w.data, kind: kind.code, rowBytes: w.rowBytes, blocks: w.blocksPerRow, x: x, rowStart: rows.lowerBound,
-                rowEnd: rows.upperBound, y: y)
+        // ggml block types (most of a K-quant GGUF file): fused or dequantize-then-dot per level.
+        if let kind = w.dtype.ggmlKind {
+            dotRowsGGML(w, kind: kind, x: x, rows: rows, y: y, scratch: scratch)
             return
         }
-        #endif
         // Row-layout block types without an integer kernel: dequantize each row into the
         // worker's scratch (at least `cols` floats), then a SIMD dot.
         for r in rows {
             w.dequantizeRow(r, into: scratch)
-            y[r] = dotF32(scratch, x, w.cols)
+            y[r] = dotFloatsAtLevel(scratch, x, w.cols)
         }
     }
 }
 
-/// Dot product of two Float vectors.
+/// ``dotFloats`` as the current kernel level compiles it.
 @inline(__always)
-public func dotF32(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {
-    var acc0 = SIMD8<Float>(), acc1 = SIMD8<Float>()
-    var i = 0
-    let ra = UnsafeRawPointer(a), rb = UnsafeRawPointer(b)
-    while i + 16 <= n {
-        acc0 += ra.loadUnaligned(fromByteOffset: i * 4, as: SIMD8<Float>.self)
-            * rb.loadUnaligned(fromByteOffset: i * 4, as: SIMD8<Float>.self)
-        acc1 += ra.loadUnaligned(fromByteOffset: i * 4 + 32, as: SIMD8<Float>.self)
-            * rb.loadUnaligned(fromByteOffset: i * 4 + 32, as: SIMD8<Float>.self)
-        i += 16
-    }
-    var sum = (acc0 + acc1).sum()
-    while i < n {
-        sum += a[i] * b[i]
-        i += 1
-    }
-    return sum
+func dotFloatsAtLevel(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {
+    #if arch(x86_64)
+    if KernelLevel.current >= .avx2 { return hearthDotFloatsAVX2(a, b, n) }
+    #endif
+    return dotFloats(a, b, n)
 }
+
+/// Dot product of two Float vectors (baseline build of ``dotFloats``).
+@inline(__always)
+public func dotF32(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int) -> Float { dotFloats(a, b, n) }
 
 @inline(__always)
 func dotF16(_ a: UnsafePointer<UInt16>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {

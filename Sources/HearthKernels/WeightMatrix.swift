@@ -79,8 +79,8 @@ public func dequantize(_ src: UnsafeRawPointer, dtype: DType, count: Int, into o
         for i in 0..<count { out[i] = bfloat16ToFloat(UInt16(littleEndian: b[i])) }
     case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_a:
         let n = dtype.blockSize
-        if KernelLevel.current >= .avx512, let kind = SIMDBlockKind(dtype) {
-            dequantizeBlocksSIMD(src, kind: kind, blocks: count / n, into: out)
+        if let kind = dtype.ggmlKind {
+            dequantizeGGML(src, kind: kind, blocks: count / n, into: out)
             return
         }
         for block in 0..<(count / n) {

@@ -87,4 +87,43 @@ public func hearthQuantizedMatMulAVX2(
         }
     }
 }
+/// Dequantizes `blocks` blocks of ``GGMLKind`` `kind` (the scalar references, compiled for AVX2).
+@inline(never)
+public func hearthDequantizeGGMLAVX2(_ src: UnsafeRawPointer, kind: Int32, blocks: Int, into out: UnsafeMutablePointer<Float>) {
+    GGMLKind.dequantize(src, kind: kind, blocks: blocks, into: out)
+}
+
+/// ``dotRowsDequantizing`` compiled for AVX2.
+@inline(never)
+public func hearthDotRowsGGMLAVX2(
+    _ matrix: UnsafeRawPointer, kind: Int32, rowBytes: Int, blocks: Int, x: UnsafePointer<Float>, rowStart: Int,
+    rowEnd: Int, y: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>
+) {
+    dotRowsDequantizing(
+        matrix, kind: kind, rowBytes: rowBytes, blocks: blocks, x: x, rows: rowStart..<rowEnd, y: y, scratch: scratch)
+}
+
+/// ``dotFloats`` compiled for AVX2 (f32 weights, dequantized rows).
+@inline(never)
+public func hearthDotFloatsAVX2(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {
+    dotFloats(a, b, n)
+}
+
+/// ``attentionScoresF16`` compiled for AVX2.
+@inline(never)
+public func hearthAttentionScoresF16AVX2(
+    _ q: UnsafePointer<Float>, keys: UnsafeRawPointer, stride: Int, first: Int, last: Int, headDim: Int, scale: Float,
+    into s: UnsafeMutablePointer<Float>
+) {
+    attentionScoresF16(q, keys: keys, stride: stride, positions: first...last, headDim: headDim, scale: scale, into: s)
+}
+
+/// ``attentionValuesF16`` compiled for AVX2.
+@inline(never)
+public func hearthAttentionValuesF16AVX2(
+    _ s: UnsafePointer<Float>, values: UnsafeRawPointer, stride: Int, first: Int, last: Int, headDim: Int,
+    into out: UnsafeMutablePointer<Float>
+) {
+    attentionValuesF16(s, values: values, stride: stride, positions: first...last, headDim: headDim, into: out)
+}
 #endif

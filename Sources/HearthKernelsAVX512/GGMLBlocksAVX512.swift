@@ -43,8 +43,8 @@ enum GGMLBlocksAVX512 {
     static func q4_KSubBlock(_ p: UnsafeRawPointer, c: Int, h: Int) -> (SIMD8<Int64>, SIMD8<Int64>, Float, Float) {
         let b0 = bytes16(p + 16 + 32 * c), b1 = bytes16(p + 32 + 32 * c)
         let mask = _mm512_set1_epi32(15)
-        let (sc, mn) = GGMLFields.scaleMinK4(p + 4, 2 * c + h)
-        let d = GGMLFields.half(p, 0), dmin = GGMLFields.half(p, 2)
+        let (sc, mn) = GGMLBlocks.scaleMinK4(p + 4, 2 * c + h)
+        let d = GGMLBlocks.half(p, 0), dmin = GGMLBlocks.half(p, 2)
         return h == 0
             ? (_mm512_and_si512(b0, mask), _mm512_and_si512(b1, mask), d * Float(sc), dmin * Float(mn))
             : (_mm512_srli_epi32(b0, 4), _mm512_srli_epi32(b1, 4), d * Float(sc), dmin * Float(mn))
@@ -60,14 +60,14 @@ enum GGMLBlocksAVX512 {
         let low = _mm512_and_si512(_mm512_srli_epi32(lowBytes, UInt32(4 * (s / 2))), _mm512_set1_epi32(15))
         let hi = _mm512_and_si512(_mm512_srli_epi32(high, UInt32(2 * s)), _mm512_set1_epi32(3))
         let q = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(hi, 4)), _mm512_set1_epi32(32))
-        let scale = Int8(bitPattern: GGMLFields.byte(p, 192 + (128 * c + 32 * s + 16 * half) / 16))
-        return (q, GGMLFields.half(p, 208) * Float(scale))
+        let scale = Int8(bitPattern: GGMLBlocks.byte(p, 192 + (128 * c + 32 * s + 16 * half) / 16))
+        return (q, GGMLBlocks.half(p, 208) * Float(scale))
     }
 
     /// q5_0: w = d·(q − 16).
     @inline(__always)
     static func dequantizeQ5_0(_ p: UnsafeRawPointer, into out: UnsafeMutablePointer<Float>) {
-        let d = _mm512_set1_ps(GGMLFields.half(p, 0))
+        let d = _mm512_set1_ps(GGMLBlocks.half(p, 0))
         let (qLo, qHi) = q5_0Quants(p)
         store(_mm512_mul_ps(d, _mm512_cvtepi32_ps(qLo)), out)
         store(_mm512_mul_ps(d, _mm512_cvtepi32_ps(qHi)), out + 16)
@@ -116,7 +116,7 @@ enum GGMLBlocksAVX512 {
             let p = row + 22 * b, xb = x + 32 * b
             let (qLo, qHi) = q5_0Quants(p)
             let t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(qHi), load16(xb + 16), _mm512_mul_ps(_mm512_cvtepi32_ps(qLo), load16(xb)))
-            acc = _mm512_fmadd_ps(_mm512_set1_ps(GGMLFields.half(p, 0)), t, acc)
+            acc = _mm512_fmadd_ps(_mm512_set1_ps(GGMLBlocks.half(p, 0)), t, acc)
         }
         return horizontalSum(acc)
     }

@@ -47,34 +47,8 @@ public func quantizeActivationRows(
     }
 }
 
-/// Field readers of ggml's block layouts, shared by the scalar references and the SIMD kernels.
-public enum GGMLFields {
-    /// The little-endian f16 at `offset`, as Float.
-    @inlinable @inline(__always)
-    public static func half(_ p: UnsafeRawPointer, _ offset: Int) -> Float {
-        halfToFloat(UInt16(littleEndian: p.loadUnaligned(fromByteOffset: offset, as: UInt16.self)))
-    }
-
-    /// The byte at `offset`.
-    @inlinable @inline(__always)
-    public static func byte(_ p: UnsafeRawPointer, _ offset: Int) -> UInt8 {
-        p.load(fromByteOffset: offset, as: UInt8.self)
-    }
-
-    /// Scale and minimum of q4_K/q5_K sub-block `j` (0…7) from the 12 packed 6-bit bytes at `s`
-    /// (`get_scale_min_k4` in ggml-quants.c).
-    @inlinable @inline(__always)
-    public static func scaleMinK4(_ s: UnsafeRawPointer, _ j: Int) -> (scale: UInt8, min: UInt8) {
-        if j < 4 {
-            return (byte(s, j) & 63, byte(s, j + 4) & 63)
-        }
-        let scale = (byte(s, j + 4) & 0x0f) | ((byte(s, j - 4) >> 6) << 4)
-        let min = (byte(s, j + 4) >> 4) | ((byte(s, j) >> 6) << 4)
-        return (scale, min)
-    }
-}
-
-/// The ggml block types the AVX-512 level decodes in registers, as its entry points take them.
+/// ggml's block types beyond q4_0/q4_1/q8_0, as the level modules' entry points take them.
+/// The first three are the ones the AVX-512 level decodes in registers.
 public enum GGMLKind {
     /// q5_0: 22 bytes, 32 weights.
     public static let q5_0: Int32 = 0
@@ -82,10 +56,109 @@ public enum GGMLKind {
     public static let q4_K: Int32 = 1
     /// q6_K: 210 bytes, 256 weights.
     public static let q6_K: Int32 = 2
+    /// q5_1: 24 bytes, 32 weights.
+    public static let q5_1: Int32 = 3
+    /// q2_K: 84 bytes, 256 weights.
+    public static let q2_K: Int32 = 4
+    /// q3_K: 110 bytes, 256 weights.
+    public static let q3_K: Int32 = 5
+    /// q5_K: 176 bytes, 256 weights.
+    public static let q5_K: Int32 = 6
 
     /// Bytes and weights of one block of `kind`.
-    @inlinable
+    @inlinable @inline(__always)
     public static func layout(_ kind: Int32) -> (bytes: Int, weights: Int) {
-        kind == q5_0 ? (22, 32) : kind == q4_K ? (144, 256) : (210, 256)
+        switch kind {
+        case q5_0: return (22, 32)
+        case q4_K: return (144, 256)
+        case q6_K: return (210, 256)
+        case q5_1: return (24, 32)
+        case q2_K: return (84, 256)
+        case q3_K: return (110, 256)
+        default: return (176, 256)
+        }
+    }
+
+    /// Dequantizes `blocks` consecutive blocks of `kind` at `src` with the scalar references
+    /// (``GGMLBlocks``), which the level's compiler vectorises as far as it can.
+    @inlinable @inline(__always)
+    public static func dequantize(_ src: UnsafeRawPointer, kind: Int32, blocks: Int, into out: UnsafeMutablePointer<Float>) {
+        let (bytes, weights) = layout(kind)
+        for b in 0..<blocks {
+            let p = src + b * bytes, o = out + b * weights
+            switch kind {
+            case q5_0: GGMLBlocks.dequantizeQ5_0(p, into: o)
+            case q4_K: GGMLBlocks.dequantizeQ4_K(p, into: o)
+            case q6_K: GGMLBlocks.dequantizeQ6_K(p, into: o)
+            case q5_1: GGMLBlocks.dequantizeQ5_1(p, into: o)
+            case q2_K: GGMLBlocks.dequantizeQ2_K(p, into: o)
+            case q3_K: GGMLBlocks.dequantizeQ3_K(p, into: o)
+            default: GGMLBlocks.dequantizeQ5_K(p, into: o)
+            }
+        }
+    }
+}
+
+/// Dot product of two Float vectors (two 8-lane accumulators).
+@inlinable @inline(__always)
+public func dotFloats(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {
+    var acc0 = SIMD8<Float>(), acc1 = SIMD8<Float>()
+    var i = 0
+    let ra = UnsafeRawPointer(a), rb = UnsafeRawPointer(b)
+    while i + 16 <= n {
+        acc0 += ra.loadUnaligned(fromByteOffset: i * 4, as: SIMD8<Float>.self)
+            * rb.loadUnaligned(fromByteOffset: i * 4, as: SIMD8<Float>.self)
+        acc1 += ra.loadUnaligned(fromByteOffset: i * 4 + 32, as: SIMD8<Float>.self)
+            * rb.loadUnaligned(fromByteOffset: i * 4 + 32, as: SIMD8<Float>.self)
+        i += 16
+    }
+    var sum = (acc0 + acc1).sum()
+    while i < n {
+        sum += a[i] * b[i]
+        i += 1
+    }
+    return sum
+}
+
+/// y[r] = row r · x for rows `rows` of a row-major matrix of ggml blocks of `kind` (`rowBytes`
+/// apart, `blocks` per row): each row is dequantized into `scratch` (`blocks` × the block's
+/// weights floats), then dotted.
+@inlinable @inline(__always)
+public func dotRowsDequantizing(
+    _ matrix: UnsafeRawPointer, kind: Int32, rowBytes: Int, blocks: Int, x: UnsafePointer<Float>, rows: Range<Int>,
+    y: UnsafeMutablePointer<Float>, scratch: UnsafeMutablePointer<Float>
+) {
+    let n = blocks * GGMLKind.layout(kind).weights
+    for r in rows {
+        GGMLKind.dequantize(matrix + r * rowBytes, kind: kind, blocks: blocks, into: scratch)
+        y[r] = dotFloats(scratch, x, n)
+    }
+}
+
+/// s[j] = scale · (q · key j) for j in `positions`, key j at `keys + j·stride` as `n` f16.
+@inlinable @inline(__always)
+public func attentionScoresF16(
+    _ q: UnsafePointer<Float>, keys: UnsafeRawPointer, stride: Int, positions: ClosedRange<Int>, headDim n: Int,
+    scale: Float, into s: UnsafeMutablePointer<Float>
+) {
+    for j in positions {
+        let k = (keys + j * stride).assumingMemoryBound(to: UInt16.self)
+        var sum: Float = 0
+        for i in 0..<n { sum += q[i] * halfToFloat(k[i]) }
+        s[j] = sum * scale
+    }
+}
+
+/// out = Σ_{j in positions} s[j] · value j, value j at `values + j·stride` as `n` f16.
+@inlinable @inline(__always)
+public func attentionValuesF16(
+    _ s: UnsafePointer<Float>, values: UnsafeRawPointer, stride: Int, positions: ClosedRange<Int>, headDim n: Int,
+    into out: UnsafeMutablePointer<Float>
+) {
+    out.update(repeating: 0, count: n)
+    for j in positions {
+        let v = (values + j * stride).assumingMemoryBound(to: UInt16.self)
+        let w = s[j]
+        for i in 0..<n { out[i] += w * halfToFloat(v[i]) }
     }
 }
