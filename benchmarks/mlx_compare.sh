@@ -11,8 +11,7 @@
 #
 #   benchmarks/mlx_compare.sh [-t 2] [-r 5] [-p 512] [-n 128] [--rounds 2]
 #
-# Needs: a release build (swift build -c release --product hearth, with
-# HEARTH_CPU=native; or HEARTH_BIN=...), the checkpoint at $SRC (default
+# Needs: a release build (swift build -c release --product hearth; or HEARTH_BIN=...), the checkpoint at $SRC (default
 # benchmarks/work/phi3-mini-random, made by benchmarks/run.sh), and a Python with
 # mlx-lm for the conversion (MLX_PY, default /opt/hearth-mlx/bin/python, see
 # scripts/make_mlx_fixtures.py). Outputs go to benchmarks/work (gitignored) as
@@ -41,7 +40,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-[ -x "$HEARTH" ] || { echo "no hearth binary at $HEARTH (HEARTH_CPU=native swift build -c release --product hearth)" >&2; exit 1; }
+[ -x "$HEARTH" ] || { echo "no hearth binary at $HEARTH (swift build -c release --product hearth)" >&2; exit 1; }
 [ -f "$SRC/config.json" ] || { echo "no checkpoint at $SRC (benchmarks/run.sh makes it; or set SRC=...)" >&2; exit 1; }
 mkdir -p "$WORK"
 

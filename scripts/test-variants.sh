@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# Runs the accuracy-sensitive suites under other summation orders than the default build's:
-# other OpenBLAS kernels (OPENBLAS_CORETYPE) and another kernel level (the AVX2 build), to show
-# that the tests hold on every CPU (docs/ACCURACY.md). Run after scripts/setup.sh.
+# Runs the accuracy-sensitive suites under other summation orders than the default run's: every
+# kernel level this CPU runs below its best (forced at run time with HEARTH_CPU — same build, the
+# CLI subprocesses inherit it) and other OpenBLAS kernels (OPENBLAS_CORETYPE), to show that the
+# tests hold on every CPU (docs/ACCURACY.md, docs/KERNELS.md). Run after scripts/setup.sh.
 #
 #   scripts/test-variants.sh             # every variant below
-#   scripts/test-variants.sh openblas    # OPENBLAS_CORETYPE=Haswell and =SkylakeX, same build (CI runs this)
-#   scripts/test-variants.sh avx2        # HEARTH_CPU=haswell in its own scratch path (.build-haswell)
+#   scripts/test-variants.sh ci          # the lower levels and OPENBLAS_CORETYPE=SkylakeX (what CI runs)
+#   scripts/test-variants.sh levels      # HEARTH_CPU=portable, avx2, avx512, avx512-vnni (those this CPU runs)
+#   scripts/test-variants.sh openblas    # OPENBLAS_CORETYPE=Haswell and =SkylakeX
 #
 # Suites: the kernel reference tests, the golden tests against transformers, the quantized
-# accuracy tests, the KL-divergence tool, the CLI greedy tests and the real model against the
-# exact math. Exits non-zero when any run fails.
+# accuracy tests, MLX, the KL-divergence tool, the CLI greedy tests and the real model against
+# the exact math. Exits non-zero when any run fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FILTER='HearthKernelsTests|GoldenTests|QuantizedAccuracyTests|KLDivergenceTests|CLITests|RealModelTests|MLXTests'
+FILTER='HearthKernelsTests|GoldenTests|QuantizedAccuracyTests|MLXTests|KLDivergenceTests|CLITests|RealModelTests'
 which="${1:-all}"
 status=0
 
@@ -21,25 +23,46 @@ run() {
   local label="$1"; shift
   echo "== $label"
   local log; log=$(mktemp)
-  if env "$@" --filter "$FILTER" >"$log" 2>&1; then
+  if env "$@" swift test --no-parallel --filter "$FILTER" >"$log" 2>&1; then
     grep -E "Test run with" "$log" | tail -1
+    grep -h "hearth: HEARTH_CPU" "$log" | sort -u | head -3 || true
   else
-    grep -E "^.*(✘|error:)" "$log" | head -40
+    grep -E "✘|error:" "$log" | head -40
     echo "!! $label failed (log: $log)" >&2
     status=1
   fi
 }
 
-if [ "$which" = all ] || [ "$which" = openblas ]; then
-  export HEARTH_CPU="${HEARTH_CPU:-native}"
-  for core in Haswell SkylakeX; do
-    run "OPENBLAS_CORETYPE=$core (HEARTH_CPU=$HEARTH_CPU)" OPENBLAS_CORETYPE=$core swift test --no-parallel
+# The levels this CPU runs, from the binary itself (`hearth inspect` prints the best one).
+levels_supported() {
+  local best
+  best=$(.build/release/hearth inspect 2>/dev/null | sed -n 's/.*best on this CPU: \([a-z0-9-]*\).*/\1/p')
+  case "$best" in
+    avx512-vnni) echo portable avx2 avx512 avx512-vnni ;;
+    avx512) echo portable avx2 avx512 ;;
+    avx2) echo portable avx2 ;;
+    *) echo portable ;;
+  esac
+}
+
+if [ "$which" = all ] || [ "$which" = levels ] || [ "$which" = ci ]; then
+  all_levels=$(levels_supported)
+  best=${all_levels##* }
+  echo "kernel levels this CPU runs: $all_levels (the default run used $best)"
+  for level in $all_levels; do
+    [ "$level" = "$best" ] && continue
+    run "HEARTH_CPU=$level" HEARTH_CPU=$level
+  done
+  for level in portable avx2 avx512 avx512-vnni; do
+    case " $all_levels " in *" $level "*) ;; *) echo "-- $level: this CPU cannot run it (not tested here)" ;; esac
   done
 fi
 
-if [ "$which" = all ] || [ "$which" = avx2 ]; then
-  HEARTH_CPU=haswell swift build -c release --product hearth --scratch-path .build-haswell
-  run "HEARTH_CPU=haswell (AVX2 kernels)" HEARTH_CPU=haswell HEARTH_BUILD_DIR=.build-haswell \
-    swift test --no-parallel --scratch-path .build-haswell
+if [ "$which" = all ] || [ "$which" = openblas ] || [ "$which" = ci ]; then
+  cores="Haswell SkylakeX"
+  [ "$which" = ci ] && cores=SkylakeX
+  for core in $cores; do
+    run "OPENBLAS_CORETYPE=$core" OPENBLAS_CORETYPE=$core
+  done
 fi
 exit $status
