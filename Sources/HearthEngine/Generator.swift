@@ -228,6 +228,14 @@ public final class Generator: @unchecked Sendable {
         lock.unlock()
     }
 
+    /// How batched products over quantized weights are computed during prompt processing:
+    /// 8-bit activations on the integer kernels (the default) or dequantized slabs through
+    /// BLAS `sgemm` (f32 activations). Set it before a generation starts.
+    public var quantizedBatchPath: QuantizedBatchPath {
+        get { decoder.quantizedBatchPath }
+        set { decoder.quantizedBatchPath = newValue }
+    }
+
     /// Scores `tokens` in one pass and returns the logits at every position (for tests and perplexity).
     public func logits(for tokens: [Int32]) throws -> [Float] {
         lock.lock()

@@ -51,8 +51,8 @@ func dequantizeGGML(
 }
 
 /// y[r] = W[r] · x for `rows` of a row-layout matrix of ggml blocks (`kind`), with `level`'s
-/// kernels: fused in-register dots for q5_0/q4_K/q6_K at AVX-512, otherwise each row dequantized
-/// into `scratch` (`cols` floats) and dotted.
+/// kernels: fused in-register dots for q5_0/q4_K/q6_K at AVX-512 (16 lanes) and AVX2 (8 lanes),
+/// otherwise each row dequantized into `scratch` (`cols` floats) and dotted.
 func dotRowsGGML(
     _ w: WeightMatrix, kind: Int32, x: UnsafePointer<Float>, rows: Range<Int>, y: UnsafeMutablePointer<Float>,
     scratch: UnsafeMutablePointer<Float>, level: KernelLevel = KernelLevel.current
@@ -60,6 +60,12 @@ func dotRowsGGML(
     #if arch(x86_64)
     if level >= .avx512 && kind <= GGMLKind.q6_K {
         hearthDotRowsGGMLAVX512(
+            w.data, kind: kind, rowBytes: w.rowBytes, blocks: w.blocksPerRow, x: x, rowStart: rows.lowerBound,
+            rowEnd: rows.upperBound, y: y)
+        return
+    }
+    if level >= .avx2 && kind <= GGMLKind.q6_K {
+        hearthDotRowsGGMLFusedAVX2(
             w.data, kind: kind, rowBytes: w.rowBytes, blocks: w.blocksPerRow, x: x, rowStart: rows.lowerBound,
             rowEnd: rows.upperBound, y: y)
         return

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HearthEngine
+import HearthKernels
 
 struct Perplexity: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -51,6 +52,12 @@ struct Perplexity: ParsableCommand {
     @Option(name: .long, help: "Compare this run with a file written by --save-logits: KL divergence, same top token, Δ perplexity, |Δ log p|.")
     var klDivergenceBase: String?
 
+    @Option(name: .long, help: "KV cache element type: f16 (the default, as generation uses) or f32.")
+    var kvType: DType = .f16
+
+    @Option(name: .long, help: "Batched products over quantized weights: integer (8-bit activations, the default) or sgemm (f32 activations: dequantize + BLAS).")
+    var prefillPath: String = QuantizedBatchPath.integer.rawValue
+
     @Flag(name: .long, help: "Print JSON instead of text.")
     var json = false
 
@@ -58,6 +65,8 @@ struct Perplexity: ParsableCommand {
         if let ctx, ctx < 4 { throw ValidationError("--ctx must be at least 4") }
         if let chunks, chunks < 1 { throw ValidationError("--chunks must be at least 1") }
         if logitsTopK < 1 { throw ValidationError("--logits-top-k must be at least 1") }
+        if kvType != .f16 && kvType != .f32 { throw ValidationError("--kv-type takes f16 or f32") }
+        if QuantizedBatchPath(rawValue: prefillPath) == nil { throw ValidationError("--prefill-path takes integer or sgemm") }
         if file == nil && klDivergenceBase == nil { throw ValidationError("--file is required (unless --kl-divergence-base gives the tokens)") }
     }
 
@@ -114,7 +123,8 @@ struct Perplexity: ParsableCommand {
                 topK: min(logitsTopK, lm.options.vocabSize))
             try base?.checkComparable(with: header, tokens: tokens)
 
-            let generator = try Generator(model: lm, context: ctx, threads: threads, batch: min(ctx, 512), kvType: .f16)
+            let generator = try Generator(model: lm, context: ctx, threads: threads, batch: min(ctx, 512), kvType: kvType)
+            generator.quantizedBatchPath = QuantizedBatchPath(rawValue: prefillPath) ?? .integer
             let vocab = lm.options.vocabSize
             var saved = saveLogits.map { _ in LogitsFile(header: header, tokens: tokens) }
             var comparison = DistributionComparison()
