@@ -5,9 +5,9 @@
 # tests hold on every CPU (docs/ACCURACY.md, docs/KERNELS.md). Run after scripts/setup.sh.
 #
 #   scripts/test-variants.sh             # every variant below
-#   scripts/test-variants.sh ci          # the lower levels and OPENBLAS_CORETYPE=SkylakeX (what CI runs)
+#   scripts/test-variants.sh ci          # the lower levels and one other OpenBLAS core type (what CI runs)
 #   scripts/test-variants.sh levels      # HEARTH_CPU=portable, avx2, avx512, avx512-vnni (those this CPU runs)
-#   scripts/test-variants.sh openblas    # OPENBLAS_CORETYPE=Haswell and =SkylakeX
+#   scripts/test-variants.sh openblas    # OPENBLAS_CORETYPE=Haswell, =Sandybridge, and =SkylakeX where the CPU has AVX-512
 #
 # Suites: the kernel reference tests, the golden tests against transformers, the quantized
 # accuracy tests, MLX, the KL-divergence tool, the CLI greedy tests and the real model against
@@ -59,8 +59,10 @@ if [ "$which" = all ] || [ "$which" = levels ] || [ "$which" = ci ]; then
 fi
 
 if [ "$which" = all ] || [ "$which" = openblas ] || [ "$which" = ci ]; then
-  cores="Haswell SkylakeX"
-  [ "$which" = ci ] && cores=SkylakeX
+  # Only core types this CPU can run: OpenBLAS's SkylakeX kernels die with SIGILL without AVX-512.
+  cores="Haswell Sandybridge"
+  grep -qw avx512f /proc/cpuinfo 2>/dev/null && cores="$cores SkylakeX"
+  [ "$which" = ci ] && cores=Sandybridge
   for core in $cores; do
     run "OPENBLAS_CORETYPE=$core" OPENBLAS_CORETYPE=$core
   done
