@@ -131,15 +131,14 @@ def r6(values):
 
 
 def dumps(obj, level=0):
-    """JSON with dicts indented and lists (and dicts inside lists) on one line."""
+    """JSON indented by one space, with lists (and the dicts inside them) on one line."""
+    pad = " " * (level + 1)
     if isinstance(obj, dict) and level < 2:
-        pad = "  " * (level + 1)
         items = [f"{pad}{json.dumps(k)}: {dumps(v, level + 1)}" for k, v in obj.items()]
-        return "{\n" + ",\n".join(items) + "\n" + "  " * level + "}"
+        return "{\n" + ",\n".join(items) + "\n" + " " * level + "}"
     if isinstance(obj, list) and obj and isinstance(obj[0], dict):
-        pad = "  " * (level + 1)
-        return "[\n" + ",\n".join(pad + json.dumps(o, ensure_ascii=False, separators=(", ", ": ")) for o in obj) \
-            + "\n" + "  " * level + "]"
+        return "[\n" + ",\n".join(pad + json.dumps(o, ensure_ascii=False, separators=(",", ":")) for o in obj) \
+            + "\n" + " " * level + "]"
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
 
 
