@@ -48,45 +48,98 @@ public func hearthQuantizedMatMulAVX2(
         return m < 4 ? _mm256_and_si256(raw, mask) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)
     }
 
+    /// Adds block b's products for one token (int32 row sums `i0`, `i1`) to its float rows.
+    @inline(__always) func finish(
+        _ f0: inout SIMD8<Float>, _ f1: inout SIMD8<Float>, _ i0: SIMD4<Int64>, _ i1: SIMD4<Int64>,
+        _ tile: UnsafeRawPointer, _ t: Int, _ b: Int
+    ) {
+        let da = SIMD8<Float>(repeating: scales[t * blocks + b])
+        let sa = SIMD8<Float>(repeating: sums[t * blocks + b])
+        let d0 = _mm256_cvtph_ps(tile.loadUnaligned(as: SIMD2<Int64>.self))
+        let d1 = _mm256_cvtph_ps(tile.loadUnaligned(fromByteOffset: 16, as: SIMD2<Int64>.self))
+        f0 = _mm256_fmadd_ps(d0 * da, _mm256_cvtepi32_ps(i0) - zero * sa, f0)
+        f1 = _mm256_fmadd_ps(d1 * da, _mm256_cvtepi32_ps(i1) - zero * sa, f1)
+        if affine {
+            let m0 = _mm256_cvtph_ps(tile.loadUnaligned(fromByteOffset: 32, as: SIMD2<Int64>.self))
+            let m1 = _mm256_cvtph_ps(tile.loadUnaligned(fromByteOffset: 48, as: SIMD2<Int64>.self))
+            f0 = _mm256_fmadd_ps(m0 * da, sa, f0)
+            f1 = _mm256_fmadd_ps(m1 * da, sa, f1)
+        }
+    }
+
+    @inline(__always) func store(_ f0: SIMD8<Float>, _ f1: SIMD8<Float>, token t: Int, group g: Int) {
+        let out = y + t * ldy + g * 16
+        let valid = min(16, rows - g * 16)
+        for r in 0..<min(8, valid) { out[r] = f0[r] }
+        if valid > 8 { for r in 8..<valid { out[r] = f1[r - 8] } }
+    }
+
+    /// Row sums += w · a for four activation bytes of one token, both row halves: the unsigned
+    /// operands `u0`, `u1` (|q| for q8, the nibbles otherwise) against a, sign-adjusted for q8.
+    @inline(__always) func accumulate(
+        _ i0: inout SIMD4<Int64>, _ i1: inout SIMD4<Int64>, _ u0: SIMD4<Int64>, _ u1: SIMD4<Int64>,
+        _ w0: SIMD4<Int64>, _ w1: SIMD4<Int64>, _ a: UnsafeRawPointer
+    ) {
+        let av = _mm256_set1_epi32(a.loadUnaligned(as: Int32.self))
+        let s0 = isQ8 ? _mm256_sign_epi8(av, w0) : av
+        let s1 = isQ8 ? _mm256_sign_epi8(av, w1) : av
+        i0 = _mm256_add_epi32(i0, _mm256_madd_epi16(_mm256_maddubs_epi16(u0, s0), ones))
+        i1 = _mm256_add_epi32(i1, _mm256_madd_epi16(_mm256_maddubs_epi16(u1, s1), ones))
+    }
+
     for g in groupStart..<groupEnd {
-        for t in 0..<batch {
-            var f0 = SIMD8<Float>(), f1 = SIMD8<Float>()
-            let a0 = UnsafeRawPointer(quants + t * cols)
+        var t0 = 0
+        // Tokens in tiles of four share each unpacked weight vector (prompt processing).
+        while t0 + 4 <= batch {
+            var f00 = SIMD8<Float>(), f01 = SIMD8<Float>(), f10 = SIMD8<Float>(), f11 = SIMD8<Float>()
+            var f20 = SIMD8<Float>(), f21 = SIMD8<Float>(), f30 = SIMD8<Float>(), f31 = SIMD8<Float>()
+            let a0 = UnsafeRawPointer(quants + t0 * cols)
             for b in 0..<blocks {
                 let tile = tiles + (g * blocks + b) * tileBytes
-                let a = a0 + b * 32
+                var i00 = _mm256_setzero_si256(), i01 = _mm256_setzero_si256()
+                var i10 = _mm256_setzero_si256(), i11 = _mm256_setzero_si256()
+                var i20 = _mm256_setzero_si256(), i21 = _mm256_setzero_si256()
+                var i30 = _mm256_setzero_si256(), i31 = _mm256_setzero_si256()
+                for m in 0..<8 {
+                    let w0 = weights(tile, m, 0), w1 = weights(tile, m, 1)
+                    let u0 = isQ8 ? _mm256_sign_epi8(w0, w0) : w0, u1 = isQ8 ? _mm256_sign_epi8(w1, w1) : w1
+                    let a = a0 + b * 32 + 4 * m
+                    accumulate(&i00, &i01, u0, u1, w0, w1, a)
+                    accumulate(&i10, &i11, u0, u1, w0, w1, a + cols)
+                    accumulate(&i20, &i21, u0, u1, w0, w1, a + 2 * cols)
+                    accumulate(&i30, &i31, u0, u1, w0, w1, a + 3 * cols)
+                }
+                finish(&f00, &f01, i00, i01, tile, t0, b)
+                finish(&f10, &f11, i10, i11, tile, t0 + 1, b)
+                finish(&f20, &f21, i20, i21, tile, t0 + 2, b)
+                finish(&f30, &f31, i30, i31, tile, t0 + 3, b)
+            }
+            store(f00, f01, token: t0, group: g)
+            store(f10, f11, token: t0 + 1, group: g)
+            store(f20, f21, token: t0 + 2, group: g)
+            store(f30, f31, token: t0 + 3, group: g)
+            t0 += 4
+        }
+        // The remaining tokens (decode: all of them) one at a time.
+        while t0 < batch {
+            var f0 = SIMD8<Float>(), f1 = SIMD8<Float>()
+            let a0 = UnsafeRawPointer(quants + t0 * cols)
+            for b in 0..<blocks {
+                let tile = tiles + (g * blocks + b) * tileBytes
                 var i0 = _mm256_setzero_si256(), i1 = _mm256_setzero_si256()
                 for m in 0..<8 {
-                    let av = _mm256_set1_epi32(a.loadUnaligned(fromByteOffset: 4 * m, as: Int32.self))
                     let w0 = weights(tile, m, 0), w1 = weights(tile, m, 1)
-                    if isQ8 {
-                        i0 = _mm256_add_epi32(i0, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w0, w0), _mm256_sign_epi8(av, w0)), ones))
-                        i1 = _mm256_add_epi32(i1, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(w1, w1), _mm256_sign_epi8(av, w1)), ones))
-                    } else {
-                        i0 = _mm256_add_epi32(i0, _mm256_madd_epi16(_mm256_maddubs_epi16(w0, av), ones))
-                        i1 = _mm256_add_epi32(i1, _mm256_madd_epi16(_mm256_maddubs_epi16(w1, av), ones))
-                    }
+                    let u0 = isQ8 ? _mm256_sign_epi8(w0, w0) : w0, u1 = isQ8 ? _mm256_sign_epi8(w1, w1) : w1
+                    accumulate(&i0, &i1, u0, u1, w0, w1, a0 + b * 32 + 4 * m)
                 }
-                let da = SIMD8<Float>(repeating: scales[t * blocks + b])
-                let sa = SIMD8<Float>(repeating: sums[t * blocks + b])
-                let d0 = _mm256_cvtph_ps(tile.loadUnaligned(as: SIMD2<Int64>.self))
-                let d1 = _mm256_cvtph_ps(tile.loadUnaligned(fromByteOffset: 16, as: SIMD2<Int64>.self))
-                f0 = _mm256_fmadd_ps(d0 * da, _mm256_cvtepi32_ps(i0) - zero * sa, f0)
-                f1 = _mm256_fmadd_ps(d1 * da, _mm256_cvtepi32_ps(i1) - zero * sa, f1)
-                if affine {
-                    let m0 = _mm256_cvtph_ps(tile.loadUnaligned(fromByteOffset: 32, as: SIMD2<Int64>.self))
-                    let m1 = _mm256_cvtph_ps(tile.loadUnaligned(fromByteOffset: 48, as: SIMD2<Int64>.self))
-                    f0 = _mm256_fmadd_ps(m0 * da, sa, f0)
-                    f1 = _mm256_fmadd_ps(m1 * da, sa, f1)
-                }
+                finish(&f0, &f1, i0, i1, tile, t0, b)
             }
-            let out = y + t * ldy + g * 16
-            let valid = min(16, rows - g * 16)
-            for r in 0..<min(8, valid) { out[r] = f0[r] }
-            if valid > 8 { for r in 8..<valid { out[r] = f1[r - 8] } }
+            store(f0, f1, token: t0, group: g)
+            t0 += 1
         }
     }
 }
+
 /// Dequantizes `blocks` blocks of ``GGMLKind`` `kind` (the scalar references, compiled for AVX2).
 @inline(never)
 public func hearthDequantizeGGMLAVX2(_ src: UnsafeRawPointer, kind: Int32, blocks: Int, into out: UnsafeMutablePointer<Float>) {
