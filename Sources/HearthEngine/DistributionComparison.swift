@@ -30,9 +30,10 @@ public struct DistributionComparison: Sendable {
     public init() {}
 
     /// Adds position `index` of `base`, whose current raw logits are `logits` (`vocabSize`
-    /// values) and whose next token was `next`.
-    public mutating func add(base: LogitsFile, position index: Int, logits: UnsafeBufferPointer<Float>, next: Int32) {
-        let normalizer = LogProbabilities.normalizer(logits)
+    /// values, log Σ exp = `normalizer`) and whose next token was `next`.
+    public mutating func add(
+        base: LogitsFile, position index: Int, logits: UnsafeBufferPointer<Float>, normalizer: Float, next: Int32
+    ) {
         let (ids, baseLogprobs) = base.top(index)
         var kl = 0.0
         var currentMass = 0.0

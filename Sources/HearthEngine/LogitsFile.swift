@@ -124,9 +124,9 @@ public struct LogitsFile: Sendable, Equatable {
     /// Positions recorded so far.
     public var positionCount: Int { nextLogprobs.count }
 
-    /// Records one position from its raw logits (`vocabSize` values) and the token that came next.
-    public mutating func append(logits: UnsafeBufferPointer<Float>, next: Int32) {
-        let normalizer = LogProbabilities.normalizer(logits)
+    /// Records one position from its raw logits (`vocabSize` values), their log Σ exp
+    /// (`LogProbabilities.normalizer`) and the token that came next.
+    public mutating func append(logits: UnsafeBufferPointer<Float>, normalizer: Float, next: Int32) {
         let k = header.topK
         var mass = 0.0
         if k >= logits.count {
@@ -220,9 +220,17 @@ public struct LogitsFile: Sendable, Equatable {
             header.first >= 0, header.first < header.ctx - 1, header.chunks >= 0, header.chunks <= 1 << 24,
             header.topK >= 1, header.topK <= header.vocabSize
         else { throw bad("header values out of range") }
-        let tokenCount = header.chunks * header.ctx
+        // Sizes from a hostile header must not overflow: every product is checked.
+        func product(_ a: Int, _ b: Int) -> Int? {
+            let (value, overflow) = a.multipliedReportingOverflow(by: b)
+            return overflow ? nil : value
+        }
+        let tokenCount = header.chunks * header.ctx  // both ≤ 2^24: fits
         let recordBytes = 8 + 8 * header.topK
-        let expected = 16 + headerLength + 4 * tokenCount + header.positionCount * recordBytes + 8
+        guard let records = product(header.positionCount, recordBytes), records <= Int.max / 2 else {
+            throw bad("header values out of range")
+        }
+        let expected = 16 + headerLength + 4 * tokenCount + records + 8
         guard bytes.count >= expected else {
             throw bad("truncated: \(bytes.count) bytes, the header says \(expected)")
         }

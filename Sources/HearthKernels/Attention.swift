@@ -1,5 +1,4 @@
 import HearthKernelsCommon
-import HearthKernelsCommon
 #if arch(x86_64)
 import HearthKernelsAVX2
 import HearthKernelsAVX512
@@ -7,8 +6,9 @@ import HearthKernelsAVX512
 
 /// Attention over the KV cache for one query head: scores against a range of cached keys,
 /// and the score-weighted sum of the cached values. Keys and values are rows `stride` bytes
-/// apart (position j at `base + j·stride`), stored as f16 or f32. The AVX-512 level converts
-/// f16 sixteen lanes at a time; other levels use the portable loops below.
+/// apart (position j at `base + j·stride`), stored as f16 or f32. f16 goes through the level's
+/// build of the kernel (AVX-512: sixteen lanes with `vcvtph2ps`; AVX2 and portable: the
+/// HearthKernelsCommon loops compiled for each); f32 through the float dot.
 
 /// s[j] = scale · (q · key j) for j in `positions`.
 public func attentionScores(
@@ -33,7 +33,7 @@ public func attentionScores(
         attentionScoresF16(q, keys: keys, stride: stride, positions: positions, headDim: headDim, scale: scale, into: s)
         return
     }
-    for j in positions { s[j] = dotCached(q, keys + j * stride, headDim, type: type) * scale }
+    for j in positions { s[j] = dotF32(q, (keys + j * stride).assumingMemoryBound(to: Float.self), headDim) * scale }
 }
 
 /// out = Σ_{j in positions} s[j] · value j (`headDim` floats, overwritten).
@@ -60,28 +60,9 @@ public func attentionValues(
         return
     }
     out.update(repeating: 0, count: headDim)
-    for j in positions { accumulateCached(out, values + j * stride, weight: s[j], headDim, type: type) }
-}
-
-/// Dot product of a Float query with one cached key stored as `type` (f32 or f16); portable.
-@inline(__always)
-public func dotCached(_ q: UnsafePointer<Float>, _ k: UnsafeRawPointer, _ n: Int, type: DType) -> Float {
-    if type == .f32 { return dotF32(q, k.assumingMemoryBound(to: Float.self), n) }
-    let h = k.assumingMemoryBound(to: UInt16.self)
-    var sum: Float = 0
-    for i in 0..<n { sum += q[i] * halfToFloat(h[i]) }
-    return sum
-}
-
-/// out[i] += weight · v[i] for a cached value vector stored as `type`; portable.
-@inline(__always)
-public func accumulateCached(_ out: UnsafeMutablePointer<Float>, _ v: UnsafeRawPointer, weight: Float, _ n: Int, type: DType) {
-    if type == .f32 {
-        let f = v.assumingMemoryBound(to: Float.self)
-        for i in 0..<n { out[i] += weight * f[i] }
-    } else {
-        let h = v.assumingMemoryBound(to: UInt16.self)
-        for i in 0..<n { out[i] += weight * halfToFloat(h[i]) }
+    for j in positions {
+        let v = (values + j * stride).assumingMemoryBound(to: Float.self)
+        for i in 0..<headDim { out[i] += s[j] * v[i] }
     }
 }
 

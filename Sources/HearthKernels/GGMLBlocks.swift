@@ -30,13 +30,11 @@ extension DType {
     }
 }
 
-/// Dequantizes `blocks` blocks of ``GGMLKind`` `kind` at `src` with `level`'s kernels: the
+/// Dequantizes `blocks` blocks of ``GGMLKind`` `kind` at `src` with the current level's kernels: the
 /// AVX-512 in-register dequantizers for q5_0/q4_K/q6_K, otherwise the scalar references as
 /// compiled for AVX2 or for the baseline.
-func dequantizeGGML(
-    _ src: UnsafeRawPointer, kind: Int32, blocks: Int, into out: UnsafeMutablePointer<Float>,
-    level: KernelLevel = KernelLevel.current
-) {
+func dequantizeGGML(_ src: UnsafeRawPointer, kind: Int32, blocks: Int, into out: UnsafeMutablePointer<Float>) {
+    let level = KernelLevel.current
     #if arch(x86_64)
     if level >= .avx512 && kind <= GGMLKind.q6_K {
         hearthDequantizeGGMLAVX512(src, kind: kind, blocks: blocks, into: out)
@@ -50,13 +48,14 @@ func dequantizeGGML(
     GGMLKind.dequantize(src, kind: kind, blocks: blocks, into: out)
 }
 
-/// y[r] = W[r] · x for `rows` of a row-layout matrix of ggml blocks (`kind`), with `level`'s
+/// y[r] = W[r] · x for `rows` of a row-layout matrix of ggml blocks (`kind`), with the current level's
 /// kernels: fused in-register dots for q5_0/q4_K/q6_K at AVX-512 (16 lanes) and AVX2 (8 lanes),
 /// otherwise each row dequantized into `scratch` (`cols` floats) and dotted.
 func dotRowsGGML(
     _ w: WeightMatrix, kind: Int32, x: UnsafePointer<Float>, rows: Range<Int>, y: UnsafeMutablePointer<Float>,
-    scratch: UnsafeMutablePointer<Float>, level: KernelLevel = KernelLevel.current
+    scratch: UnsafeMutablePointer<Float>
 ) {
+    let level = KernelLevel.current
     #if arch(x86_64)
     if level >= .avx512 && kind <= GGMLKind.q6_K {
         hearthDotRowsGGMLAVX512(

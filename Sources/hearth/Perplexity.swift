@@ -141,9 +141,11 @@ struct Perplexity: ParsableCommand {
                     for position in first..<(ctx - 1) {
                         let row = UnsafeBufferPointer(rebasing: all[(position * vocab)..<((position + 1) * vocab)])
                         let next = chunk[position + 1]
-                        let logprob = LogProbabilities.of(next, in: row, normalizer: LogProbabilities.normalizer(row))
-                        if let base { comparison.add(base: base, position: scored, logits: row, next: next) }
-                        saved?.append(logits: row, next: next)
+                        // log Σ exp once per position, shared by the score, the comparison and the saved file.
+                        let normalizer = LogProbabilities.normalizer(row)
+                        let logprob = LogProbabilities.of(next, in: row, normalizer: normalizer)
+                        if let base { comparison.add(base: base, position: scored, logits: row, normalizer: normalizer, next: next) }
+                        saved?.append(logits: row, normalizer: normalizer, next: next)
                         nll -= Double(logprob)
                         scored += 1
                         if perToken != nil {

@@ -138,6 +138,18 @@ import Testing
         #expect(truncated.contains("truncated"), "\(truncated)")
         let damaged = try failure(Self.run + ["--kl-divergence-base", Self.text])
         #expect(damaged.contains("not a Hearth logits file"), "\(damaged)")
+        // A hostile header whose sizes would overflow: refused, not a crash.
+        let huge = 1 << 24
+        let header = Data((
+            "{\"architecture\":\"x\",\"model\":\"x\",\"layers\":1,\"hidden_size\":1,\"heads\":1,\"kv_heads\":1,"
+                + "\"ffn_size\":1,\"vocab_size\":\(huge),\"vocabulary_hash\":\"0\",\"ctx\":\(huge),\"first\":0,"
+                + "\"chunks\":\(huge),\"top_k\":\(huge)}").utf8)
+        var hostile = Data("HRTHLG01".utf8)
+        for value in [UInt32(1), UInt32(header.count)] { withUnsafeBytes(of: value.littleEndian) { hostile.append(contentsOf: $0) } }
+        hostile.append(header)
+        try hostile.write(to: URL(fileURLWithPath: path("hostile.hlog")))
+        let overflow = try failure(Self.run + ["--kl-divergence-base", path("hostile.hlog")])
+        #expect(overflow.contains("out of range"), "\(overflow)")
         // The base alone gives the tokens: no --file needed.
         let object = try perplexity(["--kl-divergence-base", base, "-t", "2", "--json"])
         #expect(Self.number(object["kl_divergence"] as? [String: Any], "mean_kld") == 0)
