@@ -55,9 +55,14 @@ public enum DType: String, Sendable, CaseIterable, Codable {
     /// Whether this is a block-quantized type.
     public var isQuantized: Bool { blockSize > 1 }
 
-    /// Whether Hearth has the `interleaved16` kernel layout (and a quantizer) for this type:
-    /// `q4_0`, `q4_1`, `q8_0` and `q8_a`. The other block types are read from GGUF files in `rows` layout.
+    /// Whether Hearth quantizes to this type itself (`hearth quantize`, MLX): `q4_0`, `q4_1`,
+    /// `q8_0` and `q8_a`. The other block types come from GGUF files.
     public var supportsInterleaved16: Bool { self == .q4_0 || self == .q4_1 || self == .q8_0 || self == .q8_a }
+
+    /// Whether the integer kernels read this type in the `interleaved16` layout: Hearth's own
+    /// types and the GGUF types a load repacks losslessly (`q5_0`, `q5_1`, `q4_K`, `q5_K`,
+    /// `q6_K`). `q2_K` and `q3_K` stay in `rows` layout.
+    public var hasKernelLayout: Bool { supportsInterleaved16 || [.q5_0, .q5_1, .q4_K, .q5_K, .q6_K].contains(self) }
 
     /// Whether blocks carry a minimum m next to the scale (w = d·q + m): `q4_1`, `q8_a`.
     /// Their interleaved tiles hold the 16 minimums after the 16 scales.
@@ -80,19 +85,27 @@ public enum WeightLayout: String, Sendable, Codable {
     /// Row-major: all blocks of row 0, then row 1… (safetensors, GGUF).
     case rows
     /// Hearth's kernel layout for block types: rows in groups of 16; for each group and
-    /// each 32-column block, the 16 scales (then 16 minimums for q4_1) and the 16 rows'
-    /// quants interleaved four bytes per row, so one 64-byte vector holds four weights of
-    /// each of the 16 rows — the operand shape of `vpdpbusd`. Rows are padded to 16 with zeros.
-    /// See docs/KERNELS.md.
+    /// each block (32 columns; 256 for the K-quants), the 16 scales (then 16 minimums for q4_1)
+    /// and the 16 rows' quants interleaved four bytes per row, so one 64-byte vector holds four
+    /// weights of each of the 16 rows — the operand shape of `vpdpbusd`. Rows are padded to 16
+    /// with zeros. See docs/KERNELS.md and ``KTile``.
     case interleaved16
 }
 
 extension DType {
-    /// Bytes of one (16-row group × 32-column block) tile in the `interleaved16` layout.
-    public var interleavedTileBytes: Int { 16 * bytesPerBlock }
+    /// Bytes of one (16-row group × block) tile in the `interleaved16` layout: 16 blocks'
+    /// bytes, except for q4_K and q5_K, whose tiles keep the packed 6-bit scales and mins
+    /// unpacked to a byte each (``KTile``).
+    public var interleavedTileBytes: Int {
+        switch self {
+        case .q4_K: return KTile.kNibbles + 2048
+        case .q5_K: return KTile.k5High + 512
+        default: return 16 * bytesPerBlock
+        }
+    }
 
     /// Bytes of a `rows × cols` matrix in `layout`, or nil if the shape does not fit the type.
-    /// `.interleaved16` exists only for `q4_0`, `q4_1` and `q8_0` (`supportsInterleaved16`);
+    /// `.interleaved16` exists only for the types with a kernel layout (`hasKernelLayout`);
     /// for every other type it returns nil.
     public func matrixBytes(rows: Int, cols: Int, layout: WeightLayout) -> Int? {
         guard rows >= 0, cols >= 0, cols % blockSize == 0 else { return nil }
@@ -101,7 +114,7 @@ extension DType {
             let (n, overflow) = rows.multipliedReportingOverflow(by: cols)
             return overflow ? nil : byteCount(elements: n)
         case .interleaved16:
-            guard supportsInterleaved16 else { return nil }
+            guard hasKernelLayout else { return nil }
             let groups = (rows + 15) / 16
             let (tiles, o1) = groups.multipliedReportingOverflow(by: cols / blockSize)
             let (bytes, o2) = tiles.multipliedReportingOverflow(by: interleavedTileBytes)

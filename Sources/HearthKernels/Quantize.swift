@@ -1,4 +1,5 @@
 import HearthKernelsCommon
+import Foundation
 /// Reference quantizers for the block types, following GGUF's rounding rules so a block
 /// quantized here equals the block llama.cpp's reference quantizer writes for the same floats.
 public enum Quantizer {
@@ -92,6 +93,10 @@ public enum Quantizer {
     /// Places one row-layout block as row `r` (0..<16) of an interleaved tile.
     /// This is a lossless byte rearrangement: GGUF blocks convert without requantizing.
     public static func interleave(block p: UnsafeRawPointer, dtype: DType, row r: Int, into tile: UnsafeMutableRawPointer) {
+        if KernelTileGeometry(dtype) != nil {
+            interleaveGGML(block: p, dtype: dtype, row: r, into: tile)
+            return
+        }
         tile.storeBytes(of: p.loadUnaligned(as: UInt16.self), toByteOffset: 2 * r, as: UInt16.self)
         switch dtype {
         case .q4_0, .q4_1:
@@ -123,14 +128,19 @@ public enum Quantizer {
                     as: UInt32.self)
             }
         case .f32, .f16, .bf16, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:
-            break  // no Hearth quantizer / interleaved layout for these types
+            break  // the GGUF types above; no interleaved layout for the others
         }
     }
 }
 
-/// Dequantizes row `r` (0..<16) of one interleaved tile: 32 floats.
+/// Dequantizes row `r` (0..<16) of one interleaved tile: `dtype.blockSize` floats (32; 256
+/// for the K-quants).
 @inline(__always)
 public func dequantizeInterleaved(_ tile: UnsafeRawPointer, dtype: DType, row r: Int, into out: UnsafeMutablePointer<Float>) {
+    if KernelTileGeometry(dtype) != nil {
+        dequantizeKernelTile(tile, dtype: dtype, row: r, into: out)
+        return
+    }
     let d = halfToFloat(tile.loadUnaligned(fromByteOffset: 2 * r, as: UInt16.self))
     switch dtype {
     case .q4_0, .q4_1:
@@ -159,7 +169,7 @@ public func dequantizeInterleaved(_ tile: UnsafeRawPointer, dtype: DType, row r:
             }
         }
     case .f32, .f16, .bf16, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:
-        break  // no interleaved layout for these types
+        break  // the GGUF types above; no interleaved layout for the others
     }
 }
 
@@ -196,19 +206,26 @@ struct UncheckedPointer: @unchecked Sendable {
 }
 
 extension Quantizer {
-    /// Rearranges a row-layout q4_0/q4_1/q8_0 matrix (as in GGUF files) into the
-    /// interleaved16 kernel layout — a lossless byte shuffle. Returns nil for other types.
+    /// Rearranges a row-layout q4_0/q4_1/q8_0/q5_0/q5_1/q4_K/q5_K/q6_K matrix (as in GGUF
+    /// files) into the interleaved16 kernel layout — a lossless rearrangement of bits.
+    /// Returns nil for other types.
     public static func repackInterleaved(_ w: WeightMatrix) -> WeightMatrix? {
-        guard w.layout == .rows, [.q4_0, .q4_1, .q8_0].contains(w.dtype),
+        guard w.layout == .rows, w.dtype.hasKernelLayout, w.dtype != .q8_a,
             let bytes = w.dtype.matrixBytes(rows: w.rows, cols: w.cols, layout: .interleaved16)
         else { return nil }
         let buffer = OwnedBuffer(count: bytes)
-        let blocks = w.blocksPerRow
-        for g in 0..<((w.rows + 15) / 16) {
-            for b in 0..<blocks {
-                let tile = buffer.pointer + (g * blocks + b) * w.dtype.interleavedTileBytes
-                for r in 0..<16 where g * 16 + r < w.rows {
-                    interleave(block: w.row(g * 16 + r) + b * w.dtype.bytesPerBlock, dtype: w.dtype, row: r, into: tile)
+        let blocks = w.blocksPerRow, groups = (w.rows + 15) / 16
+        let output = UncheckedPointer(buffer.pointer)
+        // Groups split over the cores: the bit rearrangement of a K-quant matrix is a few
+        // operations per weight, and a 4-billion-weight model should still load in seconds.
+        let workers = max(1, min(groups / 64, ProcessInfo.processInfo.activeProcessorCount))
+        DispatchQueueShim.concurrentPerform(iterations: workers) { worker in
+            for g in (groups * worker / workers)..<(groups * (worker + 1) / workers) {
+                for b in 0..<blocks {
+                    let tile = output.pointer + (g * blocks + b) * w.dtype.interleavedTileBytes
+                    for r in 0..<16 where g * 16 + r < w.rows {
+                        interleave(block: w.row(g * 16 + r) + b * w.dtype.bytesPerBlock, dtype: w.dtype, row: r, into: tile)
+                    }
                 }
             }
         }

@@ -24,6 +24,11 @@ public func quantizedMatMulReference(
     _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>,
     y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
+    if KernelTileGeometry(w.dtype) != nil {
+        // q5_0, q5_1 and the K-quants: the plain-loop kernel over the exact unpacked integers.
+        kernelTileMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+        return
+    }
     let blocks = w.blocksPerRow
     let zero = zeroPoint(w.dtype)
     let quantBase = w.dtype.hasMinimum ? 64 : 32
@@ -75,7 +80,13 @@ public func quantizedMatMul(
 ) {
     #if arch(x86_64)
     if level >= .avx2, KernelLevel.supported.contains(level), let kind = w.dtype.tileKind {
-        let run = level >= .avx512vnni ? hearthQuantizedMatMulAVX512VNNI : hearthQuantizedMatMulAVX2
+        if kind >= TileKind.q4_K {
+            hearthQuantizedMatMulKAVX2(
+                w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales, act.sums,
+                w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
+            return
+        }
+        let run = level >= .avx512vnni && kind <= TileKind.q8_a ? hearthQuantizedMatMulAVX512VNNI : hearthQuantizedMatMulAVX2
         run(
             w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales, act.sums,
             w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
@@ -102,6 +113,11 @@ extension DType {
         case .q4_1: return TileKind.q4_1
         case .q8_0: return TileKind.q8_0
         case .q8_a: return TileKind.q8_a
+        case .q5_0: return TileKind.q5_0
+        case .q5_1: return TileKind.q5_1
+        case .q4_K: return TileKind.q4_K
+        case .q5_K: return TileKind.q5_K
+        case .q6_K: return TileKind.q6_K
         default: return nil
         }
     }
@@ -115,6 +131,10 @@ public func quantizedMatMulPortable(
     _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>,
     y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
+    if KernelTileGeometry(w.dtype) != nil {
+        kernelTileMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+        return
+    }
     let blocks = w.blocksPerRow, cols = w.cols
     let zero = zeroPoint(w.dtype), affine = w.dtype.hasMinimum
     let isQ4 = w.dtype == .q4_0 || w.dtype == .q4_1

@@ -60,7 +60,7 @@ public struct WeightMatrix: @unchecked Sendable {
         case .rows: dequantize(row(r), dtype: dtype, count: cols, into: out)
         case .interleaved16:
             for b in 0..<blocksPerRow {
-                dequantizeInterleaved(tile(group: r / 16, block: b), dtype: dtype, row: r % 16, into: out + b * 32)
+                dequantizeInterleaved(tile(group: r / 16, block: b), dtype: dtype, row: r % 16, into: out + b * dtype.blockSize)
             }
         }
     }

@@ -30,22 +30,53 @@ public func hearthQuantizedMatMulAVX2(
     quants: UnsafePointer<Int8>, scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int,
     batch: Int, groupStart: Int, groupEnd: Int, y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
+    // One specialised copy of the body per tile kind (the kind is a constant once inlined).
+    @inline(__always) func run(_ k: Int32) {
+        tileKernel(
+            tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, kind: k, quants: quants, scales: scales,
+            sums: sums, cols: cols, batch: batch, groupStart: groupStart, groupEnd: groupEnd, y: y, ldy: ldy)
+    }
+    switch kind {
+    case TileKind.q4_0: run(TileKind.q4_0)
+    case TileKind.q4_1: run(TileKind.q4_1)
+    case TileKind.q8_0: run(TileKind.q8_0)
+    case TileKind.q8_a: run(TileKind.q8_a)
+    case TileKind.q5_0: run(TileKind.q5_0)
+    default: run(TileKind.q5_1)
+    }
+}
+
+@inline(__always)
+private func tileKernel(
+    tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, rows: Int, kind: Int32,
+    quants: UnsafePointer<Int8>, scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int,
+    batch: Int, groupStart: Int, groupEnd: Int, y: UnsafeMutablePointer<Float>, ldy: Int
+) {
     let isQ8 = kind == TileKind.q8_0 || kind == TileKind.q8_a
-    let affine = kind == TileKind.q4_1 || kind == TileKind.q8_a
-    let zero = SIMD8<Float>(repeating: kind == TileKind.q8_a ? -128 : kind == TileKind.q4_0 ? 8 : 0)
-    let quantBase = affine ? 64 : 32
+    let isQ5 = kind == TileKind.q5_0 || kind == TileKind.q5_1
+    let affine = kind == TileKind.q4_1 || kind == TileKind.q8_a || kind == TileKind.q5_1
+    let zero = SIMD8<Float>(
+        repeating: kind == TileKind.q8_a ? -128 : kind == TileKind.q4_0 ? 8 : kind == TileKind.q5_0 ? 16 : 0)
+    let quantBase = kind == TileKind.q5_0 ? KTile.q5_0Nibbles : kind == TileKind.q5_1 ? KTile.q5_1Nibbles : affine ? 64 : 32
+    let highPlane = kind == TileKind.q5_1 ? KTile.q5_1High : KTile.q5_0High
     let ones = _mm256_set1_epi16(1)
     let mask = _mm256_set1_epi8(0x0f)
+    let fifth = _mm256_set1_epi8(0x10)
     let flip = _mm256_set1_epi8(-128)
 
-    /// The weight half `half` (0: rows 0–7, 1: rows 8–15) of vector m of a tile.
+    /// The weight half `half` (0: rows 0–7, 1: rows 8–15) of vector m of a tile (q5_0/q5_1:
+    /// the nibble with bit m of the fifth-bit plane moved to bit 4).
     @inline(__always) func weights(_ tile: UnsafeRawPointer, _ m: Int, _ half: Int) -> SIMD4<Int64> {
         if isQ8 {
             return _mm256_xor_si256(
                 tile.loadUnaligned(fromByteOffset: quantBase + 64 * m + 32 * half, as: SIMD4<Int64>.self), flip)
         }
         let raw = tile.loadUnaligned(fromByteOffset: quantBase + 64 * (m & 3) + 32 * half, as: SIMD4<Int64>.self)
-        return m < 4 ? _mm256_and_si256(raw, mask) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)
+        let nibble = m < 4 ? _mm256_and_si256(raw, mask) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)
+        guard isQ5 else { return nibble }
+        let plane = tile.loadUnaligned(fromByteOffset: highPlane + 32 * half, as: SIMD4<Int64>.self)
+        let moved = m < 4 ? _mm256_slli_epi16(plane, Int32(4 - m)) : m == 4 ? plane : _mm256_srli_epi16(plane, Int32(m - 4))
+        return _mm256_or_si256(nibble, _mm256_and_si256(moved, fifth))
     }
 
     /// Adds block b's products for one token (int32 row sums `i0`, `i1`) to its float rows.

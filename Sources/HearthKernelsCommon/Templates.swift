@@ -16,6 +16,42 @@ public enum TileKind {
     public static let q8_0: Int32 = 2
     /// w = d·q + m, q 0…255.
     public static let q8_a: Int32 = 3
+    /// w = d·(q − 16), q 0…31: q4_0's nibbles plus a plane of fifth bits (``KTile``).
+    public static let q5_0: Int32 = 4
+    /// w = d·q + m, q 0…31.
+    public static let q5_1: Int32 = 5
+    /// 256-column super-block tiles: w = (d·sc)·q − dmin·m, 6-bit sc and m per 32 columns.
+    public static let q4_K: Int32 = 6
+    /// As q4_K with q 0…31 (a plane of fifth bits).
+    public static let q5_K: Int32 = 7
+    /// 256-column super-block tiles: w = d·sc·(q − 32), q 0…63, int8 sc per 16 columns.
+    public static let q6_K: Int32 = 8
+}
+
+/// Byte offsets inside the interleaved16 tiles of the 5-bit and K-quant types (docs/KERNELS.md).
+///
+/// Every 32-column sub-block keeps q4_0's nibble arrangement (256 bytes: chunk k, byte 4r + j
+/// holds element 4k + j of row r in its low nibble and element 16 + 4k + j in its high nibble),
+/// so after masking one 32-byte half is four weights of each of eight rows. "Vector" m (0…7) of
+/// a sub-block is chunk m's low nibbles for m < 4 and chunk m − 4's high nibbles for m ≥ 4.
+/// - fifth-bit plane (q5_0, q5_1, q5_K): 64 bytes per sub-block; bit m of byte 4r + j is the
+///   fifth bit of vector m's weight at that byte.
+/// - 2-bit plane (q6_K): 128 bytes per sub-block; bits 2k…2k+1 of byte 4r + j of the first
+///   64 bytes are the top bits of vector k's weight (k < 4), of the second 64 bytes vector 4 + k's.
+/// K-quant tiles cover 16 rows × 256 columns (one super-block per row) with the per-row
+/// super-block scales as f16 and the sub-block scales unpacked to one byte each.
+public enum KTile {
+    /// q5_0 (352 bytes): 16 f16 d, the fifth-bit plane, the nibbles.
+    public static let q5_0High = 32, q5_0Nibbles = 96
+    /// q5_1 (384 bytes): 16 f16 d, 16 f16 m, the fifth-bit plane, the nibbles.
+    public static let q5_1High = 64, q5_1Nibbles = 128
+    /// q4_K and q5_K: 16 f16 d at 0, 16 f16 dmin at `dmin`, then 8 × 16 scale bytes (sub-block s,
+    /// row r at `scales + 16s + r`), 8 × 16 min bytes, 8 × 256 nibble bytes, and for q5_K
+    /// 8 × 64 bytes of fifth-bit planes. 2368 / 2880 bytes.
+    public static let kDmin = 32, kScales = 64, kMins = 192, kNibbles = 320, k5High = 2368
+    /// q6_K (3360 bytes): 16 f16 d, 16 × 16 int8 scales (16-column group s, row r at
+    /// `q6Scales + 16s + r`), 8 × 256 nibble bytes, 8 × 128 bytes of 2-bit planes.
+    public static let q6Scales = 32, q6Nibbles = 288, q6High = 2336
 }
 
 /// Quantizes rows `rows` of `x` (`cols` floats each, a multiple of 32) to 8-bit blocks of 32:

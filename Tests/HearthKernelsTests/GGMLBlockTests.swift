@@ -60,11 +60,13 @@ struct GGUFTypesReference: Decodable {
         #expect(DType.q4_K.byteCount(elements: 32) == nil)
     }
 
-    @Test func interleavedLayoutOnlyForLegacyTypes() {
+    @Test func interleavedLayoutTypes() {
         for dtype in DType.allCases {
             let legacy = [DType.q4_0, .q4_1, .q8_0, .q8_a].contains(dtype)
             #expect(dtype.supportsInterleaved16 == legacy)
-            #expect((dtype.matrixBytes(rows: 16, cols: 256, layout: .interleaved16) != nil) == legacy, "\(dtype)")
+            let kernelLayout = legacy || [DType.q5_0, .q5_1, .q4_K, .q5_K, .q6_K].contains(dtype)
+            #expect(dtype.hasKernelLayout == kernelLayout, "\(dtype)")
+            #expect((dtype.matrixBytes(rows: 16, cols: 256, layout: .interleaved16) != nil) == kernelLayout, "\(dtype)")
             #expect(dtype.matrixBytes(rows: 3, cols: 256, layout: .rows) == dtype.byteCount(elements: 768))
         }
     }
