@@ -86,6 +86,13 @@ public final class Decoder {
         set { scratch.quantizedBatchPath = newValue }
     }
 
+    /// Bits of the quantized activations the integer kernels multiply: 16 (the default: as
+    /// close to the exact math as f32 activations) or 8 (coarser; what llama.cpp uses).
+    public var activationBits: Int {
+        get { scratch.activations.bits }
+        set { scratch.activations.bits = newValue == 8 ? 8 : 16 }
+    }
+
     /// Whether extending a cache of `cached` positions to `end` positions needs every
     /// position recomputed: LongRoPE switches to its long factors once the sequence passes
     /// the original context, and transformers then re-runs the whole sequence with them.

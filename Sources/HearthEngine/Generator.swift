@@ -236,6 +236,13 @@ public final class Generator: @unchecked Sendable {
         set { decoder.quantizedBatchPath = newValue }
     }
 
+    /// Bits of the integer kernels' quantized activations (16 by default, or 8); see
+    /// ``Decoder/activationBits``.
+    public var activationBits: Int {
+        get { decoder.activationBits }
+        set { decoder.activationBits = newValue }
+    }
+
     /// Scores `tokens` in one pass and returns the logits at every position (for tests and perplexity).
     public func logits(for tokens: [Int32]) throws -> [Float] {
         lock.lock()

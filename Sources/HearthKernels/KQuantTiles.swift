@@ -192,9 +192,10 @@ func unpackKernelTile(
 /// twin of the SIMD kernels, and the portable level's kernel for these types): per sub-block,
 /// the exact integer dot of the unpacked weights with the 8-bit activations, then
 /// y += scale·d_a·Σ + minimum·d_a·Σa. No allocation (stack buffers).
-func kernelTileMatMulPortable(
-    _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>, y: UnsafeMutablePointer<Float>,
-    ldy: Int
+@inline(__always)
+func kernelTileMatMulPortable<A: FixedWidthInteger>(
+    _ w: WeightMatrix, quants: UnsafePointer<A>, act: QuantizedActivations, batch: Int, groups: Range<Int>,
+    y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
     guard let geometry = KernelTileGeometry(w.dtype) else { return }
     let blocks = w.blocksPerRow, cols = w.cols, actBlocks = cols / 32
@@ -213,7 +214,7 @@ func kernelTileMatMulPortable(
                         for r in 0..<rowsHere {
                             let wr = values + 32 * r
                             for t in 0..<batch {
-                                let a = act.quants + t * cols + 32 * ab
+                                let a = quants + t * cols + 32 * ab
                                 var isum: Int32 = 0
                                 for i in 0..<32 { isum &+= Int32(wr[i]) &* Int32(a[i]) }
                                 let da = act.scales[t * actBlocks + ab], sa = act.sums[t * actBlocks + ab]

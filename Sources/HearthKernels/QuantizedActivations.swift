@@ -4,15 +4,21 @@ import HearthKernelsAVX2
 import HearthKernelsAVX512
 #endif
 
-/// A batch of activation vectors quantized to 8-bit blocks of 32 (scale d, q = round(x/d)),
-/// the second operand of the integer dot products. Buffers are sized once.
+/// A batch of activation vectors quantized to 8- or 16-bit blocks of 32 (scale d,
+/// q = round(x/d)), the second operand of the integer dot products. Buffers are sized once.
 ///
 /// `@unchecked Sendable`: written by one thread before a matmul, read by all workers during it.
 public final class QuantizedActivations: @unchecked Sendable {
     /// Rows (tokens) and columns the buffers hold at most.
     public let maxRows: Int, maxCols: Int
-    /// int8 quants, `(rows, cols)`.
+    /// Bits per quantized activation: 16 (`wide`, the default: the kernels' rounding stays far
+    /// below the weights') or 8 (`quants`; faster with VNNI, coarser). Set before quantizing;
+    /// the kernels read the buffer it names.
+    public var bits: Int = 16
+    /// int8 quants, `(rows, cols)` (`bits == 8`).
     public let quants: UnsafeMutablePointer<Int8>
+    /// int16 quants, `(rows, cols)` (`bits == 16`).
+    public let wide: UnsafeMutablePointer<Int16>
     /// Per-block scale, `(rows, cols/32)`.
     public let scales: UnsafeMutablePointer<Float>
     /// Per-block Σq as Float, `(rows, cols/32)` (for the weights' zero-point corrections).
@@ -23,6 +29,8 @@ public final class QuantizedActivations: @unchecked Sendable {
         self.maxCols = maxCols
         quants = .allocate(capacity: maxRows * maxCols)
         quants.initialize(repeating: 0, count: maxRows * maxCols)
+        wide = .allocate(capacity: maxRows * maxCols)
+        wide.initialize(repeating: 0, count: maxRows * maxCols)
         scales = .allocate(capacity: maxRows * maxCols / 32 + 1)
         scales.initialize(repeating: 0, count: maxRows * maxCols / 32 + 1)
         sums = .allocate(capacity: maxRows * maxCols / 32 + 1)
@@ -31,18 +39,34 @@ public final class QuantizedActivations: @unchecked Sendable {
 
     deinit {
         quants.deallocate()
+        wide.deallocate()
         scales.deallocate()
         sums.deallocate()
     }
+
+    /// Quantized activation `index` (row-major) of the buffer `bits` names, widened.
+    @inline(__always)
+    public func activation(_ index: Int) -> Int32 { bits == 16 ? Int32(wide[index]) : Int32(quants[index]) }
 
     /// Quantizes `rows` vectors of `cols` floats (cols a multiple of 32, within capacity).
     public func quantize(_ x: UnsafePointer<Float>, rows: Int, cols: Int) {
         quantizeRows(x, rows: 0..<rows, cols: cols)
     }
 
-    /// Quantizes rows `rows` only (workers split a batch between them), with the current
-    /// kernel level's build of ``quantizeActivationRows``.
+    /// Quantizes rows `rows` only (workers split a batch between them) to `bits` bits, with
+    /// the current kernel level's build of ``quantizeActivationRows16`` / ``quantizeActivationRows``.
     public func quantizeRows(_ x: UnsafePointer<Float>, rows: Range<Int>, cols: Int) {
+        if bits == 16 {
+            #if arch(x86_64)
+            if KernelLevel.current >= .avx2 {
+                hearthQuantizeActivations16AVX2(
+                    x, rowStart: rows.lowerBound, rowEnd: rows.upperBound, cols: cols, quants: wide, scales: scales, sums: sums)
+                return
+            }
+            #endif
+            quantizeActivationRows16(x, rows: rows, cols: cols, quants: wide, scales: scales, sums: sums)
+            return
+        }
         #if arch(x86_64)
         switch KernelLevel.current {
         case .avx512, .avx512vnni:

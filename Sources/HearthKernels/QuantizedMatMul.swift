@@ -26,7 +26,7 @@ public func quantizedMatMulReference(
 ) {
     if KernelTileGeometry(w.dtype) != nil {
         // q5_0, q5_1 and the K-quants: the plain-loop kernel over the exact unpacked integers.
-        kernelTileMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+        quantizedMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
         return
     }
     let blocks = w.blocksPerRow
@@ -38,22 +38,23 @@ public func quantizedMatMulReference(
                 var acc: Float = 0
                 for b in 0..<blocks {
                     let tile = w.tile(group: g, block: b)
-                    let a = act.quants + t * w.cols + b * 32
+                    let a0 = t * w.cols + b * 32
+                    @inline(__always) func a(_ i: Int) -> Int32 { act.activation(a0 + i) }
                     var isum: Int32 = 0
                     switch w.dtype {
                     case .q4_0, .q4_1:
                         for k in 0..<4 {
                             for j in 0..<4 {
                                 let byte = tile.load(fromByteOffset: quantBase + 64 * k + 4 * r + j, as: UInt8.self)
-                                isum += Int32(byte & 0x0f) * Int32(a[4 * k + j])
-                                isum += Int32(byte >> 4) * Int32(a[16 + 4 * k + j])
+                                isum += Int32(byte & 0x0f) * a(4 * k + j)
+                                isum += Int32(byte >> 4) * a(16 + 4 * k + j)
                             }
                         }
                     default:
                         for k in 0..<8 {
                             for j in 0..<4 {
                                 let byte = tile.load(fromByteOffset: quantBase + 64 * k + 4 * r + j, as: UInt8.self)
-                                isum += Int32(byte) * Int32(a[4 * k + j])
+                                isum += Int32(byte) * a(4 * k + j)
                             }
                         }
                     }
@@ -79,7 +80,14 @@ public func quantizedMatMul(
     y: UnsafeMutablePointer<Float>, ldy: Int, level: KernelLevel = KernelLevel.current
 ) {
     #if arch(x86_64)
-    if level >= .avx2, KernelLevel.supported.contains(level), let kind = w.dtype.tileKind {
+    if act.bits == 16, level >= .avx2, KernelLevel.supported.contains(level), let kind = w.dtype.tileKind {
+        // 16-bit activations: the AVX2 kernel at every x86 level (VNNI's vpdpbusd takes bytes).
+        hearthQuantizedMatMul16AVX2(
+            w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.wide, act.scales, act.sums,
+            w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
+        return
+    }
+    if act.bits == 8, level >= .avx2, KernelLevel.supported.contains(level), let kind = w.dtype.tileKind {
         if kind >= TileKind.q4_K {
             hearthQuantizedMatMulKAVX2(
                 w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales, act.sums,
@@ -131,8 +139,21 @@ public func quantizedMatMulPortable(
     _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>,
     y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
+    if act.bits == 16 {
+        portableKernel(w, quants: act.wide, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+    } else {
+        portableKernel(w, quants: act.quants, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+    }
+}
+
+/// ``quantizedMatMulPortable`` for one activation width (specialised for Int8 and Int16).
+@inline(__always)
+private func portableKernel<A: FixedWidthInteger>(
+    _ w: WeightMatrix, quants: UnsafePointer<A>, act: QuantizedActivations, batch: Int, groups: Range<Int>,
+    y: UnsafeMutablePointer<Float>, ldy: Int
+) {
     if KernelTileGeometry(w.dtype) != nil {
-        kernelTileMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+        kernelTileMatMulPortable(w, quants: quants, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
         return
     }
     let blocks = w.blocksPerRow, cols = w.cols
@@ -169,7 +190,7 @@ public func quantizedMatMulPortable(
                     let m = affine ? halfToFloat(tile.loadUnaligned(fromByteOffset: 32 + 2 * r, as: UInt16.self)) : 0
                     let wr = wq + r * 32
                     for t in 0..<batch {
-                        let a = act.quants + t * cols + b * 32
+                        let a = quants + t * cols + b * 32
                         var isum: Int32 = 0
                         for i in 0..<32 { isum &+= Int32(wr[i]) &* Int32(a[i]) }
                         let da = act.scales[t * blocks + b], sa = act.sums[t * blocks + b]

@@ -30,19 +30,32 @@ public func hearthQuantizedMatMulAVX2(
     quants: UnsafePointer<Int8>, scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int,
     batch: Int, groupStart: Int, groupEnd: Int, y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
-    // One specialised copy of the body per tile kind (the kind is a constant once inlined).
-    @inline(__always) func run(_ k: Int32) {
-        tileKernel(
-            tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, kind: k, quants: quants, scales: scales,
-            sums: sums, cols: cols, batch: batch, groupStart: groupStart, groupEnd: groupEnd, y: y, ldy: ldy)
-    }
+    // One copy of the body per tile kind, written out so that each inlines with the kind a constant.
     switch kind {
-    case TileKind.q4_0: run(TileKind.q4_0)
-    case TileKind.q4_1: run(TileKind.q4_1)
-    case TileKind.q8_0: run(TileKind.q8_0)
-    case TileKind.q8_a: run(TileKind.q8_a)
-    case TileKind.q5_0: run(TileKind.q5_0)
-    default: run(TileKind.q5_1)
+    case TileKind.q4_0:
+        tileKernel(
+            tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, kind: TileKind.q4_0, quants: quants, scales: scales,
+            sums: sums, cols: cols, batch: batch, groupStart: groupStart, groupEnd: groupEnd, y: y, ldy: ldy)
+    case TileKind.q4_1:
+        tileKernel(
+            tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, kind: TileKind.q4_1, quants: quants, scales: scales,
+            sums: sums, cols: cols, batch: batch, groupStart: groupStart, groupEnd: groupEnd, y: y, ldy: ldy)
+    case TileKind.q8_0:
+        tileKernel(
+            tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, kind: TileKind.q8_0, quants: quants, scales: scales,
+            sums: sums, cols: cols, batch: batch, groupStart: groupStart, groupEnd: groupEnd, y: y, ldy: ldy)
+    case TileKind.q8_a:
+        tileKernel(
+            tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, kind: TileKind.q8_a, quants: quants, scales: scales,
+            sums: sums, cols: cols, batch: batch, groupStart: groupStart, groupEnd: groupEnd, y: y, ldy: ldy)
+    case TileKind.q5_0:
+        tileKernel(
+            tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, kind: TileKind.q5_0, quants: quants, scales: scales,
+            sums: sums, cols: cols, batch: batch, groupStart: groupStart, groupEnd: groupEnd, y: y, ldy: ldy)
+    default:
+        tileKernel(
+            tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, kind: TileKind.q5_1, quants: quants, scales: scales,
+            sums: sums, cols: cols, batch: batch, groupStart: groupStart, groupEnd: groupEnd, y: y, ldy: ldy)
     }
 }
 

@@ -83,6 +83,35 @@ public func quantizeActivationRows(
     }
 }
 
+/// Quantizes rows `rows` of `x` (`cols` floats each, a multiple of 32) to 16-bit blocks of 32:
+/// d = max|x| / 32767, q = round(x / d) (half away from zero), and Σq per block (exact in a
+/// Float: |Σq| ≤ 32·32767 < 2²⁴).
+@inlinable @inline(__always)
+public func quantizeActivationRows16(
+    _ x: UnsafePointer<Float>, rows: Range<Int>, cols: Int, quants: UnsafeMutablePointer<Int16>,
+    scales: UnsafeMutablePointer<Float>, sums: UnsafeMutablePointer<Float>
+) {
+    let blocks = cols / 32
+    for r in rows {
+        for b in 0..<blocks {
+            let src = x + r * cols + b * 32
+            var amax: Float = 0
+            for i in 0..<32 { amax = max(amax, abs(src[i])) }
+            let d = amax / 32767
+            let id: Float = d != 0 ? 1 / d : 0
+            let dst = quants + r * cols + b * 32
+            var sum: Int32 = 0
+            for i in 0..<32 {
+                let q = Int16(max(-32767, min(32767, (src[i] * id).rounded())))
+                dst[i] = q
+                sum += Int32(q)
+            }
+            scales[r * blocks + b] = d
+            sums[r * blocks + b] = Float(sum)
+        }
+    }
+}
+
 /// ggml's block types beyond q4_0/q4_1/q8_0, as the level modules' entry points take them.
 /// The first three are the ones the AVX-512 level decodes in registers.
 public enum GGMLKind {

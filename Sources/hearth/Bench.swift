@@ -42,8 +42,11 @@ struct Bench: ParsableCommand {
     @Option(name: .long, help: "KV cache element type: f16 or f32.")
     var kvType: DType = .f16
 
-    @Option(name: .long, help: "Batched products over quantized weights: integer (8-bit activations, VNNI) or sgemm (dequantize + BLAS).")
+    @Option(name: .long, help: "Batched products over quantized weights: integer (quantized activations, see --activation-bits) or sgemm (f32 activations: dequantize + BLAS).")
     var prefillPath: String = QuantizedBatchPath.integer.rawValue
+
+    @Option(name: .long, help: "Bits of the activations the integer kernels multiply: 16 (the default; within rounding of f32 activations) or 8 (coarser, as llama.cpp).")
+    var activationBits: Int = 16
 
     @Flag(name: .long, help: "Print JSON instead of a markdown table.")
     var json = false
@@ -54,6 +57,7 @@ struct Bench: ParsableCommand {
         if batch < 1 || batch > 4096 { throw ValidationError("--batch must be between 1 and 4096") }
         if let threads, threads < 1 || threads > 512 { throw ValidationError("--threads must be between 1 and 512") }
         if QuantizedBatchPath(rawValue: prefillPath) == nil { throw ValidationError("--prefill-path takes integer or sgemm") }
+        if activationBits != 8 && activationBits != 16 { throw ValidationError("--activation-bits takes 8 or 16") }
     }
 
     struct Stat: Encodable {
@@ -91,6 +95,7 @@ struct Bench: ParsableCommand {
         let kernel_level: String
         let cpu_best_level: String
         let prefill_path: String
+        let activation_bits: Int
     }
 
     func run() throws {
@@ -102,6 +107,7 @@ struct Bench: ParsableCommand {
             let decoder = try Decoder(
                 weights: lm.weights, options: lm.options, context: context, maxBatch: batch, kvType: kvType, pool: pool)
             decoder.quantizedBatchPath = QuantizedBatchPath(rawValue: prefillPath) ?? .integer
+            decoder.activationBits = activationBits
             var rng = SeededGenerator(seed: 1234)
             let vocab = Int32(lm.options.vocabSize)
             func randomTokens(_ n: Int) -> [Int32] { (0..<n).map { _ in Int32.random(in: 0..<vocab, using: &rng) } }
@@ -139,7 +145,8 @@ struct Bench: ParsableCommand {
                 parameters: lm.parameterCount,
                 weight_types: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
                 kernel: quantizedKernelName, kernel_level: KernelLevel.current.rawValue,
-                cpu_best_level: KernelLevel.best.rawValue, prefill_path: prefillPath)
+                cpu_best_level: KernelLevel.best.rawValue, prefill_path: prefillPath,
+                activation_bits: activationBits)
             if json {
                 emit(try jsonLine(report))
                 return
@@ -149,7 +156,7 @@ struct Bench: ParsableCommand {
             let params = String(format: "%.2f B", Double(lm.parameterCount) / 1e9)
             var table = "| model | size | params | backend | threads | test | t/s |\n|---|---|---|---|---|---|---|\n"
             func row(_ test: String, _ s: Stat) {
-                table += "| \(lm.architecture) \(types) | \(size) | \(params) | CPU (\(KernelLevel.current.rawValue)) | \(threads) | \(test) | \(String(format: "%.2f ± %.2f", s.tokens_per_second, s.stddev)) |\n"
+                table += "| \(lm.architecture) \(types) | \(size) | \(params) | CPU (\(KernelLevel.current.rawValue), a\(activationBits)) | \(threads) | \(test) | \(String(format: "%.2f ± %.2f", s.tokens_per_second, s.stddev)) |\n"
             }
             if let pp { row("pp\(prompt)", pp) }
             if let tg { row("tg\(generate)", tg) }

@@ -55,8 +55,11 @@ struct Perplexity: ParsableCommand {
     @Option(name: .long, help: "KV cache element type: f16 (the default, as generation uses) or f32.")
     var kvType: DType = .f16
 
-    @Option(name: .long, help: "Batched products over quantized weights: integer (8-bit activations, the default) or sgemm (f32 activations: dequantize + BLAS).")
+    @Option(name: .long, help: "Batched products over quantized weights: integer (quantized activations, see --activation-bits; the default) or sgemm (f32 activations: dequantize + BLAS).")
     var prefillPath: String = QuantizedBatchPath.integer.rawValue
+
+    @Option(name: .long, help: "Bits of the activations the integer kernels multiply: 16 (the default; within rounding of f32 activations) or 8 (coarser, as llama.cpp).")
+    var activationBits: Int = 16
 
     @Flag(name: .long, help: "Print JSON instead of text.")
     var json = false
@@ -67,6 +70,7 @@ struct Perplexity: ParsableCommand {
         if logitsTopK < 1 { throw ValidationError("--logits-top-k must be at least 1") }
         if kvType != .f16 && kvType != .f32 { throw ValidationError("--kv-type takes f16 or f32") }
         if QuantizedBatchPath(rawValue: prefillPath) == nil { throw ValidationError("--prefill-path takes integer or sgemm") }
+        if activationBits != 8 && activationBits != 16 { throw ValidationError("--activation-bits takes 8 or 16") }
         if file == nil && klDivergenceBase == nil { throw ValidationError("--file is required (unless --kl-divergence-base gives the tokens)") }
     }
 
@@ -125,6 +129,7 @@ struct Perplexity: ParsableCommand {
 
             let generator = try Generator(model: lm, context: ctx, threads: threads, batch: min(ctx, 512), kvType: kvType)
             generator.quantizedBatchPath = QuantizedBatchPath(rawValue: prefillPath) ?? .integer
+            generator.activationBits = activationBits
             let vocab = lm.options.vocabSize
             var saved = saveLogits.map { _ in LogitsFile(header: header, tokens: tokens) }
             var comparison = DistributionComparison()

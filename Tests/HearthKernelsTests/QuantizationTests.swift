@@ -86,9 +86,10 @@ import Testing
         let rows = 37, cols = 128
         let x = randomMatrix(rows: rows, cols: cols, seed: 11)
         let (w, _) = quantize(x, rows: rows, cols: cols, dtype: dtype)
-        for batch in [1, 3, 4, 9] {
+        for batch in [1, 3, 4, 9] { for bits in [8, 16] {
             let input = randomMatrix(rows: batch, cols: cols, seed: 5 + UInt64(batch))
             let act = QuantizedActivations(maxRows: batch, maxCols: cols)
+            act.bits = bits
             input.withUnsafeBufferPointer { act.quantize($0.baseAddress!, rows: batch, cols: cols) }
             var reference = [Float](repeating: .nan, count: batch * rows)
             let groups = 0..<((rows + 15) / 16)
@@ -106,27 +107,32 @@ import Testing
                 for t in 0..<batch {
                     var exact: Double = 0
                     for c in 0..<cols {
-                        let a = Double(act.quants[t * cols + c]) * Double(act.scales[t * (cols / 32) + c / 32])
+                        let a = Double(act.activation(t * cols + c)) * Double(act.scales[t * (cols / 32) + c / 32])
                         exact += Double(row[c]) * a
                     }
                     let i = t * rows + r
                     #expect(abs(reference[i] - Float(exact)) <= 1e-3 * max(1, abs(Float(exact))), "\(dtype) ref r\(r) t\(t)")
                     for (level, y) in results {
-                        #expect(abs(y[i] - reference[i]) <= 1e-4 * max(1, abs(reference[i])), "\(dtype) \(level) r\(r) t\(t)")
+                        #expect(abs(y[i] - reference[i]) <= 1e-4 * max(1, abs(reference[i])), "\(dtype) \(level) \(bits)-bit r\(r) t\(t)")
                     }
                 }
             }
-        }
+        } }
     }
 
-    @Test func activationQuantizationBound() {
+    @Test(arguments: [8, 16])
+    func activationQuantizationBound(bits: Int) {
         let cols = 256
         let x = randomMatrix(rows: 2, cols: cols, seed: 9)
         let act = QuantizedActivations(maxRows: 2, maxCols: cols)
+        act.bits = bits
         x.withUnsafeBufferPointer { act.quantize($0.baseAddress!, rows: 2, cols: cols) }
         for i in 0..<(2 * cols) {
             let d = act.scales[i / 32]
-            #expect(abs(Float(act.quants[i]) * d - x[i]) <= d / 2 * 1.001 + 1e-7)
+            let amax = x[(i / 32 * 32)..<(i / 32 * 32 + 32)].map(abs).max() ?? 0
+            #expect(abs(d - amax / (bits == 16 ? 32767 : 127)) <= 1e-7)
+            // Half a step, plus the float rounding of q·d.
+            #expect(abs(Float(act.activation(i)) * d - x[i]) <= d / 2 * 1.001 + abs(x[i]) * 2.4e-7)
         }
     }
 }

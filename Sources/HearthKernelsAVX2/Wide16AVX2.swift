@@ -1,0 +1,281 @@
+#if arch(x86_64)
+import HearthKernelsCommon
+import _Builtin_intrinsics.intel
+
+// The integer matmul with 16-bit activations at the AVX2 level, for every interleaved16 tile
+// kind. Weights are decoded to bytes as in the 8-bit kernels, widened to int16 and multiplied
+// with `vpmaddwd` against four activations broadcast to every row. On AVX2 this costs the same
+// number of multiplies as the 8-bit path (`vpmaddubsw` + `vpmaddwd`), while the activations keep
+// 16 bits instead of 8: a rounding error 1/32767 of the block's largest value instead of 1/127,
+// which is what keeps small models' outputs on the exact math's argmax (docs/ACCURACY.md).
+
+/// The 32 weight bytes of half `half` (rows 0–7 / 8–15) of vector m of unit `u` (a 32-column
+/// block; a K-quant tile has eight): unsigned quants, or signed for q8_0 and q6_K.
+@_transparent
+private func weightBytes(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int, _ m: Int, _ half: Int) -> SIMD4<Int64> {
+    @inline(__always) func load(_ offset: Int) -> SIMD4<Int64> {
+        tile.loadUnaligned(fromByteOffset: offset + 32 * half, as: SIMD4<Int64>.self)
+    }
+    @inline(__always) func nibble(_ base: Int) -> SIMD4<Int64> {
+        let raw = load(base + 64 * (m & 3))
+        let mask = _mm256_set1_epi8(0x0f)
+        return m < 4 ? _mm256_and_si256(raw, mask) : _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)
+    }
+    @inline(__always) func fifthBit(_ plane: Int) -> SIMD4<Int64> {
+        let v = load(plane)
+        let moved = m < 4 ? _mm256_slli_epi16(v, Int32(4 - m)) : m == 4 ? v : _mm256_srli_epi16(v, Int32(m - 4))
+        return _mm256_and_si256(moved, _mm256_set1_epi8(0x10))
+    }
+    switch kind {
+    case TileKind.q4_0: return nibble(32)
+    case TileKind.q4_1: return nibble(64)
+    case TileKind.q8_0: return _mm256_xor_si256(load(32 + 64 * m), _mm256_set1_epi8(-128))
+    case TileKind.q8_a: return load(64 + 64 * m)
+    case TileKind.q5_0: return _mm256_or_si256(nibble(KTile.q5_0Nibbles), fifthBit(KTile.q5_0High))
+    case TileKind.q5_1: return _mm256_or_si256(nibble(KTile.q5_1Nibbles), fifthBit(KTile.q5_1High))
+    case TileKind.q4_K: return nibble(KTile.kNibbles + 256 * u)
+    case TileKind.q5_K: return _mm256_or_si256(nibble(KTile.kNibbles + 256 * u), fifthBit(KTile.k5High + 64 * u))
+    default:  // q6_K
+        let v = load(KTile.q6High + 128 * u + (m < 4 ? 0 : 64))
+        let k = m & 3
+        let shifted = k == 0 ? _mm256_slli_epi16(v, 4) : k == 1 ? _mm256_slli_epi16(v, 2) : k == 2 ? v : _mm256_srli_epi16(v, 2)
+        let q = _mm256_or_si256(nibble(KTile.q6Nibbles + 256 * u), _mm256_and_si256(shifted, _mm256_set1_epi8(0x30)))
+        return _mm256_sub_epi8(q, _mm256_set1_epi8(32))
+    }
+}
+
+/// Four int16 vectors (rows 0–3, 4–7, 8–11, 12–15) of a unit's four weights per row.
+private struct Wide4 {
+    var w0, w1, w2, w3: SIMD4<Int64>
+}
+
+/// Vector m of unit `u` of a tile, widened to int16.
+@_transparent
+private func decodeWide(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int, _ m: Int) -> Wide4 {
+    let signed = kind == TileKind.q8_0 || kind == TileKind.q6_K
+    let (a, b) = widen(weightBytes(kind, tile, u, m, 0), signed: signed)
+    let (c, d) = widen(weightBytes(kind, tile, u, m, 1), signed: signed)
+    return Wide4(w0: a, w1: b, w2: c, w3: d)
+}
+
+/// acc += w · a (four `vpmaddwd` + adds) for the four row quarters.
+@_transparent
+private func accumulate(_ acc: inout Wide4, _ w: Wide4, _ a: SIMD4<Int64>) {
+    acc.w0 = _mm256_add_epi32(acc.w0, _mm256_madd_epi16(w.w0, a))
+    acc.w1 = _mm256_add_epi32(acc.w1, _mm256_madd_epi16(w.w1, a))
+    acc.w2 = _mm256_add_epi32(acc.w2, _mm256_madd_epi16(w.w2, a))
+    acc.w3 = _mm256_add_epi32(acc.w3, _mm256_madd_epi16(w.w3, a))
+}
+
+/// 32 bytes (8 rows × 4 weights) widened to two int16 vectors (rows 0–3, rows 4–7).
+@_transparent
+private func widen(_ v: SIMD4<Int64>, signed: Bool) -> (SIMD4<Int64>, SIMD4<Int64>) {
+    let lo = v.lowHalf, hi = v.highHalf
+    return signed ? (_mm256_cvtepi8_epi16(lo), _mm256_cvtepi8_epi16(hi)) : (_mm256_cvtepu8_epi16(lo), _mm256_cvtepu8_epi16(hi))
+}
+
+/// Row sums of two `vpmaddwd` accumulators (rows 0–3 and 4–7, two lanes per row) → rows 0–7.
+@_transparent
+private func rowSums(_ a: SIMD4<Int64>, _ b: SIMD4<Int64>) -> SIMD4<Int64> {
+    _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(a, b), _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7))
+}
+
+/// Eight bytes at `p` as eight floats (unsigned or signed).
+@_transparent
+private func floats8(_ p: UnsafeRawPointer, signed: Bool) -> SIMD8<Float> {
+    let bytes = _mm_loadu_si64(p)
+    return _mm256_cvtepi32_ps(signed ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes))
+}
+
+/// The per-row factors of unit `u`: y += d·d_a·(Σ − zero·Σa) + m·d_a·Σa, with for q6_K a
+/// second d for the unit's upper 16 columns (vectors 4–7). Each pair is (rows 0–7, rows 8–15).
+private struct UnitFactors {
+    var d: (SIMD8<Float>, SIMD8<Float>)
+    var dHigh: (SIMD8<Float>, SIMD8<Float>)
+    var m: (SIMD8<Float>, SIMD8<Float>)
+}
+
+@_transparent
+private func unitFactors(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int) -> UnitFactors {
+    @inline(__always) func halves(_ offset: Int) -> (SIMD8<Float>, SIMD8<Float>) {
+        (_mm256_cvtph_ps(tile.loadUnaligned(fromByteOffset: offset, as: SIMD2<Int64>.self)),
+         _mm256_cvtph_ps(tile.loadUnaligned(fromByteOffset: offset + 16, as: SIMD2<Int64>.self)))
+    }
+    let zero = (SIMD8<Float>(), SIMD8<Float>())
+    let d = halves(0)
+    switch kind {
+    case TileKind.q4_1, TileKind.q8_a, TileKind.q5_1:
+        return UnitFactors(d: d, dHigh: d, m: halves(32))
+    case TileKind.q4_K, TileKind.q5_K:
+        let dmin = halves(KTile.kDmin)
+        let sc = tile + KTile.kScales + 16 * u, mn = tile + KTile.kMins + 16 * u
+        let scaled = (d.0 * floats8(sc, signed: false), d.1 * floats8(sc + 8, signed: false))
+        let mins = (-dmin.0 * floats8(mn, signed: false), -dmin.1 * floats8(mn + 8, signed: false))
+        return UnitFactors(d: scaled, dHigh: scaled, m: mins)
+    case TileKind.q6_K:
+        let sc = tile + KTile.q6Scales + 32 * u
+        return UnitFactors(
+            d: (d.0 * floats8(sc, signed: true), d.1 * floats8(sc + 8, signed: true)),
+            dHigh: (d.0 * floats8(sc + 16, signed: true), d.1 * floats8(sc + 24, signed: true)), m: zero)
+    default:
+        return UnitFactors(d: d, dHigh: d, m: zero)
+    }
+}
+
+/// Four int16 activations at `p` broadcast to every 64-bit lane.
+@_transparent
+private func broadcast(_ p: UnsafePointer<Int16>) -> SIMD4<Int64> {
+    _mm256_broadcastq_epi64(_mm_loadu_si64(UnsafeRawPointer(p)))
+}
+
+/// out (16 rows, `valid` of them real) += the unit's contribution for activation block `ab` of
+/// token `t`, from the int32 row sums (the unit's low/high 16 columns for q6_K; `lo` otherwise).
+@_transparent
+private func finish(
+    _ kind: Int32, _ out: UnsafeMutablePointer<Float>, _ valid: Int, _ f: UnitFactors,
+    _ lo: (SIMD4<Int64>, SIMD4<Int64>), _ hi: (SIMD4<Int64>, SIMD4<Int64>), _ da: Float, _ sa: Float
+) {
+    let isQ6 = kind == TileKind.q6_K
+    let hasMin = kind == TileKind.q4_1 || kind == TileKind.q8_a || kind == TileKind.q5_1 || kind == TileKind.q4_K
+        || kind == TileKind.q5_K
+    let zero: Float = kind == TileKind.q4_0 ? 8 : kind == TileKind.q5_0 ? 16 : 0
+    let dav = SIMD8<Float>(repeating: da), sav = SIMD8<Float>(repeating: sa)
+    var r0 = _mm256_cvtepi32_ps(lo.0), r1 = _mm256_cvtepi32_ps(lo.1)
+    if zero != 0 {
+        r0 = r0 - SIMD8<Float>(repeating: zero * sa)
+        r1 = r1 - SIMD8<Float>(repeating: zero * sa)
+    }
+    var v0 = f.d.0 * r0, v1 = f.d.1 * r1
+    if isQ6 {
+        v0 = _mm256_fmadd_ps(f.dHigh.0, _mm256_cvtepi32_ps(hi.0), v0)
+        v1 = _mm256_fmadd_ps(f.dHigh.1, _mm256_cvtepi32_ps(hi.1), v1)
+    }
+    if hasMin {
+        v0 = _mm256_fmadd_ps(f.m.0, sav, v0)
+        v1 = _mm256_fmadd_ps(f.m.1, sav, v1)
+    }
+    if valid == 16 {
+        let p = UnsafeMutableRawPointer(out)
+        p.storeBytes(of: _mm256_fmadd_ps(v0, dav, p.loadUnaligned(as: SIMD8<Float>.self)), as: SIMD8<Float>.self)
+        p.storeBytes(
+            of: _mm256_fmadd_ps(v1, dav, p.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self)), toByteOffset: 32,
+            as: SIMD8<Float>.self)
+    } else {
+        let w0 = v0 * dav, w1 = v1 * dav
+        for r in 0..<min(8, valid) { out[r] += w0[r] }
+        if valid > 8 { for r in 8..<valid { out[r] += w1[r - 8] } }
+    }
+}
+
+/// The kernel for one tile `kind` (a constant once inlined). Per tile unit, the weights are
+/// decoded once into 32 int16 vectors (1 KiB, in L1) and every token of the batch streams past
+/// them; a single token multiplies them straight from registers.
+@_transparent
+private func wideKernel(
+    kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, rows: Int, quants: UnsafePointer<Int16>,
+    scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int, batch: Int, groups: Range<Int>,
+    y: UnsafeMutablePointer<Float>, ldy: Int, unpacked: UnsafeMutablePointer<SIMD4<Int64>>
+) {
+    let units = kind >= TileKind.q4_K ? 8 : 1
+    let isQ6 = kind == TileKind.q6_K
+    let actBlocks = cols / 32
+
+
+    for g in groups {
+        let valid = min(16, rows - g * 16)
+        for t in 0..<batch { (y + t * ldy + g * 16).update(repeating: 0, count: valid) }
+        for b in 0..<blocks {
+            let tile = tiles + (g * blocks + b) * tileBytes
+            for u in 0..<units {
+                let f = unitFactors(kind, tile, u)
+                let ab = b * units + u
+                let zeros = Wide4(w0: _mm256_setzero_si256(), w1: _mm256_setzero_si256(), w2: _mm256_setzero_si256(), w3: _mm256_setzero_si256())
+                if batch == 1 {
+                    // Decode: weights straight from registers. Vectors 0–3 and 4–7 go to separate
+                    // sums for q6_K (its two 16-column scales).
+                    let a = quants + 32 * ab
+                    var lo = zeros, hi = zeros
+                    for m in 0..<4 { accumulate(&lo, decodeWide(kind, tile, u, m), broadcast(a + 4 * m)) }
+                    if isQ6 {
+                        for m in 4..<8 { accumulate(&hi, decodeWide(kind, tile, u, m), broadcast(a + 4 * m)) }
+                    } else {
+                        for m in 4..<8 { accumulate(&lo, decodeWide(kind, tile, u, m), broadcast(a + 4 * m)) }
+                    }
+                    finish(kind, y + g * 16, valid, f, (rowSums(lo.w0, lo.w1), rowSums(lo.w2, lo.w3)),
+                           (rowSums(hi.w0, hi.w1), rowSums(hi.w2, hi.w3)), scales[ab], sums[ab])
+                    continue
+                }
+                // A batch: decode the unit once into L1, then stream every token past it.
+                let wide = UnsafeMutableRawPointer(unpacked).assumingMemoryBound(to: Wide4.self)
+                for m in 0..<8 { wide[m] = decodeWide(kind, tile, u, m) }
+                for t in 0..<batch {
+                    let a = quants + t * cols + 32 * ab
+                    var lo = zeros, hi = zeros
+                    for m in 0..<4 { accumulate(&lo, wide[m], broadcast(a + 4 * m)) }
+                    if isQ6 {
+                        for m in 4..<8 { accumulate(&hi, wide[m], broadcast(a + 4 * m)) }
+                    } else {
+                        for m in 4..<8 { accumulate(&lo, wide[m], broadcast(a + 4 * m)) }
+                    }
+                    finish(kind, y + t * ldy + g * 16, valid, f, (rowSums(lo.w0, lo.w1), rowSums(lo.w2, lo.w3)),
+                           (rowSums(hi.w0, hi.w1), rowSums(hi.w2, hi.w3)), scales[t * actBlocks + ab], sums[t * actBlocks + ab])
+                }
+            }
+        }
+    }
+}
+
+/// y[t·ldy + row] = W[row] · a[t] for the 16-row groups `groupStart..<groupEnd` of an
+/// interleaved16 matrix of any ``TileKind`` (tiles of `tileBytes`, `blocks` per group), all
+/// `batch` tokens of 16-bit activations (`quants`, per-32-column `scales` and `sums`).
+@inline(never)
+public func hearthQuantizedMatMul16AVX2(
+    _ tiles: UnsafeRawPointer, _ tileBytes: Int, _ blocks: Int, _ rows: Int, _ kind: Int32,
+    _ quants: UnsafePointer<Int16>, _ scales: UnsafePointer<Float>, _ sums: UnsafePointer<Float>, _ cols: Int,
+    _ batch: Int, _ groupStart: Int, _ groupEnd: Int, _ y: UnsafeMutablePointer<Float>, _ ldy: Int
+) {
+    withUnsafeTemporaryAllocation(of: SIMD4<Int64>.self, capacity: 32) { buffer in
+        guard let unpacked = buffer.baseAddress else { return }
+        let groups = groupStart..<groupEnd
+        // Written out per kind so that each call inlines a copy with the kind a constant.
+        switch kind {
+        case TileKind.q4_0:
+            wideKernel(kind: TileKind.q4_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+        case TileKind.q4_1:
+            wideKernel(kind: TileKind.q4_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+        case TileKind.q8_0:
+            wideKernel(kind: TileKind.q8_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+        case TileKind.q8_a:
+            wideKernel(kind: TileKind.q8_a, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+        case TileKind.q5_0:
+            wideKernel(kind: TileKind.q5_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+        case TileKind.q5_1:
+            wideKernel(kind: TileKind.q5_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+        case TileKind.q4_K:
+            wideKernel(kind: TileKind.q4_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+        case TileKind.q5_K:
+            wideKernel(kind: TileKind.q5_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+        default:
+            wideKernel(kind: TileKind.q6_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+        }
+    }
+}
+
+/// 16-bit activation quantization (``quantizeActivationRows16``) compiled for AVX2.
+@inline(never)
+public func hearthQuantizeActivations16AVX2(
+    _ x: UnsafePointer<Float>, rowStart: Int, rowEnd: Int, cols: Int, quants: UnsafeMutablePointer<Int16>,
+    scales: UnsafeMutablePointer<Float>, sums: UnsafeMutablePointer<Float>
+) {
+    quantizeActivationRows16(x, rows: rowStart..<rowEnd, cols: cols, quants: quants, scales: scales, sums: sums)
+}
+#endif
