@@ -6,15 +6,22 @@ script does the real work:
 
   1. makes a random-weight Phi-3-mini-shaped checkpoint (HF layout, F16
      safetensors shards, SentencePiece tokenizer) in benchmarks/work/, once;
-  2. converts it with llama.cpp's own convert_hf_to_gguf.py to an F16 GGUF and
-     quantizes that to Q4_0 with llama.cpp's quantizer (llama_model_quantize);
-  3. quantizes the checkpoint with `hearth quantize` to an .hqf file, once;
+  2. converts it with llama.cpp's own convert_hf_to_gguf.py to one F16 GGUF
+     and quantizes that with llama.cpp's quantizer (llama_model_quantize) to
+     Q4_0, Q4_K_M, Q5_K_M, Q6_K and Q8_0, each once, checking every file's
+     tensor types; Gemma 3 270M Q4_K_M comes as is from models/;
+  3. quantizes the checkpoint with `hearth quantize` to a q4_0 .hqf file, once;
   4. measures streaming-read bandwidth with membw.c;
-  5. alternates llama.cpp and Hearth benches (pp512 / tg128, llama-bench
-     semantics), each bench in its own process so its peak RSS is its own;
-  6. writes benchmarks/RESULTS.md and benchmarks/work/last-run.json.
+  5. model file by model file, alternates llama.cpp and Hearth benches on the
+     same GGUF (pp512 / tg128, llama-bench semantics), each bench in its own
+     process so its peak RSS is its own;
+  6. writes benchmarks/RESULTS.md (one table per model file, with each tg
+     row's decode bandwidth as a share of membw's figure) and
+     benchmarks/work/last-run.json.
 
-Internal subcommands (run in child processes): `_llama-bench`, `_quantize`.
+--models restricts all of this to some entries of MODELS.
+Internal subcommands (run in child processes): `_llama-bench`, `_quantize`,
+`_gguf-stats`.
 """
 from __future__ import annotations
 
@@ -42,7 +49,7 @@ WORK = HERE / "work"
 LOGS = WORK / "logs"
 RESULTS_MD = HERE / "RESULTS.md"
 LAST_RUN = WORK / "last-run.json"
-SCHEMA = 1
+SCHEMA = 2   # 2: one entry per GGUF (model × quant type), --models
 
 
 def log(msg: str) -> None:
@@ -50,8 +57,8 @@ def log(msg: str) -> None:
 
 
 # ---------------------------------------------------------------------------
-# Models. Later issues add entries here (another shape, another quant type);
-# each entry yields one group of rows in RESULTS.md.
+# Models. Each entry of MODELS is one GGUF file both engines read, and one
+# table in RESULTS.md; add entries (another shape, another quant type) there.
 # ---------------------------------------------------------------------------
 
 PHI3_ADDED_TOKENS = [
@@ -80,21 +87,83 @@ PHI3_MINI_SHAPE = dict(
     rms_norm_eps=1e-5,
 )
 
+# The random-weight checkpoint every Phi-3 row is made from (once), and the F16
+# GGUF llama.cpp's converter makes of it (kept only while quantizing).
+PHI3_MINI_RANDOM = {
+    "checkpoint": "phi3-mini-random",       # HF directory under work/
+    "description": "Phi-3-mini shape (3072 hidden, 32 layers, 32/32 heads, 8192 FFN, 32064 vocab), random F16 weights",
+    "shape": PHI3_MINI_SHAPE,
+    "seed": 20240423,
+    "shard_bytes": 2_000_000_000,
+    "gguf_f16": "phi3-mini-f16.gguf",       # intermediate, deleted unless --keep-f16
+}
+
+# ggml tensor types llama_model_quantize may give each ftype's tensors (F32 =
+# norms), the types the file must contain, and the type that must hold most of
+# the bytes. The _M mixes raise some tensors (llama.cpp's llama-quant.cpp): in
+# llama-cpp-python 0.3.36's llama.cpp, Q4_K_M and Q5_K_M put the output matrix
+# and the attn_qkv and ffn_down matrices of about half the layers at Q6_K
+# (other versions have put Phi-3's fused attn_qkv at Q5_K in Q4_K_M); Q4_0
+# keeps the output at Q6_K.
+GGUF_TYPES = {
+    "LLAMA_FTYPE_MOSTLY_Q4_0": ("Q4_0", {"F32", "Q4_0", "Q6_K"}, {"Q4_0"}),
+    "LLAMA_FTYPE_MOSTLY_Q4_K_M": ("Q4_K", {"F32", "Q4_K", "Q5_K", "Q6_K"}, {"Q4_K", "Q6_K"}),
+    "LLAMA_FTYPE_MOSTLY_Q5_K_M": ("Q5_K", {"F32", "Q5_K", "Q6_K"}, {"Q5_K", "Q6_K"}),
+    "LLAMA_FTYPE_MOSTLY_Q6_K": ("Q6_K", {"F32", "Q6_K"}, {"Q6_K"}),
+    "LLAMA_FTYPE_MOSTLY_Q8_0": ("Q8_0", {"F32", "Q8_0"}, {"Q8_0"}),
+}
+
+
+def _phi3(kind: str, label: str, hqf: bool = False) -> dict:
+    m = {
+        "name": f"phi3-{kind}",
+        "title": f"Phi-3-mini-shaped random weights, {label}",
+        "family": "phi3",
+        "source": PHI3_MINI_RANDOM,
+        "gguf": f"benchmarks/work/phi3-mini-{kind}.gguf",   # made here, once (relative to the repo)
+        "llama_ftype": f"LLAMA_FTYPE_MOSTLY_{label}",
+        "description": PHI3_MINI_RANDOM["description"],
+    }
+    if hqf:   # Hearth's own format, quantized by `hearth quantize` from the checkpoint
+        m.update({"hqf": f"phi3-mini-{kind}.hqf", "hearth_type": kind})
+    return m
+
+
+# One entry = one table in RESULTS.md: llama.cpp and Hearth on the same GGUF
+# (and, for Phi-3 Q4_0, Hearth on its own .hqf of the same checkpoint too).
+# `--models` selects entries by name or by family.
 MODELS = [
+    _phi3("q4_0", "Q4_0", hqf=True),
+    _phi3("q4_k_m", "Q4_K_M"),
+    _phi3("q5_k_m", "Q5_K_M"),
+    _phi3("q6_k", "Q6_K"),
+    _phi3("q8_0", "Q8_0"),
     {
-        "name": "phi3-mini-random",
-        "description": "Phi-3-mini shape (3072 hidden, 32 layers, 32/32 heads, 8192 FFN, 32064 vocab), random F16 weights",
-        "shape": PHI3_MINI_SHAPE,
-        "seed": 20240423,
-        "checkpoint": "phi3-mini-random",       # HF directory under work/
-        "gguf_f16": "phi3-mini-f16.gguf",       # intermediate, deleted unless --keep-f16
-        "gguf_quant": "phi3-mini-q4_0.gguf",
-        "llama_ftype": "LLAMA_FTYPE_MOSTLY_Q4_0",
-        "hqf": "phi3-mini-q4_0.hqf",
-        "hearth_type": "q4_0",
-        "shard_bytes": 2_000_000_000,
+        "name": "gemma",
+        "title": "Gemma 3 270M, Q4_K_M (the project's default model)",
+        "family": "gemma",
+        "gguf": "models/gemma-3-270m-q4_k_m.gguf",   # given: fetched by scripts/fetch-default-model.sh, not made here
+        "description": "Gemma 3 270M (gemma3 architecture), the project's default model as published "
+                       "(models/registry.json), read by both engines as is; its embedding table is the output matrix",
     },
 ]
+
+
+def select_models(spec: str | None) -> list[dict]:
+    """--models: comma-separated entry names (phi3-q4_k_m, gemma, …) or
+    families (phi3 = every phi3-* entry); 'all' or nothing = everything."""
+    if not spec or spec.strip() == "all":
+        return list(MODELS)
+    want = [w.strip().lower() for w in spec.split(",") if w.strip()]
+    names = [m["name"] for m in MODELS]
+    families = sorted({m["family"] for m in MODELS})
+    bad = [w for w in want if w not in names and w not in families and w != "all"]
+    if bad:
+        raise SystemExit(f"--models: unknown {', '.join(bad)}; choose from {', '.join(names)} "
+                         f"or the families {', '.join(families)}")
+    if "all" in want:
+        return list(MODELS)
+    return [m for m in MODELS if m["name"] in want or m["family"] in want]
 
 
 # ---------------------------------------------------------------------------
@@ -389,41 +458,77 @@ def llama_src_dir() -> Path:
     return d
 
 
-def ensure_gguf(model: dict, ckpt: Path, keep_f16: bool, timings: dict) -> Path:
-    quant = WORK / model["gguf_quant"]
-    if quant.is_file():
-        log(f"GGUF ready: {quant}")
-        return quant
-    f16 = WORK / model["gguf_f16"]
-    if not f16.is_file():
-        src = llama_src_dir()
-        tmp = f16.with_suffix(".partial.gguf")
-        cmd = [sys.executable, str(src / "convert_hf_to_gguf.py"), str(ckpt), "--outtype", "f16", "--outfile", str(tmp)]
-        log(f"converting to F16 GGUF with llama.cpp's convert_hf_to_gguf.py (log: {LOGS / 'convert.log'})")
-        t0 = time.time()
-        with open(LOGS / "convert.log", "w") as lf:
-            rc = subprocess.call(cmd, stdout=lf, stderr=subprocess.STDOUT, cwd=src)
-        if rc != 0:
-            tail = (LOGS / "convert.log").read_text(errors="replace").splitlines()[-30:]
-            raise SystemExit("convert_hf_to_gguf.py failed:\n" + "\n".join(tail))
-        tmp.rename(f16)
-        timings["convert_s"] = round(time.time() - t0, 1)
-        log(f"F16 GGUF written in {timings['convert_s']} s: {f16} ({f16.stat().st_size / 1e9:.2f} GB)")
-    tmp = quant.with_suffix(".partial.gguf")
-    log(f"quantizing with llama_model_quantize ({model['llama_ftype']}; log: {LOGS / 'quantize.log'})")
-    t0 = time.time()
-    with open(LOGS / "quantize.log", "w") as lf:
-        rc = subprocess.call([sys.executable, __file__, "_quantize", str(f16), str(tmp), model["llama_ftype"]],
-                             stdout=lf, stderr=subprocess.STDOUT)
-    if rc != 0:
-        tail = (LOGS / "quantize.log").read_text(errors="replace").splitlines()[-30:]
-        raise SystemExit("llama_model_quantize failed:\n" + "\n".join(tail))
-    tmp.rename(quant)
-    timings["quantize_s"] = round(time.time() - t0, 1)
-    log(f"quantized in {timings['quantize_s']} s: {quant} ({quant.stat().st_size / 1e9:.2f} GB)")
-    if not keep_f16:
-        f16.unlink()
-    return quant
+def ensure_ggufs(models: list[dict], keep_f16: bool, timings: dict) -> None:
+    """Make the GGUF of every selected entry that has a source checkpoint and
+    no file yet: one F16 GGUF by llama.cpp's convert_hf_to_gguf.py per
+    checkpoint, kept while every missing type is quantized from it with
+    llama_model_quantize (default parameters), then deleted unless keep_f16.
+    Every file made is checked (check_gguf) before it gets its final name."""
+    by_source: dict[str, list[dict]] = {}
+    for m in models:
+        if "source" in m and not (REPO / m["gguf"]).is_file():
+            by_source.setdefault(m["source"]["checkpoint"], []).append(m)
+    for group in by_source.values():
+        source = group[0]["source"]
+        ckpt = ensure_checkpoint(source)
+        f16 = WORK / source["gguf_f16"]
+        if not f16.is_file():
+            src = llama_src_dir()
+            tmp = f16.with_suffix(".partial.gguf")
+            cmd = [sys.executable, str(src / "convert_hf_to_gguf.py"), str(ckpt), "--outtype", "f16",
+                   "--outfile", str(tmp)]
+            log(f"converting to F16 GGUF with llama.cpp's convert_hf_to_gguf.py (log: {LOGS / 'convert.log'})")
+            t0 = time.time()
+            with open(LOGS / "convert.log", "w") as lf:
+                rc = subprocess.call(cmd, stdout=lf, stderr=subprocess.STDOUT, cwd=src)
+            if rc != 0:
+                tail = (LOGS / "convert.log").read_text(errors="replace").splitlines()[-30:]
+                raise SystemExit("convert_hf_to_gguf.py failed:\n" + "\n".join(tail))
+            tmp.rename(f16)
+            timings["convert_s"] = timings.get("convert_s", 0.0) + round(time.time() - t0, 1)
+            log(f"F16 GGUF written in {time.time() - t0:.0f} s: {f16} ({f16.stat().st_size / 1e9:.2f} GB)")
+        for m in group:
+            quant = REPO / m["gguf"]
+            tmp = quant.with_suffix(".partial.gguf")
+            qlog = LOGS / f"quantize-{m['name']}.log"
+            log(f"quantizing {f16.name} -> {quant.name} with llama_model_quantize ({m['llama_ftype']}; log: {qlog})")
+            t0 = time.time()
+            with open(qlog, "w") as lf:
+                rc = subprocess.call([sys.executable, __file__, "_quantize", str(f16), str(tmp), m["llama_ftype"]],
+                                     stdout=lf, stderr=subprocess.STDOUT)
+            if rc != 0:
+                tmp.unlink(missing_ok=True)
+                tail = qlog.read_text(errors="replace").splitlines()[-30:]
+                raise SystemExit("llama_model_quantize failed:\n" + "\n".join(tail))
+            problem = check_gguf(m, gguf_stats(tmp))
+            if problem:
+                raise SystemExit(f"{tmp}: {problem} (file left there for inspection)")
+            tmp.rename(quant)
+            timings["quantize_s"] = timings.get("quantize_s", 0.0) + round(time.time() - t0, 1)
+            log(f"quantized in {time.time() - t0:.0f} s: {quant} ({quant.stat().st_size / 1e9:.2f} GB)")
+        if not keep_f16:
+            f16.unlink()
+            log(f"deleted {f16} (--keep-f16 keeps it)")
+
+
+def check_gguf(model: dict, st: dict) -> str:
+    """'' if the GGUF's tensor types are what llama_model_quantize gives the
+    entry's ftype (GGUF_TYPES), else what is wrong."""
+    if model.get("llama_ftype") not in GGUF_TYPES:
+        return ""
+    main, allowed, required = GGUF_TYPES[model["llama_ftype"]]
+    by_bytes = st["tensor_bytes_by_type"]
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(st["tensor_count_by_type"].items()))
+    extra = sorted(set(by_bytes) - allowed)
+    if extra:
+        return f"unexpected tensor types {extra} for {model['llama_ftype']} (tensors per type: {counts})"
+    absent = sorted(required - set(by_bytes))
+    if absent:
+        return f"no {absent} tensors, expected for {model['llama_ftype']} (tensors per type: {counts})"
+    top = max(by_bytes, key=by_bytes.get)
+    if top != main:
+        return f"most bytes are {top}, expected {main} for {model['llama_ftype']} (tensors per type: {counts})"
+    return ""
 
 
 def child_quantize(inp: str, out: str, ftype_name: str) -> int:
@@ -441,22 +546,49 @@ def child_quantize(inp: str, out: str, ftype_name: str) -> int:
 
 
 def gguf_stats(path: Path) -> dict:
+    """gguf_stats_here(path), computed in a child process: GGUFReader holds a
+    large vocabulary as numpy arrays (Gemma's 262144 tokens take ~700 MB), and
+    whatever this process's peak RSS reaches, every bench child inherits as the
+    floor of its ru_maxrss (see run_measured)."""
+    r = subprocess.run([sys.executable, __file__, "_gguf-stats", str(path)], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"reading {path} with the gguf package failed:\n{r.stderr.strip()[-2000:]}")
+    return json.loads(r.stdout)
+
+
+def gguf_stats_here(path: Path) -> dict:
     from gguf import GGUFReader
 
     r = GGUFReader(str(path))
     by_type: dict[str, int] = {}
+    count_by_type: dict[str, int] = {}
     total = 0
     embd = 0
     n_elements = 0
+    names = set()
     for t in r.tensors:
         nb = int(t.n_bytes)
         total += nb
         n_elements += int(t.n_elements)
         by_type[t.tensor_type.name] = by_type.get(t.tensor_type.name, 0) + nb
+        count_by_type[t.tensor_type.name] = count_by_type.get(t.tensor_type.name, 0) + 1
+        names.add(t.name)
         if t.name == "token_embd.weight":
             embd = nb
+    # Without output.weight, llama.cpp (and Hearth) use token_embd as the
+    # output matrix: tied, so all of it is read for every token. Untied, a
+    # decode step gathers one row of it and streams every other tensor once.
+    tied = "output.weight" not in names
+    arch = None
+    try:
+        f = r.fields.get("general.architecture")
+        arch = bytes(f.parts[f.data[0]]).decode() if f else None
+    except Exception:  # noqa: BLE001
+        pass
     return {"file_bytes": path.stat().st_size, "tensor_bytes": total, "token_embd_bytes": embd,
-            "tensor_elements": n_elements, "tensor_bytes_by_type": by_type, "n_tensors": len(r.tensors)}
+            "tied_embeddings": tied, "weight_bytes_per_token": total - (0 if tied else embd),
+            "tensor_elements": n_elements, "tensor_bytes_by_type": by_type, "tensor_count_by_type": count_by_type,
+            "n_tensors": len(r.tensors), "architecture": arch}
 
 
 # ---------------------------------------------------------------------------
@@ -649,7 +781,15 @@ def wait_for_idle(max_wait: float, threshold: float = 0.25, quiet_for: float = 2
 
 def run_measured(cmd: list[str], log_path: Path, timeout: float) -> dict:
     """Run cmd; return its stdout, exit status, wall time and the peak RSS of
-    that one child (wait4's ru_maxrss), with stderr going to log_path."""
+    that one child (wait4's ru_maxrss), with stderr going to log_path.
+
+    Linux carries a process's RSS high-water mark across exec, and Python
+    starts children with vfork, so a child's ru_maxrss is at least this
+    process's own peak RSS: the harness keeps its own small (gguf_stats runs
+    in a child) and records its peak next to each child's, so that a child
+    whose figure does not exceed it is flagged."""
+    import resource
+
     with tempfile.TemporaryFile() as out, open(log_path, "w") as err:
         err.write("$ " + " ".join(cmd) + "\n")
         err.flush()
@@ -679,6 +819,7 @@ def run_measured(cmd: list[str], log_path: Path, timeout: float) -> dict:
         stdout = out.read().decode(errors="replace")
     return {"returncode": p.returncode, "stdout": stdout, "wall_seconds": wall,
             "maxrss_bytes": ru.ru_maxrss * 1024, "timed_out": timed_out.is_set(), "log": str(log_path),
+            "harness_maxrss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
             "child_cpu_seconds": ru.ru_utime + ru.ru_stime, "foreign_load_cores": max(0.0, foreign) / max(wall, 1e-9)}
 
 
@@ -733,7 +874,8 @@ def bench_llama(gguf: Path, a: argparse.Namespace, tag: str) -> dict:
         res["buffers_mib"] = llama_buffers(r["log"])
     entry = {"engine": "llama.cpp", "file": str(gguf.relative_to(REPO)), "ok": res is not None,
              "wall_seconds": r["wall_seconds"], "maxrss_bytes": r["maxrss_bytes"], "log": r["log"],
-             "child_cpu_seconds": r["child_cpu_seconds"], "foreign_load_cores": r["foreign_load_cores"], "result": res}
+             "child_cpu_seconds": r["child_cpu_seconds"], "foreign_load_cores": r["foreign_load_cores"],
+             "harness_maxrss_bytes": r["harness_maxrss_bytes"], "result": res}
     if res is None:
         entry["error"] = f"exit {r['returncode']}{' (timeout)' if r['timed_out'] else ''}: {log_tail(r['log'])}"
     return entry
@@ -825,11 +967,15 @@ def bench_hearth(binary: Path, model_file: Path, a: argparse.Namespace, tag: str
         res = None
     entry = {"engine": "hearth", "file": str(model_file.relative_to(REPO)), "ok": res is not None,
              "wall_seconds": r["wall_seconds"], "maxrss_bytes": r["maxrss_bytes"], "log": r["log"],
-             "child_cpu_seconds": r["child_cpu_seconds"], "foreign_load_cores": r["foreign_load_cores"], "result": res}
+             "child_cpu_seconds": r["child_cpu_seconds"], "foreign_load_cores": r["foreign_load_cores"],
+             "harness_maxrss_bytes": r["harness_maxrss_bytes"], "result": res}
     if res is None:
+        # Hearth's own message: the end of its stderr (the log minus the command line), else of its stdout.
+        err_lines = [x for x in Path(r["log"]).read_text(errors="replace").splitlines()[1:] if x.strip()]
+        msg = "\n".join((err_lines or [x for x in r["stdout"].splitlines() if x.strip()])[-4:])
         with open(r["log"], "a") as lf:
             lf.write("\n--- stdout ---\n" + r["stdout"][-4000:])
-        entry["error"] = f"exit {r['returncode']}{' (timeout)' if r['timed_out'] else ''}: {log_tail(r['log'], 4)}"
+        entry["error"] = f"exit {r['returncode']}{' (timeout)' if r['timed_out'] else ''}: {msg}"
     return entry
 
 
@@ -984,29 +1130,35 @@ def summarize(model: dict, runs: list[dict], stats: dict) -> list[dict]:
                 row[test] = {"tokens_per_second": m, "stddev": sd, "n": len(samples),
                              "round_means": [(r["result"].get(test) or {}).get("tokens_per_second") for r in ok]}
         row["peak_rss_bytes"] = max(r["maxrss_bytes"] for r in ok)
+        row["harness_maxrss_bytes"] = max((r.get("harness_maxrss_bytes") or 0) for r in ok) or None
         row["max_foreign_load_cores"] = max(r.get("foreign_load_cores", 0.0) for r in ok)
         row["discarded_attempts"] = sum(len(r.get("discarded_attempts") or []) for r in mine)
         row["engine_peak_rss_bytes"] = max((r["result"].get("peak_rss_bytes") or 0) for r in ok) or None
         row["load_seconds"] = statistics.fmean(r["result"].get("load_seconds") or 0.0 for r in ok)
         res0 = ok[0]["result"]
+        g = stats["gguf"].get(file)
+        if g:
+            # Both engines, same file: every tensor is streamed once per token, except an untied
+            # embedding table, of which one row is gathered (gguf_stats).
+            row["weight_bytes_per_token"] = g["weight_bytes_per_token"]
+            row["weight_bytes_source"] = ("GGUF tensor bytes (token_embd tied to the output, counted)"
+                                          if g["tied_embeddings"] else "GGUF tensor bytes minus token_embd")
         if engine == "llama.cpp":
-            g = stats["gguf"][file]
-            # Every tensor is streamed once per token except the embedding table, of which one row is gathered.
-            row["weight_bytes_per_token"] = g["tensor_bytes"] - g["token_embd_bytes"]
-            row["weight_bytes_source"] = "GGUF tensor data bytes minus token_embd"
             row["rss_after_import_bytes"] = res0.get("rss_after_import_bytes")
             row["buffers_mib"] = res0.get("buffers_mib")
         else:
             wb = res0.get("weight_bytes_per_token")
-            row["weight_bytes_per_token"] = wb if wb else res0.get("model_bytes")
-            row["weight_bytes_source"] = "hearth weight_bytes_per_token" if wb else "hearth model_bytes"
+            row["hearth_weight_bytes_per_token"] = wb if wb else res0.get("model_bytes")
+            if not g:   # Hearth's own file (.hqf): its own account
+                row["weight_bytes_per_token"] = row["hearth_weight_bytes_per_token"]
+                row["weight_bytes_source"] = "hearth weight_bytes_per_token" if wb else "hearth model_bytes"
             for k in ("kernel", "weight_types", "prefill_path", "kv_cache_bytes", "parameters"):
                 if k in res0:
                     row[k] = res0[k]
         if "tg" in row and row.get("weight_bytes_per_token"):
             row["decode_gb_s"] = row["weight_bytes_per_token"] * row["tg"]["tokens_per_second"] / 1e9
         rows.append(row)
-    base = next((r for r in rows if r["engine"] == "llama.cpp" and "tg" in r), None)
+    base = next((r for r in rows if r["engine"] == "llama.cpp" and r.get("ok_runs")), None)
     for r in rows:
         if base is None or r is base:
             continue
@@ -1026,20 +1178,63 @@ def fmt_gib(b) -> str:
     return f"{b / 2**30:.2f} GiB" if b else "—"
 
 
+def membw_ref_gb_s(run: dict) -> float | None:
+    """The figure decode bandwidth is divided by: membw's best pass at the
+    run's thread count (2 by default), over both huge-page settings, measured
+    in the same run."""
+    t = run["settings"]["threads"]
+    vals = [d["best_gb_s"] for d in run.get("membw") or [] if d["threads"] == t]
+    return max(vals) if vals else None
+
+
+def add_bandwidth_shares(run: dict) -> None:
+    """Each tg row's decode bandwidth (weights read per token × tg t/s) as a
+    share of membw_ref_gb_s."""
+    ref = membw_ref_gb_s(run)
+    run["settings"]["membw_ref_gb_s"] = ref
+    for mo in run["models"]:
+        for r in mo["summary"]:
+            r.pop("membw_share", None)
+            if r.get("decode_gb_s") and ref:
+                r["membw_share"] = r["decode_gb_s"] / ref
+
+
+def _ratio(r: dict, k: str) -> str:
+    if r.get(k) is not None:
+        return f"{r[k]:.2f}×"
+    return "1" if r["engine"] == "llama.cpp" and r.get("ok_runs") else "—"
+
+
+def _share(r: dict) -> str:
+    return f"{100 * r['membw_share']:.0f}%" if r.get("membw_share") else "—"
+
+
+def _types(g: dict) -> str:
+    counts = g.get("tensor_count_by_type") or {}
+    return ", ".join(f"{k} ×{counts[k]} {v / 1e9:.2f} GB" if k in counts else f"{k} {v / 1e9:.2f} GB"
+                     for k, v in sorted(g["tensor_bytes_by_type"].items()))
+
+
+def _hearth_types(wt) -> str:
+    if isinstance(wt, dict):
+        return ", ".join(f"{k} {v / 1e9:.2f} GB" if isinstance(v, (int, float)) else f"{k} {v}"
+                         for k, v in sorted(wt.items()))
+    return str(wt)
+
+
 def write_results_md(run: dict) -> str:
     m = run["machine"]
     s = run["settings"]
     git = run["git"]
-    bw_ref = {}
-    for d in run["membw"]:
-        bw_ref[d["threads"]] = max(bw_ref.get(d["threads"], 0.0), d["best_gb_s"])
-    ref = bw_ref.get(s["threads"])
+    ref = s.get("membw_ref_gb_s") or membw_ref_gb_s(run)
+    pp, tg = f"pp{s['prompt']}", f"tg{s['gen']}"
     L = []
     L.append("# Benchmarks: Hearth vs llama.cpp (CPU)")
     L.append("")
     L.append("Written by `benchmarks/run.sh` (see [README.md](README.md)); every run rewrites this part, down to "
-             "the end-of-generated marker, and keeps its raw numbers in `benchmarks/work/last-run.json`. One row per engine × model file; more models "
-             "are added as entries of `MODELS` in `benchmarks/bench.py`.")
+             "the end-of-generated marker, and keeps its raw numbers in `benchmarks/work/last-run.json`. One table "
+             "per model file (model × quant type), both engines reading the same GGUF; the entries are `MODELS` in "
+             "`benchmarks/bench.py`.")
     L.append("")
     L.append("## Run")
     L.append("")
@@ -1057,82 +1252,119 @@ def write_results_md(run: dict) -> str:
     h = run["hearth"]
     L.append(f"- Hearth: {'`' + h['binary'] + '`' if h.get('binary') else 'not found'}"
              + (f" — {h['note']}" if h.get("note") else ""))
-    L.append(f"- Method: llama-bench semantics. pp{s['prompt']} = {s['prompt']} random token ids decoded from an empty "
-             f"KV cache in batches of {s['batch']} (n_ubatch {s['batch']}); tg{s['gen']} = {s['gen']} sequential "
+    L.append(f"- Models: {', '.join(s.get('models') or [mo['name'] for mo in run['models']])}"
+             + (f" (`--models {s['models_filter']}`)" if s.get("models_filter") else " (all)"))
+    L.append(f"- Method: llama-bench semantics. {pp} = {s['prompt']} random token ids decoded from an empty "
+             f"KV cache in batches of {s['batch']} (n_ubatch {s['batch']}); {tg} = {s['gen']} sequential "
              f"single-token decodes from an empty cache. Warm-up (full prompt for pp, one token for tg), then "
              f"{s['reps']} repetitions; tokens/s mean ± sample sd over all repetitions of {s['rounds']} rounds. "
-             f"Threads = {s['threads']}. Engines alternate round by round "
-             f"({' → '.join(s['order'])}), each bench in a fresh process; model files were read once beforehand so "
-             f"both start from a warm page cache. Peak RSS = the bench process's ru_maxrss (max over rounds).")
+             f"Threads = {s['threads']}. Model by model, engines alternate round by round "
+             f"({' → '.join(s['order'])}; Hearth reads its .hqf, where there is one, then the GGUF), each bench in "
+             f"a fresh process; each model's files were read once beforehand so both start from a warm page cache. "
+             f"Peak RSS = the bench process's ru_maxrss (max over rounds).")
+    L.append(f"- Decode bandwidth share (*of membw*): weights read per token × {tg} t/s ÷ "
+             + (f"{ref:.1f} GB/s, " if ref else "")
+             + f"the best {s['threads']}-thread streaming-read figure measured by membw in this run (below). "
+             "Weights read per token = the GGUF's tensor bytes, without `token_embd` when the model has a separate "
+             "`output.weight` (one row of the embedding table is gathered per token) and with it when the two are "
+             "tied (it is then the output matrix, read whole); the same figure for both engines reading that "
+             "GGUF. For Hearth's `.hqf` it is the `weight_bytes_per_token` Hearth reports.")
+    L.append("")
+    L.append("## Summary")
+    L.append("")
+    L.append(f"Hearth ÷ llama.cpp on the same weights (> 1 = Hearth faster; for RSS, > 1 = Hearth uses more), and "
+             f"each engine's decode bandwidth as a share of membw's {s['threads']}-thread figure.")
+    L.append("")
+    L.append(f"| model / type | Hearth file | {pp} ×llama.cpp | {tg} ×llama.cpp | peak RSS ×llama.cpp | "
+             f"Hearth of membw | llama.cpp of membw |")
+    L.append("|---|---|---|---|---|---|---|")
+    for model in run["models"]:
+        base = next((r for r in model["summary"] if r["engine"] == "llama.cpp"), None)
+        hrows = [r for r in model["summary"] if r["engine"] == "hearth"]
+        if not hrows:
+            L.append(f"| {model['name']} | — | — | — | — | — | {_share(base) if base else '—'} |")
+        for r in hrows:
+            if r.get("ok_runs", 0) == 0:
+                L.append(f"| {model['name']} | `{Path(r['file']).name}` | not run | not run | — | — | "
+                         f"{_share(base) if base else '—'} |")
+                continue
+            L.append(f"| {model['name']} | `{Path(r['file']).name}` | {_ratio(r, 'pp_ratio')} | "
+                     f"{_ratio(r, 'tg_ratio')} | {_ratio(r, 'rss_ratio')} | {_share(r)} | "
+                     f"{_share(base) if base else '—'} |")
     L.append("")
     L.append("## Results")
     L.append("")
-    hdr = (f"| model | engine | file | bits/weight | pp{s['prompt']} t/s | tg{s['gen']} t/s | pp ×llama.cpp | "
-           f"tg ×llama.cpp | peak RSS | RSS ×llama.cpp | load | weights read/token | decode bandwidth | of stream BW |")
-    L.append(hdr)
-    L.append("|" + "---|" * (hdr.count("|") - 1))
     for model in run["models"]:
+        st = model["stats"]
+        L.append(f"### {model['name']}: {model.get('title', model['name'])}")
+        L.append("")
+        hdr = (f"| engine | file | bits/weight | {pp} t/s | {tg} t/s | pp ×llama.cpp | tg ×llama.cpp | peak RSS | "
+               f"RSS ×llama.cpp | load | weights read/token | decode bandwidth | of membw |")
+        L.append(hdr)
+        L.append("|" + "---|" * (hdr.count("|") - 1))
+        if not model["summary"]:
+            L.append("| — | `" + model.get("gguf", "") + "` |" + " not run |" * 11)
         for r in model["summary"]:
             bpw = f"{r['bits_per_weight']:.2f}" if r.get("bits_per_weight") else "—"
             if r.get("ok_runs", 0) == 0:
-                L.append(f"| {r['model']} | {r['engine']} | `{r['file']}` | {bpw} | not run | not run |"
-                         + " — |" * 8)
+                what = "failed" if r.get("runs") else "not run"
+                L.append(f"| {r['engine']} | `{r['file']}` | {bpw} | {what} | {what} |" + " — |" * 8)
                 continue
-
-            def ratio(k: str) -> str:
-                if r.get(k) is not None:
-                    return f"{r[k]:.2f}×"
-                return "1" if r["engine"] == "llama.cpp" else "—"
-
             wb = r.get("weight_bytes_per_token")
             dec = r.get("decode_gb_s")
             load = f"{r['load_seconds']:.1f} s" if r.get("load_seconds") is not None else "—"
-            L.append(f"| {r['model']} | {r['engine']} | `{r['file']}` | {bpw} | {fmt_ts(r.get('pp'))} | "
-                     f"{fmt_ts(r.get('tg'))} | {ratio('pp_ratio')} | {ratio('tg_ratio')} | "
-                     f"{fmt_gib(r.get('peak_rss_bytes'))} | {ratio('rss_ratio')} | "
-                     f"{load} | "
-                     f"{f'{wb / 1e9:.2f} GB' if wb else '—'} | {f'{dec:.1f} GB/s' if dec else '—'} | "
-                     f"{f'{100 * dec / ref:.0f}%' if dec and ref else '—'} |")
-    L.append("")
-    notes = []
-    for model in run["models"]:
-        st = model["stats"]
-        notes.append(f"- **{model['name']}**: {model['description']}; {st['params'] / 1e9:.3f} B parameters "
-                     f"(bits/weight = file bytes × 8 / this count).")
+            L.append(f"| {r['engine']} | `{r['file']}` | {bpw} | {fmt_ts(r.get('pp'))} | "
+                     f"{fmt_ts(r.get('tg'))} | {_ratio(r, 'pp_ratio')} | {_ratio(r, 'tg_ratio')} | "
+                     f"{fmt_gib(r.get('peak_rss_bytes'))} | {_ratio(r, 'rss_ratio')} | {load} | "
+                     f"{f'{wb / 1e9:.3f} GB' if wb else '—'} | {f'{dec:.1f} GB/s' if dec else '—'} | {_share(r)} |")
+        L.append("")
+        notes = []
+        params = st.get("params")
+        notes.append(f"- {model['description']}"
+                     + (f"; {params / 1e9:.3f} B parameters (bits/weight = file bytes × 8 / this count)" if params
+                        else "") + ".")
         for f, g in st["gguf"].items():
-            types = ", ".join(f"{k} {v / 1e9:.2f} GB" for k, v in sorted(g["tensor_bytes_by_type"].items()))
-            notes.append(f"  - `{f}`: {g['file_bytes'] / 1e9:.3f} GB file, {g['tensor_bytes'] / 1e9:.3f} GB tensor "
-                         f"data ({types}); made by llama.cpp's convert_hf_to_gguf.py (F16) + llama_model_quantize "
-                         f"({model['llama_ftype']}, default params).")
+            made = (f"made by llama.cpp's convert_hf_to_gguf.py (F16) from `{model.get('checkpoint')}` + "
+                    f"llama_model_quantize ({model.get('llama_ftype')}, default params)"
+                    if model.get("made_here") else "the published file, as fetched")
+            notes.append(f"- `{f}`: {g['file_bytes'] / 1e9:.3f} GB file, {g['tensor_bytes'] / 1e9:.3f} GB tensor "
+                         f"data in {g.get('n_tensors', '?')} tensors, per type {_types(g)}; "
+                         f"`token_embd` {g['token_embd_bytes'] / 1e9:.3f} GB, "
+                         f"{'tied to the output (read whole every token)' if g.get('tied_embeddings') else 'untied (one row read per token)'}"
+                         f"; {made}.")
         for r in model["summary"]:
             if r.get("discarded_attempts"):
-                notes.append(f"  - {r['engine']} `{r['file']}`: {r['discarded_attempts']} attempt(s) disturbed by other "
+                notes.append(f"- {r['engine']} `{r['file']}`: {r['discarded_attempts']} attempt(s) disturbed by other "
                              f"processes were discarded and run again.")
             if r.get("max_foreign_load_cores", 0.0) > 0.1:
-                notes.append(f"  - ⚠ {r['engine']} `{r['file']}`: other processes used up to "
+                notes.append(f"- ⚠ {r['engine']} `{r['file']}`: other processes used up to "
                              f"{r['max_foreign_load_cores']:.2f} cores during its runs; its numbers are disturbed.")
+            if r.get("harness_maxrss_bytes") and r.get("peak_rss_bytes") and \
+                    r["peak_rss_bytes"] <= r["harness_maxrss_bytes"] * 1.02:
+                notes.append(f"- ⚠ {r['engine']} `{r['file']}`: its peak RSS does not exceed the harness's own "
+                             f"({r['harness_maxrss_bytes'] / 2**20:.0f} MiB), which a child inherits as the floor "
+                             f"of its ru_maxrss; its true peak may be lower.")
             if r.get("ok_runs", 0) == 0 and r.get("error"):
-                notes.append(f"  - {r['engine']} `{r['file']}` not run: {r['error'].splitlines()[0][:300]}")
+                err = " / ".join(x.strip() for x in r["error"].splitlines() if x.strip())
+                notes.append(f"- {r['engine']} `{r['file']}` {'failed' if r.get('runs') else 'not run'}: {err[:600]}")
             elif r["engine"] == "llama.cpp" and r.get("rss_after_import_bytes"):
                 bufs = r.get("buffers_mib") or {}
                 btxt = ", ".join(f"{k} {v:.0f} MiB" for k, v in bufs.items())
-                notes.append(f"  - llama.cpp peak RSS includes the Python interpreter + llama_cpp import "
+                notes.append(f"- llama.cpp peak RSS includes the Python interpreter + llama_cpp import "
                              f"({r['rss_after_import_bytes'] / 2**20:.0f} MiB before the model was loaded)"
-                             + (f"; its buffers: {btxt} (the mapped GGUF pages read while repacking stay "
-                                f"resident next to the repacked copy)" if btxt else "") + ".")
-            elif r["engine"] == "hearth" and r.get("kernel"):
-                notes.append(f"  - hearth `{r['file']}`: kernel {r['kernel']}, prefill path {r.get('prefill_path')}, "
-                             f"weights per token from {r.get('weight_bytes_source')}.")
+                             + (f"; its buffers: {btxt}" if btxt else "")
+                             + (" (the mapped GGUF pages read while repacking stay resident next to the repacked "
+                                "copy)" if any("REPACK" in k for k in bufs) else "") + ".")
+            elif r["engine"] == "hearth" and r.get("ok_runs"):
+                hw = r.get("hearth_weight_bytes_per_token")
+                notes.append(f"- hearth `{r['file']}`: kernel {r.get('kernel')}, prefill path {r.get('prefill_path')}"
+                             + (f", weight types {_hearth_types(r['weight_types'])}" if r.get("weight_types") else "")
+                             + (f"; reports {hw / 1e9:.3f} GB of weights per token" if hw else "")
+                             + f" (the table uses {r.get('weight_bytes_source')}).")
         for skipped in model.get("skipped", []):
-            notes.append(f"  - {skipped}")
-    L.append("Notes:")
-    L.append("")
-    L.extend(notes)
-    L.append("- *weights read/token*: llama.cpp = GGUF tensor data minus `token_embd` (one row of it is gathered "
-             "per token); Hearth = its reported `weight_bytes_per_token` (else `model_bytes`). *decode bandwidth* = "
-             f"weights read/token × tg t/s; *of stream BW* = that ÷ the best {s['threads']}-thread streaming-read "
-             "bandwidth below.")
-    L.append("")
+            notes.append(f"- {skipped}")
+        L.extend(notes)
+        L.append("")
     L.append("## Streaming-read bandwidth (`benchmarks/membw.c`)")
     L.append("")
     if run["membw"]:
@@ -1141,7 +1373,9 @@ def write_results_md(run: dict) -> str:
         L.append(f"Sum of a {mb:.0f} GiB buffer written first, `cc -O3 -march=native`; {d0.get('sweeps', 1)} sweeps "
                  f"over the configurations, interleaved, {d0['runs']} timed passes each; best pass overall, mean of "
                  f"all passes, and the best of each sweep (1 GB = 1e9 bytes). This VM's bandwidth varies with its "
-                 f"host's load: compare the sweeps.")
+                 f"host's load: compare the sweeps."
+                 + (f" The *of membw* columns divide by {ref:.1f} GB/s, the best {s['threads']}-thread pass." if ref
+                    else ""))
         L.append("")
         L.append("| threads | madvise | huge pages in buffer | best GB/s | mean GB/s | best per sweep |")
         L.append("|---|---|---|---|---|---|")
@@ -1150,7 +1384,7 @@ def write_results_md(run: dict) -> str:
             L.append(f"| {d['threads']} | {'MADV_HUGEPAGE' if d['hugepage'] else 'MADV_NOHUGEPAGE'} | "
                      f"{d['anon_huge_kib'] / 1024:.0f} MiB | {d['best_gb_s']:.1f} | {d['mean_gb_s']:.1f} | {per} |")
     else:
-        L.append("Not measured (membw.c did not build or was skipped).")
+        L.append("Not measured (membw.c did not build or was skipped), so there is no *of membw* share.")
     L.append("")
     L.append("## Timings")
     L.append("")
@@ -1219,7 +1453,20 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--membw-mib", type=int, default=1024, help="bandwidth probe buffer (MiB, default 1024)")
     ap.add_argument("--membw-runs", type=int, default=7, help="timed passes per configuration and sweep")
     ap.add_argument("--membw-sweeps", type=int, default=3, help="interleaved sweeps over the configurations")
-    ap.add_argument("--keep-f16", action="store_true", help="keep the intermediate F16 GGUF (7.6 GB)")
+    ap.add_argument("--models", metavar="LIST",
+                    help="comma-separated entries to run, by name or family: "
+                         + ", ".join(m["name"] for m in MODELS) + "; families "
+                         + ", ".join(sorted({m["family"] for m in MODELS}))
+                         + " (e.g. --models gemma,phi3-q4_k_m; default: all). Only their files are made and "
+                         "benched, and RESULTS.md and work/last-run.json are rewritten with only their tables "
+                         "(`git checkout benchmarks/RESULTS.md` brings back the committed full run)")
+    ap.add_argument("--prepare-only", action="store_true",
+                    help="only make and check the selected files (checkpoint, GGUFs, .hqf), print their tensor "
+                         "types and sizes, and stop: no bandwidth probe, no benches, RESULTS.md untouched")
+    ap.add_argument("--keep-f16", action="store_true",
+                    help="keep the intermediate F16 GGUF (7.6 GB) after quantizing (default: delete it once "
+                         "every missing Phi-3 GGUF of the run is made from it; it is made again if a later run "
+                         "needs another)")
     ap.add_argument("--hearth-bin", default=os.environ.get("HEARTH_BIN"), help="hearth binary (default: $HEARTH_BIN, "
                     "else .build/release/hearth, else `swift build -c release --show-bin-path`/hearth)")
     ap.add_argument("--report-only", action="store_true",
@@ -1228,15 +1475,17 @@ def main(argv: list[str]) -> int:
 
     if a.report_only:
         run = json.loads(LAST_RUN.read_text())
+        if run.get("schema") != SCHEMA:
+            raise SystemExit(f"{LAST_RUN} has schema {run.get('schema')}, this bench.py writes {SCHEMA}: "
+                             "run the benchmark again")
         by_name = {m["name"]: m for m in MODELS}
         for mo in run["models"]:
             if mo["name"] in by_name:
+                # Rows that never ran (no Hearth binary) are not in the runs: keep them as they are.
                 keep = [r for r in mo["summary"] if r.get("ok_runs", 0) == 0 and r["engine"] == "hearth"
                         and not any(x["engine"] == "hearth" for x in mo["runs"])]
                 mo["summary"] = summarize(by_name[mo["name"]], mo["runs"], mo["stats"]) + keep
-                gguf_files = set(mo["stats"]["gguf"])
-                mo["summary"] = [r for r in mo["summary"] if not (r["engine"] == "hearth" and r["file"] in gguf_files
-                                                                  and r.get("ok_runs", 0) == 0)]
+        add_bandwidth_shares(run)
         write_results_md(run)
         print(RESULTS_MD.read_text())
         return 0
@@ -1271,24 +1520,55 @@ def main(argv: list[str]) -> int:
     if hearth["note"]:
         log(f"Hearth {hearth['note']}")
 
-    # Artifacts.
+    # Files: each selected entry's GGUF (made once from its checkpoint, or given), checked; Hearth's .hqf.
+    models = select_models(a.models)
+    log(f"models: {', '.join(m['name'] for m in models)}")
+    t0 = time.time()
+    ensure_ggufs(models, a.keep_f16, timings)
     prepared = []
-    for model in MODELS:
-        t0 = time.time()
-        ckpt = ensure_checkpoint(model)
-        timings.setdefault("checkpoint_s", 0.0)
-        timings["checkpoint_s"] += time.time() - t0
-        gguf = ensure_gguf(model, ckpt, a.keep_f16, timings) if not a.skip_llama else WORK / model["gguf_quant"]
-        stats = {"params": parameter_count(model["shape"]), "gguf": {}}
+    for model in models:
+        gguf = REPO / model["gguf"]
+        stats: dict = {"gguf": {}}
+        skipped: list[str] = []
+        missing = ""
         if gguf.is_file():
-            stats["gguf"][str(gguf.relative_to(REPO))] = gguf_stats(gguf)
-        hqf, skipped = None, []
-        if hbin is not None and hearth["bench"]:
-            hqf, why = ensure_hqf(hbin, model, ckpt, timings)
+            st = gguf_stats(gguf)
+            problem = check_gguf(model, st)
+            if problem:
+                raise SystemExit(f"{gguf}: {problem}; delete it and run again to remake it")
+            stats["gguf"][model["gguf"]] = st
+            stats["params"] = parameter_count(model["source"]["shape"]) if "source" in model else st["tensor_elements"]
+            counts = ", ".join(f"{k} {v}" for k, v in sorted(st["tensor_count_by_type"].items()))
+            log(f"GGUF ready: {model['gguf']} ({st['file_bytes'] / 1e9:.2f} GB; tensors per type: {counts})")
+        else:
+            missing = (f"`{model['gguf']}` is missing"
+                       + (" (scripts/fetch-default-model.sh fetches it)" if "source" not in model else ""))
+            stats["params"] = parameter_count(model["source"]["shape"]) if "source" in model else None
+            skipped.append(f"not run: {missing}")
+            log(f"[{model['name']}] {missing}; its rows are not run")
+        hqf = None
+        if model.get("hqf") and hbin is not None and hearth["bench"]:
+            hqf, why = WORK / model["hqf"], ""
+            if not hqf.is_file():
+                hqf, why = ensure_hqf(hbin, model, ensure_checkpoint(model["source"]), timings)
             if hqf is None:
                 skipped.append(f"hearth `.hqf` rows not run: {why}")
                 log(skipped[-1])
-        prepared.append({"model": model, "ckpt": ckpt, "gguf": gguf, "hqf": hqf, "stats": stats, "skipped": skipped})
+        prepared.append({"model": model, "gguf": gguf if gguf.is_file() else None, "hqf": hqf, "stats": stats,
+                         "skipped": skipped})
+    timings["files_s"] = time.time() - t0
+    if a.prepare_only:
+        log(f"--prepare-only: files ready in {timings['files_s']:.0f} s")
+        for p in prepared:
+            for f, st in p["stats"]["gguf"].items():
+                counts = ", ".join(f"{k} {v}" for k, v in sorted(st["tensor_count_by_type"].items()))
+                print(f"{p['model']['name']}: {f} {st['file_bytes'] / 1e9:.3f} GB, {st['n_tensors']} tensors "
+                      f"({counts}), {st['weight_bytes_per_token'] / 1e9:.3f} GB read per token")
+            if p["hqf"]:
+                print(f"{p['model']['name']}: {p['hqf'].relative_to(REPO)} {p['hqf'].stat().st_size / 1e9:.3f} GB")
+            for sk in p["skipped"]:
+                print(f"{p['model']['name']}: {sk}")
+        return 0
 
     # Bandwidth probe (before the benches; nothing else of ours is running).
     membw = []
@@ -1298,7 +1578,7 @@ def main(argv: list[str]) -> int:
                           a.max_foreign_load, a.retries, a.membw_sweeps)
         timings["membw_s"] = time.time() - t0
 
-    # Alternating benches.
+    # Alternating benches: per entry, round by round llama.cpp → Hearth .hqf (if any) → Hearth GGUF.
     t0 = time.time()
     order = []
     if not a.skip_llama:
@@ -1308,11 +1588,12 @@ def main(argv: list[str]) -> int:
     models_out = []
     for p in prepared:
         model = p["model"]
-        warm_page_cache([p["gguf"], p["hqf"]])
         runs: list[dict] = []
+        if p["gguf"] is not None or p["hqf"] is not None:
+            warm_page_cache([p["gguf"], p["hqf"]])
         hearth_gguf_ok = True
         for rnd in range(1, a.rounds + 1):
-            if "llama.cpp" in order and p["gguf"].is_file():
+            if "llama.cpp" in order and p["gguf"] is not None:
                 log(f"[{model['name']}] round {rnd}/{a.rounds}: llama.cpp {p['gguf'].name}")
                 e = measured(lambda: bench_llama(p["gguf"], a, f"{model['name']}-r{rnd}"), a, "this bench")
                 e["round"] = rnd
@@ -1321,7 +1602,7 @@ def main(argv: list[str]) -> int:
                 targets = []
                 if p["hqf"] is not None:
                     targets.append(p["hqf"])
-                if hearth_gguf_ok and p["gguf"].is_file():
+                if hearth_gguf_ok and p["gguf"] is not None:
                     targets.append(p["gguf"])
                 for f in targets:
                     log(f"[{model['name']}] round {rnd}/{a.rounds}: hearth {f.name}")
@@ -1330,23 +1611,21 @@ def main(argv: list[str]) -> int:
                     e["round"] = rnd
                     runs.append(e)
                     if f == p["gguf"] and not e["ok"]:
-                        hearth_gguf_ok = False   # not supported (yet): don't retry it
+                        hearth_gguf_ok = False   # cannot read this file: the error is reported, not retried
         summary = summarize(model, runs, p["stats"])
-        # A GGUF that Hearth cannot read yet is noted, not tabled.
-        gguf_rel = str(p["gguf"].relative_to(REPO))
-        for r in list(summary):
-            if r["engine"] == "hearth" and r["file"] == gguf_rel and r.get("ok_runs", 0) == 0:
-                summary.remove(r)
-                p["skipped"].append(f"hearth could not bench `{gguf_rel}` (GGUF reading not supported yet?): "
-                                    f"{(r.get('error') or '').splitlines()[0][:200] if r.get('error') else ''}")
         if hbin is None or not hearth["bench"]:
-            files = [str(p["hqf"].relative_to(REPO))] if p["hqf"] else [f"benchmarks/work/{model['hqf']}"]
+            files = []
+            if model.get("hqf"):
+                files.append(f"benchmarks/work/{model['hqf']}")
+            files.append(model["gguf"])
             for f in files:
                 summary.append({"model": model["name"], "engine": "hearth", "file": f, "ok_runs": 0,
                                 "bits_per_weight": None, "error": hearth["note"]})
-        models_out.append({"name": model["name"], "description": model["description"], "llama_ftype": model["llama_ftype"],
-                           "checkpoint": str(p["ckpt"].relative_to(REPO)), "stats": p["stats"], "runs": runs,
-                           "summary": summary, "skipped": p["skipped"]})
+        models_out.append({"name": model["name"], "title": model["title"], "description": model["description"],
+                           "llama_ftype": model.get("llama_ftype"), "gguf": model["gguf"],
+                           "made_here": "source" in model,
+                           "checkpoint": f"benchmarks/work/{model['source']['checkpoint']}" if "source" in model else None,
+                           "stats": p["stats"], "runs": runs, "summary": summary, "skipped": p["skipped"]})
     timings["bench_s"] = time.time() - t0
     timings["waiting_for_idle_s"] = IDLE_WAIT["seconds"]
     timings["total_s"] = time.time() - t_start
@@ -1359,11 +1638,13 @@ def main(argv: list[str]) -> int:
         "llama_cpp": llama_info,
         "hearth": hearth,
         "settings": {"threads": a.threads, "reps": a.reps, "rounds": a.rounds, "prompt": a.prompt, "gen": a.gen,
-                     "batch": a.batch, "order": order},
+                     "batch": a.batch, "order": order, "models": [m["name"] for m in models],
+                     "models_filter": a.models},
         "membw": membw,
         "models": models_out,
         "timings": {k: round(v, 1) for k, v in timings.items()},
     }
+    add_bandwidth_shares(run)
     write_json(LAST_RUN, run)
     write_results_md(run)
     log(f"wrote {RESULTS_MD.relative_to(REPO)} and {LAST_RUN.relative_to(REPO)} in {timings['total_s']:.0f} s")
@@ -1392,6 +1673,9 @@ if __name__ == "__main__":
         cp.add_argument("-t", dest="threads", type=int, default=2)
         cp.add_argument("-b", dest="batch", type=int, default=512)
         sys.exit(child_llama_bench(cp.parse_args(sys.argv[2:])))
+    if len(sys.argv) > 1 and sys.argv[1] == "_gguf-stats":
+        print(json.dumps(gguf_stats_here(Path(sys.argv[2]))))
+        sys.exit(0)
     if len(sys.argv) > 1 and sys.argv[1] == "_quantize":
         sys.exit(child_quantize(*sys.argv[2:5]))
     sys.exit(main(sys.argv[1:]))

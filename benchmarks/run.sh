@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Side-by-side benchmark: Hearth against llama.cpp (through llama-cpp-python)
-# on a random-weight Phi-3-mini-shaped checkpoint. Writes benchmarks/RESULTS.md
-# and benchmarks/work/last-run.json. See benchmarks/README.md.
+# Side-by-side benchmark: Hearth against llama.cpp (through llama-cpp-python),
+# both engines reading the same GGUF files: a random-weight Phi-3-mini-shaped
+# checkpoint quantized by llama.cpp to Q4_0, Q4_K_M, Q5_K_M, Q6_K and Q8_0 (plus
+# Hearth's own q4_0 .hqf), and Gemma 3 270M Q4_K_M (models/). Writes
+# benchmarks/RESULTS.md and benchmarks/work/last-run.json. See benchmarks/README.md.
 #
 #   benchmarks/run.sh [--threads 2] [--reps 5] [--rounds 2] [--skip-hearth] ...
+#   benchmarks/run.sh --models gemma,phi3-q4_k_m   # only these tables
+#   benchmarks/run.sh --prepare-only   # only make and check the model files
 #   benchmarks/run.sh --setup-only     # only create/refresh benchmarks/.venv
 #
 # Everything it makes lives in benchmarks/.venv and benchmarks/work (both
@@ -32,7 +36,7 @@ args=()
 for a in "$@"; do
   case "$a" in
     --setup-only) setup_only=1 ;;
-    -h|--help) sed -n '2,11p' "$0"; exec python3 "$HERE/bench.py" --help ;;
+    -h|--help) sed -n '2,15p' "$0"; exec python3 "$HERE/bench.py" --help ;;
     *) args+=("$a") ;;
   esac
 done
