@@ -1,3 +1,6 @@
+#if arch(x86_64)
+import HearthKernelsAVX2
+#endif
 import Foundation
 
 /// out = x / sqrt(mean(x²) + eps) · weight, over `dim` elements. `out` may alias `x`.
@@ -87,14 +90,15 @@ public func applyRoPEInterleaved(
 
 /// x[i] = act(x[i]) for the MLP activations.
 public func applyActivation(_ x: UnsafeMutablePointer<Float>, _ n: Int, gelu: Bool, tanhApproximation: Bool) {
-    if !gelu {
-        for i in 0..<n { x[i] = x[i] / (1 + expf(-x[i])) }
-    } else if tanhApproximation {
-        let c: Float = 0.797_884_56  // sqrt(2/π)
-        for i in 0..<n {
-            let g = x[i]
-            x[i] = 0.5 * g * (1 + tanhf(c * (g + 0.044715 * g * g * g)))
+    if !gelu || tanhApproximation {
+        // SiLU and tanh-GELU are both x·σ(·): one vectorised exp per element.
+        #if arch(x86_64)
+        if KernelLevel.current >= .avx2 {
+            hearthSigmoidActivationAVX2(x, n, silu: !gelu)
+            return
         }
+        #endif
+        sigmoidActivation(x, n, silu: !gelu)
     } else {
         for i in 0..<n { x[i] = 0.5 * x[i] * (1 + erff(x[i] * 0.707_106_78)) }
     }

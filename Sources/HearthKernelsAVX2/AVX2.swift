@@ -200,6 +200,12 @@ public func hearthDotRowsGGMLAVX2(
         matrix, kind: kind, rowBytes: rowBytes, blocks: blocks, x: x, rows: rowStart..<rowEnd, y: y, scratch: scratch)
 }
 
+/// ``sigmoidActivation`` (SiLU / tanh-GELU) compiled for AVX2.
+@inline(never)
+public func hearthSigmoidActivationAVX2(_ x: UnsafeMutablePointer<Float>, _ n: Int, silu: Bool) {
+    sigmoidActivation(x, n, silu: silu)
+}
+
 /// ``dotFloats`` compiled for AVX2 (f32 weights, dequantized rows).
 @inline(never)
 public func hearthDotFloatsAVX2(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {

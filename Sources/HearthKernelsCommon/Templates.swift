@@ -227,3 +227,46 @@ public func attentionValuesF16(
         for i in 0..<n { out[i] += w * halfToFloat(v[i]) }
     }
 }
+
+/// e^x for eight lanes: x = n·ln 2 + r with |r| ≤ ln 2 / 2 (ln 2 split in two parts so r is exact
+/// to f32 rounding), e^r by its degree-6 Taylor polynomial (truncation error below 2⁻²⁴ on that
+/// interval), and 2^n put straight into the exponent bits. Inputs are clamped to ±87.3 so the
+/// result stays finite and normal; relative error within a few ulp of `expf`.
+@inlinable @inline(__always)
+public func exp8(_ x: SIMD8<Float>) -> SIMD8<Float> {
+    let clamped = x.clamped(lowerBound: SIMD8(repeating: -87.3), upperBound: SIMD8(repeating: 87.3))
+    let n = (clamped * 1.442_695_04).rounded(.toNearestOrEven)
+    let r = clamped - n * 0.693_359_375 + n * 2.121_944_4e-4
+    var p = SIMD8<Float>(repeating: 1.0 / 720)
+    p = p * r + 1.0 / 120
+    p = p * r + 1.0 / 24
+    p = p * r + 1.0 / 6
+    p = p * r + 0.5
+    p = p * r + 1
+    p = p * r + 1
+    let bits = (SIMD8<Int32>(n) &+ 127) &<< 23
+    return p * unsafeBitCast(bits, to: SIMD8<Float>.self)
+}
+
+/// x ← GELU(x) with the tanh approximation, written as x·σ(2u) = x / (1 + e^(−2u)),
+/// u = √(2/π)·(x + 0.044715·x³) — the same function as 0.5·x·(1 + tanh u) — or, `silu`,
+/// x ← x / (1 + e^(−x)); eight lanes at a time, the tail one by one.
+@inlinable @inline(__always)
+public func sigmoidActivation(_ x: UnsafeMutablePointer<Float>, _ n: Int, silu: Bool) {
+    @inline(__always) func apply(_ v: SIMD8<Float>) -> SIMD8<Float> {
+        let t = silu ? -v : -1.595_769_12 * (v + 0.044715 * v * v * v)
+        return v / (1 + exp8(t))
+    }
+    var i = 0
+    let raw = UnsafeMutableRawPointer(x)
+    while i + 8 <= n {
+        raw.storeBytes(of: apply(raw.loadUnaligned(fromByteOffset: 4 * i, as: SIMD8<Float>.self)), toByteOffset: 4 * i, as: SIMD8<Float>.self)
+        i += 8
+    }
+    if i < n {
+        var tail = SIMD8<Float>()
+        for j in i..<n { tail[j - i] = x[j] }
+        let out = apply(tail)
+        for j in i..<n { x[j] = out[j - i] }
+    }
+}
