@@ -128,99 +128,149 @@ private func broadcast(_ p: UnsafePointer<Int16>) -> SIMD4<Int64> {
     _mm256_broadcastq_epi64(_mm_loadu_si64(UnsafeRawPointer(p)))
 }
 
-/// out (16 rows, `valid` of them real) += the unit's contribution for activation block `ab` of
-/// token `t`, from the int32 row sums (the unit's low/high 16 columns for q6_K; `lo` otherwise).
+/// The float contribution of one unit (or, for q6_K, one 16-column half of it) to 16 rows:
+/// d_a·(d·(Σ − zero·Σa) + m·Σa), from the `vpmaddwd` accumulators; (rows 0–7, rows 8–15).
 @_transparent
-private func finish(
-    _ kind: Int32, _ out: UnsafeMutablePointer<Float>, _ valid: Int, _ f: UnitFactors,
-    _ lo: (SIMD4<Int64>, SIMD4<Int64>), _ hi: (SIMD4<Int64>, SIMD4<Int64>), _ da: Float, _ sa: Float
-) {
-    let isQ6 = kind == TileKind.q6_K
+private func contribution(
+    _ kind: Int32, _ acc: Wide4, _ d: (SIMD8<Float>, SIMD8<Float>), _ m: (SIMD8<Float>, SIMD8<Float>), _ da: Float,
+    _ sa: Float
+) -> (SIMD8<Float>, SIMD8<Float>) {
     let hasMin = kind == TileKind.q4_1 || kind == TileKind.q8_a || kind == TileKind.q5_1 || kind == TileKind.q4_K
         || kind == TileKind.q5_K
     let zero: Float = kind == TileKind.q4_0 ? 8 : kind == TileKind.q5_0 ? 16 : 0
-    let dav = SIMD8<Float>(repeating: da), sav = SIMD8<Float>(repeating: sa)
-    var r0 = _mm256_cvtepi32_ps(lo.0), r1 = _mm256_cvtepi32_ps(lo.1)
+    var r0 = _mm256_cvtepi32_ps(rowSums(acc.w0, acc.w1)), r1 = _mm256_cvtepi32_ps(rowSums(acc.w2, acc.w3))
     if zero != 0 {
         r0 = r0 - SIMD8<Float>(repeating: zero * sa)
         r1 = r1 - SIMD8<Float>(repeating: zero * sa)
     }
-    var v0 = f.d.0 * r0, v1 = f.d.1 * r1
-    if isQ6 {
-        v0 = _mm256_fmadd_ps(f.dHigh.0, _mm256_cvtepi32_ps(hi.0), v0)
-        v1 = _mm256_fmadd_ps(f.dHigh.1, _mm256_cvtepi32_ps(hi.1), v1)
-    }
+    var v0 = d.0 * r0, v1 = d.1 * r1
     if hasMin {
-        v0 = _mm256_fmadd_ps(f.m.0, sav, v0)
-        v1 = _mm256_fmadd_ps(f.m.1, sav, v1)
+        let sav = SIMD8<Float>(repeating: sa)
+        v0 = _mm256_fmadd_ps(m.0, sav, v0)
+        v1 = _mm256_fmadd_ps(m.1, sav, v1)
     }
+    let dav = SIMD8<Float>(repeating: da)
+    return (v0 * dav, v1 * dav)
+}
+
+/// out[0..<valid] (+)= the 16 row values (`add`: accumulate into what is there).
+@_transparent
+private func storeRows(_ out: UnsafeMutablePointer<Float>, _ valid: Int, _ v: (SIMD8<Float>, SIMD8<Float>), add: Bool) {
     if valid == 16 {
         let p = UnsafeMutableRawPointer(out)
-        p.storeBytes(of: _mm256_fmadd_ps(v0, dav, p.loadUnaligned(as: SIMD8<Float>.self)), as: SIMD8<Float>.self)
-        p.storeBytes(
-            of: _mm256_fmadd_ps(v1, dav, p.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self)), toByteOffset: 32,
-            as: SIMD8<Float>.self)
-    } else {
-        let w0 = v0 * dav, w1 = v1 * dav
-        for r in 0..<min(8, valid) { out[r] += w0[r] }
-        if valid > 8 { for r in 8..<valid { out[r] += w1[r - 8] } }
+        let old0 = add ? p.loadUnaligned(as: SIMD8<Float>.self) : SIMD8<Float>()
+        let old1 = add ? p.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self) : SIMD8<Float>()
+        p.storeBytes(of: old0 + v.0, as: SIMD8<Float>.self)
+        p.storeBytes(of: old1 + v.1, toByteOffset: 32, as: SIMD8<Float>.self)
+        return
+    }
+    for r in 0..<valid {
+        let x = r < 8 ? v.0[r] : v.1[r - 8]
+        out[r] = add ? out[r] + x : x
     }
 }
 
-/// The kernel for one tile `kind` (a constant once inlined). Per tile unit, the weights are
-/// decoded once into 32 int16 vectors (1 KiB, in L1) and every token of the batch streams past
-/// them; a single token multiplies them straight from registers.
+/// Units decoded into L1 at once for a batch (16 KiB of int16 weights).
+private let chunkUnits = 16
+
+/// One unit's contribution for one token: vectors 0–3, then vectors 4–7 (for q6_K a separate
+/// contribution with the upper 16 columns' scale). Weights decoded from the tile in registers
+/// (`tile` non-nil) or read from `buffered` (eight vectors in L1).
+@_transparent
+private func unitProduct(
+    _ kind: Int32, _ f: UnitFactors, _ a: UnsafePointer<Int16>, _ da: Float, _ sa: Float, tile: UnsafeRawPointer?,
+    unit u: Int, buffered: UnsafePointer<Wide4>
+) -> (SIMD8<Float>, SIMD8<Float>) {
+    let zeros = Wide4(w0: _mm256_setzero_si256(), w1: _mm256_setzero_si256(), w2: _mm256_setzero_si256(), w3: _mm256_setzero_si256())
+    var acc = zeros
+    var v = (SIMD8<Float>(), SIMD8<Float>())
+    if let tile {
+        for m in 0..<4 { accumulate(&acc, decodeWide(kind, tile, u, m), broadcast(a + 4 * m)) }
+    } else {
+        for m in 0..<4 { accumulate(&acc, buffered[m], broadcast(a + 4 * m)) }
+    }
+    if kind == TileKind.q6_K {
+        v = contribution(kind, acc, f.d, f.m, da, sa)
+        acc = zeros
+    }
+    if let tile {
+        for m in 4..<8 { accumulate(&acc, decodeWide(kind, tile, u, m), broadcast(a + 4 * m)) }
+    } else {
+        for m in 4..<8 { accumulate(&acc, buffered[m], broadcast(a + 4 * m)) }
+    }
+    let last = contribution(kind, acc, kind == TileKind.q6_K ? f.dHigh : f.d, f.m, da, sa)
+    return (v.0 + last.0, v.1 + last.1)
+}
+
+/// The kernel for one tile `kind` (a constant once inlined). A single token multiplies each
+/// unit's weights straight from registers; a batch decodes 16 units at a time into 32 int16
+/// vectors each (16 KiB, in L1) and streams the tokens past them two at a time. Each token's
+/// row sums stay in registers across the units and reach `y` once per 16 units (once per row
+/// group for a single token).
 @_transparent
 private func wideKernel(
     kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, rows: Int, quants: UnsafePointer<Int16>,
     scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int, batch: Int, groups: Range<Int>,
-    y: UnsafeMutablePointer<Float>, ldy: Int, unpacked: UnsafeMutablePointer<SIMD4<Int64>>
+    y: UnsafeMutablePointer<Float>, ldy: Int, unpacked: UnsafeMutablePointer<SIMD4<Int64>>,
+    factors: UnsafeMutablePointer<UnitFactors>
 ) {
     let units = kind >= TileKind.q4_K ? 8 : 1
-    let isQ6 = kind == TileKind.q6_K
+    let totalUnits = blocks * units
     let actBlocks = cols / 32
-
+    let wide = UnsafeMutableRawPointer(unpacked).assumingMemoryBound(to: Wide4.self)
 
     for g in groups {
         let valid = min(16, rows - g * 16)
-        for t in 0..<batch { (y + t * ldy + g * 16).update(repeating: 0, count: valid) }
-        for b in 0..<blocks {
-            let tile = tiles + (g * blocks + b) * tileBytes
-            for u in 0..<units {
-                let f = unitFactors(kind, tile, u)
-                let ab = b * units + u
-                let zeros = Wide4(w0: _mm256_setzero_si256(), w1: _mm256_setzero_si256(), w2: _mm256_setzero_si256(), w3: _mm256_setzero_si256())
-                if batch == 1 {
-                    // Decode: weights straight from registers. Vectors 0–3 and 4–7 go to separate
-                    // sums for q6_K (its two 16-column scales).
-                    let a = quants + 32 * ab
-                    var lo = zeros, hi = zeros
-                    for m in 0..<4 { accumulate(&lo, decodeWide(kind, tile, u, m), broadcast(a + 4 * m)) }
-                    if isQ6 {
-                        for m in 4..<8 { accumulate(&hi, decodeWide(kind, tile, u, m), broadcast(a + 4 * m)) }
-                    } else {
-                        for m in 4..<8 { accumulate(&lo, decodeWide(kind, tile, u, m), broadcast(a + 4 * m)) }
-                    }
-                    finish(kind, y + g * 16, valid, f, (rowSums(lo.w0, lo.w1), rowSums(lo.w2, lo.w3)),
-                           (rowSums(hi.w0, hi.w1), rowSums(hi.w2, hi.w3)), scales[ab], sums[ab])
-                    continue
-                }
-                // A batch: decode the unit once into L1, then stream every token past it.
-                let wide = UnsafeMutableRawPointer(unpacked).assumingMemoryBound(to: Wide4.self)
-                for m in 0..<8 { wide[m] = decodeWide(kind, tile, u, m) }
-                for t in 0..<batch {
-                    let a = quants + t * cols + 32 * ab
-                    var lo = zeros, hi = zeros
-                    for m in 0..<4 { accumulate(&lo, wide[m], broadcast(a + 4 * m)) }
-                    if isQ6 {
-                        for m in 4..<8 { accumulate(&hi, wide[m], broadcast(a + 4 * m)) }
-                    } else {
-                        for m in 4..<8 { accumulate(&lo, wide[m], broadcast(a + 4 * m)) }
-                    }
-                    finish(kind, y + t * ldy + g * 16, valid, f, (rowSums(lo.w0, lo.w1), rowSums(lo.w2, lo.w3)),
-                           (rowSums(hi.w0, hi.w1), rowSums(hi.w2, hi.w3)), scales[t * actBlocks + ab], sums[t * actBlocks + ab])
-                }
+        if batch == 1 {
+            var f0 = SIMD8<Float>(), f1 = SIMD8<Float>()
+            for ab in 0..<totalUnits {
+                let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
+                let v = unitProduct(
+                    kind, unitFactors(kind, tile, u), quants + 32 * ab, scales[ab], sums[ab], tile: tile, unit: u,
+                    buffered: wide)
+                f0 += v.0
+                f1 += v.1
             }
+            storeRows(y + g * 16, valid, (f0, f1), add: false)
+            continue
+        }
+        var start = 0
+        while start < totalUnits {
+            let n = min(chunkUnits, totalUnits - start)
+            for k in 0..<n {
+                let ab = start + k
+                let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
+                factors[k] = unitFactors(kind, tile, u)
+                for m in 0..<8 { wide[8 * k + m] = decodeWide(kind, tile, u, m) }
+            }
+            var t = 0
+            while t + 2 <= batch {
+                var a0 = SIMD8<Float>(), a1 = SIMD8<Float>(), b0 = SIMD8<Float>(), b1 = SIMD8<Float>()
+                for k in 0..<n {
+                    let ab = start + k, f = factors[k], w = wide + 8 * k
+                    let i = t * actBlocks + ab, j = i + actBlocks
+                    let va = unitProduct(kind, f, quants + t * cols + 32 * ab, scales[i], sums[i], tile: nil, unit: 0, buffered: w)
+                    let vb = unitProduct(kind, f, quants + (t + 1) * cols + 32 * ab, scales[j], sums[j], tile: nil, unit: 0, buffered: w)
+                    a0 += va.0
+                    a1 += va.1
+                    b0 += vb.0
+                    b1 += vb.1
+                }
+                storeRows(y + t * ldy + g * 16, valid, (a0, a1), add: start > 0)
+                storeRows(y + (t + 1) * ldy + g * 16, valid, (b0, b1), add: start > 0)
+                t += 2
+            }
+            if t < batch {
+                var a0 = SIMD8<Float>(), a1 = SIMD8<Float>()
+                for k in 0..<n {
+                    let ab = start + k, w = wide + 8 * k, i = t * actBlocks + ab
+                    let va = unitProduct(kind, factors[k], quants + t * cols + 32 * ab, scales[i], sums[i], tile: nil, unit: 0, buffered: w)
+                    a0 += va.0
+                    a1 += va.1
+                }
+                storeRows(y + t * ldy + g * 16, valid, (a0, a1), add: start > 0)
+            }
+            start += n
         }
     }
 }
@@ -234,39 +284,41 @@ public func hearthQuantizedMatMul16AVX2(
     _ quants: UnsafePointer<Int16>, _ scales: UnsafePointer<Float>, _ sums: UnsafePointer<Float>, _ cols: Int,
     _ batch: Int, _ groupStart: Int, _ groupEnd: Int, _ y: UnsafeMutablePointer<Float>, _ ldy: Int
 ) {
-    withUnsafeTemporaryAllocation(of: SIMD4<Int64>.self, capacity: 32) { buffer in
-        guard let unpacked = buffer.baseAddress else { return }
+    withUnsafeTemporaryAllocation(of: SIMD4<Int64>.self, capacity: 32 * chunkUnits) { buffer in
+      withUnsafeTemporaryAllocation(of: UnitFactors.self, capacity: chunkUnits) { factorBuffer in
+        guard let unpacked = buffer.baseAddress, let factors = factorBuffer.baseAddress else { return }
         let groups = groupStart..<groupEnd
         // Written out per kind so that each call inlines a copy with the kind a constant.
         switch kind {
         case TileKind.q4_0:
             wideKernel(kind: TileKind.q4_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
         case TileKind.q4_1:
             wideKernel(kind: TileKind.q4_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
         case TileKind.q8_0:
             wideKernel(kind: TileKind.q8_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
         case TileKind.q8_a:
             wideKernel(kind: TileKind.q8_a, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
         case TileKind.q5_0:
             wideKernel(kind: TileKind.q5_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
         case TileKind.q5_1:
             wideKernel(kind: TileKind.q5_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
         case TileKind.q4_K:
             wideKernel(kind: TileKind.q4_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
         case TileKind.q5_K:
             wideKernel(kind: TileKind.q5_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
         default:
             wideKernel(kind: TileKind.q6_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
         }
+      }
     }
 }
 
