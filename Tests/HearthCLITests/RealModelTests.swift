@@ -93,16 +93,14 @@ struct RealModelTests {
     /// prompt paths: the same next token at each position (tokenization and chunking) and
     /// perplexity within 0.5% of the exact value on each.
     ///
-    /// - f32 activations (`--prefill-path sgemm`: dequantized weights through BLAS): argmax
-    ///   agreement with the exact math on ≥ 99.5% of the clear positions, mean |Δ log p| below
-    ///   0.005 (measured 100% and 0.0009).
-    /// - the default integer path (8-bit activations, as generation and llama.cpp use): ≥ 99.0%
-    ///   of the clear positions and mean |Δ log p| below 0.05 (measured 99.2–99.4% and 0.028
-    ///   across kernel levels and BLAS core types; llama.cpp: see benchmarks/RESULTS.md). The
-    ///   8-bit activations of the Q8_0 matrices, the output projection above all, cost these
-    ///   positions (docs/ACCURACY.md).
-    @Test(arguments: [("sgemm", 0.995, 0.005), ("integer", 0.99, 0.05)])
-    func teacherForcedFollowsTheExactMath(path: String, minimumAgreement: Double, maximumDelta: Double) throws {
+    /// - f32 activations (`--prefill-path sgemm`: dequantized weights through BLAS) and the
+    ///   default integer path (16-bit activations): argmax agreement with the exact math on
+    ///   ≥ 99.5% of the clear positions, mean |Δ log p| below 0.005 (both measured 100% and
+    ///   0.0009 on AVX2 and portable kernels).
+    /// - 8-bit activations (`--activation-bits 8`, as llama.cpp computes): ≥ 97% and below 0.1
+    ///   (measured 98.0% and 0.074: docs/ACCURACY.md) — a figure kept honest, not the default.
+    @Test(arguments: [("sgemm", 16, 0.995, 0.005), ("integer", 16, 0.995, 0.005), ("integer", 8, 0.97, 0.1)])
+    func teacherForcedFollowsTheExactMath(path: String, bits: Int, minimumAgreement: Double, maximumDelta: Double) throws {
         let exact: Exact = try Self.load("gemma3-270m-exact.json")
         let text = exact.text
         let perToken = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-real-\(UUID().uuidString).jsonl")
@@ -110,7 +108,7 @@ struct RealModelTests {
         _ = try run([
             "perplexity", "--model", Self.model, "--file", Fixtures.root.appendingPathComponent(text.file).path,
             "--ctx", String(text.ctx), "--first", String(text.first), "--per-token", perToken.path, "--json", "-t", "2",
-            "--prefill-path", path,
+            "--prefill-path", path, "--activation-bits", String(bits),
         ])
         struct Position: Decodable {
             let next: Int32
@@ -134,12 +132,12 @@ struct RealModelTests {
             nll -= p.logprob
         }
         let n = Double(positions.count)
-        let summary = "\(path): argmax agrees on \(agree)/\(positions.count), on \(agreeClear)/\(clear) clear positions; mean |Δ log p| \(absDelta / n)"
+        let summary = "\(path) (\(bits)-bit activations): argmax agrees on \(agree)/\(positions.count), on \(agreeClear)/\(clear) clear positions; mean |Δ log p| \(absDelta / n)"
         #expect(Double(agreeClear) / Double(clear) >= minimumAgreement, "\(summary)")
         #expect(clear > positions.count * 3 / 4, "\(summary)")
         #expect(absDelta / n < maximumDelta, "\(summary)")
         let perplexity = exp(nll / n)
-        #expect(abs(perplexity / text.perplexity_all - 1) < 0.005, "\(path): perplexity \(perplexity), exact \(text.perplexity_all)")
+        #expect(abs(perplexity / text.perplexity_all - 1) < (bits == 8 ? 0.01 : 0.005), "\(path): perplexity \(perplexity), exact \(text.perplexity_all)")
     }
 
     /// Greedy continuations equal the exact greedy up to the first step whose exact margin is
