@@ -113,8 +113,8 @@ private func tileKernel(
 
     @inline(__always) func store(_ f0: SIMD8<Float>, _ f1: SIMD8<Float>, token t: Int, group g: Int) {
         let out = y + t * ldy + g * 16
-        let valid = min(16, rows - g * 16)
-        for r in 0..<min(8, valid) { out[r] = f0[r] }
+        let valid = lesser(16, rows - g * 16)
+        for r in 0..<lesser(8, valid) { out[r] = f0[r] }
         if valid > 8 { for r in 8..<valid { out[r] = f1[r - 8] } }
     }
 
@@ -229,4 +229,12 @@ public func hearthAttentionValuesF16AVX2(
 ) {
     attentionValuesF16(s, values: values, stride: stride, positions: first...last, headDim: headDim, into: out)
 }
+#endif
+
+#if arch(x86_64)
+/// The smaller of two Ints. Not the generic `Swift.min`: a specialisation of a generic function
+/// emitted by this module (built for AVX2) could be shared with baseline code at link time
+/// (scripts/check-kernel-isolation.sh).
+@inline(__always)
+func lesser(_ a: Int, _ b: Int) -> Int { a < b ? a : b }
 #endif

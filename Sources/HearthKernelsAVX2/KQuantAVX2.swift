@@ -70,8 +70,8 @@ private func kQuantKernel(
 
     @inline(__always) func store(_ f0: SIMD8<Float>, _ f1: SIMD8<Float>, token t: Int, group g: Int) {
         let out = y + t * ldy + g * 16
-        let valid = min(16, rows - g * 16)
-        for r in 0..<min(8, valid) { out[r] = f0[r] }
+        let valid = lesser(16, rows - g * 16)
+        for r in 0..<lesser(8, valid) { out[r] = f0[r] }
         if valid > 8 { for r in 8..<valid { out[r] = f1[r - 8] } }
     }
 

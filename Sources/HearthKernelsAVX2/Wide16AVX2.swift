@@ -220,7 +220,7 @@ private func wideKernel(
     let wide = UnsafeMutableRawPointer(unpacked).assumingMemoryBound(to: Wide4.self)
 
     for g in groups {
-        let valid = min(16, rows - g * 16)
+        let valid = lesser(16, rows - g * 16)
         if batch == 1 {
             var f0 = SIMD8<Float>(), f1 = SIMD8<Float>()
             for ab in 0..<totalUnits {
@@ -236,7 +236,7 @@ private func wideKernel(
         }
         var start = 0
         while start < totalUnits {
-            let n = min(chunkUnits, totalUnits - start)
+            let n = lesser(chunkUnits, totalUnits - start)
             for k in 0..<n {
                 let ab = start + k
                 let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
