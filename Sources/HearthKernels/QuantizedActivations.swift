@@ -58,6 +58,11 @@ public final class QuantizedActivations: @unchecked Sendable {
     public func quantizeRows(_ x: UnsafePointer<Float>, rows: Range<Int>, cols: Int) {
         if bits == 16 {
             #if arch(x86_64)
+            if KernelLevel.current >= .avx512 {
+                hearthQuantizeActivations16AVX512(
+                    x, rowStart: rows.lowerBound, rowEnd: rows.upperBound, cols: cols, quants: wide, scales: scales, sums: sums)
+                return
+            }
             if KernelLevel.current >= .avx2 {
                 hearthQuantizeActivations16AVX2(
                     x, rowStart: rows.lowerBound, rowEnd: rows.upperBound, cols: cols, quants: wide, scales: scales, sums: sums)

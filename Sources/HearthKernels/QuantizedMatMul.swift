@@ -81,8 +81,9 @@ public func quantizedMatMul(
 ) {
     #if arch(x86_64)
     if act.bits == 16, level >= .avx2, KernelLevel.supported.contains(level), let kind = w.dtype.tileKind {
-        // 16-bit activations: the AVX2 kernel at every x86 level (VNNI's vpdpbusd takes bytes).
-        hearthQuantizedMatMul16AVX2(
+        // 16-bit activations: `vpdpwssd` with AVX-512 VNNI, else the AVX2 `vpmaddwd` kernel.
+        let run = level >= .avx512vnni ? hearthQuantizedMatMul16AVX512VNNI : hearthQuantizedMatMul16AVX2
+        run(
             w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.wide, act.scales, act.sums,
             w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
         return

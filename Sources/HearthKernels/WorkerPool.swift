@@ -35,7 +35,9 @@ public final class WorkerPool: @unchecked Sendable {
         for worker in 1..<threadCount {
             let thread = Thread { [self] in self.workerLoop(index: worker) }
             thread.name = "hearth-worker-\(worker)"
-            thread.stackSize = 1 << 20
+            // 8 MiB, as a main thread has: only touched pages are backed, and unoptimised (debug)
+            // builds of the kernels, with every tile kind inlined, keep frames of over 1 MiB.
+            thread.stackSize = 8 << 20
             thread.start()
         }
     }

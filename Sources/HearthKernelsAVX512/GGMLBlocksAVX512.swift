@@ -208,4 +208,40 @@ public func hearthQuantizeActivationsAVX512(
 ) {
     quantizeActivationRows(x, rows: rowStart..<rowEnd, cols: cols, quants: quants, scales: scales, sums: sums)
 }
+
+/// 16-bit activation quantization with AVX-512 registers, equal to ``quantizeActivationRows16``
+/// (d = max|x|/32767, q = x/d rounded half away from zero, Σq): 32 columns are two registers;
+/// the rounding is done exactly in integers — t = trunc(s), then + trunc(2·(s − t)), which is ±1
+/// exactly when |s − t| ≥ ½ (s − t is exact in f32).
+@inline(never)
+public func hearthQuantizeActivations16AVX512(
+    _ x: UnsafePointer<Float>, rowStart: Int, rowEnd: Int, cols: Int, quants: UnsafeMutablePointer<Int16>,
+    scales: UnsafeMutablePointer<Float>, sums: UnsafeMutablePointer<Float>
+) {
+    let blocks = cols / 32
+    let limit = _mm512_set1_epi32(32767), negativeLimit = _mm512_set1_epi32(-32767)
+    for r in rowStart..<rowEnd {
+        for b in 0..<blocks {
+            let src = UnsafeRawPointer(x + r * cols + b * 32)
+            let v0 = src.loadUnaligned(as: SIMD16<Float>.self)
+            let v1 = src.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
+            let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)))
+            let d = amax / 32767
+            let id: Float = d != 0 ? 1 / d : 0
+            let idv = SIMD16<Float>(repeating: id)
+            @inline(__always) func quantize(_ v: SIMD16<Float>) -> SIMD8<Int64> {
+                let s = v * idv
+                let t = _mm512_cvttps_epi32(s)
+                let half = _mm512_cvttps_epi32((s - _mm512_cvtepi32_ps(t)) * 2)
+                return _mm512_max_epi32(_mm512_min_epi32(_mm512_add_epi32(t, half), limit), negativeLimit)
+            }
+            let q0 = quantize(v0), q1 = quantize(v1)
+            let dst = UnsafeMutableRawPointer(quants + r * cols + b * 32)
+            dst.storeBytes(of: _mm512_cvtepi32_epi16(q0), as: SIMD4<Int64>.self)
+            dst.storeBytes(of: _mm512_cvtepi32_epi16(q1), toByteOffset: 32, as: SIMD4<Int64>.self)
+            scales[r * blocks + b] = d
+            sums[r * blocks + b] = Float(_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1)))
+        }
+    }
+}
 #endif

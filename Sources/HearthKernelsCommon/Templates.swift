@@ -244,7 +244,10 @@ public func exp8(_ x: SIMD8<Float>) -> SIMD8<Float> {
     p = p * r + 0.5
     p = p * r + 1
     p = p * r + 1
-    let bits = (SIMD8<Int32>(n) &+ 127) &<< 23
+    // n (an integer in ±126) to int32 without a lane-by-lane conversion: adding 1.5·2²³ puts
+    // it in the low mantissa bits of 0x4B40_0000.
+    let biased = unsafeBitCast(n + 12_582_912, to: SIMD8<Int32>.self) &- (0x4B40_0000 - 127)
+    let bits = biased &<< 23
     return p * unsafeBitCast(bits, to: SIMD8<Float>.self)
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import HearthKernels
+import HearthKernelsCommon
 
 @Suite struct QuantizationTests {
     static let blockTypes: [DType] = [.q4_0, .q4_1, .q8_0, .q8_a]
@@ -134,6 +135,31 @@ import Testing
             // Half a step, plus the float rounding of q·d.
             #expect(abs(Float(act.activation(i)) * d - x[i]) <= d / 2 * 1.001 + abs(x[i]) * 2.4e-7)
         }
+    }
+
+    /// The current level's 16-bit activation quantizer (AVX-512, AVX2 or portable) equals the
+    /// portable body bit for bit — scales, sums, and quants, exact halves included (row 2 has
+    /// d = 1, so its k + ½ values are ties that must round away from zero).
+    @Test func activationQuantization16MatchesPortable() {
+        let rows = 3, cols = 96
+        var x = randomMatrix(rows: rows, cols: cols, seed: 21)
+        for i in 0..<cols { x[2 * cols + i] = Float(i % 9) - 4 + (i % 2 == 0 ? 0.5 : 0) }
+        for b in 0..<(cols / 32) { x[2 * cols + b * 32] = b == 1 ? -32767 : 32767 }
+        let act = QuantizedActivations(maxRows: rows, maxCols: cols)
+        act.bits = 16
+        x.withUnsafeBufferPointer { act.quantize($0.baseAddress!, rows: rows, cols: cols) }
+        var q = [Int16](repeating: 0, count: rows * cols)
+        var scales = [Float](repeating: 0, count: rows * cols / 32), sums = scales
+        x.withUnsafeBufferPointer {
+            quantizeActivationRows16($0.baseAddress!, rows: 0..<rows, cols: cols, quants: &q, scales: &scales, sums: &sums)
+        }
+        for i in 0..<(rows * cols) { #expect(act.wide[i] == q[i], "quant \(i) at \(KernelLevel.current)") }
+        for i in 0..<(rows * cols / 32) {
+            #expect(act.scales[i] == scales[i], "scale \(i)")
+            #expect(act.sums[i] == sums[i], "sum \(i)")
+        }
+        // -1.5 → -2 and 0.5 → 1 (half away from zero), -3 stays.
+        #expect([q[2 * cols + 1], q[2 * cols + 2], q[2 * cols + 4]] == [-3, -2, 1])
     }
 }
 
