@@ -57,9 +57,9 @@ let package = Package(
         .target(name: "CHearthCPU", path: "Sources/CHearthCPU"),
         // Kernel bodies shared by every level (compiled for the baseline here, inlined into each level).
         .target(name: "HearthKernelsCommon"),
-        .target(name: "HearthKernelsAVX2", dependencies: ["HearthKernelsCommon"], swiftSettings: targetCPU("haswell")),
+        .target(name: "HearthKernelsAVX2", dependencies: ["HearthKernelsCommon", "CHearthCPU"], swiftSettings: targetCPU("haswell")),
         .target(name: "HearthKernelsAVX512", dependencies: ["HearthKernelsCommon"], swiftSettings: targetCPU("skylake-avx512")),
-        .target(name: "HearthKernelsAVX512VNNI", dependencies: ["HearthKernelsCommon"], swiftSettings: targetCPU("cascadelake")),
+        .target(name: "HearthKernelsAVX512VNNI", dependencies: ["HearthKernelsCommon", "CHearthCPU"], swiftSettings: targetCPU("cascadelake")),
         .target(
             name: "HearthKernels",
             dependencies: [

@@ -23,6 +23,9 @@ public final class QuantizedActivations: @unchecked Sendable {
     public let scales: UnsafeMutablePointer<Float>
     /// Per-block Σq as Float, `(rows, cols/32)` (for the weights' zero-point corrections).
     public let sums: UnsafeMutablePointer<Float>
+    /// Σq per 16 columns as Float, `(rows, cols/16)`, filled for 8-bit activations (q6_K's
+    /// zero point applies per 16-column half, each with its own scale).
+    public let halfSums: UnsafeMutablePointer<Float>
 
     public init(maxRows: Int, maxCols: Int) {
         self.maxRows = maxRows
@@ -35,6 +38,8 @@ public final class QuantizedActivations: @unchecked Sendable {
         scales.initialize(repeating: 0, count: maxRows * maxCols / 32 + 1)
         sums = .allocate(capacity: maxRows * maxCols / 32 + 1)
         sums.initialize(repeating: 0, count: maxRows * maxCols / 32 + 1)
+        halfSums = .allocate(capacity: maxRows * maxCols / 16 + 1)
+        halfSums.initialize(repeating: 0, count: maxRows * maxCols / 16 + 1)
     }
 
     deinit {
@@ -42,6 +47,7 @@ public final class QuantizedActivations: @unchecked Sendable {
         wide.deallocate()
         scales.deallocate()
         sums.deallocate()
+        halfSums.deallocate()
     }
 
     /// Quantized activation `index` (row-major) of the buffer `bits` names, widened.
@@ -72,6 +78,7 @@ public final class QuantizedActivations: @unchecked Sendable {
             quantizeActivationRows16(x, rows: rows, cols: cols, quants: wide, scales: scales, sums: sums)
             return
         }
+        defer { fillHalfSums(rows: rows, cols: cols) }
         #if arch(x86_64)
         switch KernelLevel.current {
         case .avx512, .avx512vnni:
@@ -86,5 +93,17 @@ public final class QuantizedActivations: @unchecked Sendable {
         }
         #endif
         quantizeActivationRows(x, rows: rows, cols: cols, quants: quants, scales: scales, sums: sums)
+    }
+
+    /// ``halfSums`` of rows `rows` from the 8-bit quants.
+    private func fillHalfSums(rows: Range<Int>, cols: Int) {
+        for r in rows {
+            for h in 0..<(cols / 16) {
+                let q = quants + r * cols + 16 * h
+                var sum: Int32 = 0
+                for i in 0..<16 { sum &+= Int32(q[i]) }
+                halfSums[r * (cols / 16) + h] = Float(sum)
+            }
+        }
     }
 }

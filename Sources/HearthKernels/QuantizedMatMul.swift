@@ -72,8 +72,8 @@ public func quantizedMatMulReference(
 }
 
 /// The quantized matmul of the current kernel level (``KernelLevel/current``) for the row
-/// groups `groups`: AVX-512 VNNI (`vpdpbusd`), AVX2 (`vpmaddubsw`, also used at the AVX-512
-/// level) or the portable kernel. `level` (default: the current one) must be one this CPU runs
+/// groups `groups`: AVX-512 VNNI (`vpdpwssd` for 16-bit activations, `vpdpbusd` for 8-bit), AVX2
+/// (`vpmaddwd` / `vpmaddubsw`, also used at the AVX-512 level) or the portable kernel. `level` (default: the current one) must be one this CPU runs
 /// (``KernelLevel/supported``); tests pass each in turn.
 public func quantizedMatMul(
     _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>,
@@ -88,14 +88,14 @@ public func quantizedMatMul(
             w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
         return
     }
+    if act.bits == 8, level >= .avx512vnni, KernelLevel.supported.contains(level), let kind = w.dtype.tileKind {
+        hearthQuantizedMatMul8AVX512VNNI(
+            w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales, act.sums,
+            act.halfSums, w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
+        return
+    }
     if act.bits == 8, level >= .avx2, KernelLevel.supported.contains(level), let kind = w.dtype.tileKind {
-        if kind >= TileKind.q4_K {
-            hearthQuantizedMatMulKAVX2(
-                w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales, act.sums,
-                w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
-            return
-        }
-        let run = level >= .avx512vnni && kind <= TileKind.q8_a ? hearthQuantizedMatMulAVX512VNNI : hearthQuantizedMatMulAVX2
+        let run = kind >= TileKind.q4_K ? hearthQuantizedMatMulKAVX2 : hearthQuantizedMatMulAVX2
         run(
             w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales, act.sums,
             w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)

@@ -1,46 +1,71 @@
 #if arch(x86_64)
+import CHearthCPU
 import HearthKernelsCommon
 import _Builtin_intrinsics.intel
 
 // Built with -target-cpu cascadelake (the AVX-512 level plus AVX-512 VNNI): call only after
 // run-time dispatch has checked the CPU (HearthKernels' KernelLevel). Entry points are
 // non-generic and @inline(never), over raw pointers only.
+//
+// The 8-bit-activation matmul for every interleaved16 tile kind with `vpdpbusd`. Every unit
+// (32 columns × 16 rows; a K-quant tile has eight) is eight 64-byte vectors, vector m holding
+// weights 4m…4m+3 of each of the 16 rows as unsigned bytes — exactly the operand `vpdpbusd`
+// multiplies against four activation bytes broadcast to every lane, so one instruction gives
+// the 16 rows' partial sums with no horizontal reduction. The stored quants keep their zero
+// point (q4_0 8, q5_0 16, q6_K 32, q8_0 128), folded into a per-unit correction −z·d·Σa; the
+// affine kinds add m·Σa instead. Both are one term c·(d_a·Σa) with c precomputed per unit.
 
-/// The 8 weight vectors of one tile: vector m holds weights 4m…4m+3 of each of the 16 rows,
-/// as unsigned bytes, ready for `vpdpbusd` against activation bytes 4m…4m+3 broadcast.
-typealias TileWeights = (
+/// The eight weight vectors of one unit.
+typealias UnitBytes = (
     SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>
 )
 
-@inline(__always)
-func loadTile(_ tile: UnsafeRawPointer, kind: Int32) -> TileWeights {
-    if kind == TileKind.q8_0 || kind == TileKind.q8_a {
-        let q = tile + (kind == TileKind.q8_a ? 64 : 32)
-        return (
-            q.loadUnaligned(as: SIMD8<Int64>.self), q.loadUnaligned(fromByteOffset: 64, as: SIMD8<Int64>.self),
-            q.loadUnaligned(fromByteOffset: 128, as: SIMD8<Int64>.self),
-            q.loadUnaligned(fromByteOffset: 192, as: SIMD8<Int64>.self),
-            q.loadUnaligned(fromByteOffset: 256, as: SIMD8<Int64>.self),
-            q.loadUnaligned(fromByteOffset: 320, as: SIMD8<Int64>.self),
-            q.loadUnaligned(fromByteOffset: 384, as: SIMD8<Int64>.self),
-            q.loadUnaligned(fromByteOffset: 448, as: SIMD8<Int64>.self))
+/// Vector m of unit `u` of a tile: 16 rows × 4 weights as unsigned bytes (the stored quants).
+@_transparent
+private func weightVector(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int, _ m: Int) -> SIMD8<Int64> {
+    @inline(__always) func load(_ offset: Int) -> SIMD8<Int64> {
+        tile.loadUnaligned(fromByteOffset: offset, as: SIMD8<Int64>.self)
     }
-    let q = tile + (kind == TileKind.q4_1 ? 64 : 32)
-    let mask = _mm512_set1_epi8(0x0f)
-    let z0 = q.loadUnaligned(as: SIMD8<Int64>.self)
-    let z1 = q.loadUnaligned(fromByteOffset: 64, as: SIMD8<Int64>.self)
-    let z2 = q.loadUnaligned(fromByteOffset: 128, as: SIMD8<Int64>.self)
-    let z3 = q.loadUnaligned(fromByteOffset: 192, as: SIMD8<Int64>.self)
-    return (
-        _mm512_and_si512(z0, mask), _mm512_and_si512(z1, mask), _mm512_and_si512(z2, mask),
-        _mm512_and_si512(z3, mask),
-        _mm512_and_si512(_mm512_srli_epi64(z0, 4), mask), _mm512_and_si512(_mm512_srli_epi64(z1, 4), mask),
-        _mm512_and_si512(_mm512_srli_epi64(z2, 4), mask), _mm512_and_si512(_mm512_srli_epi64(z3, 4), mask))
+    @inline(__always) func nibble(_ base: Int) -> SIMD8<Int64> {
+        let raw = load(base + 64 * (m & 3))
+        let mask = _mm512_set1_epi8(0x0f)
+        return m < 4 ? _mm512_and_si512(raw, mask) : _mm512_and_si512(_mm512_srli_epi64(raw, 4), mask)
+    }
+    // Shifts move whole 64-bit lanes, but every bit that lands in a kept position comes from
+    // the same byte, so the masks make them per-byte shifts.
+    @inline(__always) func fifthBit(_ plane: Int) -> SIMD8<Int64> {
+        let v = load(plane)
+        let moved = m < 4 ? _mm512_slli_epi64(v, UInt32(4 - m)) : m == 4 ? v : _mm512_srli_epi64(v, UInt32(m - 4))
+        return _mm512_and_si512(moved, _mm512_set1_epi8(0x10))
+    }
+    switch kind {
+    case TileKind.q4_0: return nibble(32)
+    case TileKind.q4_1: return nibble(64)
+    case TileKind.q8_0: return load(32 + 64 * m)
+    case TileKind.q8_a: return load(64 + 64 * m)
+    case TileKind.q5_0: return _mm512_or_si512(nibble(KTile.q5_0Nibbles), fifthBit(KTile.q5_0High))
+    case TileKind.q5_1: return _mm512_or_si512(nibble(KTile.q5_1Nibbles), fifthBit(KTile.q5_1High))
+    case TileKind.q4_K: return nibble(KTile.kNibbles + 256 * u)
+    case TileKind.q5_K: return _mm512_or_si512(nibble(KTile.kNibbles + 256 * u), fifthBit(KTile.k5High + 64 * u))
+    default:  // q6_K: the nibble plus bits 2k…2k+1 (k = m mod 4) of the 2-bit plane as bits 4…5.
+        let v = load(KTile.q6High + 128 * u + (m < 4 ? 0 : 64))
+        let k = m & 3
+        let shifted = k == 0 ? _mm512_slli_epi64(v, 4) : k == 1 ? _mm512_slli_epi64(v, 2) : k == 2 ? v : _mm512_srli_epi64(v, 2)
+        return _mm512_or_si512(nibble(KTile.q6Nibbles + 256 * u), _mm512_and_si512(shifted, _mm512_set1_epi8(0x30)))
+    }
 }
 
-/// Σ over one block of w[r]·a for the 16 rows, as 16 int32 lanes (two chains for latency).
-@inline(__always)
-func dotTile(_ v: TileWeights, _ a: UnsafeRawPointer) -> SIMD16<Float> {
+@_transparent
+private func unitBytes(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int) -> UnitBytes {
+    (weightVector(kind, tile, u, 0), weightVector(kind, tile, u, 1), weightVector(kind, tile, u, 2),
+     weightVector(kind, tile, u, 3), weightVector(kind, tile, u, 4), weightVector(kind, tile, u, 5),
+     weightVector(kind, tile, u, 6), weightVector(kind, tile, u, 7))
+}
+
+/// Σ over vectors 0–3 and over vectors 4–7 of w·a for the 16 rows (for q6_K, whose two
+/// 16-column halves have their own scales); `a` is the unit's 32 activation bytes.
+@_transparent
+private func halfDots(_ v: UnitBytes, _ a: UnsafeRawPointer) -> (SIMD8<Int64>, SIMD8<Int64>) {
     let zero = _mm512_setzero_si512()
     @inline(__always) func b(_ m: Int) -> SIMD8<Int64> { _mm512_set1_epi32(a.loadUnaligned(fromByteOffset: 4 * m, as: Int32.self)) }
     var i0 = _mm512_dpbusd_epi32(zero, v.0, b(0))
@@ -51,83 +76,218 @@ func dotTile(_ v: TileWeights, _ a: UnsafeRawPointer) -> SIMD16<Float> {
     i1 = _mm512_dpbusd_epi32(i1, v.6, b(6))
     i0 = _mm512_dpbusd_epi32(i0, v.3, b(3))
     i1 = _mm512_dpbusd_epi32(i1, v.7, b(7))
-    return _mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1))
+    return (i0, i1)
 }
 
-/// The interleaved16 integer matmul (arguments as `hearthQuantizedMatMulAVX2`) with
-/// `vpdpbusd`: for each row group, tokens in tiles of four share the unpacked weights held in
-/// registers (register tiling), so prefill is compute-bound on `vpdpbusd` and decode streams
-/// each weight byte once. The q4_0 zero point (8) and the q8_0 offset (128) are folded into a
-/// per-block correction −z·Σa.
-@inline(never)
-public func hearthQuantizedMatMulAVX512VNNI(
-    tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, rows: Int, kind: Int32,
-    quants: UnsafePointer<Int8>, scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int,
-    batch: Int, groupStart: Int, groupEnd: Int, y: UnsafeMutablePointer<Float>, ldy: Int
-) {
-    let zero = SIMD16<Float>(repeating: kind == TileKind.q4_0 ? 8 : kind == TileKind.q8_0 ? 128 : 0)
-    let affine = kind == TileKind.q4_1 || kind == TileKind.q8_a
+/// A unit's per-row factors: y += d·(Σ·d_a) + c·(d_a·Σa) with c = m (affine kinds) or −z·d
+/// (zero-point kinds); q6_K has a second (d, c) for its upper 16 columns.
+private struct UnitFactors {
+    var d, c, dHigh, cHigh: SIMD16<Float>
+}
 
-    @inline(__always) func store(_ f: SIMD16<Float>, token t: Int, group g: Int) {
-        let out = y + t * ldy + g * 16
-        let valid = min(16, rows - g * 16)
-        if valid == 16 {
-            UnsafeMutableRawPointer(out).storeBytes(of: f, as: SIMD16<Float>.self)
-        } else {
-            for r in 0..<valid { out[r] = f[r] }
+/// Sixteen bytes at `p` as sixteen floats (unsigned or signed).
+@_transparent
+private func floats16(_ p: UnsafeRawPointer, signed: Bool) -> SIMD16<Float> {
+    // The intrinsic load: a generic `loadUnaligned` was left out of line in these big kernels.
+    let bytes = _mm_loadu_si128(p.assumingMemoryBound(to: SIMD2<Int64>.self))
+    return _mm512_cvtepi32_ps(signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes))
+}
+
+@_transparent
+private func unitFactors(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int) -> UnitFactors {
+    @inline(__always) func halves(_ offset: Int) -> SIMD16<Float> {
+        _mm512_cvtph_ps(tile.loadUnaligned(fromByteOffset: offset, as: SIMD4<Int64>.self))
+    }
+    let d = halves(0)
+    @inline(__always) func zeroPoint(_ z: Float) -> UnitFactors {
+        let c = d * SIMD16<Float>(repeating: -z)
+        return UnitFactors(d: d, c: c, dHigh: d, cHigh: c)
+    }
+    switch kind {
+    case TileKind.q4_0: return zeroPoint(8)
+    case TileKind.q5_0: return zeroPoint(16)
+    case TileKind.q8_0: return zeroPoint(128)
+    case TileKind.q4_1, TileKind.q8_a, TileKind.q5_1:
+        let m = halves(32)
+        return UnitFactors(d: d, c: m, dHigh: d, cHigh: m)
+    case TileKind.q4_K, TileKind.q5_K:
+        let scaled = d * floats16(tile + KTile.kScales + 16 * u, signed: false)
+        let mins = -halves(KTile.kDmin) * floats16(tile + KTile.kMins + 16 * u, signed: false)
+        return UnitFactors(d: scaled, c: mins, dHigh: scaled, cHigh: mins)
+    default:  // q6_K
+        let sc = tile + KTile.q6Scales + 32 * u
+        let low = d * floats16(sc, signed: true), high = d * floats16(sc + 16, signed: true)
+        let minus32 = SIMD16<Float>(repeating: -32)
+        return UnitFactors(d: low, c: low * minus32, dHigh: high, cHigh: high * minus32)
+    }
+}
+
+/// acc += d·(Σ·d_a) + c·sa, with sa = d_a·Σa.
+@_transparent
+private func accumulate(_ acc: inout SIMD16<Float>, _ sum: SIMD8<Int64>, _ d: SIMD16<Float>, _ c: SIMD16<Float>, _ da: Float, _ sa: Float) {
+    acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum) * SIMD16<Float>(repeating: da), acc)
+    acc = _mm512_fmadd_ps(c, SIMD16<Float>(repeating: sa), acc)
+}
+
+/// One unit's contribution for one token: `a` its 32 activation bytes, `da` their scale,
+/// `sums` the token's Σa per 32 columns and `halfSums` per 16 (q6_K), at unit index `ab`.
+@_transparent
+private func unitProduct(
+    _ kind: Int32, _ acc: inout SIMD16<Float>, _ v: UnitBytes, _ f: UnitFactors, _ a: UnsafeRawPointer, _ da: Float,
+    _ sums: UnsafePointer<Float>, _ halfSums: UnsafePointer<Float>, _ ab: Int
+) {
+    let (s0, s1) = halfDots(v, a)
+    if kind == TileKind.q6_K {
+        accumulate(&acc, s0, f.d, f.c, da, da * halfSums[2 * ab])
+        accumulate(&acc, s1, f.dHigh, f.cHigh, da, da * halfSums[2 * ab + 1])
+    } else {
+        accumulate(&acc, _mm512_add_epi32(s0, s1), f.d, f.c, da, da * sums[ab])
+    }
+}
+
+/// out[0..<valid] (+)= the 16 row values.
+@_transparent
+private func storeRows(_ out: UnsafeMutablePointer<Float>, _ valid: Int, _ v: SIMD16<Float>, add: Bool) {
+    if valid == 16 {
+        let p = UnsafeMutableRawPointer(out)
+        let old = add ? p.loadUnaligned(as: SIMD16<Float>.self) : SIMD16<Float>()
+        p.storeBytes(of: old + v, as: SIMD16<Float>.self)
+        return
+    }
+    for r in 0..<valid { out[r] = add ? out[r] + v[r] : v[r] }
+}
+
+/// How far ahead of the unit being multiplied a single token's pass prefetches the weights.
+let prefetchDistance = 4096
+
+/// Units decoded into L1 at once for a batch (32 units × 512 bytes = 16 KiB).
+private let chunkUnits = 32
+
+@_transparent
+private func byteKernel(
+    kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, rows: Int, quants: UnsafePointer<Int8>,
+    scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, halfSums: UnsafePointer<Float>, cols: Int, batch: Int,
+    groups: Range<Int>, y: UnsafeMutablePointer<Float>, ldy: Int, decoded: UnsafeMutablePointer<UnitBytes>,
+    factors: UnsafeMutablePointer<UnitFactors>
+) {
+    let units = kind >= TileKind.q4_K ? 8 : 1
+    let totalUnits = blocks * units
+    let actBlocks = cols / 32
+    let a0 = UnsafeRawPointer(quants)
+
+    for g in groups {
+        let valid = rows - g * 16 < 16 ? rows - g * 16 : 16
+        if batch == 1 {
+            // Decode: each unit's weights straight from the tile into registers; two sums so
+            // consecutive units' float chains overlap.
+            var f0 = SIMD16<Float>(), f1 = SIMD16<Float>()
+            var ab = 0
+            let stride = tileBytes / units, groupStart = tiles + g * blocks * tileBytes
+            while ab < totalUnits {
+                let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
+                hearth_prefetch(groupStart + ab * stride + prefetchDistance, 2 * stride)
+                unitProduct(kind, &f0, unitBytes(kind, tile, u), unitFactors(kind, tile, u), a0 + 32 * ab, scales[ab], sums, halfSums, ab)
+                ab += 1
+                if ab == totalUnits { break }
+                let tile1 = tiles + (g * blocks + ab / units) * tileBytes, u1 = ab % units
+                unitProduct(kind, &f1, unitBytes(kind, tile1, u1), unitFactors(kind, tile1, u1), a0 + 32 * ab, scales[ab], sums, halfSums, ab)
+                ab += 1
+            }
+            storeRows(y + g * 16, valid, f0 + f1, add: false)
+            continue
+        }
+        // A batch: units decoded once into L1, then tokens in register tiles of four share
+        // each unit's eight weight vectors.
+        var start = 0
+        while start < totalUnits {
+            let n = totalUnits - start < chunkUnits ? totalUnits - start : chunkUnits
+            for k in 0..<n {
+                let ab = start + k
+                let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
+                factors[k] = unitFactors(kind, tile, u)
+                decoded[k] = unitBytes(kind, tile, u)
+            }
+            var t = 0
+            while t + 4 <= batch {
+                var c0 = SIMD16<Float>(), c1 = SIMD16<Float>(), c2 = SIMD16<Float>(), c3 = SIMD16<Float>()
+                for k in 0..<n {
+                    let ab = start + k, v = decoded[k], f = factors[k]
+                    let i = t * actBlocks + ab
+                    let a = a0 + t * cols + 32 * ab
+                    let s = sums + t * actBlocks, h = halfSums + 2 * t * actBlocks
+                    unitProduct(kind, &c0, v, f, a, scales[i], s, h, ab)
+                    unitProduct(kind, &c1, v, f, a + cols, scales[i + actBlocks], s + actBlocks, h + 2 * actBlocks, ab)
+                    unitProduct(kind, &c2, v, f, a + 2 * cols, scales[i + 2 * actBlocks], s + 2 * actBlocks, h + 4 * actBlocks, ab)
+                    unitProduct(kind, &c3, v, f, a + 3 * cols, scales[i + 3 * actBlocks], s + 3 * actBlocks, h + 6 * actBlocks, ab)
+                }
+                storeRows(y + t * ldy + g * 16, valid, c0, add: start > 0)
+                storeRows(y + (t + 1) * ldy + g * 16, valid, c1, add: start > 0)
+                storeRows(y + (t + 2) * ldy + g * 16, valid, c2, add: start > 0)
+                storeRows(y + (t + 3) * ldy + g * 16, valid, c3, add: start > 0)
+                t += 4
+            }
+            while t < batch {
+                var c0 = SIMD16<Float>()
+                for k in 0..<n {
+                    let ab = start + k
+                    unitProduct(
+                        kind, &c0, decoded[k], factors[k], a0 + t * cols + 32 * ab, scales[t * actBlocks + ab],
+                        sums + t * actBlocks, halfSums + 2 * t * actBlocks, ab)
+                }
+                storeRows(y + t * ldy + g * 16, valid, c0, add: start > 0)
+                t += 1
+            }
+            start += n
         }
     }
+}
 
-    for g in groupStart..<groupEnd {
-        var t0 = 0
-        while t0 + 4 <= batch {
-            var f0 = SIMD16<Float>(), f1 = SIMD16<Float>(), f2 = SIMD16<Float>(), f3 = SIMD16<Float>()
-            for b in 0..<blocks {
-                let tile = tiles + (g * blocks + b) * tileBytes
-                let dw = _mm512_cvtph_ps(tile.loadUnaligned(as: SIMD4<Int64>.self))
-                let v = loadTile(tile, kind: kind)
-                let mw = affine ? _mm512_cvtph_ps(tile.loadUnaligned(fromByteOffset: 32, as: SIMD4<Int64>.self)) : dw
-                @inline(__always) func step(_ f: inout SIMD16<Float>, _ t: Int) {
-                    let a = UnsafeRawPointer(quants + t * cols + b * 32)
-                    let s = dotTile(v, a)
-                    let da = SIMD16<Float>(repeating: scales[t * blocks + b])
-                    let sa = SIMD16<Float>(repeating: sums[t * blocks + b])
-                    if affine {
-                        f = _mm512_fmadd_ps(dw * da, s, _mm512_fmadd_ps(mw * da, sa, f))
-                    } else {
-                        f = _mm512_fmadd_ps(dw * da, s - zero * sa, f)
-                    }
-                }
-                step(&f0, t0)
-                step(&f1, t0 + 1)
-                step(&f2, t0 + 2)
-                step(&f3, t0 + 3)
-            }
-            store(f0, token: t0, group: g)
-            store(f1, token: t0 + 1, group: g)
-            store(f2, token: t0 + 2, group: g)
-            store(f3, token: t0 + 3, group: g)
-            t0 += 4
+/// y[t·ldy + row] = W[row] · a[t] for the 16-row groups `groupStart..<groupEnd` of an
+/// interleaved16 matrix of any ``TileKind`` (tiles of `tileBytes`, `blocks` per group), all
+/// `batch` tokens of 8-bit activations (`quants`; per-32-column `scales` and `sums`, per-16-column
+/// `halfSums`), with AVX-512 VNNI `vpdpbusd`.
+@inline(never)
+public func hearthQuantizedMatMul8AVX512VNNI(
+    _ tiles: UnsafeRawPointer, _ tileBytes: Int, _ blocks: Int, _ rows: Int, _ kind: Int32,
+    _ quants: UnsafePointer<Int8>, _ scales: UnsafePointer<Float>, _ sums: UnsafePointer<Float>,
+    _ halfSums: UnsafePointer<Float>, _ cols: Int, _ batch: Int, _ groupStart: Int, _ groupEnd: Int,
+    _ y: UnsafeMutablePointer<Float>, _ ldy: Int
+) {
+    withUnsafeTemporaryAllocation(of: UnitBytes.self, capacity: chunkUnits) { buffer in
+      withUnsafeTemporaryAllocation(of: UnitFactors.self, capacity: chunkUnits) { factorBuffer in
+        guard let decoded = buffer.baseAddress, let factors = factorBuffer.baseAddress else { return }
+        let groups = groupStart..<groupEnd
+        // Written out per kind so that each call inlines a copy with the kind a constant.
+        switch kind {
+        case TileKind.q4_0:
+            byteKernel(kind: TileKind.q4_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
+                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+        case TileKind.q4_1:
+            byteKernel(kind: TileKind.q4_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
+                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+        case TileKind.q8_0:
+            byteKernel(kind: TileKind.q8_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
+                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+        case TileKind.q8_a:
+            byteKernel(kind: TileKind.q8_a, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
+                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+        case TileKind.q5_0:
+            byteKernel(kind: TileKind.q5_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
+                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+        case TileKind.q5_1:
+            byteKernel(kind: TileKind.q5_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
+                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+        case TileKind.q4_K:
+            byteKernel(kind: TileKind.q4_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
+                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+        case TileKind.q5_K:
+            byteKernel(kind: TileKind.q5_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
+                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+        default:
+            byteKernel(kind: TileKind.q6_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
+                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
         }
-        while t0 < batch {
-            var f = SIMD16<Float>()
-            let a0 = UnsafeRawPointer(quants + t0 * cols)
-            for b in 0..<blocks {
-                let tile = tiles + (g * blocks + b) * tileBytes
-                let dw = _mm512_cvtph_ps(tile.loadUnaligned(as: SIMD4<Int64>.self))
-                let s = dotTile(loadTile(tile, kind: kind), a0 + b * 32)
-                let da = SIMD16<Float>(repeating: scales[t0 * blocks + b])
-                let sa = SIMD16<Float>(repeating: sums[t0 * blocks + b])
-                if affine {
-                    let mw = _mm512_cvtph_ps(tile.loadUnaligned(fromByteOffset: 32, as: SIMD4<Int64>.self))
-                    f = _mm512_fmadd_ps(dw * da, s, _mm512_fmadd_ps(mw * da, sa, f))
-                } else {
-                    f = _mm512_fmadd_ps(dw * da, s - zero * sa, f)
-                }
-            }
-            store(f, token: t0, group: g)
-            t0 += 1
-        }
+      }
     }
 }
 #endif

@@ -1,4 +1,5 @@
 #if arch(x86_64)
+import CHearthCPU
 import HearthKernelsCommon
 import _Builtin_intrinsics.intel
 
@@ -62,7 +63,7 @@ private func decodeWide(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int, _ m: 
 /// Four int16 activations at `p` broadcast to every 64-bit lane.
 @_transparent
 private func broadcast(_ p: UnsafePointer<Int16>) -> SIMD8<Int64> {
-    _mm512_set1_epi64(UnsafeRawPointer(p).loadUnaligned(as: Int64.self))
+    _mm512_broadcastq_epi64(_mm_loadu_si64(UnsafeRawPointer(p)))
 }
 
 /// The 16 row sums (as floats) of two `vpdpwssd` accumulators with two lanes per row.
@@ -78,7 +79,8 @@ private func rowSums(_ lo: SIMD8<Int64>, _ hi: SIMD8<Int64>) -> SIMD16<Float> {
 /// Sixteen bytes at `p` as sixteen floats (unsigned or signed).
 @_transparent
 private func floats16(_ p: UnsafeRawPointer, signed: Bool) -> SIMD16<Float> {
-    let bytes = p.loadUnaligned(as: SIMD2<Int64>.self)
+    // The intrinsic load: a generic `loadUnaligned` was left out of line in these big kernels.
+    let bytes = _mm_loadu_si128(p.assumingMemoryBound(to: SIMD2<Int64>.self))
     return _mm512_cvtepi32_ps(signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes))
 }
 
@@ -185,9 +187,11 @@ private func wideKernel(
         if batch == 1 {
             var f0 = SIMD16<Float>(), f1 = SIMD16<Float>()
             var ab = 0
+            let stride = tileBytes / units, groupStart = tiles + g * blocks * tileBytes
             // Two independent sums so consecutive units' float chains overlap.
             while ab < totalUnits {
                 let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
+                hearth_prefetch(groupStart + ab * stride + prefetchDistance, 2 * stride)
                 f0 += unitProduct(
                     kind, unitFactors(kind, tile, u), quants + 32 * ab, scales[ab], sums[ab], tile: tile, unit: u,
                     buffered: wide)

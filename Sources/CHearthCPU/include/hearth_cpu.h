@@ -20,4 +20,12 @@ unsigned hearth_cpu_features(void);
 /// most `size` bytes, NUL-terminated.
 void hearth_cpu_name(char *out, unsigned size);
 
+/// Asks the CPU to bring the cache lines of [p, p + bytes) towards L1 (a hint, never a fault:
+/// the kernels prefetch the weights a few KiB ahead of the ones they multiply). Baseline
+/// instruction (prefetcht0 on x86-64, prfm on arm64).
+static inline void hearth_prefetch(const void *p, long bytes) {
+    const char *c = (const char *)p;
+    for (long i = 0; i < bytes; i += 64) __builtin_prefetch(c + i, 0, 3);
+}
+
 #endif
