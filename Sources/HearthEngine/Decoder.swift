@@ -86,11 +86,18 @@ public final class Decoder {
         set { scratch.quantizedBatchPath = newValue }
     }
 
-    /// Bits of the quantized activations the integer kernels multiply: 16 (the default: as
-    /// close to the exact math as f32 activations) or 8 (coarser; what llama.cpp uses).
-    public var activationBits: Int {
-        get { scratch.activations.bits }
-        set { scratch.activations.bits = newValue == 8 ? 8 : 16 }
+    /// Bits of the quantized activations the integer kernels multiply (``ActivationPrecision``;
+    /// 16 by default).
+    public var activationPrecision: ActivationPrecision = .wide
+
+    /// The activation bits of a product over `n` tokens: the layers' (`head` false) or the
+    /// output head's.
+    func activationBits(tokens n: Int, head: Bool) -> Int {
+        switch activationPrecision {
+        case .wide: return 16
+        case .narrow: return 8
+        case .mixed: return n > 1 && !head && KernelLevel.current >= .avx512vnni ? 8 : 16
+        }
     }
 
     /// Whether extending a cache of `cached` positions to `end` positions needs every
@@ -165,6 +172,7 @@ public final class Decoder {
         let dim = o.hiddenSize, hd = o.headDim, qDim = o.headCount * hd, kvDim = o.kvHeadCount * hd
         let maxHalf = max(o.rope.rotaryDims, o.slidingRoPE?.rotaryDims ?? 0) / 2
         let scale = o.attentionScale ?? 1 / Float(hd).squareRoot()
+        scratch.activations.bits = activationBits(tokens: n, head: false)
 
         // Token embeddings → x (scaled, for Gemma).
         for (t, token) in tokens.enumerated() {
@@ -253,6 +261,7 @@ public final class Decoder {
             normalize(x + t * dim, weights.outputNorm, weights.outputNormBias, dim, into: xb + (t - rows.lowerBound) * dim)
         }
         let out = logits.map { $0 + rows.lowerBound * o.vocabSize } ?? lastLogits
+        scratch.activations.bits = activationBits(tokens: rows.count, head: true)
         matmul(weights.output, x: xb, batch: rows.count, y: out, pool: pool, scratch: scratch)
         addBias(out, weights.outputBias, rows: rows.count, width: o.vocabSize)
     }

@@ -236,11 +236,10 @@ public final class Generator: @unchecked Sendable {
         set { decoder.quantizedBatchPath = newValue }
     }
 
-    /// Bits of the integer kernels' quantized activations (16 by default, or 8); see
-    /// ``Decoder/activationBits``.
-    public var activationBits: Int {
-        get { decoder.activationBits }
-        set { decoder.activationBits = newValue }
+    /// Bits of the integer kernels' quantized activations; see ``Decoder/activationPrecision``.
+    public var activationPrecision: ActivationPrecision {
+        get { decoder.activationPrecision }
+        set { decoder.activationPrecision = newValue }
     }
 
     /// Scores `tokens` in one pass and returns the logits at every position (for tests and perplexity).
