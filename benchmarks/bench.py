@@ -958,14 +958,14 @@ def ensure_hqf(binary: Path, model: dict, ckpt: Path, timings: dict) -> tuple[Pa
     return hqf, ""
 
 
-def bench_hearth(binary: Path, model_file: Path, a: argparse.Namespace, tag: str) -> dict:
+def bench_hearth(binary: Path, model_file: Path, a: argparse.Namespace, tag: str, bits: str = "16") -> dict:
     cmd = [str(binary), "bench", "--model", str(model_file.relative_to(REPO)), "-p", str(a.prompt), "-n", str(a.gen),
-           "-r", str(a.reps), "-t", str(a.threads), "--json"]
+           "-r", str(a.reps), "-t", str(a.threads), "--json", "--activation-bits", bits]
     r = run_measured(cmd, LOGS / f"hearth-{tag}.log", a.timeout)
     res = last_json_line(r["stdout"]) if r["returncode"] == 0 else None
     if res is not None and not (isinstance(res.get("pp"), dict) or isinstance(res.get("tg"), dict)):
         res = None
-    entry = {"engine": "hearth", "file": str(model_file.relative_to(REPO)), "ok": res is not None,
+    entry = {"engine": "hearth", "variant": bits, "file": str(model_file.relative_to(REPO)), "ok": res is not None,
              "wall_seconds": r["wall_seconds"], "maxrss_bytes": r["maxrss_bytes"], "log": r["log"],
              "child_cpu_seconds": r["child_cpu_seconds"], "foreign_load_cores": r["foreign_load_cores"],
              "harness_maxrss_bytes": r["harness_maxrss_bytes"], "result": res}
@@ -1105,17 +1105,25 @@ def git_info() -> dict:
 # Summaries and RESULTS.md
 # ---------------------------------------------------------------------------
 
+def _variant(r: dict) -> str:
+    """A Hearth row's activation bits as shown in the tables (`--activation-bits`)."""
+    v = r.get("variant")
+    return f" (a{v})" if v else ""
+
+
 def summarize(model: dict, runs: list[dict], stats: dict) -> list[dict]:
     rows = []
     keys = []
     for r in runs:
-        k = (r["engine"], r["file"])
+        k = (r["engine"], r["file"], r.get("variant"))
         if k not in keys:
             keys.append(k)
-    for engine, file in keys:
-        mine = [r for r in runs if (r["engine"], r["file"]) == (engine, file)]
+    for engine, file, variant in keys:
+        mine = [r for r in runs if (r["engine"], r["file"], r.get("variant")) == (engine, file, variant)]
         ok = [r for r in mine if r["ok"]]
         row: dict = {"model": model["name"], "engine": engine, "file": file, "runs": len(mine), "ok_runs": len(ok)}
+        if variant:
+            row["variant"] = variant
         fpath = REPO / file
         row["file_bytes"] = fpath.stat().st_size if fpath.is_file() else None
         row["bits_per_weight"] = row["file_bytes"] * 8 / stats["params"] if row["file_bytes"] else None
@@ -1261,7 +1269,11 @@ def write_results_md(run: dict) -> str:
              f"Threads = {s['threads']}. Model by model, engines alternate round by round "
              f"({' → '.join(s['order'])}; Hearth reads its .hqf, where there is one, then the GGUF), each bench in "
              f"a fresh process; each model's files were read once beforehand so both start from a warm page cache. "
-             f"Peak RSS = the bench process's ru_maxrss (max over rounds).")
+             f"Peak RSS = the bench process's ru_maxrss (max over rounds)."
+             + (f" Hearth rows are marked with their `--activation-bits` (a16: the default, 16-bit activations "
+                f"everywhere; amixed: 8-bit activations for the prompt's layer products where the CPU has AVX-512 "
+                f"VNNI; a8: 8-bit everywhere, as llama.cpp; docs/ACCURACY.md for what each costs)."
+                if s.get("hearth_activation_bits") else ""))
     L.append(f"- Decode bandwidth share (*of membw*): weights read per token × {tg} t/s ÷ "
              + (f"{ref:.1f} GB/s, " if ref else "")
              + f"the best {s['threads']}-thread streaming-read figure measured by membw in this run (below). "
@@ -1285,10 +1297,10 @@ def write_results_md(run: dict) -> str:
             L.append(f"| {model['name']} | — | — | — | — | — | {_share(base) if base else '—'} |")
         for r in hrows:
             if r.get("ok_runs", 0) == 0:
-                L.append(f"| {model['name']} | `{Path(r['file']).name}` | not run | not run | — | — | "
+                L.append(f"| {model['name']} | `{Path(r['file']).name}`{_variant(r)} | not run | not run | — | — | "
                          f"{_share(base) if base else '—'} |")
                 continue
-            L.append(f"| {model['name']} | `{Path(r['file']).name}` | {_ratio(r, 'pp_ratio')} | "
+            L.append(f"| {model['name']} | `{Path(r['file']).name}`{_variant(r)} | {_ratio(r, 'pp_ratio')} | "
                      f"{_ratio(r, 'tg_ratio')} | {_ratio(r, 'rss_ratio')} | {_share(r)} | "
                      f"{_share(base) if base else '—'} |")
     L.append("")
@@ -1308,12 +1320,12 @@ def write_results_md(run: dict) -> str:
             bpw = f"{r['bits_per_weight']:.2f}" if r.get("bits_per_weight") else "—"
             if r.get("ok_runs", 0) == 0:
                 what = "failed" if r.get("runs") else "not run"
-                L.append(f"| {r['engine']} | `{r['file']}` | {bpw} | {what} | {what} |" + " — |" * 8)
+                L.append(f"| {r['engine']}{_variant(r)} | `{r['file']}` | {bpw} | {what} | {what} |" + " — |" * 8)
                 continue
             wb = r.get("weight_bytes_per_token")
             dec = r.get("decode_gb_s")
             load = f"{r['load_seconds']:.1f} s" if r.get("load_seconds") is not None else "—"
-            L.append(f"| {r['engine']} | `{r['file']}` | {bpw} | {fmt_ts(r.get('pp'))} | "
+            L.append(f"| {r['engine']}{_variant(r)} | `{r['file']}` | {bpw} | {fmt_ts(r.get('pp'))} | "
                      f"{fmt_ts(r.get('tg'))} | {_ratio(r, 'pp_ratio')} | {_ratio(r, 'tg_ratio')} | "
                      f"{fmt_gib(r.get('peak_rss_bytes'))} | {_ratio(r, 'rss_ratio')} | {load} | "
                      f"{f'{wb / 1e9:.3f} GB' if wb else '—'} | {f'{dec:.1f} GB/s' if dec else '—'} | {_share(r)} |")
@@ -1357,7 +1369,7 @@ def write_results_md(run: dict) -> str:
                                 "copy)" if any("REPACK" in k for k in bufs) else "") + ".")
             elif r["engine"] == "hearth" and r.get("ok_runs"):
                 hw = r.get("hearth_weight_bytes_per_token")
-                notes.append(f"- hearth `{r['file']}`: kernel {r.get('kernel')}, prefill path {r.get('prefill_path')}"
+                notes.append(f"- hearth{_variant(r)} `{r['file']}`: kernel {r.get('kernel')}, prefill path {r.get('prefill_path')}"
                              + (f", weight types {_hearth_types(r['weight_types'])}" if r.get("weight_types") else "")
                              + (f"; reports {hw / 1e9:.3f} GB of weights per token" if hw else "")
                              + f" (the table uses {r.get('weight_bytes_source')}).")
@@ -1448,6 +1460,9 @@ def main(argv: list[str]) -> int:
                     help="a bench during which other processes used more cores than this is run again")
     ap.add_argument("--retries", type=int, default=3, help="how often a disturbed bench is run again")
     ap.add_argument("--skip-hearth", action="store_true", help="only llama.cpp")
+    ap.add_argument("--hearth-activation-bits", default="16,mixed", metavar="LIST",
+                    help="Hearth's --activation-bits values to bench, each its own row (default 16,mixed: the "
+                         "default path and 8-bit prompt products)")
     ap.add_argument("--skip-llama", action="store_true", help="only Hearth")
     ap.add_argument("--skip-membw", action="store_true", help="skip the bandwidth probe")
     ap.add_argument("--membw-mib", type=int, default=1024, help="bandwidth probe buffer (MiB, default 1024)")
@@ -1605,13 +1620,15 @@ def main(argv: list[str]) -> int:
                 if hearth_gguf_ok and p["gguf"] is not None:
                     targets.append(p["gguf"])
                 for f in targets:
-                    log(f"[{model['name']}] round {rnd}/{a.rounds}: hearth {f.name}")
-                    e = measured(lambda: bench_hearth(hbin, f, a, f"{model['name']}-{f.suffix[1:]}-r{rnd}"), a,
-                                 "this bench")
-                    e["round"] = rnd
-                    runs.append(e)
-                    if f == p["gguf"] and not e["ok"]:
-                        hearth_gguf_ok = False   # cannot read this file: the error is reported, not retried
+                    for bits in a.hearth_activation_bits.split(","):
+                        log(f"[{model['name']}] round {rnd}/{a.rounds}: hearth {f.name} --activation-bits {bits}")
+                        e = measured(lambda: bench_hearth(hbin, f, a, f"{model['name']}-{f.suffix[1:]}-a{bits}-r{rnd}", bits),
+                                     a, "this bench")
+                        e["round"] = rnd
+                        runs.append(e)
+                        if f == p["gguf"] and not e["ok"]:
+                            hearth_gguf_ok = False   # cannot read this file: the error is reported, not retried
+                            break
         summary = summarize(model, runs, p["stats"])
         if hbin is None or not hearth["bench"]:
             files = []
@@ -1638,6 +1655,7 @@ def main(argv: list[str]) -> int:
         "llama_cpp": llama_info,
         "hearth": hearth,
         "settings": {"threads": a.threads, "reps": a.reps, "rounds": a.rounds, "prompt": a.prompt, "gen": a.gen,
+                     "hearth_activation_bits": a.hearth_activation_bits,
                      "batch": a.batch, "order": order, "models": [m["name"] for m in models],
                      "models_filter": a.models},
         "membw": membw,

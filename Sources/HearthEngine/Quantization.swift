@@ -81,13 +81,16 @@ extension ModelWeights {
     /// the integer kernels read; lossless. Other matrices are kept as they are.
     public func repackedForKernels(options: DecoderOptions) -> ModelWeights {
         func repack(_ w: WeightMatrix) -> WeightMatrix {
-            guard let packed = Quantizer.repackInterleaved(w) else { return w }
-            // The mapped file pages the repack just read are not used again: hand them back
-            // so they stop counting towards the process's memory (peak RSS ≈ one copy).
-            if let file = w.owner as? MappedFile, let base = file.base {
-                file.dropPages(at: base.distance(to: w.data), count: w.byteCount)
+            // The mapped file pages the repack has read are not used again: hand them back as it
+            // goes, so they stop counting towards the process's memory (peak RSS ≈ one copy, even
+            // while a big matrix is being rearranged).
+            guard let file = w.owner as? MappedFile, let base = file.base else {
+                return Quantizer.repackInterleaved(w) ?? w
             }
-            return packed
+            let start = base.distance(to: w.data)
+            return Quantizer.repackInterleaved(w) { offset, count in
+                file.dropPages(at: start + offset, count: count)
+            } ?? w
         }
         func repack(_ p: LayerWeights.Projections) -> LayerWeights.Projections {
             switch p {

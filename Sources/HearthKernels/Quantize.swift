@@ -209,23 +209,34 @@ extension Quantizer {
     /// Rearranges a row-layout q4_0/q4_1/q8_0/q5_0/q5_1/q4_K/q5_K/q6_K matrix (as in GGUF
     /// files) into the interleaved16 kernel layout — a lossless rearrangement of bits.
     /// Returns nil for other types.
-    public static func repackInterleaved(_ w: WeightMatrix) -> WeightMatrix? {
+    public static func repackInterleaved(
+        _ w: WeightMatrix, consumed: (@Sendable (_ offset: Int, _ count: Int) -> Void)? = nil
+    ) -> WeightMatrix? {
         guard w.layout == .rows, w.dtype.hasKernelLayout, w.dtype != .q8_a,
             let bytes = w.dtype.matrixBytes(rows: w.rows, cols: w.cols, layout: .interleaved16)
         else { return nil }
         let buffer = OwnedBuffer(count: bytes)
         let blocks = w.blocksPerRow, groups = (w.rows + 15) / 16
         let output = UncheckedPointer(buffer.pointer)
+        let groupBytes = 16 * blocks * w.dtype.bytesPerBlock
         // Groups split over the cores: the bit rearrangement of a K-quant matrix is a few
         // operations per weight, and a 4-billion-weight model should still load in seconds.
         let workers = max(1, min(groups / 64, ProcessInfo.processInfo.activeProcessorCount))
         DispatchQueueShim.concurrentPerform(iterations: workers) { worker in
-            for g in (groups * worker / workers)..<(groups * (worker + 1) / workers) {
+            let first = groups * worker / workers, end = groups * (worker + 1) / workers
+            var released = first
+            for g in first..<end {
                 for b in 0..<blocks {
                     let tile = output.pointer + (g * blocks + b) * w.dtype.interleavedTileBytes
                     for r in 0..<16 where g * 16 + r < w.rows {
                         interleave(block: w.row(g * 16 + r) + b * w.dtype.bytesPerBlock, dtype: w.dtype, row: r, into: tile)
                     }
+                }
+                // Every 8 MiB of source read, tell the owner (which may hand the pages back), so
+                // a big matrix never holds both whole copies at once.
+                if let consumed, (g + 1 - released) * groupBytes >= 8 << 20 || g + 1 == end {
+                    consumed(released * groupBytes, (g + 1 - released) * groupBytes)
+                    released = g + 1
                 }
             }
         }
