@@ -66,16 +66,6 @@ private func broadcast(_ p: UnsafePointer<Int16>) -> SIMD8<Int64> {
     _mm512_broadcastq_epi64(_mm_loadu_si64(UnsafeRawPointer(p)))
 }
 
-/// The 16 row sums (as floats) of two `vpdpwssd` accumulators with two lanes per row.
-@_transparent
-private func rowSums(_ lo: SIMD8<Int64>, _ hi: SIMD8<Int64>) -> SIMD16<Float> {
-    let evenLanes = SIMD16<Int32>(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
-    let even = unsafeBitCast(evenLanes, to: SIMD8<Int64>.self)
-    let odd = unsafeBitCast(evenLanes &+ 1, to: SIMD8<Int64>.self)
-    let sum = _mm512_add_epi32(_mm512_permutex2var_epi32(lo, even, hi), _mm512_permutex2var_epi32(lo, odd, hi))
-    return _mm512_cvtepi32_ps(sum)
-}
-
 /// Sixteen bytes at `p` as sixteen floats (unsigned or signed).
 @_transparent
 private func floats16(_ p: UnsafeRawPointer, signed: Bool) -> SIMD16<Float> {
@@ -84,12 +74,13 @@ private func floats16(_ p: UnsafeRawPointer, signed: Bool) -> SIMD16<Float> {
     return _mm512_cvtepi32_ps(signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes))
 }
 
-/// The per-row factors of unit `u`: y += d_a·(d·(Σ − zero·Σa) + m·Σa), with for q6_K a second
-/// d for the unit's upper 16 columns (vectors 4–7).
+/// The per-row factors of unit `u`: y += d·(Σ·d_a) + c·(Σa·d_a), with c = m for the affine
+/// kinds and −zero·d for q4_0 (8) and q5_0 (16) (q8_0 and q6_K are decoded signed); q6_K has a
+/// second d for the unit's upper 16 columns (vectors 4–7).
 private struct UnitFactors {
     var d: SIMD16<Float>
     var dHigh: SIMD16<Float>
-    var m: SIMD16<Float>
+    var c: SIMD16<Float>
 }
 
 @_transparent
@@ -99,62 +90,139 @@ private func unitFactors(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int) -> U
     }
     let d = halves(0)
     switch kind {
+    case TileKind.q4_0: return UnitFactors(d: d, dHigh: d, c: d * SIMD16<Float>(repeating: -8))
+    case TileKind.q5_0: return UnitFactors(d: d, dHigh: d, c: d * SIMD16<Float>(repeating: -16))
     case TileKind.q4_1, TileKind.q8_a, TileKind.q5_1:
-        return UnitFactors(d: d, dHigh: d, m: halves(32))
+        return UnitFactors(d: d, dHigh: d, c: halves(32))
     case TileKind.q4_K, TileKind.q5_K:
         let scaled = d * floats16(tile + KTile.kScales + 16 * u, signed: false)
         let mins = -halves(KTile.kDmin) * floats16(tile + KTile.kMins + 16 * u, signed: false)
-        return UnitFactors(d: scaled, dHigh: scaled, m: mins)
+        return UnitFactors(d: scaled, dHigh: scaled, c: mins)
     case TileKind.q6_K:
         let sc = tile + KTile.q6Scales + 32 * u
-        return UnitFactors(d: d * floats16(sc, signed: true), dHigh: d * floats16(sc + 16, signed: true), m: SIMD16<Float>())
+        return UnitFactors(d: d * floats16(sc, signed: true), dHigh: d * floats16(sc + 16, signed: true), c: SIMD16<Float>())
     default:
-        return UnitFactors(d: d, dHigh: d, m: SIMD16<Float>())
+        return UnitFactors(d: d, dHigh: d, c: SIMD16<Float>())
     }
 }
 
-/// d_a·(d·(Σ − zero·Σa) + m·Σa) for 16 rows from the accumulators of one unit (or q6_K half).
+/// acc += d·(Σ·d_a) + c·(Σa·d_a) for 16 rows, Σ the row sums as int32 lanes.
 @_transparent
-private func contribution(
-    _ kind: Int32, _ lo: SIMD8<Int64>, _ hi: SIMD8<Int64>, _ d: SIMD16<Float>, _ m: SIMD16<Float>, _ da: Float, _ sa: Float
-) -> SIMD16<Float> {
-    let hasMin = kind == TileKind.q4_1 || kind == TileKind.q8_a || kind == TileKind.q5_1 || kind == TileKind.q4_K
-        || kind == TileKind.q5_K
-    let zero: Float = kind == TileKind.q4_0 ? 8 : kind == TileKind.q5_0 ? 16 : 0
-    var r = rowSums(lo, hi)
-    if zero != 0 { r = r - SIMD16<Float>(repeating: zero * sa) }
-    var v = d * r
-    if hasMin { v = _mm512_fmadd_ps(m, SIMD16<Float>(repeating: sa), v) }
-    return v * SIMD16<Float>(repeating: da)
+private func accumulate(
+    _ kind: Int32, _ acc: inout SIMD16<Float>, _ sum: SIMD8<Int64>, _ d: SIMD16<Float>, _ c: SIMD16<Float>, _ da: Float,
+    _ sa: Float
+) {
+    acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum) * SIMD16<Float>(repeating: da), acc)
+    if kind != TileKind.q8_0 && kind != TileKind.q6_K {
+        acc = _mm512_fmadd_ps(c, SIMD16<Float>(repeating: sa * da), acc)
+    }
 }
 
-/// One unit's contribution for one token; weights decoded from `tile` in registers (non-nil)
-/// or read from `buffered` (eight decoded vectors in L1).
+/// The row sums (int32, one lane per row) of two `vpdpwssd` accumulators with two lanes per row.
+@_transparent
+private func joinLanes(_ lo: SIMD8<Int64>, _ hi: SIMD8<Int64>) -> SIMD8<Int64> {
+    let evenLanes = SIMD16<Int32>(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+    let even = unsafeBitCast(evenLanes, to: SIMD8<Int64>.self)
+    let odd = unsafeBitCast(evenLanes &+ 1, to: SIMD8<Int64>.self)
+    return _mm512_add_epi32(_mm512_permutex2var_epi32(lo, even, hi), _mm512_permutex2var_epi32(lo, odd, hi))
+}
+
+/// One unit for one token, the weights decoded from the tile in registers (a single token's
+/// pass): per vector, two `vpdpwssd` (rows 0–7, 8–15) against four broadcast activations.
 @_transparent
 private func unitProduct(
-    _ kind: Int32, _ f: UnitFactors, _ a: UnsafePointer<Int16>, _ da: Float, _ sa: Float, tile: UnsafeRawPointer?,
-    unit u: Int, buffered: UnsafePointer<WidePair>
-) -> SIMD16<Float> {
+    _ kind: Int32, _ acc: inout SIMD16<Float>, _ f: UnitFactors, _ a: UnsafePointer<Int16>, _ da: Float, _ sa: Float,
+    tile: UnsafeRawPointer, unit u: Int
+) {
     var lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512()
     for m in 0..<4 {
-        let w = tile != nil ? decodeWide(kind, tile.unsafelyUnwrapped, u, m) : buffered[m]
-        let b = broadcast(a + 4 * m)
+        let w = decodeWide(kind, tile, u, m), b = broadcast(a + 4 * m)
         lo = _mm512_dpwssd_epi32(lo, w.lo, b)
         hi = _mm512_dpwssd_epi32(hi, w.hi, b)
     }
-    var v = SIMD16<Float>()
     if kind == TileKind.q6_K {
-        v = contribution(kind, lo, hi, f.d, f.m, da, sa)
+        accumulate(kind, &acc, joinLanes(lo, hi), f.d, f.c, da, sa)
         lo = _mm512_setzero_si512()
         hi = _mm512_setzero_si512()
     }
     for m in 4..<8 {
-        let w = tile != nil ? decodeWide(kind, tile.unsafelyUnwrapped, u, m) : buffered[m]
-        let b = broadcast(a + 4 * m)
+        let w = decodeWide(kind, tile, u, m), b = broadcast(a + 4 * m)
         lo = _mm512_dpwssd_epi32(lo, w.lo, b)
         hi = _mm512_dpwssd_epi32(hi, w.hi, b)
     }
-    return v + contribution(kind, lo, hi, kind == TileKind.q6_K ? f.dHigh : f.d, f.m, da, sa)
+    accumulate(kind, &acc, joinLanes(lo, hi), kind == TileKind.q6_K ? f.dHigh : f.d, f.c, da, sa)
+}
+
+/// A unit decoded for a batch: 16 vectors, vector p holding weights 2p and 2p + 1 of each of the
+/// 16 rows as int16 pairs, so `vpdpwssd` against two broadcast activations gives one lane per
+/// row and a token needs no lane joining.
+private typealias UnitPairs = (
+    SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>,
+    SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>
+)
+
+@_transparent
+private func unitPairs(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int) -> UnitPairs {
+    let evenLanes = SIMD16<Int32>(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+    let even = unsafeBitCast(evenLanes, to: SIMD8<Int64>.self)
+    let odd = unsafeBitCast(evenLanes &+ 1, to: SIMD8<Int64>.self)
+    @inline(__always) func pairs(_ m: Int) -> (SIMD8<Int64>, SIMD8<Int64>) {
+        let w = decodeWide(kind, tile, u, m)
+        return (_mm512_permutex2var_epi32(w.lo, even, w.hi), _mm512_permutex2var_epi32(w.lo, odd, w.hi))
+    }
+    let (p0, p1) = pairs(0), (p2, p3) = pairs(1), (p4, p5) = pairs(2), (p6, p7) = pairs(3)
+    let (p8, p9) = pairs(4), (p10, p11) = pairs(5), (p12, p13) = pairs(6), (p14, p15) = pairs(7)
+    return (p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15)
+}
+
+/// Σ over pair vectors of w·a for 16 rows: `a` the unit's 32 activations (int16).
+@_transparent
+private func pairDots(_ v: UnitPairs, _ a: UnsafePointer<Int16>) -> (SIMD8<Int64>, SIMD8<Int64>) {
+    let raw = UnsafeRawPointer(a)
+    @inline(__always) func b(_ p: Int) -> SIMD8<Int64> { _mm512_set1_epi32(raw.loadUnaligned(fromByteOffset: 4 * p, as: Int32.self)) }
+    let zero = _mm512_setzero_si512()
+    var i0 = _mm512_dpwssd_epi32(zero, v.0, b(0)), i1 = _mm512_dpwssd_epi32(zero, v.8, b(8))
+    i0 = _mm512_dpwssd_epi32(i0, v.1, b(1)); i1 = _mm512_dpwssd_epi32(i1, v.9, b(9))
+    i0 = _mm512_dpwssd_epi32(i0, v.2, b(2)); i1 = _mm512_dpwssd_epi32(i1, v.10, b(10))
+    i0 = _mm512_dpwssd_epi32(i0, v.3, b(3)); i1 = _mm512_dpwssd_epi32(i1, v.11, b(11))
+    i0 = _mm512_dpwssd_epi32(i0, v.4, b(4)); i1 = _mm512_dpwssd_epi32(i1, v.12, b(12))
+    i0 = _mm512_dpwssd_epi32(i0, v.5, b(5)); i1 = _mm512_dpwssd_epi32(i1, v.13, b(13))
+    i0 = _mm512_dpwssd_epi32(i0, v.6, b(6)); i1 = _mm512_dpwssd_epi32(i1, v.14, b(14))
+    i0 = _mm512_dpwssd_epi32(i0, v.7, b(7)); i1 = _mm512_dpwssd_epi32(i1, v.15, b(15))
+    return (i0, i1)
+}
+
+/// Half of a unit (pair vectors `first`…`first + 7`: 16 columns) for four tokens at once, each
+/// weight vector loaded once for the four: `a` the first token's activations as int16 pairs,
+/// `stride` pairs from one token to the next.
+@_transparent
+private func halfDots4(
+    _ w: UnsafePointer<SIMD8<Int64>>, _ a: UnsafePointer<Int32>, _ stride: Int, _ first: Int
+) -> (SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>) {
+    var s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512(), s2 = _mm512_setzero_si512(), s3 = _mm512_setzero_si512()
+    for p in first..<(first + 8) {
+        let v = w[p]
+        s0 = _mm512_dpwssd_epi32(s0, v, _mm512_set1_epi32(a[p]))
+        s1 = _mm512_dpwssd_epi32(s1, v, _mm512_set1_epi32(a[stride + p]))
+        s2 = _mm512_dpwssd_epi32(s2, v, _mm512_set1_epi32(a[2 * stride + p]))
+        s3 = _mm512_dpwssd_epi32(s3, v, _mm512_set1_epi32(a[3 * stride + p]))
+    }
+    return (s0, s1, s2, s3)
+}
+
+/// One unit for one token from its decoded pairs: columns 0–15 and 16–31 (q6_K's two scales).
+@_transparent
+private func pairProduct(
+    _ kind: Int32, _ acc: inout SIMD16<Float>, _ v: UnitPairs, _ f: UnitFactors, _ a: UnsafePointer<Int16>, _ da: Float,
+    _ sa: Float
+) {
+    let (s0, s1) = pairDots(v, a)
+    if kind == TileKind.q6_K {
+        accumulate(kind, &acc, s0, f.d, f.c, da, sa)
+        accumulate(kind, &acc, s1, f.dHigh, f.c, da, sa)
+    } else {
+        accumulate(kind, &acc, _mm512_add_epi32(s0, s1), f.d, f.c, da, sa)
+    }
 }
 
 /// out[0..<valid] (+)= the 16 row values.
@@ -169,14 +237,14 @@ private func storeRows(_ out: UnsafeMutablePointer<Float>, _ valid: Int, _ v: SI
     for r in 0..<valid { out[r] = add ? out[r] + v[r] : v[r] }
 }
 
-/// Units decoded into L1 at once for a batch (16 units × 8 vectors × 128 bytes = 16 KiB).
+/// Units decoded into L1 at once for a batch (16 units × 16 vectors × 64 bytes = 16 KiB).
 private let chunkUnits = 16
 
 @_transparent
 private func wideKernel(
     kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, rows: Int, quants: UnsafePointer<Int16>,
     scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int, batch: Int, groups: Range<Int>,
-    y: UnsafeMutablePointer<Float>, ldy: Int, wide: UnsafeMutablePointer<WidePair>, factors: UnsafeMutablePointer<UnitFactors>
+    y: UnsafeMutablePointer<Float>, ldy: Int, decoded: UnsafeMutablePointer<UnitPairs>, factors: UnsafeMutablePointer<UnitFactors>
 ) {
     let units = kind >= TileKind.q4_K ? 8 : 1
     let totalUnits = blocks * units
@@ -192,20 +260,19 @@ private func wideKernel(
             while ab < totalUnits {
                 let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
                 hearth_prefetch(groupStart + ab * stride + prefetchDistance, 2 * stride)
-                f0 += unitProduct(
-                    kind, unitFactors(kind, tile, u), quants + 32 * ab, scales[ab], sums[ab], tile: tile, unit: u,
-                    buffered: wide)
+                unitProduct(kind, &f0, unitFactors(kind, tile, u), quants + 32 * ab, scales[ab], sums[ab], tile: tile, unit: u)
                 ab += 1
                 if ab == totalUnits { break }
                 let tile1 = tiles + (g * blocks + ab / units) * tileBytes, u1 = ab % units
-                f1 += unitProduct(
-                    kind, unitFactors(kind, tile1, u1), quants + 32 * ab, scales[ab], sums[ab], tile: tile1, unit: u1,
-                    buffered: wide)
+                unitProduct(kind, &f1, unitFactors(kind, tile1, u1), quants + 32 * ab, scales[ab], sums[ab], tile: tile1, unit: u1)
                 ab += 1
             }
             storeRows(y + g * 16, valid, f0 + f1, add: false)
             continue
         }
+        // A batch: 16 units decoded once into pairs in L1 (16 KiB), then the tokens stream past
+        // them four at a time (each weight vector loaded once for the four), each token's row
+        // sums kept in registers across the units.
         var start = 0
         while start < totalUnits {
             let n = totalUnits - start < chunkUnits ? totalUnits - start : chunkUnits
@@ -213,28 +280,45 @@ private func wideKernel(
                 let ab = start + k
                 let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
                 factors[k] = unitFactors(kind, tile, u)
-                for m in 0..<8 { wide[8 * k + m] = decodeWide(kind, tile, u, m) }
+                decoded[k] = unitPairs(kind, tile, u)
             }
             var t = 0
-            while t + 2 <= batch {
-                var a = SIMD16<Float>(), b = SIMD16<Float>()
+            while t + 4 <= batch {
+                var c0 = SIMD16<Float>(), c1 = SIMD16<Float>(), c2 = SIMD16<Float>(), c3 = SIMD16<Float>()
                 for k in 0..<n {
-                    let ab = start + k, f = factors[k], w = wide + 8 * k
-                    let i = t * actBlocks + ab, j = i + actBlocks
-                    a += unitProduct(kind, f, quants + t * cols + 32 * ab, scales[i], sums[i], tile: nil, unit: 0, buffered: w)
-                    b += unitProduct(kind, f, quants + (t + 1) * cols + 32 * ab, scales[j], sums[j], tile: nil, unit: 0, buffered: w)
+                    let ab = start + k, f = factors[k]
+                    let w = UnsafeRawPointer(decoded + k).assumingMemoryBound(to: SIMD8<Int64>.self)
+                    let i = t * actBlocks + ab
+                    let a = UnsafeRawPointer(quants + t * cols + 32 * ab).assumingMemoryBound(to: Int32.self)
+                    let lo = halfDots4(w, a, cols / 2, 0), hi = halfDots4(w, a, cols / 2, 8)
+                    @inline(__always) func add(_ c: inout SIMD16<Float>, _ s0: SIMD8<Int64>, _ s1: SIMD8<Int64>, _ j: Int) {
+                        let da = scales[i + j * actBlocks], sa = sums[i + j * actBlocks]
+                        if kind == TileKind.q6_K {
+                            accumulate(kind, &c, s0, f.d, f.c, da, sa)
+                            accumulate(kind, &c, s1, f.dHigh, f.c, da, sa)
+                        } else {
+                            accumulate(kind, &c, _mm512_add_epi32(s0, s1), f.d, f.c, da, sa)
+                        }
+                    }
+                    add(&c0, lo.0, hi.0, 0)
+                    add(&c1, lo.1, hi.1, 1)
+                    add(&c2, lo.2, hi.2, 2)
+                    add(&c3, lo.3, hi.3, 3)
                 }
-                storeRows(y + t * ldy + g * 16, valid, a, add: start > 0)
-                storeRows(y + (t + 1) * ldy + g * 16, valid, b, add: start > 0)
-                t += 2
+                storeRows(y + t * ldy + g * 16, valid, c0, add: start > 0)
+                storeRows(y + (t + 1) * ldy + g * 16, valid, c1, add: start > 0)
+                storeRows(y + (t + 2) * ldy + g * 16, valid, c2, add: start > 0)
+                storeRows(y + (t + 3) * ldy + g * 16, valid, c3, add: start > 0)
+                t += 4
             }
-            if t < batch {
-                var a = SIMD16<Float>()
+            while t < batch {
+                var c0 = SIMD16<Float>()
                 for k in 0..<n {
                     let ab = start + k, i = t * actBlocks + ab
-                    a += unitProduct(kind, factors[k], quants + t * cols + 32 * ab, scales[i], sums[i], tile: nil, unit: 0, buffered: wide + 8 * k)
+                    pairProduct(kind, &c0, decoded[k], factors[k], quants + t * cols + 32 * ab, scales[i], sums[i])
                 }
-                storeRows(y + t * ldy + g * 16, valid, a, add: start > 0)
+                storeRows(y + t * ldy + g * 16, valid, c0, add: start > 0)
+                t += 1
             }
             start += n
         }
@@ -250,39 +334,39 @@ public func hearthQuantizedMatMul16AVX512VNNI(
     _ quants: UnsafePointer<Int16>, _ scales: UnsafePointer<Float>, _ sums: UnsafePointer<Float>, _ cols: Int,
     _ batch: Int, _ groupStart: Int, _ groupEnd: Int, _ y: UnsafeMutablePointer<Float>, _ ldy: Int
 ) {
-    withUnsafeTemporaryAllocation(of: WidePair.self, capacity: 8 * chunkUnits) { buffer in
+    withUnsafeTemporaryAllocation(of: UnitPairs.self, capacity: chunkUnits) { buffer in
       withUnsafeTemporaryAllocation(of: UnitFactors.self, capacity: chunkUnits) { factorBuffer in
-        guard let wide = buffer.baseAddress, let factors = factorBuffer.baseAddress else { return }
+        guard let decoded = buffer.baseAddress, let factors = factorBuffer.baseAddress else { return }
         let groups = groupStart..<groupEnd
         // Written out per kind so that each call inlines a copy with the kind a constant.
         switch kind {
         case TileKind.q4_0:
             wideKernel(kind: TileKind.q4_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, wide: wide, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
         case TileKind.q4_1:
             wideKernel(kind: TileKind.q4_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, wide: wide, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
         case TileKind.q8_0:
             wideKernel(kind: TileKind.q8_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, wide: wide, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
         case TileKind.q8_a:
             wideKernel(kind: TileKind.q8_a, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, wide: wide, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
         case TileKind.q5_0:
             wideKernel(kind: TileKind.q5_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, wide: wide, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
         case TileKind.q5_1:
             wideKernel(kind: TileKind.q5_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, wide: wide, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
         case TileKind.q4_K:
             wideKernel(kind: TileKind.q4_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, wide: wide, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
         case TileKind.q5_K:
             wideKernel(kind: TileKind.q5_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, wide: wide, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
         default:
             wideKernel(kind: TileKind.q6_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, wide: wide, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
         }
       }
     }
