@@ -89,6 +89,13 @@ public func quantizedMatMul(
         return
     }
     if act.bits == 8, level >= .avx512vnni, KernelLevel.supported.contains(level), let kind = w.dtype.tileKind {
+        if kind <= TileKind.q8_a {
+            hearthQuantizedMatMulAVX512VNNI(
+                tiles: w.data, tileBytes: w.dtype.interleavedTileBytes, blocks: w.blocksPerRow, rows: w.rows, kind: kind,
+                quants: act.quants, scales: act.scales, sums: act.sums, cols: w.cols, batch: batch,
+                groupStart: groups.lowerBound, groupEnd: groups.upperBound, y: y, ldy: ldy)
+            return
+        }
         hearthQuantizedMatMul8AVX512VNNI(
             w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales, act.sums,
             act.halfSums, w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)

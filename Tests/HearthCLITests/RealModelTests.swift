@@ -99,8 +99,9 @@ struct RealModelTests {
     ///   0.0009 on AVX2 and portable kernels).
     /// - 8-bit activations (`--activation-bits 8`, as llama.cpp computes) and 8 bits for the
     ///   prompt's layer products only (`mixed`, the same numbers on a prompt-only run where the CPU
-    ///   has AVX-512 VNNI): ≥ 96% and below 0.1 (docs/ACCURACY.md) — figures kept honest, not the
-    ///   default.
+    ///   has AVX-512 VNNI): ≥ 96% and below 0.1, perplexity within 2% (measured +0.6% to +1.2%
+    ///   depending on the kernels' float rounding; llama.cpp +1.2%: docs/ACCURACY.md) — figures
+    ///   kept honest, not the default.
     @Test(arguments: [
         ("sgemm", "16", 0.995, 0.005), ("integer", "16", 0.995, 0.005), ("integer", "8", 0.96, 0.1),
         ("integer", "mixed", 0.96, 0.1),
@@ -142,7 +143,7 @@ struct RealModelTests {
         #expect(clear > positions.count * 3 / 4, "\(summary)")
         #expect(absDelta / n < maximumDelta, "\(summary)")
         let perplexity = exp(nll / n)
-        #expect(abs(perplexity / text.perplexity_all - 1) < (bits == "16" ? 0.005 : 0.01), "\(path): perplexity \(perplexity), exact \(text.perplexity_all)")
+        #expect(abs(perplexity / text.perplexity_all - 1) < (bits == "16" ? 0.005 : 0.02), "\(path): perplexity \(perplexity), exact \(text.perplexity_all)")
     }
 
     /// Greedy continuations equal the exact greedy up to the first step whose exact margin is
