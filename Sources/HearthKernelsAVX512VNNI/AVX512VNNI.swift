@@ -65,7 +65,7 @@ private func unitBytes(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int) -> Uni
 /// Σ over vectors 0–3 and over vectors 4–7 of w·a for the 16 rows (for q6_K, whose two
 /// 16-column halves have their own scales); `a` is the unit's 32 activation bytes.
 @_transparent
-private func halfDots(_ v: UnitBytes, _ a: UnsafeRawPointer) -> (SIMD8<Int64>, SIMD8<Int64>) {
+func halfDots(_ v: UnitBytes, _ a: UnsafeRawPointer) -> (SIMD8<Int64>, SIMD8<Int64>) {
     let zero = _mm512_setzero_si512()
     @inline(__always) func b(_ m: Int) -> SIMD8<Int64> { _mm512_set1_epi32(a.loadUnaligned(fromByteOffset: 4 * m, as: Int32.self)) }
     var i0 = _mm512_dpbusd_epi32(zero, v.0, b(0))

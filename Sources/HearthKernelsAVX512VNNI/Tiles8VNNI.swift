@@ -8,14 +8,10 @@ import _Builtin_intrinsics.intel
 // every-kind kernel in AVX512VNNI.swift, which decodes units into L1 first (same host, Phi-3-mini
 // shaped q4_0 pp128).
 
-/// The 8 weight vectors of one tile: vector m holds weights 4m…4m+3 of each of the 16 rows,
-/// as unsigned bytes, ready for `vpdpbusd` against activation bytes 4m…4m+3 broadcast.
-private typealias TileWeights = (
-    SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>
-)
-
+/// The eight weight vectors of a 32-column tile (vector m: weights 4m…4m+3 of the 16 rows as
+/// unsigned bytes), decoded in registers.
 @inline(__always)
-private func loadTile(_ tile: UnsafeRawPointer, kind: Int32) -> TileWeights {
+private func loadTile(_ tile: UnsafeRawPointer, kind: Int32) -> UnitBytes {
     if kind == TileKind.q8_0 || kind == TileKind.q8_a {
         let q = tile + (kind == TileKind.q8_a ? 64 : 32)
         return (
@@ -40,19 +36,10 @@ private func loadTile(_ tile: UnsafeRawPointer, kind: Int32) -> TileWeights {
         _mm512_and_si512(_mm512_srli_epi64(z2, 4), mask), _mm512_and_si512(_mm512_srli_epi64(z3, 4), mask))
 }
 
-/// Σ over one block of w[r]·a for the 16 rows, as 16 int32 lanes (two chains for latency).
+/// Σ over one block of w[r]·a for the 16 rows, as floats.
 @inline(__always)
-private func dotTile(_ v: TileWeights, _ a: UnsafeRawPointer) -> SIMD16<Float> {
-    let zero = _mm512_setzero_si512()
-    @inline(__always) func b(_ m: Int) -> SIMD8<Int64> { _mm512_set1_epi32(a.loadUnaligned(fromByteOffset: 4 * m, as: Int32.self)) }
-    var i0 = _mm512_dpbusd_epi32(zero, v.0, b(0))
-    var i1 = _mm512_dpbusd_epi32(zero, v.4, b(4))
-    i0 = _mm512_dpbusd_epi32(i0, v.1, b(1))
-    i1 = _mm512_dpbusd_epi32(i1, v.5, b(5))
-    i0 = _mm512_dpbusd_epi32(i0, v.2, b(2))
-    i1 = _mm512_dpbusd_epi32(i1, v.6, b(6))
-    i0 = _mm512_dpbusd_epi32(i0, v.3, b(3))
-    i1 = _mm512_dpbusd_epi32(i1, v.7, b(7))
+private func dotTile(_ v: UnitBytes, _ a: UnsafeRawPointer) -> SIMD16<Float> {
+    let (i0, i1) = halfDots(v, a)
     return _mm512_cvtepi32_ps(_mm512_add_epi32(i0, i1))
 }
 
