@@ -17,7 +17,7 @@ public func hearthAttentionScoresF16AVX512(
         var i = 0
         while i + 16 <= n {
             let kv = _mm512_cvtph_ps(k.loadUnaligned(fromByteOffset: 2 * i, as: SIMD4<Int64>.self))
-            acc = _mm512_fmadd_ps(rq.loadUnaligned(fromByteOffset: 4 * i, as: SIMD16<Float>.self), kv, acc)
+            acc = _mm512_fmadd_ps(_mm512_loadu_ps(rq + 4 * i), kv, acc)
             i += 16
         }
         var sum = horizontalSum(acc)
@@ -43,8 +43,8 @@ public func hearthAttentionValuesF16AVX512(
         var i = 0
         while i + 16 <= n {
             let value = _mm512_cvtph_ps(v.loadUnaligned(fromByteOffset: 2 * i, as: SIMD4<Int64>.self))
-            let o = ro.loadUnaligned(fromByteOffset: 4 * i, as: SIMD16<Float>.self)
-            ro.storeBytes(of: _mm512_fmadd_ps(value, w, o), toByteOffset: 4 * i, as: SIMD16<Float>.self)
+            let o = _mm512_loadu_ps(UnsafeRawPointer(ro + 4 * i))
+            _mm512_storeu_ps(ro + 4 * i, _mm512_fmadd_ps(value, w, o))
             i += 16
         }
         while i < n {
@@ -60,9 +60,7 @@ public func hearthHalfToFloatAVX512(_ src: UnsafeRawPointer, count: Int, into ou
     let ro = UnsafeMutableRawPointer(out)
     var i = 0
     while i + 16 <= count {
-        ro.storeBytes(
-            of: _mm512_cvtph_ps(src.loadUnaligned(fromByteOffset: 2 * i, as: SIMD4<Int64>.self)), toByteOffset: 4 * i,
-            as: SIMD16<Float>.self)
+        _mm512_storeu_ps(ro + 4 * i, _mm512_cvtph_ps(src.loadUnaligned(fromByteOffset: 2 * i, as: SIMD4<Int64>.self)))
         i += 16
     }
     while i < count {

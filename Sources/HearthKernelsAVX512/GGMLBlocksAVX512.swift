@@ -19,7 +19,7 @@ enum GGMLBlocksAVX512 {
 
     @inline(__always)
     static func store(_ v: SIMD16<Float>, _ out: UnsafeMutablePointer<Float>) {
-        UnsafeMutableRawPointer(out).storeBytes(of: v, as: SIMD16<Float>.self)
+        _mm512_storeu_ps(UnsafeMutableRawPointer(out), v)
     }
 
     /// q5_0 block at `p`: elements 0…15 and 16…31 as q − 16 in int32 lanes
@@ -105,7 +105,7 @@ enum GGMLBlocksAVX512 {
 
     @inline(__always)
     static func load16(_ x: UnsafePointer<Float>) -> SIMD16<Float> {
-        UnsafeRawPointer(x).loadUnaligned(as: SIMD16<Float>.self)
+        _mm512_loadu_ps(UnsafeRawPointer(x))
     }
 
     /// Σ w·x over one q5_0 row of `blocks` blocks.
@@ -223,8 +223,8 @@ public func hearthQuantizeActivations16AVX512(
     for r in rowStart..<rowEnd {
         for b in 0..<blocks {
             let src = UnsafeRawPointer(x + r * cols + b * 32)
-            let v0 = src.loadUnaligned(as: SIMD16<Float>.self)
-            let v1 = src.loadUnaligned(fromByteOffset: 64, as: SIMD16<Float>.self)
+            let v0 = _mm512_loadu_ps(src)
+            let v1 = _mm512_loadu_ps(src + 64)
             let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)))
             let d = amax / 32767
             let id: Float = d != 0 ? 1 / d : 0

@@ -150,8 +150,8 @@ private func unitProduct(
 private func storeRows(_ out: UnsafeMutablePointer<Float>, _ valid: Int, _ v: SIMD16<Float>, add: Bool) {
     if valid == 16 {
         let p = UnsafeMutableRawPointer(out)
-        let old = add ? p.loadUnaligned(as: SIMD16<Float>.self) : SIMD16<Float>()
-        p.storeBytes(of: old + v, as: SIMD16<Float>.self)
+        let old = add ? _mm512_loadu_ps(UnsafeRawPointer(p)) : SIMD16<Float>()
+        _mm512_storeu_ps(p, old + v)
         return
     }
     for r in 0..<valid { out[r] = add ? out[r] + v[r] : v[r] }

@@ -61,7 +61,7 @@ public func hearthQuantizedMatMulAVX512VNNI(
         let out = y + t * ldy + g * 16
         let valid = min(16, rows - g * 16)
         if valid == 16 {
-            UnsafeMutableRawPointer(out).storeBytes(of: f, as: SIMD16<Float>.self)
+            _mm512_storeu_ps(UnsafeMutableRawPointer(out), f)
         } else {
             for r in 0..<valid { out[r] = f[r] }
         }
