@@ -7,7 +7,8 @@ import _Builtin_intrinsics.intel
 // run-time dispatch has checked the CPU (HearthKernels' KernelLevel). Entry points are
 // non-generic and @inline(never), over raw pointers only.
 //
-// The 8-bit-activation matmul for every interleaved16 tile kind with `vpdpbusd`. Every unit
+// The 8-bit-activation matmul for the 5-bit and K-quant tile kinds with `vpdpbusd` (the
+// 32-column q4/q8 kinds: Tiles8VNNI.swift). Every unit
 // (32 columns × 16 rows; a K-quant tile has eight) is eight 64-byte vectors, vector m holding
 // weights 4m…4m+3 of each of the 16 rows as unsigned bytes — exactly the operand `vpdpbusd`
 // multiplies against four activation bytes broadcast to every lane, so one instruction gives
@@ -243,9 +244,10 @@ private func byteKernel(
 }
 
 /// y[t·ldy + row] = W[row] · a[t] for the 16-row groups `groupStart..<groupEnd` of an
-/// interleaved16 matrix of any ``TileKind`` (tiles of `tileBytes`, `blocks` per group), all
-/// `batch` tokens of 8-bit activations (`quants`; per-32-column `scales` and `sums`, per-16-column
-/// `halfSums`), with AVX-512 VNNI `vpdpbusd`.
+/// interleaved16 matrix of a 5-bit or K-quant ``TileKind`` (q5_0, q5_1, q4_K, q5_K, q6_K; tiles of
+/// `tileBytes`, `blocks` per group), all `batch` tokens of 8-bit activations (`quants`;
+/// per-32-column `scales` and `sums`, per-16-column `halfSums`), with AVX-512 VNNI `vpdpbusd`.
+/// q4_0, q4_1, q8_0 and q8_a take `hearthQuantizedMatMulAVX512VNNI` (Tiles8VNNI.swift).
 @inline(never)
 public func hearthQuantizedMatMul8AVX512VNNI(
     _ tiles: UnsafeRawPointer, _ tileBytes: Int, _ blocks: Int, _ rows: Int, _ kind: Int32,
@@ -259,18 +261,6 @@ public func hearthQuantizedMatMul8AVX512VNNI(
         let groups = groupStart..<groupEnd
         // Written out per kind so that each call inlines a copy with the kind a constant.
         switch kind {
-        case TileKind.q4_0:
-            byteKernel(kind: TileKind.q4_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
-                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
-        case TileKind.q4_1:
-            byteKernel(kind: TileKind.q4_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
-                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
-        case TileKind.q8_0:
-            byteKernel(kind: TileKind.q8_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
-                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
-        case TileKind.q8_a:
-            byteKernel(kind: TileKind.q8_a, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
-                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
         case TileKind.q5_0:
             byteKernel(kind: TileKind.q5_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
                        sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
