@@ -23,9 +23,8 @@ public final class QuantizedActivations: @unchecked Sendable {
     public let scales: UnsafeMutablePointer<Float>
     /// Per-block Σq as Float, `(rows, cols/32)` (for the weights' zero-point corrections).
     public let sums: UnsafeMutablePointer<Float>
-    /// Σq per 16 columns as Float, `(rows, cols/16)`, filled for 8-bit activations at the
-    /// AVX-512 VNNI level, whose kernel reads them (q6_K's zero point applies per 16-column half,
-    /// each with its own scale).
+    /// Σq per 16 columns as Float, `(rows, cols/16)`, filled for 8-bit activations (q6_K's
+    /// zero point applies per 16-column half, each with its own scale).
     public let halfSums: UnsafeMutablePointer<Float>
 
     public init(maxRows: Int, maxCols: Int) {
@@ -79,8 +78,7 @@ public final class QuantizedActivations: @unchecked Sendable {
             quantizeActivationRows16(x, rows: rows, cols: cols, quants: wide, scales: scales, sums: sums)
             return
         }
-        // Only the AVX-512 VNNI 8-bit kernel reads the per-16-column sums.
-        defer { if KernelLevel.current >= .avx512vnni { fillHalfSums(rows: rows, cols: cols) } }
+        defer { fillHalfSums(rows: rows, cols: cols) }
         #if arch(x86_64)
         switch KernelLevel.current {
         case .avx512, .avx512vnni:
