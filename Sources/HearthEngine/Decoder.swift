@@ -27,23 +27,25 @@ public final class Decoder {
     private let valuesF32: UnsafeMutablePointer<Float>  // (threads, context × headDim) values as Float for BLAS
     private let cosTable: UnsafeMutablePointer<Float>  // (2, B, rotaryDims/2): full-attention then sliding layers
     private let sinTable: UnsafeMutablePointer<Float>  // (2, B, rotaryDims/2)
-    private let lastLogits: UnsafeMutablePointer<Float>  // (vocab,)
+    private let lastLogits: UnsafeMutablePointer<Float>  // (sequences, vocab): the rows a step asked for
     private var buffers: [UnsafeMutablePointer<Float>] = []
 
     /// Batches at least this long compute attention with BLAS matrix products.
     public static let blasAttentionThreshold = 8
 
     /// Creates a decoder with a cache of `context` positions stored as `kvType` (f16 or f32).
+    /// `sequences` slots of `context` positions each are allocated up front (see ``KVCache``).
     public init(
         weights: ModelWeights, options: DecoderOptions, context: Int, maxBatch: Int = 64, kvType: DType = .f16,
-        pool: WorkerPool
+        sequences: Int = 1, pool: WorkerPool
     ) throws {
         self.options = options
         self.weights = weights
         self.pool = pool
         self.maxBatch = max(1, maxBatch)
         let o = options
-        cache = try KVCache(layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim, type: kvType)
+        cache = try KVCache(
+            layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim, sequences: sequences, type: kvType)
         let widest = max(o.hiddenSize, o.ffnSize, o.headCount * o.headDim)
         scratch = MatMulScratch(threads: pool.threadCount, maxCols: widest, maxBatch: self.maxBatch, slabRows: 64)
         BLAS.useSingleThread()
@@ -71,7 +73,7 @@ public final class Decoder {
         let maxHalf = max(o.rope.rotaryDims, o.slidingRoPE?.rotaryDims ?? 0) / 2
         cosTable = buffer(2 * b * maxHalf)
         sinTable = buffer(2 * b * maxHalf)
-        lastLogits = buffer(o.vocabSize)
+        lastLogits = buffer(sequences * o.vocabSize)
         self.buffers = buffers
     }
 
@@ -108,34 +110,131 @@ public final class Decoder {
         return cached > 0 && cached <= original && end > original
     }
 
-    /// Runs `tokens` at positions `start…` and returns the logits of the last token
-    /// (`vocab` floats, valid until the next call). Earlier cache entries from `start` on are replaced.
-    public func forward(_ tokens: [Int32], from start: Int) throws -> UnsafeBufferPointer<Float> {
-        try run(tokens, from: start, allLogits: nil, shouldStop: { false })
+    /// One token of a mixed batch: `token` at `position` of sequence slot `sequence`.
+    public struct BatchItem: Sendable, Equatable {
+        public var sequence: Int
+        public var position: Int
+        public var token: Int32
+
+        public init(sequence: Int, position: Int, token: Int32) {
+            self.sequence = sequence
+            self.position = position
+            self.token = token
+        }
+    }
+
+    /// A run of consecutive positions of one sequence inside a batch.
+    struct Segment {
+        var sequence: Int
+        /// Index of the first item in the batch.
+        var first: Int
+        var count: Int
+        /// Position of the first item.
+        var position: Int
+        /// The length of the whole request this run belongs to (LongRoPE picks its factors by it).
+        var ropeEnd: Int
+        var end: Int { position + count }
+    }
+
+    /// Whether a sequence of `length` positions runs on LongRoPE's long factors (keys cached
+    /// on one set of factors cannot be reused on the other).
+    public func usesLongFactors(length: Int) -> Bool {
+        guard case .longRoPE(_, _, let original, _) = options.rope.scaling else { return false }
+        return length > original
+    }
+
+    /// Runs `tokens` at positions `start…` of slot `sequence` and returns the logits of the
+    /// last token (`vocab` floats, valid until the next call). Earlier cache entries of the
+    /// slot from `start` on are replaced.
+    public func forward(_ tokens: [Int32], from start: Int, sequence: Int = 0) throws -> UnsafeBufferPointer<Float> {
+        try run(tokens, from: start, sequence: sequence, allLogits: nil, shouldStop: { false })
         return UnsafeBufferPointer(start: lastLogits, count: options.vocabSize)
     }
 
     /// Like `forward`, but checks `shouldStop` between batches and throws `.cancelled` when it returns true.
-    public func forward(_ tokens: [Int32], from start: Int, shouldStop: () -> Bool) throws -> UnsafeBufferPointer<Float> {
-        try run(tokens, from: start, allLogits: nil, shouldStop: shouldStop)
+    public func forward(
+        _ tokens: [Int32], from start: Int, sequence: Int = 0, shouldStop: () -> Bool
+    ) throws -> UnsafeBufferPointer<Float> {
+        try run(tokens, from: start, sequence: sequence, allLogits: nil, shouldStop: shouldStop)
         return UnsafeBufferPointer(start: lastLogits, count: options.vocabSize)
     }
 
     /// Runs `tokens` at positions `start…` and returns the logits at every position,
     /// `(tokens.count, vocab)` row-major (for scoring and tests).
-    public func forwardAll(_ tokens: [Int32], from start: Int) throws -> [Float] {
+    public func forwardAll(_ tokens: [Int32], from start: Int, sequence: Int = 0) throws -> [Float] {
         var all = [Float](repeating: 0, count: tokens.count * options.vocabSize)
-        try all.withUnsafeMutableBufferPointer { try run(tokens, from: start, allLogits: $0, shouldStop: { false }) }
+        try all.withUnsafeMutableBufferPointer {
+            try run(tokens, from: start, sequence: sequence, allLogits: $0, shouldStop: { false })
+        }
         return all
     }
 
+    /// One step over a mixed batch: prompt chunks of some sequences and single decode tokens
+    /// of others, each attending only to its own slot. A sequence's items must be adjacent
+    /// and at consecutive positions starting at or before what its slot holds (its later
+    /// entries are replaced); at most `maxBatch` items. Returns the logits of the items at
+    /// `logitsFor` (indices into `items`, at most one per sequence), row after row in that
+    /// order, valid until the next call. `lengths` gives, per sequence, the length its whole
+    /// prompt will reach when a prompt is processed in several steps (LongRoPE chooses its
+    /// factors by it, as for a prompt processed at once); by default the run's own end.
+    public func forward(
+        batch items: [BatchItem], logitsFor: [Int], lengths: [Int: Int] = [:]
+    ) throws -> UnsafeBufferPointer<Float> {
+        let o = options
+        guard !items.isEmpty else { throw EngineError(.invalidOption, "no tokens to process") }
+        guard items.count <= maxBatch else {
+            throw EngineError(.invalidOption, "a batch holds at most \(maxBatch) tokens, got \(items.count)")
+        }
+        guard logitsFor.count <= cache.sequences, logitsFor.allSatisfy({ items.indices.contains($0) }) else {
+            throw EngineError(.invalidOption, "logits are kept for at most one item per sequence")
+        }
+        var segments: [Segment] = []
+        for (i, item) in items.enumerated() {
+            guard item.sequence >= 0, item.sequence < cache.sequences else {
+                throw EngineError(.invalidOption, "sequence \(item.sequence) is not one of the \(cache.sequences) slots")
+            }
+            guard item.token >= 0, Int(item.token) < o.vocabSize else {
+                throw EngineError(.invalidToken, "token id \(item.token) is outside the vocabulary (\(o.vocabSize))")
+            }
+            if var last = segments.last, last.sequence == item.sequence, last.end == item.position {
+                last.count += 1
+                segments[segments.count - 1] = last
+                continue
+            }
+            guard !segments.contains(where: { $0.sequence == item.sequence }) else {
+                throw EngineError(.invalidOption, "the items of sequence \(item.sequence) are not adjacent and consecutive")
+            }
+            guard item.position >= 0, item.position <= cache.counts[item.sequence] else {
+                throw EngineError(
+                    .invalidOption,
+                    "position \(item.position) is past the \(cache.counts[item.sequence]) tokens sequence \(item.sequence) holds")
+            }
+            segments.append(Segment(sequence: item.sequence, first: i, count: 1, position: item.position, ropeEnd: 0))
+        }
+        if let long = segments.first(where: { $0.end > cache.capacity }) {
+            throw EngineError(
+                .contextLengthExceeded, "\(long.end) tokens do not fit the \(cache.capacity)-token context",
+                remedy: "Shorten the prompt or raise --ctx")
+        }
+        for i in segments.indices { segments[i].ropeEnd = max(segments[i].end, lengths[segments[i].sequence] ?? 0) }
+        guard Set(logitsFor.map { items[$0].sequence }).count == logitsFor.count else {
+            throw EngineError(.invalidOption, "logits are kept for at most one item per sequence")
+        }
+        forwardBatch(items.map(\.token), segments: segments, outputRows: logitsFor, logits: nil)
+        return UnsafeBufferPointer(start: lastLogits, count: logitsFor.count * o.vocabSize)
+    }
+
     private func run(
-        _ tokens: [Int32], from start: Int, allLogits: UnsafeMutableBufferPointer<Float>?, shouldStop: () -> Bool
+        _ tokens: [Int32], from start: Int, sequence: Int, allLogits: UnsafeMutableBufferPointer<Float>?,
+        shouldStop: () -> Bool
     ) throws {
         let o = options
         guard !tokens.isEmpty else { throw EngineError(.invalidOption, "no tokens to process") }
-        guard start >= 0, start <= cache.count else {
-            throw EngineError(.invalidOption, "start position \(start) is past the cached \(cache.count) tokens")
+        guard sequence >= 0, sequence < cache.sequences else {
+            throw EngineError(.invalidOption, "sequence \(sequence) is not one of the \(cache.sequences) slots")
+        }
+        guard start >= 0, start <= cache.counts[sequence] else {
+            throw EngineError(.invalidOption, "start position \(start) is past the cached \(cache.counts[sequence]) tokens")
         }
         guard start + tokens.count <= cache.capacity else {
             throw EngineError(
@@ -146,26 +245,26 @@ public final class Decoder {
         if let bad = tokens.first(where: { $0 < 0 || Int($0) >= o.vocabSize }) {
             throw EngineError(.invalidToken, "token id \(bad) is outside the vocabulary (\(o.vocabSize))")
         }
-        cache.truncate(to: start)
-        let end = start + tokens.count
-        let ropes = (RoPEFrequencies(o.rope, endPosition: end), RoPEFrequencies(o.slidingRoPE ?? o.rope, endPosition: end))
+        cache.truncate(to: start, sequence: sequence)
         var done = 0
         while done < tokens.count {
             if shouldStop() { throw EngineError(.cancelled, "cancelled") }
             let n = min(maxBatch, tokens.count - done)
             let isLast = done + n == tokens.count
             let chunk = Array(tokens[done..<(done + n)])
-            let outputRows: Range<Int>? = allLogits != nil ? 0..<n : (isLast ? (n - 1)..<n : nil)
+            let outputRows: [Int] = allLogits != nil ? Array(0..<n) : (isLast ? [n - 1] : [])
             let logitsOut = allLogits.map { $0.baseAddress! + done * o.vocabSize }
-            forwardBatch(chunk, at: start + done, ropes: ropes, outputRows: outputRows, logits: logitsOut)
+            let segment = Segment(
+                sequence: sequence, first: 0, count: n, position: start + done, ropeEnd: start + tokens.count)
+            forwardBatch(chunk, segments: [segment], outputRows: outputRows, logits: logitsOut)
             done += n
         }
     }
 
-    /// One batch of `n ≤ maxBatch` tokens at positions `p…p+n-1`.
+    /// One batch of `n ≤ maxBatch` tokens made of `segments` (runs of consecutive positions of
+    /// one sequence each); the logits of the rows `outputRows` go to `logits` (or `lastLogits`).
     private func forwardBatch(
-        _ tokens: [Int32], at p: Int, ropes: (full: RoPEFrequencies, sliding: RoPEFrequencies), outputRows: Range<Int>?,
-        logits: UnsafeMutablePointer<Float>?
+        _ tokens: [Int32], segments: [Segment], outputRows: [Int], logits: UnsafeMutablePointer<Float>?
     ) {
         let o = options
         let n = tokens.count
@@ -179,11 +278,33 @@ public final class Decoder {
             weights.tokenEmbedding.dequantizeRow(Int(token), into: x + t * dim)
             if let s = o.embeddingScale { for i in 0..<dim { x[t * dim + i] *= s } }
         }
-        // Rotary cos/sin for every position of the batch: table 0 full attention, table 1 sliding layers.
-        for t in 0..<n {
-            ropes.full.fill(position: p + t, cos: cosTable + t * maxHalf, sin: sinTable + t * maxHalf)
-            ropes.sliding.fill(position: p + t, cos: cosTable + (n + t) * maxHalf, sin: sinTable + (n + t) * maxHalf)
+        // Each token's sequence slot and position; the slots' old entries from here on are dropped.
+        var slotOf = [Int](repeating: 0, count: n), positionOf = [Int](repeating: 0, count: n)
+        for segment in segments {
+            cache.truncate(to: segment.position, sequence: segment.sequence)
+            for i in 0..<segment.count {
+                slotOf[segment.first + i] = segment.sequence
+                positionOf[segment.first + i] = segment.position + i
+            }
         }
+        // Rotary cos/sin for every token (frequencies per sequence: LongRoPE depends on its
+        // length): table 0 full attention, table 1 sliding layers.
+        var ropes: (full: RoPEFrequencies, sliding: RoPEFrequencies)?
+        for segment in segments {
+            let r = (
+                RoPEFrequencies(o.rope, endPosition: segment.ropeEnd),
+                RoPEFrequencies(o.slidingRoPE ?? o.rope, endPosition: segment.ropeEnd)
+            )
+            if ropes == nil { ropes = r }
+            for t in segment.first..<(segment.first + segment.count) {
+                r.0.fill(position: positionOf[t], cos: cosTable + t * maxHalf, sin: sinTable + t * maxHalf)
+                r.1.fill(position: positionOf[t], cos: cosTable + (n + t) * maxHalf, sin: sinTable + (n + t) * maxHalf)
+            }
+        }
+        guard let ropes else { return }
+        // Tokens of short runs (decode steps) share one attention pass; long runs use BLAS.
+        let longSegments = segments.filter { $0.count >= Self.blasAttentionThreshold }
+        let shortTokens = segments.filter { $0.count < Self.blasAttentionThreshold }.flatMap { $0.first..<($0.first + $0.count) }
 
         for l in 0..<o.layerCount {
             let layer = weights.layers[l]
@@ -206,16 +327,17 @@ public final class Decoder {
                 }
                 let c = cosTable + (table + t) * maxHalf, s = sinTable + (table + t) * maxHalf
                 for h in 0..<(o.headCount + o.kvHeadCount) { rope.apply(row + h * hd, cos: c, sin: s) }
-                cache.store(layer: l, position: p + t, keys: row + qDim, values: row + qDim + kvDim)
+                cache.store(
+                    layer: l, position: positionOf[t], sequence: slotOf[t], keys: row + qDim, values: row + qDim + kvDim)
             }
-            cache.count = p + n
+            for segment in segments { cache.counts[segment.sequence] = segment.end }
 
-            // Causal multi-head attention over the cache: att = softmax(q·Kᵀ·scale) · V.
+            // Causal multi-head attention over each sequence's cache: att = softmax(q·Kᵀ·scale) · V.
             let window = sliding ? o.slidingWindow : nil
-            if n >= Self.blasAttentionThreshold {
-                batchedAttention(layer: l, n: n, at: p, scale: scale, window: window)
-            } else {
-                vectorAttention(layer: l, n: n, at: p, scale: scale, window: window)
+            for segment in longSegments { batchedAttention(layer: l, segment: segment, scale: scale, window: window) }
+            if !shortTokens.isEmpty {
+                vectorAttention(
+                    layer: l, tokens: shortTokens, slots: slotOf, positions: positionOf, scale: scale, window: window)
             }
 
             // Output projection: proj = att · Woᵀ (+ bias), normed again with sandwich norms.
@@ -256,19 +378,22 @@ public final class Decoder {
         }
 
         // Final norm and output projection for the rows whose logits are wanted.
-        guard let rows = outputRows, !rows.isEmpty else { return }
-        for t in rows {
-            normalize(x + t * dim, weights.outputNorm, weights.outputNormBias, dim, into: xb + (t - rows.lowerBound) * dim)
+        guard !outputRows.isEmpty else { return }
+        for (i, t) in outputRows.enumerated() {
+            normalize(x + t * dim, weights.outputNorm, weights.outputNormBias, dim, into: xb + i * dim)
         }
-        let out = logits.map { $0 + rows.lowerBound * o.vocabSize } ?? lastLogits
-        scratch.activations.bits = activationBits(tokens: rows.count, head: true)
-        matmul(weights.output, x: xb, batch: rows.count, y: out, pool: pool, scratch: scratch)
-        addBias(out, weights.outputBias, rows: rows.count, width: o.vocabSize)
+        let out = logits ?? lastLogits
+        scratch.activations.bits = activationBits(tokens: outputRows.count, head: true)
+        matmul(weights.output, x: xb, batch: outputRows.count, y: out, pool: pool, scratch: scratch)
+        addBias(out, weights.outputBias, rows: outputRows.count, width: o.vocabSize)
     }
 
-    /// Attention for a few tokens: per head, scores against every cached key, softmax,
-    /// weighted sum of values. Heads are split across workers.
-    private func vectorAttention(layer l: Int, n: Int, at p: Int, scale: Float, window: Int?) {
+    /// Attention for tokens of short runs (decode steps of one or many sequences): per head,
+    /// each token's scores against its own sequence's cached keys, softmax, weighted sum of
+    /// values. Heads are split across workers.
+    private func vectorAttention(
+        layer l: Int, tokens: [Int], slots: [Int], positions: [Int], scale: Float, window: Int?
+    ) {
         let o = options
         let hd = o.headDim, qDim = o.headCount * hd
         let elementBytes = cache.type == .f16 ? 2 : 4
@@ -276,29 +401,32 @@ public final class Decoder {
             let s = scores + worker * cache.capacity
             for h in heads {
                 let kvOffset = (h / o.groupSize) * hd * elementBytes
-                for t in 0..<n {
-                    let position = p + t
+                for t in tokens {
+                    let position = positions[t], slot = slots[t]
                     let first = window.map { max(0, position - $0 + 1) } ?? 0
                     let q = qkv + t * o.qkvWidth + h * hd
                     attentionScores(
-                        q, keys: cache.key(l, 0) + kvOffset, stride: cache.rowBytes, positions: first...position,
-                        headDim: hd, scale: scale, type: cache.type, into: s)
+                        q, keys: cache.key(l, 0, sequence: slot) + kvOffset, stride: cache.rowBytes,
+                        positions: first...position, headDim: hd, scale: scale, type: cache.type, into: s)
                     softmax(s + first, position - first + 1)
                     attentionValues(
-                        s, values: cache.value(l, 0) + kvOffset, stride: cache.rowBytes, positions: first...position,
-                        headDim: hd, type: cache.type, into: att + t * qDim + h * hd)
+                        s, values: cache.value(l, 0, sequence: slot) + kvOffset, stride: cache.rowBytes,
+                        positions: first...position, headDim: hd, type: cache.type, into: att + t * qDim + h * hd)
                 }
             }
         }
     }
 
-    /// Attention for a batch (prefill): per key/value head, the cached keys and values are
-    /// converted to Float once, then each query head of the group does S = Q·Kᵀ and O = S·V
-    /// with BLAS, masking causally (and by the sliding window) between the two.
-    private func batchedAttention(layer l: Int, n: Int, at p: Int, scale: Float, window: Int?) {
+    /// Attention for a run of consecutive tokens of one sequence (prefill): per key/value
+    /// head, the cached keys and values are converted to Float once, then each query head of
+    /// the group does S = Q·Kᵀ and O = S·V with BLAS, masking causally (and by the sliding
+    /// window) between the two.
+    private func batchedAttention(layer l: Int, segment: Segment, scale: Float, window: Int?) {
         let o = options
         let hd = o.headDim, qDim = o.headCount * hd
         let elementBytes = cache.type == .f16 ? 2 : 4
+        let n = segment.count, p = segment.position, slot = segment.sequence
+        let qRows = qkv + segment.first * o.qkvWidth, out = att + segment.first * qDim
         let end = p + n
         let lo = window.map { max(0, p - $0 + 1) } ?? 0
         let span = end - lo
@@ -308,13 +436,17 @@ public final class Decoder {
             let v = valuesF32 + worker * cache.capacity * hd
             for kvh in kvHeads {
                 for j in lo..<end {
-                    loadCached(cache.key(l, j) + kvh * hd * elementBytes, type: cache.type, count: hd, into: k + (j - lo) * hd)
-                    loadCached(cache.value(l, j) + kvh * hd * elementBytes, type: cache.type, count: hd, into: v + (j - lo) * hd)
+                    loadCached(
+                        cache.key(l, j, sequence: slot) + kvh * hd * elementBytes, type: cache.type, count: hd,
+                        into: k + (j - lo) * hd)
+                    loadCached(
+                        cache.value(l, j, sequence: slot) + kvh * hd * elementBytes, type: cache.type, count: hd,
+                        into: v + (j - lo) * hd)
                 }
                 for h in (kvh * o.groupSize)..<((kvh + 1) * o.groupSize) {
                     // S = Q_h · Kᵀ · scale: (n, span)
                     BLAS.sgemm(
-                        m: n, n: span, k: hd, a: qkv + h * hd, lda: o.qkvWidth, b: k, ldb: hd, transposeB: true,
+                        m: n, n: span, k: hd, a: qRows + h * hd, lda: o.qkvWidth, b: k, ldb: hd, transposeB: true,
                         c: s, ldc: span, alpha: scale)
                     for t in 0..<n {
                         let row = s + t * span
@@ -327,7 +459,7 @@ public final class Decoder {
                     }
                     // O_h = S · V: (n, hd), written into the head's columns of att.
                     BLAS.sgemm(
-                        m: n, n: hd, k: span, a: s, lda: span, b: v, ldb: hd, transposeB: false, c: att + h * hd,
+                        m: n, n: hd, k: span, a: s, lda: span, b: v, ldb: hd, transposeB: false, c: out + h * hd,
                         ldc: qDim)
                 }
             }

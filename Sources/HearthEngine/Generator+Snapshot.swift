@@ -35,20 +35,21 @@ extension Generator {
         return snapshotChecksum(Data(text.utf8))
     }
 
-    /// Tokens the cache currently holds (the prefix the next request can reuse).
+    /// Tokens the most recent request's slot holds (the prefix its next turn can reuse).
     public var cachedTokenCount: Int {
         lock.lock()
         defer { lock.unlock() }
-        return min(cachedTokens.count, decoder.cache.count)
+        return min(slots[lastSequence].tokens.count, decoder.cache.counts[lastSequence])
     }
 
-    /// Serialises the cached tokens and their key/value rows (see the layout above).
-    /// Waits for a running generation to finish first.
+    /// Serialises the cached tokens and their key/value rows (see the layout above) of the
+    /// most recent request's sequence slot, as they stand between two steps.
     public func snapshot() -> Data {
         lock.lock()
         defer { lock.unlock() }
         let cache = decoder.cache
-        let n = min(cachedTokens.count, cache.count)
+        let slot = lastSequence
+        let n = min(slots[slot].tokens.count, cache.counts[slot])
         var data = Data()
         data.reserveCapacity(64 + 4 * n + 2 * cache.layerCount * n * cache.rowBytes)
         data.append(contentsOf: Self.snapshotMagic)
@@ -60,18 +61,19 @@ extension Generator {
         data.appendLE(UInt32(model.options.vocabSize))
         data.appendLE(UInt32(cache.capacity))
         data.appendLE(UInt32(n))
-        for token in cachedTokens.prefix(n) { data.appendLE(UInt32(bitPattern: token)) }
+        for token in slots[slot].tokens.prefix(n) { data.appendLE(UInt32(bitPattern: token)) }
         let rows = n * cache.rowBytes
         for layer in 0..<cache.layerCount where rows > 0 {
-            data.append(cache.key(layer, 0).assumingMemoryBound(to: UInt8.self), count: rows)
-            data.append(cache.value(layer, 0).assumingMemoryBound(to: UInt8.self), count: rows)
+            data.append(cache.key(layer, 0, sequence: slot).assumingMemoryBound(to: UInt8.self), count: rows)
+            data.append(cache.value(layer, 0, sequence: slot).assumingMemoryBound(to: UInt8.self), count: rows)
         }
         data.appendLE(snapshotChecksum(data))
         return data
     }
 
-    /// Puts a snapshot back into the cache, so the next request whose prompt starts with the
-    /// snapshot's tokens reuses them.
+    /// Puts a snapshot back into an idle sequence slot (the one sharing the most of its
+    /// tokens, else the least recently used), so the next request whose prompt starts with
+    /// the snapshot's tokens reuses them.
     ///
     /// Everything is checked before the cache is touched: magic, version, checksum, model
     /// identity, KV layout and type, and that the tokens fit this generator's context.
@@ -126,15 +128,20 @@ extension Generator {
         guard tokens.allSatisfy({ $0 >= 0 && Int($0) < vocab }) else {
             throw Self.refuse("the snapshot holds token ids outside the vocabulary")
         }
-        // Validated: now overwrite the cache.
+        guard let slot = idleSlot(for: tokens) else {
+            throw EngineError(.invalidOption, "every sequence slot is busy; restore when a request has finished")
+        }
+        // Validated: now overwrite the slot.
         for layer in 0..<layers where rows > 0 {
             let keys = try reader.bytes(rows)
             let values = try reader.bytes(rows)
-            keys.copyBytes(to: UnsafeMutableRawBufferPointer(start: cache.key(layer, 0), count: rows))
-            values.copyBytes(to: UnsafeMutableRawBufferPointer(start: cache.value(layer, 0), count: rows))
+            keys.copyBytes(to: UnsafeMutableRawBufferPointer(start: cache.key(layer, 0, sequence: slot), count: rows))
+            values.copyBytes(to: UnsafeMutableRawBufferPointer(start: cache.value(layer, 0, sequence: slot), count: rows))
         }
-        cache.count = n
-        cachedTokens = tokens
+        cache.counts[slot] = n
+        slots[slot].tokens = tokens
+        touch(slot)
+        lastSequence = slot
     }
 
     private static func refuse(_ message: String) -> EngineError {

@@ -66,21 +66,51 @@ public enum GenerationEvent: Sendable {
     case done(GenerationSummary)
 }
 
-/// Runs generation for one conversation at a time on one model: owns a `Decoder` (and
-/// so the KV cache) and reuses the cached prefix of the previous request.
+/// Runs generation on one model for one or many conversations at once (continuous batching).
 ///
-/// `@unchecked Sendable`: all decoder access happens while holding `lock`, so
-/// concurrent callers wait for each other.
+/// Owns a `Decoder` whose KV cache has `sequences` slots. Requests queue until a slot is
+/// free, then join the running batch between steps: every step decodes one token of each
+/// running sequence and spends the rest of the batch on prompt chunks of new ones, so running
+/// sequences keep streaming while a long prompt is processed. A new request takes the free
+/// slot whose cached tokens share the longest prefix with its prompt (turn N of a conversation
+/// costs only its new tokens), and a longer shared prefix held by another slot (the same
+/// system prompt) is copied instead of recomputed. Each sequence samples with its own options
+/// and seed; cancelling one frees its slot within a step and leaves the others untouched.
+///
+/// `@unchecked Sendable`: the decoder and the slot table are touched only while holding
+/// `lock` (by the scheduler thread during a step, or by snapshot and scoring calls between
+/// steps); the queue only under `queue`.
 public final class Generator: @unchecked Sendable {
     public let model: LanguageModel
     let decoder: Decoder
     let lock = NSLock()  // internal: Generator+Snapshot.swift holds it too
-    var cachedTokens: [Int32] = []
+    /// Per slot: the tokens whose keys and values it holds, and whether a request runs in it.
+    var slots: [Slot]
+    /// The slot of the most recent request (what a snapshot saves).
+    var lastSequence = 0
+    private var useClock: UInt64 = 0
 
-    /// Creates a generator with a KV cache of `context` tokens (default: the model's, capped),
-    /// `threads` workers and prefill batches of `batch` tokens.
+    private let queue = NSLock()
+    private var pending: [Job] = []
+    private var active: [Job] = []  // guarded by `lock`
+    private var schedulerRunning = false
+
+    /// Prompt tokens a step spends on new requests while others are decoding (the rest of a
+    /// prompt waits for the next step, so running sequences keep their pace).
+    public var interleavedPrefillTokens = 32
+
+    struct Slot {
+        var tokens: [Int32] = []
+        var busy = false
+        var lastUsed: UInt64 = 0
+    }
+
+    /// Creates a generator with `sequences` KV slots of `context` tokens each (default: the
+    /// model's context, capped), `threads` workers and batches of up to `batch` tokens. All
+    /// slots are allocated now: `cacheBytes` is what the cache will ever take.
     public init(
-        model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = 64, kvType: DType = .f16
+        model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = 64, kvType: DType = .f16,
+        sequences: Int = 1
     ) throws {
         let context = context ?? model.defaultContext
         guard context > 0, context <= 1 << 20 else {
@@ -89,142 +119,115 @@ public final class Generator: @unchecked Sendable {
         guard batch > 0, batch <= 4096 else {
             throw EngineError(.invalidOption, "batch must be between 1 and 4096, got \(batch)")
         }
+        guard sequences >= 1, sequences <= min(batch, 256) else {
+            throw EngineError(
+                .invalidOption, "parallel sequences must be between 1 and \(min(batch, 256)) (the batch), got \(sequences)")
+        }
         self.model = model
         decoder = try Decoder(
             weights: model.weights, options: model.options, context: context, maxBatch: batch, kvType: kvType,
-            pool: WorkerPool(threads: threads ?? WorkerPool.defaultThreadCount))
+            sequences: sequences, pool: WorkerPool(threads: threads ?? WorkerPool.defaultThreadCount))
+        slots = Array(repeating: Slot(), count: sequences)
     }
 
-    /// The context size in tokens.
+    /// The context size in tokens (per sequence).
     public var context: Int { decoder.context }
 
-    /// Bytes held by the KV cache.
+    /// How many sequences run at once.
+    public var sequences: Int { decoder.cache.sequences }
+
+    /// Bytes held by the KV cache (all slots).
     public var cacheBytes: Int { decoder.cache.byteCount }
 
+    /// Requests running and waiting for a slot.
+    public var load: (running: Int, waiting: Int) {
+        queue.lock()
+        let waiting = pending.count
+        queue.unlock()
+        lock.lock()
+        defer { lock.unlock() }
+        return (slots.filter(\.busy).count, waiting)
+    }
+
+    /// Share of the KV cache's positions that hold tokens (0…1).
+    public var cacheUsage: Double {
+        lock.lock()
+        defer { lock.unlock() }
+        let used = (0..<slots.count).reduce(0) { $0 + decoder.cache.counts[$1] }
+        return Double(used) / Double(max(1, slots.count * decoder.context))
+    }
+
     /// Streams a generation for `prompt`. Cancelling the consuming task or dropping the
-    /// stream stops work within one decode step (or one prefill batch).
+    /// stream stops its work within one step (other sequences continue).
     public func generate(prompt: [Int32], parameters: GenerationParameters) -> AsyncThrowingStream<GenerationEvent, Error> {
         let (stream, continuation) = AsyncThrowingStream<GenerationEvent, Error>.makeStream()
         let cancelled = CancellationFlag()
         continuation.onTermination = { _ in cancelled.set() }
-        let thread = Thread { [self] in
-            do {
-                let summary = try self.run(prompt: prompt, parameters: parameters, isCancelled: { cancelled.isSet }) {
-                    continuation.yield(.token($0))
-                }
-                continuation.yield(.done(summary))
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
-            }
+        do {
+            try validate(prompt: prompt, parameters: parameters)
+        } catch {
+            continuation.finish(throwing: error)
+            return stream
         }
-        thread.stackSize = 4 << 20
-        thread.start()
+        submit(
+            Job(
+                prompt: prompt, parameters: parameters, tokenizer: model.tokenizer, isCancelled: { cancelled.isSet },
+                onToken: { continuation.yield(.token($0)) },
+                onEnd: { result in
+                    switch result {
+                    case .success(let summary):
+                        continuation.yield(.done(summary))
+                        continuation.finish()
+                    case .failure(let error): continuation.finish(throwing: error)
+                    }
+                }))
         return stream
     }
 
-    /// Generates synchronously, calling `onToken` for every token.
+    /// Generates synchronously, calling `onToken` (on the scheduler's thread) for every token.
     public func run(
-        prompt: [Int32], parameters: GenerationParameters, isCancelled: () -> Bool = { false },
-        onToken: (GeneratedToken) -> Void
+        prompt: [Int32], parameters: GenerationParameters, isCancelled: @escaping () -> Bool = { false },
+        onToken: @escaping (GeneratedToken) -> Void
     ) throws -> GenerationSummary {
+        try validate(prompt: prompt, parameters: parameters)
+        let done = DispatchSemaphore(value: 0)
+        var outcome: Result<GenerationSummary, Error> = .failure(EngineError(.cancelled, "cancelled"))
+        submit(
+            Job(
+                prompt: prompt, parameters: parameters, tokenizer: model.tokenizer, isCancelled: isCancelled,
+                onToken: onToken,
+                onEnd: {
+                    outcome = $0
+                    done.signal()
+                }))
+        done.wait()
+        return try outcome.get()
+    }
+
+    private func validate(prompt: [Int32], parameters: GenerationParameters) throws {
         try parameters.sampling.validate()
         guard !prompt.isEmpty else { throw EngineError(.invalidOption, "the prompt is empty") }
         guard parameters.maxTokens >= 0 else {
             throw EngineError(.invalidOption, "max tokens must be ≥ 0, got \(parameters.maxTokens)")
         }
-        lock.lock()
-        defer { lock.unlock() }
         guard prompt.count < decoder.context else {
             throw EngineError(
                 .contextLengthExceeded,
                 "the prompt is \(prompt.count) tokens but the context holds \(decoder.context)",
                 remedy: "Shorten the prompt or raise --ctx (up to the model's \(model.options.maxContext))")
         }
-
-        // Reuse the longest common prefix of what the cache holds (at least one token is recomputed for logits).
-        var reuse = 0
-        while reuse < min(cachedTokens.count, prompt.count - 1) && cachedTokens[reuse] == prompt[reuse] { reuse += 1 }
-        if decoder.needsRecompute(cached: reuse, end: prompt.count) { reuse = 0 }
-        cachedTokens = Array(prompt.prefix(reuse))
-
-        var summary = GenerationSummary(
-            finishReason: .length, promptTokens: prompt.count, cachedPromptTokens: reuse, completionTokens: 0,
-            prefillSeconds: 0, decodeSeconds: 0)
-        let prefillStart = DispatchTime.now()
-        var logits: UnsafeBufferPointer<Float>
-        do {
-            logits = try decoder.forward(Array(prompt[reuse...]), from: reuse, shouldStop: isCancelled)
-        } catch let error as EngineError where error.code == .cancelled {
-            summary.finishReason = .cancelled
-            return summary
+        if let bad = prompt.first(where: { $0 < 0 || Int($0) >= model.options.vocabSize }) {
+            throw EngineError(.invalidToken, "token id \(bad) is outside the vocabulary (\(model.options.vocabSize))")
         }
-        cachedTokens = prompt
-        summary.prefillSeconds = seconds(since: prefillStart)
-
-        var sampler = Sampler(options: parameters.sampling)
-        var detokenizer = StreamingDetokenizer(tokenizer: model.tokenizer, stripLeadingSpace: parameters.stripLeadingSpace)
-        var history = prompt
-        var generatedCounts: [Int32: Int] = [:]
-        var text = ""  // generated text not yet emitted (held back for stop strings)
-        let longestStop = parameters.stop.map(\.count).max() ?? 0
-        var decodeStart = DispatchTime.now()
-
-        while summary.completionTokens < parameters.maxTokens {
-            if isCancelled() {
-                summary.finishReason = .cancelled
-                break
-            }
-            let id = sampler.sample(logits, recent: history[...], generated: generatedCounts)
-            generatedCounts[id, default: 0] += 1
-            let normalizer = LogProbabilities.normalizer(logits)
-            var token = GeneratedToken(
-                id: id, text: "", logprob: LogProbabilities.of(id, in: logits, normalizer: normalizer),
-                topLogprobs: LogProbabilities.top(parameters.topLogprobs, in: logits, normalizer: normalizer))
-            summary.completionTokens += 1
-            if summary.completionTokens == 1 { decodeStart = DispatchTime.now() }
-
-            if model.eosIDs.contains(id) {
-                token.text = text + detokenizer.flush()
-                onToken(token)
-                summary.finishReason = .stop
-                break
-            }
-            text += detokenizer.push(id)
-            if let range = parameters.stop.lazy.compactMap({ text.range(of: $0) }).first {
-                token.text = String(text[..<range.lowerBound])
-                onToken(token)
-                summary.finishReason = .stop
-                break
-            }
-            // Emit all but a tail that could still begin a stop string.
-            let hold = longestStop > 0 ? heldBackCount(text, stops: parameters.stop) : 0
-            token.text = String(text.dropLast(hold))
-            text = String(text.suffix(hold))
-            onToken(token)
-
-            history.append(id)
-            if summary.completionTokens == parameters.maxTokens { break }
-            if history.count >= decoder.context {
-                summary.finishReason = .length
-                break
-            }
-            if decoder.needsRecompute(cached: history.count - 1, end: history.count) {
-                logits = try decoder.forward(history, from: 0, shouldStop: isCancelled)
-            } else {
-                logits = try decoder.forward([id], from: history.count - 1)
-            }
-            cachedTokens = history
-        }
-        if summary.completionTokens > 0 { summary.decodeSeconds = seconds(since: decodeStart) }
-        return summary
     }
 
-    /// Forgets the cached conversation.
+    /// Forgets every cached conversation (waits for running requests' current step).
     public func reset() {
         lock.lock()
-        cachedTokens = []
-        decoder.cache.truncate(to: 0)
+        for s in slots.indices where !slots[s].busy {
+            slots[s].tokens = []
+            decoder.cache.truncate(to: 0, sequence: s)
+        }
         lock.unlock()
     }
 
@@ -242,13 +245,318 @@ public final class Generator: @unchecked Sendable {
         set { decoder.activationPrecision = newValue }
     }
 
-    /// Scores `tokens` in one pass and returns the logits at every position (for tests and perplexity).
+    /// Scores `tokens` in one pass and returns the logits at every position (for tests and
+    /// perplexity). Uses an idle slot; throws when every slot is running a request.
     public func logits(for tokens: [Int32]) throws -> [Float] {
         lock.lock()
         defer { lock.unlock() }
-        cachedTokens = []
-        let result = try decoder.forwardAll(tokens, from: 0)
-        cachedTokens = tokens
+        guard let s = idleSlot(for: tokens) else {
+            throw EngineError(.invalidOption, "every sequence slot is busy; score when a request has finished")
+        }
+        slots[s].tokens = []
+        let result = try decoder.forwardAll(tokens, from: 0, sequence: s)
+        slots[s].tokens = tokens
+        touch(s)
+        return result
+    }
+
+    // MARK: - The scheduler
+
+    /// One request: its prompt, what it has fed into its slot, and its sampling state.
+    final class Job {
+        let prompt: [Int32]
+        let parameters: GenerationParameters
+        let isCancelled: () -> Bool
+        let onToken: (GeneratedToken) -> Void
+        let onEnd: (Result<GenerationSummary, Error>) -> Void
+        var slot = -1
+        /// Tokens still to feed, starting at `position` of the slot.
+        var input: ArraySlice<Int32> = []
+        var position = 0
+        /// The length the fed run will reach (LongRoPE picks its factors by it).
+        var ropeLength = 0
+        var run: SequenceRun
+        var admitted = DispatchTime.now()
+        var prefilled = false
+
+        init(
+            prompt: [Int32], parameters: GenerationParameters, tokenizer: any Tokenizer, isCancelled: @escaping () -> Bool,
+            onToken: @escaping (GeneratedToken) -> Void, onEnd: @escaping (Result<GenerationSummary, Error>) -> Void
+        ) {
+            self.prompt = prompt
+            self.parameters = parameters
+            self.isCancelled = isCancelled
+            self.onToken = onToken
+            self.onEnd = onEnd
+            run = SequenceRun(prompt: prompt, parameters: parameters, tokenizer: tokenizer)
+        }
+    }
+
+    private func submit(_ job: Job) {
+        queue.lock()
+        pending.append(job)
+        let start = !schedulerRunning
+        schedulerRunning = true
+        queue.unlock()
+        guard start else { return }
+        let thread = Thread { [self] in self.schedule() }
+        thread.stackSize = 8 << 20
+        thread.start()
+    }
+
+    /// The scheduler thread: steps while requests run or wait, then exits.
+    private func schedule() {
+        while true {
+            queue.lock()
+            if pending.isEmpty && active.isEmpty {
+                schedulerRunning = false
+                queue.unlock()
+                return
+            }
+            queue.unlock()
+            lock.lock()
+            step()
+            lock.unlock()
+        }
+    }
+
+    /// One step: admit waiting requests into free slots, drop cancelled ones, run one batch,
+    /// sample every sequence whose logits it produced.
+    private func step() {
+        admit()
+        for job in active where job.isCancelled() {
+            job.run.summary.finishReason = .cancelled
+            finish(job, .success(job.run.finish()))
+        }
+        guard !active.isEmpty else { return }
+
+        // Decode tokens first (one per running sequence), then prompt chunks in arrival order.
+        var items: [Decoder.BatchItem] = []
+        var logitsFor: [Int] = []
+        var fed: [(job: Job, count: Int, logitsRow: Int?)] = []
+        var lengths: [Int: Int] = [:]
+        let decoding = active.filter { $0.input.count == 1 }
+        let prefilling = active.filter { $0.input.count > 1 }
+        for job in decoding {
+            fed.append((job, 1, logitsFor.count))
+            logitsFor.append(items.count)
+            items.append(.init(sequence: job.slot, position: job.position, token: job.input.first ?? 0))
+            lengths[job.slot] = job.ropeLength
+        }
+        var budget = decoder.maxBatch - items.count
+        if !decoding.isEmpty { budget = min(budget, max(1, interleavedPrefillTokens)) }
+        for job in prefilling where budget > 0 {
+            let n = min(job.input.count, budget)
+            budget -= n
+            let completes = n == job.input.count
+            fed.append((job, n, completes ? logitsFor.count : nil))
+            if completes { logitsFor.append(items.count + n - 1) }
+            for (i, token) in job.input.prefix(n).enumerated() {
+                items.append(.init(sequence: job.slot, position: job.position + i, token: token))
+            }
+            lengths[job.slot] = job.ropeLength
+        }
+        let logits: UnsafeBufferPointer<Float>
+        do {
+            logits = try decoder.forward(batch: items, logitsFor: logitsFor, lengths: lengths)
+        } catch {
+            for entry in fed {
+                slots[entry.job.slot].tokens = []
+                finish(entry.job, .failure(error))
+            }
+            return
+        }
+        let vocab = model.options.vocabSize
+        for (job, count, row) in fed {
+            slots[job.slot].tokens += job.input.prefix(count)
+            job.position += count
+            job.input = job.input.dropFirst(count)
+            guard let row, let base = logits.baseAddress else { continue }
+            if !job.prefilled {
+                job.prefilled = true
+                job.run.summary.prefillSeconds = seconds(since: job.admitted)
+            }
+            let rowLogits = UnsafeBufferPointer(start: base + row * vocab, count: vocab)
+            let outcome = job.run.next(rowLogits, eos: model.eosIDs, context: decoder.context, onToken: job.onToken)
+            switch outcome {
+            case .finished:
+                finish(job, .success(job.run.finish()))
+            case .feed(let token):
+                let length = job.run.history.count
+                if decoder.needsRecompute(cached: length - 1, end: length) {
+                    // LongRoPE crossed its original context: the whole sequence again, with the long factors.
+                    slots[job.slot].tokens = []
+                    job.input = job.run.history[...]
+                    job.position = 0
+                } else {
+                    job.input = [token]
+                }
+                job.ropeLength = length
+            }
+        }
+    }
+
+    /// Moves waiting requests into free slots: the one holding the longest prefix of the
+    /// prompt (least recently used on ties), topped up from another slot with a longer one.
+    private func admit() {
+        queue.lock()
+        defer { queue.unlock() }
+        while !pending.isEmpty {
+            let job = pending[0]
+            if job.isCancelled() {
+                pending.removeFirst()
+                job.run.summary.finishReason = .cancelled
+                job.onEnd(.success(job.run.finish()))
+                continue
+            }
+            guard let s = idleSlot(for: job.prompt) else { return }
+            pending.removeFirst()
+            let limit = job.prompt.count - 1  // at least one token is recomputed for logits
+            var reuse = commonPrefix(slots[s].tokens, job.prompt, limit: limit)
+            // A longer prefix in another slot (a shared system prompt, a forked conversation) is copied.
+            var donor = s
+            for d in slots.indices where d != s {
+                let shared = commonPrefix(slots[d].tokens, job.prompt, limit: limit)
+                if shared > reuse && shared >= 16 {
+                    reuse = shared
+                    donor = d
+                }
+            }
+            if decoder.needsRecompute(cached: reuse, end: job.prompt.count)
+                || decoder.usesLongFactors(length: decoder.cache.counts[donor])
+                    != decoder.usesLongFactors(length: job.prompt.count)
+            {
+                reuse = 0
+            }
+            decoder.cache.copyPrefix(from: donor, to: s, count: reuse)
+            slots[s].tokens = Array(job.prompt.prefix(reuse))
+            slots[s].busy = true
+            touch(s)
+            lastSequence = s
+            job.slot = s
+            job.position = reuse
+            job.input = job.prompt[reuse...]
+            job.ropeLength = job.prompt.count
+            job.run.summary.cachedPromptTokens = reuse
+            job.admitted = DispatchTime.now()
+            active.append(job)
+        }
+    }
+
+    /// A slot no request runs in: the one whose tokens share the longest prefix with
+    /// `prompt`, the least recently used among equals.
+    func idleSlot(for prompt: [Int32]) -> Int? {
+        var best: (slot: Int, shared: Int, used: UInt64)?
+        for s in slots.indices where !slots[s].busy {
+            let shared = commonPrefix(slots[s].tokens, prompt, limit: prompt.count)
+            if best == nil || shared > best!.shared || (shared == best!.shared && slots[s].lastUsed < best!.used) {
+                best = (s, shared, slots[s].lastUsed)
+            }
+        }
+        return best?.slot
+    }
+
+    func touch(_ s: Int) {
+        useClock += 1
+        slots[s].lastUsed = useClock
+    }
+
+    private func finish(_ job: Job, _ result: Result<GenerationSummary, Error>) {
+        active.removeAll { $0 === job }
+        if job.slot >= 0 {
+            slots[job.slot].busy = false
+            if case .failure = result { decoder.cache.truncate(to: 0, sequence: job.slot) }
+        }
+        job.onEnd(result)
+    }
+
+    private func commonPrefix(_ a: [Int32], _ b: [Int32], limit: Int) -> Int {
+        var n = 0
+        let end = min(a.count, b.count, limit)
+        while n < end && a[n] == b[n] { n += 1 }
+        return n
+    }
+}
+
+/// The sampling side of one sequence: sampler, detokenizer, stop strings and counts. The
+/// scheduler feeds it the logits after each step of its sequence.
+struct SequenceRun {
+    let parameters: GenerationParameters
+    var sampler: Sampler
+    var detokenizer: StreamingDetokenizer
+    /// Prompt and generated tokens.
+    var history: [Int32]
+    var generatedCounts: [Int32: Int] = [:]
+    /// Generated text not yet emitted (held back for stop strings).
+    var text = ""
+    var summary: GenerationSummary
+    var decodeStart = DispatchTime.now()
+
+    enum Outcome {
+        /// Feed this token and call again with the logits it produces.
+        case feed(Int32)
+        case finished
+    }
+
+    init(prompt: [Int32], parameters: GenerationParameters, tokenizer: any Tokenizer) {
+        self.parameters = parameters
+        sampler = Sampler(options: parameters.sampling)
+        detokenizer = StreamingDetokenizer(tokenizer: tokenizer, stripLeadingSpace: parameters.stripLeadingSpace)
+        history = prompt
+        summary = GenerationSummary(
+            finishReason: .length, promptTokens: prompt.count, cachedPromptTokens: 0, completionTokens: 0,
+            prefillSeconds: 0, decodeSeconds: 0)
+    }
+
+    /// Samples the next token from `logits`, emits it and says whether to go on.
+    mutating func next(
+        _ logits: UnsafeBufferPointer<Float>, eos: Set<Int32>, context: Int, onToken: (GeneratedToken) -> Void
+    ) -> Outcome {
+        guard summary.completionTokens < parameters.maxTokens else { return .finished }
+        let id = sampler.sample(logits, recent: history[...], generated: generatedCounts)
+        generatedCounts[id, default: 0] += 1
+        let normalizer = LogProbabilities.normalizer(logits)
+        var token = GeneratedToken(
+            id: id, text: "", logprob: LogProbabilities.of(id, in: logits, normalizer: normalizer),
+            topLogprobs: LogProbabilities.top(parameters.topLogprobs, in: logits, normalizer: normalizer))
+        summary.completionTokens += 1
+        if summary.completionTokens == 1 { decodeStart = DispatchTime.now() }
+
+        if eos.contains(id) {
+            token.text = text + detokenizer.flush()
+            onToken(token)
+            summary.finishReason = .stop
+            return .finished
+        }
+        text += detokenizer.push(id)
+        let current = text
+        if let range = parameters.stop.lazy.compactMap({ current.range(of: $0) }).first {
+            token.text = String(text[..<range.lowerBound])
+            onToken(token)
+            summary.finishReason = .stop
+            return .finished
+        }
+        // Emit all but a tail that could still begin a stop string.
+        let hold = heldBackCount(text, stops: parameters.stop)
+        token.text = String(text.dropLast(hold))
+        text = String(text.suffix(hold))
+        onToken(token)
+
+        history.append(id)
+        if summary.completionTokens == parameters.maxTokens { return .finished }
+        if history.count >= context {
+            summary.finishReason = .length
+            return .finished
+        }
+        return .feed(id)
+    }
+
+    /// The summary, with the decode time filled in.
+    func finish() -> GenerationSummary {
+        var result = summary
+        if result.completionTokens > 0 {
+            result.decodeSeconds = Double(DispatchTime.now().uptimeNanoseconds - decodeStart.uptimeNanoseconds) / 1e9
+        }
         return result
     }
 
@@ -263,10 +571,10 @@ public final class Generator: @unchecked Sendable {
         }
         return hold
     }
+}
 
-    private func seconds(since start: DispatchTime) -> Double {
-        Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
-    }
+private func seconds(since start: DispatchTime) -> Double {
+    Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
 }
 
 /// A thread-safe one-way flag.

@@ -1,7 +1,9 @@
 import HearthKernels
 
-/// The attention key/value cache, sized once for the context: per layer, `capacity`
-/// positions × `width` (kvHeads × headDim) keys and values, stored as f16 (default) or f32.
+/// The attention key/value cache, sized once for the context: per layer and per sequence
+/// slot, `capacity` positions × `width` (kvHeads × headDim) keys and values, stored as f16
+/// (default) or f32. Every slot is allocated up front, so the memory a decoder needs for
+/// `sequences` concurrent conversations is known when it is created.
 ///
 /// Not Sendable: owned by one `Decoder`, which is used by one thread at a time.
 public final class KVCache {
@@ -10,25 +12,37 @@ public final class KVCache {
     /// Elements per position per layer (kvHeads × headDim).
     public let width: Int
     public let layerCount: Int
+    /// Sequence slots: independent conversations sharing the model, each with `capacity` positions.
+    public let sequences: Int
     /// Storage type: `.f16` or `.f32`.
     public let type: DType
-    /// Positions currently filled (valid entries are 0..<count).
-    public internal(set) var count = 0
+    /// Positions currently filled per slot (valid entries of slot `s` are 0..<counts[s]).
+    public internal(set) var counts: [Int]
+    /// Positions filled in slot 0 (the only slot of a single-sequence decoder).
+    public internal(set) var count: Int {
+        get { counts[0] }
+        set { counts[0] = newValue }
+    }
     private let keys: UnsafeMutableRawPointer
     private let values: UnsafeMutableRawPointer
     private let elementBytes: Int
 
     /// Allocates the whole cache. `type` must be `.f16` or `.f32`.
-    public init(layers: Int, capacity: Int, width: Int, type: DType = .f16) throws {
+    public init(layers: Int, capacity: Int, width: Int, sequences: Int = 1, type: DType = .f16) throws {
         guard type == .f16 || type == .f32 else {
             throw EngineError(.invalidOption, "the KV cache stores f16 or f32, not \(type.rawValue)")
         }
+        guard sequences >= 1, sequences <= 1024 else {
+            throw EngineError(.invalidOption, "sequence slots must be between 1 and 1024, got \(sequences)")
+        }
+        self.sequences = sequences
+        counts = Array(repeating: 0, count: sequences)
         self.capacity = capacity
         self.width = width
         self.type = type
         layerCount = layers
         elementBytes = type == .f16 ? 2 : 4
-        let bytes = layers * capacity * width * elementBytes
+        let bytes = layers * sequences * capacity * width * elementBytes
         keys = .allocate(byteCount: max(bytes, 1), alignment: 64)
         values = .allocate(byteCount: max(bytes, 1), alignment: 64)
         keys.initializeMemory(as: UInt8.self, repeating: 0, count: max(bytes, 1))
@@ -41,32 +55,49 @@ public final class KVCache {
     }
 
     /// Bytes the cache occupies.
-    public var byteCount: Int { 2 * layerCount * capacity * width * elementBytes }
+    public var byteCount: Int { 2 * layerCount * sequences * capacity * width * elementBytes }
 
     /// Bytes from one position to the next.
     public var rowBytes: Int { width * elementBytes }
 
-    /// Key vector of `layer` at `position` (`width` elements of `type`).
+    /// Key vector of `layer` at `position` of slot `sequence` (`width` elements of `type`);
+    /// a slot's positions are contiguous.
     @inline(__always)
-    public func key(_ layer: Int, _ position: Int) -> UnsafeMutableRawPointer {
-        keys + (layer * capacity + position) * rowBytes
+    public func key(_ layer: Int, _ position: Int, sequence: Int = 0) -> UnsafeMutableRawPointer {
+        keys + ((layer * sequences + sequence) * capacity + position) * rowBytes
     }
 
-    /// Value vector of `layer` at `position`.
+    /// Value vector of `layer` at `position` of slot `sequence`.
     @inline(__always)
-    public func value(_ layer: Int, _ position: Int) -> UnsafeMutableRawPointer {
-        values + (layer * capacity + position) * rowBytes
+    public func value(_ layer: Int, _ position: Int, sequence: Int = 0) -> UnsafeMutableRawPointer {
+        values + ((layer * sequences + sequence) * capacity + position) * rowBytes
     }
 
     /// Stores a position's keys and values (Float in, converted to `type`).
     @inline(__always)
-    public func store(layer: Int, position: Int, keys k: UnsafePointer<Float>, values v: UnsafePointer<Float>) {
-        storeCached(k, type: type, count: width, into: key(layer, position))
-        storeCached(v, type: type, count: width, into: value(layer, position))
+    public func store(
+        layer: Int, position: Int, sequence: Int = 0, keys k: UnsafePointer<Float>, values v: UnsafePointer<Float>
+    ) {
+        storeCached(k, type: type, count: width, into: key(layer, position, sequence: sequence))
+        storeCached(v, type: type, count: width, into: value(layer, position, sequence: sequence))
     }
 
-    /// Forgets positions from `position` on (they will be overwritten).
-    public func truncate(to position: Int) {
-        count = max(0, min(count, position))
+    /// Forgets positions of slot `sequence` from `position` on (they will be overwritten).
+    public func truncate(to position: Int, sequence: Int = 0) {
+        counts[sequence] = max(0, min(counts[sequence], position))
+    }
+
+    /// Copies the first `count` positions of slot `source` into slot `target` (a shared
+    /// prefix: keys and values of a position depend only on the tokens up to it), leaving
+    /// `target` holding exactly those positions.
+    public func copyPrefix(from source: Int, to target: Int, count n: Int) {
+        let n = max(0, min(n, counts[source], capacity))
+        if source != target {
+            for layer in 0..<layerCount {
+                key(layer, 0, sequence: target).copyMemory(from: key(layer, 0, sequence: source), byteCount: n * rowBytes)
+                value(layer, 0, sequence: target).copyMemory(from: value(layer, 0, sequence: source), byteCount: n * rowBytes)
+            }
+        }
+        counts[target] = n
     }
 }
