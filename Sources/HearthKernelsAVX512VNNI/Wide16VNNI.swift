@@ -237,6 +237,125 @@ private func storeRows(_ out: UnsafeMutablePointer<Float>, _ valid: Int, _ v: SI
     for r in 0..<valid { out[r] = add ? out[r] + v[r] : v[r] }
 }
 
+/// Batches up to this many tokens (the decode steps of several sequences) take the
+/// register path: weights decoded once per four tokens, no pair layout written to L1.
+let smallBatchLimit = 8
+
+/// Lane-pair copies of a unit's 16 row factors for accumulators with two lanes per row
+/// (rows 0–7 in one register, 8–15 in the other): `d` in both lanes of a row, `c` in the
+/// even lane only (its term is added once per row).
+private struct PairFactors {
+    var dLo, dHi, dHighLo, dHighHi, cLo, cHi: SIMD16<Float>
+}
+
+@_transparent
+private func pairFactors(_ kind: Int32, _ f: UnitFactors) -> PairFactors {
+    let lowIndex = unsafeBitCast(SIMD16<Int32>(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7), to: SIMD8<Int64>.self)
+    let highIndex = unsafeBitCast(SIMD16<Int32>(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15), to: SIMD8<Int64>.self)
+    let even = SIMD16<Float>(1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0)
+    let dLo = _mm512_permutexvar_ps(lowIndex, f.d), dHi = _mm512_permutexvar_ps(highIndex, f.d)
+    let q6 = kind == TileKind.q6_K
+    let hasC = kind != TileKind.q8_0 && kind != TileKind.q6_K
+    return PairFactors(
+        dLo: dLo, dHi: dHi,
+        dHighLo: q6 ? _mm512_permutexvar_ps(lowIndex, f.dHigh) : dLo,
+        dHighHi: q6 ? _mm512_permutexvar_ps(highIndex, f.dHigh) : dHi,
+        cLo: hasC ? _mm512_permutexvar_ps(lowIndex, f.c) * even : SIMD16<Float>(),
+        cHi: hasC ? _mm512_permutexvar_ps(highIndex, f.c) * even : SIMD16<Float>())
+}
+
+/// Float accumulators of one token on the register path: two lanes per row.
+private struct PairSums {
+    var lo = SIMD16<Float>(), hi = SIMD16<Float>()
+}
+
+/// Adds one token's integer sums (two lanes per row) of a unit's half or whole, scaled.
+@_transparent
+private func accumulatePairs(
+    _ kind: Int32, _ acc: inout PairSums, _ lo: SIMD8<Int64>, _ hi: SIMD8<Int64>, _ dLo: SIMD16<Float>,
+    _ dHi: SIMD16<Float>, _ f: PairFactors, _ da: Float, _ sa: Float, withC: Bool
+) {
+    let a = SIMD16<Float>(repeating: da)
+    acc.lo = _mm512_fmadd_ps(dLo, _mm512_cvtepi32_ps(lo) * a, acc.lo)
+    acc.hi = _mm512_fmadd_ps(dHi, _mm512_cvtepi32_ps(hi) * a, acc.hi)
+    if withC && kind != TileKind.q8_0 && kind != TileKind.q6_K {
+        let s = SIMD16<Float>(repeating: sa * da)
+        acc.lo = _mm512_fmadd_ps(f.cLo, s, acc.lo)
+        acc.hi = _mm512_fmadd_ps(f.cHi, s, acc.hi)
+    }
+}
+
+/// The 16 row values of a token's lane-pair accumulators.
+@_transparent
+private func joinPairs(_ acc: PairSums) -> SIMD16<Float> {
+    let evenLanes = SIMD16<Int32>(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+    let even = unsafeBitCast(evenLanes, to: SIMD8<Int64>.self)
+    let odd = unsafeBitCast(evenLanes &+ 1, to: SIMD8<Int64>.self)
+    return _mm512_permutex2var_ps(acc.lo, even, acc.hi) + _mm512_permutex2var_ps(acc.lo, odd, acc.hi)
+}
+
+/// One 16-row group for `count` (1–4) tokens starting at token `t`, the weights decoded in
+/// registers once for all of them (a few sequences' decode step): per vector, two `vpdpwssd`
+/// per token against four broadcast activations; lanes are joined once at the end.
+@_transparent
+private func smallBatchGroup(
+    _ kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, units: Int, g: Int, t: Int, count: Int,
+    quants: UnsafePointer<Int16>, scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int,
+    y: UnsafeMutablePointer<Float>, ldy: Int, valid: Int
+) {
+    let totalUnits = blocks * units, actBlocks = cols / 32
+    let stride = tileBytes / units, groupStart = tiles + g * blocks * tileBytes
+    // Tokens past `count` repeat the last one (their results are dropped).
+    let t1 = count > 1 ? t + 1 : t, t2 = count > 2 ? t + 2 : t1, t3 = count > 3 ? t + 3 : t2
+    let a0 = quants + t * cols, a1 = quants + t1 * cols, a2 = quants + t2 * cols, a3 = quants + t3 * cols
+    var c0 = PairSums(), c1 = PairSums(), c2 = PairSums(), c3 = PairSums()
+    for ab in 0..<totalUnits {
+        let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
+        hearth_prefetch(groupStart + ab * stride + prefetchDistance, stride)
+        let f = pairFactors(kind, unitFactors(kind, tile, u))
+        let zero = _mm512_setzero_si512()
+        var l0 = zero, h0 = zero, l1 = zero, h1 = zero, l2 = zero, h2 = zero, l3 = zero, h3 = zero
+        let i0 = t * actBlocks + ab, i1 = t1 * actBlocks + ab, i2 = t2 * actBlocks + ab, i3 = t3 * actBlocks + ab
+        for m in 0..<8 {
+            let w = decodeWide(kind, tile, u, m), o = 32 * ab + 4 * m
+            let b0 = broadcast(a0 + o)
+            l0 = _mm512_dpwssd_epi32(l0, w.lo, b0)
+            h0 = _mm512_dpwssd_epi32(h0, w.hi, b0)
+            if count > 1 {
+                let b1 = broadcast(a1 + o)
+                l1 = _mm512_dpwssd_epi32(l1, w.lo, b1)
+                h1 = _mm512_dpwssd_epi32(h1, w.hi, b1)
+            }
+            if count > 2 {
+                let b2 = broadcast(a2 + o)
+                l2 = _mm512_dpwssd_epi32(l2, w.lo, b2)
+                h2 = _mm512_dpwssd_epi32(h2, w.hi, b2)
+            }
+            if count > 3 {
+                let b3 = broadcast(a3 + o)
+                l3 = _mm512_dpwssd_epi32(l3, w.lo, b3)
+                h3 = _mm512_dpwssd_epi32(h3, w.hi, b3)
+            }
+            if kind == TileKind.q6_K && m == 3 {
+                // q6_K: the unit's lower 16 columns have their own scale.
+                accumulatePairs(kind, &c0, l0, h0, f.dLo, f.dHi, f, scales[i0], sums[i0], withC: false)
+                if count > 1 { accumulatePairs(kind, &c1, l1, h1, f.dLo, f.dHi, f, scales[i1], sums[i1], withC: false) }
+                if count > 2 { accumulatePairs(kind, &c2, l2, h2, f.dLo, f.dHi, f, scales[i2], sums[i2], withC: false) }
+                if count > 3 { accumulatePairs(kind, &c3, l3, h3, f.dLo, f.dHi, f, scales[i3], sums[i3], withC: false) }
+                l0 = zero; h0 = zero; l1 = zero; h1 = zero; l2 = zero; h2 = zero; l3 = zero; h3 = zero
+            }
+        }
+        accumulatePairs(kind, &c0, l0, h0, f.dHighLo, f.dHighHi, f, scales[i0], sums[i0], withC: true)
+        if count > 1 { accumulatePairs(kind, &c1, l1, h1, f.dHighLo, f.dHighHi, f, scales[i1], sums[i1], withC: true) }
+        if count > 2 { accumulatePairs(kind, &c2, l2, h2, f.dHighLo, f.dHighHi, f, scales[i2], sums[i2], withC: true) }
+        if count > 3 { accumulatePairs(kind, &c3, l3, h3, f.dHighLo, f.dHighHi, f, scales[i3], sums[i3], withC: true) }
+    }
+    storeRows(y + t * ldy + g * 16, valid, joinPairs(c0), add: false)
+    if count > 1 { storeRows(y + t1 * ldy + g * 16, valid, joinPairs(c1), add: false) }
+    if count > 2 { storeRows(y + t2 * ldy + g * 16, valid, joinPairs(c2), add: false) }
+    if count > 3 { storeRows(y + t3 * ldy + g * 16, valid, joinPairs(c3), add: false) }
+}
+
 /// Units decoded into L1 at once for a batch (16 units × 16 vectors × 64 bytes = 16 KiB).
 private let chunkUnits = 16
 
@@ -268,6 +387,30 @@ private func wideKernel(
                 ab += 1
             }
             storeRows(y + g * 16, valid, f0 + f1, add: false)
+            continue
+        }
+        if batch <= smallBatchLimit {
+            var t = 0
+            while t < batch {
+                // Four tokens at a time, then two, then one (each count a constant in its copy).
+                let left = batch - t
+                if left >= 4 {
+                    smallBatchGroup(
+                        kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: g, t: t, count: 4,
+                        quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: valid)
+                    t += 4
+                } else if left >= 2 {
+                    smallBatchGroup(
+                        kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: g, t: t, count: 2,
+                        quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: valid)
+                    t += 2
+                } else {
+                    smallBatchGroup(
+                        kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: g, t: t, count: 1,
+                        quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: valid)
+                    t += 1
+                }
+            }
             continue
         }
         // A batch: 16 units decoded once into pairs in L1 (16 KiB), then the tokens stream past

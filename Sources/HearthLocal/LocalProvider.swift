@@ -6,10 +6,11 @@ import HearthTokenizers
 
 /// Hearth's engine behind the provider protocol: the offline model an app falls back to.
 ///
-/// One loaded model serves one request at a time; concurrent callers wait their turn.
-/// The KV cache is reused across requests by matching the longest common token prefix,
-/// so turn N of a conversation costs only its new tokens. Cancelling the consuming task
-/// (or dropping the stream) stops compute within one decode step or prefill batch.
+/// One loaded model serves up to `parallel` requests at once, decoded together in one batch
+/// per step (continuous batching); further callers wait for a free sequence slot. The KV
+/// cache is reused across requests by matching the longest common token prefix, so turn N
+/// of a conversation costs only its new tokens. Cancelling the consuming task (or dropping
+/// the stream) stops that request within one step and leaves the others running.
 public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     // `@unchecked Sendable`: mutable state (`state`) is only touched under `lock`; the
     // generator serialises its own use.
@@ -24,15 +25,22 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         public var context: Int?
         /// Worker threads (nil: all cores).
         public var threads: Int?
-        /// Prompt tokens per prefill batch; cancellation is checked between batches.
+        /// Tokens per step (prompt chunks and decode tokens together); cancellation is checked between steps.
         public var batch: Int
+        /// Requests served at once, each with its own KV slot of `context` tokens (all
+        /// allocated at load). Further requests wait for a slot.
+        public var parallel: Int
 
-        public init(modelPath: String, quantize: DType? = nil, context: Int? = nil, threads: Int? = nil, batch: Int = 128) {
+        public init(
+            modelPath: String, quantize: DType? = nil, context: Int? = nil, threads: Int? = nil, batch: Int = 128,
+            parallel: Int = 1
+        ) {
             self.modelPath = modelPath
             self.quantize = quantize
             self.context = context
             self.threads = threads
             self.batch = batch
+            self.parallel = parallel
         }
     }
 
@@ -55,11 +63,16 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         self.configuration = configuration
     }
 
-    /// Creates a provider around an already loaded model.
-    public init(id: String = "local", model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = 128) throws {
+    /// Creates a provider around an already loaded model, serving up to `parallel` requests at once.
+    public init(
+        id: String = "local", model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = 128,
+        parallel: Int = 1
+    ) throws {
         self.id = id
-        configuration = Configuration(modelPath: model.path.path, context: context, threads: threads, batch: batch)
-        state = .loaded(try Generator(model: model, context: context, threads: threads, batch: batch))
+        configuration = Configuration(
+            modelPath: model.path.path, context: context, threads: threads, batch: batch, parallel: parallel)
+        state = .loaded(
+            try Generator(model: model, context: context, threads: threads, batch: batch, sequences: parallel))
     }
 
     public var availability: ProviderAvailability {
@@ -223,7 +236,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                     result = .success(
                         try Generator(
                             model: model, context: configuration.context, threads: configuration.threads,
-                            batch: configuration.batch))
+                            batch: configuration.batch, sequences: configuration.parallel))
                 } catch {
                     result = .failure(self.providerError(error))
                 }

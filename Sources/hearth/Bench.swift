@@ -16,6 +16,10 @@ struct Bench: ParsableCommand {
             pp: p random prompt tokens processed from an empty cache in batches of --batch.
             tg: n single-token decode steps from an empty cache. Tokenization and sampling are
             excluded. One warm-up of each, then r repetitions; mean ± sample standard deviation.
+            With --parallel 1,2,4,8 (llama-batched-bench semantics): for each level N, N sequences
+            each get their own p-token prompt (processed together in mixed batches of --batch
+            tokens), then n decode steps each feed one token of every sequence in one batch; it
+            prints prompt and aggregate decode tokens/s per level.
             """)
 
     @Option(name: .long, help: "Model: Hugging Face or MLX checkpoint directory, .hqf or .gguf file.")
@@ -48,8 +52,16 @@ struct Bench: ParsableCommand {
     @Option(name: .long, help: "Bits of the activations the integer kernels multiply: 16 (the default; within rounding of f32 activations), mixed (8 for the layers' products over a prompt where the CPU has AVX-512 VNNI — about twice as fast there — 16 for generation and the output head) or 8 (everywhere, as llama.cpp).")
     var activationBits: String = ActivationPrecision.wide.rawValue
 
+    @Option(name: .long, help: "Comma-separated numbers of sequences decoded together (e.g. 1,2,4,8): measure batched decoding of that many sequences, each with its own prompt, instead of pp/tg.")
+    var parallel: String?
+
     @Flag(name: .long, help: "Print JSON instead of a markdown table.")
     var json = false
+
+    /// The levels of --parallel.
+    var parallelLevels: [Int]? {
+        parallel.map { $0.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) } }
+    }
 
     func validate() throws {
         if prompt < 0 || generate < 0 { throw ValidationError("-p and -n must be ≥ 0") }
@@ -58,6 +70,13 @@ struct Bench: ParsableCommand {
         if let threads, threads < 1 || threads > 512 { throw ValidationError("--threads must be between 1 and 512") }
         if QuantizedBatchPath(rawValue: prefillPath) == nil { throw ValidationError("--prefill-path takes integer or sgemm") }
         if ActivationPrecision(rawValue: activationBits) == nil { throw ValidationError("--activation-bits takes 16, mixed or 8") }
+        if let parallel {
+            let levels = parallelLevels ?? []
+            guard !levels.isEmpty, levels.count == parallel.split(separator: ",").count,
+                levels.allSatisfy({ (1...256).contains($0) })
+            else { throw ValidationError("--parallel takes comma-separated sequence counts between 1 and 256, e.g. 1,2,4,8") }
+            if prompt < 1 || generate < 1 { throw ValidationError("--parallel needs -p and -n ≥ 1") }
+        }
     }
 
     struct Stat: Encodable {
@@ -96,6 +115,18 @@ struct Bench: ParsableCommand {
         let cpu_best_level: String
         let prefill_path: String
         let activation_bits: String
+        /// With --parallel: one entry per level.
+        let parallel: [ParallelLevel]?
+    }
+
+    /// Batched decoding at one level: N sequences, prompt and aggregate decode speeds.
+    struct ParallelLevel: Encodable {
+        let sequences: Int
+        /// All N prompts' tokens per second.
+        let pp: Stat
+        /// All N sequences' generated tokens per second.
+        let tg: Stat
+        let kv_cache_bytes: Int
     }
 
     func run() throws {
@@ -129,11 +160,16 @@ struct Bench: ParsableCommand {
             }
             var pp: Stat?
             var tg: Stat?
-            if prompt > 0 {
+            var levels: [ParallelLevel]?
+            if let parallelLevels {
+                levels = try parallelLevels.map { n in
+                    try measureParallel(lm, sequences: n, pool: pool, random: randomTokens)
+                }
+            } else if prompt > 0 {
                 _ = try measurePP()
                 pp = Stat(try (0..<repetitions).map { _ in try measurePP() })
             }
-            if generate > 0 {
+            if generate > 0 && parallelLevels == nil {
                 _ = try measureTG()
                 tg = Stat(try (0..<repetitions).map { _ in try measureTG() })
             }
@@ -146,7 +182,7 @@ struct Bench: ParsableCommand {
                 weight_types: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
                 kernel: quantizedKernelName, kernel_level: KernelLevel.current.rawValue,
                 cpu_best_level: KernelLevel.best.rawValue, prefill_path: prefillPath,
-                activation_bits: activationBits)
+                activation_bits: activationBits, parallel: levels)
             if json {
                 emit(try jsonLine(report))
                 return
@@ -160,9 +196,58 @@ struct Bench: ParsableCommand {
             }
             if let pp { row("pp\(prompt)", pp) }
             if let tg { row("tg\(generate)", tg) }
+            for level in levels ?? [] {
+                row("pp\(prompt) × \(level.sequences) seq", level.pp)
+                row("tg\(generate) × \(level.sequences) seq (aggregate)", level.tg)
+            }
             table += "\npeak RSS \(formatBytes(report.peak_rss_bytes)), load \(String(format: "%.2f", report.load_seconds)) s, KV cache \(formatBytes(report.kv_cache_bytes)) \(kvType.rawValue)\n"
             emit(table)
         }
+    }
+}
+
+extension Bench {
+    /// llama-batched-bench at one level: `sequences` prompts of `prompt` tokens processed
+    /// together, then `generate` steps decoding one token of every sequence per step.
+    func measureParallel(
+        _ lm: LanguageModel, sequences: Int, pool: WorkerPool, random: (Int) -> [Int32]
+    ) throws -> ParallelLevel {
+        let decoder = try Decoder(
+            weights: lm.weights, options: lm.options, context: prompt + generate, maxBatch: max(batch, sequences),
+            kvType: kvType, sequences: sequences, pool: pool)
+        decoder.quantizedBatchPath = QuantizedBatchPath(rawValue: prefillPath) ?? .integer
+        decoder.activationPrecision = ActivationPrecision(rawValue: activationBits) ?? .wide
+        let vocab = Int32(lm.options.vocabSize)
+        func measure() throws -> (pp: Double, tg: Double) {
+            var items: [Decoder.BatchItem] = []
+            for s in 0..<sequences {
+                for (i, token) in random(prompt).enumerated() { items.append(.init(sequence: s, position: i, token: token)) }
+            }
+            let start = DispatchTime.now()
+            var done = 0
+            while done < items.count {
+                let chunk = Array(items[done..<min(items.count, done + decoder.maxBatch)])
+                let ends = chunk.indices.filter { chunk[$0].position == prompt - 1 }
+                _ = try decoder.forward(batch: chunk, logitsFor: ends)
+                done += chunk.count
+            }
+            let pp = Double(items.count) / elapsed(since: start)
+            var step = (0..<sequences).map { Decoder.BatchItem(sequence: $0, position: prompt, token: random(1)[0]) }
+            let all = Array(0..<sequences)
+            let decodeStart = DispatchTime.now()
+            for _ in 0..<generate {
+                _ = try decoder.forward(batch: step, logitsFor: all)
+                for i in step.indices {
+                    step[i].position += 1
+                    step[i].token = (step[i].token &+ 1) % vocab
+                }
+            }
+            return (pp, Double(sequences * generate) / elapsed(since: decodeStart))
+        }
+        _ = try measure()
+        let runs = try (0..<repetitions).map { _ in try measure() }
+        return ParallelLevel(
+            sequences: sequences, pp: Stat(runs.map(\.pp)), tg: Stat(runs.map(\.tg)), kv_cache_bytes: decoder.cache.byteCount)
     }
 }
 
