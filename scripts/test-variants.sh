@@ -15,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FILTER='HearthKernelsTests|GoldenTests|QuantizedAccuracyTests|MLXTests|KLDivergenceTests|CLITests|RealModelTests'
+FILTER='HearthKernelsTests|GoldenTests|QuantizedAccuracyTests|MLXTests|KLDivergenceTests|CLITests|RealModelTests|BatchedDecodingTests'
 which="${1:-all}"
 status=0
 

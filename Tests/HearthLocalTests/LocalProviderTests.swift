@@ -8,9 +8,9 @@ import Testing
 
 /// LocalProvider on the fixture models: the provider protocol over the real engine.
 @Suite struct LocalProviderTests {
-    static func provider(context: Int = 128, batch: Int = 8) throws -> LocalProvider {
+    static func provider(context: Int = 128, batch: Int = 8, parallel: Int = 1) throws -> LocalProvider {
         let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
-        return try LocalProvider(model: model, context: context, threads: 2, batch: batch)
+        return try LocalProvider(model: model, context: context, threads: 2, batch: batch, parallel: parallel)
     }
 
     static let greedy = GenerationOptions(temperature: 0, maxTokens: 8)
@@ -127,6 +127,36 @@ import Testing
             return result
         }
         #expect(answers == expected)
+    }
+
+    /// Callers served together (three sequence slots, decoded in one batch per step) and a
+    /// fourth that waits for a slot all get complete answers for their own prompts. (Token
+    /// equality with running alone, margin-aware, is BatchedDecodingTests' job: here the
+    /// tiny model's near-ties could part the texts.)
+    @Test func parallelCallersAreBatchedAndAllAnswered() async throws {
+        let provider = try Self.provider(context: 256, batch: 16, parallel: 3)
+        let alone = try Self.provider(context: 256, batch: 16)
+        let questions = ["First?", "Second question, a longer one?", "Third?", "And a fourth one?"]
+        var promptTokens: [Int?] = []
+        for q in questions {
+            promptTokens.append(try await Self.collect(alone, ChatRequest(messages: [.user(q)], options: Self.greedy)).usage?.promptTokens)
+        }
+        let results = try await withThrowingTaskGroup(of: (Int, Usage?, HearthProviders.FinishReason?).self) { group in
+            for (i, q) in questions.enumerated() {
+                group.addTask {
+                    let r = try await Self.collect(provider, ChatRequest(messages: [.user(q)], options: Self.greedy))
+                    return (i, r.usage, r.finish)
+                }
+            }
+            var out = [(Int, Usage?, HearthProviders.FinishReason?)]()
+            for try await r in group { out.append(r) }
+            return out.sorted { $0.0 < $1.0 }
+        }
+        for (i, usage, finish) in results {
+            #expect(usage?.promptTokens == promptTokens[i])
+            #expect((usage?.completionTokens ?? 0) > 0)
+            #expect(finish == .length || finish == .stop)
+        }
     }
 
     @Test func continuationExtendsAPartialAnswer() async throws {
