@@ -94,6 +94,10 @@ public final class Generator: @unchecked Sendable {
     private var pending: [Job] = []
     private var active: [Job] = []  // guarded by `lock`
     private var schedulerRunning = false
+    /// Requests holding a slot and positions filled, kept under `queue` so that metrics never
+    /// wait for a step to end.
+    private var runningCount = 0
+    private var filledPositions = 0
 
     /// Prompt tokens a step spends on new requests while others are decoding (the rest of a
     /// prompt waits for the next step, so running sequences keep their pace).
@@ -140,21 +144,18 @@ public final class Generator: @unchecked Sendable {
     public var cacheBytes: Int { decoder.cache.byteCount }
 
     /// Requests running and waiting for a slot.
+    /// (Answers at once, also while a step runs.)
     public var load: (running: Int, waiting: Int) {
         queue.lock()
-        let waiting = pending.count
-        queue.unlock()
-        lock.lock()
-        defer { lock.unlock() }
-        return (slots.filter(\.busy).count, waiting)
+        defer { queue.unlock() }
+        return (runningCount, pending.count)
     }
 
-    /// Share of the KV cache's positions that hold tokens (0…1).
+    /// Share of the KV cache's positions that hold tokens (0…1), as of the last step.
     public var cacheUsage: Double {
-        lock.lock()
-        defer { lock.unlock() }
-        let used = (0..<slots.count).reduce(0) { $0 + decoder.cache.counts[$1] }
-        return Double(used) / Double(max(1, slots.count * decoder.context))
+        queue.lock()
+        defer { queue.unlock() }
+        return Double(filledPositions) / Double(max(1, slots.count * decoder.context))
     }
 
     /// Streams a generation for `prompt`. Cancelling the consuming task or dropping the
@@ -316,7 +317,11 @@ public final class Generator: @unchecked Sendable {
             queue.unlock()
             lock.lock()
             step()
+            let filled = decoder.cache.counts.reduce(0, +)
             lock.unlock()
+            queue.lock()
+            filledPositions = filled
+            queue.unlock()
         }
     }
 
@@ -440,6 +445,7 @@ public final class Generator: @unchecked Sendable {
             job.run.summary.cachedPromptTokens = reuse
             job.admitted = DispatchTime.now()
             active.append(job)
+            runningCount += 1
         }
     }
 
@@ -463,6 +469,9 @@ public final class Generator: @unchecked Sendable {
 
     private func finish(_ job: Job, _ result: Result<GenerationSummary, Error>) {
         active.removeAll { $0 === job }
+        queue.lock()
+        runningCount -= 1
+        queue.unlock()
         if job.slot >= 0 {
             slots[job.slot].busy = false
             if case .failure = result { decoder.cache.truncate(to: 0, sequence: job.slot) }
