@@ -143,7 +143,7 @@ struct HTTPFailureMapper: Sendable {
         let message = (details.message ?? details.bodyExcerpt).lowercased()
         let phrases = [
             "context length", "context_length", "context window", "prompt is too long", "maximum context",
-            "context size", "too many tokens", "exceeds the context", "input is too long",
+            "context size", "too many tokens", "exceeds the context", "input is too long", "range of input length",
         ]
         guard code.contains("context_length") || type.contains("exceed_context") || code.contains("exceed_context")
             || phrases.contains(where: message.contains)
@@ -155,7 +155,8 @@ struct HTTPFailureMapper: Sendable {
     /// Token counts in the usual overflow messages:
     /// OpenAI/vLLM/DeepSeek "maximum context length is 8192 tokens. However, your messages
     /// resulted in 9000 tokens", Anthropic "prompt is too long: 208310 tokens > 200000 maximum",
-    /// llama.cpp (as rewritten by ``details(status:body:)``) "(9000 tokens, context 8192)".
+    /// llama.cpp (as rewritten by ``details(status:body:)``) "(9000 tokens, context 8192)",
+    /// DashScope "Range of input length should be [1, 30720]" (the limit only).
     static func contextCounts(in message: String) -> (tokens: Int?, limit: Int?) {
         func number(after marker: String) -> Int? {
             guard let range = message.range(of: marker) else { return nil }
@@ -176,6 +177,9 @@ struct HTTPFailureMapper: Sendable {
         }
         if let limit = number(after: "tokens, context "), let tokens = number(before: " tokens, context") {
             return (tokens, limit)
+        }
+        if message.contains("range of input length"), let limit = number(before: "]") {
+            return (nil, limit)
         }
         return (nil, nil)
     }
