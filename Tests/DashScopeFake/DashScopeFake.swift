@@ -73,19 +73,17 @@ struct DashScopeFake: AsyncParsableCommand {
             host: host, port: dialogPort)
         let generation = try await FakeDashScopeGeneration.start(
             .init(apiKey: apiKey, answers: book, pause: .milliseconds(pauseMs)), host: host, port: httpPort)
-        print(#"{"websocket":"\#(dialog.url)","http":"\#(generation.baseURL)"}"#)
-        fflush(stdout)
+        FileHandle.standardOutput.write(Data(#"{"websocket":"\#(dialog.url)","http":"\#(generation.baseURL)"}"#.utf8 + [10]))
 
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
-        let stop = AsyncStream<Void> { continuation in
-            let sources = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: .main) }
-            for source in sources {
-                source.setEventHandler { continuation.yield() }
-                source.resume()
-            }
-            continuation.onTermination = { _ in sources.forEach { $0.cancel() } }
+        let (stop, stopping) = AsyncStream.makeStream(of: Void.self)
+        let sources = [SIGTERM, SIGINT].map { DispatchSource.makeSignalSource(signal: $0, queue: .main) }
+        for source in sources {
+            source.setEventHandler { stopping.yield() }
+            source.resume()
         }
+        defer { withExtendedLifetime(sources) {} }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { for await _ in stop { return } }
             group.addTask { try? await Task.sleep(for: .milliseconds(Int(lifetime * 1000))) }
