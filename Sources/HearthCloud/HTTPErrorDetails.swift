@@ -42,7 +42,9 @@ struct HTTPFailureMapper: Sendable {
     /// The error for `status` with `body`; `retryAfter` is the parsed `Retry-After` header.
     func error(status: Int, retryAfter: Double?, body: String) -> ProviderError {
         let details = Self.details(status: status, body: redactor(body))
-        let said = details.message.map { " The server said: \($0)" } ?? ""
+        let said = details.message.map { message in
+            " The server said" + (details.code.map { " (\($0))" } ?? "") + ": \(message)"
+        } ?? ""
         let code: ProviderError.Code
         let advice: String
         switch status {

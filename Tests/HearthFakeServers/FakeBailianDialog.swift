@@ -89,6 +89,7 @@ public final class FakeBailianDialog: Sendable {
     public let configuration: Configuration
     let shared = Mutex(Shared())
     private let server = Mutex<TestWebSocketServer?>(nil)
+    private let open = Mutex<[Int: DialogConnection]>([:])
 
     private init(_ configuration: Configuration) {
         self.configuration = configuration
@@ -104,7 +105,10 @@ public final class FakeBailianDialog: Sendable {
                 $0.connections += 1
                 return $0.connections
             }
-            await DialogConnection(fake: fake, number: number, peer: peer).run()
+            let connection = DialogConnection(fake: fake, number: number, peer: peer)
+            fake.open.withLock { $0[number] = connection }
+            await connection.run()
+            fake.open.withLock { $0[number] = nil }
         }
         fake.server.withLock { $0 = server }
         return fake
@@ -127,9 +131,12 @@ public final class FakeBailianDialog: Sendable {
     /// The ids of the dialogs so far.
     public var dialogIDs: [String] { shared.withLock { Array($0.dialogs.keys) } }
 
-    /// Stops listening and waits for the connections to end.
+    /// Stops listening, closes the open connections (close code 1001, going away) and waits for them to end.
     public func stop() async {
-        await server.withLock { $0 }?.stop()
+        let server = server.withLock { $0 }
+        let connections = open.withLock { Array($0.values) }
+        for connection in connections { await connection.shutdown() }
+        await server?.stop()
     }
 
     func violation(_ text: String) {
@@ -182,6 +189,13 @@ actor DialogConnection {
             group.cancelAll()
         }
         answer?.cancel()
+    }
+
+    /// Closes the connection as a service going away does (close code 1001).
+    func shutdown() async {
+        answer?.cancel()
+        try? await peer.responder.close(code: 1001)
+        end()
     }
 
     private func end() {
