@@ -69,11 +69,7 @@ enum AnthropicWire {
         var error: ErrorPayload?
     }
 
-    static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return decoder
-    }()
+    static let decoder = JSONDecoder.snakeCase
 
     /// Reads a 2xx event stream until `message_stop`.
     static func readReply(

@@ -116,11 +116,7 @@ enum BailianDialogWire {
         }
     }
 
-    static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return decoder
-    }()
+    static let decoder = JSONDecoder.snakeCase
 
     /// Decodes one text frame; throws ``ProviderError/Code/decoding`` for anything else.
     static func event(_ data: Data, failures: HTTPFailureMapper) throws -> Event {

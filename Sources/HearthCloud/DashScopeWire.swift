@@ -70,11 +70,7 @@ enum DashScopeWire {
         var message: String?
     }
 
-    static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return decoder
-    }()
+    static let decoder = JSONDecoder.snakeCase
 
     /// What the stream has said so far.
     struct State {

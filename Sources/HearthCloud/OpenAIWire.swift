@@ -125,11 +125,7 @@ enum OpenAIWire {
         }
     }
 
-    static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return decoder
-    }()
+    static let decoder = JSONDecoder.snakeCase
 
     /// Reads a 2xx response: an event stream, or one JSON completion from servers that ignore
     /// `stream: true`. Anything else is ``ProviderError/Code/decoding``.

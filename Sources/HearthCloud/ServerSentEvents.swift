@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Foundation
 
 /// One server-sent event: its `event:` name (if any) and its `data:` lines joined with "\n".
 struct ServerSentEvent: Sendable, Equatable {
@@ -115,5 +116,14 @@ extension ServerSentEventParser {
             for event in try parser.feed(buffer.readableBytesView) where !isDone() { try handle(event) }
         }
         for event in parser.finish() where !isDone() { try handle(event) }
+    }
+}
+
+extension JSONDecoder {
+    /// A decoder for the providers' wire formats: `snake_case` keys onto camel-case properties.
+    static var snakeCase: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return decoder
     }
 }
