@@ -82,7 +82,6 @@ public final class FakeBailianDialog: Sendable {
         var violations: [String] = []
         var dialogs: [String: [String]] = [:]
         var connections = 0
-        var answered: [String: Int] = [:]
     }
 
     /// Its configuration.
@@ -166,7 +165,6 @@ actor DialogConnection {
     var dialogID: String?
     var state = "Idle"
     var answer: Task<Void, Never>?
-    var round = 0
     /// RespondingEnded was sent; LocalRespondingEnded returns to Listening.
     var awaitingPlayback = false
     var lastSent = ContinuousClock.now
@@ -404,13 +402,13 @@ actor DialogConnection {
         }
         let reply = type == "transcript" ? text : configuration.answers.answer(to: text, round: round)
         let scenario = type == "transcript" ? .normal : FakeScenario.of(text)
-        answer = Task { await self.respond(reply, scenario: scenario, round: round) }
+        answer = Task { await self.respond(reply, scenario: scenario) }
     }
 
     // MARK: answers
 
     /// Streams `reply` as the service does; stops quietly when cancelled (RequestToSpeak).
-    private func respond(_ reply: String, scenario: FakeScenario, round: Int) async {
+    private func respond(_ reply: String, scenario: FakeScenario) async {
         let roundID = requestID()
         let llmRequestID = requestID()
         func pause(_ scale: Int = 1) async -> Bool {
@@ -473,7 +471,6 @@ actor DialogConnection {
             try? await peer.responder.binary(Array(repeating: 0, count: 640))
         }
         guard !Task.isCancelled else { return }
-        fake.shared.withLock { $0.answered[dialogID ?? "", default: 0] = round }
         awaitingPlayback = true
         answer = nil
         await event("RespondingEnded")
