@@ -84,7 +84,8 @@ let package = Package(
         .testTarget(name: "HearthFormatsTests", dependencies: ["HearthFormats", "HearthTestSupport"]),
         .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthTestSupport"]),
-        .testTarget(name: "HearthCLITests", dependencies: ["hearth", "HearthTestSupport"]),
+        // `dashscope-fake` is built for the CLI test that points `hearth chat --provider bailian` at it.
+        .testTarget(name: "HearthCLITests", dependencies: ["hearth", "dashscope-fake", "HearthTestSupport"]),
 
         // The provider protocol and router (no engine import), and the cloud providers.
         .target(name: "HearthProviders"),
@@ -106,11 +107,27 @@ let package = Package(
             name: "hearth-fallback-example", dependencies: ["HearthProviders", "HearthCloud", "HearthLocal"],
             path: "Examples/FallbackExample"),
         .testTarget(name: "HearthProvidersTests", dependencies: ["HearthProviders"]),
+        // Fake servers on loopback sockets for the cloud providers' tests: scripted HTTP and
+        // WebSocket servers, and protocol fakes of DashScope's generation API and Bailian's dialog.
+        .target(
+            name: "HearthFakeServers",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
+            path: "Tests/HearthFakeServers"),
+        // The DashScope fakes as a program (scripts/check-dashscope-fakes.sh, the CLI tests).
+        .executableTarget(
+            name: "dashscope-fake",
+            dependencies: ["HearthFakeServers", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tests/DashScopeFake"),
         .testTarget(name: "HearthLocalTests", dependencies: ["HearthLocal", "HearthTestSupport"]),
         .testTarget(
             name: "HearthCloudTests",
             dependencies: [
-                "HearthCloud", "HearthProviders",
+                "HearthCloud", "HearthProviders", "HearthFakeServers",
                 // Only for the end-to-end test: a cloud answer finished by LocalProvider on a fixture model.
                 "HearthLocal", "HearthEngine", "HearthTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),

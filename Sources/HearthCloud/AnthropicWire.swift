@@ -69,11 +69,7 @@ enum AnthropicWire {
         var error: ErrorPayload?
     }
 
-    static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return decoder
-    }()
+    static let decoder = JSONDecoder.snakeCase
 
     /// Reads a 2xx event stream until `message_stop`.
     static func readReply(
@@ -88,15 +84,7 @@ enum AnthropicWire {
                     + "may be in the way; check the base URL and the network.")
         }
         var state = State(trimLeadingWhitespace: trimLeadingWhitespace)
-        var parser = ServerSentEventParser()
-        for try await buffer in response.body {
-            watchdog.touch()
-            if state.done { continue }  // drain so the connection can be reused
-            for event in try parser.feed(buffer.readableBytesView) where !state.done {
-                try state.handle(event, sink: sink, failures: failures)
-            }
-        }
-        for event in parser.finish() where !state.done {
+        try await ServerSentEventParser.read(response.body, watchdog: watchdog, isDone: { state.done }) { event in
             try state.handle(event, sink: sink, failures: failures)
         }
         guard state.done else {

@@ -4,7 +4,9 @@ import HearthProviders
 /// Credentials and endpoints for the cloud providers, from the environment and a JSON file.
 ///
 /// The environment wins over the file. Variables: `OPENAI_API_KEY`, `OPENAI_BASE_URL`,
-/// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `DEEPSEEK_API_KEY`, `DASHSCOPE_API_KEY` (Qwen),
+/// `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`, `DEEPSEEK_API_KEY`, `DASHSCOPE_API_KEY` (Qwen in
+/// compatible mode, DashScope's native API and Bailian's dialog), `DASHSCOPE_HTTP_BASE_URL`,
+/// `DASHSCOPE_WEBSOCKET_BASE_URL`, `BAILIAN_APP_ID`, `BAILIAN_WORKSPACE_ID`,
 /// `SPARK_APP_ID`, `SPARK_API_KEY`, `SPARK_API_SECRET`, `SPARK_URL`.
 ///
 /// The file (default `~/.config/hearth/providers.json`, or `$XDG_CONFIG_HOME/hearth/providers.json`)
@@ -17,6 +19,8 @@ import HearthProviders
 ///   "anthropic": { "apiKey": "…", "model": "claude-sonnet-4-5" },
 ///   "spark":     { "appID": "…", "apiKey": "…", "apiSecret": "…",
 ///                  "url": "wss://spark-api.xf-yun.com/v3.5/chat", "domain": "generalv3.5" },
+///   "dashscope": { "apiKey": "sk-…", "model": "qwen-plus" },
+///   "bailian":   { "apiKey": "sk-…", "appID": "…", "workspaceID": "llm-…" },
 ///   "ollama":    { "baseURL": "http://127.0.0.1:11434/v1", "model": "qwen2.5:7b",
 ///                  "headers": { "X-Team": "mobile" } }
 /// }
@@ -30,11 +34,13 @@ public struct CloudCredentials: Sendable {
         public var apiKey: CloudSecret?
         /// API secret (Spark's HMAC key).
         public var apiSecret: CloudSecret?
-        /// Application id (Spark).
+        /// Application id (Spark, Bailian's dialog app).
         public var appID: String?
+        /// Workspace id (Bailian's `workspace_id`).
+        public var workspaceID: String?
         /// Base URL of an HTTP API, such as `https://api.openai.com/v1`.
         public var baseURL: String?
-        /// WebSocket URL (Spark).
+        /// WebSocket URL (Spark, Bailian's dialog).
         public var url: String?
         /// Model name, or Spark's `domain`.
         public var model: String?
@@ -45,12 +51,14 @@ public struct CloudCredentials: Sendable {
 
         /// An empty entry.
         public init(
-            apiKey: CloudSecret? = nil, apiSecret: CloudSecret? = nil, appID: String? = nil, baseURL: String? = nil,
-            url: String? = nil, model: String? = nil, domain: String? = nil, headers: [String: String]? = nil
+            apiKey: CloudSecret? = nil, apiSecret: CloudSecret? = nil, appID: String? = nil, workspaceID: String? = nil,
+            baseURL: String? = nil, url: String? = nil, model: String? = nil, domain: String? = nil,
+            headers: [String: String]? = nil
         ) {
             self.apiKey = apiKey
             self.apiSecret = apiSecret
             self.appID = appID
+            self.workspaceID = workspaceID
             self.baseURL = baseURL
             self.url = url
             self.model = model
@@ -59,7 +67,7 @@ public struct CloudCredentials: Sendable {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case apiKey, apiSecret, appID, baseURL, url, model, domain, headers
+            case apiKey, apiSecret, appID, workspaceID, baseURL, url, model, domain, headers
         }
 
         /// Decodes an entry; key and secret are read as strings and wrapped at once.
@@ -68,6 +76,7 @@ public struct CloudCredentials: Sendable {
             apiKey = try container.decodeIfPresent(String.self, forKey: .apiKey).map(CloudSecret.init)
             apiSecret = try container.decodeIfPresent(String.self, forKey: .apiSecret).map(CloudSecret.init)
             appID = try container.decodeIfPresent(String.self, forKey: .appID)
+            workspaceID = try container.decodeIfPresent(String.self, forKey: .workspaceID)
             baseURL = try container.decodeIfPresent(String.self, forKey: .baseURL)
             url = try container.decodeIfPresent(String.self, forKey: .url)
             model = try container.decodeIfPresent(String.self, forKey: .model)
@@ -151,7 +160,13 @@ public struct CloudCredentials: Sendable {
         if let key = value("ANTHROPIC_API_KEY") { set("anthropic") { $0.apiKey = CloudSecret(key) } }
         if let url = value("ANTHROPIC_BASE_URL") { set("anthropic") { $0.baseURL = url } }
         if let key = value("DEEPSEEK_API_KEY") { set("deepseek") { $0.apiKey = CloudSecret(key) } }
-        if let key = value("DASHSCOPE_API_KEY") { set("qwen") { $0.apiKey = CloudSecret(key) } }
+        if let key = value("DASHSCOPE_API_KEY") {
+            for id in ["qwen", "dashscope", "bailian"] { set(id) { $0.apiKey = CloudSecret(key) } }
+        }
+        if let url = value("DASHSCOPE_HTTP_BASE_URL") { set("dashscope") { $0.baseURL = url } }
+        if let url = value("DASHSCOPE_WEBSOCKET_BASE_URL") { set("bailian") { $0.url = url } }
+        if let id = value("BAILIAN_APP_ID") { set("bailian") { $0.appID = id } }
+        if let id = value("BAILIAN_WORKSPACE_ID") { set("bailian") { $0.workspaceID = id } }
         if let id = value("SPARK_APP_ID") { set("spark") { $0.appID = id } }
         if let key = value("SPARK_API_KEY") { set("spark") { $0.apiKey = CloudSecret(key) } }
         if let secret = value("SPARK_API_SECRET") { set("spark") { $0.apiSecret = CloudSecret(secret) } }

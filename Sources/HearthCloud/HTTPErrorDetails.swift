@@ -42,7 +42,9 @@ struct HTTPFailureMapper: Sendable {
     /// The error for `status` with `body`; `retryAfter` is the parsed `Retry-After` header.
     func error(status: Int, retryAfter: Double?, body: String) -> ProviderError {
         let details = Self.details(status: status, body: redactor(body))
-        let said = details.message.map { " The server said: \($0)" } ?? ""
+        let said = details.message.map { message in
+            " The server said" + (details.code.map { " (\($0))" } ?? "") + ": \(message)"
+        } ?? ""
         let code: ProviderError.Code
         let advice: String
         switch status {
@@ -143,7 +145,7 @@ struct HTTPFailureMapper: Sendable {
         let message = (details.message ?? details.bodyExcerpt).lowercased()
         let phrases = [
             "context length", "context_length", "context window", "prompt is too long", "maximum context",
-            "context size", "too many tokens", "exceeds the context", "input is too long",
+            "context size", "too many tokens", "exceeds the context", "input is too long", "range of input length",
         ]
         guard code.contains("context_length") || type.contains("exceed_context") || code.contains("exceed_context")
             || phrases.contains(where: message.contains)
@@ -155,7 +157,8 @@ struct HTTPFailureMapper: Sendable {
     /// Token counts in the usual overflow messages:
     /// OpenAI/vLLM/DeepSeek "maximum context length is 8192 tokens. However, your messages
     /// resulted in 9000 tokens", Anthropic "prompt is too long: 208310 tokens > 200000 maximum",
-    /// llama.cpp (as rewritten by ``details(status:body:)``) "(9000 tokens, context 8192)".
+    /// llama.cpp (as rewritten by ``details(status:body:)``) "(9000 tokens, context 8192)",
+    /// DashScope "Range of input length should be [1, 30720]" (the limit only).
     static func contextCounts(in message: String) -> (tokens: Int?, limit: Int?) {
         func number(after marker: String) -> Int? {
             guard let range = message.range(of: marker) else { return nil }
@@ -176,6 +179,9 @@ struct HTTPFailureMapper: Sendable {
         }
         if let limit = number(after: "tokens, context "), let tokens = number(before: " tokens, context") {
             return (tokens, limit)
+        }
+        if message.contains("range of input length"), let limit = number(before: "]") {
+            return (nil, limit)
         }
         return (nil, nil)
     }

@@ -125,11 +125,7 @@ enum OpenAIWire {
         }
     }
 
-    static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return decoder
-    }()
+    static let decoder = JSONDecoder.snakeCase
 
     /// Reads a 2xx response: an event stream, or one JSON completion from servers that ignore
     /// `stream: true`. Anything else is ``ProviderError/Code/decoding``.
@@ -151,15 +147,7 @@ enum OpenAIWire {
                 message: "The server answered with \(contentType), not an event stream. A proxy or captive portal "
                     + "may be in the way; check the base URL and the network.")
         }
-        var parser = ServerSentEventParser()
-        for try await buffer in response.body {
-            watchdog.touch()
-            if state.done { continue }  // drain after [DONE] so the connection can be reused
-            for event in try parser.feed(buffer.readableBytesView) where !state.done {
-                try handle(event, state: &state, sink: sink, failures: failures)
-            }
-        }
-        for event in parser.finish() where !state.done {
+        try await ServerSentEventParser.read(response.body, watchdog: watchdog, isDone: { state.done }) { event in
             try handle(event, state: &state, sink: sink, failures: failures)
         }
         if state.done { return }

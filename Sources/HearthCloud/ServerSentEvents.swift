@@ -1,3 +1,6 @@
+import AsyncHTTPClient
+import Foundation
+
 /// One server-sent event: its `event:` name (if any) and its `data:` lines joined with "\n".
 struct ServerSentEvent: Sendable, Equatable {
     var name: String?
@@ -95,5 +98,32 @@ struct ServerSentEventParser: Sendable {
     struct LineTooLong: Error, CustomStringConvertible {
         let limit: Int
         var description: String { "an event-stream line is longer than \(limit) bytes" }
+    }
+}
+
+extension ServerSentEventParser {
+    /// Reads a streamed body event by event: touches `watchdog` for every network chunk, passes
+    /// each event to `handle` until `isDone`, then drains the rest unread so the connection can
+    /// be reused. A last event without its blank line is passed on too.
+    static func read(
+        _ body: HTTPClientResponse.Body, watchdog: IdleWatchdog, isDone: () -> Bool,
+        _ handle: (ServerSentEvent) throws -> Void
+    ) async throws {
+        var parser = ServerSentEventParser()
+        for try await buffer in body {
+            watchdog.touch()
+            if isDone() { continue }
+            for event in try parser.feed(buffer.readableBytesView) where !isDone() { try handle(event) }
+        }
+        for event in parser.finish() where !isDone() { try handle(event) }
+    }
+}
+
+extension JSONDecoder {
+    /// A decoder for the providers' wire formats: `snake_case` keys onto camel-case properties.
+    static var snakeCase: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        return decoder
     }
 }

@@ -106,20 +106,7 @@ struct SparkSession: Sendable {
     private func rejection(
         _ channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>, watchdog: IdleWatchdog
     ) async throws -> ProviderError {
-        var status = 0
-        var body = ByteBuffer()
-        try await channel.executeThenClose { inbound, _ in
-            for try await part in inbound {
-                watchdog.touch()
-                switch part {
-                case .head(let head): status = Int(head.status.code)
-                case .body(var chunk):
-                    if body.readableBytes < 64 * 1024 { body.writeBuffer(&chunk) }
-                case .end: return
-                }
-            }
-        }
-        let text = String(buffer: body)
+        let (status, text, _) = try await WebSocketConnector.refusal(channel, watchdog: watchdog)
         if status == 401 || status == 403 {
             let said = HTTPFailureMapper.details(status: status, body: redactor(text)).message.map { " Spark said: \($0)" }
             return ProviderError(

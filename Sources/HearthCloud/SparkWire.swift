@@ -55,11 +55,7 @@ enum SparkWire {
         var payload: Payload?
     }
 
-    static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.keyDecodingStrategy = .convertFromSnakeCase
-        return decoder
-    }()
+    static let decoder = JSONDecoder.snakeCase
 
     /// The error for a frame with a non-zero `header.code`, after Spark's documented codes.
     static func error(code: Int, message: String?, sid: String?, provider: String, redactor: Redactor) -> ProviderError {

@@ -64,8 +64,11 @@ enum WebSocketHandshake: Sendable {
 /// A minimal WebSocket client over SwiftNIO: connect (with TLS for `wss`), upgrade, and keep
 /// the HTTP response when the upgrade is refused so its status and body can be reported.
 enum WebSocketConnector {
+    /// Connects to `endpoint` and asks to upgrade; `headers` go on the upgrade request
+    /// (`Authorization` for DashScope; Spark signs the URL instead).
     static func connect(
-        _ endpoint: WebSocketEndpoint, connectTimeout: Duration, tls: NIOSSLContext?, maxFrameSize: Int = 1 << 20
+        _ endpoint: WebSocketEndpoint, connectTimeout: Duration, tls: NIOSSLContext?, headers extra: [(String, String)] = [],
+        maxFrameSize: Int = 1 << 20
     ) async throws -> WebSocketHandshake {
         let (seconds, attoseconds) = connectTimeout.components
         let timeout = TimeAmount.nanoseconds(max(1, seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
@@ -84,6 +87,7 @@ enum WebSocketConnector {
                 var headers = HTTPHeaders()
                 headers.add(name: "Host", value: endpoint.hostHeader)
                 headers.add(name: "User-Agent", value: "Hearth")
+                for (name, value) in extra { headers.replaceOrAdd(name: name, value: value) }
                 let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: endpoint.target, headers: headers)
                 let upgrader = NIOTypedWebSocketClientUpgrader<WebSocketHandshake>(
                     maxFrameSize: maxFrameSize,
@@ -111,5 +115,29 @@ enum WebSocketConnector {
             }
         }
         return try await negotiation.get()
+    }
+
+    /// Reads the HTTP response of a refused upgrade: its status, body (at most 64 KiB) and
+    /// `Retry-After` in seconds.
+    static func refusal(
+        _ channel: NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>, watchdog: IdleWatchdog
+    ) async throws -> (status: Int, body: String, retryAfter: Double?) {
+        var status = 0
+        var retryAfter: Double?
+        var body = ByteBuffer()
+        try await channel.executeThenClose { inbound, _ in
+            for try await part in inbound {
+                watchdog.touch()
+                switch part {
+                case .head(let head):
+                    status = Int(head.status.code)
+                    retryAfter = parseRetryAfter(head.headers.first(name: "retry-after"))
+                case .body(var chunk):
+                    if body.readableBytes < 64 * 1024 { body.writeBuffer(&chunk) }
+                case .end: return
+                }
+            }
+        }
+        return (status, String(buffer: body), retryAfter)
     }
 }

@@ -40,6 +40,8 @@ public struct Usage: Sendable, Equatable, Codable {
 /// ``contextTruncated(droppedMessages:)`` before the first), then ``usage(_:)`` when known,
 /// then ``finished(_:)``; errors end the stream by throwing ``ProviderError``.
 /// A ``FallbackRouter`` adds ``switchedProvider(from:to:reason:)`` when it moves to the next provider.
+/// Realtime dialog providers add ``dialogState(_:)`` as their server's state changes; consumers
+/// that only want text can ignore it (and every other case they do not use).
 public enum ChatEvent: Sendable {
     /// The next piece of the reply's text (whole Unicode characters, never a split UTF-8 sequence).
     case textDelta(String)
@@ -55,6 +57,36 @@ public enum ChatEvent: Sendable {
     /// The oldest `droppedMessages` turns were dropped to fit the context window
     /// (only when the request set ``ChatRequest/allowTruncation``).
     case contextTruncated(droppedMessages: Int)
+    /// A realtime dialog's server changed state (Bailian's dialog: listening → thinking →
+    /// responding → listening). Informational: it carries no reply text, and providers without
+    /// such a state never send it.
+    case dialogState(DialogState)
+}
+
+/// The state of a realtime dialog server, as a ``ChatEvent/dialogState(_:)`` reports it.
+///
+/// A struct rather than an enum, so a state the server adds later arrives as its raw value
+/// instead of breaking consumers' `switch`es.
+public struct DialogState: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The server's name for the state, such as `Listening`.
+    public var rawValue: String
+
+    /// Wraps a state name as the server spells it.
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// Connected, no dialog yet.
+    public static let idle = DialogState(rawValue: "Idle")
+    /// Ready for the next request.
+    public static let listening = DialogState(rawValue: "Listening")
+    /// The request was accepted; the model is working on the answer.
+    public static let thinking = DialogState(rawValue: "Thinking")
+    /// The answer is being sent (text, and audio for voice clients).
+    public static let responding = DialogState(rawValue: "Responding")
+
+    /// The raw value.
+    public var description: String { rawValue }
 }
 
 /// A complete (non-streamed) reply.

@@ -38,7 +38,7 @@ extension LanguageModelProvider {
             case .finished(let reason): finishReason = reason
             case .servedBy(let name): provider = name
             case .switchedProvider(_, let to, _): provider = to
-            case .contextTruncated: break
+            case .contextTruncated, .dialogState: break
             }
         }
         return ChatResponse(text: text, usage: usage, finishReason: finishReason ?? .stop, provider: provider)

@@ -19,7 +19,7 @@ struct Chat: ParsableCommand {
     @Option(name: .long, help: "Path to a local model (default: the model named in models/registry.json).")
     var model: String?
 
-    @Option(name: .long, help: "Who answers: local, openai, anthropic, spark, deepseek or qwen (cloud keys from the environment or ~/.config/hearth/providers.json).")
+    @Option(name: .long, help: "Who answers: local, openai, anthropic, spark, deepseek, qwen, dashscope (Qwen's native API) or bailian (Bailian's real-time dialog); cloud keys from the environment or ~/.config/hearth/providers.json.")
     var provider: String = "local"
 
     @Option(name: .long, help: "System prompt: instructions for the whole conversation.")

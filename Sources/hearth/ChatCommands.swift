@@ -14,7 +14,7 @@ extension ChatSession {
         /retry                regenerate the last answer
         /save NAME            save the conversation and its KV cache (resumes without re-processing)
         /load NAME            load a saved conversation
-        /provider NAME        switch to local, openai, anthropic, spark, deepseek or qwen
+        /provider NAME        switch to local, openai, anthropic, spark, deepseek, qwen, dashscope or bailian
         /quit                 leave (Ctrl-D or Ctrl-C on an empty line also do)
         Multi-line input: end lines with \\ or wrap them in \"\"\" … \"\"\".
         """

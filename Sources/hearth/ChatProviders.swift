@@ -6,7 +6,7 @@ import HearthProviders
 /// The providers `hearth chat` can talk to, made on demand (the local model loads once and
 /// stays loaded when the chat switches to a cloud provider and back).
 enum ChatProviders {
-    static let names = ["local", "openai", "anthropic", "spark", "deepseek", "qwen"]
+    static let names = ["local", "openai", "anthropic", "spark", "deepseek", "qwen", "dashscope", "bailian"]
 
     /// How to make the local provider.
     struct Local {
@@ -25,6 +25,8 @@ enum ChatProviders {
         case "qwen": return OpenAICompatibleProvider.qwen(credentials: credentials)
         case "anthropic": return AnthropicProvider.fromCredentials(credentials)
         case "spark": return SparkProvider.fromCredentials(credentials)
+        case "dashscope": return DashScopeProvider.qwen(credentials: credentials)
+        case "bailian": return BailianDialogProvider.fromCredentials(credentials)
         default: throw ChatError("unknown provider \"\(name)\"; choose one of: \(names.joined(separator: ", "))")
         }
     }

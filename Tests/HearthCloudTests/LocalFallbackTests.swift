@@ -1,4 +1,5 @@
 import Foundation
+import HearthFakeServers
 import HearthEngine
 import HearthLocal
 import HearthProviders

@@ -1,4 +1,5 @@
 import Foundation
+import HearthFakeServers
 import HearthProviders
 import Testing
 

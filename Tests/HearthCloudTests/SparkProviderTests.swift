@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HearthFakeServers
 import HearthProviders
 import NIOHTTP1
 import Testing

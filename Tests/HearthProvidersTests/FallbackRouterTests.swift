@@ -16,6 +16,22 @@ import Testing
         #expect(cloud.lastRequest?.continuation == nil)
     }
 
+    @Test func dialogStatesPassThroughAndCompleteIgnoresThem() async throws {
+        let dialog = ScriptedProvider("bailian") { _ in
+            [.state(.thinking), .state(.responding), .text("巴黎"), .text("。"), .finish(.stop), .state(.listening)]
+        }
+        let result = await collect(FallbackRouter(providers: [dialog]).stream(question))
+        #expect(result.error == nil)
+        #expect(
+            result.trace == [
+                "served:bailian", "state:Thinking", "state:Responding", "text:巴黎", "text:。", "finish:stop",
+                "state:Listening",
+            ])
+        let response = try await FallbackRouter(providers: [dialog]).complete(question)
+        #expect(response.text == "巴黎。" && response.finishReason == .stop && response.provider == "bailian")
+        #expect(DialogState(rawValue: "Listening") == .listening && DialogState.thinking.description == "Thinking")
+    }
+
     @Test func networkErrorBeforeAnyTextFailsOver() async {
         let cloud = ScriptedProvider("cloud") { _ in [.fail(failure(.network, "cloud"))] }
         let local = ScriptedProvider("local", answers: "Paris.")

@@ -7,6 +7,7 @@ final class ScriptedProvider: LanguageModelProvider {
         case text(String)
         case usage(Usage)
         case finish(FinishReason)
+        case state(DialogState)
         case fail(ProviderError)
         case failForeign
         /// Waits until cancelled (bounded to 10 s so a broken test cannot hang).
@@ -57,6 +58,7 @@ final class ScriptedProvider: LanguageModelProvider {
                     case .text(let text): continuation.yield(.textDelta(text))
                     case .usage(let usage): continuation.yield(.usage(usage))
                     case .finish(let reason): continuation.yield(.finished(reason))
+                    case .state(let state): continuation.yield(.dialogState(state))
                     case .fail(let error):
                         continuation.finish(throwing: error)
                         return
@@ -115,6 +117,7 @@ struct Collected {
             case .finished(let reason): "finish:\(reason.rawValue)"
             case .usage: "usage"
             case .contextTruncated(let count): "truncated:\(count)"
+            case .dialogState(let state): "state:\(state)"
             }
         }
     }

@@ -5,32 +5,32 @@ import NIOPosix
 import Synchronization
 
 /// A request the fake server received.
-struct RecordedRequest: Sendable {
-    var method: String
-    var uri: String
-    var headers: HTTPHeaders
-    var body: String
+public struct RecordedRequest: Sendable {
+    public var method: String
+    public var uri: String
+    public var headers: HTTPHeaders
+    public var body: String
 
     /// The body as a JSON object.
-    var json: [String: any Sendable]? {
+    public var json: [String: any Sendable]? {
         (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: any Sendable]
     }
 }
 
 /// Writes raw bytes on one connection, so tests control exactly what crosses the socket and
 /// where the network chunks break.
-struct RawResponder: Sendable {
+public struct RawResponder: Sendable {
     let outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
 
     /// Writes and flushes bytes as one TCP send.
-    func send(_ bytes: [UInt8]) async throws {
+    public func send(_ bytes: [UInt8]) async throws {
         try await outbound.write(ByteBuffer(bytes: bytes))
     }
 
-    func send(_ text: String) async throws { try await send(Array(text.utf8)) }
+    public func send(_ text: String) async throws { try await send(Array(text.utf8)) }
 
     /// A response head. With `chunked`, the body must be sent with ``chunk(_:)`` and ``end()``.
-    func head(_ status: Int, _ reason: String = "OK", headers: [(String, String)] = [], chunked: Bool = true)
+    public func head(_ status: Int, _ reason: String = "OK", headers: [(String, String)] = [], chunked: Bool = true)
         async throws
     {
         var text = "HTTP/1.1 \(status) \(reason)\r\n"
@@ -41,24 +41,24 @@ struct RawResponder: Sendable {
     }
 
     /// One HTTP chunk carrying `bytes`.
-    func chunk(_ bytes: [UInt8]) async throws {
+    public func chunk(_ bytes: [UInt8]) async throws {
         try await send(Array("\(String(bytes.count, radix: 16))\r\n".utf8) + bytes + Array("\r\n".utf8))
     }
 
-    func chunk(_ text: String) async throws { try await chunk(Array(text.utf8)) }
+    public func chunk(_ text: String) async throws { try await chunk(Array(text.utf8)) }
 
     /// The last chunk.
-    func end() async throws { try await send("0\r\n\r\n") }
+    public func end() async throws { try await send("0\r\n\r\n") }
 
     /// A whole response with a `Content-Length` body.
-    func respond(_ status: Int, _ reason: String, headers: [(String, String)] = [], body: String) async throws {
+    public func respond(_ status: Int, _ reason: String, headers: [(String, String)] = [], body: String) async throws {
         try await head(status, reason, headers: headers + [("Content-Length", "\(body.utf8.count)")], chunked: false)
         try await send(body)
     }
 
     /// Sends `text` as server-sent-event chunks, one network write per piece, with a pause
     /// between them so the client reads them separately.
-    func stream(_ pieces: [[UInt8]], pause: Duration = .milliseconds(15)) async throws {
+    public func stream(_ pieces: [[UInt8]], pause: Duration = .milliseconds(15)) async throws {
         for piece in pieces {
             try await chunk(piece)
             try await Task.sleep(for: pause)
@@ -67,7 +67,7 @@ struct RawResponder: Sendable {
 }
 
 /// What the server does with a connection once the handler returns.
-enum AfterResponse: Sendable {
+public enum AfterResponse: Sendable {
     /// Close the connection (after a complete response, or abruptly mid-response).
     case close
     /// Keep it open until the client closes it (at most 10 s), as a silent server does.
@@ -76,20 +76,20 @@ enum AfterResponse: Sendable {
 
 /// A fake HTTP server on 127.0.0.1 with an ephemeral port, driven by a script per request.
 /// It closes every connection after one response (`Connection: close`).
-final class TestHTTPServer: Sendable {
-    typealias Handler = @Sendable (RecordedRequest, Int, RawResponder) async throws -> AfterResponse
+public final class TestHTTPServer: Sendable {
+    public typealias Handler = @Sendable (RecordedRequest, Int, RawResponder) async throws -> AfterResponse
 
-    let port: Int
+    public let port: Int
     private let recorded = Mutex<[RecordedRequest]>([])
     private let ended = Mutex<[Int: ContinuousClock.Instant]>([:])
     private let channel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, ByteBuffer>, Never>
     private let loop = Mutex<Task<Void, Never>?>(nil)
 
     /// Requests received so far, in order.
-    var requests: [RecordedRequest] { recorded.withLock { $0 } }
+    public var requests: [RecordedRequest] { recorded.withLock { $0 } }
 
     /// When the connection of request `index` ended (the client closed it, or a write failed).
-    func endTime(of index: Int) -> ContinuousClock.Instant? { ended.withLock { $0[index] } }
+    public func endTime(of index: Int) -> ContinuousClock.Instant? { ended.withLock { $0[index] } }
 
     private init(channel: NIOAsyncChannel<NIOAsyncChannel<HTTPServerRequestPart, ByteBuffer>, Never>) throws {
         self.channel = channel
@@ -97,14 +97,14 @@ final class TestHTTPServer: Sendable {
         self.port = port
     }
 
-    var baseURL: String { "http://127.0.0.1:\(port)/v1" }
+    public var baseURL: String { "http://127.0.0.1:\(port)/v1" }
 
     /// Starts a server; `handler` gets each request, its index and a responder.
-    static func start(_ handler: @escaping Handler) async throws -> TestHTTPServer {
+    public static func start(host: String = "127.0.0.1", port: Int = 0, _ handler: @escaping Handler) async throws -> TestHTTPServer {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .bind(host: "127.0.0.1", port: 0) { channel in
+            .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder()))
                     return try NIOAsyncChannel<HTTPServerRequestPart, ByteBuffer>(wrappingChannelSynchronously: channel)
@@ -171,7 +171,7 @@ final class TestHTTPServer: Sendable {
     }
 
     /// Stops listening and waits for open connections to finish (each is bounded).
-    func stop() async {
+    public func stop() async {
         try? await channel.channel.close()
         let task = loop.withLock { $0 }
         await task?.value
@@ -179,7 +179,7 @@ final class TestHTTPServer: Sendable {
 }
 
 /// A port on 127.0.0.1 with nothing listening (bound, then closed).
-func closedPort() async throws -> Int {
+public func closedPort() async throws -> Int {
     let server = try await TestHTTPServer.start { _, _, _ in .close }
     let port = server.port
     await server.stop()
@@ -187,7 +187,7 @@ func closedPort() async throws -> Int {
 }
 
 /// Splits `text` into pieces at the given byte offsets (which may fall inside a UTF-8 character).
-func split(_ text: String, at offsets: [Int]) -> [[UInt8]] {
+public func split(_ text: String, at offsets: [Int]) -> [[UInt8]] {
     let bytes = Array(text.utf8)
     var pieces: [[UInt8]] = []
     var start = 0
@@ -200,7 +200,7 @@ func split(_ text: String, at offsets: [Int]) -> [[UInt8]] {
 }
 
 /// Splits `text` into pieces of `size` bytes.
-func split(_ text: String, every size: Int) -> [[UInt8]] {
+public func split(_ text: String, every size: Int) -> [[UInt8]] {
     let bytes = Array(text.utf8)
     return stride(from: 0, to: bytes.count, by: size).map { Array(bytes[$0..<min($0 + size, bytes.count)]) }
 }

@@ -1,0 +1,181 @@
+import AsyncHTTPClient
+import Foundation
+import HearthProviders
+
+/// DashScope's native text-generation format: the request JSON and the streamed reply.
+enum DashScopeWire {
+    // MARK: Request
+
+    /// The JSON body of `POST …/services/aigc/text-generation/generation`.
+    ///
+    /// Sampling options map to `parameters` (`temperature`, `top_p`, `top_k`, `max_tokens`,
+    /// `seed`, `stop`, `repetition_penalty`, `presence_penalty`); `min_p` and
+    /// `frequency_penalty` have no field and are dropped. A continuation is sent as a trailing
+    /// assistant message with `"partial": true` (Qwen's prefix continuation).
+    static func requestBody(_ request: ChatRequest, configuration: DashScopeProvider.Configuration) throws -> Data {
+        var messages: [[String: Any]] = request.continuedMessages.map { ["role": $0.role.rawValue, "content": $0.content] }
+        if let continuation = request.continuation, !continuation.isEmpty, !messages.isEmpty {
+            messages[messages.count - 1]["partial"] = true
+        }
+        var parameters: [String: Any] = [
+            "result_format": "message",
+            "incremental_output": configuration.incrementalOutput,
+        ]
+        let options = request.options
+        if let value = options.temperature { parameters["temperature"] = value }
+        if let value = options.topP { parameters["top_p"] = value }
+        if let value = options.topK { parameters["top_k"] = value }
+        if let value = options.maxTokens { parameters["max_tokens"] = value }
+        if let value = options.seed { parameters["seed"] = value }
+        if !options.stop.isEmpty { parameters["stop"] = options.stop }
+        if let value = options.repetitionPenalty { parameters["repetition_penalty"] = value }
+        if let value = options.presencePenalty { parameters["presence_penalty"] = value }
+        let body: [String: Any] = [
+            "model": request.model ?? configuration.model,
+            "input": ["messages": messages],
+            "parameters": parameters,
+        ]
+        return try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+    }
+
+    // MARK: Reply
+
+    /// One `event:result` document (or the whole reply of a non-streamed request).
+    struct Chunk: Decodable {
+        struct Output: Decodable {
+            struct Choice: Decodable {
+                struct Message: Decodable {
+                    var content: String?
+                }
+                var message: Message?
+                var finishReason: String?
+            }
+            var choices: [Choice]?
+            /// `result_format: "text"` puts the text here.
+            var text: String?
+            var finishReason: String?
+        }
+        struct UsagePayload: Decodable {
+            struct Details: Decodable {
+                var cachedTokens: Int?
+            }
+            var inputTokens: Int?
+            var outputTokens: Int?
+            var promptTokensDetails: Details?
+        }
+        var output: Output?
+        var usage: UsagePayload?
+        var requestId: String?
+        var code: String?
+        var message: String?
+    }
+
+    static let decoder = JSONDecoder.snakeCase
+
+    /// What the stream has said so far.
+    struct State {
+        let incremental: Bool
+        var text: CumulativeText
+        var usage: Chunk.UsagePayload?
+        var done = false
+
+        init(incremental: Bool) {
+            self.incremental = incremental
+            text = CumulativeText()
+        }
+
+        /// Handles one decoded document; the first real finish reason completes the reply.
+        mutating func handle(_ chunk: Chunk, sink: EventSink) {
+            if let usage = chunk.usage { self.usage = usage }
+            let choice = chunk.output?.choices?.first
+            let content = choice?.message?.content ?? chunk.output?.text
+            let reason = Self.finishReason(choice?.finishReason ?? chunk.output?.finishReason)
+            if let content {
+                sink.text(incremental ? content : text.delta(for: content, final: reason != nil))
+            }
+            if let reason { complete(reason, sink: sink) }
+        }
+
+        /// `"null"` (a string) and `null` mean "not yet"; `length` is the token limit; anything
+        /// else (`stop`, `tool_calls`) ends the reply normally.
+        static func finishReason(_ raw: String?) -> FinishReason? {
+            guard let raw, raw != "null", !raw.isEmpty else { return nil }
+            return raw == "length" ? .length : .stop
+        }
+
+        mutating func complete(_ reason: FinishReason, sink: EventSink) {
+            done = true
+            if let usage, let prompt = usage.inputTokens, let completion = usage.outputTokens {
+                sink.yield(
+                    .usage(sink.usage(prompt: prompt, completion: completion, cached: usage.promptTokensDetails?.cachedTokens)))
+            }
+            sink.yield(.finished(reason))
+            sink.finish()
+        }
+    }
+
+    /// Reads a 2xx response: the event stream (no `[DONE]`: the first document with a finish
+    /// reason ends it), or one JSON document when the server did not stream.
+    static func readReply(
+        _ response: HTTPClientResponse, incremental: Bool, sink: EventSink, watchdog: IdleWatchdog,
+        failures: HTTPFailureMapper
+    ) async throws {
+        let contentType = response.headers.first(name: "content-type")?.lowercased() ?? ""
+        var state = State(incremental: true)
+        if contentType.contains("application/json") {
+            let body = try await OpenAIWire.collect(response.body, limit: 16 << 20, watchdog: watchdog, provider: failures.provider)
+            let chunk = try decode(Data(body.readableBytesView), failures: failures)
+            try check(chunk, failures: failures)
+            state.handle(chunk, sink: sink)
+            if !state.done { state.complete(.stop, sink: sink) }
+            return
+        }
+        guard contentType.isEmpty || contentType.contains("text/event-stream") else {
+            throw ProviderError(
+                .decoding, provider: failures.provider,
+                message: "The server answered with \(contentType), not an event stream. A proxy or captive portal "
+                    + "may be in the way; check the base URL and the network.")
+        }
+        state = State(incremental: incremental)
+        try await ServerSentEventParser.read(response.body, watchdog: watchdog, isDone: { state.done }) { event in
+            let data = event.data.trimmingCharacters(in: .whitespaces)
+            guard !data.isEmpty else { return }
+            let chunk = try? decoder.decode(Chunk.self, from: Data(data.utf8))
+            if event.name == "error" {
+                let code = chunk?.code
+                throw DashScopeErrors.error(
+                    status: code.map(DashScopeErrors.status(forCode:)) ?? 500, code: code,
+                    message: chunk?.message ?? (chunk == nil ? data : nil), reference: chunk?.requestId.map { "request_id \($0)" },
+                    service: "DashScope", failures: failures)
+            }
+            let decoded = try chunk ?? decode(Data(data.utf8), failures: failures)
+            try check(decoded, failures: failures)
+            state.handle(decoded, sink: sink)
+        }
+        guard state.done else {
+            throw ProviderError(
+                .network, provider: failures.provider,
+                message: "The connection closed before the reply was complete (no finish_reason).")
+        }
+    }
+
+    /// A document with a `code` and no output is an error, whatever the event said.
+    private static func check(_ chunk: Chunk, failures: HTTPFailureMapper) throws {
+        guard chunk.output == nil, let code = chunk.code, !code.isEmpty else { return }
+        throw DashScopeErrors.error(
+            status: DashScopeErrors.status(forCode: code), code: code, message: chunk.message,
+            reference: chunk.requestId.map { "request_id \($0)" }, service: "DashScope", failures: failures)
+    }
+
+    private static func decode(_ data: Data, failures: HTTPFailureMapper) throws -> Chunk {
+        do {
+            return try decoder.decode(Chunk.self, from: data)
+        } catch {
+            throw ProviderError(
+                .decoding, provider: failures.provider,
+                message: "A piece of the reply was not the expected JSON: "
+                    + failures.redactor(String(decoding: data.prefix(300), as: UTF8.self)),
+                underlying: error)
+        }
+    }
+}

@@ -1,0 +1,181 @@
+import Foundation
+import NIOHTTP1
+import Synchronization
+
+/// A fake of DashScope's native text-generation API
+/// (`POST /api/v1/services/aigc/text-generation/generation`), on a loopback socket.
+///
+/// It checks the request as the service does (path, `Authorization: Bearer <key>`, a JSON body
+/// with `model`, `input.messages` and `parameters`) and answers with `X-DashScope-SSE: enable` as
+/// an event stream in DashScope's shape — `id:`, `event:result`, `:HTTP_STATUS/200`,
+/// `data:{"output":{"choices":[{"message":{…},"finish_reason":"null"}]},"usage":{…},"request_id":…}`,
+/// no `[DONE]` — with the content as deltas (`incremental_output: true`) or as the whole text so
+/// far, the bytes of the stream sent in network chunks cut at arbitrary offsets (inside lines
+/// and UTF-8 characters). Without the SSE header it answers with one JSON document. Errors are
+/// `{code, message, request_id}` bodies (HTTP 400/401/429/500) or, mid-stream, `event:error`.
+/// Prompts choose a ``FakeScenario`` by keyword (`#error`, `#500`, `#429`, `#429-once`,
+/// `#overflow`, `#silent`, `#drop`, `#length`, `#slow`).
+public final class FakeDashScopeGeneration: Sendable {
+    /// How the fake behaves.
+    public struct Configuration: Sendable {
+        /// The key requests must carry.
+        public var apiKey: String
+        /// What it answers (the round is always 1: the API is stateless).
+        public var answers: FakeAnswers
+        /// Pause between network chunks.
+        public var pause: Duration
+        /// Seed of the splits.
+        public var seed: UInt64
+
+        /// Creates a configuration.
+        public init(apiKey: String, answers: FakeAnswers = FakeAnswers(), pause: Duration = .milliseconds(2), seed: UInt64 = 29) {
+            self.apiKey = apiKey
+            self.answers = answers
+            self.pause = pause
+            self.seed = seed
+        }
+    }
+
+    /// Its configuration.
+    public let configuration: Configuration
+    private let server = Mutex<TestHTTPServer?>(nil)
+    private let seen = Mutex<[String: Int]>([:])
+    private let problems = Mutex<[String]>([])
+
+    private init(_ configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    /// Starts the fake on `host`:`port` (0: any free port).
+    public static func start(_ configuration: Configuration, host: String = "127.0.0.1", port: Int = 0)
+        async throws -> FakeDashScopeGeneration
+    {
+        let fake = FakeDashScopeGeneration(configuration)
+        let server = try await TestHTTPServer.start(host: host, port: port) { request, index, out in
+            try await fake.serve(request, index: index, out)
+        }
+        fake.server.withLock { $0 = server }
+        return fake
+    }
+
+    /// The port it listens on.
+    public var port: Int { server.withLock { $0?.port } ?? 0 }
+    /// `http://127.0.0.1:<port>/api/v1`, the value for `DASHSCOPE_HTTP_BASE_URL`.
+    public var baseURL: String { "http://127.0.0.1:\(port)/api/v1" }
+    /// The requests received, in order.
+    public var requests: [RecordedRequest] { server.withLock { $0?.requests } ?? [] }
+    /// Requests that broke the protocol, described.
+    public var violations: [String] { problems.withLock { $0 } }
+    /// When the connection of request `index` ended.
+    public func endTime(of index: Int) -> ContinuousClock.Instant? { server.withLock { $0?.endTime(of: index) } }
+
+    /// Stops listening and waits for the connections to end.
+    public func stop() async {
+        await server.withLock { $0 }?.stop()
+    }
+
+    private func error(_ out: RawResponder, _ status: Int, _ reason: String, code: String, message: String, headers: [(String, String)] = [])
+        async throws -> AfterResponse
+    {
+        let body = json(["code": code, "message": message, "request_id": requestID()])
+        try await out.respond(status, reason, headers: [("Content-Type", "application/json")] + headers, body: body)
+        return .close
+    }
+
+    private func serve(_ request: RecordedRequest, index: Int, _ out: RawResponder) async throws -> AfterResponse {
+        guard request.method == "POST", request.uri == "/api/v1/services/aigc/text-generation/generation" else {
+            return try await error(out, 404, "Not Found", code: "NotFound", message: "\(request.method) \(request.uri) is not a route")
+        }
+        guard request.headers.first(name: "authorization") == "Bearer \(configuration.apiKey)" else {
+            return try await error(out, 401, "Unauthorized", code: "InvalidApiKey", message: "Invalid API-key provided.")
+        }
+        guard let body = request.json, let model = body["model"] as? String, !model.isEmpty,
+            let messages = (body["input"] as? [String: Any])?["messages"] as? [[String: Any]], !messages.isEmpty,
+            messages.allSatisfy({ ["system", "user", "assistant"].contains($0["role"] as? String ?? "") && $0["content"] is String })
+        else {
+            problems.withLock { $0.append("request \(index): body is not {model, input.messages[{role, content}]}") }
+            return try await error(out, 400, "Bad Request", code: "InvalidParameter", message: "Input should be a valid messages list")
+        }
+        let parameters = body["parameters"] as? [String: Any] ?? [:]
+        let resultFormat = parameters["result_format"] as? String ?? "text"
+        guard ["text", "message"].contains(resultFormat) else {
+            problems.withLock { $0.append("request \(index): result_format \(resultFormat)") }
+            return try await error(out, 400, "Bad Request", code: "InvalidParameter", message: "result_format must be text or message")
+        }
+        let incremental = parameters["incremental_output"] as? Bool ?? false
+        let prompt = messages.last { $0["role"] as? String == "user" }?["content"] as? String ?? ""
+        let scenario = FakeScenario.of(prompt)
+        let promptTokens = messages.reduce(0) { $0 + ($1["content"] as? String ?? "").count }
+        switch scenario {
+        case .rateLimited:
+            return try await rateLimit(out)
+        case .rateLimitedOnce where seen.withLock({ $0[prompt, default: 0] += 1; return $0[prompt] == 1 }):
+            return try await rateLimit(out)
+        case .overflow:
+            return try await error(
+                out, 400, "Bad Request", code: "InvalidParameter", message: "Range of input length should be [1, 30720]")
+        case .serverError:
+            return try await error(
+                out, 500, "Internal Server Error", code: "InternalError",
+                message: "An internal error has occured, please try again later or contact service support.")
+        default:
+            break
+        }
+        var answer = configuration.answers.answer(to: prompt, round: 1)
+        if let last = messages.last, last["role"] as? String == "assistant", last["partial"] as? Bool == true,
+            let partial = last["content"] as? String, answer.hasPrefix(partial)
+        {
+            answer = String(answer.dropFirst(partial.count))  // partial mode: only what follows
+        }
+        let id = requestID()
+        func document(_ content: String, finish: String, tokens: Int) -> [String: Any] {
+            let output: [String: Any] =
+                resultFormat == "message"
+                ? ["choices": [["message": ["role": "assistant", "content": content], "finish_reason": finish]]]
+                : ["text": content, "finish_reason": finish]
+            return [
+                "output": output,
+                "usage": ["input_tokens": promptTokens, "output_tokens": tokens, "total_tokens": promptTokens + tokens],
+                "request_id": id,
+            ]
+        }
+        var random = SplitMix64(seed: configuration.seed &+ UInt64(index))
+        let cuts = characterCuts(answer, using: &random)
+        let finish = scenario == .length ? "length" : "stop"
+        guard request.headers.first(name: "x-dashscope-sse")?.lowercased() == "enable" else {
+            let body = json(document(answer, finish: finish, tokens: cuts.count))
+            try await out.respond(200, "OK", headers: [("Content-Type", "application/json")], body: body)
+            return .close
+        }
+        try await out.head(200, headers: [("Content-Type", "text/event-stream;charset=UTF-8"), ("X-DashScope-Request-Id", id)])
+        if scenario == .silent { return .waitForClientClose }
+        let failing: Set<FakeScenario> = [.errorMidAnswer, .drop]
+        let shown = failing.contains(scenario) ? Array(cuts.prefix(max(1, cuts.count / 3))) : cuts
+        var stream = ""
+        var start = answer.startIndex
+        for (number, cut) in shown.enumerated() {
+            let content = incremental ? String(answer[start..<cut]) : String(answer[..<cut])
+            let last = cut == answer.endIndex && !failing.contains(scenario)
+            let data = json(document(content, finish: last ? finish : "null", tokens: number + 1))
+            stream += "id:\(number + 1)\nevent:result\n:HTTP_STATUS/200\ndata:\(data)\n\n"
+            start = cut
+        }
+        if scenario == .errorMidAnswer {
+            let data = json([
+                "code": "DataInspectionFailed", "message": "Output data may contain inappropriate content.", "request_id": id,
+            ])
+            stream += "id:\(shown.count + 1)\nevent:error\n:HTTP_STATUS/400\ndata:\(data)\n\n"
+        }
+        let pause = scenario == .slow ? configuration.pause * 40 : configuration.pause
+        try await out.stream(split(stream, every: 5 + Int(random.next() % 60)), pause: pause)
+        if scenario == .drop { return .close }  // no terminating chunk: the body is cut short
+        try await out.end()
+        return .close
+    }
+
+    private func rateLimit(_ out: RawResponder) async throws -> AfterResponse {
+        try await error(
+            out, 429, "Too Many Requests", code: "Throttling.RateQuota",
+            message: "Requests rate limit exceeded, please try again later.", headers: [("Retry-After", "1")])
+    }
+}

@@ -1,0 +1,314 @@
+"""Drives Hearth's fake DashScope servers with the official `dashscope` SDK and checks the SDK is
+satisfied: the fakes speak the protocols as the SDK expects them, and the SDK's own frames pass
+the fakes' checks (the fake exits 3 when any frame broke the protocol).
+
+    python scripts/check_dashscope_fakes.py --fake .build/debug/dashscope-fake
+
+It starts the fake, points the SDK at it with DASHSCOPE_WEBSOCKET_BASE_URL and
+DASHSCOPE_HTTP_BASE_URL (read by the SDK when it is imported), runs MultiModalDialog and
+Generation.call through the scenarios Hearth's tests use, and prints one line per check.
+Run by scripts/check-dashscope-fakes.sh, which makes the venv.
+"""
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+KEY = "sk-fake-dashscope-key"
+APP = "fake-app"
+WORKSPACE = "llm-fake-workspace"
+ANSWERS = {
+    "你好，介绍一下杭州": "杭州是浙江省的省会，西湖🌊闻名天下。春天的苏堤，桃红柳绿；Café 与茶馆并存。",
+    "用一句话总结": "一句话：杭州＝西湖＋龙井🍵。",
+}
+FFFD = "\ufffd"
+
+passed = 0
+failed = 0
+
+
+def check(condition, what, detail=""):
+    global passed, failed
+    if condition:
+        passed += 1
+        print(f"ok   {what}")
+    else:
+        failed += 1
+        print(f"FAIL {what} {detail}")
+
+
+def start_fake(binary, answers_file):
+    process = subprocess.Popen(
+        [binary, "--api-key", KEY, "--app-id", APP, "--workspace-id", WORKSPACE,
+         "--answers", answers_file, "--lifetime", "240"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    if not line:
+        sys.exit("the fake did not start: " + process.stderr.read())
+    return process, json.loads(line)
+
+
+class Recorder:
+    """A MultiModalCallback that records everything and lets the checks wait for events."""
+
+    def __init__(self, base):
+        self.base = base
+        self.lock = threading.Condition()
+        self.events = []
+        self.texts = []
+        self.states = []
+        self.audio = 0
+        self.errors = []
+        self.dialog_id = None
+        self.closed = None
+
+    def wait(self, predicate, timeout=10):
+        with self.lock:
+            return self.lock.wait_for(predicate, timeout)
+
+    def note(self, name):
+        with self.lock:
+            self.events.append(name)
+            self.lock.notify_all()
+
+    def make(self):
+        recorder = self
+
+        class Callback(self.base):
+            def on_started(self, dialog_id):
+                recorder.dialog_id = dialog_id
+                recorder.note("started")
+
+            def on_stopped(self):
+                recorder.note("stopped")
+
+            def on_state_changed(self, state):
+                with recorder.lock:
+                    recorder.states.append(state.value)
+                recorder.note("state:" + state.value)
+
+            def on_speech_audio_data(self, data):
+                with recorder.lock:
+                    recorder.audio += len(data)
+
+            def on_error(self, error):
+                with recorder.lock:
+                    recorder.errors.append(str(error))
+                recorder.note("error")
+
+            def on_responding_started(self):
+                recorder.note("responding_started")
+
+            def on_responding_ended(self, payload):
+                recorder.note("responding_ended")
+
+            def on_responding_content(self, payload):
+                with recorder.lock:
+                    recorder.texts.append(payload["output"]["text"])
+                recorder.note("content")
+
+            def on_request_accepted(self):
+                recorder.note("request_accepted")
+
+            def on_close(self, code, message):
+                recorder.closed = code
+                recorder.note("closed")
+
+        return Callback()
+
+    def count(self, name):
+        with self.lock:
+            return self.events.count(name)
+
+
+def cumulative_ok(texts, answer):
+    """Every text is a prefix of the answer, once a trailing U+FFFD (a character still incomplete) is cut."""
+    for text in texts:
+        if not answer.startswith(text.rstrip(FFFD)):
+            return False
+    return bool(texts) and texts[-1] == answer
+
+
+def dialog_checks(dashscope):
+    from dashscope.multimodal.multimodal_dialog import MultiModalCallback, MultiModalDialog
+    from dashscope.multimodal.multimodal_request_params import (
+        ClientInfo, Downstream, RequestParameters, Upstream)
+
+    params = RequestParameters(
+        upstream=Upstream(type="AudioOnly", mode="push2talk"),
+        downstream=Downstream(intermediate_text="transcript,dialog"),
+        client_info=ClientInfo(user_id="sdk-check"))
+
+    def open_dialog(dialog_id=None, api_key=KEY):
+        recorder = Recorder(MultiModalCallback)
+        dialog = MultiModalDialog(
+            app_id=APP, workspace_id=WORKSPACE, request_params=params, multimodal_callback=recorder.make(),
+            api_key=api_key, model="multimodal-dialog", dialog_id=dialog_id)
+        dialog.start(dialog_id)
+        return dialog, recorder
+
+    def ask(dialog, recorder, text):
+        before = recorder.count("responding_ended")
+        with recorder.lock:
+            recorder.texts = []
+        dialog.request_to_respond("prompt", text)
+        return recorder.wait(lambda: recorder.events.count("responding_ended") > before
+                             or recorder.events.count("error") > 0)
+
+    def back_to_listening(dialog, recorder):
+        listening = recorder.count("state:Listening")
+        dialog.local_responding_started()
+        dialog.local_responding_ended()
+        return recorder.wait(lambda: recorder.events.count("state:Listening") > listening)
+
+    dialog, recorder = open_dialog()
+    check(recorder.wait(lambda: "state:Listening" in recorder.events), "dialog: Started, then Listening")
+    check(bool(recorder.dialog_id), "dialog: Started carries a dialog_id", recorder.dialog_id)
+    dialog.dialog_id = recorder.dialog_id  # the SDK's callers carry it themselves
+    first = "你好，介绍一下杭州"
+    check(ask(dialog, recorder, first), "dialog: RequestToRespond is answered and RespondingEnded arrives")
+    check(cumulative_ok(recorder.texts, ANSWERS[first]), "dialog: RespondingContent.text is cumulative and exact",
+          recorder.texts[-3:])
+    check(recorder.states[-2:] == ["Thinking", "Responding"], "dialog: Thinking, then Responding", recorder.states)
+    check(recorder.audio > 0, "dialog: binary audio frames reach on_speech_audio_data")
+    check("responding_started" in recorder.events, "dialog: RespondingStarted")
+    check(back_to_listening(dialog, recorder), "dialog: LocalRespondingStarted/Ended return it to Listening")
+
+    dialog.send_heart_beat()
+    time.sleep(0.2)
+    check(not recorder.errors, "dialog: HeartBeat is answered without an error", recorder.errors)
+
+    accepted = recorder.count("request_accepted")
+    dialog.request_to_respond("prompt", "讲一个很长的故事 #slow")
+    recorder.wait(lambda: len(recorder.texts) >= 3)
+    dialog.interrupt()
+    check(recorder.wait(lambda: recorder.events.count("request_accepted") > accepted), "dialog: RequestToSpeak is accepted")
+    check(recorder.wait(lambda: recorder.states[-1] == "Listening"), "dialog: interrupted, it is Listening again")
+    check(recorder.count("responding_ended") == 1, "dialog: the interrupted answer sends no RespondingEnded")
+
+    check(ask(dialog, recorder, "还在吗"), "dialog: the next request after an interruption is answered")
+    check("第3轮" in recorder.texts[-1], "dialog: the dialog goes on (round 3)", recorder.texts[-1:])
+    back_to_listening(dialog, recorder)
+
+    dialog.request_to_respond("prompt", "出错吧 #error")
+    check(recorder.wait(lambda: recorder.errors), "dialog: an Error event mid-answer reaches on_error")
+    check("InternalLLMError" in "".join(recorder.errors), "dialog: the Error carries error_name", recorder.errors)
+    check(recorder.wait(lambda: recorder.states[-1] == "Listening"), "dialog: after the error it is Listening")
+
+    dialog.stop()
+    check(recorder.wait(lambda: "stopped" in recorder.events), "dialog: Stop is answered with Stopped")
+    check(recorder.wait(lambda: recorder.closed is not None), "dialog: the connection closes after Stopped")
+    dialog_id = recorder.dialog_id
+
+    again, recorder2 = open_dialog(dialog_id=dialog_id)
+    check(recorder2.wait(lambda: "state:Listening" in recorder2.events), "dialog: a new connection with the dialog_id starts")
+    check(recorder2.dialog_id == dialog_id, "dialog: Started keeps the dialog_id", recorder2.dialog_id)
+    again.dialog_id = dialog_id
+    check(ask(again, recorder2, "我们刚才聊到哪了"), "dialog: reconnected, a request is answered")
+    check("第5轮" in recorder2.texts[-1], "dialog: the dialog continues across connections (round 5)", recorder2.texts[-1:])
+    back_to_listening(again, recorder2)
+
+    again.request_to_respond("prompt", "失败 #task-failed")
+    check(recorder2.wait(lambda: any("task-failed" in e for e in recorder2.errors)), "dialog: task-failed reaches on_error")
+    check(recorder2.wait(lambda: recorder2.closed is not None), "dialog: task-failed ends the connection")
+    again.cleanup()
+
+    recorder3 = Recorder(MultiModalCallback)
+    bad = MultiModalDialog(app_id=APP, workspace_id=WORKSPACE, request_params=params,
+                           multimodal_callback=recorder3.make(), api_key="sk-wrong", model="multimodal-dialog")
+    try:
+        bad.start(None)  # the SDK then fails to send Start on the refused connection
+    except Exception as error:  # noqa: BLE001 - whichever exception websocket-client raises
+        print(f"     (start raised {type(error).__name__}, as expected)")
+    check(recorder3.wait(lambda: recorder3.errors), "dialog: a wrong key is refused at the handshake", recorder3.errors)
+    check(any("401" in e and "InvalidApiKey" in e for e in recorder3.errors),
+          "dialog: the refusal is HTTP 401 InvalidApiKey", recorder3.errors)
+    bad.cleanup()
+    dialog.cleanup()
+
+
+def generation_checks(dashscope):
+    from dashscope import Generation
+
+    messages = [{"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "用一句话总结"}]
+    answer = ANSWERS["用一句话总结"]
+
+    responses = list(Generation.call(model="qwen-plus", messages=messages, result_format="message",
+                                     stream=True, incremental_output=True, api_key=KEY))
+    check(all(r.status_code == 200 for r in responses), "generation: every streamed response is 200",
+          [r.status_code for r in responses])
+    text = "".join(r.output.choices[0].message.content for r in responses)
+    check(text == answer, "generation: incremental pieces join to the exact answer", text)
+    check(responses[-1].output.choices[0].finish_reason == "stop", "generation: the last finish_reason is stop")
+    check(all(r.output.choices[0].finish_reason == "null" for r in responses[:-1]),
+          "generation: earlier finish_reasons are the string \"null\"")
+    check(responses[-1].usage.output_tokens > 0 and responses[-1].usage.input_tokens > 0,
+          "generation: usage has input_tokens and output_tokens")
+    check(len({r.request_id for r in responses}) == 1 and responses[0].request_id, "generation: one request_id")
+
+    whole = Generation.call(model="qwen-plus", messages=messages, result_format="message", api_key=KEY)
+    check(whole.status_code == 200 and whole.output.choices[0].message.content == answer,
+          "generation: without SSE the answer comes as one JSON document")
+
+    text_format = list(Generation.call(model="qwen-plus", messages=messages, stream=True, incremental_output=True,
+                                       api_key=KEY))
+    check("".join(r.output.text for r in text_format) == answer, "generation: result_format text streams output.text")
+
+    failing = list(Generation.call(model="qwen-plus", messages=[{"role": "user", "content": "坏内容 #error"}],
+                                   result_format="message", stream=True, incremental_output=True, api_key=KEY))
+    check(failing[0].status_code == 200 and failing[-1].status_code != 200,
+          "generation: event:error mid-stream ends the stream with an error response", [r.status_code for r in failing])
+    check(failing[-1].code == "DataInspectionFailed", "generation: the error carries its code", failing[-1].code)
+
+    for prompt, status, code in [("#429", 429, "Throttling.RateQuota"), ("#overflow", 400, "InvalidParameter"),
+                                 ("#500", 500, "InternalError")]:
+        reply = list(Generation.call(model="qwen-plus", messages=[{"role": "user", "content": prompt}],
+                                     result_format="message", stream=True, incremental_output=True, api_key=KEY))
+        check(reply[-1].status_code == status and reply[-1].code == code,
+              f"generation: {prompt} is HTTP {status} {code}", (reply[-1].status_code, reply[-1].code))
+
+    unauthorized = Generation.call(model="qwen-plus", messages=messages, result_format="message", api_key="sk-wrong")
+    check(unauthorized.status_code == 401 and unauthorized.code == "InvalidApiKey", "generation: a wrong key is 401 InvalidApiKey",
+          (unauthorized.status_code, unauthorized.code))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fake", required=True, help="the dashscope-fake binary")
+    args = parser.parse_args()
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False, encoding="utf-8") as file:
+        json.dump(ANSWERS, file, ensure_ascii=False)
+    fake, urls = start_fake(args.fake, file.name)
+    try:
+        os.environ["DASHSCOPE_WEBSOCKET_BASE_URL"] = urls["websocket"]
+        os.environ["DASHSCOPE_HTTP_BASE_URL"] = urls["http"]
+        os.environ["DASHSCOPE_API_KEY"] = KEY
+        import dashscope  # reads the two URLs now
+        print(f"dashscope {dashscope.__version__} against {urls['websocket']} and {urls['http']}")
+        check(dashscope.base_websocket_api_url == urls["websocket"], "sdk: DASHSCOPE_WEBSOCKET_BASE_URL is used")
+        check(dashscope.base_http_api_url == urls["http"], "sdk: DASHSCOPE_HTTP_BASE_URL is used")
+        dialog_checks(dashscope)
+        generation_checks(dashscope)
+    finally:
+        fake.send_signal(signal.SIGTERM)
+        try:
+            _, err = fake.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            fake.kill()
+            _, err = fake.communicate()
+        os.unlink(file.name)
+    sys.stderr.write(err)
+    check(fake.returncode == 0, "fake: no frame or request from the SDK broke the protocol", f"exit {fake.returncode}")
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
