@@ -9,7 +9,7 @@ import Testing
 
 /// `hearth serve` in-process on real loopback sockets, over a fixture model and the real engine.
 @Suite(.serialized) struct ServerTests {
-    static let user: [String: Any] = ["role": "user", "content": "How do I bake bread?"]
+    nonisolated(unsafe) static let user: [String: Any] = ["role": "user", "content": "How do I bake bread?"]
 
     @Test func chatCompletionMatchesTheProviderAndReportsUsage() async throws {
         let harness = try await ServerHarness()
@@ -117,7 +117,9 @@ import Testing
         let ids = tokens.json["tokens"] as? [Int] ?? []
         #expect(!ids.isEmpty)
         let text = try await harness.send("/detokenize", json: ["tokens": ids])
-        #expect(text.json["content"] as? String == "Hello world")
+        // SentencePiece encodes a leading "▁" word boundary; decoding gives it back as one space.
+        let decoded = text.json["content"] as? String ?? ""
+        #expect(decoded == "Hello world" || decoded == " Hello world", "\(decoded)")
         let bad = try await harness.send("/detokenize", json: ["tokens": [99_999_999]])
         #expect(bad.status == 400)
         let models = try await harness.send(.GET, "/v1/models")
@@ -150,7 +152,7 @@ import Testing
         try await check(#"{"model":"tiny","messages":[{"role":"wizard","content":"hi"}]}"#, status: 400, param: "messages[0].role")
         try await check(#"{"model":"tiny","messages":[{"role":"user","content":7}]}"#, status: 400, param: "messages[0].content")
         try await check(#"{"model":"gpt-9",\#(messages)}"#, status: 404, param: "model", code: "model_not_found")
-        try await check(#"{"model":"tiny","messages":[]}"#, status: 400, param: "messages", path: "/v1/messages")
+        try await check(#"{"model":"tiny","max_tokens":4,"messages":[]}"#, status: 400, param: "messages", path: "/v1/messages")
         try await check(#"{"model":"tiny",\#(messages)}"#, status: 400, param: "max_tokens", path: "/v1/messages")
         // Invalid UTF-8.
         var request = HTTPClientRequest(url: harness.base + "/v1/chat/completions")
@@ -212,8 +214,15 @@ import Testing
         #expect(second.status == 503)
         #expect(second.headers["retry-after"].first != nil)
         #expect((second.json["error"] as? [String: Any])?["code"] as? String == "queue_full")
-        _ = try await first.body.collect(upTo: 64 << 20)
-        #expect(try await harness.send("/v1/chat/completions", json: ["messages": [Self.user], "max_tokens": 2]).status == 200)
+        // Leave the first stream after a few bytes (disconnect frees the slot), then the queue admits again.
+        for try await _ in first.body { break }
+        var status = 0
+        for _ in 0..<200 {
+            status = try await harness.send("/v1/chat/completions", json: ["messages": [Self.user], "max_tokens": 2]).status
+            if status == 200 { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(status == 200)
         try await harness.stop()
     }
 
@@ -266,7 +275,7 @@ import Testing
         var request = HTTPClientRequest(url: harness.base + "/v1/completions")
         request.method = .POST
         let body = try JSONSerialization.data(withJSONObject: [
-            "prompt": "Once upon a time", "max_tokens": 3000, "stream": true, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
+            "prompt": "Once upon a time", "max_tokens": 500, "stream": true, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
         ] as [String: Any])
         request.body = .bytes(ByteBuffer(bytes: body))
         let response = try await ServerHarness.client.execute(request, timeout: .seconds(60))
@@ -284,7 +293,27 @@ import Testing
         let text = String(buffer: collected)
         #expect(text.hasSuffix("data: [DONE]\n\n"))
         try await stop.value
-        #expect(sawDraining || text.contains("\"finish_reason\""))
+        #expect(sawDraining)
+        #expect(text.contains("\"finish_reason\":\"length\""), "the in-flight stream was not allowed to finish")
         #expect(harness.server.inFlightCount == 0)
+    }
+
+    /// Past the grace period, in-flight streams are cancelled (an error event ends them) and `run` returns.
+    @Test func shutdownCancelsWhatOutlastsTheGracePeriod() async throws {
+        let harness = try await ServerHarness(
+            context: 4096, parallel: 1, options: ServerOptions(port: 0, alias: "tiny", drainGrace: 0.3))
+        var request = HTTPClientRequest(url: harness.base + "/v1/chat/completions")
+        request.method = .POST
+        let body = try JSONSerialization.data(withJSONObject: [
+            "messages": [Self.user], "max_tokens": 4000, "stream": true, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
+        ] as [String: Any])
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let response = try await ServerHarness.client.execute(request, timeout: .seconds(60))
+        let started = ContinuousClock.now
+        try await harness.stop()
+        #expect(ContinuousClock.now - started < .seconds(5))
+        let text = String(buffer: try await response.body.collect(upTo: 64 << 20))
+        #expect(text.contains("\"error\""), "\(text.suffix(300))")
+        #expect(!text.contains("\"finish_reason\":\"length\""))
     }
 }
