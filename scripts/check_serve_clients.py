@@ -125,7 +125,7 @@ except openai.BadRequestError as error:
 
 # --- anthropic ------------------------------------------------------------------------------
 message = an.messages.create(model=MODEL, max_tokens=24, system="You answer briefly.",
-                             messages=[{"role": "user", "content": "Name three colours."}], temperature=0)
+                             messages=[{"role": "user", "content": "Name three colours."}], extra_body={"temperature": 0})
 atext = "".join(block.text for block in message.content if block.type == "text")
 check("anthropic messages.create", message.type == "message" and message.role == "assistant" and len(atext) > 0, message)
 check("anthropic usage", message.usage.input_tokens > 0 and message.usage.output_tokens > 0, message.usage)
@@ -133,7 +133,7 @@ check("anthropic stop_reason", message.stop_reason in ("end_turn", "max_tokens")
 check("anthropic reply = openai reply (same prompt, greedy)", atext == text, (atext, text))
 events = []
 with an.messages.stream(model=MODEL, max_tokens=24, system="You answer briefly.",
-                        messages=[{"role": "user", "content": "Name three colours."}], temperature=0) as s:
+                        messages=[{"role": "user", "content": "Name three colours."}], extra_body={"temperature": 0}) as s:
     for event in s:
         events.append(event.type)
     final = s.get_final_message()
@@ -143,7 +143,7 @@ check("anthropic streaming events", events[0] == "message_start" and events[-1] 
 check("anthropic streaming text = non-streaming", streamed == atext, (streamed, atext))
 if len(atext) > 3:
     cut = atext[len(atext) // 2:len(atext) // 2 + 3]
-    stopped = an.messages.create(model=MODEL, max_tokens=24, system="You answer briefly.", temperature=0,
+    stopped = an.messages.create(model=MODEL, max_tokens=24, system="You answer briefly.", extra_body={"temperature": 0},
                                  messages=[{"role": "user", "content": "Name three colours."}], stop_sequences=[cut])
     stext = "".join(b.text for b in stopped.content if b.type == "text")
     check("anthropic stop_sequences", cut not in stext and atext.startswith(stext), (cut, stext))
@@ -179,17 +179,21 @@ check("GET /health without a key is 200", health == "200", health)
 def drop_mid_stream():
     s = socket.create_connection((HOST, PORT), timeout=30)
     payload = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "Write a very long story."}],
-                          "max_tokens": 1500, "stream": True, "temperature": 1, "seed": 2}).encode()
+                          "max_tokens": 900, "stream": True, "temperature": 1, "seed": 2}).encode()
     s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
               + f"Authorization: Bearer {KEY}\r\nContent-Length: {len(payload)}\r\n\r\n".encode() + payload)
     received = b""
     while received.count(b"data: ") < 5:
-        received += s.recv(4096)
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        received += chunk
     s.close()
+    return received
 
 
-generated_before = metric("hearth_generation_tokens_total")
-drop_mid_stream()
+dropped = drop_mid_stream()
+check("disconnect: the stream had started", dropped.startswith(b"HTTP/1.1 200") and dropped.count(b"data: ") >= 5, dropped[:200])
 t0 = time.time()
 running = None
 while time.time() - t0 < 10:
@@ -199,7 +203,7 @@ while time.time() - t0 < 10:
     time.sleep(0.05)
 check("disconnect: admitted/running count returns to 0", running == 0 and metric("hearth_requests_running") == 0,
       running)
-check("disconnect: generation stopped early (well within the 1500-token budget)", time.time() - t0 < 5,
+check("disconnect: generation stopped early (well within the 900-token budget)", time.time() - t0 < 5,
       time.time() - t0)
 after = oa.chat.completions.create(model=MODEL, messages=messages, max_tokens=24, temperature=0, seed=1)
 check("disconnect: the next request is correct", after.choices[0].message.content == text)

@@ -133,7 +133,8 @@ struct Fields {
         guard case .number(let number) = value, number.isFinite, number == number.rounded() else {
             throw wrongType(key, "an integer", value)
         }
-        guard number >= Double(range.lowerBound), number <= Double(range.upperBound) else {
+        // |number| < 2^62 first: Double(Int.max) rounds up to 2^63, which Int(_:) cannot hold.
+        guard abs(number) < 4.6e18, number >= Double(range.lowerBound), number <= Double(range.upperBound) else {
             throw APIError.invalid(
                 name(key), "'\(name(key))' must be between \(range.lowerBound) and \(range.upperBound), got \(Self.format(number)).")
         }

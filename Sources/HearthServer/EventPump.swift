@@ -59,9 +59,11 @@ final class EventPump: @unchecked Sendable {
 
     /// Stops the generation and ends ``events`` with `error`.
     func cancel(_ error: Error) {
+        // Finish first: the upstream task, once cancelled, finishes the stream normally, and
+        // the first finish wins, so the consumer must see the error before that can happen.
+        continuation.finish(throwing: error)
+        resolvePrompt(.failure(error))
         let task = lock.withLock { self.task }
         task?.cancel()
-        resolvePrompt(.failure(error))
-        continuation.finish(throwing: error)
     }
 }

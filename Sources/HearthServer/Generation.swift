@@ -90,6 +90,7 @@ extension HearthServer {
 
     static func apiError(_ error: Error) -> APIError {
         if let error = error as? APIError { return error }
+        if error is ClientGone { return APIError(status: 499, message: "The client closed the connection.", type: "cancelled", code: "client_closed") }
         if let error = error as? ProviderError { return .from(error) }
         if error is CancellationError { return .from(ProviderError(.cancelled, provider: "local", message: "cancelled")) }
         return APIError(status: 500, message: "Internal error.", type: "server_error", code: "internal_error")
@@ -145,6 +146,7 @@ extension HearthServer {
         tally.promptTokens = renderer.promptTokens
         var previous: ContinuousClock.Instant?
         var textOffset = 0
+        var ended = false
         func send(_ frames: [Data], _ writer: inout any ResponseBodyWriter) async throws {
             guard !frames.isEmpty else { return }
             var buffer = ByteBuffer()
@@ -164,9 +166,11 @@ extension HearthServer {
                         textOffset += token.text.count
                     case .finished(let usage, let reason):
                         finished(usage, tally: &tally, started: started)
+                        ended = true
                         try await send(renderer.streamEnd(usage: usage, reason: reason), &writer)
                     }
                 }
+                if !ended { throw ProviderError(.cancelled, provider: "local", message: "The generation was stopped.") }
             } catch is ClientGone {
                 throw ClientGone()
             } catch {
@@ -178,9 +182,10 @@ extension HearthServer {
             do { try await writer.finish(nil) } catch { throw ClientGone() }
             return (200, tally)
         } catch {
-            // The client disconnected: stop its sequence now (within one decode step).
+            // The client disconnected: stop its sequence now (within one decode step). 499
+            // means the generation was cut short; a reply that was complete counts as 200.
             pump.cancel(CancellationError())
-            return (499, tally)
+            return (ended ? 200 : 499, tally)
         }
     }
 

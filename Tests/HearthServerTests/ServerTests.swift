@@ -149,6 +149,12 @@ import Testing
         try await check(#"{"model":"tiny",\#(messages),"max_tokens":-5}"#, status: 400, param: "max_tokens")
         try await check(#"{"model":"tiny",\#(messages),"max_tokens":1e300}"#, status: 400, param: "max_tokens")
         try await check(#"{"model":"tiny",\#(messages),"n":3}"#, status: 400, param: "n")
+        try await check(#"{"model":"tiny",\#(messages),"n":9223372036854775807}"#, status: 400, param: "n")
+        try await check(#"{"model":"tiny",\#(messages),"max_tokens":9223372036854775808}"#, status: 400, param: "max_tokens")
+        try await check(#"{"model":"tiny","max_tokens":1e19,\#(messages)}"#, status: 400, param: "max_tokens", path: "/v1/messages")
+        try await check(#"{"model":"tiny",\#(messages),"seed":-1e300}"#, status: 400, param: "seed")
+        try await check(#"{"model":"tiny",\#(messages),"stream":"yes"}"#, status: 400, param: "stream", code: "invalid_type")
+        try await check(#"{"model":"tiny",\#(messages),"stop":["a",3]}"#, status: 400, param: "stop[1]")
         try await check(#"{"model":"tiny","messages":[{"role":"wizard","content":"hi"}]}"#, status: 400, param: "messages[0].role")
         try await check(#"{"model":"tiny","messages":[{"role":"user","content":7}]}"#, status: 400, param: "messages[0].content")
         try await check(#"{"model":"gpt-9",\#(messages)}"#, status: 404, param: "model", code: "model_not_found")
@@ -258,6 +264,8 @@ import Testing
         }
         #expect(running == 0)
         #expect(try await harness.metric("hearth_requests_running") == 0)
+        // 499: the generation was cut short (a natural end would have been counted as 200).
+        #expect(try await harness.metric(#"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#) == 1)
         // The sequence stopped early: its slot holds far fewer than prompt + 4000 tokens.
         let usage = try #require(try await harness.metric("hearth_kv_cache_usage_ratio"))
         #expect(usage < 0.9, "cache usage \(usage): the generation ran on after the client left")
