@@ -93,7 +93,7 @@ curl -sf "http://127.0.0.1:$proxy_port/health/liveliness" >/dev/null || { tail -
 echo "LiteLLM proxy: http://127.0.0.1:$proxy_port (least-busy over $replicas replicas)"
 
 "$venv/bin/python" scripts/scale_out_litellm.py "http://127.0.0.1:$proxy_port" "$master" gemma "${pids[0]}" 60 8
-for i in $(seq 2 "$replicas"); do
-    served="$(grep -c 'status=200' "$work/log$i" || true)"
+for i in $(seq 1 "$replicas"); do
+    served="$(grep -c "status=200" "$work/log$i" 2>/dev/null || true)"
     echo "replica $i served $served requests"
 done
