@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Serving benchmark: Hearth's server (`hearth serve`) against llama.cpp's OpenAI-compatible
 # server (llama-cpp-python[server], `python -m llama_cpp.server`) on the same GGUF model and
-# threads, with 1, 4 and 16 concurrent streaming clients (benchmarks/serve_bench.py):
+# threads, with 1, 4 and 16 concurrent streaming clients (benchmarks/serve_bench.py; llama.cpp's
+# server with --interrupt_requests False: by default a new request cuts the running stream short):
 # requests/s, aggregate tokens/s, TTFT p50/p99, inter-token latency p99.
 #
 # Usage: benchmarks/serve.sh [--model PATH] [--threads N] [--requests-per-client N] [--max-tokens N]
@@ -53,7 +54,7 @@ kill "$server"; wait "$server" 2>/dev/null || true; server=""
 
 port="$(free_port)"
 "$venv/bin/python" -m llama_cpp.server --model "$model" --model_alias gemma --host 127.0.0.1 --port "$port" \
-    --n_ctx 1024 --n_threads "$threads" --n_threads_batch "$threads" > "$work/llama.out" 2>&1 &
+    --n_ctx 1024 --n_threads "$threads" --n_threads_batch "$threads" --interrupt_requests False > "$work/llama.out" 2>&1 &
 server=$!
 wait_ready "http://127.0.0.1:$port/v1/models"
 run_levels "http://127.0.0.1:$port" llama-cpp-python

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Serving benchmark client: C concurrent streaming clients against an OpenAI-compatible server.
+"""Serving benchmark client: C concurrent streaming /v1/completions clients against an OpenAI-compatible server.
 
 Usage: serve_bench.py BASE_URL MODEL CLIENTS REQUESTS MAX_TOKENS [LABEL]
 Prints one JSON line: requests/s, aggregate generated tokens/s, TTFT p50/p99 and inter-token
@@ -14,8 +14,10 @@ import openai
 
 BASE, MODEL, CLIENTS, REQUESTS, MAX_TOKENS = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 LABEL = sys.argv[6] if len(sys.argv) > 6 else BASE
-PROMPTS = ["Write a short story about a lighthouse keeper.", "Explain how bread rises.",
-           "List ten uses for a paperclip.", "Describe the water cycle for a child."]
+# Raw-text completions (/v1/completions): both servers see the same tokens, with no chat
+# template differences (llama-cpp-python's chat handler ends the base model's reply at once).
+PROMPTS = ["Here is a short story about a lighthouse keeper.", "This is how bread rises:",
+           "Ten uses for a paperclip:", "The water cycle, explained for a child:"]
 lock = threading.Lock()
 queue = list(range(REQUESTS))
 ttfts, gaps, tokens, errors = [], [], [], []
@@ -31,12 +33,11 @@ def worker():
         start = time.perf_counter()
         last, first, count = None, None, 0
         try:
-            stream = client.chat.completions.create(
-                model=MODEL, messages=[{"role": "user", "content": PROMPTS[n % len(PROMPTS)]}], max_tokens=MAX_TOKENS,
-                temperature=0.7, seed=n, stream=True)
+            stream = client.completions.create(
+                model=MODEL, prompt=PROMPTS[n % len(PROMPTS)], max_tokens=MAX_TOKENS, temperature=0.7, seed=n, stream=True)
             local_gaps = []
             for chunk in stream:
-                if not chunk.choices or not chunk.choices[0].delta.content:
+                if not chunk.choices or not chunk.choices[0].text:
                     continue
                 now = time.perf_counter()
                 if first is None:
