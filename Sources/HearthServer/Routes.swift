@@ -6,8 +6,24 @@ import Hummingbird
 import Logging
 import NIOCore
 
+/// Turns Hummingbird's own errors (unknown route, wrong method) into the JSON error shape.
+struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError {
+            let status = Int(error.status.code)
+            let message =
+                status == 404 ? "No route for \(request.method.rawValue) \(request.uri.path.prefix(200))." : "HTTP error \(status)."
+            return HearthServer.errorResponse(
+                APIError(status: status, message: message, type: "invalid_request_error", code: status == 404 ? "not_found" : "http_error"))
+        }
+    }
+}
+
 extension HearthServer {
     func routes(_ router: Router<BasicRequestContext>) {
+        router.add(middleware: JSONErrorMiddleware())
         router.get("/health") { _, _ in self.health() }
         router.get("/live") { _, _ in Self.json(200, ["status": "alive"]) }
         router.get("/metrics") { request, _ in await self.simple(request) { self.metricsResponse() } }

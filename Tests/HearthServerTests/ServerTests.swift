@@ -179,6 +179,7 @@ import Testing
         // Unknown route.
         let missing = try await harness.send(.GET, "/v2/nothing")
         #expect(missing.status == 404)
+        #expect((missing.json["error"] as? [String: Any])?["code"] as? String == "not_found", "\(missing.body)")
         // The server still answers correctly.
         let ok = try await harness.send("/v1/chat/completions", json: ["messages": [Self.user], "max_tokens": 3])
         #expect(ok.status == 200)
