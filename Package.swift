@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "HearthProviders", targets: ["HearthProviders"]),
         .library(name: "HearthCloud", targets: ["HearthCloud"]),
         .library(name: "HearthLocal", targets: ["HearthLocal"]),
+        .library(name: "HearthServer", targets: ["HearthServer"]),
         .executable(name: "hearth", targets: ["hearth"]),
     ],
     dependencies: [
@@ -38,6 +39,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
+        // HearthServer only (`hearth serve`): HTTP server, graceful shutdown, metrics, logging.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
     ],
     targets: [
         // System libraries, found through pkg-config (scripts/setup.sh installs them).
@@ -75,6 +82,7 @@ let package = Package(
             dependencies: [
                 "HearthEngine", "HearthFormats", "HearthTokenizers", "HearthKernels",
                 "HearthLocal", "HearthProviders", "HearthCloud", "CZstd",  // hearth chat
+                "HearthServer", .product(name: "Logging", package: "swift-log"),  // hearth serve
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
@@ -102,6 +110,27 @@ let package = Package(
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        // `hearth serve`: OpenAI- and Anthropic-compatible HTTP over LocalProvider (no engine import).
+        .target(
+            name: "HearthServer",
+            dependencies: [
+                "HearthProviders", "HearthLocal",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ]),
+        .testTarget(
+            name: "HearthServerTests",
+            dependencies: [
+                "HearthServer", "HearthLocal", "HearthProviders", "HearthTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
         .executableTarget(
             name: "hearth-fallback-example", dependencies: ["HearthProviders", "HearthCloud", "HearthLocal"],

@@ -184,7 +184,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         }
     }
 
-    private func parametersFor(_ request: ChatRequest, promptTokens: Int, generator: Generator) throws -> GenerationParameters {
+    func parametersFor(_ request: ChatRequest, promptTokens: Int, generator: Generator) throws -> GenerationParameters {
         let o = request.options
         var p = GenerationParameters()
         var s = SamplingOptions()

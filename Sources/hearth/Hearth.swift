@@ -3,11 +3,11 @@ import Foundation
 import HearthEngine
 
 @main
-struct Hearth: ParsableCommand {
+struct Hearth: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hearth",
         abstract: "A pure-Swift, CPU-only inference engine for Phi-style language models.",
-        subcommands: [Generate.self, Tokenize.self, Inspect.self, Quantize.self, Bench.self, Perplexity.self, Chat.self])
+        subcommands: [Generate.self, Tokenize.self, Inspect.self, Quantize.self, Bench.self, Perplexity.self, Chat.self, Serve.self])
 }
 
 /// Runs a command body, printing Hearth's typed errors as one clear line on stderr and

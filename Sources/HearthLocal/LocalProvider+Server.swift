@@ -1,0 +1,153 @@
+import Foundation
+import HearthEngine
+import HearthProviders
+import HearthTokenizers
+
+/// What a server needs beyond the provider protocol: raw-text completions, per-token
+/// log-probabilities, tokenization and the scheduler's load, all without importing the engine.
+extension LocalProvider {
+    /// What to generate from: a conversation rendered with the model's chat template, or raw text.
+    public enum LocalInput: Sendable {
+        /// Messages rendered with the chat template (as ``stream(_:)`` does).
+        case chat([ChatMessage])
+        /// Text tokenized as is (BOS added when the tokenizer adds one), for `/v1/completions`.
+        case text(String)
+    }
+
+    /// One generated token as a server reports it.
+    public struct LocalToken: Sendable {
+        /// The text this token completed (may be empty while a character or stop string is pending).
+        public var text: String
+        /// The token's own text (its bytes decoded alone), for log-probability listings.
+        public var piece: String
+        /// log p(token).
+        public var logprob: Double
+        /// The most likely alternatives (piece, log p), when asked for.
+        public var topLogprobs: [(piece: String, logprob: Double)]
+    }
+
+    /// Events of ``generate(_:options:topLogprobs:)``.
+    public enum LocalEvent: Sendable {
+        /// The prompt was tokenized and admitted: its length in tokens.
+        case promptTokens(Int)
+        /// A generated token.
+        case token(LocalToken)
+        /// Generation ended: counts and why.
+        case finished(Usage, HearthProviders.FinishReason)
+    }
+
+    /// Requests running and waiting for a sequence slot (nil before the model has loaded).
+    public var schedulerLoad: (running: Int, waiting: Int)? { generatorIfLoaded?.load }
+
+    /// Share of the KV cache's positions in use, 0…1 (nil before the model has loaded).
+    public var kvCacheUsage: Double? { generatorIfLoaded?.cacheUsage }
+
+    /// Sequences decoded at once (the configured `parallel`).
+    public var parallelSequences: Int { configuration.parallel }
+
+    /// The vocabulary size once the model is loaded.
+    public var loadedVocabularySize: Int? { generatorIfLoaded?.model.options.vocabSize }
+
+    /// Tokenizes `text` with the loaded model's tokenizer (loading it first if needed).
+    /// - Throws: `ProviderError`.
+    public func tokenize(_ text: String, addSpecialTokens: Bool) async throws -> [Int32] {
+        let generator = try await loadedGenerator()
+        do { return try generator.model.tokenizer.encode(text, addSpecialTokens: addSpecialTokens) } catch {
+            throw providerError(error)
+        }
+    }
+
+    /// Decodes token ids to text (special tokens skipped).
+    /// - Throws: `ProviderError` `.invalidRequest` when an id is outside the vocabulary.
+    public func detokenize(_ ids: [Int32]) async throws -> String {
+        let generator = try await loadedGenerator()
+        let vocabulary = generator.model.options.vocabSize
+        if let bad = ids.first(where: { $0 < 0 || Int($0) >= vocabulary }) {
+            throw ProviderError(
+                .invalidRequest, provider: id, message: "token id \(bad) is outside the vocabulary (0..<\(vocabulary))")
+        }
+        return generator.model.tokenizer.decode(ids)
+    }
+
+    /// Streams a generation with per-token detail. Cancelling the consumer (or dropping the
+    /// stream) stops the sequence within one step. A prompt that does not fit the context
+    /// throws `ProviderError` `.contextLengthExceeded` with both counts (never truncated).
+    public func generate(_ input: LocalInput, options: GenerationOptions, topLogprobs: Int = 0)
+        -> AsyncThrowingStream<LocalEvent, Error>
+    {
+        AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    try await self.serveDetailed(input, options: options, topLogprobs: topLogprobs, into: continuation)
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: self.providerError(error))
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    private func serveDetailed(
+        _ input: LocalInput, options: GenerationOptions, topLogprobs: Int,
+        into continuation: AsyncThrowingStream<LocalEvent, Error>.Continuation
+    ) async throws {
+        let started = DispatchTime.now()
+        let generator = try await loadedGenerator()
+        try Task.checkCancellation()
+        let tokens: [Int32]
+        let request: ChatRequest
+        switch input {
+        case .chat(let messages):
+            request = ChatRequest(messages: messages, options: options)
+            tokens = try prompt(for: request, generator: generator).tokens
+        case .text(let text):
+            request = ChatRequest(messages: [], options: options, continuation: "")
+            do { tokens = try generator.model.tokenizer.encode(text, addSpecialTokens: true) } catch {
+                throw providerError(error)
+            }
+            guard !tokens.isEmpty else {
+                throw ProviderError(.invalidRequest, provider: id, message: "the prompt is empty")
+            }
+            guard tokens.count < generator.context else {
+                throw ProviderError(
+                    .contextLengthExceeded(tokens: tokens.count, limit: generator.context), provider: id,
+                    message: "the prompt is \(tokens.count) tokens but the context holds \(generator.context)")
+            }
+        }
+        continuation.yield(.promptTokens(tokens.count))
+        var parameters = try parametersFor(request, promptTokens: tokens.count, generator: generator)
+        if case .text = input { parameters.stripLeadingSpace = false }
+        parameters.topLogprobs = max(0, topLogprobs)
+        let tokenizer = generator.model.tokenizer
+        func piece(_ id: Int32) -> String { String(decoding: tokenizer.bytes(of: id) ?? [], as: UTF8.self) }
+        var firstToken: Double?
+        for try await event in generator.generate(prompt: tokens, parameters: parameters) {
+            switch event {
+            case .token(let token):
+                if firstToken == nil {
+                    firstToken = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+                }
+                continuation.yield(
+                    .token(
+                        LocalToken(
+                            text: token.text, piece: piece(token.id), logprob: Double(token.logprob),
+                            topLogprobs: token.topLogprobs.map { (piece($0.id), Double($0.logprob)) })))
+            case .done(let summary):
+                let reason: HearthProviders.FinishReason
+                switch summary.finishReason {
+                case .stop: reason = .stop
+                case .length: reason = .length
+                case .cancelled: reason = .cancelled
+                }
+                continuation.yield(
+                    .finished(
+                        Usage(
+                            promptTokens: summary.promptTokens, completionTokens: summary.completionTokens,
+                            cachedPromptTokens: summary.cachedPromptTokens, timeToFirstToken: firstToken,
+                            tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil),
+                        reason))
+            }
+        }
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import HearthProviders
+
+/// An error answered as JSON: `{"error":{"message","type","param","code"}}` (OpenAI's shape;
+/// `/v1/messages` answers Anthropic's `{"type":"error","error":{…}}` with the same fields).
+struct APIError: Error, Sendable {
+    /// The HTTP status.
+    var status: Int
+    /// What went wrong, for a person. Never contains a key or prompt text.
+    var message: String
+    /// OpenAI's error type (`invalid_request_error`, `authentication_error`, …).
+    var type: String
+    /// A machine-readable code (`context_length_exceeded`, `model_not_found`, …).
+    var code: String?
+    /// The request field at fault, when there is one.
+    var param: String?
+    /// Seconds for a `Retry-After` header.
+    var retryAfter: Int?
+
+    static func invalid(_ param: String, _ message: String, code: String = "invalid_value") -> APIError {
+        APIError(status: 400, message: message, type: "invalid_request_error", code: code, param: param)
+    }
+
+    static func unauthorized() -> APIError {
+        APIError(
+            status: 401, message: "Missing or invalid API key: send Authorization: Bearer <key> (or x-api-key).",
+            type: "authentication_error", code: "invalid_api_key")
+    }
+
+    static func unavailable(_ message: String, retryAfter: Int) -> APIError {
+        APIError(status: 503, message: message, type: "unavailable_error", code: "unavailable", retryAfter: retryAfter)
+    }
+
+    /// The OpenAI-shaped body.
+    var openAIBody: JSONValue {
+        ["error": ["message": .string(message), "type": .string(type), "param": .optional(param), "code": .optional(code)]]
+    }
+
+    /// The Anthropic-shaped body (Anthropic's error types, plus `code` and `param`).
+    var anthropicBody: JSONValue {
+        let kind: String
+        switch status {
+        case 401: kind = "authentication_error"
+        case 404: kind = "not_found_error"
+        case 413: kind = "request_too_large"
+        case 429: kind = "rate_limit_error"
+        case 503: kind = "overloaded_error"
+        case 400..<500: kind = "invalid_request_error"
+        default: kind = "api_error"
+        }
+        return [
+            "type": "error",
+            "error": ["type": .string(kind), "message": .string(message), "code": .optional(code), "param": .optional(param)],
+        ]
+    }
+
+    /// Maps a provider failure to an HTTP error.
+    static func from(_ error: ProviderError) -> APIError {
+        switch error.code {
+        case .contextLengthExceeded(let tokens, let limit):
+            let counts: String
+            if let tokens, let limit {
+                counts = "This model's maximum context length is \(limit) tokens, but the prompt is \(tokens) tokens "
+                    + "(at least one token must remain for the reply). Shorten the prompt or restart the server with a larger --ctx."
+            } else {
+                counts = error.message
+            }
+            return APIError(
+                status: 400, message: counts, type: "invalid_request_error", code: "context_length_exceeded", param: "messages")
+        case .invalidRequest:
+            return APIError(status: 400, message: error.message, type: "invalid_request_error", code: "invalid_value")
+        case .modelUnavailable:
+            return APIError(status: 503, message: error.message, type: "unavailable_error", code: "model_unavailable", retryAfter: 5)
+        case .cancelled:
+            return APIError(status: 499, message: "The request was cancelled.", type: "cancelled", code: "cancelled")
+        case .timeout:
+            return APIError(status: 504, message: error.message, type: "timeout_error", code: "timeout")
+        default:
+            return APIError(status: 500, message: error.message, type: "server_error", code: "internal_error")
+        }
+    }
+}
+
+/// Typed access to a request object's fields, each failure an ``APIError`` naming the field.
+struct Fields {
+    let pairs: [(String, JSONValue)]
+    let prefix: String
+
+    init(_ value: JSONValue, prefix: String = "") throws {
+        guard case .object(let pairs) = value else {
+            throw APIError.invalid(prefix.isEmpty ? "body" : prefix, "\(prefix.isEmpty ? "The request body" : prefix) must be a JSON object.", code: "invalid_type")
+        }
+        self.pairs = pairs
+        self.prefix = prefix
+    }
+
+    func name(_ key: String) -> String { prefix.isEmpty ? key : "\(prefix).\(key)" }
+
+    /// The value of `key`, nil when missing or `null`.
+    func value(_ key: String) -> JSONValue? {
+        guard let value = pairs.last(where: { $0.0 == key })?.1, value != .null else { return nil }
+        return value
+    }
+
+    func wrongType(_ key: String, _ expected: String, _ got: JSONValue) -> APIError {
+        .invalid(name(key), "'\(name(key))' must be \(expected), got \(got.typeName).", code: "invalid_type")
+    }
+
+    func string(_ key: String) throws -> String? {
+        guard let value = value(key) else { return nil }
+        guard case .string(let text) = value else { throw wrongType(key, "a string", value) }
+        return text
+    }
+
+    func bool(_ key: String) throws -> Bool? {
+        guard let value = value(key) else { return nil }
+        guard case .bool(let flag) = value else { throw wrongType(key, "a boolean", value) }
+        return flag
+    }
+
+    func number(_ key: String, in range: ClosedRange<Double>) throws -> Double? {
+        guard let value = value(key) else { return nil }
+        guard case .number(let number) = value, number.isFinite else { throw wrongType(key, "a number", value) }
+        guard range.contains(number) else {
+            throw APIError.invalid(
+                name(key), "'\(name(key))' must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound)), got \(Self.format(number)).")
+        }
+        return number
+    }
+
+    func int(_ key: String, in range: ClosedRange<Int>) throws -> Int? {
+        guard let value = value(key) else { return nil }
+        guard case .number(let number) = value, number.isFinite, number == number.rounded() else {
+            throw wrongType(key, "an integer", value)
+        }
+        // |number| < 2^62 first: Double(Int.max) rounds up to 2^63, which Int(_:) cannot hold.
+        guard abs(number) < 4.6e18, number >= Double(range.lowerBound), number <= Double(range.upperBound) else {
+            throw APIError.invalid(
+                name(key), "'\(name(key))' must be between \(range.lowerBound) and \(range.upperBound), got \(Self.format(number)).")
+        }
+        return Int(number)
+    }
+
+    func array(_ key: String) throws -> [JSONValue]? {
+        guard let value = value(key) else { return nil }
+        guard case .array(let items) = value else { throw wrongType(key, "an array", value) }
+        return items
+    }
+
+    /// A string or an array of strings (OpenAI's `stop`), at most `limit` of them, none empty.
+    func stops(_ key: String, limit: Int = 16) throws -> [String] {
+        guard let value = value(key) else { return [] }
+        let items: [String]
+        switch value {
+        case .string(let text): items = [text]
+        case .array(let values):
+            items = try values.enumerated().map { index, item in
+                guard case .string(let text) = item else {
+                    throw APIError.invalid("\(name(key))[\(index)]", "'\(name(key))[\(index)]' must be a string, got \(item.typeName).", code: "invalid_type")
+                }
+                return text
+            }
+        default: throw wrongType(key, "a string or an array of strings", value)
+        }
+        guard items.count <= limit else { throw APIError.invalid(name(key), "'\(name(key))' takes at most \(limit) strings.") }
+        if items.contains(where: \.isEmpty) { throw APIError.invalid(name(key), "'\(name(key))' must not contain an empty string.") }
+        return items
+    }
+
+    static func format(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+    }
+}

@@ -1,0 +1,221 @@
+import Foundation
+import HearthLocal
+import HearthProviders
+
+/// Which API a generation request came in through.
+enum Endpoint: String, Sendable {
+    case chatCompletions = "/v1/chat/completions"
+    case completions = "/v1/completions"
+    case messages = "/v1/messages"
+}
+
+/// A validated generation request, whatever API it came in through.
+struct GenerationJob: Sendable {
+    var endpoint: Endpoint
+    var input: LocalProvider.LocalInput
+    var options: GenerationOptions
+    var stream: Bool
+    /// OpenAI `stream_options.include_usage`.
+    var includeUsage: Bool
+    /// Log-probabilities requested: nil = none, else this many alternatives per token (0 allowed).
+    var logprobs: Int?
+    /// The model name as the client sent it (echoed back), or the alias.
+    var model: String
+}
+
+/// Parses and validates request bodies; every failure is a 4xx ``APIError`` naming the field.
+struct RequestParser {
+    /// The served model's name.
+    var alias: String
+    /// Largest `max_tokens` accepted (the context size, when known).
+    var maxTokensLimit: Int
+
+    /// Decodes a body as JSON (invalid UTF-8 and malformed JSON are 400s).
+    static func json(_ data: Data) throws -> JSONValue {
+        guard !data.isEmpty else { throw APIError.invalid("body", "The request body is empty; send a JSON object.", code: "invalid_json") }
+        guard String(validating: data, as: UTF8.self) != nil else {
+            throw APIError.invalid("body", "The request body is not valid UTF-8.", code: "invalid_json")
+        }
+        do { return try JSONDecoder().decode(JSONValue.self, from: data) } catch {
+            throw APIError.invalid("body", "The request body is not valid JSON.", code: "invalid_json")
+        }
+    }
+
+    func model(_ fields: Fields) throws -> String {
+        guard let model = try fields.string("model") else { return alias }
+        guard model == alias else {
+            throw APIError(
+                status: 404, message: "The model '\(model.prefix(200))' does not exist; this server serves '\(alias)' (see GET /v1/models).",
+                type: "invalid_request_error", code: "model_not_found", param: "model")
+        }
+        return model
+    }
+
+    /// OpenAI sampling fields shared by chat and text completions.
+    func openAIOptions(_ f: Fields) throws -> GenerationOptions {
+        var o = GenerationOptions()
+        o.temperature = try f.number("temperature", in: 0...2)
+        o.topP = try f.number("top_p", in: 0...1)
+        if o.topP == 0 { throw APIError.invalid("top_p", "'top_p' must be greater than 0.") }
+        o.topK = try f.int("top_k", in: 0...1000)
+        o.minP = try f.number("min_p", in: 0...1)
+        o.presencePenalty = try f.number("presence_penalty", in: -2...2)
+        o.frequencyPenalty = try f.number("frequency_penalty", in: -2...2)
+        o.repetitionPenalty = try f.number("repetition_penalty", in: 0.01...10)
+        o.seed = try f.int("seed", in: Int(Int64.min / 2)...Int(Int64.max / 2))
+        o.stop = try f.stops("stop", limit: 4)
+        let maxTokens = try f.int("max_tokens", in: 1...maxTokensLimit)
+        let maxCompletion = try f.int("max_completion_tokens", in: 1...maxTokensLimit)
+        o.maxTokens = maxCompletion ?? maxTokens
+        if let n = try f.int("n", in: Int.min...Int.max), n != 1 {
+            throw APIError.invalid("n", "Only n = 1 is supported (one choice per request), got \(n).")
+        }
+        if let format = f.value("response_format"), format != ["type": "text"] {
+            let fields = try Fields(format, prefix: "response_format")
+            if try fields.string("type") != "text" {
+                throw APIError.invalid("response_format", "Only response_format {\"type\": \"text\"} is supported.")
+            }
+        }
+        if let tools = try f.array("tools"), !tools.isEmpty {
+            throw APIError.invalid("tools", "Tool calling is not supported by this server.")
+        }
+        return o
+    }
+
+    func streamFlags(_ f: Fields) throws -> (stream: Bool, includeUsage: Bool) {
+        let stream = try f.bool("stream") ?? false
+        var includeUsage = false
+        if let options = f.value("stream_options") {
+            let fields = try Fields(options, prefix: "stream_options")
+            includeUsage = try fields.bool("include_usage") ?? false
+        }
+        return (stream, includeUsage)
+    }
+
+    /// `POST /v1/chat/completions`.
+    func chat(_ body: JSONValue) throws -> GenerationJob {
+        let f = try Fields(body)
+        let model = try model(f)
+        guard let items = try f.array("messages") else { throw APIError.invalid("messages", "'messages' is required.", code: "missing_field") }
+        guard !items.isEmpty else { throw APIError.invalid("messages", "'messages' must contain at least one message.") }
+        var messages: [ChatMessage] = []
+        for (index, item) in items.enumerated() {
+            let m = try Fields(item, prefix: "messages[\(index)]")
+            guard let roleName = try m.string("role") else { throw APIError.invalid(m.name("role"), "'\(m.name("role"))' is required.", code: "missing_field") }
+            let role: ChatMessage.Role
+            switch roleName {
+            case "system", "developer": role = .system
+            case "user": role = .user
+            case "assistant": role = .assistant
+            default:
+                throw APIError.invalid(m.name("role"), "'\(m.name("role"))' must be system, developer, user or assistant, got '\(roleName.prefix(40))'.")
+            }
+            messages.append(ChatMessage(role: role, content: try text(m, key: "content", partType: "text")))
+        }
+        let options = try openAIOptions(f)
+        var logprobs: Int?
+        if try f.bool("logprobs") == true { logprobs = try f.int("top_logprobs", in: 0...20) ?? 0 }
+        else if f.value("top_logprobs") != nil {
+            throw APIError.invalid("top_logprobs", "'top_logprobs' needs 'logprobs': true.")
+        }
+        let (stream, includeUsage) = try streamFlags(f)
+        return GenerationJob(
+            endpoint: .chatCompletions, input: .chat(messages), options: options, stream: stream, includeUsage: includeUsage,
+            logprobs: logprobs, model: model)
+    }
+
+    /// A message's content: a string, or an array of `{"type": partType, "text": …}` parts.
+    func text(_ m: Fields, key: String, partType: String) throws -> String {
+        guard let content = m.value(key) else { return "" }
+        switch content {
+        case .string(let text): return text
+        case .array(let parts):
+            var text = ""
+            for (index, part) in parts.enumerated() {
+                let p = try Fields(part, prefix: "\(m.name(key))[\(index)]")
+                guard try p.string("type") == partType else {
+                    throw APIError.invalid(p.name("type"), "Only '\(partType)' content parts are supported.")
+                }
+                text += try p.string("text") ?? ""
+            }
+            return text
+        default:
+            throw m.wrongType(key, "a string or an array of content parts", content)
+        }
+    }
+
+    /// `POST /v1/completions`.
+    func completion(_ body: JSONValue) throws -> GenerationJob {
+        let f = try Fields(body)
+        let model = try model(f)
+        let prompt: String
+        switch f.value("prompt") {
+        case .string(let text)?: prompt = text
+        case .array(let items)? where items.count == 1:
+            guard case .string(let text) = items[0] else {
+                throw APIError.invalid("prompt", "'prompt' must be a string (token-id prompts are not supported).", code: "invalid_type")
+            }
+            prompt = text
+        case .array?: throw APIError.invalid("prompt", "'prompt' must be one string (batches of prompts are not supported).")
+        case nil: throw APIError.invalid("prompt", "'prompt' is required.", code: "missing_field")
+        case let other?: throw f.wrongType("prompt", "a string", other)
+        }
+        if try f.bool("echo") == true { throw APIError.invalid("echo", "'echo' is not supported.") }
+        if try f.string("suffix") != nil { throw APIError.invalid("suffix", "'suffix' is not supported.") }
+        if let bestOf = try f.int("best_of", in: Int.min...Int.max), bestOf != 1 {
+            throw APIError.invalid("best_of", "Only best_of = 1 is supported.")
+        }
+        var options = try openAIOptions(f)
+        if options.maxTokens == nil { options.maxTokens = min(16, maxTokensLimit) }  // OpenAI's default for completions
+        let logprobs = try f.int("logprobs", in: 0...5)
+        let (stream, includeUsage) = try streamFlags(f)
+        return GenerationJob(
+            endpoint: .completions, input: .text(prompt), options: options, stream: stream, includeUsage: includeUsage,
+            logprobs: logprobs, model: model)
+    }
+
+    /// `POST /v1/messages` (Anthropic Messages).
+    func messages(_ body: JSONValue) throws -> GenerationJob {
+        let f = try Fields(body)
+        let model = try model(f)
+        guard let maxTokens = try f.int("max_tokens", in: 1...Int.max) else {
+            throw APIError.invalid("max_tokens", "'max_tokens' is required.", code: "missing_field")
+        }
+        var messages: [ChatMessage] = []
+        switch f.value("system") {
+        case nil: break
+        case .string(let text)?: messages.append(.system(text))
+        case .array?:
+            messages.append(.system(try text(f, key: "system", partType: "text")))
+        case let other?: throw f.wrongType("system", "a string or an array of text blocks", other)
+        }
+        guard let items = try f.array("messages") else { throw APIError.invalid("messages", "'messages' is required.", code: "missing_field") }
+        guard !items.isEmpty else { throw APIError.invalid("messages", "'messages' must contain at least one message.") }
+        for (index, item) in items.enumerated() {
+            let m = try Fields(item, prefix: "messages[\(index)]")
+            let role: ChatMessage.Role
+            switch try m.string("role") {
+            case "user": role = .user
+            case "assistant": role = .assistant
+            case nil: throw APIError.invalid(m.name("role"), "'\(m.name("role"))' is required.", code: "missing_field")
+            case let other?:
+                throw APIError.invalid(m.name("role"), "'\(m.name("role"))' must be user or assistant, got '\(other.prefix(40))'.")
+            }
+            messages.append(ChatMessage(role: role, content: try text(m, key: "content", partType: "text")))
+        }
+        var o = GenerationOptions()
+        o.maxTokens = min(maxTokens, maxTokensLimit)
+        o.temperature = try f.number("temperature", in: 0...1)
+        o.topP = try f.number("top_p", in: 0...1)
+        if o.topP == 0 { throw APIError.invalid("top_p", "'top_p' must be greater than 0.") }
+        o.topK = try f.int("top_k", in: 0...1000)
+        o.stop = try f.stops("stop_sequences", limit: 16)
+        if let tools = try f.array("tools"), !tools.isEmpty {
+            throw APIError.invalid("tools", "Tool use is not supported by this server.")
+        }
+        let stream = try f.bool("stream") ?? false
+        return GenerationJob(
+            endpoint: .messages, input: .chat(messages), options: o, stream: stream, includeUsage: true, logprobs: nil,
+            model: model)
+    }
+}

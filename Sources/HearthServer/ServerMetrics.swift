@@ -1,0 +1,55 @@
+import Foundation
+import Prometheus
+
+/// The server's Prometheus metrics (`GET /metrics`). Names follow Prometheus conventions
+/// (`_total` counters, `_seconds` histograms); docs/SERVER.md lists them with vLLM's equivalents.
+final class ServerMetrics: Sendable {
+    let registry = PrometheusCollectorRegistry()
+    let running: Gauge
+    let waiting: Gauge
+    let admitted: Gauge
+    let kvCacheUsage: Gauge
+    let promptTokens: Counter
+    let generatedTokens: Counter
+    let cachedPromptTokens: Counter
+    let rejected: Counter
+    let timeToFirstToken: ValueHistogram
+    let timePerOutputToken: ValueHistogram
+    let requestDuration: ValueHistogram
+
+    init() {
+        running = registry.makeGauge(name: "hearth_requests_running", help: "Requests decoding in a sequence slot now.")
+        waiting = registry.makeGauge(name: "hearth_requests_waiting", help: "Requests admitted and waiting for a sequence slot.")
+        admitted = registry.makeGauge(
+            name: "hearth_requests_admitted", help: "Generation requests accepted and not yet finished (running, waiting or being written).")
+        kvCacheUsage = registry.makeGauge(
+            name: "hearth_kv_cache_usage_ratio", help: "Share of the KV cache's positions (all slots) holding tokens, 0 to 1.")
+        promptTokens = registry.makeCounter(name: "hearth_prompt_tokens_total", help: "Prompt tokens of finished requests.")
+        cachedPromptTokens = registry.makeCounter(
+            name: "hearth_prompt_tokens_cached_total", help: "Prompt tokens served from the KV cache (prefix reuse).")
+        generatedTokens = registry.makeCounter(name: "hearth_generation_tokens_total", help: "Tokens generated.")
+        rejected = registry.makeCounter(
+            name: "hearth_requests_rejected_total", help: "Generation requests refused with 503 because the queue was full or the server was not ready.")
+        let latency: [Double] = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5, 5, 10]
+        timeToFirstToken = registry.makeValueHistogram(
+            name: "hearth_time_to_first_token_seconds", buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+            help: "Seconds from admitting a request to its first generated token.")
+        timePerOutputToken = registry.makeValueHistogram(
+            name: "hearth_time_per_output_token_seconds", buckets: latency,
+            help: "Seconds between consecutive generated tokens of one request.")
+        requestDuration = registry.makeValueHistogram(
+            name: "hearth_request_duration_seconds", buckets: [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+            help: "Seconds from admitting a generation request to its last byte.")
+    }
+
+    /// Counts a finished request by endpoint and HTTP status.
+    func countRequest(endpoint: String, status: Int) {
+        registry.makeCounter(
+            name: "hearth_requests_total", labels: [("endpoint", endpoint), ("status", String(status))],
+            help: "Generation requests by endpoint and HTTP status."
+        ).increment()
+    }
+
+    /// The text exposition format.
+    func render() -> String { registry.emitToString() }
+}

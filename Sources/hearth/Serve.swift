@@ -1,0 +1,116 @@
+import ArgumentParser
+import Foundation
+import HearthLocal
+import HearthServer
+import Logging
+
+/// `hearth serve`: the OpenAI- and Anthropic-compatible HTTP server (docs/SERVER.md).
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Serve a model over HTTP with the OpenAI and Anthropic APIs (chat, completions, messages, metrics).",
+        discussion: """
+            Binds to loopback unless --host says otherwise and prints the URL once the model is loaded. \
+            SIGTERM or SIGINT drains: /health turns 503, new requests get 503, in-flight requests get \
+            --grace seconds to finish, then the server exits 0. See docs/SERVER.md.
+            """)
+
+    @Option(name: .long, help: "Path to the model (.gguf, .hqf or a checkpoint directory; default: the model named in models/registry.json).")
+    var model: String?
+
+    @Option(name: .long, help: "Address to bind; 127.0.0.1 (loopback) unless you mean to expose the server.")
+    var host: String = "127.0.0.1"
+
+    @Option(name: .long, help: "TCP port to listen on (0 picks a free port; the printed URL shows it).")
+    var port: Int = 8080
+
+    @Option(name: .long, help: "Require this key on every route but /health and /live (Authorization: Bearer KEY or x-api-key). Visible in `ps`: prefer --api-key-file or HEARTH_API_KEY.")
+    var apiKey: String?
+
+    @Option(name: .long, help: "Read the API key from this file (first line; surrounding whitespace ignored).")
+    var apiKeyFile: String?
+
+    @Option(name: .long, help: "Requests decoded at once (sequence slots, each with its own KV cache of --ctx tokens).")
+    var parallel: Int = 4
+
+    @Option(name: .long, help: "Context size in tokens per sequence (default: the model's, at most 4096).")
+    var ctx: Int?
+
+    @Option(name: [.customShort("t"), .long], help: "Worker threads (default: all cores).")
+    var threads: Int?
+
+    @Option(name: .long, help: "Requests that may wait for a free slot beyond the running ones; more are refused with 503 and Retry-After.")
+    var maxQueue: Int = 64
+
+    @Option(name: .long, help: "The model name clients send and GET /v1/models lists (default: the model file's name without extension).")
+    var alias: String?
+
+    @Option(name: .long, help: "Largest request body in bytes (larger ones get 413).")
+    var maxBodyBytes: Int = 4 << 20
+
+    @Option(name: .long, help: "Seconds a single generation may take before it is stopped.")
+    var requestTimeout: Double = 600
+
+    @Option(name: .long, help: "Seconds in-flight requests get to finish after SIGTERM/SIGINT before they are cancelled.")
+    var grace: Double = 30
+
+    @Option(name: .long, help: "Seconds a connection may stay silent, and the time allowed to send a request body.")
+    var idleTimeout: Double = 30
+
+    @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
+    func validate() throws {
+        if apiKey != nil && apiKeyFile != nil { throw ValidationError("give --api-key or --api-key-file, not both") }
+        if !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
+        if !(1...256).contains(parallel) { throw ValidationError("--parallel must be between 1 and 256") }
+        if let ctx, ctx < 16 { throw ValidationError("--ctx must be at least 16") }
+        if let threads, !(1...512).contains(threads) { throw ValidationError("--threads must be between 1 and 512") }
+        if !(0...100_000).contains(maxQueue) { throw ValidationError("--max-queue must be between 0 and 100000") }
+        if maxBodyBytes < 1024 { throw ValidationError("--max-body-bytes must be at least 1024") }
+        if !(requestTimeout > 0) || !(grace >= 0) || !(idleTimeout > 0) {
+            throw ValidationError("--request-timeout and --idle-timeout must be positive, --grace at least 0")
+        }
+        if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("--log-level takes trace, debug, info, notice, warning, error or critical") }
+        if let alias, alias.isEmpty || alias.count > 256 { throw ValidationError("--alias must be 1 to 256 characters") }
+    }
+
+    func key() throws -> String? {
+        if let apiKeyFile {
+            guard let text = try? String(contentsOfFile: apiKeyFile, encoding: .utf8) else {
+                throw ValidationError("cannot read --api-key-file \(apiKeyFile)")
+            }
+            let key = text.split(whereSeparator: \.isNewline).first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            guard !key.isEmpty else { throw ValidationError("--api-key-file \(apiKeyFile) is empty") }
+            return key
+        }
+        if let apiKey {
+            guard !apiKey.isEmpty else { throw ValidationError("--api-key is empty") }
+            return apiKey
+        }
+        if let env = ProcessInfo.processInfo.environment["HEARTH_API_KEY"], !env.isEmpty { return env }
+        return nil
+    }
+
+    func run() async throws {
+        let path = try model ?? DefaultModel.path()
+        let name = alias ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+        var logger = Logger(label: "hearth.serve")
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let provider = LocalProvider(
+            configuration: .init(modelPath: path, context: ctx, threads: threads, parallel: parallel))
+        let options = ServerOptions(
+            host: host, port: port, apiKey: try key(), maxQueue: maxQueue, alias: name, maxBodyBytes: maxBodyBytes,
+            requestTimeout: requestTimeout, drainGrace: grace, idleTimeout: idleTimeout)
+        let server = HearthServer(provider: provider, options: options, logger: logger)
+        let host = self.host.contains(":") ? "[\(self.host)]" : self.host
+        do {
+            try await server.run { port in
+                emit("Hearth is serving \(name) at http://\(host):\(port)/v1 (OpenAI and Anthropic APIs; /health, /metrics)\n")
+            }
+        } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        emit("Hearth server stopped.\n")
+    }
+}
