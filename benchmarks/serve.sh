@@ -22,8 +22,7 @@ while [ $# -gt 0 ]; do
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
-lock=""; command -v cpulock >/dev/null && lock=cpulock
-$lock swift build -c release --product hearth >/dev/null
+swift build -c release --product hearth >/dev/null
 binary="$(swift build -c release --show-bin-path)/hearth"
 venv=".build/llama-server-venv"
 if ! "$venv/bin/python" -c "import llama_cpp.server, openai" 2>/dev/null; then

@@ -17,8 +17,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 if [ -z "$binary" ]; then
-    lock=""; command -v cpulock >/dev/null && lock=cpulock  # the shared dev machine's CPU lock, when present
-    $lock swift build -c release --product hearth >/dev/null
+    swift build -c release --product hearth >/dev/null
     binary="$(swift build -c release --show-bin-path)/hearth"
 fi
 [ -f "$model" ] || { echo "no model at $model: run scripts/setup.sh" >&2; exit 1; }

@@ -19,8 +19,7 @@ while [ $# -gt 0 ]; do
 done
 [ "$replicas" -ge 2 ] || { echo "--replicas must be at least 2" >&2; exit 2; }
 if [ -z "$binary" ]; then
-    lock=""; command -v cpulock >/dev/null && lock=cpulock  # the shared dev machine's CPU lock, when present
-    $lock swift build -c release --product hearth >/dev/null
+    swift build -c release --product hearth >/dev/null
     binary="$(swift build -c release --show-bin-path)/hearth"
 fi
 venv=".build/litellm-venv"
