@@ -27,7 +27,7 @@ binary="$(swift build -c release --show-bin-path)/hearth"
 venv=".build/llama-server-venv"
 if ! "$venv/bin/python" -c "import llama_cpp.server, openai" 2>/dev/null; then
     python3 -m venv "$venv"
-    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" $lock "$venv/bin/pip" install --quiet "llama-cpp-python[server]==$llama_version" openai
+    CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$venv/bin/pip" install --quiet "llama-cpp-python[server]==$llama_version" openai
 fi
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 work="$(mktemp -d)"
@@ -39,7 +39,7 @@ wait_ready() {  # url
 }
 run_levels() {  # base label
     for clients in 1 4 16; do
-        $lock "$venv/bin/python" benchmarks/serve_bench.py "$1" gemma "$clients" $((clients * per_client)) "$max_tokens" "$2"
+        "$venv/bin/python" benchmarks/serve_bench.py "$1" gemma "$clients" $((clients * per_client)) "$max_tokens" "$2"
     done
 }
 
