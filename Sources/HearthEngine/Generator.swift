@@ -454,9 +454,13 @@ public final class Generator: @unchecked Sendable {
     func idleSlot(for prompt: [Int32]) -> Int? {
         var best: (slot: Int, shared: Int, used: UInt64)?
         for s in slots.indices where !slots[s].busy {
-            let shared = commonPrefix(slots[s].tokens, prompt, limit: prompt.count)
-            if best == nil || shared > best!.shared || (shared == best!.shared && slots[s].lastUsed < best!.used) {
-                best = (s, shared, slots[s].lastUsed)
+            let candidate = (slot: s, shared: commonPrefix(slots[s].tokens, prompt, limit: prompt.count), used: slots[s].lastUsed)
+            guard let current = best else {
+                best = candidate
+                continue
+            }
+            if candidate.shared > current.shared || (candidate.shared == current.shared && candidate.used < current.used) {
+                best = candidate
             }
         }
         return best?.slot

@@ -134,22 +134,17 @@ struct Bench: ParsableCommand {
             let threads = threads ?? WorkerPool.defaultThreadCount
             let lm = try LanguageModel(path: model, quantize: quantize, threads: threads)
             let pool = WorkerPool(threads: threads)
-            let context = max(1, prompt + generate)
-            let decoder = try Decoder(
-                weights: lm.weights, options: lm.options, context: context, maxBatch: batch, kvType: kvType, pool: pool)
-            decoder.quantizedBatchPath = QuantizedBatchPath(rawValue: prefillPath) ?? .integer
-            decoder.activationPrecision = ActivationPrecision(rawValue: activationBits) ?? .wide
             var rng = SeededGenerator(seed: 1234)
             let vocab = Int32(lm.options.vocabSize)
             func randomTokens(_ n: Int) -> [Int32] { (0..<n).map { _ in Int32.random(in: 0..<vocab, using: &rng) } }
 
-            func measurePP() throws -> Double {
+            func measurePP(_ decoder: Decoder) throws -> Double {
                 let tokens = randomTokens(prompt)
                 let start = DispatchTime.now()
                 _ = try decoder.forward(tokens, from: 0)
                 return Double(prompt) / elapsed(since: start)
             }
-            func measureTG() throws -> Double {
+            func measureTG(_ decoder: Decoder) throws -> Double {
                 var token = randomTokens(1)[0]
                 let start = DispatchTime.now()
                 for i in 0..<generate {
@@ -161,23 +156,29 @@ struct Bench: ParsableCommand {
             var pp: Stat?
             var tg: Stat?
             var levels: [ParallelLevel]?
+            var kvCacheBytes = 0
             if let parallelLevels {
                 levels = try parallelLevels.map { n in
                     try measureParallel(lm, sequences: n, pool: pool, random: randomTokens)
                 }
-            } else if prompt > 0 {
-                _ = try measurePP()
-                pp = Stat(try (0..<repetitions).map { _ in try measurePP() })
-            }
-            if generate > 0 && parallelLevels == nil {
-                _ = try measureTG()
-                tg = Stat(try (0..<repetitions).map { _ in try measureTG() })
+                kvCacheBytes = levels?.map(\.kv_cache_bytes).max() ?? 0
+            } else {
+                let decoder = try makeDecoder(lm, maxBatch: batch, sequences: 1, pool: pool)
+                kvCacheBytes = decoder.cache.byteCount
+                if prompt > 0 {
+                    _ = try measurePP(decoder)
+                    pp = Stat(try (0..<repetitions).map { _ in try measurePP(decoder) })
+                }
+                if generate > 0 {
+                    _ = try measureTG(decoder)
+                    tg = Stat(try (0..<repetitions).map { _ in try measureTG(decoder) })
+                }
             }
             let report = Report(
                 model: lm.path.lastPathComponent, architecture: lm.architecture, pp: pp, tg: tg, prompt_tokens: prompt,
                 generated_tokens: generate, peak_rss_bytes: peakRSSBytes(), load_seconds: lm.loadSeconds,
                 threads: threads, model_bytes: lm.weightBytesByType.values.reduce(0, +),
-                weight_bytes_per_token: lm.weightBytesPerToken, kv_cache_bytes: decoder.cache.byteCount,
+                weight_bytes_per_token: lm.weightBytesPerToken, kv_cache_bytes: kvCacheBytes,
                 parameters: lm.parameterCount,
                 weight_types: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
                 kernel: quantizedKernelName, kernel_level: KernelLevel.current.rawValue,
@@ -207,16 +208,22 @@ struct Bench: ParsableCommand {
 }
 
 extension Bench {
+    /// A decoder of `sequences` slots of p + n positions with the command's kernel options.
+    func makeDecoder(_ lm: LanguageModel, maxBatch: Int, sequences: Int, pool: WorkerPool) throws -> Decoder {
+        let decoder = try Decoder(
+            weights: lm.weights, options: lm.options, context: max(1, prompt + generate), maxBatch: maxBatch,
+            kvType: kvType, sequences: sequences, pool: pool)
+        decoder.quantizedBatchPath = QuantizedBatchPath(rawValue: prefillPath) ?? .integer
+        decoder.activationPrecision = ActivationPrecision(rawValue: activationBits) ?? .wide
+        return decoder
+    }
+
     /// llama-batched-bench at one level: `sequences` prompts of `prompt` tokens processed
     /// together, then `generate` steps decoding one token of every sequence per step.
     func measureParallel(
         _ lm: LanguageModel, sequences: Int, pool: WorkerPool, random: (Int) -> [Int32]
     ) throws -> ParallelLevel {
-        let decoder = try Decoder(
-            weights: lm.weights, options: lm.options, context: prompt + generate, maxBatch: max(batch, sequences),
-            kvType: kvType, sequences: sequences, pool: pool)
-        decoder.quantizedBatchPath = QuantizedBatchPath(rawValue: prefillPath) ?? .integer
-        decoder.activationPrecision = ActivationPrecision(rawValue: activationBits) ?? .wide
+        let decoder = try makeDecoder(lm, maxBatch: max(batch, sequences), sequences: sequences, pool: pool)
         let vocab = Int32(lm.options.vocabSize)
         func measure() throws -> (pp: Double, tg: Double) {
             var items: [Decoder.BatchItem] = []
