@@ -26,7 +26,7 @@ struct Caller: Sendable {
 /// - A key is looked up by its SHA-256, compared in constant time with every client's.
 /// - A client with an HMAC secret must also send `x-timestamp` (Unix seconds, within the
 ///   window of the server's clock) and `x-signature`: hex HMAC-SHA256 over
-///   `METHOD\nPATH\nTIMESTAMP\nhex(SHA256(body))` with its secret (or, when it authenticated
+///   `METHOD\nPATH\nTIMESTAMP\nhex(SHA256(body))` (PATH as sent, with its query string) with its secret (or, when it authenticated
 ///   with a token, with the token). A signature already accepted inside the window is refused.
 /// - Tokens are `hst_<payload>.<mac>`: the client's name and expiry, MACed with the server's
 ///   token key, so they need no storage and expire by themselves.

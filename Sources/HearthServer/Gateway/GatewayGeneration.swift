@@ -196,7 +196,7 @@ extension HearthServer {
         let body = try await readBody(request)
         let headers = request.headers
         let caller = try gateway.authenticator.authenticate(
-            method: request.method.rawValue, path: request.uri.path,
+            method: request.method.rawValue, path: request.head.path ?? request.uri.path,
             header: { name in HTTPField.Name(name).flatMap { headers[$0] } }, body: body)
         return (caller, body)
     }

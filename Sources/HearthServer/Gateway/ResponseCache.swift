@@ -60,7 +60,11 @@ final class ResponseCache: @unchecked Sendable {
             "repetition_penalty": number(options.repetitionPenalty), "presence_penalty": number(options.presencePenalty),
             "frequency_penalty": number(options.frequencyPenalty),
         ]
-        return Hex.encode(SHA256.hash(data: normalised.serialized()))
+        // Sorted keys: the encoder's object order is not stable from one value to the next.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(normalised) else { return nil }
+        return Hex.encode(SHA256.hash(data: data))
     }
 
     /// The answer stored under `key`, when present and not expired.
