@@ -276,11 +276,17 @@ extension HearthServer {
                     rest = rest.dropFirst(16)
                 }
                 frames += renderer2.streamEnd(usage: answer.usage, reason: answer.reason)
-                var buffer = ByteBuffer()
-                for frame in frames { buffer.writeBytes(frame) }
-                try await writer.write(buffer)
+                try await Self.writeFrames(frames, &writer)
                 try await writer.finish(nil)
             })
+    }
+
+    /// Writes SSE frames in one network write; a failed write means the client left (``ClientGone``).
+    static func writeFrames(_ frames: [Data], _ writer: inout any ResponseBodyWriter) async throws {
+        guard !frames.isEmpty else { return }
+        var buffer = ByteBuffer()
+        for frame in frames { buffer.writeBytes(frame) }
+        do { try await writer.write(buffer) } catch { throw ClientGone() }
     }
 
     /// Frames carrying reply text without per-token detail.
@@ -412,12 +418,7 @@ extension HearthServer {
         var announced = false
         var textOffset = 0
         var recorded = false
-        func send(_ frames: [Data], _ writer: inout any ResponseBodyWriter) async throws {
-            guard !frames.isEmpty else { return }
-            var buffer = ByteBuffer()
-            for frame in frames { buffer.writeBytes(frame) }
-            do { try await writer.write(buffer) } catch { throw ClientGone() }
-        }
+        let send = Self.writeFrames
         do {
             try await send(renderer.streamStart(), &writer)
             do {
