@@ -60,6 +60,16 @@ class Upstream(http.server.BaseHTTPRequestHandler):
         Upstream.seen.append(body)
         with open(self.server.count_file, "w") as f:
             f.write(str(len(Upstream.seen)))
+        if "#echo" in body:
+            # A 401 that quotes the key it was sent, as some servers do.
+            data = json.dumps({"error": {"message": "Incorrect API key provided: " + self.headers.get("Authorization", ""),
+                                         "type": "invalid_request_error"}}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         if "#500" in body:
             data = b'{"error":{"message":"upstream exploded","type":"server_error"}}'
             self.send_response(500)
@@ -266,6 +276,13 @@ def checks(base, state_file):
     count(r.parse().usage)
     check(r.headers["x-hearth-served-by"] == "local" and r.parse().choices[0].message.content,
           "an upstream 500 falls back to the local model")
+    try:
+        ops.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "#echo"}], max_tokens=4)
+        fail("an upstream 401 was answered as a success")
+    except openai.APIStatusError as error:
+        count(None)
+        check(os.environ["OPENAI_API_KEY"] not in error.response.text,
+              f"an upstream 401 echoing the key reaches the client as {error.status_code} without the key")
     events, text, usage = [], "", None
     for chunk in ops.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "Capital of France? #drop"}],
                                              max_tokens=12, temperature=0, stream=True, stream_options={"include_usage": True}):

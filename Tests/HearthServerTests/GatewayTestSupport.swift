@@ -64,11 +64,20 @@ func signature(secret: String, method: String, path: String, timestamp: Int, bod
 }
 
 /// A fake OpenAI upstream: the answer streams in pieces; a prompt containing `#drop` gets two
-/// pieces and then a dropped connection, `#500` a server error, `#429` a rate limit.
+/// pieces and then a dropped connection, `#500` a server error, `#429` a rate limit, `#echo` a
+/// 401 whose message quotes the key it was sent.
 func fakeOpenAI(answer: [String] = ["The secret ", "word is ", "pineapple", " and more."]) async throws -> TestHTTPServer {
     try await TestHTTPServer.start { request, _, out in
         if request.body.contains("#500") {
             try await out.respond(500, "Internal Server Error", headers: [("Content-Type", "application/json")], body: #"{"error":{"message":"boom","type":"server_error"}}"#)
+            return .close
+        }
+        if request.body.contains("#echo") {
+            // A 401 that echoes the key it was sent, as some servers do.
+            let sent = request.headers["authorization"].first ?? ""
+            try await out.respond(
+                401, "Unauthorized", headers: [("Content-Type", "application/json")],
+                body: #"{"error":{"message":"Incorrect API key provided: \#(sent)","type":"invalid_request_error"}}"#)
             return .close
         }
         if request.body.contains("#429") {

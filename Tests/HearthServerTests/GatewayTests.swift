@@ -449,7 +449,13 @@ import Testing
         }
         // Without a fallback the upstream's failure is the answer.
         reply = try await s.send("/v1/chat/completions", Self.chat("cloud-only", "Fail #500"), key: Self.opsKey)
-        #expect(reply.status >= 500)
+        #expect(reply.status == 502 && (reply.json["error"] as? [String: Any])?["code"] as? String == "upstream_error")
+        reply = try await s.send("/v1/chat/completions", Self.chat("cloud-only", "Fail #429"), key: Self.opsKey)
+        #expect(reply.status == 429 && reply.headers["retry-after"].first == "30")
+        // An upstream 401 is not a reason to fail over, and the key it echoes never reaches the client.
+        reply = try await s.send("/v1/chat/completions", Self.chat("cloud", "Fail #echo"), key: Self.opsKey)
+        #expect(reply.status == 502 && (reply.json["error"] as? [String: Any])?["code"] as? String == "upstream_unauthorized")
+        #expect(reply.body.contains("redacted") && !reply.body.contains(Self.upstreamKey), "\(reply.body)")
         // The same over Anthropic's API, streamed.
         reply = try await s.send(
             "/v1/messages",

@@ -203,7 +203,7 @@ extension HearthServer {
 
     /// An error answer before any byte of the reply: recorded (when the client is known), logged.
     func gatewayError(_ error: Error, context: GatewayRequest, headers: HTTPFields, gateway: Gateway) async -> Response {
-        let apiError = Self.apiError(error)
+        let apiError = Self.gatewayAPIError(error)
         let outcome = RouteOutcome(failure: apiError, after: RouteOutcome())
         await gatewayRecord(outcome, context: context, gateway: gateway)
         return Self.errorResponse(apiError, endpoint: context.endpoint, requestID: context.requestID, extra: headers)
@@ -279,6 +279,30 @@ extension HearthServer {
                 try await Self.writeFrames(frames, &writer)
                 try await writer.finish(nil)
             })
+    }
+
+    /// An error as the gateway answers it: a cloud provider's failure is the upstream's (502 for a
+    /// refused key, a server error or a broken connection, 429 with its `Retry-After`, 504 for a
+    /// timeout), never the gateway's own 401 or 500; everything else as the plain server answers it.
+    static func gatewayAPIError(_ error: Error) -> APIError {
+        guard let failure = error as? ProviderError, failure.provider != "local", failure.provider != "gateway" else {
+            return apiError(error)
+        }
+        let message = "The upstream provider '\(failure.provider)' failed: \(failure.message)"
+        switch failure.code {
+        case .unauthorized:
+            return APIError(status: 502, message: message, type: "upstream_error", code: "upstream_unauthorized")
+        case .rateLimited(let retryAfter):
+            return APIError(
+                status: 429, message: message, type: "rate_limit_error", code: "upstream_rate_limited",
+                retryAfter: retryAfter.map { max(1, Int($0.rounded(.up))) } ?? 1)
+        case .server, .network, .decoding, .modelUnavailable:
+            return APIError(status: 502, message: message, type: "upstream_error", code: "upstream_error")
+        case .timeout:
+            return APIError(status: 504, message: message, type: "timeout_error", code: "upstream_timeout")
+        case .invalidRequest, .contextLengthExceeded, .cancelled:
+            return apiError(error)
+        }
     }
 
     /// Writes SSE frames in one network write; a failed write means the client left (``ClientGone``).
@@ -399,7 +423,7 @@ extension HearthServer {
             }
             if !finished { throw ProviderError(.cancelled, provider: "gateway", message: "The generation was stopped.") }
         } catch {
-            return RouteOutcome(failure: Self.apiError(error), after: outcome)
+            return RouteOutcome(failure: Self.gatewayAPIError(error), after: outcome)
         }
         if let filter, let cut = filter.firstMatch(in: outcome.text) {
             outcome.text = String(outcome.text.prefix(cut))
@@ -469,7 +493,7 @@ extension HearthServer {
             } catch is ClientGone {
                 throw ClientGone()
             } catch {
-                let apiError = Self.apiError(error)
+                let apiError = Self.gatewayAPIError(error)
                 await finish(RouteOutcome(failure: apiError, after: outcome))
                 try await send([renderer.streamError(apiError)], &writer)
                 try? await writer.finish(nil)
@@ -480,7 +504,7 @@ extension HearthServer {
             // The client disconnected: stop the answer now.
             stream.cancel(CancellationError())
             if !recorded {
-                await finish(RouteOutcome(failure: Self.apiError(ClientGone()), after: outcome))
+                await finish(RouteOutcome(failure: Self.gatewayAPIError(ClientGone()), after: outcome))
             }
         }
     }
