@@ -113,7 +113,7 @@ extension HearthServer {
         }
         var renderer = ResponseRenderer(job: job, requestID: requestID)
         do {
-            let first: RouteStream.Started
+            let first: RouteStart
             switch route.target {
             case .local:
                 first = try await stream.start(local: provider, job: job)

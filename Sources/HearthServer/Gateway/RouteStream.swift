@@ -16,31 +16,21 @@ enum RouteEvent: Sendable {
     case finished(Usage, FinishReason)
 }
 
-/// A route's answer as one stream the server owns, so it can be stopped from outside the task
-/// writing the response (client gone, deadline, drain). `start` returns once the answer has
-/// begun (the local model admitted the prompt; a router's first text arrived) — a failure
-/// before that is still an HTTP error status.
-final class RouteStream: @unchecked Sendable {
-    // `@unchecked Sendable`: `task`, `waiter` and `startResult` are only touched under `lock`.
-    let events: AsyncThrowingStream<RouteEvent, Error>
-    private let continuation: AsyncThrowingStream<RouteEvent, Error>.Continuation
-    private let lock = NSLock()
-    private var task: Task<Void, Never>?
-    private var waiter: CheckedContinuation<Started, Error>?
-    private var startResult: Result<Started, Error>?
+/// How a route's answer began: the provider whose text comes first, and the prompt's length
+/// when known (the local model reports it before any text).
+struct RouteStart: Sendable {
+    var provider: String
+    var promptTokens: Int?
+}
 
-    /// The first provider that accepted the request, and the prompt's length when known.
-    struct Started: Sendable {
-        var provider: String
-        var promptTokens: Int?
-    }
+/// A route's answer as one stream the server owns (stoppable from outside: client gone,
+/// deadline, drain). `start` returns once the answer has begun — the local model admitted the
+/// prompt, or a router's first text arrived — so a failure before that is an HTTP error status.
+typealias RouteStream = ForwardedStream<RouteEvent, RouteStart>
 
-    init() {
-        (events, continuation) = AsyncThrowingStream.makeStream()
-    }
-
+extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
     /// Starts the local model on `job` (raw text and log-probabilities included).
-    func start(local provider: LocalProvider, job: GenerationJob) async throws -> Started {
+    func start(local provider: LocalProvider, job: GenerationJob) async throws -> RouteStart {
         let upstream = provider.generate(job.input, options: job.options, topLogprobs: job.logprobs ?? 0)
         let id = provider.id
         return try await run {
@@ -49,7 +39,7 @@ final class RouteStream: @unchecked Sendable {
                 case .promptTokens(let count):
                     self.continuation.yield(.servedBy(id))
                     self.continuation.yield(.promptTokens(count))
-                    self.resolve(.success(Started(provider: id, promptTokens: count)))
+                    self.started(RouteStart(provider: id, promptTokens: count))
                 case .token(let token):
                     self.continuation.yield(.text(token.text, token: token))
                 case .finished(let usage, let reason):
@@ -60,7 +50,7 @@ final class RouteStream: @unchecked Sendable {
     }
 
     /// Starts a router (cloud first, fallbacks after) on a chat request.
-    func start(router: FallbackRouter, request: ChatRequest) async throws -> Started {
+    func start(router: FallbackRouter, request: ChatRequest) async throws -> RouteStart {
         let upstream = router.stream(request)
         return try await run {
             var usage: Usage?
@@ -73,59 +63,17 @@ final class RouteStream: @unchecked Sendable {
                 case .switchedProvider(let from, let to, let reason):
                     self.continuation.yield(.switched(from: from, to: to, reason: "\(reason.code)"))
                 case .textDelta(let text):
-                    // Started once text flows: a failure before it is still an HTTP error status.
-                    self.resolve(.success(Started(provider: current)))
+                    self.started(RouteStart(provider: current))
                     self.continuation.yield(.text(text, token: nil))
                 case .usage(let value):
                     usage = value
                 case .finished(let reason):
-                    self.resolve(.success(Started(provider: current)))
+                    self.started(RouteStart(provider: current))
                     self.continuation.yield(.finished(usage ?? Usage(promptTokens: 0, completionTokens: 0), reason))
                 case .contextTruncated, .dialogState:
                     break
                 }
             }
         }
-    }
-
-    private func run(_ body: @escaping @Sendable () async throws -> Void) async throws -> Started {
-        let continuation = self.continuation
-        let task = Task {
-            do {
-                try await body()
-                self.resolve(.failure(ProviderError(.cancelled, provider: "gateway", message: "the answer ended before it began")))
-                continuation.finish()
-            } catch {
-                self.resolve(.failure(error))
-                continuation.finish(throwing: error)
-            }
-        }
-        lock.withLock { self.task = task }
-        return try await withCheckedThrowingContinuation { waiter in
-            let ready: Result<Started, Error>? = lock.withLock {
-                if let startResult { return startResult }
-                self.waiter = waiter
-                return nil
-            }
-            if let ready { waiter.resume(with: ready) }
-        }
-    }
-
-    private func resolve(_ result: Result<Started, Error>) {
-        let waiter: CheckedContinuation<Started, Error>? = lock.withLock {
-            guard startResult == nil else { return nil }
-            startResult = result
-            defer { self.waiter = nil }
-            return self.waiter
-        }
-        waiter?.resume(with: result)
-    }
-
-    /// Stops the answer and ends ``events`` with `error`.
-    func cancel(_ error: Error) {
-        continuation.finish(throwing: error)
-        resolve(.failure(error))
-        let task = lock.withLock { self.task }
-        task?.cancel()
     }
 }
