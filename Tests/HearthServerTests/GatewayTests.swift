@@ -466,6 +466,40 @@ import Testing
         try await s.stop()
     }
 
+    @Test func otherRoutesNeedAClientAndCloudRoutesTakeChatOnly() async throws {
+        let s = try await Self.setup()
+        // /metrics, /tokenize and /v1/models need a client (and the signing client's signature).
+        #expect(try await s.harness.send(.GET, "/metrics").status == 401)
+        #expect(try await s.harness.send(.GET, "/metrics", headers: [("authorization", "Bearer \(Self.opsKey)")]).status == 200)
+        #expect(try await s.harness.send(.GET, "/health").status == 200)
+        var reply = try await s.signed("/tokenize", ["content": "Hello world"])
+        #expect(reply.status == 200 && (reply.json["count"] as? Int ?? 0) > 0)
+        reply = try await s.send("/tokenize", ["content": "Hello world"], key: Self.appKey)
+        #expect(reply.status == 401)
+        // The signing client's model list is all routes; the limited client's only its own.
+        reply = try await s.harness.send(.GET, "/v1/models", headers: [("authorization", "Bearer \(Self.limitedKey)")])
+        #expect(Set((reply.json["data"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }) == ["local", "cloud"])
+        reply = try await s.harness.send(.GET, "/v1/models/cloud", headers: [("authorization", "Bearer \(Self.opsKey)")])
+        #expect(reply.json["providers"] as? [String] == ["openai", "local"])
+        // Raw completions and log-probabilities on the local route; refused on a cloud route.
+        reply = try await s.send(
+            "/v1/completions", ["model": "local", "prompt": "Once upon", "max_tokens": 2, "temperature": 0, "logprobs": 1], key: Self.opsKey)
+        #expect(reply.status == 200 && reply.json["object"] as? String == "text_completion")
+        #expect(reply.headers["x-hearth-served-by"].first == "local")
+        reply = try await s.send("/v1/completions", ["model": "cloud", "prompt": "Once upon", "max_tokens": 2], key: Self.opsKey)
+        #expect(reply.status == 400)
+        var logprobs = Self.chat("cloud", "Hi")
+        logprobs["logprobs"] = true
+        #expect(try await s.send("/v1/chat/completions", logprobs, key: Self.opsKey).status == 400)
+        // Unknown and missing models.
+        reply = try await s.send("/v1/chat/completions", Self.chat("gpt-9", "Hi"), key: Self.opsKey)
+        #expect(reply.status == 404 && (reply.json["error"] as? [String: Any])?["code"] as? String == "model_not_found")
+        reply = try await s.send("/v1/chat/completions", ["messages": [["role": "user", "content": "Hi"]]], key: Self.opsKey)
+        #expect(reply.status == 400)
+        #expect(s.upstream.requests.isEmpty)
+        try await s.stop()
+    }
+
     @Test func corsAnswersPreflightForConfiguredOriginsOnly() async throws {
         let s = try await Self.setup()
         var reply = try await s.harness.send(.OPTIONS, "/v1/chat/completions", headers: [("origin", "https://app.example")])
