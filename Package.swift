@@ -50,6 +50,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.0.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
+        // HearthServer's gateway only: the usage ledger in SQLite (docs/SERVER.md#gateway).
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // System libraries, found through pkg-config (scripts/setup.sh installs them).
@@ -116,11 +118,14 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
-        // `hearth serve`: OpenAI- and Anthropic-compatible HTTP over LocalProvider (no engine import).
+        // `hearth serve`: OpenAI- and Anthropic-compatible HTTP over LocalProvider (no engine import),
+        // and the gateway (`--config`): keys, signatures, limits, usage in SQLite, cache, cloud routes.
         .target(
             name: "HearthServer",
             dependencies: [
-                "HearthProviders", "HearthLocal",
+                "HearthProviders", "HearthLocal", "HearthCloud",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -132,8 +137,9 @@ let package = Package(
         .testTarget(
             name: "HearthServerTests",
             dependencies: [
-                "HearthServer", "HearthLocal", "HearthProviders", "HearthTestSupport",
+                "HearthServer", "HearthLocal", "HearthProviders", "HearthTestSupport", "HearthFakeServers",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ]),
