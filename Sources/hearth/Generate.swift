@@ -45,7 +45,7 @@ struct Generate: ParsableCommand {
                 : try lm.chatPrompt([ChatTurn(role: "user", content: prompt)])
             var parameters = GenerationParameters()
             parameters.maxTokens = maxTokens
-            parameters.sampling = sampling.options
+            parameters.sampling = sampling.samplingOptions(modelDefaults: lm.generationConfig)
             parameters.stop = stop
             parameters.topLogprobs = topLogprobs
             parameters.stripLeadingSpace = !raw

@@ -8,51 +8,112 @@ struct Inspect: ParsableCommand {
         abstract: "Describe a model: architecture, dimensions, dtypes, parameters, tokenizer, stop tokens, context.")
 
     @OptionGroup var model: ModelOptions
+    @OptionGroup var context: ContextOption
 
-    @Option(name: .long, help: "Context size used to report the KV cache size (default: the model's, at most 4096).")
-    var ctx: Int?
+    @Flag(name: .long, help: "Print one JSON object (stable keys, for scripts) instead of text.")
+    var json = false
+
+    /// What `inspect` reports; `--json` prints it as is.
+    struct Report: Encodable {
+        struct Token: Encodable {
+            let id: Int32
+            let text: String
+        }
+        let path: String
+        let name: String
+        let architecture: String
+        let instruction_tuned: Bool
+        let base_model_reason: String?
+        let parameters: Int
+        let hidden_size, layers, heads, kv_heads, head_dim, ffn_size, vocab_size: Int
+        let weight_bytes: [String: Int]
+        let quantization: String?
+        let norm: String
+        let norm_epsilon: Float
+        let mlp: String
+        let activation: String
+        let rope_theta: Float
+        let rotary_dims: Int
+        let rope_scaling: String
+        let tied_embeddings: Bool
+        let sliding_window: Int?
+        let sliding_layers: Int
+        let context_length: Int
+        let kv_cache_context: Int
+        let kv_cache_bytes_f16: Int
+        let tokenizer: String
+        let vocabulary: Int
+        let bos: Token?
+        let adds_bos: Bool
+        let stop_tokens: [Token]
+        let chat_template: String?
+        let kernels: String
+        let best_kernels: String
+    }
 
     func run() throws {
         try reportingErrors {
             let lm = try model.load()
-            let o = lm.options
-            let context = ctx ?? lm.defaultContext
-            let kvBytes = 2 * o.layerCount * context * o.kvHeadCount * o.headDim * 2
-            var lines: [String] = []
-            lines.append("path:            \(lm.path.path)")
-            lines.append("architecture:    \(lm.architecture)")
-            lines.append("parameters:      \(lm.parameterCount) (\(String(format: "%.2f", Double(lm.parameterCount) / 1e9)) B)")
-            lines.append("dimensions:      hidden \(o.hiddenSize), layers \(o.layerCount), heads \(o.headCount), kv heads \(o.kvHeadCount), head dim \(o.headDim), ffn \(o.ffnSize), vocab \(o.vocabSize)")
-            let dtypes = lm.weightBytesByType.sorted { $0.key.rawValue < $1.key.rawValue }
-                .map { "\($0.key.rawValue) \(formatBytes($0.value))" }.joined(separator: ", ")
-            lines.append("weights:         \(dtypes)")
-            if let summary = lm.quantizationSummary { lines.append("quantization:    \(summary)") }
-            lines.append("norm:            \(o.norm)")
-            lines.append("mlp:             \(o.mlp)")
-            lines.append("rope:            theta \(o.rope.theta), rotary dims \(o.rope.rotaryDims)/\(o.headDim), scaling \(describe(o.rope.scaling))")
-            lines.append("tied embeddings: \(o.tiedEmbeddings)")
-            if let window = o.slidingWindow {
-                let count = (0..<o.layerCount).filter { o.isSliding($0) }.count
-                lines.append("sliding window:  \(window) on \(count) of \(o.layerCount) layers")
-            }
-            lines.append("context length:  \(o.maxContext) (trained); KV cache at \(context) tokens: \(formatBytes(kvBytes)) f16")
-            let tokenizer = lm.tokenizer
-            lines.append("tokenizer:       \(tokenizer.kind), \(tokenizer.vocabularySize) tokens, BOS \(tokenizer.bosID.map(String.init) ?? "none") (added: \(tokenizer.addsBOS))")
-            let eos = lm.eosIDs.sorted().map { id in
-                "\(id) \(String(decoding: tokenizer.bytes(of: id) ?? [], as: UTF8.self).debugDescription)"
-            }
-            lines.append("stop tokens:     \(eos.joined(separator: ", "))")
-            lines.append("chat template:   \(lm.chatTemplate.map { $0.format.rawValue } ?? "none (use --raw)")")
-            let cpu = KernelLevel.cpuName
-            lines.append("kernels:         \(KernelLevel.current.rawValue) (best on this CPU: \(KernelLevel.best.rawValue)\(cpu.isEmpty ? "" : ", \(cpu)"); HEARTH_CPU forces a lower one)")
-            emit(lines.joined(separator: "\n") + "\n")
+            let report = Self.report(lm, context: context.ctx ?? lm.defaultContext)
+            emit(json ? try jsonLine(report) : Self.text(report, lm: lm))
         }
     }
 
-    private func describe(_ scaling: DecoderOptions.Scaling) -> String {
+    static func report(_ lm: LanguageModel, context: Int) -> Report {
+        let o = lm.options
+        let tokenizer = lm.tokenizer
+        func token(_ id: Int32) -> Report.Token { .init(id: id, text: tokenizer.token(id) ?? "") }
+        return Report(
+            path: lm.path.path, name: lm.name, architecture: lm.architecture,
+            instruction_tuned: lm.baseModelReason == nil, base_model_reason: lm.baseModelReason,
+            parameters: lm.parameterCount, hidden_size: o.hiddenSize, layers: o.layerCount, heads: o.headCount,
+            kv_heads: o.kvHeadCount, head_dim: o.headDim, ffn_size: o.ffnSize, vocab_size: o.vocabSize,
+            weight_bytes: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
+            quantization: lm.quantizationSummary, norm: o.norm.name, norm_epsilon: o.norm.epsilon, mlp: o.mlp.shape,
+            activation: o.mlp.activationName, rope_theta: o.rope.theta, rotary_dims: o.rope.rotaryDims,
+            rope_scaling: o.rope.scaling.name, tied_embeddings: o.tiedEmbeddings, sliding_window: o.slidingWindow,
+            sliding_layers: o.slidingWindow == nil ? 0 : (0..<o.layerCount).filter { o.isSliding($0) }.count,
+            context_length: o.maxContext, kv_cache_context: context,
+            kv_cache_bytes_f16: 2 * o.layerCount * context * o.kvHeadCount * o.headDim * 2,
+            tokenizer: tokenizer.kind, vocabulary: tokenizer.vocabularySize, bos: tokenizer.bosID.map(token),
+            adds_bos: tokenizer.addsBOS, stop_tokens: lm.eosIDs.sorted().map(token),
+            chat_template: lm.chatTemplate?.format.rawValue, kernels: KernelLevel.current.rawValue,
+            best_kernels: KernelLevel.best.rawValue)
+    }
+
+    static func text(_ r: Report, lm: LanguageModel) -> String {
+        var lines: [String] = []
+        lines.append("path:            \(r.path)")
+        lines.append("name:            \(r.name) (\(r.instruction_tuned ? "instruction-tuned" : "base model: \(r.base_model_reason ?? "")"))")
+        lines.append("architecture:    \(r.architecture)")
+        lines.append("parameters:      \(r.parameters) (\(String(format: "%.2f", Double(r.parameters) / 1e9)) B)")
+        lines.append("dimensions:      hidden \(r.hidden_size), layers \(r.layers), heads \(r.heads), kv heads \(r.kv_heads), head dim \(r.head_dim), ffn \(r.ffn_size), vocab \(r.vocab_size)")
+        let dtypes = r.weight_bytes.sorted { $0.key < $1.key }.map { "\($0.key) \(formatBytes($0.value))" }.joined(separator: ", ")
+        lines.append("weights:         \(dtypes)")
+        if let summary = r.quantization { lines.append("quantization:    \(summary)") }
+        lines.append("norm:            \(r.norm) (eps \(r.norm_epsilon))")
+        lines.append("mlp:             \(r.mlp), \(r.activation)")
+        lines.append("rope:            theta \(r.rope_theta), rotary dims \(r.rotary_dims)/\(r.head_dim), scaling \(describe(lm.options.rope.scaling))")
+        lines.append("tied embeddings: \(r.tied_embeddings)")
+        if let window = r.sliding_window {
+            lines.append("sliding window:  \(window) on \(r.sliding_layers) of \(r.layers) layers")
+        }
+        lines.append("context length:  \(r.context_length) (trained); KV cache at \(r.kv_cache_context) tokens: \(formatBytes(r.kv_cache_bytes_f16)) f16")
+        let bos = r.bos.map { "\($0.id) \($0.text)" } ?? "none"
+        lines.append("tokenizer:       \(r.tokenizer), \(r.vocabulary) tokens, BOS \(bos) (added: \(r.adds_bos))")
+        lines.append("stop tokens:     \(r.stop_tokens.map { "\($0.id) \($0.text)" }.joined(separator: ", "))")
+        lines.append("chat template:   \(r.chat_template ?? "none (use --raw)")")
+        let cpu = KernelLevel.cpuName
+        lines.append("kernels:         \(r.kernels) (best on this CPU: \(r.best_kernels)\(cpu.isEmpty ? "" : ", \(cpu)"); HEARTH_CPU forces a lower one)")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func describe(_ scaling: DecoderOptions.Scaling) -> String {
         switch scaling {
         case .none: return "none"
         case .linear(let factor): return "linear ×\(factor)"
+        case .longRoPE(let short, _, _, _) where scaling.name == "frequency-factors":
+            return "per-frequency divisors (\(short.count) rope_freqs)"
         case .longRoPE(_, _, let original, let attention):
             return "longrope (original context \(original), attention factor \(attention))"
         case .llama3(let factor, _, _, let original):

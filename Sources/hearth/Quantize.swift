@@ -21,7 +21,7 @@ struct Quantize: ParsableCommand {
     var threads: Int?
 
     func validate() throws {
-        if !type.supportsInterleaved16 { throw ValidationError("--type takes q4_0, q4_1 or q8_0") }
+        if !QuantizationPlan.types.contains(type) { throw ValidationError("--type takes q4_0, q4_1 or q8_0") }
     }
 
     func run() throws {

@@ -193,6 +193,63 @@ import Glibc
         #expect(saved.contains("third \\nline"))
     }
 
+    /// One validation everywhere: the REPL refuses what the engine would refuse (`/set min_p 1`
+    /// used to be accepted, then the next turn failed), and `/show` prints the values a turn
+    /// runs with — the model's defaults resolved, the chat's reply cap, the context used.
+    @Test func replRefusesWhatTheEngineRefusesAndShowsEffectiveValues() throws {
+        let home = home()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let process = Process()
+        process.executableURL = try binary()
+        process.arguments = ["chat", "--model", Self.fixture, "--max-tokens", "3", "--threads", "2"]
+        process.environment = environment(home)
+        let input = Pipe(), out = Pipe(), err = Pipe()
+        process.standardInput = input
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        input.fileHandleForWriting.write(Data("/set min_p 1\n/set top_p 0\n/set temperature 0\nhello\n/show\n".utf8))
+        try input.fileHandleForWriting.close()
+        _ = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(stderr)")
+        #expect(stderr.contains("error: min_p must be in [0, 1)"), "\(stderr)")
+        #expect(stderr.contains("error: top_p must be in (0, 1]"), "\(stderr)")
+        #expect(stderr.contains("temperature = 0"))
+        #expect(stderr.contains("3 tokens"), "the turn after the refused /set runs: \(stderr)")
+        // /show: effective values (min_p is the engine default, not "default"), and the context used.
+        #expect(stderr.contains("temperature 0 (set)"), "\(stderr)")
+        #expect(stderr.contains("min_p 0.05 ·"), "\(stderr)")
+        #expect(stderr.contains("max_tokens 3 (set)"), "\(stderr)")
+        #expect(!stderr.contains("default ·"), "\(stderr)")
+        #expect(stderr.range(of: #"context: [1-9][0-9]* tokens used of [0-9]+"#, options: .regularExpression) != nil, "\(stderr)")
+    }
+
+    /// `--provider openai` without a key names the variable and the config file.
+    @Test func missingCloudKeyNamesTheVariableAndTheFile() throws {
+        let home = home()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let process = Process()
+        process.executableURL = try binary()
+        process.arguments = ["chat", "--provider", "openai"]
+        var env = environment(home)
+        env.removeValue(forKey: "OPENAI_API_KEY")
+        env["XDG_CONFIG_HOME"] = home.path
+        process.environment = env
+        let input = Pipe(), err = Pipe()
+        process.standardInput = input
+        process.standardOutput = Pipe()
+        process.standardError = err
+        try process.run()
+        try input.fileHandleForWriting.close()
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0)
+        #expect(stderr.contains("OPENAI_API_KEY"), "\(stderr)")
+        #expect(stderr.contains(home.appendingPathComponent("hearth/providers.json").path), "\(stderr)")
+    }
+
     /// The real default model, with the release binary scripts/setup.sh builds (or
     /// `HEARTH_CHAT_BINARY`): /load restores the cache faster than re-processing, and Ctrl-C
     /// lands within 200 ms.
