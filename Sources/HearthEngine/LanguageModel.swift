@@ -56,15 +56,9 @@ public final class LanguageModel: Sendable {
 
     /// What a loader produces; `init(parts:)` stores it.
     private struct Parts {
-        var path: URL
-        var config: HFConfig
-        var configText: String
-        var generationConfigText: String?
-        var architecture: String
-        var options: DecoderOptions
-        var weights: ModelWeights
-        var tokenizer: any Tokenizer
-        var tokenizerFiles: TokenizerFiles
+        var path: URL, config: HFConfig, configText: String, generationConfigText: String?
+        var architecture: String, options: DecoderOptions, weights: ModelWeights
+        var tokenizer: any Tokenizer, tokenizerFiles: TokenizerFiles
         var extraStopTokens: [Int] = []
         var fallbackChatTemplate: ChatTemplate? = nil
         /// The model's name as its files give it (GGUF `general.name` and `general.finetune`,

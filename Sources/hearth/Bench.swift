@@ -84,26 +84,11 @@ struct Bench: ParsableCommand {
     }
 
     struct Report: Encodable {
-        let model: String
-        let architecture: String
-        let pp: Stat?
-        let tg: Stat?
-        let prompt_tokens: Int
-        let generated_tokens: Int
-        let peak_rss_bytes: Int
-        let load_seconds: Double
-        let threads: Int
-        let model_bytes: Int
-        let weight_bytes_per_token: Int
-        let kv_cache_bytes: Int
-        let parameters: Int
-        let weight_types: [String: Int]
-        let kernel: String
+        let model: String, architecture: String, pp: Stat?, tg: Stat?, prompt_tokens: Int, generated_tokens: Int
+        let peak_rss_bytes: Int, load_seconds: Double, threads: Int, model_bytes: Int, weight_bytes_per_token: Int
+        let kv_cache_bytes: Int, parameters: Int, weight_types: [String: Int], kernel: String
         /// The kernel level in use (KernelLevel.current) and the best this CPU runs.
-        let kernel_level: String
-        let cpu_best_level: String
-        let prefill_path: String
-        let activation_bits: String
+        let kernel_level: String, cpu_best_level: String, prefill_path: String, activation_bits: String
         /// With --parallel: one entry per level.
         let parallel: [ParallelLevel]?
     }

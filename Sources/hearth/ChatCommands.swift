@@ -132,9 +132,12 @@ extension ChatSession {
                 + " · max_tokens \(effective.maxTokens.map(String.init) ?? "none")\(source(options.maxTokens))"
                 + " · seed \(effective.seed.map(String.init) ?? "random")\(source(options.seed))"
                 + (provider is LocalProvider ? " · replies that repeat a line a third time are ended" : ""))
-        let used: Int? = provider is LocalProvider ? local?.cachedTokenCount : lastUsage.map { $0.promptTokens + $0.completionTokens }
+        // As the stats line counts it: the last turn's prompt and reply (the KV cache holds all
+        // but the reply's last token); before any turn, what the cache holds.
+        let cached = provider is LocalProvider ? local?.cachedTokenCount : nil
+        let used = lastUsage.map { $0.promptTokens + $0.completionTokens } ?? cached
         lines.append("context: \(used.map(String.init) ?? "unknown") tokens used of \(contextLimit.map(String.init) ?? "the provider's limit")"
-            + (provider is LocalProvider ? " (the conversation in the KV cache)" : ""))
+            + (cached.map { " (\($0) in the KV cache)" } ?? ""))
         lines.append("messages: \(messages.count) · chat \(name) → \(store.sessionURL(name).path)")
         output.info(lines.joined(separator: "\n"))
     }

@@ -75,21 +75,13 @@ struct Generate: ParsableCommand {
 
     struct TokenLine: Encodable {
         struct Alternative: Encodable {
-            let id: Int32
-            let logprob: Float
+            let id: Int32, logprob: Float
         }
-        let id: Int32
-        let text: String
-        let logprob: Float
-        let top_logprobs: [Alternative]
+        let id: Int32, text: String, logprob: Float, top_logprobs: [Alternative]
     }
 
     struct DoneLine: Encodable {
-        let done: Bool
-        let finish_reason: String
-        let prompt_tokens: Int
-        let completion_tokens: Int
-        let prefill_tokens_per_second: Double
-        let decode_tokens_per_second: Double
+        let done: Bool, finish_reason: String, prompt_tokens: Int, completion_tokens: Int
+        let prefill_tokens_per_second: Double, decode_tokens_per_second: Double
     }
 }

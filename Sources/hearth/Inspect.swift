@@ -19,36 +19,16 @@ struct Inspect: ParsableCommand {
             let id: Int32
             let text: String
         }
-        let path: String
-        let name: String
-        let architecture: String
-        let instruction_tuned: Bool
-        let base_model_reason: String?
-        let parameters: Int
-        let hidden_size, layers, heads, kv_heads, head_dim, ffn_size, vocab_size: Int
-        let weight_bytes: [String: Int]
-        let quantization: String?
-        let norm: String
-        let norm_epsilon: Float
-        let mlp: String
-        let activation: String
-        let rope_theta: Float
-        let rotary_dims: Int
-        let rope_scaling: String
-        let tied_embeddings: Bool
+        let path, name, architecture, norm, mlp, activation, rope_scaling, tokenizer, kernels, best_kernels: String
+        let base_model_reason, quantization, chat_template: String?
+        let instruction_tuned, tied_embeddings, adds_bos: Bool
+        let parameters, hidden_size, layers, heads, kv_heads, head_dim, ffn_size, vocab_size, rotary_dims: Int
+        let sliding_layers, context_length, kv_cache_context, kv_cache_bytes_f16, vocabulary: Int
         let sliding_window: Int?
-        let sliding_layers: Int
-        let context_length: Int
-        let kv_cache_context: Int
-        let kv_cache_bytes_f16: Int
-        let tokenizer: String
-        let vocabulary: Int
+        let norm_epsilon, rope_theta: Float
+        let weight_bytes: [String: Int]
         let bos: Token?
-        let adds_bos: Bool
         let stop_tokens: [Token]
-        let chat_template: String?
-        let kernels: String
-        let best_kernels: String
     }
 
     func run() throws {
@@ -62,23 +42,25 @@ struct Inspect: ParsableCommand {
     static func report(_ lm: LanguageModel, context: Int) -> Report {
         let o = lm.options
         let tokenizer = lm.tokenizer
-        func token(_ id: Int32) -> Report.Token { .init(id: id, text: tokenizer.token(id) ?? "") }
+        func token(_ id: Int32) -> Report.Token {
+            .init(id: id, text: tokenizer.token(id) ?? "(not in the tokenizer's \(tokenizer.vocabularySize) tokens)")
+        }
         return Report(
-            path: lm.path.path, name: lm.name, architecture: lm.architecture,
-            instruction_tuned: lm.baseModelReason == nil, base_model_reason: lm.baseModelReason,
-            parameters: lm.parameterCount, hidden_size: o.hiddenSize, layers: o.layerCount, heads: o.headCount,
-            kv_heads: o.kvHeadCount, head_dim: o.headDim, ffn_size: o.ffnSize, vocab_size: o.vocabSize,
-            weight_bytes: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
-            quantization: lm.quantizationSummary, norm: o.norm.name, norm_epsilon: o.norm.epsilon, mlp: o.mlp.shape,
-            activation: o.mlp.activationName, rope_theta: o.rope.theta, rotary_dims: o.rope.rotaryDims,
-            rope_scaling: o.rope.scaling.name, tied_embeddings: o.tiedEmbeddings, sliding_window: o.slidingWindow,
+            path: lm.path.path, name: lm.name, architecture: lm.architecture, norm: o.norm.name, mlp: o.mlp.shape,
+            activation: o.mlp.activationName, rope_scaling: o.rope.scaling.name, tokenizer: tokenizer.kind,
+            kernels: KernelLevel.current.rawValue, best_kernels: KernelLevel.best.rawValue,
+            base_model_reason: lm.baseModelReason, quantization: lm.quantizationSummary,
+            chat_template: lm.chatTemplate?.format.rawValue, instruction_tuned: lm.baseModelReason == nil,
+            tied_embeddings: o.tiedEmbeddings, adds_bos: tokenizer.addsBOS, parameters: lm.parameterCount,
+            hidden_size: o.hiddenSize, layers: o.layerCount, heads: o.headCount, kv_heads: o.kvHeadCount,
+            head_dim: o.headDim, ffn_size: o.ffnSize, vocab_size: o.vocabSize, rotary_dims: o.rope.rotaryDims,
             sliding_layers: o.slidingWindow == nil ? 0 : (0..<o.layerCount).filter { o.isSliding($0) }.count,
             context_length: o.maxContext, kv_cache_context: context,
             kv_cache_bytes_f16: 2 * o.layerCount * context * o.kvHeadCount * o.headDim * 2,
-            tokenizer: tokenizer.kind, vocabulary: tokenizer.vocabularySize, bos: tokenizer.bosID.map(token),
-            adds_bos: tokenizer.addsBOS, stop_tokens: lm.eosIDs.sorted().map(token),
-            chat_template: lm.chatTemplate?.format.rawValue, kernels: KernelLevel.current.rawValue,
-            best_kernels: KernelLevel.best.rawValue)
+            vocabulary: tokenizer.vocabularySize, sliding_window: o.slidingWindow, norm_epsilon: o.norm.epsilon,
+            rope_theta: o.rope.theta,
+            weight_bytes: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
+            bos: tokenizer.bosID.map(token), stop_tokens: lm.eosIDs.sorted().map(token))
     }
 
     static func text(_ r: Report, lm: LanguageModel) -> String {

@@ -64,10 +64,7 @@ struct Perplexity: ParsableCommand {
     }
 
     struct Result: Encodable {
-        let perplexity: Double
-        let tokens: Int
-        let chunks: Int
-        let scored: Int
+        let perplexity: Double, tokens: Int, chunks: Int, scored: Int
         let klDivergence: DistributionComparison.Summary?
 
         enum CodingKeys: String, CodingKey {
@@ -77,11 +74,7 @@ struct Perplexity: ParsableCommand {
     }
 
     struct Position: Encodable {
-        let chunk: Int
-        let position: Int
-        let next: Int32
-        let argmax: Int32
-        let logprob: Float
+        let chunk: Int, position: Int, next: Int32, argmax: Int32, logprob: Float
     }
 
     func run() throws {

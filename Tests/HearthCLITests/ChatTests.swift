@@ -220,10 +220,10 @@ import Glibc
         #expect(stderr.contains("3 tokens"), "the turn after the refused /set runs: \(stderr)")
         // /show: effective values (min_p is the engine default, not "default"), and the context used.
         #expect(stderr.contains("temperature 0 (set)"), "\(stderr)")
-        #expect(stderr.contains("min_p 0.05 ·"), "\(stderr)")
+        #expect(stderr.contains("min_p 0.05\n"), "\(stderr)")
         #expect(stderr.contains("max_tokens 3 (set)"), "\(stderr)")
         #expect(!stderr.contains("default ·"), "\(stderr)")
-        #expect(stderr.range(of: #"context: [1-9][0-9]* tokens used of [0-9]+"#, options: .regularExpression) != nil, "\(stderr)")
+        #expect(stderr.range(of: #"context: [1-9][0-9]* tokens used of 128 \([0-9]+ in the KV cache\)"#, options: .regularExpression) != nil, "\(stderr)")
     }
 
     /// `--provider openai` without a key names the variable and the config file.

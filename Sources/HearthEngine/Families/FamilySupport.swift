@@ -17,15 +17,11 @@ func required(_ value: Int?, _ key: String, path: String = "config.json") throws
 
 /// The part of a `config.json` every family reads the same way: dimensions, validated once.
 struct ConfigPrelude {
-    let hidden: Int
-    let heads: Int
-    /// `num_key_value_heads`, defaulting to `heads`; always divides `heads`.
-    let kvHeads: Int
-    /// `head_dim`, else the family's default, else hidden / heads (which must then divide).
-    let headDim: Int
-    let layers: Int
-    let ffn: Int
-    let vocab: Int
+    /// `hidden_size`, `num_attention_heads`, `num_hidden_layers`, `intermediate_size`, `vocab_size`.
+    let hidden, heads, layers, ffn, vocab: Int
+    /// `num_key_value_heads`, defaulting to `heads`; always divides `heads`. `head_dim`, else
+    /// the family's default, else hidden / heads (which must then divide).
+    let kvHeads, headDim: Int
 
     init(_ config: HFConfig, defaultHeadDim: Int? = nil) throws {
         hidden = try required(config.hiddenSize, "hidden_size")
