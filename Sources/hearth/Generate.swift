@@ -38,7 +38,10 @@ struct Generate: ParsableCommand {
         try reportingErrors {
             let lm = try model.load(threads: runtime.threads, showProgress: !json)
             let generator = try Generator(
-                model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch, kvType: runtime.kvType)
+                model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch,
+                kvType: runtime.kernels.kvType)
+            generator.quantizedBatchPath = runtime.kernels.batchPath
+            generator.activationPrecision = runtime.kernels.precision
             let tokens =
                 raw
                 ? try lm.tokenizer.encode(prompt, addSpecialTokens: true)

@@ -91,23 +91,20 @@ struct KernelOptions: ParsableArguments {
     var precision: ActivationPrecision { ActivationPrecision(rawValue: activationBits) ?? .wide }
 }
 
-/// Options for running the model: threads, context, prefill batch, KV type.
+/// Options for running the model: threads, context, prefill batch, KV type and kernel path.
 struct RuntimeOptions: ParsableArguments {
     @OptionGroup var workers: ThreadsOption
     @OptionGroup var context: ContextOption
+    @OptionGroup var kernels: KernelOptions
 
     @Option(name: .long, help: "Prompt tokens processed per batch during prefill.")
     var batch: Int = 512
-
-    @Option(name: .long, help: "KV cache element type: f16 (half the memory) or f32.")
-    var kvType: DType = .f16
 
     var threads: Int? { workers.threads }
     var ctx: Int? { context.ctx }
 
     func validate() throws {
         if batch < 1 || batch > 4096 { throw ValidationError("--batch must be between 1 and 4096") }
-        if kvType != .f16 && kvType != .f32 { throw ValidationError("--kv-type takes f16 or f32") }
     }
 }
 
