@@ -34,6 +34,8 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var context: ContextOption
     @OptionGroup var workers: ThreadsOption
+    var ctx: Int? { context.ctx }
+    var threads: Int? { workers.threads }
 
     @Option(name: .long, help: "Requests that may wait for a free slot beyond the running ones; more are refused with 503 and Retry-After.")
     var maxQueue: Int = 64
@@ -60,6 +62,8 @@ struct Serve: AsyncParsableCommand {
         if apiKey != nil && apiKeyFile != nil { throw ValidationError("give --api-key or --api-key-file, not both") }
         if !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
         if !(1...256).contains(parallel) { throw ValidationError("--parallel must be between 1 and 256") }
+        if let ctx, ctx < 16 { throw ValidationError("--ctx must be at least 16") }
+        if let threads, !(1...512).contains(threads) { throw ValidationError("--threads must be between 1 and 512") }
         if !(0...100_000).contains(maxQueue) { throw ValidationError("--max-queue must be between 0 and 100000") }
         if maxBodyBytes < 1024 { throw ValidationError("--max-body-bytes must be at least 1024") }
         if !(requestTimeout > 0) || !(grace >= 0) || !(idleTimeout > 0) {
@@ -92,7 +96,7 @@ struct Serve: AsyncParsableCommand {
         var logger = Logger(label: "hearth.serve")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let provider = LocalProvider(
-            configuration: .init(modelPath: path, context: context.ctx, threads: workers.threads, parallel: parallel))
+            configuration: .init(modelPath: path, context: ctx, threads: threads, parallel: parallel))
         let options = ServerOptions(
             host: host, port: port, apiKey: try key(), maxQueue: maxQueue, alias: name, maxBodyBytes: maxBodyBytes,
             requestTimeout: requestTimeout, drainGrace: grace, idleTimeout: idleTimeout)
