@@ -147,25 +147,19 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         let parameters = try parametersFor(request, promptTokens: tokens.count, generator: generator)
         var firstToken: Double?
         var repetitionGuard = configuration.endsRepetitiveReplies ? RepetitionGuard() : nil
-        var completionTokens = 0
-        generation: for try await event in generator.generate(prompt: tokens, parameters: parameters) {
+        // When the guard ends the reply, the sequence is stopped like a cancellation, and the
+        // stream still ends with the summary (usage, cached tokens), reported as `stop`.
+        let stopped = CancellationFlag()
+        for try await event in generator.generate(prompt: tokens, parameters: parameters, stop: stopped) {
             switch event {
             case .token(let token):
                 if firstToken == nil {
                     firstToken = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
                 }
-                completionTokens += 1
+                guard !stopped.isSet else { continue }
                 let text = repetitionGuard?.feed(token.text) ?? token.text
                 if !text.isEmpty { continuation.yield(.textDelta(text)) }
-                if repetitionGuard?.stopped == true {
-                    // Leaving the loop ends the generator's stream, which stops the sequence.
-                    continuation.yield(
-                        .usage(
-                            Usage(
-                                promptTokens: tokens.count, completionTokens: completionTokens, timeToFirstToken: firstToken)))
-                    continuation.yield(.finished(.stop))
-                    break generation
-                }
+                if repetitionGuard?.stopped == true { stopped.set() }
             case .done(let summary):
                 if let rest = repetitionGuard?.finish(), !rest.isEmpty { continuation.yield(.textDelta(rest)) }
                 continuation.yield(
@@ -178,7 +172,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 switch summary.finishReason {
                 case .stop: reason = .stop
                 case .length: reason = .length
-                case .cancelled: reason = .cancelled
+                case .cancelled: reason = stopped.isSet ? .stop : .cancelled
                 }
                 continuation.yield(.finished(reason))
             }

@@ -74,9 +74,15 @@ public struct RepetitionGuard: Sendable {
         return released
     }
 
-    /// The text still held back when the reply ends by itself (a last line without newline).
+    /// The text still held back when the reply ends by itself (a last line without newline),
+    /// unless that line would stand a third time: then it is dropped and ``stopped`` is set.
     public mutating func finish() -> String {
         guard !stopped else { return "" }
+        let key = Self.key(line)
+        if !key.isEmpty, lineCounts[key, default: 0] >= maximumLineRepeats {
+            stopped = true
+            return ""
+        }
         let rest = String(line.dropFirst(releasedInLine))
         text += rest
         line = ""

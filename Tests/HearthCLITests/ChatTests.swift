@@ -260,7 +260,9 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: home) }
         let binary = URL(fileURLWithPath: ProcessInfo.processInfo.environment["HEARTH_CHAT_BINARY"] ?? RealModel.binary)
         let chat = try ChatPTY(
-            binary: binary, arguments: ["chat", "--temperature", "0", "--max-tokens", "64", "--ctx", "2048"],
+            // --instruct: the chat template, on which this base model writes long replies (in its
+            // default dialogue mode it answers in a line, too short to interrupt mid-reply).
+            binary: binary, arguments: ["chat", "--instruct", "--temperature", "0", "--max-tokens", "64", "--ctx", "2048"],
             environment: environment(home))
         try chat.expect(">>> ", timeout: 60)
         chat.send(String(repeating: "Here is some context about hearths and fireplaces. ", count: 20) + "Summarise it.\r")
@@ -278,8 +280,10 @@ import Glibc
         try chat.expect("max_tokens = 400")
         chat.send("Write a very long essay about fire.\r")
         try chat.expect("fire.\u{1B}[K", timeout: 10)
-        let deadline = Date().addingTimeInterval(2)
-        while Date() < deadline { chat.pump(0.05) }  // mid-reply
+        // Mid-reply: the reply is about 200 tokens (until the repetition guard ends it), 2 s at
+        // 100 tokens/s.
+        let deadline = Date().addingTimeInterval(0.5)
+        while Date() < deadline { chat.pump(0.05) }
         let start = DispatchTime.now()
         chat.send("\u{03}")
         try chat.expect("interrupted", timeout: 2)

@@ -53,4 +53,18 @@ import Testing
         #expect(shown == reply)
         #expect(guardian.text == reply)
     }
+
+    /// A reply the default model looped on (benchmarks/first-run/after-instruct.txt, question 1).
+    @Test func guardEndsARealLoop() {
+        let reply = "Which country has a large population and rich land resources? staanpopulation\nWhich countries have more than 100 million people? staanpopulation\nWhat are some of the world's richest countries? staanpopulation\nWhat is the name of one of the world's richest countries? staanpopulation\nWhich word means \"rich\" or \"wealthy\"? staanpopulation\nWhich word means \"favorable\" or \"successful\"? staanpopulation\nWhich word means \"well-organized and prosperous\"? staanpopulation\nWhich word means \"highly developed\"? staanpopulation\nWhat is a country that has the world's largest population? staanpopulation\nWhich word means \"rich\"? staanpopulation\nWhich word means \"unfriendly\"? staanpopulation\nWhat does the word \"wealthy\" mean in English? staanpopulation\nWhich word means \"well-organized and prosperous\"? staanpopulation\nWhich word means \"highly developed\"? staanpopulation\nWhich word means \"rich\"? staanpopulation\nWhich word means \"unfriendly\"? staanpopulation\nWhich word means \"well-organized and prosperous\"? staanpopulation"
+        var guardian = RepetitionGuard()
+        var shown = ""
+        for piece in reply.split(separator: " ", omittingEmptySubsequences: false) where !guardian.stopped {
+            shown += guardian.feed(String(piece) + " ")
+        }
+        shown += guardian.finish()  // the model stopped right after the third copy
+        let lines = shown.split(separator: "\n").map(String.init)
+        #expect(guardian.stopped)
+        #expect(Dictionary(lines.map { ($0, 1) }, uniquingKeysWith: +).values.allSatisfy { $0 <= 2 }, "\(shown)")
+    }
 }

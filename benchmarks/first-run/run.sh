@@ -8,7 +8,8 @@
 #
 # Environment: HEARTH_MODEL (default: the default model from models/registry.json, which
 # scripts/setup.sh installs), CAP (512: the reply cap to check against), TIMEOUT (seconds per
-# question, 300: a reply still running then is killed and counted as not ended), SEED (1).
+# question, 300: a reply still running then is killed and counted as not ended), SEED (1),
+# CHAT_ARGS (more `hearth chat` flags, e.g. --instruct).
 # Exit status: 0 when every reply passes, 1 otherwise.
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -19,11 +20,12 @@ timeout="${TIMEOUT:-300}"
 seed="${SEED:-1}"
 model_args=()
 [ -n "${HEARTH_MODEL:-}" ] && model_args=(--model "$HEARTH_MODEL")
+read -r -a chat_args <<<"${CHAT_ARGS:-}"
 sessions="$(mktemp -d)"
 trap 'rm -rf "$sessions"' EXIT
 failures=0
 {
-  echo "# hearth chat, piped, one fresh chat per question (seed $seed, cap checked: $cap tokens)"
+  echo "# hearth chat ${CHAT_ARGS:-}, piped, one fresh chat per question (seed $seed, cap checked: $cap tokens)"
   echo "# binary: $bin"
   echo
 } >"$out"
@@ -32,7 +34,7 @@ while IFS= read -r question; do
   [ -z "$question" ] && continue
   n=$((n + 1))
   start=$(date +%s.%N)
-  answer="$(printf '%s\n' "$question" | timeout "$timeout" "$bin" chat "${model_args[@]}" --seed "$seed" \
+  answer="$(printf '%s\n' "$question" | timeout "$timeout" "$bin" chat "${model_args[@]}" "${chat_args[@]}" --seed "$seed" \
     --sessions-dir "$sessions" 2>"$sessions/stderr")"
   status=$?
   seconds=$(echo "$(date +%s.%N) - $start" | bc)
