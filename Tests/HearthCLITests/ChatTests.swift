@@ -31,6 +31,31 @@ import Glibc
         try #require(CLITests.binary, "build the hearth product first")
     }
 
+    /// Runs `hearth chat` with `input` on a pipe; returns its status, stdout and stderr.
+    func piped(_ arguments: [String], input: String, environment: [String: String]) throws
+        -> (status: Int32, stdout: String, stderr: String)
+    {
+        let process = Process()
+        process.executableURL = try binary()
+        process.arguments = ["chat"] + arguments
+        process.environment = environment
+        let stdin = Pipe(), out = Pipe(), err = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        // Read both pipes at once so neither can fill up and block the child.
+        let box = OutputBox()
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) { box.stdout = out.fileHandleForReading.readDataToEndOfFile() }
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        group.wait()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: box.stdout, as: UTF8.self), stderr)
+    }
+
     /// Seconds since `start`.
     func since(_ start: DispatchTime) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9 }
 
@@ -167,21 +192,10 @@ import Glibc
     @Test func pipedConversationGivesCleanAnswers() throws {
         let home = home()
         defer { try? FileManager.default.removeItem(at: home) }
-        let process = Process()
-        process.executableURL = try binary()
-        process.arguments = ["chat", "--model", Self.fixture, "--temperature", "0", "--max-tokens", "5", "--threads", "2"]
-        process.environment = environment(home)
-        let input = Pipe(), out = Pipe(), err = Pipe()
-        process.standardInput = input
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        input.fileHandleForWriting.write(Data("hello\n\"\"\"\ntwo\nlines\n\"\"\"\n/show\nthird \\\nline\n".utf8))
-        try input.fileHandleForWriting.close()
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(stderr)")
+        let (status, stdout, stderr) = try piped(
+            ["--model", Self.fixture, "--temperature", "0", "--max-tokens", "5", "--threads", "2"],
+            input: "hello\n\"\"\"\ntwo\nlines\n\"\"\"\n/show\nthird \\\nline\n", environment: environment(home))
+        #expect(status == 0, "\(stderr)")
         #expect(!stdout.contains("\u{1B}") && !stderr.contains("\u{1B}"), "escape codes in piped output")
         #expect(!stdout.contains(">>>"))
         #expect(stderr.components(separatedBy: "5 tokens").count - 1 == 3, "\(stderr)")
@@ -199,21 +213,10 @@ import Glibc
     @Test func replRefusesWhatTheEngineRefusesAndShowsEffectiveValues() throws {
         let home = home()
         defer { try? FileManager.default.removeItem(at: home) }
-        let process = Process()
-        process.executableURL = try binary()
-        process.arguments = ["chat", "--model", Self.fixture, "--max-tokens", "3", "--threads", "2"]
-        process.environment = environment(home)
-        let input = Pipe(), out = Pipe(), err = Pipe()
-        process.standardInput = input
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        input.fileHandleForWriting.write(Data("/set min_p 1\n/set top_p 0\n/set temperature 0\nhello\n/show\n".utf8))
-        try input.fileHandleForWriting.close()
-        _ = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(stderr)")
+        let (status, _, stderr) = try piped(
+            ["--model", Self.fixture, "--max-tokens", "3", "--threads", "2"],
+            input: "/set min_p 1\n/set top_p 0\n/set temperature 0\nhello\n/show\n", environment: environment(home))
+        #expect(status == 0, "\(stderr)")
         #expect(stderr.contains("error: min_p must be in [0, 1)"), "\(stderr)")
         #expect(stderr.contains("error: top_p must be in (0, 1]"), "\(stderr)")
         #expect(stderr.contains("temperature = 0"))
@@ -230,22 +233,11 @@ import Glibc
     @Test func missingCloudKeyNamesTheVariableAndTheFile() throws {
         let home = home()
         defer { try? FileManager.default.removeItem(at: home) }
-        let process = Process()
-        process.executableURL = try binary()
-        process.arguments = ["chat", "--provider", "openai"]
         var env = environment(home)
         env.removeValue(forKey: "OPENAI_API_KEY")
         env["XDG_CONFIG_HOME"] = home.path
-        process.environment = env
-        let input = Pipe(), err = Pipe()
-        process.standardInput = input
-        process.standardOutput = Pipe()
-        process.standardError = err
-        try process.run()
-        try input.fileHandleForWriting.close()
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus != 0)
+        let (status, _, stderr) = try piped(["--provider", "openai"], input: "", environment: env)
+        #expect(status != 0)
         #expect(stderr.contains("OPENAI_API_KEY"), "\(stderr)")
         #expect(stderr.contains(home.appendingPathComponent("hearth/providers.json").path), "\(stderr)")
     }
@@ -293,4 +285,9 @@ import Glibc
         chat.send("\u{04}")
         #expect(chat.exitStatus(timeout: 10) == 0)
     }
+}
+
+/// `@unchecked Sendable`: written by one task before `DispatchGroup.wait()` returns, read after.
+private final class OutputBox: @unchecked Sendable {
+    var stdout = Data()
 }
