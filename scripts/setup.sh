@@ -13,6 +13,7 @@ need_pkgs=()
 pkg-config --exists openblas 2>/dev/null || need_pkgs+=(libopenblas-dev)
 pkg-config --exists sentencepiece 2>/dev/null || need_pkgs+=(libsentencepiece-dev)
 pkg-config --exists libzstd 2>/dev/null || need_pkgs+=(libzstd-dev)
+pkg-config --exists sqlite3 2>/dev/null || need_pkgs+=(libsqlite3-dev)  # the gateway's usage ledger (GRDB)
 command -v pkg-config >/dev/null 2>&1 || need_pkgs+=(pkg-config)
 
 if [ ${#need_pkgs[@]} -gt 0 ]; then

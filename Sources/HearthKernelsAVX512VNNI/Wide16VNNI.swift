@@ -10,6 +10,13 @@ import _Builtin_intrinsics.intel
 // int16, each is two 512-bit registers (rows 0–7 and 8–15, two lanes per row), multiplied
 // against the four matching activations broadcast to every 64-bit lane. One unit for one token
 // is 16 `vpdpwssd`; the two lanes of a row are added by one pair of permutes per unit.
+//
+// A batch (several sequences' decode step, or a prompt) takes the register path instead: per
+// unit the weights are decoded once for eight tokens and permuted into pair vectors (one lane per
+// row), each token accumulating into one register, so a unit costs 128 `vpdpwssd` and a flush of
+// two float operations per token. Zen 4 issues two 512-bit `vpdpwssd` per cycle (measured: 4
+// cycles latency, 8 independent chains reach 91% of that), so the eight chains keep both pipes
+// busy; the flush's multiply and FMA share those pipes, the permutes and widenings mostly not.
 
 /// The 32 weight bytes of half `half` (rows 0–7 / 8–15) of vector m of unit `u`: unsigned
 /// quants, or signed for q8_0 and q6_K. (The AVX2 module's decoder, compiled for this level.)
@@ -153,225 +160,156 @@ private func unitProduct(
     accumulate(kind, &acc, joinLanes(lo, hi), kind == TileKind.q6_K ? f.dHigh : f.d, f.c, da, sa)
 }
 
-/// A unit decoded for a batch: 16 vectors, vector p holding weights 2p and 2p + 1 of each of the
-/// 16 rows as int16 pairs, so `vpdpwssd` against two broadcast activations gives one lane per
-/// row and a token needs no lane joining.
-private typealias UnitPairs = (
-    SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>,
-    SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>
-)
-
+/// out[0..<valid] = the 16 row values.
 @_transparent
-private func unitPairs(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int) -> UnitPairs {
-    let evenLanes = SIMD16<Int32>(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
-    let even = unsafeBitCast(evenLanes, to: SIMD8<Int64>.self)
-    let odd = unsafeBitCast(evenLanes &+ 1, to: SIMD8<Int64>.self)
-    @inline(__always) func pairs(_ m: Int) -> (SIMD8<Int64>, SIMD8<Int64>) {
-        let w = decodeWide(kind, tile, u, m)
-        return (_mm512_permutex2var_epi32(w.lo, even, w.hi), _mm512_permutex2var_epi32(w.lo, odd, w.hi))
-    }
-    let (p0, p1) = pairs(0), (p2, p3) = pairs(1), (p4, p5) = pairs(2), (p6, p7) = pairs(3)
-    let (p8, p9) = pairs(4), (p10, p11) = pairs(5), (p12, p13) = pairs(6), (p14, p15) = pairs(7)
-    return (p0, p1, p2, p3, p4, p5, p6, p7, p8, p9, p10, p11, p12, p13, p14, p15)
-}
-
-/// Σ over pair vectors of w·a for 16 rows: `a` the unit's 32 activations (int16).
-@_transparent
-private func pairDots(_ v: UnitPairs, _ a: UnsafePointer<Int16>) -> (SIMD8<Int64>, SIMD8<Int64>) {
-    let raw = UnsafeRawPointer(a)
-    @inline(__always) func b(_ p: Int) -> SIMD8<Int64> { _mm512_set1_epi32(raw.loadUnaligned(fromByteOffset: 4 * p, as: Int32.self)) }
-    let zero = _mm512_setzero_si512()
-    var i0 = _mm512_dpwssd_epi32(zero, v.0, b(0)), i1 = _mm512_dpwssd_epi32(zero, v.8, b(8))
-    i0 = _mm512_dpwssd_epi32(i0, v.1, b(1)); i1 = _mm512_dpwssd_epi32(i1, v.9, b(9))
-    i0 = _mm512_dpwssd_epi32(i0, v.2, b(2)); i1 = _mm512_dpwssd_epi32(i1, v.10, b(10))
-    i0 = _mm512_dpwssd_epi32(i0, v.3, b(3)); i1 = _mm512_dpwssd_epi32(i1, v.11, b(11))
-    i0 = _mm512_dpwssd_epi32(i0, v.4, b(4)); i1 = _mm512_dpwssd_epi32(i1, v.12, b(12))
-    i0 = _mm512_dpwssd_epi32(i0, v.5, b(5)); i1 = _mm512_dpwssd_epi32(i1, v.13, b(13))
-    i0 = _mm512_dpwssd_epi32(i0, v.6, b(6)); i1 = _mm512_dpwssd_epi32(i1, v.14, b(14))
-    i0 = _mm512_dpwssd_epi32(i0, v.7, b(7)); i1 = _mm512_dpwssd_epi32(i1, v.15, b(15))
-    return (i0, i1)
-}
-
-/// Half of a unit (pair vectors `first`…`first + 7`: 16 columns) for four tokens at once, each
-/// weight vector loaded once for the four: `a` the first token's activations as int16 pairs,
-/// `stride` pairs from one token to the next.
-@_transparent
-private func halfDots4(
-    _ w: UnsafePointer<SIMD8<Int64>>, _ a: UnsafePointer<Int32>, _ stride: Int, _ first: Int
-) -> (SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>, SIMD8<Int64>) {
-    var s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512(), s2 = _mm512_setzero_si512(), s3 = _mm512_setzero_si512()
-    for p in first..<(first + 8) {
-        let v = w[p]
-        s0 = _mm512_dpwssd_epi32(s0, v, _mm512_set1_epi32(a[p]))
-        s1 = _mm512_dpwssd_epi32(s1, v, _mm512_set1_epi32(a[stride + p]))
-        s2 = _mm512_dpwssd_epi32(s2, v, _mm512_set1_epi32(a[2 * stride + p]))
-        s3 = _mm512_dpwssd_epi32(s3, v, _mm512_set1_epi32(a[3 * stride + p]))
-    }
-    return (s0, s1, s2, s3)
-}
-
-/// One unit for one token from its decoded pairs: columns 0–15 and 16–31 (q6_K's two scales).
-@_transparent
-private func pairProduct(
-    _ kind: Int32, _ acc: inout SIMD16<Float>, _ v: UnitPairs, _ f: UnitFactors, _ a: UnsafePointer<Int16>, _ da: Float,
-    _ sa: Float
-) {
-    let (s0, s1) = pairDots(v, a)
-    if kind == TileKind.q6_K {
-        accumulate(kind, &acc, s0, f.d, f.c, da, sa)
-        accumulate(kind, &acc, s1, f.dHigh, f.c, da, sa)
-    } else {
-        accumulate(kind, &acc, _mm512_add_epi32(s0, s1), f.d, f.c, da, sa)
-    }
-}
-
-/// out[0..<valid] (+)= the 16 row values.
-@_transparent
-private func storeRows(_ out: UnsafeMutablePointer<Float>, _ valid: Int, _ v: SIMD16<Float>, add: Bool) {
+private func storeRows(_ out: UnsafeMutablePointer<Float>, valid: Int, _ v: SIMD16<Float>) {
     if valid == 16 {
-        let p = UnsafeMutableRawPointer(out)
-        let old = add ? _mm512_loadu_ps(UnsafeRawPointer(p)) : SIMD16<Float>()
-        _mm512_storeu_ps(p, old + v)
+        _mm512_storeu_ps(UnsafeMutableRawPointer(out), v)
         return
     }
-    for r in 0..<valid { out[r] = add ? out[r] + v[r] : v[r] }
+    for r in 0..<valid { out[r] = v[r] }
 }
 
-/// Batches up to this many tokens (the decode steps of several sequences) take the
-/// register path: weights decoded once per four tokens, no pair layout written to L1.
-let smallBatchLimit = 8
+/// Tokens per block of the batched path: each 16-row group is multiplied against one block's
+/// activations (32 × `cols` int16, in L2) before the next group, eight tokens per pass.
+private let tokenBlock = 32
 
-/// Lane-pair copies of a unit's 16 row factors for accumulators with two lanes per row
-/// (rows 0–7 in one register, 8–15 in the other): `d` in both lanes of a row, `c` in the
-/// even lane only (its term is added once per row).
-private struct PairFactors {
-    var dLo, dHi, dHighLo, dHighHi, cLo, cHi: SIMD16<Float>
-}
-
+/// Vector m of unit `u` widened to int16 with q4_0's and q5_0's zero point subtracted in the
+/// bytes (so their offset term drops out of the flush; the other kinds as ``decodeWide``).
 @_transparent
-private func pairFactors(_ kind: Int32, _ f: UnitFactors) -> PairFactors {
-    let lowIndex = unsafeBitCast(SIMD16<Int32>(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7), to: SIMD8<Int64>.self)
-    let highIndex = unsafeBitCast(SIMD16<Int32>(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15), to: SIMD8<Int64>.self)
-    let even = SIMD16<Float>(1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0)
-    let dLo = _mm512_permutexvar_ps(lowIndex, f.d), dHi = _mm512_permutexvar_ps(highIndex, f.d)
-    let q6 = kind == TileKind.q6_K
-    let hasC = kind != TileKind.q8_0 && kind != TileKind.q6_K
-    return PairFactors(
-        dLo: dLo, dHi: dHi,
-        dHighLo: q6 ? _mm512_permutexvar_ps(lowIndex, f.dHigh) : dLo,
-        dHighHi: q6 ? _mm512_permutexvar_ps(highIndex, f.dHigh) : dHi,
-        cLo: hasC ? _mm512_permutexvar_ps(lowIndex, f.c) * even : SIMD16<Float>(),
-        cHi: hasC ? _mm512_permutexvar_ps(highIndex, f.c) * even : SIMD16<Float>())
+private func decodeCentred(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int, _ m: Int) -> WidePair {
+    guard kind == TileKind.q4_0 || kind == TileKind.q5_0 else { return decodeWide(kind, tile, u, m) }
+    let zero = _mm256_set1_epi8(kind == TileKind.q4_0 ? 8 : 16)
+    let a = _mm256_sub_epi8(weightBytes(kind, tile, u, m, 0), zero)
+    let b = _mm256_sub_epi8(weightBytes(kind, tile, u, m, 1), zero)
+    return WidePair(lo: _mm512_cvtepi8_epi16(a), hi: _mm512_cvtepi8_epi16(b))
 }
 
-/// Float accumulators of one token on the register path: two lanes per row.
-private struct PairSums {
-    var lo = SIMD16<Float>(), hi = SIMD16<Float>()
-}
-
-/// Adds one token's integer sums (two lanes per row) of a unit's half or whole, scaled.
+/// Whether the flush adds an offset term c·Σa (kinds with a per-row minimum; q4_0 and q5_0
+/// are centred by ``decodeCentred``, q8_0 and q6_K are signed).
 @_transparent
-private func accumulatePairs(
-    _ kind: Int32, _ acc: inout PairSums, _ lo: SIMD8<Int64>, _ hi: SIMD8<Int64>, _ dLo: SIMD16<Float>,
-    _ dHi: SIMD16<Float>, _ f: PairFactors, _ da: Float, _ sa: Float, withC: Bool
+private func hasOffset(_ kind: Int32) -> Bool {
+    kind == TileKind.q4_1 || kind == TileKind.q8_a || kind == TileKind.q5_1 || kind == TileKind.q4_K
+        || kind == TileKind.q5_K
+}
+
+/// Eight tokens' values, one register each (unused ones stay idle when the count is smaller).
+private struct Eight<Lane> {
+    var l0, l1, l2, l3, l4, l5, l6, l7: Lane
+    @_transparent init(_ v: Lane) { (l0, l1, l2, l3, l4, l5, l6, l7) = (v, v, v, v, v, v, v, v) }
+}
+
+/// Adds w·a(token j) for pair vector w: a(j) the token's activation pair `at` (two int16 as one int32).
+@_transparent
+private func pairStep(_ s: inout Eight<SIMD8<Int64>>, _ count: Int, _ w: SIMD8<Int64>, _ a: Eight<UnsafePointer<Int32>>, _ at: Int) {
+    @_transparent func b(_ p: UnsafePointer<Int32>) -> SIMD8<Int64> { _mm512_set1_epi32(p[at]) }
+    s.l0 = _mm512_dpwssd_epi32(s.l0, w, b(a.l0))
+    if count > 1 { s.l1 = _mm512_dpwssd_epi32(s.l1, w, b(a.l1)) }
+    if count > 2 { s.l2 = _mm512_dpwssd_epi32(s.l2, w, b(a.l2)) }
+    if count > 3 { s.l3 = _mm512_dpwssd_epi32(s.l3, w, b(a.l3)) }
+    if count > 4 { s.l4 = _mm512_dpwssd_epi32(s.l4, w, b(a.l4)) }
+    if count > 5 { s.l5 = _mm512_dpwssd_epi32(s.l5, w, b(a.l5)) }
+    if count > 6 { s.l6 = _mm512_dpwssd_epi32(s.l6, w, b(a.l6)) }
+    if count > 7 { s.l7 = _mm512_dpwssd_epi32(s.l7, w, b(a.l7)) }
+}
+
+/// acc(j) += d·(Σ(j)·d_a(j)) [+ c·Σa(j)·d_a(j)] for each token, `i` its activation block.
+@_transparent
+private func flushEight(
+    _ kind: Int32, _ acc: inout Eight<SIMD16<Float>>, _ s: Eight<SIMD8<Int64>>, _ count: Int, _ d: SIMD16<Float>,
+    _ c: SIMD16<Float>, _ withOffset: Bool, _ i: Eight<Int>, _ scales: UnsafePointer<Float>, _ sums: UnsafePointer<Float>
 ) {
-    let a = SIMD16<Float>(repeating: da)
-    acc.lo = _mm512_fmadd_ps(dLo, _mm512_cvtepi32_ps(lo) * a, acc.lo)
-    acc.hi = _mm512_fmadd_ps(dHi, _mm512_cvtepi32_ps(hi) * a, acc.hi)
-    if withC && kind != TileKind.q8_0 && kind != TileKind.q6_K {
-        let s = SIMD16<Float>(repeating: sa * da)
-        acc.lo = _mm512_fmadd_ps(f.cLo, s, acc.lo)
-        acc.hi = _mm512_fmadd_ps(f.cHi, s, acc.hi)
+    @_transparent func one(_ a: inout SIMD16<Float>, _ sum: SIMD8<Int64>, _ k: Int) {
+        let da = scales[k]
+        a = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum) * SIMD16<Float>(repeating: da), a)
+        if withOffset && hasOffset(kind) { a = _mm512_fmadd_ps(c, SIMD16<Float>(repeating: sums[k] * da), a) }
     }
+    one(&acc.l0, s.l0, i.l0)
+    if count > 1 { one(&acc.l1, s.l1, i.l1) }
+    if count > 2 { one(&acc.l2, s.l2, i.l2) }
+    if count > 3 { one(&acc.l3, s.l3, i.l3) }
+    if count > 4 { one(&acc.l4, s.l4, i.l4) }
+    if count > 5 { one(&acc.l5, s.l5, i.l5) }
+    if count > 6 { one(&acc.l6, s.l6, i.l6) }
+    if count > 7 { one(&acc.l7, s.l7, i.l7) }
 }
 
-/// The 16 row values of a token's lane-pair accumulators.
+/// One 16-row group for `count` (a constant: 1, 2, 4 or 8) tokens from token `t`, the weights
+/// decoded in registers once for all of them (the decode step of several sequences): each
+/// vector of four weights per row is permuted into two pair vectors (weights 2p, 2p + 1 of
+/// every row), and each token adds one `vpdpwssd` per pair vector into a single register with
+/// one lane per row, so a unit's flush is one convert, multiply and FMA per token. Tokens at or
+/// past `end` repeat token `end − 1` (their results are dropped).
 @_transparent
-private func joinPairs(_ acc: PairSums) -> SIMD16<Float> {
-    let evenLanes = SIMD16<Int32>(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
-    let even = unsafeBitCast(evenLanes, to: SIMD8<Int64>.self)
-    let odd = unsafeBitCast(evenLanes &+ 1, to: SIMD8<Int64>.self)
-    return _mm512_permutex2var_ps(acc.lo, even, acc.hi) + _mm512_permutex2var_ps(acc.lo, odd, acc.hi)
-}
-
-/// One 16-row group for `count` (1–4) tokens starting at token `t`, the weights decoded in
-/// registers once for all of them (a few sequences' decode step): per vector, two `vpdpwssd`
-/// per token against four broadcast activations; lanes are joined once at the end.
-@_transparent
-private func smallBatchGroup(
+private func registerGroup(
     _ kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, units: Int, g: Int, t: Int, count: Int,
-    quants: UnsafePointer<Int16>, scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int,
+    end: Int, quants: UnsafePointer<Int16>, scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int,
     y: UnsafeMutablePointer<Float>, ldy: Int, valid: Int
 ) {
     let totalUnits = blocks * units, actBlocks = cols / 32
     let stride = tileBytes / units, groupStart = tiles + g * blocks * tileBytes
-    // Tokens past `count` repeat the last one (their results are dropped).
-    let t1 = count > 1 ? t + 1 : t, t2 = count > 2 ? t + 2 : t1, t3 = count > 3 ? t + 3 : t2
-    let a0 = quants + t * cols, a1 = quants + t1 * cols, a2 = quants + t2 * cols, a3 = quants + t3 * cols
-    var c0 = PairSums(), c1 = PairSums(), c2 = PairSums(), c3 = PairSums()
+    let last = end - 1
+    var row = Eight<Int>(t)
+    row.l1 = min(t + 1, last); row.l2 = min(t + 2, last); row.l3 = min(t + 3, last)
+    row.l4 = min(t + 4, last); row.l5 = min(t + 5, last); row.l6 = min(t + 6, last); row.l7 = min(t + 7, last)
+    // Each token's activations as int16 pairs (rows of `cols`, a multiple of 32, so aligned).
+    @_transparent func rowStart(_ r: Int) -> UnsafePointer<Int32> {
+        UnsafeRawPointer(quants + r * cols).assumingMemoryBound(to: Int32.self)
+    }
+    var a = Eight<UnsafePointer<Int32>>(rowStart(row.l0))
+    a.l1 = rowStart(row.l1); a.l2 = rowStart(row.l2); a.l3 = rowStart(row.l3)
+    a.l4 = rowStart(row.l4); a.l5 = rowStart(row.l5); a.l6 = rowStart(row.l6); a.l7 = rowStart(row.l7)
+    var blockIndex = row
+    blockIndex.l0 *= actBlocks; blockIndex.l1 *= actBlocks; blockIndex.l2 *= actBlocks; blockIndex.l3 *= actBlocks
+    blockIndex.l4 *= actBlocks; blockIndex.l5 *= actBlocks; blockIndex.l6 *= actBlocks; blockIndex.l7 *= actBlocks
+
+    let evenLanes = SIMD16<Int32>(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+    let even = unsafeBitCast(evenLanes, to: SIMD8<Int64>.self)
+    let odd = unsafeBitCast(evenLanes &+ 1, to: SIMD8<Int64>.self)
+    var acc = Eight<SIMD16<Float>>(SIMD16<Float>())
     for ab in 0..<totalUnits {
         let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
         hearth_prefetch(groupStart + ab * stride + prefetchDistance, stride)
-        let f = pairFactors(kind, unitFactors(kind, tile, u))
-        let zero = _mm512_setzero_si512()
-        var l0 = zero, h0 = zero, l1 = zero, h1 = zero, l2 = zero, h2 = zero, l3 = zero, h3 = zero
-        let i0 = t * actBlocks + ab, i1 = t1 * actBlocks + ab, i2 = t2 * actBlocks + ab, i3 = t3 * actBlocks + ab
+        let f = unitFactors(kind, tile, u)
+        var i = blockIndex
+        i.l0 += ab; i.l1 += ab; i.l2 += ab; i.l3 += ab; i.l4 += ab; i.l5 += ab; i.l6 += ab; i.l7 += ab
+        var s = Eight<SIMD8<Int64>>(_mm512_setzero_si512())
         for m in 0..<8 {
-            let w = decodeWide(kind, tile, u, m), o = 32 * ab + 4 * m
-            let b0 = broadcast(a0 + o)
-            l0 = _mm512_dpwssd_epi32(l0, w.lo, b0)
-            h0 = _mm512_dpwssd_epi32(h0, w.hi, b0)
-            if count > 1 {
-                let b1 = broadcast(a1 + o)
-                l1 = _mm512_dpwssd_epi32(l1, w.lo, b1)
-                h1 = _mm512_dpwssd_epi32(h1, w.hi, b1)
-            }
-            if count > 2 {
-                let b2 = broadcast(a2 + o)
-                l2 = _mm512_dpwssd_epi32(l2, w.lo, b2)
-                h2 = _mm512_dpwssd_epi32(h2, w.hi, b2)
-            }
-            if count > 3 {
-                let b3 = broadcast(a3 + o)
-                l3 = _mm512_dpwssd_epi32(l3, w.lo, b3)
-                h3 = _mm512_dpwssd_epi32(h3, w.hi, b3)
-            }
+            let w = decodeCentred(kind, tile, u, m)
+            let at = 16 * ab + 2 * m  // the pair index of columns 4m, 4m + 1 of unit ab
+            pairStep(&s, count, _mm512_permutex2var_epi32(w.lo, even, w.hi), a, at)
+            pairStep(&s, count, _mm512_permutex2var_epi32(w.lo, odd, w.hi), a, at + 1)
             if kind == TileKind.q6_K && m == 3 {
                 // q6_K: the unit's lower 16 columns have their own scale.
-                accumulatePairs(kind, &c0, l0, h0, f.dLo, f.dHi, f, scales[i0], sums[i0], withC: false)
-                if count > 1 { accumulatePairs(kind, &c1, l1, h1, f.dLo, f.dHi, f, scales[i1], sums[i1], withC: false) }
-                if count > 2 { accumulatePairs(kind, &c2, l2, h2, f.dLo, f.dHi, f, scales[i2], sums[i2], withC: false) }
-                if count > 3 { accumulatePairs(kind, &c3, l3, h3, f.dLo, f.dHi, f, scales[i3], sums[i3], withC: false) }
-                l0 = zero; h0 = zero; l1 = zero; h1 = zero; l2 = zero; h2 = zero; l3 = zero; h3 = zero
+                flushEight(kind, &acc, s, count, f.d, f.c, false, i, scales, sums)
+                s = Eight<SIMD8<Int64>>(_mm512_setzero_si512())
             }
         }
-        accumulatePairs(kind, &c0, l0, h0, f.dHighLo, f.dHighHi, f, scales[i0], sums[i0], withC: true)
-        if count > 1 { accumulatePairs(kind, &c1, l1, h1, f.dHighLo, f.dHighHi, f, scales[i1], sums[i1], withC: true) }
-        if count > 2 { accumulatePairs(kind, &c2, l2, h2, f.dHighLo, f.dHighHi, f, scales[i2], sums[i2], withC: true) }
-        if count > 3 { accumulatePairs(kind, &c3, l3, h3, f.dHighLo, f.dHighHi, f, scales[i3], sums[i3], withC: true) }
+        flushEight(kind, &acc, s, count, kind == TileKind.q6_K ? f.dHigh : f.d, f.c, true, i, scales, sums)
     }
-    storeRows(y + t * ldy + g * 16, valid, joinPairs(c0), add: false)
-    if count > 1 { storeRows(y + t1 * ldy + g * 16, valid, joinPairs(c1), add: false) }
-    if count > 2 { storeRows(y + t2 * ldy + g * 16, valid, joinPairs(c2), add: false) }
-    if count > 3 { storeRows(y + t3 * ldy + g * 16, valid, joinPairs(c3), add: false) }
+    storeRows(y + row.l0 * ldy + g * 16, valid: valid, acc.l0)
+    if count > 1 && t + 1 <= last { storeRows(y + row.l1 * ldy + g * 16, valid: valid, acc.l1) }
+    if count > 2 && t + 2 <= last { storeRows(y + row.l2 * ldy + g * 16, valid: valid, acc.l2) }
+    if count > 3 && t + 3 <= last { storeRows(y + row.l3 * ldy + g * 16, valid: valid, acc.l3) }
+    if count > 4 && t + 4 <= last { storeRows(y + row.l4 * ldy + g * 16, valid: valid, acc.l4) }
+    if count > 5 && t + 5 <= last { storeRows(y + row.l5 * ldy + g * 16, valid: valid, acc.l5) }
+    if count > 6 && t + 6 <= last { storeRows(y + row.l6 * ldy + g * 16, valid: valid, acc.l6) }
+    if count > 7 && t + 7 <= last { storeRows(y + row.l7 * ldy + g * 16, valid: valid, acc.l7) }
 }
-
-/// Units decoded into L1 at once for a batch (16 units × 16 vectors × 64 bytes = 16 KiB).
-private let chunkUnits = 16
 
 @_transparent
 private func wideKernel(
     kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, rows: Int, quants: UnsafePointer<Int16>,
     scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int, batch: Int, groups: Range<Int>,
-    y: UnsafeMutablePointer<Float>, ldy: Int, decoded: UnsafeMutablePointer<UnitPairs>, factors: UnsafeMutablePointer<UnitFactors>
+    y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
     let units = kind >= TileKind.q4_K ? 8 : 1
     let totalUnits = blocks * units
-    let actBlocks = cols / 32
+    @_transparent func validRows(_ g: Int) -> Int { rows - g * 16 < 16 ? rows - g * 16 : 16 }
 
-    for g in groups {
-        let valid = rows - g * 16 < 16 ? rows - g * 16 : 16
-        if batch == 1 {
+    if batch == 1 {
+        // One token (a single sequence's decode step): bound by reading the weights.
+        for g in groups {
             var f0 = SIMD16<Float>(), f1 = SIMD16<Float>()
             var ab = 0
             let stride = tileBytes / units, groupStart = tiles + g * blocks * tileBytes
@@ -386,85 +324,39 @@ private func wideKernel(
                 unitProduct(kind, &f1, unitFactors(kind, tile1, u1), quants + 32 * ab, scales[ab], sums[ab], tile: tile1, unit: u1)
                 ab += 1
             }
-            storeRows(y + g * 16, valid, f0 + f1, add: false)
-            continue
+            storeRows(y + g * 16, valid: validRows(g), f0 + f1)
         }
-        if batch <= smallBatchLimit {
-            var t = 0
-            while t < batch {
-                // Four tokens at a time, then two, then one (each count a constant in its copy).
-                let left = batch - t
-                if left >= 4 {
-                    smallBatchGroup(
+        return
+    }
+    // A batch (several sequences' decode step, or a prompt): blocks of `tokenBlock` tokens; for
+    // each, every group of this thread in turn, eight tokens per pass over the group's weights
+    // (five to seven padded to eight, three to four, two).
+    var first = 0
+    while first < batch {
+        let end = min(first + tokenBlock, batch)
+        for g in groups {
+            var t = first
+            while t < end {
+                let left = end - t
+                if left > 4 {
+                    registerGroup(
+                        kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: g, t: t, count: 8,
+                        end: end, quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: validRows(g))
+                    t += 8
+                } else if left > 2 {
+                    registerGroup(
                         kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: g, t: t, count: 4,
-                        quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: valid)
+                        end: end, quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: validRows(g))
                     t += 4
-                } else if left >= 2 {
-                    smallBatchGroup(
-                        kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: g, t: t, count: 2,
-                        quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: valid)
-                    t += 2
                 } else {
-                    smallBatchGroup(
-                        kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: g, t: t, count: 1,
-                        quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: valid)
-                    t += 1
+                    registerGroup(
+                        kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: g, t: t, count: 2,
+                        end: end, quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: validRows(g))
+                    t += 2
                 }
             }
-            continue
         }
-        // A batch: 16 units decoded once into pairs in L1 (16 KiB), then the tokens stream past
-        // them four at a time (each weight vector loaded once for the four), each token's row
-        // sums kept in registers across the units.
-        var start = 0
-        while start < totalUnits {
-            let n = totalUnits - start < chunkUnits ? totalUnits - start : chunkUnits
-            for k in 0..<n {
-                let ab = start + k
-                let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
-                factors[k] = unitFactors(kind, tile, u)
-                decoded[k] = unitPairs(kind, tile, u)
-            }
-            var t = 0
-            while t + 4 <= batch {
-                var c0 = SIMD16<Float>(), c1 = SIMD16<Float>(), c2 = SIMD16<Float>(), c3 = SIMD16<Float>()
-                for k in 0..<n {
-                    let ab = start + k, f = factors[k]
-                    let w = UnsafeRawPointer(decoded + k).assumingMemoryBound(to: SIMD8<Int64>.self)
-                    let i = t * actBlocks + ab
-                    let a = UnsafeRawPointer(quants + t * cols + 32 * ab).assumingMemoryBound(to: Int32.self)
-                    let lo = halfDots4(w, a, cols / 2, 0), hi = halfDots4(w, a, cols / 2, 8)
-                    @inline(__always) func add(_ c: inout SIMD16<Float>, _ s0: SIMD8<Int64>, _ s1: SIMD8<Int64>, _ j: Int) {
-                        let da = scales[i + j * actBlocks], sa = sums[i + j * actBlocks]
-                        if kind == TileKind.q6_K {
-                            accumulate(kind, &c, s0, f.d, f.c, da, sa)
-                            accumulate(kind, &c, s1, f.dHigh, f.c, da, sa)
-                        } else {
-                            accumulate(kind, &c, _mm512_add_epi32(s0, s1), f.d, f.c, da, sa)
-                        }
-                    }
-                    add(&c0, lo.0, hi.0, 0)
-                    add(&c1, lo.1, hi.1, 1)
-                    add(&c2, lo.2, hi.2, 2)
-                    add(&c3, lo.3, hi.3, 3)
-                }
-                storeRows(y + t * ldy + g * 16, valid, c0, add: start > 0)
-                storeRows(y + (t + 1) * ldy + g * 16, valid, c1, add: start > 0)
-                storeRows(y + (t + 2) * ldy + g * 16, valid, c2, add: start > 0)
-                storeRows(y + (t + 3) * ldy + g * 16, valid, c3, add: start > 0)
-                t += 4
-            }
-            while t < batch {
-                var c0 = SIMD16<Float>()
-                for k in 0..<n {
-                    let ab = start + k, i = t * actBlocks + ab
-                    pairProduct(kind, &c0, decoded[k], factors[k], quants + t * cols + 32 * ab, scales[i], sums[i])
-                }
-                storeRows(y + t * ldy + g * 16, valid, c0, add: start > 0)
-                t += 1
-            }
-            start += n
-        }
+        first = end
     }
 }
 
@@ -477,41 +369,36 @@ public func hearthQuantizedMatMul16AVX512VNNI(
     _ quants: UnsafePointer<Int16>, _ scales: UnsafePointer<Float>, _ sums: UnsafePointer<Float>, _ cols: Int,
     _ batch: Int, _ groupStart: Int, _ groupEnd: Int, _ y: UnsafeMutablePointer<Float>, _ ldy: Int
 ) {
-    withUnsafeTemporaryAllocation(of: UnitPairs.self, capacity: chunkUnits) { buffer in
-      withUnsafeTemporaryAllocation(of: UnitFactors.self, capacity: chunkUnits) { factorBuffer in
-        guard let decoded = buffer.baseAddress, let factors = factorBuffer.baseAddress else { return }
-        let groups = groupStart..<groupEnd
-        // Written out per kind so that each call inlines a copy with the kind a constant.
-        switch kind {
+    let groups = groupStart..<groupEnd
+    // Written out per kind so that each call inlines a copy with the kind a constant.
+    switch kind {
         case TileKind.q4_0:
             wideKernel(kind: TileKind.q4_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy)
         case TileKind.q4_1:
             wideKernel(kind: TileKind.q4_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy)
         case TileKind.q8_0:
             wideKernel(kind: TileKind.q8_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy)
         case TileKind.q8_a:
             wideKernel(kind: TileKind.q8_a, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy)
         case TileKind.q5_0:
             wideKernel(kind: TileKind.q5_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy)
         case TileKind.q5_1:
             wideKernel(kind: TileKind.q5_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy)
         case TileKind.q4_K:
             wideKernel(kind: TileKind.q4_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy)
         case TileKind.q5_K:
             wideKernel(kind: TileKind.q5_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy)
         default:
             wideKernel(kind: TileKind.q6_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
-        }
-      }
+                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy)
     }
 }
 #endif

@@ -5,54 +5,57 @@ import HearthProviders
 /// Forwards a provider's event stream into one the server owns, so a request can be stopped
 /// from outside the task writing its response (client gone, deadline, drain): ``cancel(_:)``
 /// cancels the upstream consumer (which stops the sequence within one decode step) and ends
-/// the forwarded stream with an error.
-final class EventPump: @unchecked Sendable {
-    // `@unchecked Sendable`: `task` and `promptWaiter` are only touched under `lock`.
-    let events: AsyncThrowingStream<LocalProvider.LocalEvent, Error>
-    private let continuation: AsyncThrowingStream<LocalProvider.LocalEvent, Error>.Continuation
+/// the forwarded stream with an error. ``run(_:)`` returns once the upstream has `started`
+/// (the plain server: the prompt was admitted; the gateway: the answer began), so a failure
+/// before that is still an HTTP error status.
+final class ForwardedStream<Event: Sendable, Start: Sendable>: @unchecked Sendable {
+    // `@unchecked Sendable`: `task`, `waiter` and `startResult` are only touched under `lock`.
+    let events: AsyncThrowingStream<Event, Error>
+    /// Where the forwarding task yields.
+    let continuation: AsyncThrowingStream<Event, Error>.Continuation
     private let lock = NSLock()
     private var task: Task<Void, Never>?
-    private var promptWaiter: CheckedContinuation<Int, Error>?
-    private var promptResult: Result<Int, Error>?
+    private var waiter: CheckedContinuation<Start, Error>?
+    private var startResult: Result<Start, Error>?
 
     init() {
         (events, continuation) = AsyncThrowingStream.makeStream()
     }
 
-    /// Starts consuming `upstream`; returns the prompt's token count once the provider has
-    /// tokenized and admitted it, or throws the provider's error (context too long, …).
-    func start(_ upstream: AsyncThrowingStream<LocalProvider.LocalEvent, Error>) async throws -> Int {
+    /// Runs `body` (which yields into ``continuation`` and calls ``started(_:)`` once) in a task;
+    /// returns the value given to ``started(_:)``, or throws the error that ended `body` before it.
+    func run(_ body: @escaping @Sendable () async throws -> Void) async throws -> Start {
         let continuation = self.continuation
         let task = Task {
             do {
-                for try await event in upstream {
-                    if case .promptTokens(let count) = event { self.resolvePrompt(.success(count)) }
-                    continuation.yield(event)
-                }
-                self.resolvePrompt(.failure(ProviderError(.cancelled, provider: "local", message: "the generation ended early")))
+                try await body()
+                self.resolve(.failure(ProviderError(.cancelled, provider: "local", message: "the generation ended early")))
                 continuation.finish()
             } catch {
-                self.resolvePrompt(.failure(error))
+                self.resolve(.failure(error))
                 continuation.finish(throwing: error)
             }
         }
         lock.withLock { self.task = task }
         return try await withCheckedThrowingContinuation { waiter in
-            let ready: Result<Int, Error>? = lock.withLock {
-                if let promptResult { return promptResult }
-                promptWaiter = waiter
+            let ready: Result<Start, Error>? = lock.withLock {
+                if let startResult { return startResult }
+                self.waiter = waiter
                 return nil
             }
             if let ready { waiter.resume(with: ready) }
         }
     }
 
-    private func resolvePrompt(_ result: Result<Int, Error>) {
-        let waiter: CheckedContinuation<Int, Error>? = lock.withLock {
-            guard promptResult == nil else { return nil }
-            promptResult = result
-            defer { promptWaiter = nil }
-            return promptWaiter
+    /// Marks the upstream as started (the first call counts).
+    func started(_ value: Start) { resolve(.success(value)) }
+
+    private func resolve(_ result: Result<Start, Error>) {
+        let waiter: CheckedContinuation<Start, Error>? = lock.withLock {
+            guard startResult == nil else { return nil }
+            startResult = result
+            defer { self.waiter = nil }
+            return self.waiter
         }
         waiter?.resume(with: result)
     }
@@ -62,8 +65,24 @@ final class EventPump: @unchecked Sendable {
         // Finish first: the upstream task, once cancelled, finishes the stream normally, and
         // the first finish wins, so the consumer must see the error before that can happen.
         continuation.finish(throwing: error)
-        resolvePrompt(.failure(error))
+        resolve(.failure(error))
         let task = lock.withLock { self.task }
         task?.cancel()
+    }
+}
+
+/// The plain server's pump: the local model's detailed events; started = the prompt's token count.
+typealias EventPump = ForwardedStream<LocalProvider.LocalEvent, Int>
+
+extension ForwardedStream where Event == LocalProvider.LocalEvent, Start == Int {
+    /// Starts consuming `upstream`; returns the prompt's token count once the provider has
+    /// tokenized and admitted it, or throws the provider's error (context too long, …).
+    func start(_ upstream: AsyncThrowingStream<LocalProvider.LocalEvent, Error>) async throws -> Int {
+        try await run {
+            for try await event in upstream {
+                if case .promptTokens(let count) = event { self.started(count) }
+                self.continuation.yield(event)
+            }
+        }
     }
 }

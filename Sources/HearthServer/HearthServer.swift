@@ -60,6 +60,8 @@ public final class HearthServer: @unchecked Sendable {
     let provider: LocalProvider
     let options: ServerOptions
     let logger: Logger
+    /// Keys, signatures, limits, usage, cache, filter and model routes (`--config`); nil = the plain server.
+    let gateway: Gateway?
     let metrics = ServerMetrics()
     let lock = NSLock()
     var phase = Phase.loading
@@ -74,10 +76,15 @@ public final class HearthServer: @unchecked Sendable {
     var context = 0
 
     /// Creates a server; nothing happens until ``run(gracefulShutdownSignals:onReady:)``.
-    public init(provider: LocalProvider, options: ServerOptions, logger: Logger = Logger(label: "hearth.serve")) {
+    /// With a `gateway`, its clients and model routes replace ``ServerOptions/apiKey`` and the
+    /// single alias (docs/SERVER.md#gateway).
+    public init(
+        provider: LocalProvider, options: ServerOptions, logger: Logger = Logger(label: "hearth.serve"), gateway: Gateway? = nil
+    ) {
         self.provider = provider
         self.options = options
         self.logger = logger
+        self.gateway = gateway
     }
 
     /// The bound port once listening (useful with port 0).

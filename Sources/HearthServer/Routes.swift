@@ -23,6 +23,7 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
 
 extension HearthServer {
     func routes(_ router: Router<BasicRequestContext>) {
+        if let gateway { return gatewayRoutes(router, gateway) }
         router.add(middleware: JSONErrorMiddleware())
         router.get("/health") { _, _ in self.health() }
         router.get("/live") { _, _ in Self.json(200, ["status": "alive"]) }

@@ -58,8 +58,14 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    @Option(name: .long, help: "Run as a gateway configured by this JSON file: client keys, HMAC signatures, rate limits, token quotas, usage in SQLite, response cache, content filter, cloud routes with local fallback (docs/SERVER.md#gateway). Replaces --api-key.")
+    var config: String?
+
     func validate() throws {
         if apiKey != nil && apiKeyFile != nil { throw ValidationError("give --api-key or --api-key-file, not both") }
+        if config != nil && (apiKey != nil || apiKeyFile != nil) {
+            throw ValidationError("--config declares the clients' keys; do not give --api-key or --api-key-file with it")
+        }
         if !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
         if !(1...256).contains(parallel) { throw ValidationError("--parallel must be between 1 and 256") }
         if let ctx, ctx < 16 { throw ValidationError("--ctx must be at least 16") }
@@ -97,10 +103,19 @@ struct Serve: AsyncParsableCommand {
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
         let provider = LocalProvider(
             configuration: .init(modelPath: path, context: ctx, threads: threads, parallel: parallel))
+        var gateway: Gateway?
+        if let config {
+            do {
+                gateway = try Gateway(configuration: try GatewayConfiguration.load(file: config), local: provider)
+            } catch {
+                FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+        }
         let options = ServerOptions(
-            host: host, port: port, apiKey: try key(), maxQueue: maxQueue, alias: name, maxBodyBytes: maxBodyBytes,
-            requestTimeout: requestTimeout, drainGrace: grace, idleTimeout: idleTimeout)
-        let server = HearthServer(provider: provider, options: options, logger: logger)
+            host: host, port: port, apiKey: gateway == nil ? try key() : nil, maxQueue: maxQueue, alias: name,
+            maxBodyBytes: maxBodyBytes, requestTimeout: requestTimeout, drainGrace: grace, idleTimeout: idleTimeout)
+        let server = HearthServer(provider: provider, options: options, logger: logger, gateway: gateway)
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
         do {
             try await server.run { port in

@@ -57,7 +57,7 @@ import Testing
         let (source, _) = randomGGUFMatrix(dtype, rows: rows, cols: cols, seed: 29)
         let w = try #require(Quantizer.repackInterleaved(source))
         var state: UInt64 = 3
-        for batch in [1, 3, 4, 7, 9] { for bits in [8, 16] {
+        for batch in [1, 2, 3, 4, 5, 7, 8, 9] { for bits in [8, 16] {
             let input = (0..<(batch * cols)).map { _ -> Float in
                 state = state &* 6364136223846793005 &+ 1442695040888963407
                 return Float(Int64(bitPattern: state >> 11) % 2_000_000) / 1_000_000 - 1

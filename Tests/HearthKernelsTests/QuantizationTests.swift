@@ -87,7 +87,7 @@ import HearthKernelsCommon
         let rows = 37, cols = 128
         let x = randomMatrix(rows: rows, cols: cols, seed: 11)
         let (w, _) = quantize(x, rows: rows, cols: cols, dtype: dtype)
-        for batch in [1, 3, 4, 7, 9] { for bits in [8, 16] {
+        for batch in [1, 2, 3, 4, 5, 7, 8, 9] { for bits in [8, 16] {
             let input = randomMatrix(rows: batch, cols: cols, seed: 5 + UInt64(batch))
             let act = QuantizedActivations(maxRows: batch, maxCols: cols)
             act.bits = bits

@@ -17,16 +17,16 @@ final class ServerHarness: @unchecked Sendable {
 
     init(
         context: Int = 512, parallel: Int = 2, options: ServerOptions = ServerOptions(port: 0, alias: "tiny"),
-        checkpoint: String = "phi3-mha"
+        checkpoint: String = "phi3-mha", logger: Logger? = nil, gateway: ((LocalProvider) throws -> Gateway)? = nil
     ) async throws {
         provider = LocalProvider(
             configuration: .init(modelPath: Fixtures.checkpoint(checkpoint).path, context: context, threads: 1, batch: 16, parallel: parallel))
         var options = options
         options.port = 0
         options.host = "127.0.0.1"
-        var logger = Logger(label: "test.serve")
-        logger.logLevel = .warning
-        server = HearthServer(provider: provider, options: options, logger: logger)
+        var quiet = Logger(label: "test.serve")
+        quiet.logLevel = .warning
+        server = HearthServer(provider: provider, options: options, logger: logger ?? quiet, gateway: try gateway?(provider))
         let server = self.server
         let (ready, readyContinuation) = AsyncStream<Int>.makeStream()
         runTask = Task {

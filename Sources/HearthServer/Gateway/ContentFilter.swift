@@ -1,0 +1,79 @@
+import Foundation
+
+/// A list of blocked words and patterns, applied to requests before anything is forwarded and,
+/// optionally, to the reply as it streams.
+///
+/// The file has one entry per line: a word or phrase, matched case-insensitively as a whole
+/// word (`gun` does not match `begun`); or `re:` followed by an ICU regular expression, matched
+/// case-insensitively anywhere. Blank lines and lines starting with `#` are ignored.
+public struct ContentFilter: Sendable {
+    /// Why the file could not be used (the message names the line; it never quotes the file's text).
+    public struct LoadError: Error, Sendable {
+        /// What is wrong.
+        public var message: String
+    }
+
+    /// Whether replies are checked too (their stream then ends with `finish_reason: "content_filter"`).
+    public let filterOutput: Bool
+    /// Number of entries.
+    public var count: Int { patterns.count }
+    private let patterns: [Pattern]
+
+    /// One compiled entry. `NSRegularExpression` is immutable and documented as thread-safe.
+    private struct Pattern: @unchecked Sendable {
+        let expression: NSRegularExpression
+    }
+
+    /// Reads the list at `file`.
+    /// - Throws: ``LoadError`` when the file cannot be read, is empty, or a `re:` line is not a valid pattern.
+    public init(file: String, filterOutput: Bool) throws {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+            throw LoadError(message: "cannot read \(file) (it must be a UTF-8 text file, one word or re:PATTERN per line).")
+        }
+        try self.init(lines: text.components(separatedBy: .newlines), filterOutput: filterOutput)
+    }
+
+    /// Compiles entries given as lines of the file format.
+    /// - Throws: ``LoadError`` naming the first invalid line.
+    public init(lines: [String], filterOutput: Bool) throws {
+        var patterns: [Pattern] = []
+        for (index, raw) in lines.enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            let source: String
+            if line.hasPrefix("re:") {
+                source = String(line.dropFirst(3))
+            } else {
+                let escaped = NSRegularExpression.escapedPattern(for: line)
+                let wordStart = line.first.map { $0.isLetter || $0.isNumber } ?? false
+                let wordEnd = line.last.map { $0.isLetter || $0.isNumber } ?? false
+                source = (wordStart ? "\\b" : "") + escaped + (wordEnd ? "\\b" : "")
+            }
+            do {
+                patterns.append(Pattern(expression: try NSRegularExpression(pattern: source, options: [.caseInsensitive])))
+            } catch {
+                throw LoadError(message: "line \(index + 1) is not a valid regular expression.")
+            }
+        }
+        guard !patterns.isEmpty else { throw LoadError(message: "has no entries (one word or re:PATTERN per line).") }
+        self.patterns = patterns
+        self.filterOutput = filterOutput
+    }
+
+    /// The offset (in `Character`s) where the first blocked entry starts in `text`, or nil.
+    public func firstMatch(in text: String) -> Int? {
+        let range = NSRange(text.startIndex..., in: text)
+        var earliest: Int?
+        for pattern in patterns {
+            guard let match = pattern.expression.firstMatch(in: text, options: [], range: range),
+                let start = Range(match.range, in: text)?.lowerBound
+            else { continue }
+            let offset = text.distance(from: text.startIndex, to: start)
+            if earliest.map({ offset < $0 }) ?? true { earliest = offset }
+        }
+        return earliest
+    }
+
+    /// Whether `text` contains a blocked entry.
+    public func blocks(_ text: String) -> Bool { firstMatch(in: text) != nil }
+}

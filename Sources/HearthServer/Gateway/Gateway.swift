@@ -1,0 +1,150 @@
+import Foundation
+import HearthCloud
+import HearthLocal
+import HearthProviders
+import Logging
+
+/// `hearth serve --config FILE`: the server as a backend gateway for apps (docs/SERVER.md#gateway).
+///
+/// It authenticates clients (API keys stored as SHA-256, HMAC-signed requests, short-lived
+/// tokens), enforces per-client requests per minute and tokens per day before any work,
+/// records usage per client and model in SQLite, answers repeated deterministic requests
+/// from a cache, filters content, and serves each public model name from the local model, a
+/// cloud provider, or a cloud provider with the local model as fallback (``FallbackRouter``,
+/// failing over mid-answer too).
+public final class Gateway: Sendable {
+    /// What serves a model route.
+    enum Target: Sendable {
+        /// The local model, with the server's full feature set (raw completions, log-probabilities).
+        case local
+        /// A cloud provider, alone or followed by fallbacks.
+        case router(FallbackRouter)
+    }
+
+    /// A public model name and what serves it.
+    struct ModelRoute: Sendable {
+        let name: String
+        let target: Target
+        /// The provider ids, first to last.
+        let chain: [String]
+    }
+
+    /// The settings this gateway was made from.
+    public let configuration: GatewayConfiguration
+    let clock: GatewayClock
+    let authenticator: GatewayAuthenticator
+    let limiter: RateLimiter
+    let ledger: UsageLedger
+    let cache: ResponseCache?
+    let routes: [String: ModelRoute]
+    /// Route names in a stable order (`GET /v1/models`).
+    let routeNames: [String]
+
+    /// Builds the gateway: opens the usage database, makes the cloud providers (their keys and
+    /// base URLs from `environment`, as HearthCloud reads them) and the routes.
+    /// - Parameters:
+    ///   - configuration: the parsed `--config` file.
+    ///   - local: the server's local model (the `local` provider of every route).
+    ///   - environment: where cloud keys come from (the server's environment).
+    ///   - clock: the time for limits, signatures, tokens and the cache (tests move it by hand).
+    /// - Throws: ``GatewayConfigurationError`` when the usage database cannot be opened.
+    public init(
+        configuration: GatewayConfiguration, local: LocalProvider,
+        environment: [String: String] = ProcessInfo.processInfo.environment, clock: GatewayClock = .system
+    ) throws {
+        self.configuration = configuration
+        self.clock = clock
+        authenticator = GatewayAuthenticator(configuration: configuration, clock: clock)
+        limiter = RateLimiter(clock: clock)
+        ledger = try UsageLedger(path: configuration.usageDatabase)
+        cache = configuration.cache.map { ResponseCache($0, clock: clock) }
+        let today = RateLimiter.day(clock.now())
+        for (client, used) in (try? ledger.tokensUsed(on: today)) ?? [:] {
+            limiter.seed(client: client, day: today, used: used)
+        }
+        // Keys only from the server's environment: the path below never exists, so
+        // CloudCredentials reads no providers.json.
+        let credentials =
+            (try? CloudCredentials.load(environment: environment, file: URL(fileURLWithPath: "/dev/null/hearth-gateway")))
+            ?? CloudCredentials()
+        var routes: [String: ModelRoute] = [:]
+        for (name, route) in configuration.routes {
+            let primary = Self.provider(route, credentials: credentials, local: local)
+            if route.provider == .local, route.fallback.isEmpty {
+                routes[name] = ModelRoute(name: name, target: .local, chain: [local.id])
+                continue
+            }
+            var chain = [primary]
+            for fallback in route.fallback {
+                guard let next = configuration.routes[fallback] else { continue }
+                let provider = Self.provider(next, credentials: credentials, local: local)
+                if !chain.contains(where: { $0.id == provider.id }) { chain.append(provider) }
+            }
+            routes[name] = ModelRoute(
+                name: name, target: .router(FallbackRouter(id: name, providers: chain)), chain: chain.map(\.id))
+        }
+        self.routes = routes
+        routeNames = routes.keys.sorted()
+    }
+
+    /// The provider a route names first, with the route's timeout and attempts.
+    static func provider(_ route: GatewayConfiguration.Route, credentials: CloudCredentials, local: LocalProvider)
+        -> any LanguageModelProvider
+    {
+        let timeouts = CloudTimeouts(connect: .seconds(min(10, route.timeoutSeconds)), idle: .milliseconds(Int64(route.timeoutSeconds * 1000)))
+        let retry = RetryPolicy(maxAttempts: route.attempts)
+        switch route.provider {
+        case .local:
+            return local
+        case .openai, .deepseek, .qwen:
+            let preset: OpenAICompatibleProvider
+            switch route.provider {
+            case .deepseek: preset = .deepSeek(model: route.model, credentials: credentials)
+            case .qwen: preset = .qwen(model: route.model, credentials: credentials)
+            default: preset = .openAI(model: route.model, credentials: credentials)
+            }
+            var settings = preset.configuration
+            settings.timeouts = timeouts
+            settings.retry = retry
+            return OpenAICompatibleProvider(settings)
+        case .anthropic:
+            var settings = AnthropicProvider.fromCredentials(credentials, model: route.model).configuration
+            settings.timeouts = timeouts
+            settings.retry = retry
+            return AnthropicProvider(settings)
+        case .dashscope:
+            var settings = DashScopeProvider.qwen(route.model.map { DashScopeProvider.Model($0) }, credentials: credentials).configuration
+            settings.timeouts = timeouts
+            settings.retry = retry
+            return DashScopeProvider(settings)
+        case .spark:
+            var settings = SparkProvider.fromCredentials(credentials).configuration
+            if let model = route.model { settings.domain = model }
+            settings.timeouts = timeouts
+            settings.retry = retry
+            return SparkProvider(settings)
+        }
+    }
+
+    /// The route for `model` if the client may use it.
+    /// - Throws: ``APIError`` 404 `model_not_found`, or 403 `model_not_allowed`.
+    func route(_ model: String, for client: GatewayConfiguration.Client) throws -> ModelRoute {
+        guard let route = routes[model] else {
+            throw APIError(
+                status: 404,
+                message: "The model '\(model.prefix(200))' does not exist; this server serves \(allowed(client).joined(separator: ", ")) (see GET /v1/models).",
+                type: "invalid_request_error", code: "model_not_found", param: "model")
+        }
+        if let models = client.models, !models.contains(model) {
+            throw APIError(
+                status: 403, message: "Client '\(client.name)' may not use the model '\(model)'.", type: "permission_error",
+                code: "model_not_allowed", param: "model")
+        }
+        return route
+    }
+
+    /// The routes a client may use.
+    func allowed(_ client: GatewayConfiguration.Client) -> [String] {
+        routeNames.filter { client.models?.contains($0) ?? true }
+    }
+}

@@ -1,0 +1,99 @@
+import Crypto
+import Foundation
+import HearthProviders
+
+/// Exact-match answers for deterministic requests (temperature 0, or a fixed seed), kept for a
+/// TTL, at most `maxEntries` of them (the least recently used are dropped first).
+///
+/// The key is the SHA-256 of the normalised request: the route, the endpoint, the messages or
+/// prompt and every sampling option, but not `stream` — a streamed and a whole answer to the
+/// same request share an entry, and a hit is replayed in the form asked for.
+final class ResponseCache: @unchecked Sendable {
+    // `@unchecked Sendable`: `entries` and `order` are only touched under `lock`.
+    struct Answer: Sendable {
+        var text: String
+        var usage: Usage
+        var reason: FinishReason
+        var servedBy: String
+    }
+
+    private struct Entry {
+        var answer: Answer
+        var expires: Date
+        var used: UInt64
+    }
+
+    let ttl: Double
+    let maxEntries: Int
+    private let clock: GatewayClock
+    private let lock = NSLock()
+    private var entries: [String: Entry] = [:]
+    private var tick: UInt64 = 0
+
+    init(_ settings: GatewayConfiguration.Cache, clock: GatewayClock) {
+        ttl = settings.ttlSeconds
+        maxEntries = settings.maxEntries
+        self.clock = clock
+    }
+
+    /// Entries held now (expired ones included until they are looked up or evicted).
+    var count: Int { lock.withLock { entries.count } }
+
+    /// The cache key of a job on a route, or nil when the request is not deterministic.
+    static func key(route: String, job: GenerationJob) -> String? {
+        let options = job.options
+        guard options.temperature == 0 || options.seed != nil, job.logprobs == nil else { return nil }
+        var input: JSONValue
+        switch job.input {
+        case .chat(let messages):
+            input = ["chat": .array(messages.map { [.string($0.role.rawValue), .string($0.content)] })]
+        case .text(let text):
+            input = ["text": .string(text)]
+        }
+        func number(_ value: Double?) -> JSONValue { value.map { .number($0) } ?? .null }
+        func integer(_ value: Int?) -> JSONValue { value.map { .int($0) } ?? .null }
+        let normalised: JSONValue = [
+            "route": .string(route), "endpoint": .string(job.endpoint.rawValue), "input": input,
+            "temperature": number(options.temperature), "top_p": number(options.topP), "top_k": integer(options.topK),
+            "min_p": number(options.minP), "max_tokens": integer(options.maxTokens),
+            "stop": .array(options.stop.map { .string($0) }), "seed": integer(options.seed),
+            "repetition_penalty": number(options.repetitionPenalty), "presence_penalty": number(options.presencePenalty),
+            "frequency_penalty": number(options.frequencyPenalty),
+        ]
+        // Sorted keys: the encoder's object order is not stable from one value to the next.
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(normalised) else { return nil }
+        return Hex.encode(SHA256.hash(data: data))
+    }
+
+    /// The answer stored under `key`, when present and not expired.
+    func lookup(_ key: String) -> Answer? {
+        let now = clock.now()
+        return lock.withLock {
+            guard var entry = entries[key] else { return nil }
+            guard entry.expires > now else {
+                entries[key] = nil
+                return nil
+            }
+            tick += 1
+            entry.used = tick
+            entries[key] = entry
+            return entry.answer
+        }
+    }
+
+    /// Stores an answer, evicting expired entries and then the least recently used beyond the bound.
+    func store(_ key: String, _ answer: Answer) {
+        let now = clock.now()
+        lock.withLock {
+            tick += 1
+            entries[key] = Entry(answer: answer, expires: now.addingTimeInterval(ttl), used: tick)
+            guard entries.count > maxEntries else { return }
+            entries = entries.filter { $0.value.expires > now }
+            while entries.count > maxEntries, let oldest = entries.min(by: { $0.value.used < $1.value.used })?.key {
+                entries[oldest] = nil
+            }
+        }
+    }
+}

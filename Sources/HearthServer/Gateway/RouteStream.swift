@@ -1,0 +1,79 @@
+import Foundation
+import HearthLocal
+import HearthProviders
+
+/// One event of a gateway route's answer, whichever provider gives it.
+enum RouteEvent: Sendable {
+    /// The provider (its id) whose text follows.
+    case servedBy(String)
+    /// The route failed over from one provider to the next, which continues the answer.
+    case switched(from: String, to: String, reason: String)
+    /// The prompt's length in tokens (local model only).
+    case promptTokens(Int)
+    /// Text of the answer; `token` carries per-token detail when the local model produced it.
+    case text(String, token: LocalProvider.LocalToken?)
+    /// The answer is complete.
+    case finished(Usage, FinishReason)
+}
+
+/// How a route's answer began: the provider whose text comes first, and the prompt's length
+/// when known (the local model reports it before any text).
+struct RouteStart: Sendable {
+    var provider: String
+    var promptTokens: Int?
+}
+
+/// A route's answer as one stream the server owns (stoppable from outside: client gone,
+/// deadline, drain). `start` returns once the answer has begun — the local model admitted the
+/// prompt, or a router's first text arrived — so a failure before that is an HTTP error status.
+typealias RouteStream = ForwardedStream<RouteEvent, RouteStart>
+
+extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
+    /// Starts the local model on `job` (raw text and log-probabilities included).
+    func start(local provider: LocalProvider, job: GenerationJob) async throws -> RouteStart {
+        let upstream = provider.generate(job.input, options: job.options, topLogprobs: job.logprobs ?? 0)
+        let id = provider.id
+        return try await run {
+            for try await event in upstream {
+                switch event {
+                case .promptTokens(let count):
+                    self.continuation.yield(.servedBy(id))
+                    self.continuation.yield(.promptTokens(count))
+                    self.started(RouteStart(provider: id, promptTokens: count))
+                case .token(let token):
+                    self.continuation.yield(.text(token.text, token: token))
+                case .finished(let usage, let reason):
+                    self.continuation.yield(.finished(usage, reason))
+                }
+            }
+        }
+    }
+
+    /// Starts a router (cloud first, fallbacks after) on a chat request.
+    func start(router: FallbackRouter, request: ChatRequest) async throws -> RouteStart {
+        let upstream = router.stream(request)
+        return try await run {
+            var usage: Usage?
+            var current = router.id
+            for try await event in upstream {
+                switch event {
+                case .servedBy(let id):
+                    current = id
+                    self.continuation.yield(.servedBy(id))
+                case .switchedProvider(let from, let to, let reason):
+                    self.continuation.yield(.switched(from: from, to: to, reason: "\(reason.code)"))
+                case .textDelta(let text):
+                    self.started(RouteStart(provider: current))
+                    self.continuation.yield(.text(text, token: nil))
+                case .usage(let value):
+                    usage = value
+                case .finished(let reason):
+                    self.started(RouteStart(provider: current))
+                    self.continuation.yield(.finished(usage ?? Usage(promptTokens: 0, completionTokens: 0), reason))
+                case .contextTruncated, .dialogState:
+                    break
+                }
+            }
+        }
+    }
+}
