@@ -88,7 +88,7 @@ let package = Package(
             name: "hearth",
             dependencies: [
                 "HearthEngine", "HearthFormats", "HearthTokenizers", "HearthKernels",
-                "HearthLocal", "HearthProviders", "HearthCloud", "CZstd",  // hearth chat
+                "HearthLocal", "HearthProviders", "HearthCloud",  // hearth chat
                 "HearthServer", .product(name: "Logging", package: "swift-log"),  // hearth serve
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
@@ -105,7 +105,7 @@ let package = Package(
         // The provider protocol and router (no engine import), and the cloud providers.
         .target(name: "HearthProviders"),
         // The engine behind the provider protocol.
-        .target(name: "HearthLocal", dependencies: ["HearthEngine", "HearthProviders"]),
+        .target(name: "HearthLocal", dependencies: ["HearthEngine", "HearthProviders", "CZstd"]),
         .target(
             name: "HearthCloud",
             dependencies: [

@@ -143,6 +143,25 @@ public struct CloudCredentials: Sendable {
         return credentials
     }
 
+    /// The environment variables that hold a provider's credentials (what to set when its key
+    /// is missing), by provider id.
+    public static let credentialVariables: [String: [String]] = [
+        "openai": ["OPENAI_API_KEY"], "anthropic": ["ANTHROPIC_API_KEY"], "deepseek": ["DEEPSEEK_API_KEY"],
+        "qwen": ["DASHSCOPE_API_KEY"], "dashscope": ["DASHSCOPE_API_KEY"],
+        "bailian": ["DASHSCOPE_API_KEY", "BAILIAN_APP_ID"], "spark": ["SPARK_APP_ID", "SPARK_API_KEY", "SPARK_API_SECRET"],
+    ]
+
+    /// What to do when provider `id` has no valid credentials: the variables to set, or the
+    /// entry in the config file (its path as `defaultFile` resolves it).
+    public static func missingCredentialsRemedy(
+        for id: String, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String {
+        let variables = credentialVariables[id] ?? []
+        let file = defaultFile(environment: environment).path
+        let set = variables.isEmpty ? "Set its key" : "Set \(variables.joined(separator: ", "))"
+        return "\(set) in the environment, or add an \"\(id)\" entry to \(file) (see docs/PROVIDERS.md)."
+    }
+
     /// Applies the environment variables on top of the file's values.
     mutating func overlay(_ environment: [String: String]) {
         func value(_ name: String) -> String? {

@@ -4,7 +4,8 @@ import HearthKernels
 /// The one forward pass every model family runs (read it like llama2.c's `forward`).
 ///
 /// Owns the KV cache and all activation buffers, sized once at creation for `context`
-/// positions and batches of up to `maxBatch` tokens; nothing is allocated per token.
+/// positions and batches of up to `maxBatch` tokens, and never reallocated per token (the
+/// portable kernel level's loops use small per-call temporaries; the SIMD levels none).
 /// Not Sendable: one owner drives it from one thread at a time.
 public final class Decoder {
     public let options: DecoderOptions

@@ -147,3 +147,58 @@ public struct DecoderOptions: Sendable, Equatable {
         self.slidingWindow = slidingWindow
     }
 }
+
+extension DecoderOptions.Activation {
+    /// The name people and tools use (`silu`, `gelu_tanh`, `gelu`).
+    public var name: String {
+        switch self {
+        case .silu: return "silu"
+        case .geluTanh: return "gelu_tanh"
+        case .gelu: return "gelu"
+        }
+    }
+}
+
+extension DecoderOptions.Norm {
+    /// `rmsnorm` or `layernorm`.
+    public var name: String {
+        switch self {
+        case .rms: return "rmsnorm"
+        case .layer: return "layernorm"
+        }
+    }
+
+    /// The epsilon added to the variance.
+    public var epsilon: Float {
+        switch self {
+        case .rms(let eps), .layer(let eps): return eps
+        }
+    }
+}
+
+extension DecoderOptions.MLP {
+    /// `gated` (gate · up, SwiGLU/GeGLU) or `plain` (up, then down).
+    public var shape: String {
+        switch self {
+        case .gated: return "gated"
+        case .plain: return "plain"
+        }
+    }
+
+    /// The activation, public for descriptions.
+    public var activationName: String { activation.name }
+}
+
+extension DecoderOptions.Scaling {
+    /// `none`, `linear`, `longrope`, `llama3` or `frequency-factors` (Llama 3 GGUF files
+    /// store their remapped frequencies as per-frequency divisors).
+    public var name: String {
+        switch self {
+        case .none: return "none"
+        case .linear: return "linear"
+        case .longRoPE(let short, let long, let original, _):
+            return short == long && original == Int.max ? "frequency-factors" : "longrope"
+        case .llama3: return "llama3"
+        }
+    }
+}

@@ -33,13 +33,8 @@ enum GGUFTokenizer {
             ChatTemplate(jinja: $0, bosToken: text(bos), eosToken: text(eos))
         }
         // Files without a template get their family's known format.
-        if template == nil {
-            switch try md.string("general.architecture") {
-            case "gemma3", "gemma2", "gemma": template = ChatTemplate(format: .gemma, prefix: text(bos) ?? "")
-            case "phi3": template = ChatTemplate(format: .phi3, endOfText: text(eos) ?? "")
-            case "phi2": template = ChatTemplate(format: .instruct)
-            default: break
-            }
+        if template == nil, let arch = try md.string("general.architecture") {
+            template = ModelFamilies.family(ggufArchitecture: arch)?.ggufFallbackChatTemplate(bos: text(bos), eos: text(eos))
         }
         if model == "gpt2" {
             return try byteLevelBPE(gguf, tokens: tokens, bos: bos, eos: eos, stops: stops, template: template)

@@ -159,8 +159,12 @@ public final class Generator: @unchecked Sendable {
     }
 
     /// Streams a generation for `prompt`. Cancelling the consuming task or dropping the
-    /// stream stops its work within one step (other sequences continue).
-    public func generate(prompt: [Int32], parameters: GenerationParameters) -> AsyncThrowingStream<GenerationEvent, Error> {
+    /// stream stops its work within one step (other sequences continue). `stop`, when set,
+    /// ends the sequence the same way (checked between steps) but the stream still ends with
+    /// `.done` (finish reason `cancelled`), so the consumer gets the summary.
+    public func generate(
+        prompt: [Int32], parameters: GenerationParameters, stop: CancellationFlag? = nil
+    ) -> AsyncThrowingStream<GenerationEvent, Error> {
         let (stream, continuation) = AsyncThrowingStream<GenerationEvent, Error>.makeStream()
         let cancelled = CancellationFlag()
         continuation.onTermination = { _ in cancelled.set() }
@@ -172,8 +176,8 @@ public final class Generator: @unchecked Sendable {
         }
         submit(
             Job(
-                prompt: prompt, parameters: parameters, tokenizer: model.tokenizer, isCancelled: { cancelled.isSet },
-                onToken: { continuation.yield(.token($0)) },
+                prompt: prompt, parameters: parameters, tokenizer: model.tokenizer,
+                isCancelled: { cancelled.isSet || stop?.isSet == true }, onToken: { continuation.yield(.token($0)) },
                 onEnd: { result in
                     switch result {
                     case .success(let summary):
@@ -590,19 +594,24 @@ private func seconds(since start: DispatchTime) -> Double {
     Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
 }
 
-/// A thread-safe one-way flag.
-final class CancellationFlag: @unchecked Sendable {
+/// A thread-safe one-way flag (a request's cancellation).
+public final class CancellationFlag: @unchecked Sendable {
     // `@unchecked Sendable`: the value is only read and written under `lock`.
     private let lock = NSLock()
     private var value = false
 
-    func set() {
+    /// A flag that is not set.
+    public init() {}
+
+    /// Sets the flag (for good).
+    public func set() {
         lock.lock()
         value = true
         lock.unlock()
     }
 
-    var isSet: Bool {
+    /// Whether the flag is set.
+    public var isSet: Bool {
         lock.lock()
         defer { lock.unlock() }
         return value

@@ -8,7 +8,9 @@ import HearthTokenizers
 public final class LanguageModel: Sendable {
     /// Where it was loaded from.
     public let path: URL
-    /// The checkpoint's config.json.
+    /// The checkpoint's config.json (HQF: the one it embeds). GGUF files have none: this is
+    /// then an empty configuration with only `architectures` (`general.architecture`); read
+    /// `options` for the dimensions.
     public let config: HFConfig
     /// Forward-pass options derived by the family.
     public let options: DecoderOptions
@@ -21,6 +23,17 @@ public final class LanguageModel: Sendable {
     /// The prompt format: the tokenizer's chat template, else the family's fallback (Phi-2's
     /// `Instruct: …\nOutput:`), else nil.
     public let chatTemplate: ChatTemplate?
+    /// The model's name as its files give it (GGUF `general.name`/`general.finetune`, else the
+    /// file or directory name).
+    public let name: String
+    /// Why this looks like a base model (no instruction tuning), or nil when it looks
+    /// instruction-tuned: a model whose files carry a chat template, or whose name says
+    /// `it`, `instruct`, `chat`… is taken as tuned. A base model answers best to a plain
+    /// dialogue (``dialogueTemplate``) rather than a chat template it was never trained on.
+    public let baseModelReason: String?
+    /// The completion-style prompt for base models (`ChatTemplate.Format.dialogue`), starting
+    /// with BOS when the tokenizer adds one.
+    public let dialogueTemplate: ChatTemplate
     /// Token ids that end generation: config.json ∪ generation_config.json ∪ tokenizer config.
     public let eosIDs: Set<Int32>
     /// generation_config.json, if present.
@@ -43,17 +56,16 @@ public final class LanguageModel: Sendable {
 
     /// What a loader produces; `init(parts:)` stores it.
     private struct Parts {
-        var path: URL
-        var config: HFConfig
-        var configText: String
-        var generationConfigText: String?
-        var architecture: String
-        var options: DecoderOptions
-        var weights: ModelWeights
-        var tokenizer: any Tokenizer
-        var tokenizerFiles: TokenizerFiles
+        var path: URL, config: HFConfig, configText: String, generationConfigText: String?
+        var architecture: String, options: DecoderOptions, weights: ModelWeights
+        var tokenizer: any Tokenizer, tokenizerFiles: TokenizerFiles
         var extraStopTokens: [Int] = []
         var fallbackChatTemplate: ChatTemplate? = nil
+        /// The model's name as its files give it (GGUF `general.name` and `general.finetune`,
+        /// else the file or directory name), for telling base from instruction-tuned models.
+        var name: String
+        /// Whether the files carry a chat template of their own (nil: the tokenizer's template is).
+        var ownChatTemplate: Bool? = nil
     }
 
     private init(parts: Parts, started: Date) throws {
@@ -66,6 +78,10 @@ public final class LanguageModel: Sendable {
         weights = parts.weights
         tokenizer = parts.tokenizer
         chatTemplate = parts.tokenizer.chatTemplate ?? parts.fallbackChatTemplate
+        name = parts.name
+        baseModelReason = Self.baseModelReason(name: parts.name, hasOwnTemplate: parts.ownChatTemplate ?? (parts.tokenizer.chatTemplate != nil))
+        let bosText = parts.tokenizer.bosID.flatMap { parts.tokenizer.bytes(of: $0) }.map { String(decoding: $0, as: UTF8.self) }
+        dialogueTemplate = ChatTemplate(format: .dialogue, prefix: parts.tokenizer.addsBOS ? (bosText ?? "") : "")
         tokenizerFiles = parts.tokenizerFiles
         quantizationSummary = MLXTiles.summary(of: parts.weights.namedMatrices(options: parts.options).map(\.matrix))
         generationConfig = try parts.generationConfigText.map {
@@ -111,8 +127,15 @@ public final class LanguageModel: Sendable {
             parts = try Self.loadGGUF(try GGUFFile(path: url.path))
         } else if !isDirectory.boolValue && HQFFile.isHQF(path: url.path) {
             parts = try Self.loadHQF(try HQFFile(path: url.path), tokenizer: tokenizer)
-        } else {
+        } else if isDirectory.boolValue || Self.looksLikeSafetensors(url) {
             parts = try Self.loadCheckpoint(isDirectory.boolValue ? url : url.deletingLastPathComponent(), tokenizer: tokenizer)
+        } else {
+            throw FormatError(
+                .invalidHeader,
+                "is neither a GGUF, an HQF nor a safetensors file, nor a checkpoint directory (first bytes: \(Self.firstBytes(url)))",
+                path: path,
+                remedy: "Pass a .gguf file, a .hqf file from `hearth quantize`, or a Hugging Face checkpoint directory "
+                    + "(config.json, *.safetensors, tokenizer files)")
         }
         if let quantize {
             let plan = try QuantizationPlan(type: quantize)
@@ -120,6 +143,25 @@ public final class LanguageModel: Sendable {
                 plan: plan, options: parts.options, threads: threads ?? WorkerPool.defaultThreadCount, progress: progress)
         }
         try self.init(parts: parts, started: started)
+    }
+
+    /// A `.safetensors` file (by name), or one whose header starts like one: an 8-byte
+    /// little-endian length, then `{`.
+    private static func looksLikeSafetensors(_ url: URL) -> Bool {
+        if url.pathExtension == "safetensors" { return true }
+        guard let handle = try? FileHandle(forReadingFrom: url), let head = try? handle.read(upToCount: 9) else { return false }
+        try? handle.close()
+        return head.count == 9 && head[head.startIndex + 8] == UInt8(ascii: "{")
+    }
+
+    /// The first 16 bytes of a file in hex and as text, for errors about unknown files.
+    private static func firstBytes(_ url: URL) -> String {
+        guard let handle = try? FileHandle(forReadingFrom: url), let head = try? handle.read(upToCount: 16), !head.isEmpty
+        else { return "none: the file is empty or unreadable" }
+        try? handle.close()
+        let hex = head.map { String(format: "%02x", $0) }.joined(separator: " ")
+        let text = String(head.map { (0x20..<0x7f).contains($0) ? Character(UnicodeScalar($0)) : "." })
+        return "\(hex) \"\(text)\""
     }
 
     /// A Hugging Face checkpoint directory.
@@ -148,7 +190,7 @@ public final class LanguageModel: Sendable {
             ).map { String(decoding: $0, as: UTF8.self) },
             architecture: config.architectures?.first ?? "?", options: options, weights: weights,
             tokenizer: try TokenizerLoader.load(files: files, source: source), tokenizerFiles: files,
-            fallbackChatTemplate: family.fallbackChatTemplate)
+            fallbackChatTemplate: family.fallbackChatTemplate, name: url.lastPathComponent)
     }
 
     /// A Hearth `.hqf` file: canonical tensor names, load-time fixes already applied.
@@ -167,14 +209,14 @@ public final class LanguageModel: Sendable {
             path: url, config: config, configText: hqf.header.config, generationConfigText: hqf.header.generationConfig,
             architecture: config.architectures?.first ?? "?", options: options, weights: weights,
             tokenizer: try TokenizerLoader.load(files: files, source: source), tokenizerFiles: files,
-            fallbackChatTemplate: family.fallbackChatTemplate)
+            fallbackChatTemplate: family.fallbackChatTemplate, name: url.deletingPathExtension().lastPathComponent)
     }
 
     /// A GGUF file: family from `general.architecture`, tokenizer from its vocabulary.
     /// q4_0/q4_1/q8_0 tensors are rearranged (losslessly) into the kernels' layout; the
     /// other block types are used in place.
     private static func loadGGUF(_ gguf: GGUFFile) throws -> Parts {
-        let family = try GGUFFamilies.family(for: gguf)
+        let family = try ModelFamilies.family(for: gguf)
         let options = try family.options(gguf: gguf)
         var config = HFConfig()
         config.architectures = [try gguf.metadata.string("general.architecture") ?? "?"]
@@ -183,7 +225,21 @@ public final class LanguageModel: Sendable {
             path: URL(fileURLWithPath: gguf.file.path), config: config, configText: "", generationConfigText: nil,
             architecture: config.architectures?.first ?? "?", options: options,
             weights: weights.repackedForKernels(options: options), tokenizer: try GGUFTokenizer.make(gguf),
-            tokenizerFiles: TokenizerFiles(sentencePieceModel: nil, config: nil, addedTokens: nil, origin: gguf.file.path))
+            tokenizerFiles: TokenizerFiles(sentencePieceModel: nil, config: nil, addedTokens: nil, origin: gguf.file.path),
+            name: [try gguf.metadata.string("general.name"), try gguf.metadata.string("general.finetune")]
+                .compactMap { $0 }.joined(separator: " ").nonEmpty
+                ?? URL(fileURLWithPath: gguf.file.path).deletingPathExtension().lastPathComponent,
+            ownChatTemplate: try gguf.metadata.string("tokenizer.chat_template") != nil)
+    }
+
+    /// Name parts that mark an instruction-tuned model (`gemma-3-270m-it`, `Phi-3-mini-instruct`…).
+    static let instructionMarkers: Set<String> = ["it", "instruct", "chat", "sft", "dpo", "rlhf", "assistant", "tuned"]
+
+    static func baseModelReason(name: String, hasOwnTemplate: Bool) -> String? {
+        if hasOwnTemplate { return nil }
+        let words = name.lowercased().split { !($0.isLetter || $0.isNumber) }.map(String.init)
+        if words.contains(where: { instructionMarkers.contains($0) }) { return nil }
+        return "its files carry no chat template and its name (\(name)) does not say it is instruction-tuned"
     }
 
     /// Bytes of weights one decode step reads: every matrix once, except the embedding
@@ -199,12 +255,18 @@ public final class LanguageModel: Sendable {
 
     /// Renders a conversation with the checkpoint's chat template and tokenizes it the way
     /// transformers' `apply_chat_template(…, tokenize=True)` does (the template supplies BOS).
-    public func chatPrompt(_ messages: [ChatTurn]) throws -> [Int32] {
-        guard let template = chatTemplate else {
+    /// With `dialogue`, renders the base-model dialogue (``dialogueTemplate``) instead.
+    public func chatPrompt(_ messages: [ChatTurn], dialogue: Bool = false) throws -> [Int32] {
+        guard let template = dialogue ? dialogueTemplate : chatTemplate else {
             throw EngineError(
                 .missingComponent, "this checkpoint has no chat template Hearth recognises",
                 remedy: "Use --raw to send the prompt as is")
         }
         return try tokenizer.encode(template.render(messages, addGenerationPrompt: true), addSpecialTokens: false)
     }
+}
+
+extension String {
+    /// Nil for the empty string.
+    fileprivate var nonEmpty: String? { isEmpty ? nil : self }
 }

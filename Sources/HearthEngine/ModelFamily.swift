@@ -1,28 +1,51 @@
 import HearthFormats
 import HearthTokenizers
 
-/// A model family: maps a checkpoint's configuration to `DecoderOptions`. One file per
-/// family, registered with one line in `ModelFamilies.all`.
+/// A model family: everything Hearth knows about one architecture, in one file
+/// (`Families/<Name>.swift`): how its Hugging Face `config.json` and its GGUF metadata map to
+/// `DecoderOptions`, its tensor names in both formats, load-time weight fixes and the prompt
+/// format for files that ship no chat template. Registered with one line in `ModelFamilies.all`.
+///
+/// Shared steps (the config prelude, GGUF hyperparameters, activation names, LongRoPE's
+/// attention factor) live in `Families/FamilySupport.swift`.
 public protocol ModelFamily: Sendable {
     /// `architectures` values in config.json this family handles.
     static var architectures: [String] { get }
-    /// Validates the configuration and derives the forward-pass options.
+    /// The GGUF `general.architecture` value this family handles (nil: no GGUF support).
+    static var ggufArchitecture: String? { get }
+    /// Validates a Hugging Face configuration and derives the forward-pass options.
     static func options(from config: HFConfig) throws -> DecoderOptions
+    /// Derives the forward-pass options from GGUF metadata (and tensors such as rope factors).
+    static func options(gguf: GGUFFile) throws -> DecoderOptions
     /// The tensor name of a role in this family's Hugging Face checkpoints (nil: none).
     static func tensorName(_ role: TensorRole) -> String?
-    /// Added to every norm weight at load (Gemma stores w − 1 and multiplies by 1 + w).
+    /// The tensor name of a role in this family's GGUF files (nil: none).
+    static func ggufTensorName(_ role: TensorRole) -> String?
+    /// Added to every norm weight of a Hugging Face checkpoint at load (Gemma stores w − 1
+    /// and multiplies by 1 + w; GGUF files already hold w).
     static var normWeightOffset: Float { get }
     /// The prompt format for checkpoints that ship no chat template (Phi-2: `Instruct: …\nOutput:`).
     static var fallbackChatTemplate: ChatTemplate? { get }
+    /// The prompt format for GGUF files that ship no `tokenizer.chat_template`, given the
+    /// vocabulary's BOS and EOS texts.
+    static func ggufFallbackChatTemplate(bos: String?, eos: String?) -> ChatTemplate?
 }
 
 extension ModelFamily {
+    public static var ggufArchitecture: String? { nil }
+    public static func options(gguf: GGUFFile) throws -> DecoderOptions {
+        throw FormatError(
+            .unsupportedArchitecture, "GGUF files of this architecture are not supported", path: gguf.file.path,
+            key: "general.architecture")
+    }
     public static func tensorName(_ role: TensorRole) -> String? { role.huggingFaceName }
+    public static func ggufTensorName(_ role: TensorRole) -> String? { role.ggufName }
     public static var normWeightOffset: Float { 0 }
     public static var fallbackChatTemplate: ChatTemplate? { nil }
+    public static func ggufFallbackChatTemplate(bos: String?, eos: String?) -> ChatTemplate? { fallbackChatTemplate }
 }
 
-/// The registry of model families.
+/// The registry of model families: the one list a new family is added to.
 public enum ModelFamilies {
     /// Every supported family.
     public static let all: [any ModelFamily.Type] = [
@@ -44,13 +67,21 @@ public enum ModelFamilies {
             "unsupported architecture \(names.isEmpty ? "(none given)" : names.joined(separator: ", "))", path: path,
             key: "architectures", remedy: "Hearth runs: \(supported)")
     }
-}
 
-/// Reads a required positive integer from a configuration, with a clear error.
-func required(_ value: Int?, _ key: String, path: String = "config.json") throws -> Int {
-    guard let value else { throw FormatError(.missingKey, "missing required value", path: path, key: key) }
-    guard value > 0 else {
-        throw FormatError(.invalidValue, "must be a positive integer, got \(value)", path: path, key: key)
+    /// The family for a GGUF file (`general.architecture`), or a `FormatError` naming it.
+    public static func family(for gguf: GGUFFile) throws -> any ModelFamily.Type {
+        let arch = try gguf.metadata.require("general.architecture", gguf.metadata.string)
+        guard let family = family(ggufArchitecture: arch) else {
+            throw FormatError(
+                .unsupportedArchitecture, "unsupported GGUF architecture '\(arch)'", path: gguf.file.path,
+                key: "general.architecture",
+                remedy: "Hearth runs: \(all.compactMap { $0.ggufArchitecture }.joined(separator: ", "))")
+        }
+        return family
     }
-    return value
+
+    /// The family whose GGUF architecture is `name`, if any.
+    public static func family(ggufArchitecture name: String) -> (any ModelFamily.Type)? {
+        all.first { $0.ggufArchitecture == name }
+    }
 }

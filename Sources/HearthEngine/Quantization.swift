@@ -12,9 +12,14 @@ public struct QuantizationPlan: Sendable, Equatable {
     public var output: DType
 
     /// The plan for `--type`/`--quantize` values `q4_0`, `q4_1`, `q8_0`.
+    /// The types Hearth quantizes float weights to (`--quantize`, `hearth quantize --type`).
+    /// `q8_a` has the same kernel layout but holds MLX 8-bit checkpoints as loaded; it is not
+    /// a target.
+    public static let types: [DType] = [.q4_0, .q4_1, .q8_0]
+
     public init(type: DType) throws {
-        guard type.supportsInterleaved16, type != .q8_a else {
-            throw EngineError(.invalidOption, "\(type.rawValue) is not a quantized type; use q4_0, q4_1 or q8_0")
+        guard Self.types.contains(type) else {
+            throw EngineError(.invalidOption, "\(type.rawValue) is not a type Hearth quantizes to; use q4_0, q4_1 or q8_0")
         }
         projections = type
         embedding = type

@@ -1,4 +1,5 @@
 import Foundation
+import HearthFormats
 import HearthKernels
 
 /// Sampling settings. Temperature 0 is greedy decoding.
@@ -35,6 +36,28 @@ public struct SamplingOptions: Sendable, Codable, Equatable {
         guard repetitionPenalty > 0, repetitionPenalty.isFinite else {
             throw EngineError(.invalidOption, "repetition penalty must be > 0, got \(repetitionPenalty)")
         }
+    }
+}
+
+extension SamplingOptions {
+    /// The one place sampling defaults are resolved (CLI, REPL, `LocalProvider`, server): each
+    /// value given wins, else the model's `generation_config.json` (`do_sample: false` means
+    /// greedy), else the defaults above (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05,
+    /// no repetition penalty).
+    public init(
+        temperature: Double?, topK: Int?, topP: Double?, minP: Double?, repetitionPenalty: Double?,
+        presencePenalty: Double? = nil, frequencyPenalty: Double? = nil, seed: Int?, modelDefaults: GenerationConfig?
+    ) {
+        self.init()
+        let greedyByDefault = modelDefaults?.doSample == false
+        self.temperature = Float(temperature ?? (greedyByDefault ? 0 : modelDefaults?.temperature ?? Double(self.temperature)))
+        self.topK = topK ?? modelDefaults?.topK ?? self.topK
+        self.topP = Float(topP ?? modelDefaults?.topP ?? Double(self.topP))
+        self.minP = Float(minP ?? Double(self.minP))
+        self.repetitionPenalty = Float(repetitionPenalty ?? modelDefaults?.repetitionPenalty ?? Double(self.repetitionPenalty))
+        self.presencePenalty = Float(presencePenalty ?? 0)
+        self.frequencyPenalty = Float(frequencyPenalty ?? 0)
+        self.seed = seed.map { UInt64(truncatingIfNeeded: $0) }
     }
 }
 

@@ -82,3 +82,40 @@ public enum TensorRole: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { huggingFaceName }
 }
+
+extension TensorRole {
+    /// The tensor name in GGUF files (llama.cpp's names).
+    public var ggufName: String? {
+        switch self {
+        case .tokenEmbedding: return "token_embd.weight"
+        case .outputNorm: return "output_norm.weight"
+        case .outputNormBias: return "output_norm.bias"
+        case .output: return "output.weight"
+        case .outputBias: return "output.bias"
+        case .attnNorm(let l): return "blk.\(l).attn_norm.weight"
+        case .attnNormBias(let l): return "blk.\(l).attn_norm.bias"
+        case .attnQKV(let l): return "blk.\(l).attn_qkv.weight"
+        case .attnQKVBias(let l): return "blk.\(l).attn_qkv.bias"
+        case .attnQ(let l): return "blk.\(l).attn_q.weight"
+        case .attnK(let l): return "blk.\(l).attn_k.weight"
+        case .attnV(let l): return "blk.\(l).attn_v.weight"
+        case .attnQBias(let l): return "blk.\(l).attn_q.bias"
+        case .attnKBias(let l): return "blk.\(l).attn_k.bias"
+        case .attnVBias(let l): return "blk.\(l).attn_v.bias"
+        case .attnQNorm(let l): return "blk.\(l).attn_q_norm.weight"
+        case .attnKNorm(let l): return "blk.\(l).attn_k_norm.weight"
+        case .attnOutput(let l): return "blk.\(l).attn_output.weight"
+        case .attnOutputBias(let l): return "blk.\(l).attn_output.bias"
+        case .postAttnNorm(let l): return "blk.\(l).post_attention_norm.weight"
+        case .ffnNorm(let l): return "blk.\(l).ffn_norm.weight"
+        case .ffnNormBias(let l): return "blk.\(l).ffn_norm.bias"
+        case .ffnGateUp: return nil
+        case .ffnGate(let l): return "blk.\(l).ffn_gate.weight"
+        case .ffnUp(let l): return "blk.\(l).ffn_up.weight"
+        case .ffnUpBias(let l): return "blk.\(l).ffn_up.bias"
+        case .ffnDown(let l): return "blk.\(l).ffn_down.weight"
+        case .ffnDownBias(let l): return "blk.\(l).ffn_down.bias"
+        case .postFFNNorm(let l): return "blk.\(l).post_ffw_norm.weight"
+        }
+    }
+}

@@ -45,7 +45,7 @@ public final class MappedFile: @unchecked Sendable {
         }
         #if os(Linux)
         // Weights are streamed front to back every token; huge pages raise single-thread
-        // read bandwidth substantially on x86 (see PERFORMANCE-NOTES.md).
+        // read bandwidth substantially on x86 (measured in benchmarks/RESULTS.md, "huge pages").
         _ = madvise(mapped, size, 14 /* MADV_HUGEPAGE */)
         #endif
         base = UnsafeRawPointer(mapped)

@@ -20,9 +20,10 @@ public final class SafetensorsCheckpoint: TensorStore {
         var expected: [String: String] = [:]
         if fm.fileExists(atPath: indexURL.path) {
             let data = try Data(contentsOf: indexURL)
-            guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-                let weightMap = object["weight_map"] as? [String: String]
-            else {
+            struct Index: Decodable {
+                let weight_map: [String: String]
+            }
+            guard let weightMap = (try? JSONDecoder().decode(Index.self, from: data))?.weight_map else {
                 throw FormatError(
                     .invalidJSON, "index has no 'weight_map' object", path: indexURL.path, key: "weight_map")
             }

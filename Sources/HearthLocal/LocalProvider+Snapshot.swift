@@ -26,6 +26,32 @@ extension LocalProvider {
             + String(format: "%.0fM parameters", Double(generator.model.parameterCount) / 1e6)
     }
 
+    /// Why the loaded model looks like a base model and gets the dialogue prompt, or nil (not
+    /// loaded, instruction-tuned, or a prompt style other than `.automatic`/`.dialogue`).
+    public var dialogueReason: String? {
+        guard let model = generatorIfLoaded?.model, usesDialogue(model) else { return nil }
+        return model.baseModelReason ?? "--base was given"
+    }
+
+    /// The options a request with `options` would run with: each unset sampling value
+    /// resolved as `parametersFor` resolves it (the model's generation_config.json, else the
+    /// engine's defaults); nil before the model loads. `maxTokens` stays as given (nil: until
+    /// the model stops or the context fills).
+    public func effectiveOptions(_ options: GenerationOptions) -> GenerationOptions? {
+        guard let generator = generatorIfLoaded else { return nil }
+        let s = SamplingOptions(
+            temperature: options.temperature, topK: options.topK, topP: options.topP, minP: options.minP,
+            repetitionPenalty: options.repetitionPenalty, presencePenalty: options.presencePenalty,
+            frequencyPenalty: options.frequencyPenalty, seed: options.seed, modelDefaults: generator.model.generationConfig)
+        var resolved = options
+        resolved.temperature = Double(s.temperature)
+        resolved.topK = s.topK
+        resolved.topP = Double(s.topP)
+        resolved.minP = Double(s.minP)
+        resolved.repetitionPenalty = Double(s.repetitionPenalty)
+        return resolved
+    }
+
     /// Serialises the KV cache of the current conversation (see `Generator.snapshot()`),
     /// loading the model first if needed. Waits for a running request to finish.
     /// - Throws: `ProviderError` when the model cannot be loaded.

@@ -30,18 +30,37 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// Requests served at once, each with its own KV slot of `context` tokens (all
         /// allocated at load). Further requests wait for a slot.
         public var parallel: Int
+        /// How conversations become prompts (default: the model's chat template).
+        public var promptStyle: PromptStyle
+        /// End a reply that repeats itself (`RepetitionGuard`: a line a third time, or a span
+        /// three times in a row); it then finishes with `stop`. Off by default.
+        public var endsRepetitiveReplies: Bool
 
         public init(
             modelPath: String, quantize: DType? = nil, context: Int? = nil, threads: Int? = nil, batch: Int = 128,
-            parallel: Int = 1
+            parallel: Int = 1, promptStyle: PromptStyle = .chatTemplate, endsRepetitiveReplies: Bool = false
         ) {
             self.modelPath = modelPath
+            self.promptStyle = promptStyle
+            self.endsRepetitiveReplies = endsRepetitiveReplies
             self.quantize = quantize
             self.context = context
             self.threads = threads
             self.batch = batch
             self.parallel = parallel
         }
+    }
+
+    /// How a conversation becomes a prompt.
+    public enum PromptStyle: String, Sendable, CaseIterable {
+        /// The model's chat template (what an instruction-tuned model was trained on).
+        case chatTemplate
+        /// The completion-style `User:`/`Assistant:` dialogue for base models, stopping at the
+        /// next `User:` (`ChatTemplate.Format.dialogue`).
+        case dialogue
+        /// The dialogue when the model looks like a base model (`LanguageModel.baseModelReason`),
+        /// else the chat template.
+        case automatic
     }
 
     enum State {
@@ -127,14 +146,22 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         if dropped > 0 { continuation.yield(.contextTruncated(droppedMessages: dropped)) }
         let parameters = try parametersFor(request, promptTokens: tokens.count, generator: generator)
         var firstToken: Double?
-        for try await event in generator.generate(prompt: tokens, parameters: parameters) {
+        var repetitionGuard = configuration.endsRepetitiveReplies ? RepetitionGuard() : nil
+        // When the guard ends the reply, the sequence is stopped like a cancellation, and the
+        // stream still ends with the summary (usage, cached tokens), reported as `stop`.
+        let stopped = CancellationFlag()
+        for try await event in generator.generate(prompt: tokens, parameters: parameters, stop: stopped) {
             switch event {
             case .token(let token):
                 if firstToken == nil {
                     firstToken = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
                 }
-                if !token.text.isEmpty { continuation.yield(.textDelta(token.text)) }
+                guard !stopped.isSet else { continue }
+                let text = repetitionGuard?.feed(token.text) ?? token.text
+                if !text.isEmpty { continuation.yield(.textDelta(text)) }
+                if repetitionGuard?.stopped == true { stopped.set() }
             case .done(let summary):
+                if let rest = repetitionGuard?.finish(), !rest.isEmpty { continuation.yield(.textDelta(rest)) }
                 continuation.yield(
                     .usage(
                         Usage(
@@ -145,7 +172,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 switch summary.finishReason {
                 case .stop: reason = .stop
                 case .length: reason = .length
-                case .cancelled: reason = .cancelled
+                case .cancelled: reason = stopped.isSet ? .stop : .cancelled
                 }
                 continuation.yield(.finished(reason))
             }
@@ -162,7 +189,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
             let turns = messages.map { ChatTurn(role: $0.role.rawValue, content: $0.content) }
             var tokens: [Int32]
             do {
-                tokens = try model.chatPrompt(turns)
+                tokens = try model.chatPrompt(turns, dialogue: usesDialogue(model))
                 if let continuation = request.continuation, !continuation.isEmpty {
                     tokens += try model.tokenizer.encode(continuation, addSpecialTokens: false)
                 }
@@ -187,22 +214,28 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     func parametersFor(_ request: ChatRequest, promptTokens: Int, generator: Generator) throws -> GenerationParameters {
         let o = request.options
         var p = GenerationParameters()
-        var s = SamplingOptions()
-        let defaults = generator.model.generationConfig
-        s.temperature = Float(o.temperature ?? (defaults?.doSample == false ? 0 : defaults?.temperature ?? 0.7))
-        s.topP = Float(o.topP ?? defaults?.topP ?? 0.95)
-        s.topK = o.topK ?? defaults?.topK ?? 40
-        s.minP = Float(o.minP ?? 0.05)
-        s.repetitionPenalty = Float(o.repetitionPenalty ?? defaults?.repetitionPenalty ?? 1)
-        s.presencePenalty = Float(o.presencePenalty ?? 0)
-        s.frequencyPenalty = Float(o.frequencyPenalty ?? 0)
-        s.seed = o.seed.map { UInt64(truncatingIfNeeded: $0) }
+        do { try o.validate() } catch {
+            throw ProviderError(.invalidRequest, provider: id, message: error.message, underlying: error)
+        }
+        let s = SamplingOptions(
+            temperature: o.temperature, topK: o.topK, topP: o.topP, minP: o.minP, repetitionPenalty: o.repetitionPenalty,
+            presencePenalty: o.presencePenalty, frequencyPenalty: o.frequencyPenalty, seed: o.seed,
+            modelDefaults: generator.model.generationConfig)
         do { try s.validate() } catch { throw providerError(error) }
         p.sampling = s
         p.maxTokens = min(o.maxTokens ?? Int.max, generator.context - promptTokens)
-        p.stop = o.stop
+        p.stop = o.stop + (usesDialogue(generator.model) ? ChatTemplate.dialogueStops : [])
         p.stripLeadingSpace = request.continuation?.isEmpty ?? true
         return p
+    }
+
+    /// Whether conversations with `model` are rendered as the base-model dialogue.
+    func usesDialogue(_ model: LanguageModel) -> Bool {
+        switch configuration.promptStyle {
+        case .chatTemplate: return false
+        case .dialogue: return true
+        case .automatic: return model.baseModelReason != nil
+        }
     }
 
     /// The generator, loading the model on first use (once, even with concurrent callers).

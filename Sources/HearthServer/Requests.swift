@@ -79,6 +79,7 @@ struct RequestParser {
         if let tools = try f.array("tools"), !tools.isEmpty {
             throw APIError.invalid("tools", "Tool calling is not supported by this server.")
         }
+        try validated(o)
         return o
     }
 
@@ -213,9 +214,16 @@ struct RequestParser {
         if let tools = try f.array("tools"), !tools.isEmpty {
             throw APIError.invalid("tools", "Tool use is not supported by this server.")
         }
+        try validated(o)
         let stream = try f.bool("stream") ?? false
         return GenerationJob(
             endpoint: .messages, input: .chat(messages), options: o, stream: stream, includeUsage: true, logprobs: nil,
             model: model)
+    }
+
+    /// The provider layer's one validation (`GenerationOptions.validate()`, as the CLI, the
+    /// REPL and `LocalProvider` apply it), as a 400 naming the field.
+    func validated(_ o: GenerationOptions) throws {
+        do { try o.validate() } catch { throw APIError.invalid(error.field, "'\(error.field)': \(error.message).") }
     }
 }

@@ -26,7 +26,27 @@ public struct ChatTemplate: Sendable, Equatable {
         case gemma
         /// `Instruct: …\nOutput:` (Phi-2, which ships no template).
         case instruct
+        /// A completion-style dialogue for base models (no instruction tuning): a short
+        /// preamble, then `User: …` / `Assistant: …` lines; generation stops at the next
+        /// `User:` (``dialogueStops``).
+        case dialogue
     }
+
+    /// The preamble of the `.dialogue` format: one sentence and a two-turn example exchange,
+    /// which is what lets a base model continue the dialogue in the assistant's voice (the
+    /// same device as llama.cpp's `chat-with-bob` prompt).
+    public static let dialoguePreamble = """
+        A conversation between a curious user and a helpful assistant. The assistant answers \
+        in one or two clear sentences.
+
+        User: Hello, who are you?
+        Assistant: I am an assistant. Ask me anything and I will answer briefly.
+        User: What is the largest planet in the solar system?
+        Assistant: Jupiter is the largest planet in the solar system.
+
+        """
+    /// Where a `.dialogue` reply ends: the model starting the next turn.
+    public static let dialogueStops = ["User:", "Assistant:"]
 
     /// The format.
     public var format: Format
@@ -97,6 +117,16 @@ public struct ChatTemplate: Sendable, Equatable {
                 }
             }
             if addGenerationPrompt { text += "Output:" }
+        case .dialogue:
+            text += Self.dialoguePreamble
+            for m in messages {
+                switch m.role {
+                case "system": text += "\(m.content)\n\n"
+                case "assistant": text += "Assistant: \(m.content)\n"
+                default: text += "User: \(m.content)\n"
+                }
+            }
+            if addGenerationPrompt { text += "Assistant:" }
         }
         return text
     }

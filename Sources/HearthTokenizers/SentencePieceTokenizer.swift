@@ -128,6 +128,11 @@ public final class SentencePieceTokenizer: Tokenizer {
 
     public func isSpecial(_ id: Int32) -> Bool { specialIDs.contains(id) }
 
+    public func token(_ id: Int32) -> String? {
+        if let added = addedByContent.values.first(where: { $0.id == id }) { return added.content }
+        return id >= 0 && Int(id) < model.pieces.count ? model.pieces[Int(id)] : nil
+    }
+
     public func id(of token: String) -> Int32? {
         addedByContent[token]?.id ?? model.id(ofPiece: token)
     }

@@ -27,6 +27,10 @@ public protocol Tokenizer: Sendable {
     /// The id of an exact token string (piece or added token), if any.
     func id(of token: String) -> Int32?
 
+    /// A token as the vocabulary writes it (`<eos>`, `▁the`), for people reading ids; nil
+    /// outside the vocabulary. Default: the token's decoded bytes.
+    func token(_ id: Int32) -> String?
+
     /// Whether the tokenizer's decoder drops one leading space from the decoded text (the
     /// `Strip`/`Metaspace` decoders of Llama-style tokenizer.json files). Default: false.
     var decoderStripsLeadingSpace: Bool { get }
@@ -34,6 +38,8 @@ public protocol Tokenizer: Sendable {
 
 extension Tokenizer {
     public var decoderStripsLeadingSpace: Bool { false }
+
+    public func token(_ id: Int32) -> String? { bytes(of: id).map { String(decoding: $0, as: UTF8.self) } }
 
     /// Decodes ids to text, skipping special tokens, with invalid UTF-8 replaced by U+FFFD.
     public func decode(_ ids: [Int32], skipSpecialTokens: Bool = true) -> String {

@@ -47,47 +47,40 @@ public struct TokenizerConfig: Sendable {
         try parse(files: TokenizerFiles(directory: directory))
     }
 
-    /// Parses the configuration files of `files`.
+    /// Parses the configuration files of `files` (with `JSONDecoder`, which keeps `true` and
+    /// `1` apart; `JSONSerialization`'s NSNumbers do not on Linux). Values of the wrong type
+    /// in fields Hearth only reads as hints are ignored; malformed files and added tokens throw.
     public static func parse(files: TokenizerFiles) throws -> TokenizerConfig {
         var config = TokenizerConfig()
         let configPath = files.origin + "/tokenizer_config.json"
-        if let object = try readObject(files.config, path: configPath) {
-            config.addBOSToken = object["add_bos_token"] as? Bool
-            config.addEOSToken = object["add_eos_token"] as? Bool
-            config.legacy = object["legacy"] as? Bool
-            config.addPrefixSpace = object["add_prefix_space"] as? Bool
-            config.bosToken = tokenText(object["bos_token"])
-            config.eosToken = tokenText(object["eos_token"])
-            config.unkToken = tokenText(object["unk_token"])
-            config.padToken = tokenText(object["pad_token"])
-            config.modelMaxLength = (object["model_max_length"] as? NSNumber).flatMap { $0.doubleValue < 1e15 ? $0.intValue : nil }
-            if let template = object["chat_template"] as? String {
-                config.chatTemplate = template
-            } else if let named = object["chat_template"] as? [[String: Any]] {
-                let chosen = named.first { ($0["name"] as? String) == "default" } ?? named.first
-                config.chatTemplate = chosen?["template"] as? String
-            }
-            if let decoder = object["added_tokens_decoder"] as? [String: Any] {
-                for (key, value) in decoder {
-                    guard let id = Int32(key), id >= 0, let entry = value as? [String: Any],
-                        let content = entry["content"] as? String, !content.isEmpty
-                    else {
-                        throw TokenizerError(
-                            .invalidConfig, "added_tokens_decoder entry '\(key)' needs an integer id and a content",
-                            path: configPath)
-                    }
-                    config.addedTokens.append(
-                        AddedToken(
-                            id: id, content: content, special: entry["special"] as? Bool ?? true,
-                            lstrip: entry["lstrip"] as? Bool ?? false, rstrip: entry["rstrip"] as? Bool ?? false))
+        if let file = try decode(ConfigFile.self, files.config, path: configPath) {
+            config.addBOSToken = file.addBOSToken
+            config.addEOSToken = file.addEOSToken
+            config.legacy = file.legacy
+            config.addPrefixSpace = file.addPrefixSpace
+            config.bosToken = file.bosToken
+            config.eosToken = file.eosToken
+            config.unkToken = file.unkToken
+            config.padToken = file.padToken
+            config.modelMaxLength = file.modelMaxLength
+            config.chatTemplate = file.chatTemplate
+            for (key, entry) in file.addedTokensDecoder ?? [:] {
+                guard let id = Int32(key), id >= 0, let content = entry.content, !content.isEmpty else {
+                    throw TokenizerError(
+                        .invalidConfig, "added_tokens_decoder entry '\(key)' needs an integer id and a content",
+                        path: configPath)
                 }
+                config.addedTokens.append(
+                    AddedToken(
+                        id: id, content: content, special: entry.special ?? true, lstrip: entry.lstrip ?? false,
+                        rstrip: entry.rstrip ?? false))
             }
         }
         // Older checkpoints list added tokens only in added_tokens.json.
         let addedPath = files.origin + "/added_tokens.json"
-        if let object = try readObject(files.addedTokens, path: addedPath) {
+        if let object = try decode([String: Lenient<Int32>].self, files.addedTokens, path: addedPath) {
             for (content, value) in object {
-                guard let id = (value as? NSNumber)?.int32Value, id >= 0, !content.isEmpty else {
+                guard let id = value.value, id >= 0, !content.isEmpty else {
                     throw TokenizerError(.invalidConfig, "token '\(content)' has no integer id", path: addedPath)
                 }
                 if !config.addedTokens.contains(where: { $0.id == id }) {
@@ -99,19 +92,93 @@ public struct TokenizerConfig: Sendable {
         return config
     }
 
-    private static func readObject(_ data: Data?, path: String) throws -> [String: Any]? {
+    private static func decode<T: Decodable>(_ type: T.Type, _ data: Data?, path: String) throws -> T? {
         guard let data else { return nil }
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
-            throw TokenizerError(.invalidConfig, "not a JSON object", path: path)
+        do { return try JSONDecoder().decode(T.self, from: data) } catch {
+            throw TokenizerError(.invalidConfig, "not a JSON object of the expected shape (\(error))", path: path)
         }
-        return object
+    }
+
+    /// `tokenizer_config.json` as far as Hearth reads it.
+    private struct ConfigFile: Decodable {
+        var addBOSToken, addEOSToken, legacy, addPrefixSpace: Bool?
+        var bosToken, eosToken, unkToken, padToken: String?
+        var modelMaxLength: Int?
+        var chatTemplate: String?
+        var addedTokensDecoder: [String: AddedTokenEntry]?
+
+        enum CodingKeys: String, CodingKey {
+            case addBOSToken = "add_bos_token", addEOSToken = "add_eos_token", legacy
+            case addPrefixSpace = "add_prefix_space"
+            case bosToken = "bos_token", eosToken = "eos_token", unkToken = "unk_token", padToken = "pad_token"
+            case modelMaxLength = "model_max_length", chatTemplate = "chat_template"
+            case addedTokensDecoder = "added_tokens_decoder"
+        }
+
+        init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            func flag(_ key: CodingKeys) -> Bool? { (try? c.decodeIfPresent(Lenient<Bool>.self, forKey: key))?.value }
+            func token(_ key: CodingKeys) -> String? { (try? c.decodeIfPresent(TokenText.self, forKey: key))?.text }
+            addBOSToken = flag(.addBOSToken)
+            addEOSToken = flag(.addEOSToken)
+            legacy = flag(.legacy)
+            addPrefixSpace = flag(.addPrefixSpace)
+            bosToken = token(.bosToken)
+            eosToken = token(.eosToken)
+            unkToken = token(.unkToken)
+            padToken = token(.padToken)
+            // Often 1e30 ("no limit"): only lengths below 1e15 count.
+            let length = (try? c.decodeIfPresent(Lenient<Double>.self, forKey: .modelMaxLength))?.value
+            modelMaxLength = length.flatMap { $0 >= 0 && $0 < 1e15 ? Int($0) : nil }
+            if let template = (try? c.decodeIfPresent(Lenient<String>.self, forKey: .chatTemplate))?.value {
+                chatTemplate = template
+            } else if let named = try? c.decodeIfPresent([NamedTemplate].self, forKey: .chatTemplate) {
+                chatTemplate = (named.first { $0.name == "default" } ?? named.first)?.template
+            }
+            addedTokensDecoder = try c.decodeIfPresent([String: AddedTokenEntry].self, forKey: .addedTokensDecoder)
+        }
+    }
+
+    private struct AddedTokenEntry: Decodable {
+        var content: String?
+        var special, lstrip, rstrip: Bool?
+
+        enum CodingKeys: String, CodingKey { case content, special, lstrip, rstrip }
+
+        init(from decoder: Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            content = (try? c.decodeIfPresent(Lenient<String>.self, forKey: .content))?.value
+            special = (try? c.decodeIfPresent(Lenient<Bool>.self, forKey: .special))?.value
+            lstrip = (try? c.decodeIfPresent(Lenient<Bool>.self, forKey: .lstrip))?.value
+            rstrip = (try? c.decodeIfPresent(Lenient<Bool>.self, forKey: .rstrip))?.value
+        }
+    }
+
+    private struct NamedTemplate: Decodable {
+        var name: String?
+        var template: String?
     }
 
     /// Special tokens appear as a plain string or as `{"content": …}`.
-    private static func tokenText(_ value: Any?) -> String? {
-        if let s = value as? String { return s }
-        if let o = value as? [String: Any] { return o["content"] as? String }
-        return nil
+    private struct TokenText: Decodable {
+        var text: String?
+
+        private enum CodingKeys: String, CodingKey { case content }
+
+        init(from decoder: Decoder) throws {
+            if let s = try? decoder.singleValueContainer().decode(String.self) {
+                text = s
+            } else {
+                text = try? decoder.container(keyedBy: CodingKeys.self).decodeIfPresent(String.self, forKey: .content)
+            }
+        }
+    }
+
+    /// A value of the expected type, or nil when the file has another type there.
+    private struct Lenient<T: Decodable>: Decodable {
+        var value: T?
+
+        init(from decoder: Decoder) throws { value = try? decoder.singleValueContainer().decode(T.self) }
     }
 }
 

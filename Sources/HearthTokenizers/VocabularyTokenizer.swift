@@ -104,6 +104,8 @@ public final class VocabularyTokenizer: Tokenizer {
         return tokenBytes[Int(id)]
     }
 
+    public func token(_ id: Int32) -> String? { id >= 0 && Int(id) < tokens.count ? tokens[Int(id)] : nil }
+
     public func isSpecial(_ id: Int32) -> Bool {
         guard id >= 0, Int(id) < types.count else { return false }
         return types[Int(id)] == .control || types[Int(id)] == .unused

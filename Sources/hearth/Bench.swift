@@ -37,20 +37,12 @@ struct Bench: ParsableCommand {
     @Option(name: [.customShort("r"), .long], help: "Repetitions of each test.")
     var repetitions: Int = 5
 
-    @Option(name: [.customShort("t"), .long], help: "Worker threads (default: all cores).")
-    var threads: Int?
+    @OptionGroup var workers: ThreadsOption
 
     @Option(name: [.customShort("b"), .long], help: "Prompt tokens per batch in the pp test.")
     var batch: Int = 512
 
-    @Option(name: .long, help: "KV cache element type: f16 or f32.")
-    var kvType: DType = .f16
-
-    @Option(name: .long, help: "Batched products over quantized weights: integer (quantized activations, see --activation-bits) or sgemm (f32 activations: dequantize + BLAS).")
-    var prefillPath: String = QuantizedBatchPath.integer.rawValue
-
-    @Option(name: .long, help: "Bits of the activations the integer kernels multiply: 16 (the default; within rounding of f32 activations), mixed (8 for the layers' products over a prompt where the CPU has AVX-512 VNNI — about twice as fast there — 16 for generation and the output head) or 8 (everywhere, as llama.cpp).")
-    var activationBits: String = ActivationPrecision.wide.rawValue
+    @OptionGroup var kernels: KernelOptions
 
     @Option(name: .long, help: "Comma-separated numbers of sequences decoded together (e.g. 1,2,4,8): measure batched decoding of that many sequences, each with its own prompt, instead of pp/tg.")
     var parallel: String?
@@ -67,9 +59,6 @@ struct Bench: ParsableCommand {
         if prompt < 0 || generate < 0 { throw ValidationError("-p and -n must be ≥ 0") }
         if repetitions < 1 { throw ValidationError("-r must be ≥ 1") }
         if batch < 1 || batch > 4096 { throw ValidationError("--batch must be between 1 and 4096") }
-        if let threads, threads < 1 || threads > 512 { throw ValidationError("--threads must be between 1 and 512") }
-        if QuantizedBatchPath(rawValue: prefillPath) == nil { throw ValidationError("--prefill-path takes integer or sgemm") }
-        if ActivationPrecision(rawValue: activationBits) == nil { throw ValidationError("--activation-bits takes 16, mixed or 8") }
         if let parallel {
             let levels = parallelLevels ?? []
             guard !levels.isEmpty, levels.count == parallel.split(separator: ",").count,
@@ -95,26 +84,11 @@ struct Bench: ParsableCommand {
     }
 
     struct Report: Encodable {
-        let model: String
-        let architecture: String
-        let pp: Stat?
-        let tg: Stat?
-        let prompt_tokens: Int
-        let generated_tokens: Int
-        let peak_rss_bytes: Int
-        let load_seconds: Double
-        let threads: Int
-        let model_bytes: Int
-        let weight_bytes_per_token: Int
-        let kv_cache_bytes: Int
-        let parameters: Int
-        let weight_types: [String: Int]
-        let kernel: String
+        let model: String, architecture: String, pp: Stat?, tg: Stat?, prompt_tokens: Int, generated_tokens: Int
+        let peak_rss_bytes: Int, load_seconds: Double, threads: Int, model_bytes: Int, weight_bytes_per_token: Int
+        let kv_cache_bytes: Int, parameters: Int, weight_types: [String: Int], kernel: String
         /// The kernel level in use (KernelLevel.current) and the best this CPU runs.
-        let kernel_level: String
-        let cpu_best_level: String
-        let prefill_path: String
-        let activation_bits: String
+        let kernel_level: String, cpu_best_level: String, prefill_path: String, activation_bits: String
         /// With --parallel: one entry per level.
         let parallel: [ParallelLevel]?
     }
@@ -131,7 +105,7 @@ struct Bench: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let threads = threads ?? WorkerPool.defaultThreadCount
+            let threads = workers.threads ?? WorkerPool.defaultThreadCount
             let lm = try LanguageModel(path: model, quantize: quantize, threads: threads)
             let pool = WorkerPool(threads: threads)
             var rng = SeededGenerator(seed: 1234)
@@ -182,8 +156,8 @@ struct Bench: ParsableCommand {
                 parameters: lm.parameterCount,
                 weight_types: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
                 kernel: quantizedKernelName, kernel_level: KernelLevel.current.rawValue,
-                cpu_best_level: KernelLevel.best.rawValue, prefill_path: prefillPath,
-                activation_bits: activationBits, parallel: levels)
+                cpu_best_level: KernelLevel.best.rawValue, prefill_path: kernels.prefillPath,
+                activation_bits: kernels.activationBits, parallel: levels)
             if json {
                 emit(try jsonLine(report))
                 return
@@ -193,7 +167,7 @@ struct Bench: ParsableCommand {
             let params = String(format: "%.2f B", Double(lm.parameterCount) / 1e9)
             var table = "| model | size | params | backend | threads | test | t/s |\n|---|---|---|---|---|---|---|\n"
             func row(_ test: String, _ s: Stat) {
-                table += "| \(lm.architecture) \(types) | \(size) | \(params) | CPU (\(KernelLevel.current.rawValue), a\(activationBits)) | \(threads) | \(test) | \(String(format: "%.2f ± %.2f", s.tokens_per_second, s.stddev)) |\n"
+                table += "| \(lm.architecture) \(types) | \(size) | \(params) | CPU (\(KernelLevel.current.rawValue), a\(kernels.activationBits)) | \(threads) | \(test) | \(String(format: "%.2f ± %.2f", s.tokens_per_second, s.stddev)) |\n"
             }
             if let pp { row("pp\(prompt)", pp) }
             if let tg { row("tg\(generate)", tg) }
@@ -201,7 +175,7 @@ struct Bench: ParsableCommand {
                 row("pp\(prompt) × \(level.sequences) seq", level.pp)
                 row("tg\(generate) × \(level.sequences) seq (aggregate)", level.tg)
             }
-            table += "\npeak RSS \(formatBytes(report.peak_rss_bytes)), load \(String(format: "%.2f", report.load_seconds)) s, KV cache \(formatBytes(report.kv_cache_bytes)) \(kvType.rawValue)\n"
+            table += "\npeak RSS \(formatBytes(report.peak_rss_bytes)), load \(String(format: "%.2f", report.load_seconds)) s, KV cache \(formatBytes(report.kv_cache_bytes)) \(kernels.kvType.rawValue)\n"
             emit(table)
         }
     }
@@ -212,9 +186,9 @@ extension Bench {
     func makeDecoder(_ lm: LanguageModel, maxBatch: Int, sequences: Int, pool: WorkerPool) throws -> Decoder {
         let decoder = try Decoder(
             weights: lm.weights, options: lm.options, context: max(1, prompt + generate), maxBatch: maxBatch,
-            kvType: kvType, sequences: sequences, pool: pool)
-        decoder.quantizedBatchPath = QuantizedBatchPath(rawValue: prefillPath) ?? .integer
-        decoder.activationPrecision = ActivationPrecision(rawValue: activationBits) ?? .wide
+            kvType: kernels.kvType, sequences: sequences, pool: pool)
+        decoder.quantizedBatchPath = kernels.batchPath
+        decoder.activationPrecision = kernels.precision
         return decoder
     }
 

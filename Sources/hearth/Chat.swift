@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HearthLocal
 import HearthProviders
 
 #if canImport(Glibc)
@@ -25,29 +26,20 @@ struct Chat: ParsableCommand {
     @Option(name: .long, help: "System prompt: instructions for the whole conversation.")
     var system: String?
 
-    @Option(name: .long, help: "Sampling temperature; 0 is greedy (default: the model's or provider's).")
-    var temperature: Double?
+    @OptionGroup var sampling: SamplingFlags
 
-    @Option(name: .long, help: "Nucleus sampling: keep the most likely tokens up to this total probability.")
-    var topP: Double?
-
-    @Option(name: .long, help: "Sample only among the K most likely tokens.")
-    var topK: Int?
-
-    @Option(name: .long, help: "Drop tokens less likely than this fraction of the most likely one.")
-    var minP: Double?
-
-    @Option(name: .long, help: "Maximum tokens per reply (default: until the model stops or the context fills).")
+    @Option(name: .long, help: "Maximum tokens per reply (default: \(ChatSession.replyCap) in the chat; /set max_tokens default restores it).")
     var maxTokens: Int?
 
-    @Option(name: .long, help: "Random seed, for reproducible sampling.")
-    var seed: Int?
+    @OptionGroup var context: ContextOption
+    @OptionGroup var workers: ThreadsOption
 
-    @Option(name: .long, help: "Context size in tokens for the local model (default: the model's, at most 4096).")
-    var ctx: Int?
+    @Flag(help: "How to prompt a local model: --base (a plain User:/Assistant: dialogue, for models without instruction tuning) or --instruct (the model's chat template); by default the model's metadata decides.")
+    var promptStyle: PromptStyleFlag?
 
-    @Option(name: [.customShort("t"), .long], help: "Worker threads for the local model (default: all cores).")
-    var threads: Int?
+    enum PromptStyleFlag: String, EnumerableFlag {
+        case base, instruct
+    }
 
     @Option(name: .long, help: "Prompt tokens per prefill batch; Ctrl-C is noticed between batches.")
     var batch: Int = 64
@@ -62,13 +54,7 @@ struct Chat: ParsableCommand {
     var name: String?
 
     func validate() throws {
-        if let temperature, !(0...100).contains(temperature) { throw ValidationError("--temperature must be between 0 and 100") }
-        if let topP, !(topP > 0 && topP <= 1) { throw ValidationError("--top-p must be in (0, 1]") }
-        if let topK, topK < 0 { throw ValidationError("--top-k must be ≥ 0") }
-        if let minP, !(0...1).contains(minP) { throw ValidationError("--min-p must be between 0 and 1") }
         if let maxTokens, maxTokens < 1 { throw ValidationError("--max-tokens must be ≥ 1") }
-        if let ctx, ctx < 16 { throw ValidationError("--ctx must be at least 16") }
-        if let threads, threads < 1 || threads > 512 { throw ValidationError("--threads must be between 1 and 512") }
         if batch < 1 || batch > 4096 { throw ValidationError("--batch must be between 1 and 4096") }
         if let name { try ChatStore.validate(name: name) }
         if !ChatProviders.names.contains(provider) {
@@ -92,13 +78,8 @@ struct Chat: ParsableCommand {
             messages.removeAll { $0.role == .system }
             messages.insert(.system(system), at: 0)
         }
-        var options = GenerationOptions()
-        options.temperature = temperature
-        options.topP = topP
-        options.topK = topK
-        options.minP = minP
+        var options = sampling.generationOptions
         options.maxTokens = maxTokens
-        options.seed = seed
 
         let modelPath: String?
         if let model {
@@ -108,7 +89,14 @@ struct Chat: ParsableCommand {
         } else {
             modelPath = try? DefaultModel.path()
         }
-        let local = ChatProviders.Local(path: modelPath, context: ctx, threads: threads, batch: batch)
+        let style: LocalProvider.PromptStyle
+        switch promptStyle {
+        case .base: style = .dialogue
+        case .instruct: style = .chatTemplate
+        case nil: style = .automatic
+        }
+        let local = ChatProviders.Local(
+            path: modelPath, context: context.ctx, threads: workers.threads, batch: batch, promptStyle: style)
         let session = ChatSession(
             output: output, store: store, name: sessionName, messages: messages, options: options, local: local)
         try session.start(provider: provider, resumed: resume)

@@ -8,8 +8,8 @@ extension ChatSession {
         /help                 this list
         /reset                forget the conversation (keeps the system prompt)
         /system TEXT          set the system prompt (no TEXT: show it)
-        /set NAME VALUE       temperature, top_p, top_k, min_p, max_tokens or seed ("default" clears it)
-        /show                 model, parameters, context usage
+        /set NAME VALUE       temperature, top_p, top_k, min_p, repetition_penalty, max_tokens or seed ("default" clears it)
+        /show                 model, the values replies run with, context used
         /history              the conversation so far
         /retry                regenerate the last answer
         /save NAME            save the conversation and its KV cache (resumes without re-processing)
@@ -74,55 +74,70 @@ extension ChatSession {
         return true
     }
 
-    private func set(_ argument: String) {
+    /// `/set NAME VALUE`: parsed here, checked by `GenerationOptions.validate()` — the same
+    /// check `LocalProvider` and the server apply, so what the REPL accepts the engine runs.
+    func set(_ argument: String) {
         let parts = argument.split(separator: " ").map(String.init)
+        let usage = "temperature, top_p, top_k, min_p, repetition_penalty, max_tokens or seed"
         guard parts.count == 2 else {
-            output.error("usage: /set temperature|top_p|top_k|min_p|max_tokens|seed VALUE")
+            output.error("usage: /set \(usage.replacingOccurrences(of: ", ", with: "|").replacingOccurrences(of: " or ", with: "|")) VALUE")
             return
         }
         let key = parts[0].lowercased().replacingOccurrences(of: "-", with: "_")
         let text = parts[1]
         let clear = text == "default"
-        let double = Double(text)
-        let int = Int(text)
-        func bad(_ rule: String) { output.error("\(key) \(rule)") }
+        var changed = options
+        let double = Double(text), int = Int(text)
+        let numeric: Bool
         switch key {
-        case "temperature":
-            guard clear || (double.map { (0...100).contains($0) } ?? false) else { return bad("takes a number from 0 to 100") }
-            options.temperature = double
-        case "top_p":
-            guard clear || (double.map { $0 > 0 && $0 <= 1 } ?? false) else { return bad("takes a number in (0, 1]") }
-            options.topP = double
-        case "top_k":
-            guard clear || (int.map { $0 >= 0 } ?? false) else { return bad("takes a whole number ≥ 0") }
-            options.topK = int
-        case "min_p":
-            guard clear || (double.map { (0...1).contains($0) } ?? false) else { return bad("takes a number from 0 to 1") }
-            options.minP = double
-        case "max_tokens":
-            guard clear || (int.map { $0 >= 1 } ?? false) else { return bad("takes a whole number ≥ 1") }
-            options.maxTokens = int
-        case "seed":
-            guard clear || int != nil else { return bad("takes a whole number") }
-            options.seed = int
+        case "temperature": changed.temperature = double; numeric = double != nil
+        case "top_p": changed.topP = double; numeric = double != nil
+        case "top_k": changed.topK = int; numeric = int != nil
+        case "min_p": changed.minP = double; numeric = double != nil
+        case "repetition_penalty", "repeat_penalty": changed.repetitionPenalty = double; numeric = double != nil
+        case "max_tokens": changed.maxTokens = int; numeric = int != nil
+        case "seed": changed.seed = int; numeric = int != nil
         default:
-            output.error("unknown setting \(key); use temperature, top_p, top_k, min_p, max_tokens or seed")
+            output.error("unknown setting \(key); use \(usage)")
             return
         }
+        guard clear || numeric else {
+            output.error("\(key) takes a \(["top_k", "max_tokens", "seed"].contains(key) ? "whole number" : "number") or \"default\"")
+            return
+        }
+        do { try changed.validate() } catch {
+            output.error(error.message)
+            return
+        }
+        options = changed
         output.note("\(key) = \(clear ? "default" : text)")
     }
 
-    private func show() {
-        func value<T>(_ v: T?) -> String { v.map { "\($0)" } ?? "default" }
+    /// `/show`: every value a turn runs with, the model's or provider's defaults resolved.
+    func show() {
+        func number(_ v: Double?) -> String { v.map { String(format: "%g", $0) } ?? "provider default" }
+        func source(_ set: Any?) -> String { set == nil ? "" : " (set)" }
         var lines = ["provider: \(providerName)"]
         if let path = localSettings.path { lines.append("local model: \(path)") }
         if let summary = local?.loadedModelSummary { lines.append("  \(summary)") }
+        if provider is LocalProvider, let reason = local?.dialogueReason { lines.append("  prompt: User:/Assistant: dialogue (\(reason))") }
+        let sent = requestOptions
+        let effective = provider is LocalProvider ? (local?.effectiveOptions(sent) ?? sent) : sent
         lines.append(
-            "temperature \(value(options.temperature)) · top_p \(value(options.topP)) · top_k \(value(options.topK)) · "
-                + "min_p \(value(options.minP)) · max_tokens \(value(options.maxTokens)) · seed \(value(options.seed))")
-        let used = lastUsage.map { $0.promptTokens + $0.completionTokens }
-        lines.append("context: \(used.map(String.init) ?? "?") used of \(contextLimit.map(String.init) ?? "?")"
-            + (local.map { " · \($0.cachedTokenCount) tokens in the KV cache" } ?? ""))
+            "temperature \(number(effective.temperature))\(source(options.temperature)) · top_p \(number(effective.topP))\(source(options.topP))"
+                + " · top_k \(effective.topK.map(String.init) ?? "provider default")\(source(options.topK))"
+                + " · min_p \(number(effective.minP))\(source(options.minP))")
+        lines.append(
+            "repetition_penalty \(number(effective.repetitionPenalty))\(source(options.repetitionPenalty))"
+                + " · max_tokens \(effective.maxTokens.map(String.init) ?? "none")\(source(options.maxTokens))"
+                + " · seed \(effective.seed.map(String.init) ?? "random")\(source(options.seed))"
+                + (provider is LocalProvider ? " · replies that repeat a line a third time are ended" : ""))
+        // As the stats line counts it: the last turn's prompt and reply (the KV cache holds all
+        // but the reply's last token); before any turn, what the cache holds.
+        let cached = provider is LocalProvider ? local?.cachedTokenCount : nil
+        let used = lastUsage.map { $0.promptTokens + $0.completionTokens } ?? cached
+        lines.append("context: \(used.map(String.init) ?? "unknown") tokens used of \(contextLimit.map(String.init) ?? "the provider's limit")"
+            + (cached.map { " (\($0) in the KV cache)" } ?? ""))
         lines.append("messages: \(messages.count) · chat \(name) → \(store.sessionURL(name).path)")
         output.info(lines.joined(separator: "\n"))
     }
@@ -133,7 +148,7 @@ extension ChatSession {
             let start = DispatchTime.now()
             var snapshot: Data?
             if let local, provider is LocalProvider { snapshot = try blocking { try await local.snapshot() } }
-            let saved = SavedChat(
+            let saved = ConversationFile(
                 conversation: .init(
                     messages: messages, options: options, provider: providerName, model: localSettings.path, savedAt: Date()),
                 snapshot: snapshot)
@@ -153,7 +168,7 @@ extension ChatSession {
 
     private func load(_ argument: String) {
         let start = DispatchTime.now()
-        let saved: SavedChat
+        let saved: ConversationFile
         do {
             try ChatStore.validate(name: argument)
             let url = store.savedURL(argument)
@@ -162,7 +177,7 @@ extension ChatSession {
             }
             // A snapshot larger than the whole cache could hold is refused before decompressing.
             let limit = max(1 << 20, (local?.loadedContext ?? 4096) * 1 << 20)
-            saved = try SavedChat.decode(data, maxSnapshotBytes: limit)
+            saved = try ConversationFile.decode(data, maxSnapshotBytes: limit)
         } catch {
             output.error("could not load: \(error)")
             return

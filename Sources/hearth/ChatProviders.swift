@@ -14,6 +14,7 @@ enum ChatProviders {
         var context: Int?
         var threads: Int?
         var batch: Int
+        var promptStyle: LocalProvider.PromptStyle = .automatic
     }
 
     /// Makes a cloud provider from the environment and ~/.config/hearth/providers.json.

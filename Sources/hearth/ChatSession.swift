@@ -1,4 +1,5 @@
 import Foundation
+import HearthCloud
 import HearthLocal
 import HearthProviders
 
@@ -35,6 +36,22 @@ final class ChatSession {
 
     var providerName: String { provider?.id ?? "none" }
 
+    /// The reply cap of the chat when `max_tokens` is not set: replies end even when a small
+    /// model would run on until the context fills.
+    static let replyCap = 512
+    /// The chat's repetition penalty for local models when `repetition_penalty` is not set
+    /// (mild: 1 is off). Replies that repeat themselves anyway are ended by `RepetitionGuard`.
+    static let localRepetitionPenalty = 1.1
+
+    /// The options a turn sends: what the user set, else the chat's defaults (the reply cap,
+    /// and for local models the mild repetition penalty); the rest is the provider's default.
+    var requestOptions: GenerationOptions {
+        var o = options
+        o.maxTokens = o.maxTokens ?? Self.replyCap
+        if provider is LocalProvider { o.repetitionPenalty = o.repetitionPenalty ?? Self.localRepetitionPenalty }
+        return o
+    }
+
     /// Installs signal handling, makes the provider (loading a local model behind a spinner)
     /// and, for a resumed chat, processes the conversation so the next turn starts at once.
     func start(provider name: String, resumed: Bool) throws {
@@ -51,7 +68,16 @@ final class ChatSession {
             if let context = contextLimit { banner += " · context \(context)" }
             output.note(banner + " · /help for commands, Ctrl-D to quit")
         }
+        noteDialogueMode()
         if !resumed, messages.contains(where: { $0.role == .system }) { persist() }
+    }
+
+    /// One line when the local model gets the base-model dialogue prompt.
+    func noteDialogueMode() {
+        guard provider is LocalProvider, let reason = local?.dialogueReason else { return }
+        output.note(
+            "base model: \(reason); prompting it as a plain User:/Assistant: dialogue (--instruct uses the chat template). "
+                + "For real answers, pass --model with an instruction-tuned model (e.g. gemma-3-270m-it).")
     }
 
     /// The context window of the answering model, when known.
@@ -116,7 +142,7 @@ final class ChatSession {
         }
         var pending = messages
         if let user { pending.append(.user(user)) }
-        let request = ChatRequest(messages: pending, options: options, allowTruncation: true)
+        let request = ChatRequest(messages: pending, options: requestOptions, allowTruncation: true)
         let spinner = output.spinner("thinking", after: 0.25)
         let result = runner.run(request, on: provider, output: output, spinner: spinner)
         if !result.text.isEmpty { output.answer("\n") }
@@ -190,7 +216,9 @@ final class ChatSession {
         }
         let cloud = try ChatProviders.cloud(name)
         if case .unavailable(let reason) = blockingAvailability(cloud) {
-            throw ChatError("\(name) is unavailable: \(reason)")
+            var message = "\(name) is unavailable: \(reason)"
+            if case .unauthorized = reason { message += ". " + CloudCredentials.missingCredentialsRemedy(for: name) }
+            throw ChatError(message)
         }
         provider = cloud
     }
@@ -202,7 +230,8 @@ final class ChatSession {
         }
         let local = LocalProvider(
             configuration: .init(
-                modelPath: path, context: localSettings.context, threads: localSettings.threads, batch: localSettings.batch))
+                modelPath: path, context: localSettings.context, threads: localSettings.threads, batch: localSettings.batch,
+                promptStyle: localSettings.promptStyle, endsRepetitiveReplies: true))
         let spinner = output.spinner("loading \(URL(fileURLWithPath: path).lastPathComponent)")
         defer { spinner.stop() }
         try blocking { try await local.prewarm(nil) }
@@ -217,7 +246,7 @@ final class ChatSession {
     /// Prefills the conversation into the local cache (after /load without a usable snapshot, or --resume).
     func reprocess() {
         guard let local, provider is LocalProvider, messages.contains(where: { $0.role != .system }) else { return }
-        let request = ChatRequest(messages: messages, options: options, allowTruncation: true)
+        let request = ChatRequest(messages: messages, options: requestOptions, allowTruncation: true)
         let spinner = output.spinner("processing the conversation")
         let start = DispatchTime.now()
         do {

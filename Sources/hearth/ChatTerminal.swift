@@ -27,32 +27,22 @@ final class ChatOutput: @unchecked Sendable {
     }
 
     /// A note for the person: dim on a terminal, plain on stderr when piped.
-    func note(_ text: String) {
-        lock.withLock {
-            if styled {
-                FileHandle.standardOutput.write(Data("\u{1B}[2m\(text)\u{1B}[0m\n".utf8))
-            } else {
-                FileHandle.standardError.write(Data("\(text)\n".utf8))
-            }
-        }
-    }
+    func note(_ text: String) { write(text, styledAs: "\u{1B}[2m\(text)\u{1B}[0m") }
 
     /// An error line (red on a terminal, stderr otherwise).
-    func error(_ text: String) {
-        lock.withLock {
-            if styled {
-                FileHandle.standardOutput.write(Data("\u{1B}[31merror:\u{1B}[0m \(text)\n".utf8))
-            } else {
-                FileHandle.standardError.write(Data("error: \(text)\n".utf8))
-            }
-        }
-    }
+    func error(_ text: String) { write("error: \(text)", styledAs: "\u{1B}[31merror:\u{1B}[0m \(text)") }
 
     /// Plain text on stdout, for command output such as `/help` (stderr when piped).
-    func info(_ text: String) {
+    func info(_ text: String) { write(text.hasSuffix("\n") ? String(text.dropLast()) : text, styledAs: nil) }
+
+    /// One line: `styled` (or `plain` when nil) on stdout in a styled terminal, else `plain` on stderr.
+    private func write(_ plain: String, styledAs styled: String?) {
         lock.withLock {
-            let handle = styled ? FileHandle.standardOutput : FileHandle.standardError
-            handle.write(Data((text.hasSuffix("\n") ? text : text + "\n").utf8))
+            if self.styled {
+                FileHandle.standardOutput.write(Data("\(styled ?? plain)\n".utf8))
+            } else {
+                FileHandle.standardError.write(Data("\(plain)\n".utf8))
+            }
         }
     }
 

@@ -24,19 +24,21 @@ enum DefaultModel {
 
     /// The default model's path, or an error saying how to install it.
     static func path() throws -> String {
+        struct Registry: Decodable {
+            struct Entry: Decodable { let name: String, file: String }
+            let `default`: String
+            let models: [Entry]
+        }
         guard let dir = directory(),
             let data = FileManager.default.contents(atPath: dir.appendingPathComponent("registry.json").path),
-            let registry = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let name = registry["default"] as? String,
-            let models = registry["models"] as? [[String: Any]],
-            let entry = models.first(where: { $0["name"] as? String == name }),
-            let file = entry["file"] as? String
+            let registry = try? JSONDecoder().decode(Registry.self, from: data),
+            let file = registry.models.first(where: { $0.name == registry.default })?.file
         else {
             throw ValidationError("no --model given and no models/registry.json found; pass --model PATH or set HEARTH_MODELS")
         }
         let path = dir.appendingPathComponent(file).path
         guard FileManager.default.fileExists(atPath: path) else {
-            throw ValidationError("the default model \(name) is not installed: run scripts/fetch-default-model.sh (or scripts/setup.sh)")
+            throw ValidationError("the default model \(registry.default) is not installed: run scripts/fetch-default-model.sh (or scripts/setup.sh)")
         }
         return path
     }

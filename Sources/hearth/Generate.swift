@@ -38,14 +38,17 @@ struct Generate: ParsableCommand {
         try reportingErrors {
             let lm = try model.load(threads: runtime.threads, showProgress: !json)
             let generator = try Generator(
-                model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch, kvType: runtime.kvType)
+                model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch,
+                kvType: runtime.kernels.kvType)
+            generator.quantizedBatchPath = runtime.kernels.batchPath
+            generator.activationPrecision = runtime.kernels.precision
             let tokens =
                 raw
                 ? try lm.tokenizer.encode(prompt, addSpecialTokens: true)
                 : try lm.chatPrompt([ChatTurn(role: "user", content: prompt)])
             var parameters = GenerationParameters()
             parameters.maxTokens = maxTokens
-            parameters.sampling = sampling.options
+            parameters.sampling = sampling.samplingOptions(modelDefaults: lm.generationConfig)
             parameters.stop = stop
             parameters.topLogprobs = topLogprobs
             parameters.stripLeadingSpace = !raw
@@ -75,21 +78,13 @@ struct Generate: ParsableCommand {
 
     struct TokenLine: Encodable {
         struct Alternative: Encodable {
-            let id: Int32
-            let logprob: Float
+            let id: Int32, logprob: Float
         }
-        let id: Int32
-        let text: String
-        let logprob: Float
-        let top_logprobs: [Alternative]
+        let id: Int32, text: String, logprob: Float, top_logprobs: [Alternative]
     }
 
     struct DoneLine: Encodable {
-        let done: Bool
-        let finish_reason: String
-        let prompt_tokens: Int
-        let completion_tokens: Int
-        let prefill_tokens_per_second: Double
-        let decode_tokens_per_second: Double
+        let done: Bool, finish_reason: String, prompt_tokens: Int, completion_tokens: Int
+        let prefill_tokens_per_second: Double, decode_tokens_per_second: Double
     }
 }

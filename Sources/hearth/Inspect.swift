@@ -8,51 +8,94 @@ struct Inspect: ParsableCommand {
         abstract: "Describe a model: architecture, dimensions, dtypes, parameters, tokenizer, stop tokens, context.")
 
     @OptionGroup var model: ModelOptions
+    @OptionGroup var context: ContextOption
 
-    @Option(name: .long, help: "Context size used to report the KV cache size (default: the model's, at most 4096).")
-    var ctx: Int?
+    @Flag(name: .long, help: "Print one JSON object (stable keys, for scripts) instead of text.")
+    var json = false
+
+    /// What `inspect` reports; `--json` prints it as is.
+    struct Report: Encodable {
+        struct Token: Encodable {
+            let id: Int32
+            let text: String
+        }
+        let path, name, architecture, norm, mlp, activation, rope_scaling, tokenizer, kernels, best_kernels: String
+        let base_model_reason, quantization, chat_template: String?
+        let instruction_tuned, tied_embeddings, adds_bos: Bool
+        let parameters, hidden_size, layers, heads, kv_heads, head_dim, ffn_size, vocab_size, rotary_dims: Int
+        let sliding_layers, context_length, kv_cache_context, kv_cache_bytes_f16, vocabulary: Int
+        let sliding_window: Int?
+        let norm_epsilon, rope_theta: Float
+        let weight_bytes: [String: Int]
+        let bos: Token?
+        let stop_tokens: [Token]
+    }
 
     func run() throws {
         try reportingErrors {
             let lm = try model.load()
-            let o = lm.options
-            let context = ctx ?? lm.defaultContext
-            let kvBytes = 2 * o.layerCount * context * o.kvHeadCount * o.headDim * 2
-            var lines: [String] = []
-            lines.append("path:            \(lm.path.path)")
-            lines.append("architecture:    \(lm.architecture)")
-            lines.append("parameters:      \(lm.parameterCount) (\(String(format: "%.2f", Double(lm.parameterCount) / 1e9)) B)")
-            lines.append("dimensions:      hidden \(o.hiddenSize), layers \(o.layerCount), heads \(o.headCount), kv heads \(o.kvHeadCount), head dim \(o.headDim), ffn \(o.ffnSize), vocab \(o.vocabSize)")
-            let dtypes = lm.weightBytesByType.sorted { $0.key.rawValue < $1.key.rawValue }
-                .map { "\($0.key.rawValue) \(formatBytes($0.value))" }.joined(separator: ", ")
-            lines.append("weights:         \(dtypes)")
-            if let summary = lm.quantizationSummary { lines.append("quantization:    \(summary)") }
-            lines.append("norm:            \(o.norm)")
-            lines.append("mlp:             \(o.mlp)")
-            lines.append("rope:            theta \(o.rope.theta), rotary dims \(o.rope.rotaryDims)/\(o.headDim), scaling \(describe(o.rope.scaling))")
-            lines.append("tied embeddings: \(o.tiedEmbeddings)")
-            if let window = o.slidingWindow {
-                let count = (0..<o.layerCount).filter { o.isSliding($0) }.count
-                lines.append("sliding window:  \(window) on \(count) of \(o.layerCount) layers")
-            }
-            lines.append("context length:  \(o.maxContext) (trained); KV cache at \(context) tokens: \(formatBytes(kvBytes)) f16")
-            let tokenizer = lm.tokenizer
-            lines.append("tokenizer:       \(tokenizer.kind), \(tokenizer.vocabularySize) tokens, BOS \(tokenizer.bosID.map(String.init) ?? "none") (added: \(tokenizer.addsBOS))")
-            let eos = lm.eosIDs.sorted().map { id in
-                "\(id) \(String(decoding: tokenizer.bytes(of: id) ?? [], as: UTF8.self).debugDescription)"
-            }
-            lines.append("stop tokens:     \(eos.joined(separator: ", "))")
-            lines.append("chat template:   \(lm.chatTemplate.map { $0.format.rawValue } ?? "none (use --raw)")")
-            let cpu = KernelLevel.cpuName
-            lines.append("kernels:         \(KernelLevel.current.rawValue) (best on this CPU: \(KernelLevel.best.rawValue)\(cpu.isEmpty ? "" : ", \(cpu)"); HEARTH_CPU forces a lower one)")
-            emit(lines.joined(separator: "\n") + "\n")
+            let report = Self.report(lm, context: context.ctx ?? lm.defaultContext)
+            emit(json ? try jsonLine(report) : Self.text(report, lm: lm))
         }
     }
 
-    private func describe(_ scaling: DecoderOptions.Scaling) -> String {
+    static func report(_ lm: LanguageModel, context: Int) -> Report {
+        let o = lm.options
+        let tokenizer = lm.tokenizer
+        func token(_ id: Int32) -> Report.Token {
+            .init(id: id, text: tokenizer.token(id) ?? "(not in the tokenizer's \(tokenizer.vocabularySize) tokens)")
+        }
+        return Report(
+            path: lm.path.path, name: lm.name, architecture: lm.architecture, norm: o.norm.name, mlp: o.mlp.shape,
+            activation: o.mlp.activationName, rope_scaling: o.rope.scaling.name, tokenizer: tokenizer.kind,
+            kernels: KernelLevel.current.rawValue, best_kernels: KernelLevel.best.rawValue,
+            base_model_reason: lm.baseModelReason, quantization: lm.quantizationSummary,
+            chat_template: lm.chatTemplate?.format.rawValue, instruction_tuned: lm.baseModelReason == nil,
+            tied_embeddings: o.tiedEmbeddings, adds_bos: tokenizer.addsBOS, parameters: lm.parameterCount,
+            hidden_size: o.hiddenSize, layers: o.layerCount, heads: o.headCount, kv_heads: o.kvHeadCount,
+            head_dim: o.headDim, ffn_size: o.ffnSize, vocab_size: o.vocabSize, rotary_dims: o.rope.rotaryDims,
+            sliding_layers: o.slidingWindow == nil ? 0 : (0..<o.layerCount).filter { o.isSliding($0) }.count,
+            context_length: o.maxContext, kv_cache_context: context,
+            kv_cache_bytes_f16: 2 * o.layerCount * context * o.kvHeadCount * o.headDim * 2,
+            vocabulary: tokenizer.vocabularySize, sliding_window: o.slidingWindow, norm_epsilon: o.norm.epsilon,
+            rope_theta: o.rope.theta,
+            weight_bytes: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
+            bos: tokenizer.bosID.map(token), stop_tokens: lm.eosIDs.sorted().map(token))
+    }
+
+    static func text(_ r: Report, lm: LanguageModel) -> String {
+        var lines: [String] = []
+        lines.append("path:            \(r.path)")
+        lines.append("name:            \(r.name) (\(r.instruction_tuned ? "instruction-tuned" : "base model: \(r.base_model_reason ?? "")"))")
+        lines.append("architecture:    \(r.architecture)")
+        lines.append("parameters:      \(r.parameters) (\(String(format: "%.2f", Double(r.parameters) / 1e9)) B)")
+        lines.append("dimensions:      hidden \(r.hidden_size), layers \(r.layers), heads \(r.heads), kv heads \(r.kv_heads), head dim \(r.head_dim), ffn \(r.ffn_size), vocab \(r.vocab_size)")
+        let dtypes = r.weight_bytes.sorted { $0.key < $1.key }.map { "\($0.key) \(formatBytes($0.value))" }.joined(separator: ", ")
+        lines.append("weights:         \(dtypes)")
+        if let summary = r.quantization { lines.append("quantization:    \(summary)") }
+        lines.append("norm:            \(r.norm) (eps \(r.norm_epsilon))")
+        lines.append("mlp:             \(r.mlp), \(r.activation)")
+        lines.append("rope:            theta \(r.rope_theta), rotary dims \(r.rotary_dims)/\(r.head_dim), scaling \(describe(lm.options.rope.scaling))")
+        lines.append("tied embeddings: \(r.tied_embeddings)")
+        if let window = r.sliding_window {
+            lines.append("sliding window:  \(window) on \(r.sliding_layers) of \(r.layers) layers")
+        }
+        lines.append("context length:  \(r.context_length) (trained); KV cache at \(r.kv_cache_context) tokens: \(formatBytes(r.kv_cache_bytes_f16)) f16")
+        let bos = r.bos.map { "\($0.id) \($0.text)" } ?? "none"
+        lines.append("tokenizer:       \(r.tokenizer), \(r.vocabulary) tokens, BOS \(bos) (added: \(r.adds_bos))")
+        lines.append("stop tokens:     \(r.stop_tokens.map { "\($0.id) \($0.text)" }.joined(separator: ", "))")
+        lines.append("chat template:   \(r.chat_template ?? "none (use --raw)")")
+        let cpu = KernelLevel.cpuName
+        lines.append("kernels:         \(r.kernels) (best on this CPU: \(r.best_kernels)\(cpu.isEmpty ? "" : ", \(cpu)"); HEARTH_CPU forces a lower one)")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func describe(_ scaling: DecoderOptions.Scaling) -> String {
         switch scaling {
         case .none: return "none"
         case .linear(let factor): return "linear ×\(factor)"
+        case .longRoPE(let short, _, _, _) where scaling.name == "frequency-factors":
+            return "per-frequency divisors (\(short.count) rope_freqs)"
         case .longRoPE(_, _, let original, let attention):
             return "longrope (original context \(original), attention factor \(attention))"
         case .llama3(let factor, _, _, let original):

@@ -1,5 +1,7 @@
 import ArgumentParser
 import HearthEngine
+import HearthFormats
+import HearthProviders
 import HearthKernels
 import HearthTokenizers
 
@@ -30,7 +32,7 @@ struct ModelOptions: ParsableArguments {
     }
 
     func validate() throws {
-        if let quantize, !quantize.supportsInterleaved16 { throw ValidationError("--quantize takes q4_0, q4_1 or q8_0") }
+        if let quantize, !QuantizationPlan.types.contains(quantize) { throw ValidationError("--quantize takes q4_0, q4_1 or q8_0") }
     }
 
     func load(threads: Int? = nil, showProgress: Bool = false) throws -> LanguageModel {
@@ -43,62 +45,107 @@ struct ModelOptions: ParsableArguments {
     }
 }
 
-/// Options for running the model.
-struct RuntimeOptions: ParsableArguments {
+// The option groups every command shares, declared and validated once: `--threads`
+// (`ThreadsOption`), `--ctx` (`ContextOption`), the KV type and kernel path
+// (`KernelOptions`) and sampling (`SamplingFlags`, validated by the provider layer's
+// `GenerationOptions.validate()`, the check the REPL, `LocalProvider` and the server use).
+
+/// `-t/--threads`.
+struct ThreadsOption: ParsableArguments {
     @Option(name: [.customShort("t"), .long], help: "Worker threads (default: all cores).")
     var threads: Int?
 
+    func validate() throws {
+        if let threads, threads < 1 || threads > 512 { throw ValidationError("--threads must be between 1 and 512") }
+    }
+}
+
+/// `--ctx`: the KV cache size of a generating command.
+struct ContextOption: ParsableArguments {
     @Option(name: .long, help: "Context size in tokens: the KV cache is sized for this (default: the model's, at most 4096).")
     var ctx: Int?
+
+    func validate() throws {
+        if let ctx, ctx < 16 { throw ValidationError("--ctx must be at least 16") }
+    }
+}
+
+/// `--kv-type`, `--prefill-path` and `--activation-bits`: how the engine stores and multiplies.
+struct KernelOptions: ParsableArguments {
+    @Option(name: .long, help: "KV cache element type: f16 (half the memory; the default) or f32.")
+    var kvType: DType = .f16
+
+    @Option(name: .long, help: "Batched products over quantized weights: integer (quantized activations, see --activation-bits; the default) or sgemm (f32 activations: dequantize + BLAS).")
+    var prefillPath: String = QuantizedBatchPath.integer.rawValue
+
+    @Option(name: .long, help: "Bits of the activations the integer kernels multiply: 16 (the default; within rounding of f32 activations), mixed (8 for the layers' products over a prompt where the CPU has AVX-512 VNNI — about twice as fast there — 16 for generation and the output head) or 8 (everywhere, as llama.cpp).")
+    var activationBits: String = ActivationPrecision.wide.rawValue
+
+    func validate() throws {
+        if kvType != .f16 && kvType != .f32 { throw ValidationError("--kv-type takes f16 or f32") }
+        if QuantizedBatchPath(rawValue: prefillPath) == nil { throw ValidationError("--prefill-path takes integer or sgemm") }
+        if ActivationPrecision(rawValue: activationBits) == nil { throw ValidationError("--activation-bits takes 16, mixed or 8") }
+    }
+
+    var batchPath: QuantizedBatchPath { QuantizedBatchPath(rawValue: prefillPath) ?? .integer }
+    var precision: ActivationPrecision { ActivationPrecision(rawValue: activationBits) ?? .wide }
+}
+
+/// Options for running the model: threads, context, prefill batch, KV type and kernel path.
+struct RuntimeOptions: ParsableArguments {
+    @OptionGroup var workers: ThreadsOption
+    @OptionGroup var context: ContextOption
+    @OptionGroup var kernels: KernelOptions
 
     @Option(name: .long, help: "Prompt tokens processed per batch during prefill.")
     var batch: Int = 512
 
-    @Option(name: .long, help: "KV cache element type: f16 (half the memory) or f32.")
-    var kvType: DType = .f16
+    var threads: Int? { workers.threads }
+    var ctx: Int? { context.ctx }
 
     func validate() throws {
-        if let threads, threads < 1 || threads > 512 { throw ValidationError("--threads must be between 1 and 512") }
-        if let ctx, ctx < 1 { throw ValidationError("--ctx must be at least 1") }
         if batch < 1 || batch > 4096 { throw ValidationError("--batch must be between 1 and 4096") }
-        if kvType != .f16 && kvType != .f32 { throw ValidationError("--kv-type takes f16 or f32") }
     }
 }
 
 extension DType: ExpressibleByArgument {}
 
-/// Sampling flags, mapped onto `SamplingOptions`.
+/// Sampling flags. Unset ones are resolved in one place, `SamplingOptions(temperature:…
+/// modelDefaults:)`: the model's generation_config.json (or the cloud provider's default),
+/// else temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, no repetition penalty.
 struct SamplingFlags: ParsableArguments {
-    @Option(name: .long, help: "Sampling temperature; 0 is greedy (always the most likely token).")
-    var temperature: Float = 0.8
+    @Option(name: .long, help: "Sampling temperature; 0 is greedy (default: the model's generation_config.json, else 0.8).")
+    var temperature: Double?
 
-    @Option(name: .long, help: "Sample only among the K most likely tokens (0 disables).")
-    var topK: Int = 40
+    @Option(name: .long, help: "Sample only among the K most likely tokens; 0 disables (default: the model's, else 40).")
+    var topK: Int?
 
-    @Option(name: .long, help: "Nucleus sampling: keep the most likely tokens up to this total probability (1 disables).")
-    var topP: Float = 0.95
+    @Option(name: .long, help: "Nucleus sampling: keep the most likely tokens up to this total probability; 1 disables (default: the model's, else 0.95).")
+    var topP: Double?
 
-    @Option(name: .long, help: "Drop tokens less likely than this fraction of the most likely one (0 disables).")
-    var minP: Float = 0.05
+    @Option(name: .long, help: "Drop tokens less likely than this fraction of the most likely one; 0 disables (default 0.05).")
+    var minP: Double?
 
-    @Option(name: .long, help: "Penalise tokens seen in the last 64 tokens (1 disables; 1.1 is mild).")
-    var repeatPenalty: Float = 1.0
+    @Option(name: .long, help: "Penalise tokens seen in the last 64 tokens; 1 disables, 1.1 is mild (default: the model's, else 1; chat: 1.1).")
+    var repeatPenalty: Double?
 
     @Option(name: .long, help: "Random seed, for reproducible sampling.")
-    var seed: UInt64?
+    var seed: Int?
 
-    var options: SamplingOptions {
-        var o = SamplingOptions()
-        o.temperature = temperature
-        o.topK = topK
-        o.topP = topP
-        o.minP = minP
-        o.repetitionPenalty = repeatPenalty
-        o.seed = seed
-        return o
+    /// The flags as provider-layer options (unset ones stay nil: the provider's defaults).
+    var generationOptions: GenerationOptions {
+        GenerationOptions(
+            temperature: temperature, topP: topP, topK: topK, minP: minP, seed: seed, repetitionPenalty: repeatPenalty)
+    }
+
+    /// The engine's sampling options, unset values resolved against the model's defaults.
+    func samplingOptions(modelDefaults: GenerationConfig?) -> SamplingOptions {
+        SamplingOptions(
+            temperature: temperature, topK: topK, topP: topP, minP: minP, repetitionPenalty: repeatPenalty, seed: seed,
+            modelDefaults: modelDefaults)
     }
 
     func validate() throws {
-        do { try options.validate() } catch let error as EngineError { throw ValidationError(error.message) }
+        do { try generationOptions.validate() } catch { throw ValidationError("--" + error.message.replacingOccurrences(of: "_", with: "-")) }
     }
 }

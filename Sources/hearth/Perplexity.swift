@@ -31,8 +31,7 @@ struct Perplexity: ParsableCommand {
     @Option(name: .long, help: "Tokens per chunk (default 512, or the base file's).")
     var ctx: Int?
 
-    @Option(name: [.customShort("t"), .long], help: "Worker threads (default: all cores).")
-    var threads: Int?
+    @OptionGroup var workers: ThreadsOption
 
     @Option(name: .long, help: "First scored position in each chunk (default: ctx/2, as llama-perplexity; 0 scores every position).")
     var first: Int?
@@ -52,14 +51,7 @@ struct Perplexity: ParsableCommand {
     @Option(name: .long, help: "Compare this run with a file written by --save-logits: KL divergence, same top token, Δ perplexity, |Δ log p|.")
     var klDivergenceBase: String?
 
-    @Option(name: .long, help: "KV cache element type: f16 (the default, as generation uses) or f32.")
-    var kvType: DType = .f16
-
-    @Option(name: .long, help: "Batched products over quantized weights: integer (quantized activations, see --activation-bits; the default) or sgemm (f32 activations: dequantize + BLAS).")
-    var prefillPath: String = QuantizedBatchPath.integer.rawValue
-
-    @Option(name: .long, help: "Bits of the activations the integer kernels multiply: 16 (the default; within rounding of f32 activations), mixed (8 for the layers' products over a prompt where the CPU has AVX-512 VNNI — about twice as fast there — 16 for generation and the output head) or 8 (everywhere, as llama.cpp).")
-    var activationBits: String = ActivationPrecision.wide.rawValue
+    @OptionGroup var kernels: KernelOptions
 
     @Flag(name: .long, help: "Print JSON instead of text.")
     var json = false
@@ -68,17 +60,11 @@ struct Perplexity: ParsableCommand {
         if let ctx, ctx < 4 { throw ValidationError("--ctx must be at least 4") }
         if let chunks, chunks < 1 { throw ValidationError("--chunks must be at least 1") }
         if logitsTopK < 1 { throw ValidationError("--logits-top-k must be at least 1") }
-        if kvType != .f16 && kvType != .f32 { throw ValidationError("--kv-type takes f16 or f32") }
-        if QuantizedBatchPath(rawValue: prefillPath) == nil { throw ValidationError("--prefill-path takes integer or sgemm") }
-        if ActivationPrecision(rawValue: activationBits) == nil { throw ValidationError("--activation-bits takes 16, mixed or 8") }
         if file == nil && klDivergenceBase == nil { throw ValidationError("--file is required (unless --kl-divergence-base gives the tokens)") }
     }
 
     struct Result: Encodable {
-        let perplexity: Double
-        let tokens: Int
-        let chunks: Int
-        let scored: Int
+        let perplexity: Double, tokens: Int, chunks: Int, scored: Int
         let klDivergence: DistributionComparison.Summary?
 
         enum CodingKeys: String, CodingKey {
@@ -88,11 +74,7 @@ struct Perplexity: ParsableCommand {
     }
 
     struct Position: Encodable {
-        let chunk: Int
-        let position: Int
-        let next: Int32
-        let argmax: Int32
-        let logprob: Float
+        let chunk: Int, position: Int, next: Int32, argmax: Int32, logprob: Float
     }
 
     func run() throws {
@@ -103,7 +85,7 @@ struct Perplexity: ParsableCommand {
                 }
                 return try LogitsFile(data: data, name: path)
             }
-            let lm = try model.load(threads: threads)
+            let lm = try model.load(threads: workers.threads)
             let ctx = self.ctx ?? base?.header.ctx ?? 512
             var tokens: [Int32]
             if let file {
@@ -127,9 +109,9 @@ struct Perplexity: ParsableCommand {
                 topK: min(logitsTopK, lm.options.vocabSize))
             try base?.checkComparable(with: header, tokens: tokens)
 
-            let generator = try Generator(model: lm, context: ctx, threads: threads, batch: min(ctx, 512), kvType: kvType)
-            generator.quantizedBatchPath = QuantizedBatchPath(rawValue: prefillPath) ?? .integer
-            generator.activationPrecision = ActivationPrecision(rawValue: activationBits) ?? .wide
+            let generator = try Generator(model: lm, context: ctx, threads: workers.threads, batch: min(ctx, 512), kvType: kernels.kvType)
+            generator.quantizedBatchPath = kernels.batchPath
+            generator.activationPrecision = kernels.precision
             let vocab = lm.options.vocabSize
             var saved = saveLogits.map { _ in LogitsFile(header: header, tokens: tokens) }
             var comparison = DistributionComparison()

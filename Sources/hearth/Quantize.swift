@@ -17,11 +17,10 @@ struct Quantize: ParsableCommand {
     @Option(name: .long, help: "Block type for the projections: q4_0 (4.5 bits/weight), q4_1 (5.0) or q8_0 (8.5). The output matrix is kept at q8_0.")
     var type: DType = .q4_0
 
-    @Option(name: [.customShort("t"), .long], help: "Threads used to quantize (default: all cores).")
-    var threads: Int?
+    @OptionGroup var workers: ThreadsOption
 
     func validate() throws {
-        if !type.supportsInterleaved16 { throw ValidationError("--type takes q4_0, q4_1 or q8_0") }
+        if !QuantizationPlan.types.contains(type) { throw ValidationError("--type takes q4_0, q4_1 or q8_0") }
     }
 
     func run() throws {
@@ -34,7 +33,7 @@ struct Quantize: ParsableCommand {
             var fills: [(UnsafeMutableRawBufferPointer, @escaping @Sendable (Double) -> Void) throws -> Void] = []
             let matrices = lm.weights.namedMatrices(options: o)
             let totalWeights = Double(matrices.reduce(0) { $0 + $1.matrix.rows * $1.matrix.cols })
-            let threads = threads ?? WorkerPool.defaultThreadCount
+            let threads = workers.threads ?? WorkerPool.defaultThreadCount
             for (role, w) in matrices {
                 let dtype = ModelWeights.type(for: role, plan: plan, tied: o.tiedEmbeddings)
                 let length = dtype.matrixBytes(rows: w.rows, cols: w.cols, layout: .interleaved16) ?? 0

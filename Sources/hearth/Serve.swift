@@ -32,11 +32,10 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Requests decoded at once (sequence slots, each with its own KV cache of --ctx tokens).")
     var parallel: Int = 4
 
-    @Option(name: .long, help: "Context size in tokens per sequence (default: the model's, at most 4096).")
-    var ctx: Int?
-
-    @Option(name: [.customShort("t"), .long], help: "Worker threads (default: all cores).")
-    var threads: Int?
+    @OptionGroup var context: ContextOption
+    @OptionGroup var workers: ThreadsOption
+    var ctx: Int? { context.ctx }
+    var threads: Int? { workers.threads }
 
     @Option(name: .long, help: "Requests that may wait for a free slot beyond the running ones; more are refused with 503 and Retry-After.")
     var maxQueue: Int = 64

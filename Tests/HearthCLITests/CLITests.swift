@@ -145,6 +145,34 @@ enum CLITestError: Error { case binaryNotFound }
         #expect(badFlag.status != 0)
     }
 
+    /// A file that is no model format says so, with its first bytes, and what to pass instead.
+    @Test func unknownFileSaysWhatItIsNot() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-test-\(UUID().uuidString).gguf")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data([0xde, 0xad, 0xbe, 0xef, 0x41, 0x42, 0x43, 0x00, 0x01]).write(to: file)
+        let result = try hearth(["inspect", "--model", file.path])
+        #expect(result.status != 0)
+        #expect(result.stderr.contains("neither a GGUF, an HQF nor a safetensors file"), "\(result.stderr)")
+        #expect(result.stderr.contains("de ad be ef 41 42 43"), "\(result.stderr)")
+        #expect(!result.stderr.contains("config.json in the model directory"))
+    }
+
+    /// `inspect` names things as people read them, and `--json` gives the same for scripts.
+    @Test func inspectPrintsNamesAndJSON() throws {
+        let path = Fixtures.checkpoint("gemma3-tiny").path
+        let text = try hearth(["inspect", "--model", path])
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout.contains("mlp:             gated, gelu_tanh"), "\(text.stdout)")
+        #expect(!text.stdout.contains("HearthEngine."))
+        let json = try hearth(["inspect", "--model", path, "--json"])
+        #expect(json.status == 0, "\(json.stderr)")
+        let object = try #require(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        #expect(object["activation"] as? String == "gelu_tanh")
+        #expect(object["norm"] as? String == "rmsnorm")
+        let stops = try #require(object["stop_tokens"] as? [[String: Any]])
+        #expect(!stops.isEmpty && stops.allSatisfy { !($0["text"] as? String ?? "").isEmpty }, "\(stops)")
+    }
+
     @Test func everyFlagHasHelp() throws {
         // swift-argument-parser's machine-readable help lists every argument with its abstract.
         let result = try hearth(["--experimental-dump-help"])

@@ -31,6 +31,31 @@ import Glibc
         try #require(CLITests.binary, "build the hearth product first")
     }
 
+    /// Runs `hearth chat` with `input` on a pipe; returns its status, stdout and stderr.
+    func piped(_ arguments: [String], input: String, environment: [String: String]) throws
+        -> (status: Int32, stdout: String, stderr: String)
+    {
+        let process = Process()
+        process.executableURL = try binary()
+        process.arguments = ["chat"] + arguments
+        process.environment = environment
+        let stdin = Pipe(), out = Pipe(), err = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+        // Read both pipes at once so neither can fill up and block the child.
+        let box = OutputBox()
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) { box.stdout = out.fileHandleForReading.readDataToEndOfFile() }
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        group.wait()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: box.stdout, as: UTF8.self), stderr)
+    }
+
     /// Seconds since `start`.
     func since(_ start: DispatchTime) -> Double { Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9 }
 
@@ -167,21 +192,10 @@ import Glibc
     @Test func pipedConversationGivesCleanAnswers() throws {
         let home = home()
         defer { try? FileManager.default.removeItem(at: home) }
-        let process = Process()
-        process.executableURL = try binary()
-        process.arguments = ["chat", "--model", Self.fixture, "--temperature", "0", "--max-tokens", "5", "--threads", "2"]
-        process.environment = environment(home)
-        let input = Pipe(), out = Pipe(), err = Pipe()
-        process.standardInput = input
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        input.fileHandleForWriting.write(Data("hello\n\"\"\"\ntwo\nlines\n\"\"\"\n/show\nthird \\\nline\n".utf8))
-        try input.fileHandleForWriting.close()
-        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(stderr)")
+        let (status, stdout, stderr) = try piped(
+            ["--model", Self.fixture, "--temperature", "0", "--max-tokens", "5", "--threads", "2"],
+            input: "hello\n\"\"\"\ntwo\nlines\n\"\"\"\n/show\nthird \\\nline\n", environment: environment(home))
+        #expect(status == 0, "\(stderr)")
         #expect(!stdout.contains("\u{1B}") && !stderr.contains("\u{1B}"), "escape codes in piped output")
         #expect(!stdout.contains(">>>"))
         #expect(stderr.components(separatedBy: "5 tokens").count - 1 == 3, "\(stderr)")
@@ -191,6 +205,41 @@ import Glibc
         let saved = try String(contentsOf: home.appendingPathComponent("chats/\(session)"), encoding: .utf8)
         #expect(saved.contains("two\\nlines"))
         #expect(saved.contains("third \\nline"))
+    }
+
+    /// One validation everywhere: the REPL refuses what the engine would refuse (`/set min_p 1`
+    /// used to be accepted, then the next turn failed), and `/show` prints the values a turn
+    /// runs with — the model's defaults resolved, the chat's reply cap, the context used.
+    @Test func replRefusesWhatTheEngineRefusesAndShowsEffectiveValues() throws {
+        let home = home()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let (status, _, stderr) = try piped(
+            ["--model", Self.fixture, "--max-tokens", "3", "--threads", "2"],
+            input: "/set min_p 1\n/set top_p 0\n/set temperature 0\nhello\n/show\n", environment: environment(home))
+        #expect(status == 0, "\(stderr)")
+        #expect(stderr.contains("error: min_p must be in [0, 1)"), "\(stderr)")
+        #expect(stderr.contains("error: top_p must be in (0, 1]"), "\(stderr)")
+        #expect(stderr.contains("temperature = 0"))
+        #expect(stderr.contains("3 tokens"), "the turn after the refused /set runs: \(stderr)")
+        // /show: effective values (min_p is the engine default, not "default"), and the context used.
+        #expect(stderr.contains("temperature 0 (set)"), "\(stderr)")
+        #expect(stderr.contains("min_p 0.05\n"), "\(stderr)")
+        #expect(stderr.contains("max_tokens 3 (set)"), "\(stderr)")
+        #expect(!stderr.contains("default ·"), "\(stderr)")
+        #expect(stderr.range(of: #"context: [1-9][0-9]* tokens used of 128 \([0-9]+ in the KV cache\)"#, options: .regularExpression) != nil, "\(stderr)")
+    }
+
+    /// `--provider openai` without a key names the variable and the config file.
+    @Test func missingCloudKeyNamesTheVariableAndTheFile() throws {
+        let home = home()
+        defer { try? FileManager.default.removeItem(at: home) }
+        var env = environment(home)
+        env.removeValue(forKey: "OPENAI_API_KEY")
+        env["XDG_CONFIG_HOME"] = home.path
+        let (status, _, stderr) = try piped(["--provider", "openai"], input: "", environment: env)
+        #expect(status != 0)
+        #expect(stderr.contains("OPENAI_API_KEY"), "\(stderr)")
+        #expect(stderr.contains(home.appendingPathComponent("hearth/providers.json").path), "\(stderr)")
     }
 
     /// The real default model, with the release binary scripts/setup.sh builds (or
@@ -203,7 +252,9 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: home) }
         let binary = URL(fileURLWithPath: ProcessInfo.processInfo.environment["HEARTH_CHAT_BINARY"] ?? RealModel.binary)
         let chat = try ChatPTY(
-            binary: binary, arguments: ["chat", "--temperature", "0", "--max-tokens", "64", "--ctx", "2048"],
+            // --instruct: the chat template, on which this base model writes long replies (in its
+            // default dialogue mode it answers in a line, too short to interrupt mid-reply).
+            binary: binary, arguments: ["chat", "--instruct", "--temperature", "0", "--max-tokens", "64", "--ctx", "2048"],
             environment: environment(home))
         try chat.expect(">>> ", timeout: 60)
         chat.send(String(repeating: "Here is some context about hearths and fireplaces. ", count: 20) + "Summarise it.\r")
@@ -221,8 +272,10 @@ import Glibc
         try chat.expect("max_tokens = 400")
         chat.send("Write a very long essay about fire.\r")
         try chat.expect("fire.\u{1B}[K", timeout: 10)
-        let deadline = Date().addingTimeInterval(2)
-        while Date() < deadline { chat.pump(0.05) }  // mid-reply
+        // Mid-reply: the reply is about 200 tokens (until the repetition guard ends it), 2 s at
+        // 100 tokens/s.
+        let deadline = Date().addingTimeInterval(0.5)
+        while Date() < deadline { chat.pump(0.05) }
         let start = DispatchTime.now()
         chat.send("\u{03}")
         try chat.expect("interrupted", timeout: 2)
@@ -232,4 +285,9 @@ import Glibc
         chat.send("\u{04}")
         #expect(chat.exitStatus(timeout: 10) == 0)
     }
+}
+
+/// `@unchecked Sendable`: written by one task before `DispatchGroup.wait()` returns, read after.
+private final class OutputBox: @unchecked Sendable {
+    var stdout = Data()
 }

@@ -194,3 +194,28 @@ import Testing
         #expect(usage.cachedPromptTokens == usage.promptTokens - 1)
     }
 }
+
+/// The `.hchat` conversation file lives in HearthLocal so apps can save and restore a chat.
+@Suite struct ConversationFileTests {
+    @Test func roundTripsAndKeepsTheConversationWhenTheSnapshotIsDamaged() throws {
+        let conversation = ConversationFile.Conversation(
+            messages: [.system("Be brief."), .user("hi"), .assistant("hello")], options: GenerationOptions(temperature: 0.3),
+            provider: "local", model: "/m.gguf", savedAt: Date(timeIntervalSince1970: 1_700_000_000))
+        let snapshot = Data((0..<10_000).map { UInt8($0 % 7) })
+        let data = try ConversationFile(conversation: conversation, snapshot: snapshot).encoded()
+        #expect(Array(data.prefix(8)) == Array("HRTHCHAT".utf8))
+        let read = try ConversationFile.decode(data, maxSnapshotBytes: 1 << 20)
+        #expect(read.conversation.messages == conversation.messages)
+        #expect(read.conversation.options == conversation.options)
+        #expect(read.snapshot == snapshot)
+        // A damaged snapshot byte: the conversation still loads; the snapshot is reported.
+        var damaged = data
+        damaged[damaged.count - 3] ^= 0xFF
+        let partly = try ConversationFile.decode(damaged, maxSnapshotBytes: 1 << 20)
+        #expect(partly.snapshot == nil && partly.snapshotProblem?.contains("checksum") == true)
+        #expect(partly.conversation.messages == conversation.messages)
+        // A snapshot larger than allowed is refused before decompressing.
+        #expect(try ConversationFile.decode(data, maxSnapshotBytes: 100).snapshot == nil)
+        #expect(throws: ConversationFileError.self) { try ConversationFile.decode(Data("not a chat".utf8), maxSnapshotBytes: 1) }
+    }
+}

@@ -1,19 +1,13 @@
 import HearthFormats
 
-/// Llama 2/3 (`LlamaForCausalLM`) and Mistral (`MistralForCausalLM`): RMSNorm, SwiGLU,
-/// grouped-query attention, RoPE with linear or Llama 3 scaling.
+/// Llama 2/3 (`LlamaForCausalLM`, GGUF `llama`) and Mistral (`MistralForCausalLM`): RMSNorm,
+/// SwiGLU, grouped-query attention, RoPE with linear or Llama 3 scaling.
 public enum LlamaFamily: ModelFamily {
     public static let architectures = ["LlamaForCausalLM", "MistralForCausalLM"]
+    public static let ggufArchitecture: String? = "llama"
 
     public static func options(from config: HFConfig) throws -> DecoderOptions {
-        let hidden = try required(config.hiddenSize, "hidden_size")
-        let heads = try required(config.numAttentionHeads, "num_attention_heads")
-        let kvHeads = try required(config.numKeyValueHeads ?? heads, "num_key_value_heads")
-        guard heads % kvHeads == 0 else {
-            throw FormatError(.invalidValue, "num_attention_heads is not a multiple of num_key_value_heads", path: "config.json", key: "num_key_value_heads")
-        }
-        let headDim = try required(config.headDim ?? (hidden / heads), "head_dim")
-        let maxContext = config.maxPositionEmbeddings ?? 4096
+        let c = try ConfigPrelude(config)
         var scaling = DecoderOptions.Scaling.none
         if let s = config.ropeScaling {
             switch s.type {
@@ -28,15 +22,28 @@ public enum LlamaFamily: ModelFamily {
                 throw FormatError(.invalidValue, "unsupported rope scaling '\(s.type)'", path: "config.json", key: "rope_scaling")
             }
         }
-        return DecoderOptions(
-            hiddenSize: hidden, layerCount: try required(config.numHiddenLayers, "num_hidden_layers"),
-            headCount: heads, kvHeadCount: kvHeads, headDim: headDim,
-            ffnSize: try required(config.intermediateSize, "intermediate_size"),
-            vocabSize: try required(config.vocabSize, "vocab_size"),
+        return c.options(
             norm: .rms(eps: Float(config.rmsNormEps ?? 1e-5)),
-            mlp: .gated(try Phi2Family.activation(config.hiddenAct ?? "silu")),
-            rope: .init(theta: Float(config.ropeTheta ?? 10000), rotaryDims: headDim, scaling: scaling),
+            mlp: .gated(try activation(config.hiddenAct ?? "silu")),
+            rope: .init(theta: Float(config.ropeTheta ?? 10000), rotaryDims: c.headDim, scaling: scaling),
             tiedEmbeddings: config.tieWordEmbeddings ?? false,
-            maxContext: maxContext, slidingWindow: config.slidingWindow)
+            maxContext: config.maxPositionEmbeddings ?? 4096, slidingWindow: config.slidingWindow)
+    }
+
+    public static func options(gguf: GGUFFile) throws -> DecoderOptions {
+        let h = GGUFHyperparameters(gguf: gguf, arch: "llama")
+        var o = try h.base(norm: .rms(eps: try h.optionalFloat("attention.layer_norm_rms_epsilon") ?? 1e-5), mlp: .gated(.silu))
+        // llama.cpp's converter permutes Q/K rows for its pairwise ("normal") RoPE.
+        o.rope.style = .interleaved
+        if let factors = try h.vector("rope_freqs.weight") {
+            // Llama 3 GGUF files store the frequency remapping already applied, as one divisor
+            // per frequency (`rope_freqs`). Dividing each frequency by a fixed factor is what
+            // the `.longRoPE` case does with equal short and long factors, an original context
+            // no position reaches and attention factor 1 — it is not LongRoPE, only its table.
+            o.rope.scaling = .longRoPE(short: factors, long: factors, originalContext: Int.max, attentionFactor: 1)
+        } else if let linear = try h.linearScaling() {
+            o.rope.scaling = linear
+        }
+        return o
     }
 }

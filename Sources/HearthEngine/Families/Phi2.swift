@@ -1,10 +1,11 @@
 import HearthFormats
 import HearthTokenizers
 
-/// Phi-2 (`PhiForCausalLM`): LayerNorm with bias, attention and MLP in parallel from one
-/// norm, partial rotary, `gelu_new`, biases on every projection, `lm_head` with bias.
+/// Phi-2 (`PhiForCausalLM`, GGUF `phi2`): LayerNorm with bias, attention and MLP in parallel
+/// from one norm, partial rotary, `gelu_new`, biases on every projection, `lm_head` with bias.
 public enum Phi2Family: ModelFamily {
     public static let architectures = ["PhiForCausalLM"]
+    public static let ggufArchitecture: String? = "phi2"
     /// Phi-2 ships no chat template; its model card's QA format.
     public static let fallbackChatTemplate: ChatTemplate? = ChatTemplate(format: .instruct)
 
@@ -13,24 +14,13 @@ public enum Phi2Family: ModelFamily {
             throw FormatError(
                 .invalidValue, "per-head q/k LayerNorm is not supported", path: "config.json", key: "qk_layernorm")
         }
-        let hidden = try required(config.hiddenSize, "hidden_size")
-        let heads = try required(config.numAttentionHeads, "num_attention_heads")
-        guard hidden % heads == 0 else {
-            throw FormatError(.invalidValue, "hidden_size is not divisible by num_attention_heads", path: "config.json", key: "hidden_size")
-        }
-        let headDim = hidden / heads
-        let kvHeads = try required(config.numKeyValueHeads ?? heads, "num_key_value_heads")
-        let rotaryDims = try Phi3Family.rotaryDimensions(headDim: headDim, factor: config.partialRotaryFactor ?? 0.5)
-        return DecoderOptions(
-            hiddenSize: hidden, layerCount: try required(config.numHiddenLayers, "num_hidden_layers"),
-            headCount: heads, kvHeadCount: kvHeads, headDim: headDim,
-            ffnSize: try required(config.intermediateSize, "intermediate_size"),
-            vocabSize: try required(config.vocabSize, "vocab_size"),
+        let c = try ConfigPrelude(config)
+        let rotaryDims = try rotaryDimensions(headDim: c.headDim, factor: config.partialRotaryFactor ?? 0.5)
+        return c.options(
             norm: .layer(eps: Float(config.layerNormEps ?? 1e-5)),
             mlp: .plain(try activation(config.hiddenAct ?? "gelu_new")),
             rope: .init(theta: Float(config.ropeTheta ?? 10000), rotaryDims: rotaryDims),
-            tiedEmbeddings: config.tieWordEmbeddings ?? false,
-            maxContext: config.maxPositionEmbeddings ?? 2048
+            tiedEmbeddings: config.tieWordEmbeddings ?? false, maxContext: config.maxPositionEmbeddings ?? 2048
         ).with { $0.parallelResidual = true }
     }
 
@@ -50,23 +40,9 @@ public enum Phi2Family: ModelFamily {
         }
     }
 
-    /// Maps transformers' activation names.
-    static func activation(_ name: String) throws -> DecoderOptions.Activation {
-        switch name {
-        case "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_tanh": return .geluTanh
-        case "gelu": return .gelu
-        case "silu", "swish": return .silu
-        default:
-            throw FormatError(.invalidValue, "unsupported activation '\(name)'", path: "config.json", key: "hidden_act")
-        }
-    }
-}
-
-extension DecoderOptions {
-    /// A copy with `change` applied (for the flags that the initialiser leaves at defaults).
-    func with(_ change: (inout DecoderOptions) -> Void) -> DecoderOptions {
-        var copy = self
-        change(&copy)
-        return copy
+    public static func options(gguf: GGUFFile) throws -> DecoderOptions {
+        let h = GGUFHyperparameters(gguf: gguf, arch: "phi2")
+        return try h.base(norm: .layer(eps: try h.optionalFloat("attention.layer_norm_epsilon") ?? 1e-5), mlp: .plain(.geluTanh))
+            .with { $0.parallelResidual = true }
     }
 }
