@@ -293,35 +293,21 @@ public func hearthQuantizedMatMul16AVX2(
       withUnsafeTemporaryAllocation(of: UnitFactors.self, capacity: chunkUnits) { factorBuffer in
         guard let unpacked = buffer.baseAddress, let factors = factorBuffer.baseAddress else { return }
         let groups = groupStart..<groupEnd
-        // Written out per kind so that each call inlines a copy with the kind a constant.
+        // One inlined copy per kind, the kind a constant in each.
+        @_transparent func run(_ k: Int32) {
+            wideKernel(kind: k, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
+                       sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
+        }
         switch kind {
-        case TileKind.q4_0:
-            wideKernel(kind: TileKind.q4_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
-        case TileKind.q4_1:
-            wideKernel(kind: TileKind.q4_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
-        case TileKind.q8_0:
-            wideKernel(kind: TileKind.q8_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
-        case TileKind.q8_a:
-            wideKernel(kind: TileKind.q8_a, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
-        case TileKind.q5_0:
-            wideKernel(kind: TileKind.q5_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
-        case TileKind.q5_1:
-            wideKernel(kind: TileKind.q5_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
-        case TileKind.q4_K:
-            wideKernel(kind: TileKind.q4_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
-        case TileKind.q5_K:
-            wideKernel(kind: TileKind.q5_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
-        default:
-            wideKernel(kind: TileKind.q6_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants,
-                       scales: scales, sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
+        case TileKind.q4_0: run(TileKind.q4_0)
+        case TileKind.q4_1: run(TileKind.q4_1)
+        case TileKind.q8_0: run(TileKind.q8_0)
+        case TileKind.q8_a: run(TileKind.q8_a)
+        case TileKind.q5_0: run(TileKind.q5_0)
+        case TileKind.q5_1: run(TileKind.q5_1)
+        case TileKind.q4_K: run(TileKind.q4_K)
+        case TileKind.q5_K: run(TileKind.q5_K)
+        default: run(TileKind.q6_K)
         }
       }
     }
