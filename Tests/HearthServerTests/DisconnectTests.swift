@@ -53,10 +53,11 @@ final class RawConnection {
     }
 
     /// Sends one POST with a JSON body (keep-alive, as HTTP clients do).
-    func post(_ path: String, json: [String: Any]) throws {
+    func post(_ path: String, json: [String: Any], headers: [(String, String)] = []) throws {
         let body = String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self)
+        let extra = headers.map { "\($0.0): \($0.1)\r\n" }.joined()
         try send(
-            "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" + extra
                 + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
     }
 
@@ -74,11 +75,13 @@ final class RawConnection {
 
 extension ServerTests {
     /// Polls a metric until it has `value` or `seconds` pass; returns the last value read.
-    static func waitFor(_ harness: ServerHarness, _ name: String, is value: Double, within seconds: Int = 10) async throws -> Double? {
+    static func waitFor(
+        _ harness: ServerHarness, _ name: String, is value: Double, within seconds: Int = 10, headers: [(String, String)] = []
+    ) async throws -> Double? {
         let deadline = ContinuousClock.now + .seconds(seconds)
         var current: Double?
         while ContinuousClock.now < deadline {
-            current = try await harness.metric(name)
+            current = try await harness.metric(name, headers: headers)
             if current == value { break }
             try await Task.sleep(for: .milliseconds(10))
         }
@@ -151,5 +154,32 @@ extension ServerTests {
         #expect(usage?["completion_tokens"] as? Int ?? 0 > 0)
         #expect(try await Self.waitFor(harness, "hearth_requests_admitted", is: 0) == 0)
         try await harness.stop()
+    }
+}
+
+extension GatewayTests {
+    /// Through the gateway too: a non-streaming answer from the local route whose client leaves
+    /// mid-generation stops at once, is recorded as 499, and the next request is answered.
+    @Test func clientDisconnectCancelsANonStreamingGatewayAnswer() async throws {
+        let s = try await Self.setup(context: 4096)
+        let connection = try RawConnection(port: s.harness.port)
+        var body = Self.chat("local", "Tell me a long story.", maxTokens: 4000, temperature: 1)
+        body["seed"] = 3
+        body["min_p"] = 0
+        body["top_k"] = 0
+        try connection.post("/v1/chat/completions", json: body, headers: [("Authorization", "Bearer \(Self.opsKey)")])
+        let admin = [("authorization", "Bearer \(Self.opsKey)")]
+        #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_running", is: 1, headers: admin) == 1)
+        connection.close()
+        let closed = ContinuousClock.now
+        #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_admitted", is: 0, headers: admin) == 0)
+        #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_running", is: 0, headers: admin) == 0)
+        let elapsed = ContinuousClock.now - closed
+        #expect(elapsed < .seconds(2), "the slot was freed \(elapsed) after the client left")
+        #expect(
+            try await s.harness.metric(#"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, headers: admin) == 1)
+        let next = try await s.send("/v1/chat/completions", Self.chat("local", "Hello", maxTokens: 3), key: Self.opsKey)
+        #expect(next.status == 200 && Self.usage(next).completion > 0)
+        try await s.stop()
     }
 }
