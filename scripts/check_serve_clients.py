@@ -192,21 +192,64 @@ def drop_mid_stream():
     return received
 
 
+def wait_idle(limit=10):
+    """Seconds until the server's admitted and running counts are both 0, or None past `limit`."""
+    t0 = time.time()
+    while time.time() - t0 < limit:
+        if metric("hearth_requests_admitted") == 0 and metric("hearth_requests_running") == 0:
+            return time.time() - t0
+        time.sleep(0.02)
+    return None
+
+
+def wait_running(limit=60):
+    t0 = time.time()
+    while time.time() - t0 < limit:
+        if (metric("hearth_requests_running") or 0) >= 1:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+CUT_SHORT = 'hearth_requests_total{endpoint="/v1/chat/completions",status="499"}'
+
 dropped = drop_mid_stream()
 check("disconnect: the stream had started", dropped.startswith(b"HTTP/1.1 200") and dropped.count(b"data: ") >= 5, dropped[:200])
-t0 = time.time()
-running = None
-while time.time() - t0 < 10:
-    running = metric("hearth_requests_admitted")
-    if running == 0:
-        break
-    time.sleep(0.05)
-check("disconnect: admitted/running count returns to 0", running == 0 and metric("hearth_requests_running") == 0,
-      running)
-check("disconnect: generation stopped early (well within the 900-token budget)", time.time() - t0 < 5,
-      time.time() - t0)
+idle = wait_idle()
+check("disconnect: admitted/running count returns to 0 within 2 s (well within the 900-token budget)",
+      idle is not None and idle < 2, idle)
 after = oa.chat.completions.create(model=MODEL, messages=messages, max_tokens=24, temperature=0, seed=1)
 check("disconnect: the next request is correct", after.choices[0].message.content == text)
+
+# --- disconnect: a non-streaming request dropped mid-generation (nothing written to it yet) ---
+cut_before = metric(CUT_SHORT) or 0
+s = socket.create_connection((HOST, PORT), timeout=30)
+payload = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "Write a very long story."}],
+                      "max_tokens": 900, "stream": False, "temperature": 1, "seed": 2}).encode()
+s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+          + f"Authorization: Bearer {KEY}\r\nContent-Length: {len(payload)}\r\n\r\n".encode() + payload)
+generating = wait_running()
+time.sleep(0.3)
+s.close()
+idle = wait_idle()
+check("disconnect (non-streaming): the generation had started", generating)
+check("disconnect (non-streaming): admitted/running count returns to 0 within 2 s", idle is not None and idle < 2, idle)
+check("disconnect (non-streaming): counted as cut short (499)", (metric(CUT_SHORT) or 0) == cut_before + 1,
+      (cut_before, metric(CUT_SHORT)))
+
+# The openai client giving up (its timeout) closes the connection the same way.
+t0 = time.time()
+try:
+    oa.with_options(timeout=1.5).chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "Write a very long story."}], max_tokens=900, temperature=1, seed=2)
+    check("disconnect (openai client timeout): the request timed out", False, "it completed")
+except openai.APITimeoutError:
+    check("disconnect (openai client timeout): the request timed out", True)
+idle = wait_idle()
+check("disconnect (openai client timeout): admitted/running count returns to 0 within 2 s", idle is not None and idle < 2,
+      idle)
+after = oa.chat.completions.create(model=MODEL, messages=messages, max_tokens=24, temperature=0, seed=1)
+check("disconnect (non-streaming): the next request is correct", after.choices[0].message.content == text)
 
 # --- hostile HTTP ---------------------------------------------------------------------------
 def raw_request(data, read_timeout=15):

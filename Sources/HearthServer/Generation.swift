@@ -18,8 +18,9 @@ struct GenerationTally: Sendable {
 }
 
 extension HearthServer {
-    /// `POST /v1/chat/completions`, `/v1/completions` and `/v1/messages`.
-    func generation(_ endpoint: Endpoint, _ request: Request) async -> Response {
+    /// `POST /v1/chat/completions`, `/v1/completions` and `/v1/messages`; `connection` is the
+    /// request's channel, watched so that a client that goes away stops its generation.
+    func generation(_ endpoint: Endpoint, _ request: Request, connection: any Channel) async -> Response {
         let started = ContinuousClock.now
         let (number, requestID) = newRequestID()
         let job: GenerationJob
@@ -39,6 +40,10 @@ extension HearthServer {
         // Admitted: from here every path releases the slot exactly once.
         let pump = EventPump()
         register(number) { pump.cancel(ProviderError(.cancelled, provider: "local", message: "The server is shutting down.")) }
+        // The client may leave at any time — while queued for a slot, while a non-streaming
+        // answer is generated (nothing is written until the end), between stream frames: its
+        // sequence stops within one decode step and the slot is freed.
+        let watch = await watchConnection(connection) { pump.cancel(ClientGone()) }
         let timeout = options.requestTimeout
         let deadline = Task {
             try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
@@ -49,6 +54,7 @@ extension HearthServer {
             let upstream = provider.generate(job.input, options: job.options, topLogprobs: job.logprobs ?? 0)
             renderer.promptTokens = try await pump.start(upstream)
         } catch {
+            watch.end()
             deadline.cancel()
             pump.cancel(CancellationError())
             release(number)
@@ -61,6 +67,7 @@ extension HearthServer {
                 headers: Self.sseHeaders(requestID),
                 body: ResponseBody { writer in
                     let (status, tally) = await self.streamEvents(pump, renderer: renderer, writer: &writer, started: started)
+                    watch.end()
                     deadline.cancel()
                     self.release(number)
                     self.logGeneration(endpoint, requestID: requestID, status: status, tally: tally, started: started)
@@ -68,6 +75,7 @@ extension HearthServer {
             return response
         }
         let result = await collectEvents(pump, started: started)
+        watch.end()
         deadline.cancel()
         release(number)
         switch result {

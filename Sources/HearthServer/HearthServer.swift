@@ -112,12 +112,17 @@ public final class HearthServer: @unchecked Sendable {
         async throws
     {
         lock.withLock { self.onReady = onReady }
-        let router = Router()
+        let router = Router(context: ServerRequestContext.self)
         routes(router)
         let bindLogger = logger
         let app = Application(
             router: router,
-            server: .http1(configuration: .init(idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000)))),
+            server: .http1(
+                configuration: .init(
+                    // One per connection (the argument is evaluated for each): tells a request
+                    // handler that its client went away (ConnectionWatcher).
+                    additionalChannelHandlers: [ConnectionWatcher()],
+                    idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000)))),
             configuration: .init(address: .hostname(options.host, port: options.port), serverName: "hearth"),
             onServerRunning: { [self] channel in
                 let port = channel.localAddress?.port ?? options.port

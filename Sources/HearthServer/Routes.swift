@@ -22,7 +22,7 @@ struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
 }
 
 extension HearthServer {
-    func routes(_ router: Router<BasicRequestContext>) {
+    func routes(_ router: Router<ServerRequestContext>) {
         if let gateway { return gatewayRoutes(router, gateway) }
         router.add(middleware: JSONErrorMiddleware())
         router.get("/health") { _, _ in self.health() }
@@ -33,9 +33,9 @@ extension HearthServer {
             let id = context.parameters.get("id") ?? ""
             return await self.simple(request) { self.models(id) }
         }
-        router.post("/v1/chat/completions") { request, _ in await self.generation(.chatCompletions, request) }
-        router.post("/v1/completions") { request, _ in await self.generation(.completions, request) }
-        router.post("/v1/messages") { request, _ in await self.generation(.messages, request) }
+        router.post("/v1/chat/completions") { request, context in await self.generation(.chatCompletions, request, connection: context.channel) }
+        router.post("/v1/completions") { request, context in await self.generation(.completions, request, connection: context.channel) }
+        router.post("/v1/messages") { request, context in await self.generation(.messages, request, connection: context.channel) }
         router.post("/tokenize") { request, _ in await self.simple(request) { try await self.tokenize(request) } }
         router.post("/detokenize") { request, _ in await self.simple(request) { try await self.detokenize(request) } }
     }

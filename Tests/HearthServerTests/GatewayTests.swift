@@ -55,7 +55,8 @@ import Testing
     }
 
     static func setup(
-        clock: ManualClock = ManualClock(), cache: String = #"{"ttl_seconds": 60, "max_entries": 2}"#, filterOutput: Bool = false
+        clock: ManualClock = ManualClock(), cache: String = #"{"ttl_seconds": 60, "max_entries": 2}"#, filterOutput: Bool = false,
+        context: Int = 256
     ) async throws -> Setup {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-gateway-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -80,7 +81,7 @@ import Testing
         ]
         let configuration = try GatewayConfiguration.parse(Data(config.utf8), directory: directory, environment: environment)
         let logs = LogCapture()
-        let harness = try await ServerHarness(context: 256, logger: logs.logger) { local in
+        let harness = try await ServerHarness(context: context, logger: logs.logger) { local in
             try Gateway(configuration: configuration, local: local, environment: environment, clock: clock.clock)
         }
         return Setup(harness: harness, clock: clock, logs: logs, directory: directory, upstream: upstream)

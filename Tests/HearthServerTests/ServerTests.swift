@@ -264,7 +264,8 @@ import Testing
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(running == 0)
-        #expect(try await harness.metric("hearth_requests_running") == 0)
+        // The scheduler frees the sequence at its next decode step, just after the request ends.
+        #expect(try await Self.waitFor(harness, "hearth_requests_running", is: 0) == 0)
         // 499: the generation was cut short (a natural end would have been counted as 200).
         #expect(try await harness.metric(#"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#) == 1)
         // The sequence stopped early: its slot holds far fewer than prompt + 4000 tokens.

@@ -44,7 +44,8 @@ struct GatewayRequest: Sendable {
 extension HearthServer {
     /// `POST /v1/chat/completions`, `/v1/completions` and `/v1/messages` through the gateway:
     /// authenticate, limit, validate, filter, answer from the cache or the model route, record usage.
-    func gatewayGeneration(_ endpoint: Endpoint, _ request: Request, _ gateway: Gateway) async -> Response {
+    /// `connection` is the request's channel, watched so that a client that goes away stops its answer.
+    func gatewayGeneration(_ endpoint: Endpoint, _ request: Request, _ gateway: Gateway, connection: any Channel) async -> Response {
         let started = ContinuousClock.now
         let (number, requestID) = newRequestID()
         var headers = HTTPFields()
@@ -106,6 +107,8 @@ extension HearthServer {
         // Admitted: from here every path releases the slot exactly once.
         let stream = RouteStream()
         register(number) { stream.cancel(ProviderError(.cancelled, provider: "gateway", message: "The server is shutting down.")) }
+        // A client that leaves (queued, mid-answer, non-streaming or not) stops its answer at once.
+        let watch = await watchConnection(connection) { stream.cancel(ClientGone()) }
         let timeout = options.requestTimeout
         let deadline = Task {
             try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
@@ -124,6 +127,7 @@ extension HearthServer {
             renderer.promptTokens = first.promptTokens ?? 0
             Self.set(&headers, "x-hearth-served-by", first.provider)
         } catch {
+            watch.end()
             deadline.cancel()
             stream.cancel(CancellationError())
             release(number)
@@ -145,11 +149,13 @@ extension HearthServer {
                 status: .ok, headers: streamHeaders,
                 body: ResponseBody { writer in
                     await self.gatewayStream(stream, renderer: renderer, filter: filter, writer: &writer, finish: finish)
+                    watch.end()
                     deadline.cancel()
                     self.release(number)
                 })
         }
         var outcome = await gatewayCollect(stream, filter: filter)
+        watch.end()
         deadline.cancel()
         release(number)
         await finish(outcome)

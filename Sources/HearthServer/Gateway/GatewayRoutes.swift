@@ -42,7 +42,7 @@ struct CORSOriginsMiddleware<Context: RequestContext>: RouterMiddleware {
 extension HearthServer {
     /// The routes with the gateway in front (``Gateway``): every route but `/health` and `/live`
     /// needs a client key or token (and a signature for clients with an HMAC secret).
-    func gatewayRoutes(_ router: Router<BasicRequestContext>, _ gateway: Gateway) {
+    func gatewayRoutes(_ router: Router<ServerRequestContext>, _ gateway: Gateway) {
         if !gateway.configuration.corsOrigins.isEmpty {
             router.add(middleware: CORSOriginsMiddleware(origins: gateway.configuration.corsOrigins))
         }
@@ -62,9 +62,15 @@ extension HearthServer {
                 return Self.json(200, self.modelEntry(id, gateway))
             }
         }
-        router.post("/v1/chat/completions") { request, _ in await self.gatewayGeneration(.chatCompletions, request, gateway) }
-        router.post("/v1/completions") { request, _ in await self.gatewayGeneration(.completions, request, gateway) }
-        router.post("/v1/messages") { request, _ in await self.gatewayGeneration(.messages, request, gateway) }
+        router.post("/v1/chat/completions") { request, context in
+            await self.gatewayGeneration(.chatCompletions, request, gateway, connection: context.channel)
+        }
+        router.post("/v1/completions") { request, context in
+            await self.gatewayGeneration(.completions, request, gateway, connection: context.channel)
+        }
+        router.post("/v1/messages") { request, context in
+            await self.gatewayGeneration(.messages, request, gateway, connection: context.channel)
+        }
         router.post("/v1/auth/token") { request, _ in
             await self.gatewaySimple(request, gateway) { caller, body in try self.issueToken(caller, body: body, gateway) }
         }
