@@ -82,29 +82,18 @@ public struct AnthropicProvider: LanguageModelProvider {
     /// Streams the reply. Throws ``ProviderError`` from the stream.
     public func stream(_ request: ChatRequest) -> AsyncThrowingStream<ChatEvent, Error> {
         let configuration = configuration
-        let redactor = Redactor([configuration.apiKey?.value] + configuration.headers.values.map { $0 })
-        let runner = CloudStreamRunner(
-            provider: configuration.id, timeouts: configuration.timeouts, retry: configuration.retry, redactor: redactor)
-        let failures = HTTPFailureMapper(provider: configuration.id, redactor: redactor, credentialHint: Self.credentialHint)
-        guard let key = configuration.apiKey else {
-            let error = ProviderError(
-                .unauthorized, provider: configuration.id, message: "No API key is configured. \(Self.credentialHint)")
-            return runner.stream { _, _ in throw error }
-        }
+        let call = HTTPProviderCall(configuration, credentialHint: Self.credentialHint)
+        guard let key = configuration.apiKey else { return call.missingKey() }
         let prepared: AnthropicWire.PreparedRequest
         do {
             prepared = try AnthropicWire.requestBody(request, configuration: configuration)
         } catch {
-            return runner.stream { _, _ in throw error }
+            return call.failing(error)
         }
-        var extra = configuration.headers.map { ($0.key, $0.value) }
-        extra.append(("x-api-key", key.value))
-        extra.append(("anthropic-version", configuration.version))
-        let headers = HTTPHeaders.jsonEventStream(extra)
-        let url = joinURL(configuration.baseURL, "messages")
-        let post = HTTPStreamingPost(client: client, failures: failures)
-        return runner.stream { sink, watchdog in
-            let response = try await post.send(url: url, headers: headers, body: prepared.body, watchdog: watchdog)
+        return call.post(
+            client: client, url: joinURL(configuration.baseURL, "messages"),
+            extra: [("x-api-key", key.value), ("anthropic-version", configuration.version)], body: prepared.body
+        ) { response, sink, watchdog, failures in
             try await AnthropicWire.readReply(
                 response, sink: sink, watchdog: watchdog, failures: failures,
                 trimLeadingWhitespace: prepared.trimmedTrailingWhitespace)

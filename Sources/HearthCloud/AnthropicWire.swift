@@ -76,13 +76,8 @@ enum AnthropicWire {
         _ response: HTTPClientResponse, sink: EventSink, watchdog: IdleWatchdog, failures: HTTPFailureMapper,
         trimLeadingWhitespace: Bool
     ) async throws {
-        let contentType = response.headers.first(name: "content-type")?.lowercased() ?? ""
-        guard contentType.isEmpty || contentType.contains("text/event-stream") else {
-            throw ProviderError(
-                .decoding, provider: failures.provider,
-                message: "The server answered with \(contentType), not an event stream. A proxy or captive portal "
-                    + "may be in the way; check the base URL and the network.")
-        }
+        let contentType = response.contentType
+        try failures.requireEventStream(contentType)
         var state = State(trimLeadingWhitespace: trimLeadingWhitespace)
         try await ServerSentEventParser.read(response.body, watchdog: watchdog, isDone: { state.done }) { event in
             try state.handle(event, sink: sink, failures: failures)

@@ -120,16 +120,7 @@ enum BailianDialogWire {
 
     /// Decodes one text frame; throws ``ProviderError/Code/decoding`` for anything else.
     static func event(_ data: Data, failures: HTTPFailureMapper) throws -> Event {
-        let frame: Frame
-        do {
-            frame = try decoder.decode(Frame.self, from: data)
-        } catch {
-            throw ProviderError(
-                .decoding, provider: failures.provider,
-                message: "A Bailian frame was not the expected JSON: "
-                    + failures.redactor(String(decoding: data.prefix(300), as: UTF8.self)),
-                underlying: error)
-        }
+        let frame = try failures.decode(Frame.self, from: data, decoder: decoder, what: "A Bailian frame")
         let output = frame.payload?.output
         let reference = output?.dialogId.map { "dialog_id \($0)" }
         if frame.header.event == "task-failed" {

@@ -118,30 +118,19 @@ public struct DashScopeProvider: LanguageModelProvider {
     /// Streams the reply. Throws ``ProviderError`` from the stream.
     public func stream(_ request: ChatRequest) -> AsyncThrowingStream<ChatEvent, Error> {
         let configuration = configuration
-        let redactor = Redactor([configuration.apiKey?.value] + configuration.headers.values.map { $0 })
-        let runner = CloudStreamRunner(
-            provider: configuration.id, timeouts: configuration.timeouts, retry: configuration.retry, redactor: redactor)
-        let failures = HTTPFailureMapper(provider: configuration.id, redactor: redactor, credentialHint: Self.credentialHint)
-        guard let key = configuration.apiKey else {
-            let error = ProviderError(
-                .unauthorized, provider: configuration.id, message: "No DashScope API key is configured. \(Self.credentialHint)")
-            return runner.stream { _, _ in throw error }
-        }
+        let call = HTTPProviderCall(configuration, credentialHint: Self.credentialHint)
+        guard let key = configuration.apiKey else { return call.missingKey("No DashScope API key is configured.") }
         let body: Data
         do {
             body = try DashScopeWire.requestBody(request, configuration: configuration)
         } catch {
-            return runner.stream { _, _ in throw error }
+            return call.failing(error)
         }
-        var extra = configuration.headers.map { ($0.key, $0.value) }
-        extra.append(("authorization", "Bearer \(key.value)"))
-        extra.append(("x-dashscope-sse", "enable"))
-        let headers = HTTPHeaders.jsonEventStream(extra)
-        let url = joinURL(configuration.baseURL, "services/aigc/text-generation/generation")
-        let post = HTTPStreamingPost(client: client, failures: failures)
         let incremental = configuration.incrementalOutput
-        return runner.stream { sink, watchdog in
-            let response = try await post.send(url: url, headers: headers, body: body, watchdog: watchdog)
+        return call.post(
+            client: client, url: joinURL(configuration.baseURL, "services/aigc/text-generation/generation"),
+            extra: [("authorization", "Bearer \(key.value)"), ("x-dashscope-sse", "enable")], body: body
+        ) { response, sink, watchdog, failures in
             try await DashScopeWire.readReply(
                 response, incremental: incremental, sink: sink, watchdog: watchdog, failures: failures)
         }

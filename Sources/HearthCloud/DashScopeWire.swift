@@ -120,7 +120,7 @@ enum DashScopeWire {
         _ response: HTTPClientResponse, incremental: Bool, sink: EventSink, watchdog: IdleWatchdog,
         failures: HTTPFailureMapper
     ) async throws {
-        let contentType = response.headers.first(name: "content-type")?.lowercased() ?? ""
+        let contentType = response.contentType
         var state = State(incremental: true)
         if contentType.contains("application/json") {
             let body = try await OpenAIWire.collect(response.body, limit: 16 << 20, watchdog: watchdog, provider: failures.provider)
@@ -130,12 +130,7 @@ enum DashScopeWire {
             if !state.done { state.complete(.stop, sink: sink) }
             return
         }
-        guard contentType.isEmpty || contentType.contains("text/event-stream") else {
-            throw ProviderError(
-                .decoding, provider: failures.provider,
-                message: "The server answered with \(contentType), not an event stream. A proxy or captive portal "
-                    + "may be in the way; check the base URL and the network.")
-        }
+        try failures.requireEventStream(contentType)
         state = State(incremental: incremental)
         try await ServerSentEventParser.read(response.body, watchdog: watchdog, isDone: { state.done }) { event in
             let data = event.data.trimmingCharacters(in: .whitespaces)
@@ -168,14 +163,6 @@ enum DashScopeWire {
     }
 
     private static func decode(_ data: Data, failures: HTTPFailureMapper) throws -> Chunk {
-        do {
-            return try decoder.decode(Chunk.self, from: data)
-        } catch {
-            throw ProviderError(
-                .decoding, provider: failures.provider,
-                message: "A piece of the reply was not the expected JSON: "
-                    + failures.redactor(String(decoding: data.prefix(300), as: UTF8.self)),
-                underlying: error)
-        }
+        try failures.decode(Chunk.self, from: data, decoder: decoder, what: "A piece of the reply")
     }
 }

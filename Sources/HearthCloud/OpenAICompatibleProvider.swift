@@ -94,31 +94,19 @@ public struct OpenAICompatibleProvider: LanguageModelProvider {
     /// Streams the reply. Throws ``ProviderError`` from the stream.
     public func stream(_ request: ChatRequest) -> AsyncThrowingStream<ChatEvent, Error> {
         let configuration = configuration
-        let redactor = Redactor([configuration.apiKey?.value] + configuration.headers.values.map { $0 })
-        let runner = CloudStreamRunner(
-            provider: configuration.id, timeouts: configuration.timeouts, retry: configuration.retry, redactor: redactor)
-        let post = HTTPStreamingPost(
-            client: client,
-            failures: HTTPFailureMapper(
-                provider: configuration.id, redactor: redactor, credentialHint: configuration.credentialHint))
+        let call = HTTPProviderCall(configuration, credentialHint: configuration.credentialHint)
         let body: Data
         do {
             body = try OpenAIWire.requestBody(request, configuration: configuration)
         } catch {
-            return runner.stream { _, _ in throw error }
+            return call.failing(error)
         }
-        if configuration.requiresAPIKey && configuration.apiKey == nil {
-            let error = ProviderError(
-                .unauthorized, provider: configuration.id, message: "No API key is configured. \(configuration.credentialHint)")
-            return runner.stream { _, _ in throw error }
-        }
-        var extra = configuration.headers.map { ($0.key, $0.value) }
-        if let key = configuration.apiKey { extra.append(("authorization", "Bearer \(key.value)")) }
-        let headers = HTTPHeaders.jsonEventStream(extra)
-        let url = joinURL(configuration.baseURL, "chat/completions")
-        return runner.stream { sink, watchdog in
-            let response = try await post.send(url: url, headers: headers, body: body, watchdog: watchdog)
-            try await OpenAIWire.readReply(response, sink: sink, watchdog: watchdog, failures: post.failures)
+        if configuration.requiresAPIKey && configuration.apiKey == nil { return call.missingKey() }
+        let authorization = configuration.apiKey.map { [("authorization", "Bearer \($0.value)")] } ?? []
+        return call.post(
+            client: client, url: joinURL(configuration.baseURL, "chat/completions"), extra: authorization, body: body
+        ) { response, sink, watchdog, failures in
+            try await OpenAIWire.readReply(response, sink: sink, watchdog: watchdog, failures: failures)
         }
     }
 }

@@ -132,7 +132,7 @@ enum OpenAIWire {
     static func readReply(
         _ response: HTTPClientResponse, sink: EventSink, watchdog: IdleWatchdog, failures: HTTPFailureMapper
     ) async throws {
-        let contentType = response.headers.first(name: "content-type")?.lowercased() ?? ""
+        let contentType = response.contentType
         var state = State()
         if contentType.contains("application/json") {
             let body = try await collect(response.body, limit: 16 << 20, watchdog: watchdog, provider: failures.provider)
@@ -141,12 +141,7 @@ enum OpenAIWire {
             state.complete(sink: sink)
             return
         }
-        guard contentType.isEmpty || contentType.contains("text/event-stream") else {
-            throw ProviderError(
-                .decoding, provider: failures.provider,
-                message: "The server answered with \(contentType), not an event stream. A proxy or captive portal "
-                    + "may be in the way; check the base URL and the network.")
-        }
+        try failures.requireEventStream(contentType)
         try await ServerSentEventParser.read(response.body, watchdog: watchdog, isDone: { state.done }) { event in
             try handle(event, state: &state, sink: sink, failures: failures)
         }
@@ -177,15 +172,7 @@ enum OpenAIWire {
     }
 
     private static func decode(_ data: Data, failures: HTTPFailureMapper) throws -> Chunk {
-        do {
-            return try decoder.decode(Chunk.self, from: data)
-        } catch {
-            throw ProviderError(
-                .decoding, provider: failures.provider,
-                message: "A chunk of the reply was not the expected JSON: "
-                    + failures.redactor(String(decoding: data.prefix(300), as: UTF8.self)),
-                underlying: error)
-        }
+        try failures.decode(Chunk.self, from: data, decoder: decoder, what: "A chunk of the reply")
     }
 
     /// Collects a body up to `limit` bytes.

@@ -52,16 +52,9 @@ struct SparkSession: Sendable {
                 switch frame.opcode {
                 case .text, .binary:
                     let data = Data(frame.unmaskedData.readableBytesView)
-                    let decoded: SparkWire.Frame
-                    do {
-                        decoded = try SparkWire.decoder.decode(SparkWire.Frame.self, from: data)
-                    } catch {
-                        throw ProviderError(
-                            .decoding, provider: provider,
-                            message: "A Spark frame was not the expected JSON: "
-                                + redactor(String(decoding: data.prefix(300), as: UTF8.self)),
-                            underlying: error)
-                    }
+                    let decoded = try decodeReplyPiece(
+                        SparkWire.Frame.self, from: data, decoder: SparkWire.decoder, what: "A Spark frame",
+                        provider: provider, redactor: redactor)
                     guard decoded.header.code == 0 else {
                         throw SparkWire.error(
                             code: decoded.header.code, message: decoded.header.message, sid: decoded.header.sid,

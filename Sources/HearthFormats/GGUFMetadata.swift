@@ -36,70 +36,65 @@ public struct GGUFMetadata: Sendable, Equatable {
         return value.type.description
     }
 
+    /// The value of `key` as `convert` reads it: nil when the key is absent, a mismatch naming
+    /// `expected` when `convert` refuses the value.
+    private func value<T>(_ key: String, expected: String, _ convert: (GGUFValue) -> T?) throws -> T? {
+        guard let value = values[key] else { return nil }
+        guard let converted = convert(value) else { throw mismatch(key, value, expected: expected) }
+        return converted
+    }
+
     /// A string value.
     public func string(_ key: String) throws -> String? {
-        guard let value = values[key] else { return nil }
-        guard case .string(let s) = value else { throw mismatch(key, value, expected: "a string") }
-        return s
+        try value(key, expected: "a string") { if case .string(let s) = $0 { s } else { nil } }
     }
 
     /// An integer value of any GGUF integer type that fits in `Int`.
     public func int(_ key: String) throws -> Int? {
-        guard let value = values[key] else { return nil }
-        guard let i = value.integer else { throw mismatch(key, value, expected: "an integer that fits in Int64") }
-        return i
+        try value(key, expected: "an integer that fits in Int64") { $0.integer }
     }
 
     /// A float value: float32, float64 (rounded to Float) or an integer (converted).
     public func float(_ key: String) throws -> Float? {
-        guard let value = values[key] else { return nil }
-        switch value {
-        case .float32(let f): return f
-        case .float64(let d): return Float(d)
-        default:
-            guard let i = value.integer else { throw mismatch(key, value, expected: "a number") }
-            return Float(i)
+        try value(key, expected: "a number") { value in
+            switch value {
+            case .float32(let f): f
+            case .float64(let d): Float(d)
+            default: value.integer.map { Float($0) }
+            }
         }
     }
 
     /// A bool value.
     public func bool(_ key: String) throws -> Bool? {
-        guard let value = values[key] else { return nil }
-        guard case .bool(let b) = value else { throw mismatch(key, value, expected: "a bool") }
-        return b
+        try value(key, expected: "a bool") { if case .bool(let b) = $0 { b } else { nil } }
     }
 
     /// An array value of any element type.
     public func array(_ key: String) throws -> GGUFArray? {
-        guard let value = values[key] else { return nil }
-        guard case .array(let a) = value else { throw mismatch(key, value, expected: "an array") }
-        return a
+        try value(key, expected: "an array") { if case .array(let a) = $0 { a } else { nil } }
     }
 
     /// A string array (`tokenizer.ggml.tokens`, `tokenizer.ggml.merges`).
     public func strings(_ key: String) throws -> [String]? {
-        guard let value = values[key] else { return nil }
-        guard case .array(.string(let a)) = value else { throw mismatch(key, value, expected: "a string array") }
-        return a
+        try value(key, expected: "a string array") { if case .array(.string(let a)) = $0 { a } else { nil } }
     }
 
     /// A float array (`tokenizer.ggml.scores`): float32, or float64 rounded to Float.
     public func floats(_ key: String) throws -> [Float]? {
-        guard let value = values[key] else { return nil }
-        switch value {
-        case .array(.float32(let a)): return a
-        case .array(.float64(let a)): return a.map { Float($0) }
-        default: throw mismatch(key, value, expected: "a float array")
+        try value(key, expected: "a float array") { value in
+            switch value {
+            case .array(.float32(let a)): a
+            case .array(.float64(let a)): a.map { Float($0) }
+            default: nil
+            }
         }
     }
 
     /// An integer array whose values all fit in `Int32` (`tokenizer.ggml.token_type`).
     public func int32s(_ key: String) throws -> [Int32]? {
-        guard let value = values[key] else { return nil }
-        if case .array(.int32(let a)) = value { return a }
-        guard case .array(let a) = value, let ints = a.integers else {
-            throw mismatch(key, value, expected: "an integer array")
-        }
+        if case .array(.int32(let a))? = values[key] { return a }
+        guard let ints = try ints(key) else { return nil }
         var result: [Int32] = []
         result.reserveCapacity(ints.count)
         for i in ints {
@@ -114,11 +109,7 @@ public struct GGUFMetadata: Sendable, Equatable {
     /// An integer array of any integer element type whose values fit in `Int` (for example
     /// per-layer head counts).
     public func ints(_ key: String) throws -> [Int]? {
-        guard let value = values[key] else { return nil }
-        guard case .array(let a) = value, let ints = a.integers else {
-            throw mismatch(key, value, expected: "an integer array")
-        }
-        return ints
+        try value(key, expected: "an integer array") { if case .array(let a) = $0 { a.integers } else { nil } }
     }
 
     /// Unwraps an accessor's result, throwing `FormatError(.missingKey)` naming `key` when it

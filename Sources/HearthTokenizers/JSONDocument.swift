@@ -166,57 +166,37 @@ struct JSONDocument: Sendable {
             guard depth < JSONDocument.maxDepth else { throw fail("nesting deeper than \(JSONDocument.maxDepth)", at: i) }
             guard i < b.count else { throw fail("unexpected end of input", at: i) }
             switch b[i] {
-            case UInt8(ascii: "{"):
+            case UInt8(ascii: "{"), UInt8(ascii: "["):
+                // Objects and arrays alike: elements separated by commas; an object's element
+                // is a key string, a colon and the value.
+                let isObject = b[i] == UInt8(ascii: "{")
+                let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
                 let me = nodes.count
-                nodes.append(Node(kind: .object, flag: false, count: 0, start: Int32(i), end: 0))
+                nodes.append(Node(kind: isObject ? .object : .array, flag: false, count: 0, start: Int32(i), end: 0))
                 i += 1
                 var count: Int32 = 0
                 i = skipSpace(b, i)
-                if i < b.count && b[i] == UInt8(ascii: "}") {
+                if i < b.count && b[i] == close {
                     i += 1
                 } else {
                     while true {
                         i = skipSpace(b, i)
-                        guard i < b.count, b[i] == UInt8(ascii: "\"") else { throw fail("expected a key string", at: i) }
-                        try parseString(b, &i, into: &nodes)
-                        i = skipSpace(b, i)
-                        guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail("expected ':'", at: i) }
-                        i = skipSpace(b, i + 1)
+                        if isObject {
+                            guard i < b.count, b[i] == UInt8(ascii: "\"") else { throw fail("expected a key string", at: i) }
+                            try parseString(b, &i, into: &nodes)
+                            i = skipSpace(b, i)
+                            guard i < b.count, b[i] == UInt8(ascii: ":") else { throw fail("expected ':'", at: i) }
+                            i = skipSpace(b, i + 1)
+                        }
                         try parseValue(b, &i, depth: depth + 1, into: &nodes)
                         count += 1
                         i = skipSpace(b, i)
-                        guard i < b.count else { throw fail("unterminated object", at: i) }
+                        guard i < b.count else { throw fail(isObject ? "unterminated object" : "unterminated array", at: i) }
                         if b[i] == UInt8(ascii: ",") {
                             i += 1
                             continue
                         }
-                        guard b[i] == UInt8(ascii: "}") else { throw fail("expected ',' or '}'", at: i) }
-                        i += 1
-                        break
-                    }
-                }
-                nodes[me].count = count
-                nodes[me].end = Int32(nodes.count)
-            case UInt8(ascii: "["):
-                let me = nodes.count
-                nodes.append(Node(kind: .array, flag: false, count: 0, start: Int32(i), end: 0))
-                i += 1
-                var count: Int32 = 0
-                i = skipSpace(b, i)
-                if i < b.count && b[i] == UInt8(ascii: "]") {
-                    i += 1
-                } else {
-                    while true {
-                        i = skipSpace(b, i)
-                        try parseValue(b, &i, depth: depth + 1, into: &nodes)
-                        count += 1
-                        i = skipSpace(b, i)
-                        guard i < b.count else { throw fail("unterminated array", at: i) }
-                        if b[i] == UInt8(ascii: ",") {
-                            i += 1
-                            continue
-                        }
-                        guard b[i] == UInt8(ascii: "]") else { throw fail("expected ',' or ']'", at: i) }
+                        guard b[i] == close else { throw fail(isObject ? "expected ',' or '}'" : "expected ',' or ']'", at: i) }
                         i += 1
                         break
                     }

@@ -185,40 +185,33 @@ struct PreTokenizer: Sendable {
         case .removed:
             kept = parts.filter { !$0.1 }.map(\.0)
         case .contiguous:
-            var previous = false
-            for (range, isMatch) in parts {
-                if isMatch == previous, let tail = kept.last {
-                    kept[kept.count - 1] = tail.lowerBound..<range.upperBound
-                } else {
-                    kept.append(range)
-                }
-                previous = isMatch
-            }
+            kept = joined(parts) { isMatch, previous in isMatch == previous }
         case .mergedWithPrevious:
-            var previous = false
-            for (range, isMatch) in parts {
-                if isMatch && !previous, let tail = kept.last {
-                    kept[kept.count - 1] = tail.lowerBound..<range.upperBound
-                } else {
-                    kept.append(range)
-                }
-                previous = isMatch
-            }
+            kept = joined(parts) { isMatch, previous in isMatch && !previous }
         case .mergedWithNext:
-            var previous = false
-            for (range, isMatch) in parts.reversed() {
-                if isMatch && !previous, let head = kept.last {
-                    kept[kept.count - 1] = range.lowerBound..<head.upperBound
-                } else {
-                    kept.append(range)
-                }
-                previous = isMatch
-            }
-            kept.reverse()
+            kept = joined(parts.reversed()) { isMatch, previous in isMatch && !previous }.reversed()
         }
         for range in kept where !range.isEmpty {
             out.append(Piece(scalars: s[range], atStart: piece.atStart && range.lowerBound == s.startIndex))
         }
+    }
+
+    /// The parts' ranges in the order given, each joined to the range kept before it when
+    /// `joins(isMatch, previousIsMatch)` (adjacent ranges: the join is their union).
+    private static func joined(
+        _ parts: some Sequence<(Range<Int>, Bool)>, joins: (_ isMatch: Bool, _ previous: Bool) -> Bool
+    ) -> [Range<Int>] {
+        var kept: [Range<Int>] = []
+        var previous = false
+        for (range, isMatch) in parts {
+            if joins(isMatch, previous), let other = kept.last {
+                kept[kept.count - 1] = min(other.lowerBound, range.lowerBound)..<max(other.upperBound, range.upperBound)
+            } else {
+                kept.append(range)
+            }
+            previous = isMatch
+        }
+        return kept
     }
 }
 
