@@ -10,6 +10,7 @@
 # Usage: scripts/check-gateway.sh [--binary PATH] [--model PATH]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/serve-common.sh
 binary=""
 model="models/gemma-3-270m-q4_k_m.gguf"
 while [ $# -gt 0 ]; do
@@ -19,17 +20,11 @@ while [ $# -gt 0 ]; do
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
-if [ -z "$binary" ]; then
-    swift build -c release --product hearth >/dev/null
-    binary="$(swift build -c release --show-bin-path)/hearth"
-fi
-[ -f "$model" ] || { echo "no model at $model: run scripts/setup.sh" >&2; exit 1; }
+binary="$(hearth_binary "$binary")"
+require_model "$model"
 
 venv=".build/gateway-venv"
-if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet openai httpx
-fi
+private_venv "$venv" openai httpx
 py="$venv/bin/python"
 
 work="$(mktemp -d)"

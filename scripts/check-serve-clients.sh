@@ -7,6 +7,7 @@
 # Usage: scripts/check-serve-clients.sh [--binary PATH] [--model PATH]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/serve-common.sh
 binary=""
 model="models/gemma-3-270m-q4_k_m.gguf"
 while [ $# -gt 0 ]; do
@@ -16,17 +17,11 @@ while [ $# -gt 0 ]; do
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
-if [ -z "$binary" ]; then
-    swift build -c release --product hearth >/dev/null
-    binary="$(swift build -c release --show-bin-path)/hearth"
-fi
-[ -f "$model" ] || { echo "no model at $model: run scripts/setup.sh" >&2; exit 1; }
+binary="$(hearth_binary "$binary")"
+require_model "$model"
 
 venv=".build/serve-clients-venv"
-if [ ! -x "$venv/bin/python" ]; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet openai anthropic
-fi
+private_venv "$venv" openai anthropic
 
 work="$(mktemp -d)"
 server_pid=""

@@ -6,6 +6,7 @@
 # Usage: scripts/check-serve-scale-out.sh [--replicas N] [--binary PATH] [--model PATH]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/serve-common.sh
 replicas=2
 binary=""
 model="models/gemma-3-270m-q4_k_m.gguf"
@@ -18,15 +19,9 @@ while [ $# -gt 0 ]; do
     esac
 done
 [ "$replicas" -ge 2 ] || { echo "--replicas must be at least 2" >&2; exit 2; }
-if [ -z "$binary" ]; then
-    swift build -c release --product hearth >/dev/null
-    binary="$(swift build -c release --show-bin-path)/hearth"
-fi
+binary="$(hearth_binary "$binary")"
 venv=".build/litellm-venv"
-if [ ! -x "$venv/bin/litellm" ]; then
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet 'litellm[proxy]' openai
-fi
+private_venv "$venv" 'litellm[proxy]' openai
 
 work="$(mktemp -d)"
 pids=()

@@ -1,0 +1,29 @@
+# Sourced (not run) by the scripts that drive `hearth serve` (check-serve-clients.sh,
+# check-gateway.sh, check-serve-scale-out.sh): the binary to run, the model check, and a
+# private venv of PyPI packages. Run from the repository root.
+
+# The hearth binary: $1 when given, else a release build of this checkout.
+hearth_binary() {
+    if [ -n "$1" ]; then
+        printf '%s\n' "$1"
+        return
+    fi
+    swift build -c release --product hearth >/dev/null
+    printf '%s/hearth\n' "$(swift build -c release --show-bin-path)"
+}
+
+# Exits with the next step when the model file $1 is missing.
+require_model() {
+    [ -f "$1" ] || { echo "no model at $1: run scripts/setup.sh" >&2; exit 1; }
+}
+
+# A private venv at $1 with the PyPI packages that follow, installed once.
+private_venv() {
+    local venv="$1"
+    shift
+    if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$*" ]; then
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet "$@"
+        printf '%s' "$*" > "$venv/.installed"
+    fi
+}
