@@ -108,6 +108,14 @@ public struct CloudCredentials: Sendable {
         return home.appendingPathComponent(".config/hearth/providers.json")
     }
 
+    /// The credentials the environment variables alone give (no file read): for a server whose
+    /// upstream keys must come only from its own environment.
+    public static func environmentOnly(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> CloudCredentials {
+        var credentials = CloudCredentials()
+        credentials.overlay(environment)
+        return credentials
+    }
+
     /// Reads the file (a missing file is fine) and overlays the environment.
     ///
     /// - Throws: ``ProviderError`` with code ``ProviderError/Code/invalidRequest`` and provider

@@ -62,11 +62,8 @@ public final class Gateway: Sendable {
         for (client, used) in (try? ledger.tokensUsed(on: today)) ?? [:] {
             limiter.seed(client: client, day: today, used: used)
         }
-        // Keys only from the server's environment: the path below never exists, so
-        // CloudCredentials reads no providers.json.
-        let credentials =
-            (try? CloudCredentials.load(environment: environment, file: URL(fileURLWithPath: "/dev/null/hearth-gateway")))
-            ?? CloudCredentials()
+        // Keys only from the server's environment (no providers.json).
+        let credentials = CloudCredentials.environmentOnly(environment)
         var routes: [String: ModelRoute] = [:]
         for (name, route) in configuration.routes {
             let primary = Self.provider(route, credentials: credentials, local: local)
