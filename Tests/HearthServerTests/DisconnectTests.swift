@@ -117,7 +117,7 @@ extension ServerTests {
         #expect(running == 0)
         #expect(elapsed < .seconds(2), "the slot was freed \(elapsed) after the client left")
         // 499: the generation was cut short (a natural end would have been counted as 200).
-        #expect(try await harness.metric(#"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#) == 1)
+        #expect(try await Self.waitFor(harness, #"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, is: 1) == 1)
         #expect(try await harness.metric(#"hearth_requests_total{endpoint="/v1/chat/completions",status="200"}"#) == 1)
         // The sequence stopped early: its slot holds far fewer than prompt + 4000 tokens.
         let usage = try #require(try await harness.metric("hearth_kv_cache_usage_ratio"))
@@ -146,7 +146,7 @@ extension ServerTests {
         #expect(try await Self.waitFor(harness, "hearth_requests_waiting", is: 1) == 1)
         queued.close()
         #expect(try await Self.waitFor(harness, "hearth_requests_waiting", is: 0) == 0)
-        #expect(try await harness.metric(#"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#) == 1)
+        #expect(try await Self.waitFor(harness, #"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, is: 1) == 1)
         #expect(try await harness.metric("hearth_requests_running") == 1, "the running request was disturbed")
         let reply = try await running.value
         #expect(reply.status == 200)
@@ -177,7 +177,7 @@ extension GatewayTests {
         let elapsed = ContinuousClock.now - closed
         #expect(elapsed < .seconds(2), "the slot was freed \(elapsed) after the client left")
         #expect(
-            try await s.harness.metric(#"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, headers: admin) == 1)
+            try await ServerTests.waitFor(s.harness, #"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, is: 1, headers: admin) == 1)
         let next = try await s.send("/v1/chat/completions", Self.chat("local", "Hello", maxTokens: 3), key: Self.opsKey)
         #expect(next.status == 200 && Self.usage(next).completion > 0)
         try await s.stop()
