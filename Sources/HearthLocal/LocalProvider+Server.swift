@@ -103,6 +103,7 @@ extension LocalProvider {
             tokens = try prompt(for: request, generator: generator).tokens
         case .text(let text):
             request = ChatRequest(messages: [], options: options, continuation: "")
+            try refuseIfLonger([text], generator: generator)
             do { tokens = try generator.model.tokenizer.encode(text, addSpecialTokens: true) } catch {
                 throw providerError(error)
             }

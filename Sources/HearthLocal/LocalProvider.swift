@@ -30,7 +30,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// Requests served at once, each with its own KV slot of `context` tokens (all
         /// allocated at load). Further requests wait for a slot.
         public var parallel: Int
-        /// How conversations become prompts (default: the model's chat template).
+        /// How conversations become prompts (default: the base-model dialogue for models that look
+        /// like base models, so their replies end; the chat template for the rest).
         public var promptStyle: PromptStyle
         /// End a reply that repeats itself (`RepetitionGuard`: a line a third time, or a span
         /// three times in a row); it then finishes with `stop`. Off by default.
@@ -38,7 +39,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
 
         public init(
             modelPath: String, quantize: DType? = nil, context: Int? = nil, threads: Int? = nil, batch: Int = 128,
-            parallel: Int = 1, promptStyle: PromptStyle = .chatTemplate, endsRepetitiveReplies: Bool = false
+            parallel: Int = 1, promptStyle: PromptStyle = .automatic, endsRepetitiveReplies: Bool = false
         ) {
             self.modelPath = modelPath
             self.promptStyle = promptStyle
@@ -185,6 +186,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         let model = generator.model
         var messages = request.messages
         var dropped = 0
+        if !request.allowTruncation {
+            try refuseIfLonger(messages.map(\.content) + [request.continuation ?? ""], generator: generator)
+        }
         while true {
             let turns = messages.map { ChatTurn(role: $0.role.rawValue, content: $0.content) }
             var tokens: [Int32]
@@ -227,6 +231,39 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         p.stop = o.stop + (usesDialogue(generator.model) ? ChatTemplate.dialogueStops : [])
         p.stripLeadingSpace = request.continuation?.isEmpty ?? true
         return p
+    }
+
+    /// Refuses, before tokenizing all of it, text that cannot fit the context: each text is
+    /// tokenized a piece at a time (pieces end at whitespace, at most 4096 characters each) and counting
+    /// stops as soon as the total passes the context. Splitting can only add tokens at a piece's
+    /// ends (at most two per piece), so the refusal is certain: only a count above the context
+    /// plus two per piece is refused; anything less goes on to the exact tokenization. Texts no
+    /// longer in bytes than the context are never split (a token is at least one byte).
+    func refuseIfLonger(_ texts: [String], generator: Generator) throws {
+        let limit = generator.context
+        guard texts.reduce(0, { $0 + $1.utf8.count }) > limit else { return }
+        let tokenizer = generator.model.tokenizer
+        var count = 0
+        var pieces = 0
+        for text in texts {
+            var rest = Substring(text)
+            while !rest.isEmpty {
+                var end = rest.index(rest.startIndex, offsetBy: 4096, limitedBy: rest.endIndex) ?? rest.endIndex
+                if end < rest.endIndex, let space = rest[..<end].lastIndex(where: \.isWhitespace), space > rest.startIndex {
+                    end = space
+                }
+                let piece = rest[..<end]
+                do { count += try tokenizer.encode(String(piece), addSpecialTokens: false).count } catch { throw providerError(error) }
+                pieces += 1
+                rest = rest[end...]
+                if count - 2 * pieces >= limit {
+                    throw ProviderError(
+                        .contextLengthExceeded(tokens: nil, limit: limit), provider: id,
+                        message: "This model's maximum context length is \(limit) tokens, but the prompt is longer (more than "
+                            + "\(count - 2 * pieces) tokens; tokenizing stopped there). Shorten the prompt or use a larger context.")
+                }
+            }
+        }
     }
 
     /// Whether conversations with `model` are rendered as the base-model dialogue.

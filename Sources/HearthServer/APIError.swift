@@ -1,4 +1,5 @@
 import Foundation
+import HTTPTypes
 import HearthProviders
 
 /// An error answered as JSON: `{"error":{"message","type","param","code"}}` (OpenAI's shape;
@@ -16,6 +17,19 @@ struct APIError: Error, Sendable {
     var param: String?
     /// Seconds for a `Retry-After` header.
     var retryAfter: Int?
+    /// Further headers of the answer (a 429's `x-ratelimit-*`).
+    var headers = HTTPFields()
+
+    init(
+        status: Int, message: String, type: String, code: String? = nil, param: String? = nil, retryAfter: Int? = nil
+    ) {
+        self.status = status
+        self.message = message
+        self.type = type
+        self.code = code
+        self.param = param
+        self.retryAfter = retryAfter
+    }
 
     static func invalid(_ param: String, _ message: String, code: String = "invalid_value") -> APIError {
         APIError(status: 400, message: message, type: "invalid_request_error", code: code, param: param)

@@ -24,6 +24,27 @@ final class ConnectionWatcher: ChannelInboundHandler, RemovableChannelHandler, @
     private var gone = false
     private var actions: [Int: @Sendable () -> Void] = [:]
     private var nextID = 0
+    private let counter: ConnectionCounter
+    private var counted = false
+
+    init(counter: ConnectionCounter) { self.counter = counter }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        // Beyond the limit the connection is closed before a byte of it is read.
+        if counter.open() {
+            lock.withLock { counted = true }
+        } else {
+            context.close(promise: nil)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        let wasCounted: Bool = lock.withLock {
+            defer { counted = false }
+            return counted
+        }
+        if wasCounted { counter.close() }
+    }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let event = event as? ChannelEvent, event == .inputClosed { markGone() }
@@ -67,6 +88,31 @@ final class ConnectionWatcher: ChannelInboundHandler, RemovableChannelHandler, @
     }
 }
 
+/// Open connections, shared by every connection's ``ConnectionWatcher``.
+final class ConnectionCounter: @unchecked Sendable {
+    // `@unchecked Sendable`: `count` is only touched under `lock`.
+    let limit: Int
+    private let lock = NSLock()
+    private var count = 0
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Counts a new connection; false (and not counted) when `limit` are already open.
+    func open() -> Bool {
+        lock.withLock {
+            guard count < limit else { return false }
+            count += 1
+            return true
+        }
+    }
+
+    /// A counted connection closed.
+    func close() { lock.withLock { count -= 1 } }
+
+    /// Connections open now.
+    var current: Int { lock.withLock { count } }
+}
+
 /// A registration with a connection's ``ConnectionWatcher``; ``end()`` stops it.
 struct ConnectionWatch: Sendable {
     private let watcher: ConnectionWatcher?
@@ -80,19 +126,6 @@ struct ConnectionWatch: Sendable {
     /// Stops watching: the request has been answered (or given up); the connection may serve more.
     func end() {
         if let watcher, let key { watcher.stopObserving(key) }
-    }
-}
-
-/// The request context of the server's routes: Hummingbird's basic context plus the request's
-/// connection, so a generation can learn that its client went away (``ConnectionWatcher``).
-struct ServerRequestContext: RequestContext {
-    var coreContext: CoreRequestContextStorage
-    /// The connection the request arrived on.
-    let channel: any Channel
-
-    init(source: ApplicationRequestContextSource) {
-        coreContext = .init(source: source)
-        channel = source.channel
     }
 }
 

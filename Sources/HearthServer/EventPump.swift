@@ -70,19 +70,3 @@ final class ForwardedStream<Event: Sendable, Start: Sendable>: @unchecked Sendab
         task?.cancel()
     }
 }
-
-/// The plain server's pump: the local model's detailed events; started = the prompt's token count.
-typealias EventPump = ForwardedStream<LocalProvider.LocalEvent, Int>
-
-extension ForwardedStream where Event == LocalProvider.LocalEvent, Start == Int {
-    /// Starts consuming `upstream`; returns the prompt's token count once the provider has
-    /// tokenized and admitted it, or throws the provider's error (context too long, …).
-    func start(_ upstream: AsyncThrowingStream<LocalProvider.LocalEvent, Error>) async throws -> Int {
-        try await run {
-            for try await event in upstream {
-                if case .promptTokens(let count) = event { self.started(count) }
-                self.continuation.yield(event)
-            }
-        }
-    }
-}

@@ -9,222 +9,494 @@ import NIOCore
 /// Thrown when writing to the client fails: it has gone away.
 struct ClientGone: Error {}
 
-/// Counts and timings of one generation, for its log line and metrics.
-struct GenerationTally: Sendable {
-    var promptTokens = 0
-    var completionTokens = 0
-    var cachedTokens = 0
+/// How a generation ended, for the usage ledger, the cache, the metrics and the log line.
+struct RouteOutcome: Sendable {
+    var status = 200
+    var code: String?
+    var text = ""
+    var tokens: [LocalProvider.LocalToken] = []
+    var usage = Usage(promptTokens: 0, completionTokens: 0)
+    /// The provider reported usage (a cloud stream cut short may not have).
+    var usageReported = false
+    var reason = FinishReason.stop
+    var servedBy = ""
+    var switches: [(from: String, to: String, reason: String)] = []
+    /// The output filter cut the answer.
+    var filtered = false
+    var cacheHit = false
+    /// The time to the first token, when there was one.
     var firstToken: Duration?
+    /// The error that ended it (status is then not 200).
+    var error: APIError?
+
+    init() {}
+
+    init(failure: APIError, after partial: RouteOutcome) {
+        self = partial
+        status = failure.status
+        code = failure.code
+        error = failure
+    }
+}
+
+/// Who asked for what, carried through a generation.
+struct GenerationCall: Sendable {
+    let endpoint: Endpoint
+    let requestID: String
+    let started: ContinuousClock.Instant
+    /// The client's name (nil: refused before it was known).
+    var client: String?
+    /// The model name the client asked for.
+    var model: String
+    /// Tokens held against the client's daily quota until the answer is settled.
+    var reservation: RateLimiter.Reservation?
 }
 
 extension HearthServer {
-    /// `POST /v1/chat/completions`, `/v1/completions` and `/v1/messages`; `connection` is the
-    /// request's channel, watched so that a client that goes away stops its generation.
-    func generation(_ endpoint: Endpoint, _ request: Request, connection: any Channel) async -> Response {
-        let started = ContinuousClock.now
-        let (number, requestID) = newRequestID()
-        let job: GenerationJob
+    /// `POST /v1/chat/completions`, `/v1/completions`, `/v1/messages` and `/v1/responses`, one
+    /// pipeline for every route: the middleware has authenticated the caller, counted the
+    /// request and read the body; here the body is parsed for its API, the model routed, the
+    /// input filtered, the cache consulted, the client's tokens reserved and the request
+    /// admitted to its route's pool; then the answer is streamed or collected through the
+    /// output filter, recording metrics, usage and the cache on the way.
+    func generate(_ endpoint: Endpoint, _ request: Request, _ context: ServerRequestContext) async -> Response {
+        let caller = context.caller ?? GatewayAuthenticator.anonymous
+        let client = caller.client
+        var call = GenerationCall(
+            endpoint: endpoint, requestID: context.requestID, started: context.started, client: client.name, model: "")
+        var headers = context.quotaHeaders
+        var job: GenerationJob
+        let route: Gateway.ModelRoute
+        var cacheKey: String?
         do {
-            guard authorized(request) else { throw APIError.unauthorized() }
-            let body = try RequestParser.json(try await readBody(request))
-            let parser = RequestParser(alias: options.alias, maxTokensLimit: max(1, lock.withLock { context }))
+            let json = try RequestParser.json(context.body)
+            let name = try RequestParser.requiredModel(try Fields(json))
+            call.model = name
+            route = try gateway.route(name, for: client)
+            let limit = route.isLocal ? max(1, lock.withLock { self.context }) : 1 << 20
+            let parser = RequestParser(alias: name, maxTokensLimit: min(limit, client.maxTokens ?? limit))
             switch endpoint {
-            case .chatCompletions: job = try parser.chat(body)
-            case .completions: job = try parser.completion(body)
-            case .messages: job = try parser.messages(body)
+            case .chatCompletions: job = try parser.chat(json)
+            case .completions: job = try parser.completion(json)
+            case .messages: job = try parser.messages(json)
+            case .responses: job = try parser.responses(json)
             }
-            try admit()
+            if !route.isLocal {
+                if case .text = job.input {
+                    throw APIError.invalid("model", "'\(name)' is a cloud route; /v1/completions is served by local routes only.")
+                }
+                if job.logprobs != nil {
+                    throw APIError.invalid("logprobs", "'\(name)' is a cloud route; log-probabilities are served by local routes only.")
+                }
+            }
+            if let filter = gateway.configuration.contentFilter, try await filter.screens(Self.inputText(job)) {
+                throw APIError(
+                    status: 400, message: "The request was refused by the content filter.", type: "invalid_request_error",
+                    code: "content_filtered", param: endpoint == .completions ? "prompt" : endpoint == .responses ? "input" : "messages")
+            }
+            if let cache = gateway.cache, let key = ResponseCache.key(route: name, client: cache.shared ? nil : client.name, job: job) {
+                Self.set(&headers, "x-hearth-cache", "miss")
+                if !Self.bypassesCache(request), let answer = cache.lookup(key) {
+                    Self.set(&headers, "x-hearth-cache", "hit")
+                    return await replay(answer, job: job, call: call, headers: headers)
+                }
+                cacheKey = key
+            }
+            // Reserve the tokens this answer may use before any work: a client's quota holds
+            // however many of its requests are in flight. Without max_tokens the reply is
+            // capped at what the quota has left.
+            let (reservation, cap) = try gateway.limiter.reserve(
+                client, prompt: Self.promptEstimate(job), reply: job.options.maxTokens ?? client.maxTokens)
+            call.reservation = reservation
+            if job.options.maxTokens == nil, let cap { job.options.maxTokens = cap }
         } catch {
-            return finishEarly(endpoint, requestID: requestID, error: error, started: started)
+            return await refuse(error, call: call, headers: headers)
         }
-        // Admitted: from here every path releases the slot exactly once.
-        let pump = EventPump()
-        register(number) { pump.cancel(ProviderError(.cancelled, provider: "local", message: "The server is shutting down.")) }
-        // The client may leave at any time — while queued for a slot, while a non-streaming
-        // answer is generated (nothing is written until the end), between stream frames: its
-        // sequence stops within one decode step and the slot is freed.
-        let watch = await watchConnection(connection) { pump.cancel(ClientGone()) }
+        // Admitted: from here the lease gives the place back exactly once, whether the body
+        // of a streamed answer runs or not.
+        let stream = RouteStream()
+        let lease: SlotLease
+        do {
+            lease = try admit(route, client: client) {
+                stream.cancel(ProviderError(.cancelled, provider: "gateway", message: "The server is shutting down."))
+            }
+        } catch {
+            return await refuse(error, call: call, headers: headers)
+        }
+        // A client that leaves (queued, mid-answer, non-streaming or not) stops its answer at once.
+        let watch = await watchConnection(context.channel) { stream.cancel(ClientGone()) }
         let timeout = options.requestTimeout
         let deadline = Task {
             try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
-            pump.cancel(ProviderError(.timeout, provider: "local", message: "The request took longer than \(Int(timeout)) seconds."))
+            stream.cancel(ProviderError(.timeout, provider: "gateway", message: "The request took longer than \(Int(timeout)) seconds."))
         }
-        var renderer = ResponseRenderer(job: job, requestID: requestID)
-        do {
-            let upstream = provider.generate(job.input, options: job.options, topLogprobs: job.logprobs ?? 0)
-            renderer.promptTokens = try await pump.start(upstream)
-        } catch {
+        let cleanup: @Sendable () -> Void = {
             watch.end()
             deadline.cancel()
-            pump.cancel(CancellationError())
-            release(number)
-            return finishEarly(endpoint, requestID: requestID, error: error, started: started)
+            lease.end()
+        }
+        var renderer = ResponseRenderer(job: job, requestID: call.requestID, reportsProvider: configured)
+        do {
+            let first = try await stream.start(route, job: job)
+            renderer.promptTokens = first.promptTokens ?? 0
+            Self.set(&headers, "x-hearth-served-by", first.provider)
+        } catch {
+            stream.cancel(CancellationError())
+            cleanup()
+            if job.stream, endpoint == .responses {
+                // The Responses API reports a failure to start as `response.failed` in the stream.
+                let apiError = Self.gatewayAPIError(error)
+                await record(RouteOutcome(failure: apiError, after: RouteOutcome()), call: call)
+                var frames = renderer.streamStart().prefix(2).map { $0 }
+                frames.append(renderer.streamError(apiError, text: ""))
+                var streamHeaders = Self.sseHeaders(call.requestID)
+                streamHeaders.append(contentsOf: headers)
+                var buffer = ByteBuffer()
+                for frame in frames { buffer.writeBytes(frame) }
+                return Response(status: .ok, headers: streamHeaders, body: .init(byteBuffer: buffer))
+            }
+            return await refuse(error, call: call, headers: headers)
+        }
+        let filter = gateway.configuration.contentFilter.flatMap { $0.filterOutput ? $0 : nil }
+        let storeKey = cacheKey
+        let settle: @Sendable (RouteOutcome) async -> Void = { [call] outcome in
+            await self.record(outcome, call: call)
+            if let cache = self.gateway.cache, let cacheKey = storeKey, outcome.status == 200, !outcome.filtered, outcome.reason != .cancelled {
+                cache.store(cacheKey, .init(text: outcome.text, usage: outcome.usage, reason: outcome.reason, servedBy: outcome.servedBy))
+            }
         }
         if job.stream {
-            let renderer = renderer
-            let response = Response(
-                status: .ok,
-                headers: Self.sseHeaders(requestID),
-                body: ResponseBody { writer in
-                    let (status, tally) = await self.streamEvents(pump, renderer: renderer, writer: &writer, started: started)
-                    watch.end()
-                    deadline.cancel()
-                    self.release(number)
-                    self.logGeneration(endpoint, requestID: requestID, status: status, tally: tally, started: started)
+            var streamHeaders = Self.sseHeaders(call.requestID)
+            streamHeaders.append(contentsOf: headers)
+            let channel = context.channel
+            let writeTimeout = options.writeTimeout
+            let started = call.started
+            return Response(
+                status: .ok, headers: streamHeaders,
+                body: ResponseBody { [renderer] writer in
+                    // A client that stops reading: after writeTimeout the connection is closed,
+                    // the answer stopped and its place given back.
+                    let watchdog = WriteWatchdog(timeout: writeTimeout) {
+                        channel.close(mode: .all, promise: nil)
+                        stream.cancel(ClientGone())
+                    }
+                    await self.writeStream(
+                        stream, renderer: renderer, filter: filter, started: started, writer: &writer, watchdog: watchdog, settle: settle)
+                    watchdog.stop()
+                    cleanup()
                 })
-            return response
         }
-        let result = await collectEvents(pump, started: started)
-        watch.end()
-        deadline.cancel()
-        release(number)
-        switch result {
-        case .success(let (text, tokens, usage, reason, tally)):
-            logGeneration(endpoint, requestID: requestID, status: 200, tally: tally, started: started)
-            var response = Self.json(200, renderer.body(text: text, tokens: tokens, usage: usage, reason: reason))
-            if let name = HTTPField.Name("x-request-id") { response.headers[name] = requestID }
-            return response
-        case .failure(let error):
-            return finishEarly(endpoint, requestID: requestID, error: error, started: started)
+        var outcome = await drive(stream, filter: filter, started: call.started, emit: { _ in }, settle: settle)
+        cleanup()
+        if let error = outcome.error {
+            return Self.errorResponse(error, endpoint: endpoint, requestID: call.requestID, extra: headers)
         }
+        let body = renderer.body(outcome)
+        Self.set(&headers, "x-hearth-served-by", outcome.servedBy)
+        Self.set(&headers, "x-request-id", call.requestID)
+        outcome.text = ""
+        return Self.json(200, body, headers: headers)
     }
 
-    static func sseHeaders(_ requestID: String) -> HTTPFields {
-        var headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
-        if let name = HTTPField.Name("x-request-id") { headers[name] = requestID }
-        if let name = HTTPField.Name("x-accel-buffering") { headers[name] = "no" }
-        return headers
-    }
+    // MARK: One reading of an answer
 
-    static func apiError(_ error: Error) -> APIError {
-        if let error = error as? APIError { return error }
-        if error is ClientGone { return APIError(status: 499, message: "The client closed the connection.", type: "cancelled", code: "client_closed") }
-        if let error = error as? ProviderError { return .from(error) }
-        if error is CancellationError { return .from(ProviderError(.cancelled, provider: "local", message: "cancelled")) }
-        return APIError(status: 500, message: "Internal error.", type: "server_error", code: "internal_error")
-    }
-
-    /// An error answer before any response byte was written: logs and counts it.
-    func finishEarly(_ endpoint: Endpoint, requestID: String, error: Error, started: ContinuousClock.Instant) -> Response {
-        let apiError = Self.apiError(error)
-        logGeneration(endpoint, requestID: requestID, status: apiError.status, tally: GenerationTally(), started: started, code: apiError.code)
-        return Self.errorResponse(apiError, endpoint: endpoint, requestID: requestID)
-    }
-
-    func logGeneration(
-        _ endpoint: Endpoint, requestID: String, status: Int, tally: GenerationTally, started: ContinuousClock.Instant,
-        code: String? = nil
-    ) {
-        metrics.countRequest(endpoint: endpoint.rawValue, status: status)
-        var metadata: Logger.Metadata = [
-            "id": "\(requestID)", "path": "\(endpoint.rawValue)", "status": "\(status)",
-            "prompt_tokens": "\(tally.promptTokens)", "cached_tokens": "\(tally.cachedTokens)",
-            "completion_tokens": "\(tally.completionTokens)", "ms": "\(Self.milliseconds(since: started))",
-        ]
-        if let first = tally.firstToken { metadata["ttft_ms"] = "\(Int(Self.seconds(first) * 1000))" }
-        if let code { metadata["code"] = "\(code)" }
-        logger.info("request", metadata: metadata)
-    }
-
-    func record(token now: ContinuousClock.Instant, previous: inout ContinuousClock.Instant?, tally: inout GenerationTally, started: ContinuousClock.Instant) {
-        if let last = previous {
-            metrics.timePerOutputToken.record(Self.seconds(now - last))
-        } else {
-            tally.firstToken = now - started
-            metrics.timeToFirstToken.record(Self.seconds(now - started))
-        }
-        previous = now
-    }
-
-    func finished(_ usage: Usage, tally: inout GenerationTally, started: ContinuousClock.Instant) {
-        tally.promptTokens = usage.promptTokens
-        tally.completionTokens = usage.completionTokens
-        tally.cachedTokens = usage.cachedPromptTokens ?? 0
-        metrics.promptTokens.increment(by: Int64(usage.promptTokens))
-        metrics.cachedPromptTokens.increment(by: Int64(usage.cachedPromptTokens ?? 0))
-        metrics.generatedTokens.increment(by: Int64(usage.completionTokens))
-        metrics.requestDuration.record(Self.seconds(ContinuousClock.now - started))
-    }
-
-    /// Writes the SSE stream; a failed write means the client left, which cancels the generation.
-    func streamEvents(
-        _ pump: EventPump, renderer: ResponseRenderer, writer: inout any ResponseBodyWriter, started: ContinuousClock.Instant
-    ) async -> (Int, GenerationTally) {
-        var tally = GenerationTally()
-        tally.promptTokens = renderer.promptTokens
+    /// Reads a route's answer through the output filter: records the time to the first token
+    /// and between tokens, counts usage, and hands each event to `emit` as it goes out. `settle`
+    /// runs exactly once: before the answer's last event is emitted (a reply the client saw
+    /// complete is already in the ledger), or when the answer failed or the client left.
+    func drive(
+        _ stream: RouteStream, filter: ContentFilter?, started: ContinuousClock.Instant, emit: (RouteEvent) async throws -> Void,
+        settle: @Sendable (RouteOutcome) async -> Void
+    ) async -> RouteOutcome {
+        var outcome = RouteOutcome()
+        var screen = filter.map { OutputScreen(filter: $0) }
         var previous: ContinuousClock.Instant?
-        var textOffset = 0
-        var ended = false
+        var settled = false
+        do {
+            reading: for try await raw in stream.events {
+                if case .text = raw {
+                    // Timed and counted as the provider gives them, before the filter holds any back.
+                    let now = ContinuousClock.now
+                    if let previous {
+                        metrics.timePerOutputToken.record(Self.seconds(now - previous))
+                    } else {
+                        outcome.firstToken = now - started
+                        metrics.timeToFirstToken.record(Self.seconds(now - started))
+                    }
+                    previous = now
+                    outcome.usage.completionTokens += 1
+                }
+                let out: [RouteEvent]
+                if var current = screen {
+                    out = current.pass(raw)
+                    screen = current
+                } else {
+                    out = [raw]
+                }
+                for event in out {
+                    var last = false
+                    switch event {
+                    case .servedBy(let id):
+                        outcome.servedBy = id
+                    case .switched(let from, let to, let reason):
+                        outcome.switches.append((from, to, reason))
+                        outcome.servedBy = to
+                    case .promptTokens(let count):
+                        outcome.usage.promptTokens = count
+                    case .text(let text, let token):
+                        outcome.text += text
+                        if let token { outcome.tokens.append(token) }
+                    case .finished(let usage, let reason):
+                        if usage.promptTokens > 0 || usage.completionTokens > 0 {
+                            outcome.usage = usage
+                            outcome.usageReported = true
+                        }
+                        outcome.reason = reason
+                        last = true
+                    case .filtered:
+                        outcome.filtered = true
+                        stream.cancel(CancellationError())
+                        last = true
+                    }
+                    if last {
+                        settled = true
+                        await settle(outcome)
+                    }
+                    try await emit(event)
+                    if last { break reading }
+                }
+            }
+            if !settled { throw ProviderError(.cancelled, provider: "gateway", message: "The generation was stopped.") }
+        } catch {
+            // The client left (its write failed, or the watcher saw it go), the deadline passed,
+            // the server drained, or the provider failed.
+            stream.cancel(CancellationError())
+            if !settled {
+                outcome = RouteOutcome(failure: Self.gatewayAPIError(error), after: outcome)
+                await settle(outcome)
+            } else if error is ClientGone {
+                outcome.code = "client_closed"
+            }
+        }
+        return outcome
+    }
+
+    /// Writes a route's answer as server-sent events in the API's format.
+    func writeStream(
+        _ stream: RouteStream, renderer: ResponseRenderer, filter: ContentFilter?, started: ContinuousClock.Instant,
+        writer: inout any ResponseBodyWriter, watchdog: WriteWatchdog, settle: @Sendable (RouteOutcome) async -> Void
+    ) async {
+        var renderer = renderer
+        var text = ""
         func send(_ frames: [Data], _ writer: inout any ResponseBodyWriter) async throws {
             guard !frames.isEmpty else { return }
             var buffer = ByteBuffer()
             for frame in frames { buffer.writeBytes(frame) }
+            watchdog.begin()
+            defer { watchdog.end() }
             do { try await writer.write(buffer) } catch { throw ClientGone() }
         }
         do {
             try await send(renderer.streamStart(), &writer)
-            do {
-                for try await event in pump.events {
-                    switch event {
-                    case .promptTokens: break
-                    case .token(let token):
-                        tally.completionTokens += 1
-                        record(token: .now, previous: &previous, tally: &tally, started: started)
-                        try await send(renderer.streamToken(token, textOffset: textOffset), &writer)
-                        textOffset += token.text.count
-                    case .finished(let usage, let reason):
-                        finished(usage, tally: &tally, started: started)
-                        ended = true
-                        try await send(renderer.streamEnd(usage: usage, reason: reason), &writer)
-                    }
-                }
-                if !ended { throw ProviderError(.cancelled, provider: "local", message: "The generation was stopped.") }
-            } catch is ClientGone {
-                throw ClientGone()
-            } catch {
-                let apiError = Self.apiError(error)
-                try await send([renderer.streamError(apiError)], &writer)
-                try? await writer.finish(nil)
-                return (apiError.status, tally)
-            }
-            do { try await writer.finish(nil) } catch { throw ClientGone() }
-            return (200, tally)
         } catch {
-            // The client disconnected: stop its sequence now (within one decode step). 499
-            // means the generation was cut short; a reply that was complete counts as 200.
-            pump.cancel(CancellationError())
-            return (ended ? 200 : 499, tally)
+            stream.cancel(CancellationError())
+            await settle(RouteOutcome(failure: Self.apiError(ClientGone()), after: RouteOutcome()))
+            return
+        }
+        let outcome = await drive(
+            stream, filter: filter, started: started,
+            emit: { event in
+                if case .text(let piece, _) = event { text += piece }
+                try await send(renderer.frames(for: event, text: text), &writer)
+            }, settle: settle)
+        if let error = outcome.error, error.status != 499 {
+            try? await send([renderer.streamError(error, text: text)], &writer)
+        }
+        try? await writer.finish(nil)
+    }
+
+    // MARK: Pieces
+
+    /// The streaming headers.
+    static func sseHeaders(_ requestID: String) -> HTTPFields {
+        var headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
+        set(&headers, "x-request-id", requestID)
+        set(&headers, "x-accel-buffering", "no")
+        return headers
+    }
+
+    static func bypassesCache(_ request: Request) -> Bool {
+        guard let value = request.headers[.cacheControl]?.lowercased() else { return false }
+        return value.contains("no-cache") || value.contains("no-store")
+    }
+
+    /// Every text of the request the filter reads: messages (system included) or the prompt.
+    static func inputText(_ job: GenerationJob) -> String {
+        switch job.input {
+        case .chat(let messages): return messages.map(\.content).joined(separator: "\n")
+        case .text(let text): return text
         }
     }
 
-    /// Collects a whole generation for a non-streaming answer.
-    func collectEvents(_ pump: EventPump, started: ContinuousClock.Instant) async
-        -> Result<(String, [LocalProvider.LocalToken], Usage, FinishReason, GenerationTally), Error>
-    {
-        var tally = GenerationTally()
-        var previous: ContinuousClock.Instant?
-        var text = ""
-        var tokens: [LocalProvider.LocalToken] = []
-        var ending: (Usage, FinishReason)?
-        do {
-            for try await event in pump.events {
-                switch event {
-                case .promptTokens(let count): tally.promptTokens = count
-                case .token(let token):
-                    record(token: .now, previous: &previous, tally: &tally, started: started)
-                    text += token.text
-                    tokens.append(token)
-                case .finished(let usage, let reason):
-                    finished(usage, tally: &tally, started: started)
-                    ending = (usage, reason)
+    /// The prompt's length in tokens as reserved before it is tokenized: one token per four
+    /// bytes, rounded up (settled against the real count when the answer is done).
+    static func promptEstimate(_ job: GenerationJob) -> Int {
+        (inputText(job).utf8.count + 3) / 4
+    }
+
+    /// A request refused before any byte of its answer: recorded (when the client is known), logged.
+    func refuse(_ error: Error, call: GenerationCall, headers: HTTPFields) async -> Response {
+        let apiError = Self.gatewayAPIError(error)
+        await record(RouteOutcome(failure: apiError, after: RouteOutcome()), call: call)
+        return Self.errorResponse(apiError, endpoint: call.endpoint, requestID: call.requestID, extra: headers)
+    }
+
+    /// Settles one generation: metrics, the client's tokens against its quota (the reservation
+    /// given back and the real count charged — the prompt estimate when a provider cut short
+    /// reported none), a usage row (one transaction, when there is a ledger) and one log line.
+    func record(_ outcome: RouteOutcome, call: GenerationCall) async {
+        var usage = outcome.usage
+        if !outcome.usageReported, usage.promptTokens == 0, outcome.status != 200 || outcome.servedBy != local?.id,
+            let reservation = call.reservation, outcome.usage.completionTokens > 0 || outcome.status == 499
+        {
+            usage.promptTokens = reservation.promptEstimate
+        }
+        if outcome.status == 200 {
+            metrics.promptTokens.increment(by: Int64(usage.promptTokens))
+            metrics.cachedPromptTokens.increment(by: Int64(usage.cachedPromptTokens ?? 0))
+            metrics.generatedTokens.increment(by: Int64(usage.completionTokens))
+            metrics.requestDuration.record(Self.seconds(ContinuousClock.now - call.started))
+        }
+        metrics.countRequest(endpoint: call.endpoint.rawValue, status: outcome.status)
+        var metadata: Logger.Metadata = [
+            "id": "\(call.requestID)", "path": "\(call.endpoint.rawValue)", "status": "\(outcome.status)",
+            "client": "\(call.client ?? "-")", "model": "\(UsageLedger.safeName(call.model))",
+            "prompt_tokens": "\(usage.promptTokens)", "cached_tokens": "\(usage.cachedPromptTokens ?? 0)",
+            "completion_tokens": "\(usage.completionTokens)", "ms": "\(Self.milliseconds(since: call.started))",
+        ]
+        if let first = outcome.firstToken { metadata["ttft_ms"] = "\(Int(Self.seconds(first) * 1000))" }
+        if !outcome.servedBy.isEmpty { metadata["served_by"] = "\(outcome.servedBy)" }
+        if !outcome.switches.isEmpty { metadata["failover"] = "\(outcome.switches.map { "\($0.from)->\($0.to)" }.joined(separator: ","))" }
+        if outcome.cacheHit { metadata["cache"] = "hit" }
+        if outcome.filtered { metadata["filtered"] = "output" }
+        if let code = outcome.code { metadata["code"] = "\(code)" }
+        logger.info("request", metadata: metadata)
+        let charged = usage.promptTokens + usage.completionTokens
+        if let reservation = call.reservation {
+            gateway.limiter.settle(reservation, used: charged)
+        } else if let client = call.client, charged > 0 {
+            gateway.limiter.consume(client, tokens: charged)
+        }
+        guard let client = call.client, let ledger = gateway.ledger else { return }
+        let now = gateway.clock.now()
+        let entry = UsageLedger.Entry(
+            requestID: call.requestID, day: RateLimiter.day(now), client: client,
+            model: gateway.routes[call.model] == nil ? "-" : call.model, servedBy: outcome.servedBy, status: outcome.status,
+            promptTokens: usage.promptTokens, cachedTokens: usage.cachedPromptTokens ?? 0, completionTokens: usage.completionTokens,
+            cacheHit: outcome.cacheHit)
+        do { try await ledger.record(entry, at: now) } catch {
+            logger.error("usage not recorded", metadata: ["id": "\(call.requestID)", "error": "\(UsageLedger.describe(error))"])
+        }
+    }
+
+    /// A cached answer, whole or replayed as a stream; recorded like any answer.
+    func replay(_ answer: ResponseCache.Answer, job: GenerationJob, call: GenerationCall, headers: HTTPFields) async -> Response {
+        var outcome = RouteOutcome()
+        outcome.usage = answer.usage
+        outcome.usageReported = true
+        outcome.reason = answer.reason
+        outcome.servedBy = answer.servedBy
+        outcome.cacheHit = true
+        outcome.text = answer.text
+        var headers = headers
+        Self.set(&headers, "x-hearth-served-by", answer.servedBy)
+        await record(outcome, call: call)
+        var renderer = ResponseRenderer(job: job, requestID: call.requestID, reportsProvider: true)
+        renderer.promptTokens = answer.usage.promptTokens
+        guard job.stream else {
+            Self.set(&headers, "x-request-id", call.requestID)
+            return Self.json(200, renderer.body(outcome), headers: headers)
+        }
+        var streamHeaders = Self.sseHeaders(call.requestID)
+        streamHeaders.append(contentsOf: headers)
+        return Response(
+            status: .ok, headers: streamHeaders,
+            body: ResponseBody { [renderer] writer in
+                var renderer = renderer
+                var frames = renderer.streamStart()
+                frames += renderer.frames(for: .servedBy(answer.servedBy), text: "", cached: true)
+                // Replayed in pieces of a few characters, as a stream would bring it.
+                var rest = Substring(answer.text)
+                var text = ""
+                while !rest.isEmpty {
+                    let piece = String(rest.prefix(16))
+                    text += piece
+                    frames += renderer.frames(for: .text(piece, token: nil), text: text)
+                    rest = rest.dropFirst(16)
+                }
+                frames += renderer.frames(for: .finished(answer.usage, answer.reason), text: text)
+                var buffer = ByteBuffer()
+                for frame in frames { buffer.writeBytes(frame) }
+                try await writer.write(buffer)
+                try await writer.finish(nil)
+            })
+    }
+
+    /// An error as the server answers it: a cloud provider's failure is the upstream's (502 for
+    /// a refused key, a server error or a broken connection, 429 with its `Retry-After`, 504 for
+    /// a timeout), never the server's own 401 or 500, and its text stays in the log (the client
+    /// gets a fixed message naming the provider); everything else as ``apiError(_:)`` maps it.
+    static func gatewayAPIError(_ error: Error) -> APIError {
+        guard let failure = error as? ProviderError, failure.provider != "local", failure.provider != "gateway" else {
+            return apiError(error)
+        }
+        let message = "The upstream provider '\(failure.provider)' failed: \(failure.message)"
+        switch failure.code {
+        case .unauthorized:
+            return APIError(status: 502, message: message, type: "upstream_error", code: "upstream_unauthorized")
+        case .rateLimited(let retryAfter):
+            return APIError(
+                status: 429, message: message, type: "rate_limit_error", code: "upstream_rate_limited",
+                retryAfter: retryAfter.map { max(1, Int($0.rounded(.up))) } ?? 1)
+        case .server, .network, .decoding, .modelUnavailable:
+            return APIError(status: 502, message: message, type: "upstream_error", code: "upstream_error")
+        case .timeout:
+            return APIError(status: 504, message: message, type: "timeout_error", code: "upstream_timeout")
+        case .invalidRequest, .contextLengthExceeded, .cancelled:
+            return apiError(error)
+        }
+    }
+}
+
+/// Closes a streamed answer's connection when one write waits longer than the timeout for a
+/// client that does not read (NIO's writer waits for the socket; Hummingbird's idle timer does
+/// not run while a response is being written).
+final class WriteWatchdog: @unchecked Sendable {
+    // `@unchecked Sendable`: `since` and `fired` are only touched under `lock`.
+    private let lock = NSLock()
+    private var since: ContinuousClock.Instant?
+    private var task: Task<Void, Never>?
+
+    init(timeout: Double, onStall: @escaping @Sendable () -> Void) {
+        let limit = Duration.milliseconds(Int64(timeout * 1000))
+        let tick = Duration.milliseconds(Int64(min(1, max(0.01, timeout / 4)) * 1000))
+        task = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: tick)
+                guard let self else { return }
+                let stalled = self.lock.withLock { self.since.map { ContinuousClock.now - $0 > limit } ?? false }
+                if stalled {
+                    onStall()
+                    return
                 }
             }
-        } catch {
-            return .failure(error)
         }
-        guard let (usage, reason) = ending else {
-            return .failure(ProviderError(.cancelled, provider: "local", message: "the generation ended without a result"))
-        }
-        return .success((text, tokens, usage, reason, tally))
     }
+
+    /// A write starts.
+    func begin() { lock.withLock { since = .now } }
+    /// The write finished.
+    func end() { lock.withLock { since = nil } }
+    /// The answer is done.
+    func stop() { task?.cancel() }
 }

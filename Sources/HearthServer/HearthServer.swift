@@ -29,12 +29,24 @@ public struct ServerOptions: Sendable {
     /// Seconds a connection may stay silent (no bytes in or out) before it is closed; also the
     /// time allowed to receive a whole request body (slow senders are cut off).
     public var idleTimeout: Double
+    /// Seconds one write of a streamed answer may wait for a client that does not read before
+    /// the connection is closed and the request's slot released.
+    public var writeTimeout: Double
+    /// Open connections at most; further ones are closed as soon as they are accepted.
+    public var maxConnections: Int
+    /// Requests to cloud routes in flight at once (their own pool: they never take the local
+    /// model's slots); more get 503 + Retry-After.
+    public var maxCloudInFlight: Int
 
     /// Creates options.
     public init(
         host: String = "127.0.0.1", port: Int = 8080, apiKey: String? = nil, maxQueue: Int = 64, alias: String = "hearth",
-        maxBodyBytes: Int = 4 << 20, requestTimeout: Double = 600, drainGrace: Double = 30, idleTimeout: Double = 30
+        maxBodyBytes: Int = 4 << 20, requestTimeout: Double = 600, drainGrace: Double = 30, idleTimeout: Double = 30,
+        writeTimeout: Double = 30, maxConnections: Int = 1024, maxCloudInFlight: Int = 64
     ) {
+        self.writeTimeout = writeTimeout
+        self.maxConnections = maxConnections
+        self.maxCloudInFlight = maxCloudInFlight
         self.host = host
         self.port = port
         self.apiKey = apiKey
@@ -47,27 +59,35 @@ public struct ServerOptions: Sendable {
     }
 }
 
-/// An OpenAI- and Anthropic-compatible HTTP server over a ``LocalProvider`` (docs/SERVER.md).
+/// An OpenAI- and Anthropic-compatible HTTP server over the provider protocol (docs/SERVER.md).
 ///
-/// `run` binds, loads the model (``/health`` answers 503 until it has), serves, and on
-/// graceful shutdown (SIGTERM/SIGINT, or ``shutdown()``) drains: `/health` turns 503, new
-/// generation requests get 503, in-flight ones get ``ServerOptions/drainGrace`` seconds to
-/// finish and are then cancelled, and `run` returns.
+/// One request pipeline serves both the plain server and the gateway: the plain server is a
+/// ``Gateway`` with one local route (named ``ServerOptions/alias``) and ``ServerOptions/apiKey``
+/// as its one client. `run` binds, loads the local model if there is one (``/health`` answers 503
+/// until it has), serves, and on graceful shutdown (SIGTERM/SIGINT, or ``shutdown()``) drains:
+/// `/health` turns 503, new generation requests get 503, in-flight ones get
+/// ``ServerOptions/drainGrace`` seconds to finish and are then cancelled, and `run` returns.
 public final class HearthServer: @unchecked Sendable {
     // `@unchecked Sendable`: mutable state is only touched under `lock`.
     enum Phase: Sendable { case loading, ready, draining, failed(String) }
 
-    let provider: LocalProvider
+    /// The local model (nil: a gateway of cloud routes only).
+    let local: LocalProvider?
     let options: ServerOptions
     let logger: Logger
-    /// Keys, signatures, limits, usage, cache, filter and model routes (`--config`); nil = the plain server.
-    let gateway: Gateway?
+    /// Clients, signatures, limits, usage, cache, filter and model routes.
+    let gateway: Gateway
+    /// Started with `--config` (the token and usage routes exist).
+    let configured: Bool
     let metrics = ServerMetrics()
+    let connections: ConnectionCounter
     let lock = NSLock()
     var phase = Phase.loading
-    var inFlight = 0
-    var nextRequest = 0
+    /// Admitted generation requests per pool and per client.
+    var admitted = (local: 0, cloud: 0)
+    var admittedByClient: [String: Int] = [:]
     var cancellers: [Int: @Sendable () -> Void] = [:]
+    var nextLease = 0
     var boundPort: Int?
     var serviceGroup: ServiceGroup?
     var pendingShutdown = false
@@ -75,16 +95,32 @@ public final class HearthServer: @unchecked Sendable {
     var onReady: (@Sendable (Int) -> Void)?
     var context = 0
 
-    /// Creates a server; nothing happens until ``run(gracefulShutdownSignals:onReady:)``.
+    /// Creates a server over a local model; nothing happens until ``run(gracefulShutdownSignals:onReady:)``.
     /// With a `gateway`, its clients and model routes replace ``ServerOptions/apiKey`` and the
     /// single alias (docs/SERVER.md#gateway).
-    public init(
+    public convenience init(
         provider: LocalProvider, options: ServerOptions, logger: Logger = Logger(label: "hearth.serve"), gateway: Gateway? = nil
     ) {
-        self.provider = provider
+        self.init(local: provider, options: options, logger: logger, gateway: gateway)
+    }
+
+    /// Creates a server; `local` may be nil only with a `gateway` whose routes are all cloud
+    /// providers (it then starts without loading a model).
+    public init(local: LocalProvider?, options: ServerOptions, logger: Logger = Logger(label: "hearth.serve"), gateway: Gateway?) {
+        self.local = local ?? gateway?.local
         self.options = options
         self.logger = logger
-        self.gateway = gateway
+        configured = gateway != nil
+        if let gateway {
+            self.gateway = gateway
+        } else if let local {
+            self.gateway = Gateway.plain(alias: options.alias, apiKey: options.apiKey, local: local)
+        } else {
+            // Neither a model nor routes: a server with no model routes (every generation is a 404).
+            self.gateway = Gateway.plain(alias: options.alias, apiKey: options.apiKey, local: nil)
+        }
+        connections = ConnectionCounter(limit: options.maxConnections)
+        if self.local == nil { phase = .ready }
     }
 
     /// The bound port once listening (useful with port 0).
@@ -93,8 +129,8 @@ public final class HearthServer: @unchecked Sendable {
     /// Whether the model has loaded and the server is not draining.
     public var isReady: Bool { lock.withLock { if case .ready = phase { return true } else { return false } } }
 
-    /// Generation requests admitted and not finished.
-    public var inFlightCount: Int { lock.withLock { inFlight } }
+    /// Generation requests admitted and not finished (local and cloud routes).
+    public var inFlightCount: Int { lock.withLock { admitted.local + admitted.cloud } }
 
     /// Starts a graceful shutdown (as SIGTERM does).
     public func shutdown() async {
@@ -115,13 +151,14 @@ public final class HearthServer: @unchecked Sendable {
         let router = Router(context: ServerRequestContext.self)
         routes(router)
         let bindLogger = logger
+        let counter = connections
         let app = Application(
             router: router,
             server: .http1(
                 configuration: .init(
                     // One per connection (the argument is evaluated for each): tells a request
-                    // handler that its client went away (ConnectionWatcher).
-                    additionalChannelHandlers: [ConnectionWatcher()],
+                    // handler that its client went away, and closes connections beyond the limit.
+                    additionalChannelHandlers: [ConnectionWatcher(counter: counter)],
                     idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000)))),
             configuration: .init(address: .hostname(options.host, port: options.port), serverName: "hearth"),
             onServerRunning: { [self] channel in
@@ -141,7 +178,7 @@ public final class HearthServer: @unchecked Sendable {
         if shutdownEarly { await group.triggerGracefulShutdown() }
         try await group.run()
         if case .failed(let message) = lock.withLock({ phase }) {
-            throw ProviderError(.modelUnavailable, provider: provider.id, message: message)
+            throw ProviderError(.modelUnavailable, provider: local?.id ?? "local", message: message)
         }
     }
 
@@ -154,25 +191,27 @@ public final class HearthServer: @unchecked Sendable {
         if let (port, callback) = ready { callback(port) }
     }
 
-    /// Loads the model, then waits for graceful shutdown and drains.
+    /// Loads the model (when there is one), then waits for graceful shutdown and drains.
     struct LifecycleService: Service {
         let server: HearthServer
 
         func run() async throws {
-            do {
-                try await server.provider.prewarm(nil)
-                server.lock.withLock {
-                    server.context = server.provider.loadedContext ?? 0
-                    if case .loading = server.phase { server.phase = .ready }
+            if let local = server.local {
+                do {
+                    try await local.prewarm(nil)
+                    server.lock.withLock {
+                        server.context = local.loadedContext ?? 0
+                        if case .loading = server.phase { server.phase = .ready }
+                    }
+                    server.logger.info("model loaded", metadata: ["context": "\(server.context)", "parallel": "\(local.parallelSequences)"])
+                } catch {
+                    let message = (error as? ProviderError)?.message ?? "\(error)"
+                    server.lock.withLock { server.phase = .failed(message) }
+                    server.logger.error("the model could not be loaded: \(message)")
+                    throw error
                 }
-                server.logger.info("model loaded", metadata: ["context": "\(server.context)", "parallel": "\(server.provider.parallelSequences)"])
-                server.announceIfReady()
-            } catch {
-                let message = (error as? ProviderError)?.message ?? "\(error)"
-                server.lock.withLock { server.phase = .failed(message) }
-                server.logger.error("the model could not be loaded: \(message)")
-                throw error
             }
+            server.announceIfReady()
             try? await gracefulShutdown()
             await server.drain()
         }
@@ -182,97 +221,35 @@ public final class HearthServer: @unchecked Sendable {
     func drain() async {
         let count: Int = lock.withLock {
             phase = .draining
-            return inFlight
+            return admitted.local + admitted.cloud
         }
         logger.info("draining", metadata: ["in_flight": "\(count)", "grace_seconds": "\(options.drainGrace)"])
         let deadline = ContinuousClock.now + .milliseconds(Int64(options.drainGrace * 1000))
-        while lock.withLock({ inFlight }) > 0, ContinuousClock.now < deadline {
+        while inFlightCount > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
         let remaining = lock.withLock { Array(cancellers.values) }
         if !remaining.isEmpty { logger.warning("grace period over: cancelling \(remaining.count) request(s)") }
         for cancel in remaining { cancel() }
         let cutoff = ContinuousClock.now + .seconds(5)
-        while lock.withLock({ inFlight }) > 0, ContinuousClock.now < cutoff {
+        while inFlightCount > 0, ContinuousClock.now < cutoff {
             try? await Task.sleep(for: .milliseconds(20))
         }
         logger.info("drained")
     }
 
-    // MARK: Admission
-
-    func newRequestID() -> (Int, String) {
-        let n = lock.withLock {
-            nextRequest += 1
-            return nextRequest
-        }
-        return (n, String(format: "%08x%04x", n, UInt16.random(in: 0...UInt16.max)))
+    /// A random request id (12 bytes of hex): ids say nothing about how many requests came before.
+    static func newRequestID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<3).map { _ in String(format: "%08x", UInt32.random(in: 0...UInt32.max, using: &generator)) }.joined()
     }
 
-    /// Admits a generation request or explains why not (503 while loading/draining or when the queue is full).
-    func admit() throws {
-        try lock.withLock {
-            switch phase {
-            case .loading:
-                metrics.rejected.increment()
-                throw APIError.unavailable("Loading model", retryAfter: 5)
-            case .draining:
-                metrics.rejected.increment()
-                throw APIError.unavailable("The server is shutting down.", retryAfter: 5)
-            case .failed(let message):
-                throw APIError(status: 503, message: message, type: "unavailable_error", code: "model_unavailable")
-            case .ready:
-                break
-            }
-            let capacity = provider.parallelSequences + options.maxQueue
-            guard inFlight < capacity else {
-                metrics.rejected.increment()
-                throw APIError(
-                    status: 503,
-                    message: "The server is at capacity (\(provider.parallelSequences) running, \(options.maxQueue) queued); retry later.",
-                    type: "unavailable_error", code: "queue_full", retryAfter: 1)
-            }
-            inFlight += 1
-            metrics.admitted.set(to: Double(inFlight))
+    func requireReady() throws {
+        switch lock.withLock({ phase }) {
+        case .ready: return
+        case .loading: throw APIError.unavailable("Loading model", retryAfter: 5)
+        case .draining: throw APIError.unavailable("The server is shutting down.", retryAfter: 5)
+        case .failed: throw APIError(status: 503, message: "The model could not be loaded.", type: "unavailable_error", code: "model_unavailable")
         }
-    }
-
-    func release(_ number: Int) {
-        lock.withLock {
-            inFlight -= 1
-            cancellers[number] = nil
-            metrics.admitted.set(to: Double(inFlight))
-        }
-    }
-
-    func register(_ number: Int, cancel: @escaping @Sendable () -> Void) {
-        lock.withLock { cancellers[number] = cancel }
-    }
-
-    /// Constant-time comparison of the presented key with the configured one.
-    func authorized(_ request: Request) -> Bool {
-        guard let expected = options.apiKey else { return true }
-        var presented: String?
-        if let value = request.headers[.authorization] {
-            let prefix = "Bearer "
-            if value.count > prefix.count, value.lowercased().hasPrefix("bearer ") {
-                presented = String(value.dropFirst(prefix.count))
-            }
-        }
-        if presented == nil, let name = HTTPField.Name("x-api-key") { presented = request.headers[name] }
-        guard let presented else { return false }
-        return Self.constantTimeEqual(Array(presented.utf8), Array(expected.utf8))
-    }
-
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        var difference = UInt8(truncatingIfNeeded: a.count ^ b.count)
-        if a.count != b.count { difference |= 1 }
-        let n = max(a.count, b.count)
-        for i in 0..<n {
-            let x = i < a.count ? a[i] : 0
-            let y = i < b.count ? b[i] : 0
-            difference |= x ^ y
-        }
-        return difference == 0
     }
 }

@@ -3,10 +3,15 @@ import HearthLocal
 import HearthProviders
 
 /// Which API a generation request came in through.
-enum Endpoint: String, Sendable {
+enum Endpoint: String, Sendable, CaseIterable {
     case chatCompletions = "/v1/chat/completions"
     case completions = "/v1/completions"
     case messages = "/v1/messages"
+    /// OpenAI's Responses API (stateless: nothing is stored).
+    case responses = "/v1/responses"
+
+    /// The endpoint a request path names, if it is a generation route.
+    init?(path: String) { self.init(rawValue: path) }
 }
 
 /// A validated generation request, whatever API it came in through.
@@ -19,8 +24,10 @@ struct GenerationJob: Sendable {
     var includeUsage: Bool
     /// Log-probabilities requested: nil = none, else this many alternatives per token (0 allowed).
     var logprobs: Int?
-    /// The model name as the client sent it (echoed back), or the alias.
+    /// The model name as the client sent it (echoed back).
     var model: String
+    /// Responses API: the `instructions`, echoed in the response object.
+    var instructions: String?
 }
 
 /// Parses and validates request bodies; every failure is a 4xx ``APIError`` naming the field.
@@ -41,6 +48,15 @@ struct RequestParser {
         }
     }
 
+    /// The `model` field, required (as the OpenAI and Anthropic APIs require it).
+    static func requiredModel(_ fields: Fields) throws -> String {
+        guard let model = try fields.string("model"), !model.isEmpty else {
+            throw APIError.invalid("model", "'model' is required; GET /v1/models lists the models you may use.", code: "missing_field")
+        }
+        return model
+    }
+
+    /// The `model` field where it may be left out (`/tokenize`): absent, or the alias.
     func model(_ fields: Fields) throws -> String {
         guard let model = try fields.string("model") else { return alias }
         guard model == alias else {
@@ -96,7 +112,7 @@ struct RequestParser {
     /// `POST /v1/chat/completions`.
     func chat(_ body: JSONValue) throws -> GenerationJob {
         let f = try Fields(body)
-        let model = try model(f)
+        let model = alias
         guard let items = try f.array("messages") else { throw APIError.invalid("messages", "'messages' is required.", code: "missing_field") }
         guard !items.isEmpty else { throw APIError.invalid("messages", "'messages' must contain at least one message.") }
         var messages: [ChatMessage] = []
@@ -127,6 +143,11 @@ struct RequestParser {
 
     /// A message's content: a string, or an array of `{"type": partType, "text": …}` parts.
     func text(_ m: Fields, key: String, partType: String) throws -> String {
+        try text(m, key: key, partTypes: [partType])
+    }
+
+    /// A message's content: a string, or an array of text parts of the given types.
+    func text(_ m: Fields, key: String, partTypes: [String]) throws -> String {
         guard let content = m.value(key) else { return "" }
         switch content {
         case .string(let text): return text
@@ -134,8 +155,9 @@ struct RequestParser {
             var text = ""
             for (index, part) in parts.enumerated() {
                 let p = try Fields(part, prefix: "\(m.name(key))[\(index)]")
-                guard try p.string("type") == partType else {
-                    throw APIError.invalid(p.name("type"), "Only '\(partType)' content parts are supported.")
+                guard let type = try p.string("type"), partTypes.contains(type) else {
+                    throw APIError.invalid(
+                        p.name("type"), "Only \(partTypes.map { "'\($0)'" }.joined(separator: ", ")) content parts are supported.")
                 }
                 text += try p.string("text") ?? ""
             }
@@ -148,7 +170,7 @@ struct RequestParser {
     /// `POST /v1/completions`.
     func completion(_ body: JSONValue) throws -> GenerationJob {
         let f = try Fields(body)
-        let model = try model(f)
+        let model = alias
         let prompt: String
         switch f.value("prompt") {
         case .string(let text)?: prompt = text
@@ -178,7 +200,7 @@ struct RequestParser {
     /// `POST /v1/messages` (Anthropic Messages).
     func messages(_ body: JSONValue) throws -> GenerationJob {
         let f = try Fields(body)
-        let model = try model(f)
+        let model = alias
         guard let maxTokens = try f.int("max_tokens", in: 1...Int.max) else {
             throw APIError.invalid("max_tokens", "'max_tokens' is required.", code: "missing_field")
         }
@@ -219,6 +241,73 @@ struct RequestParser {
         return GenerationJob(
             endpoint: .messages, input: .chat(messages), options: o, stream: stream, includeUsage: true, logprobs: nil,
             model: model)
+    }
+
+    /// `POST /v1/responses` (stateless): `input` as a string or a list of message items,
+    /// `instructions`, sampling fields and `stream`. Tools and `text.format` other than text
+    /// are refused by name until the server supports them.
+    func responses(_ body: JSONValue) throws -> GenerationJob {
+        let f = try Fields(body)
+        var messages: [ChatMessage] = []
+        let instructions = try f.string("instructions")
+        if let instructions { messages.append(.system(instructions)) }
+        switch f.value("input") {
+        case nil: throw APIError.invalid("input", "'input' is required: a string or a list of input items.", code: "missing_field")
+        case .string(let text)?: messages.append(.user(text))
+        case .array(let items)?:
+            guard !items.isEmpty else { throw APIError.invalid("input", "'input' must contain at least one item.") }
+            for (index, item) in items.enumerated() {
+                let m = try Fields(item, prefix: "input[\(index)]")
+                let type = try m.string("type") ?? "message"
+                guard type == "message" else {
+                    throw APIError.invalid(
+                        m.name("type"),
+                        "'\(m.name("type"))' is '\(type.prefix(40))': only message items are supported (function calls need tools, which this server does not serve yet).")
+                }
+                let role: ChatMessage.Role
+                switch try m.string("role") {
+                case "system", "developer": role = .system
+                case "user": role = .user
+                case "assistant": role = .assistant
+                case nil: throw APIError.invalid(m.name("role"), "'\(m.name("role"))' is required.", code: "missing_field")
+                case let other?:
+                    throw APIError.invalid(
+                        m.name("role"), "'\(m.name("role"))' must be system, developer, user or assistant, got '\(other.prefix(40))'.")
+                }
+                messages.append(ChatMessage(role: role, content: try text(m, key: "content", partTypes: ["input_text", "output_text", "text"])))
+            }
+        case let other?: throw f.wrongType("input", "a string or an array of input items", other)
+        }
+        if try f.string("previous_response_id") != nil {
+            throw APIError.invalid(
+                "previous_response_id",
+                "This server keeps no responses (store is false in effect): send the whole conversation in 'input' instead of 'previous_response_id'.")
+        }
+        if let tools = try f.array("tools"), !tools.isEmpty {
+            throw APIError.invalid("tools", "Tool calling is not supported by this server yet.")
+        }
+        if let text = f.value("text"), text != .null {
+            let t = try Fields(text, prefix: "text")
+            if let format = t.value("format"), format != .null {
+                let fmt = try Fields(format, prefix: "text.format")
+                if try fmt.string("type") != "text" {
+                    throw APIError.invalid("text.format", "Only text.format {\"type\": \"text\"} is supported by this server yet.")
+                }
+            }
+        }
+        if let reasoning = f.value("reasoning"), reasoning != .null {
+            throw APIError.invalid("reasoning", "'reasoning' is not supported: the served models do not reason in separate tokens.")
+        }
+        _ = try f.bool("store")
+        var o = GenerationOptions()
+        o.temperature = try f.number("temperature", in: 0...2)
+        o.topP = try f.number("top_p", in: 0...1)
+        if o.topP == 0 { throw APIError.invalid("top_p", "'top_p' must be greater than 0.") }
+        o.maxTokens = try f.int("max_output_tokens", in: 1...maxTokensLimit)
+        try validated(o)
+        return GenerationJob(
+            endpoint: .responses, input: .chat(messages), options: o, stream: try f.bool("stream") ?? false, includeUsage: true,
+            logprobs: nil, model: alias, instructions: instructions)
     }
 
     /// The provider layer's one validation (`GenerationOptions.validate()`, as the CLI, the

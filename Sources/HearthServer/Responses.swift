@@ -6,20 +6,35 @@ import HearthProviders
 /// while streaming, or one JSON body at the end.
 struct ResponseRenderer {
     let job: GenerationJob
-    /// `chatcmpl-…`, `cmpl-…` or `msg_…`.
+    /// `chatcmpl-…`, `cmpl-…`, `msg_…` or `resp_…`.
     let id: String
     let created: Int
     var promptTokens = 0
+    /// Say which provider serves (the gateway's `hearth` field and `hearth_provider` event).
+    let reportsProvider: Bool
+    /// The provider was announced in the stream.
+    var announced = false
+    /// Characters of text streamed so far (legacy completions' `text_offset`).
+    var textOffset = 0
+    /// Text events streamed so far (the completion count of a stream cut by the filter).
+    var pieces = 0
+    /// Responses API: the next event's `sequence_number`.
+    var sequence = 0
 
-    init(job: GenerationJob, requestID: String) {
+    init(job: GenerationJob, requestID: String, reportsProvider: Bool = false) {
         self.job = job
+        self.reportsProvider = reportsProvider
         switch job.endpoint {
         case .chatCompletions: id = "chatcmpl-\(requestID)"
         case .completions: id = "cmpl-\(requestID)"
         case .messages: id = "msg_\(requestID)"
+        case .responses: id = "resp_\(requestID)"
         }
         created = Int(Date().timeIntervalSince1970)
     }
+
+    /// The Responses API's output message id.
+    var itemID: String { "msg_" + id.dropFirst(5) }
 
     /// One SSE frame: `data: {json}\n\n`, with an `event:` line for Anthropic.
     static func frame(_ value: JSONValue, event: String? = nil) -> Data {
@@ -33,10 +48,10 @@ struct ResponseRenderer {
 
     static let done = Data("data: [DONE]\n\n".utf8)
 
-    func finishName(_ reason: FinishReason) -> String {
+    func finishName(_ reason: FinishReason, filtered: Bool = false) -> String {
         switch job.endpoint {
-        case .messages: return reason == .length ? "max_tokens" : "end_turn"
-        default: return reason == .length ? "length" : "stop"
+        case .messages: return filtered ? "refusal" : reason == .length ? "max_tokens" : "end_turn"
+        default: return filtered ? "content_filter" : reason == .length ? "length" : "stop"
         }
     }
 
@@ -50,10 +65,22 @@ struct ResponseRenderer {
         return .object(pairs)
     }
 
+    /// Anthropic's usage object with every field its current schema requires.
     func anthropicUsage(input: Int, output: Int, cached: Int) -> JSONValue {
         [
             "input_tokens": .int(input), "output_tokens": .int(output), "cache_read_input_tokens": .int(cached),
             "cache_creation_input_tokens": 0,
+            "cache_creation": ["ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0],
+            "server_tool_use": ["web_search_requests": 0, "web_fetch_requests": 0], "service_tier": "standard",
+        ]
+    }
+
+    /// The Responses API's usage object.
+    func responsesUsage(_ usage: Usage) -> JSONValue {
+        [
+            "input_tokens": .int(usage.promptTokens), "input_tokens_details": ["cached_tokens": .int(usage.cachedPromptTokens ?? 0)],
+            "output_tokens": .int(usage.completionTokens), "output_tokens_details": ["reasoning_tokens": 0],
+            "total_tokens": .int(usage.promptTokens + usage.completionTokens),
         ]
     }
 
@@ -90,8 +117,18 @@ struct ResponseRenderer {
     // MARK: Streaming
 
     /// Frames sent before the first token.
-    func streamStart() -> [Data] {
+    mutating func streamStart() -> [Data] {
         switch job.endpoint {
+        case .responses:
+            let response = responseObject(status: "in_progress", output: [], usage: nil)
+            return [
+                event("response.created", ["response": response]),
+                event("response.in_progress", ["response": response]),
+                event("response.output_item.added", ["output_index": 0, "item": outputItem(text: nil)]),
+                event(
+                    "response.content_part.added",
+                    ["item_id": .string(itemID), "output_index": 0, "content_index": 0, "part": outputText("")]),
+            ]
         case .chatCompletions:
             return [chatChunk(delta: ["role": "assistant", "content": ""], logprobs: nil, finish: nil)]
         case .completions:
@@ -147,19 +184,102 @@ struct ResponseRenderer {
                 completionChunk(
                     text: token.text, logprobs: wantsLogprobs ? completionLogprobs([token], offset: textOffset) : nil, finish: nil)
             ]
+        case .messages, .responses:
+            return []
+        }
+    }
+
+    /// Frames carrying reply text without per-token detail.
+    mutating func textFrames(_ text: String) -> [Data] {
+        guard !text.isEmpty else { return [] }
+        switch job.endpoint {
+        case .chatCompletions: return [chatChunk(delta: ["content": .string(text)], logprobs: nil, finish: nil)]
+        case .completions: return [completionChunk(text: text, logprobs: nil, finish: nil)]
         case .messages:
             return [
                 Self.frame(
-                    ["type": "content_block_delta", "index": 0, "delta": ["type": "text_delta", "text": .string(token.text)]],
+                    ["type": "content_block_delta", "index": 0, "delta": ["type": "text_delta", "text": .string(text)]],
                     event: "content_block_delta")
+            ]
+        case .responses:
+            return [
+                event(
+                    "response.output_text.delta",
+                    ["item_id": .string(itemID), "output_index": 0, "content_index": 0, "delta": .string(text), "logprobs": []])
             ]
         }
     }
 
-    /// Frames after the last token.
-    func streamEnd(usage: Usage, reason: FinishReason) -> [Data] {
-        let finish = finishName(reason)
+    /// The frames for one event of a route's answer; `text` is the answer so far (this event's included).
+    mutating func frames(for event: RouteEvent, text: String, cached: Bool = false) -> [Data] {
+        switch event {
+        case .servedBy(let id):
+            guard reportsProvider, !announced else { return [] }
+            announced = true
+            return providerFrame(servedBy: id, switched: nil, cached: cached)
+        case .switched(let from, let to, let reason):
+            guard reportsProvider else { return [] }
+            return providerFrame(servedBy: to, switched: (from, reason), cached: false)
+        case .promptTokens:
+            return []
+        case .text(let piece, let token):
+            pieces += 1
+            defer { textOffset += piece.count }
+            if let token, job.logprobs != nil { return streamToken(token, textOffset: textOffset) }
+            return textFrames(piece)
+        case .finished(let usage, let reason):
+            return streamEnd(usage: usage, reason: reason, text: text)
+        case .filtered:
+            return streamEnd(usage: Usage(promptTokens: promptTokens, completionTokens: pieces), reason: .stop, text: text, filtered: true)
+        }
+    }
+
+    /// A stream event saying which provider serves (and, after a failover, which one failed and
+    /// why): an empty chunk with a `hearth` field (OpenAI formats), a `hearth_provider` event
+    /// (Anthropic), nothing in the Responses API (whose clients reject unknown events).
+    func providerFrame(servedBy: String, switched: (from: String, reason: String)?, cached: Bool) -> [Data] {
+        var info: [(String, JSONValue)] = [("served_by", .string(servedBy))]
+        if let switched {
+            info.append(("switched_from", .string(switched.from)))
+            info.append(("reason", .string(switched.reason)))
+        }
+        if cached { info.append(("cache", "hit")) }
         switch job.endpoint {
+        case .messages:
+            return [Self.frame(.object([("type", "hearth_provider")] + info), event: "hearth_provider")]
+        case .responses:
+            return []
+        case .chatCompletions, .completions:
+            let choice: JSONValue =
+                job.endpoint == .chatCompletions
+                ? ["index": 0, "delta": [:], "logprobs": nil, "finish_reason": nil]
+                : ["text": "", "index": 0, "logprobs": nil, "finish_reason": nil]
+            return [
+                Self.frame(
+                    .object([
+                        ("id", .string(id)),
+                        ("object", job.endpoint == .chatCompletions ? "chat.completion.chunk" : "text_completion"),
+                        ("created", .int(created)), ("model", .string(job.model)), ("system_fingerprint", "hearth"),
+                        ("choices", [choice]), ("hearth", .object(info)),
+                    ]))
+            ]
+        }
+    }
+
+    /// Frames after the last token (`filtered`: the output filter cut the answer).
+    mutating func streamEnd(usage: Usage, reason: FinishReason, text: String, filtered: Bool = false) -> [Data] {
+        let finish = finishName(reason, filtered: filtered)
+        switch job.endpoint {
+        case .responses:
+            let done = outputText(text)
+            var response = responseObject(status: "completed", output: [outputItem(text: text)], usage: usage)
+            if reason == .length || filtered { response = incomplete(response, reason: filtered ? "content_filter" : "max_output_tokens") }
+            return [
+                event("response.output_text.done", ["item_id": .string(itemID), "output_index": 0, "content_index": 0, "text": .string(text), "logprobs": []]),
+                event("response.content_part.done", ["item_id": .string(itemID), "output_index": 0, "content_index": 0, "part": done]),
+                event("response.output_item.done", ["output_index": 0, "item": outputItem(text: text)]),
+                event(reason == .length || filtered ? "response.incomplete" : "response.completed", ["response": response]),
+            ]
         case .chatCompletions, .completions:
             var frames = [
                 job.endpoint == .chatCompletions
@@ -189,18 +309,81 @@ struct ResponseRenderer {
         }
     }
 
-    /// A frame reporting an error after the stream started.
-    func streamError(_ error: APIError) -> Data {
+    /// A frame reporting an error after the stream started (`text`: what was streamed).
+    mutating func streamError(_ error: APIError, text: String) -> Data {
         switch job.endpoint {
         case .messages: return Self.frame(error.anthropicBody, event: "error")
+        case .responses:
+            var response = responseObject(status: "failed", output: text.isEmpty ? [] : [outputItem(text: text)], usage: nil)
+            response = replacing(response, "error", ["code": .optional(error.code), "message": .string(error.message)])
+            return event("response.failed", ["response": response])
         default: return Self.frame(error.openAIBody)
         }
     }
 
+    // MARK: Responses API objects
+
+    /// One Responses API event: `event: TYPE` and a body with `type` and `sequence_number`.
+    mutating func event(_ type: String, _ body: JSONValue) -> Data {
+        guard case .object(let pairs) = body else { return Data() }
+        defer { sequence += 1 }
+        return Self.frame(.object([("type", .string(type))] + pairs + [("sequence_number", .int(sequence))]), event: type)
+    }
+
+    func outputText(_ text: String) -> JSONValue {
+        ["type": "output_text", "text": .string(text), "annotations": [], "logprobs": []]
+    }
+
+    /// The assistant message item (`text` nil: just begun).
+    func outputItem(text: String?) -> JSONValue {
+        [
+            "id": .string(itemID), "type": "message", "status": text == nil ? "in_progress" : "completed", "role": "assistant",
+            "content": text.map { [outputText($0)] } ?? [],
+        ]
+    }
+
+    /// The response object; `usage` nil until the answer is done.
+    func responseObject(status: String, output: [JSONValue], usage: Usage?) -> JSONValue {
+        let o = job.options
+        return [
+            "id": .string(id), "object": "response", "created_at": .int(created), "status": .string(status), "error": nil,
+            "incomplete_details": nil, "instructions": .optional(job.instructions),
+            "max_output_tokens": o.maxTokens.map { .int($0) } ?? .null, "model": .string(job.model), "output": .array(output),
+            "parallel_tool_calls": true, "previous_response_id": nil, "reasoning": ["effort": nil, "summary": nil],
+            "store": false, "temperature": o.temperature.map { .number($0) } ?? 1, "text": ["format": ["type": "text"]],
+            "tool_choice": "auto", "tools": [], "top_p": o.topP.map { .number($0) } ?? 1, "truncation": "disabled",
+            "usage": usage.map { responsesUsage($0) } ?? .null, "metadata": [:],
+        ]
+    }
+
+    func incomplete(_ response: JSONValue, reason: String) -> JSONValue {
+        replacing(replacing(response, "status", "incomplete"), "incomplete_details", ["reason": .string(reason)])
+    }
+
+    func replacing(_ value: JSONValue, _ key: String, _ new: JSONValue) -> JSONValue {
+        guard case .object(var pairs) = value else { return value }
+        for index in pairs.indices where pairs[index].0 == key { pairs[index].1 = new }
+        return .object(pairs)
+    }
+
     // MARK: Whole responses
 
-    func body(text: String, tokens: [LocalProvider.LocalToken], usage: Usage, reason: FinishReason) -> JSONValue {
-        let finish = finishName(reason)
+    /// The whole answer (`hearth: {served_by, switched, cache}` added when the server reports providers).
+    func body(_ outcome: RouteOutcome) -> JSONValue {
+        let body = plainBody(text: outcome.text, tokens: outcome.tokens, usage: outcome.usage, reason: outcome.reason, filtered: outcome.filtered)
+        guard reportsProvider, case .object(var pairs) = body else { return body }
+        var info: [(String, JSONValue)] = [("served_by", .string(outcome.servedBy))]
+        if !outcome.switches.isEmpty {
+            info.append(
+                ("switched", .array(outcome.switches.map { ["from": .string($0.from), "to": .string($0.to), "reason": .string($0.reason)] })))
+        }
+        if outcome.cacheHit { info.append(("cache", "hit")) }
+        pairs.append(("hearth", .object(info)))
+        return .object(pairs)
+    }
+
+    func plainBody(text: String, tokens: [LocalProvider.LocalToken], usage: Usage, reason: FinishReason, filtered: Bool) -> JSONValue {
+        let finish = finishName(reason, filtered: filtered)
         switch job.endpoint {
         case .chatCompletions:
             let logprobs: JSONValue = job.logprobs != nil ? ["content": chatLogprobs(tokens), "refusal": nil] : .null
@@ -231,10 +414,14 @@ struct ResponseRenderer {
         case .messages:
             return [
                 "id": .string(id), "type": "message", "role": "assistant", "model": .string(job.model),
-                "content": [["type": "text", "text": .string(text)]], "stop_reason": .string(finish), "stop_sequence": nil,
+                "content": [["type": "text", "text": .string(text), "citations": nil]], "stop_reason": .string(finish),
+                "stop_sequence": nil, "container": nil,
                 "usage": anthropicUsage(
                     input: usage.promptTokens, output: usage.completionTokens, cached: usage.cachedPromptTokens ?? 0),
             ]
+        case .responses:
+            let response = responseObject(status: "completed", output: [outputItem(text: text)], usage: usage)
+            return reason == .length || filtered ? incomplete(response, reason: filtered ? "content_filter" : "max_output_tokens") : response
         }
     }
 }

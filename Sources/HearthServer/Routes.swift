@@ -6,55 +6,45 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// Turns Hummingbird's own errors (unknown route, wrong method) into the JSON error shape.
-struct JSONErrorMiddleware<Context: RequestContext>: RouterMiddleware {
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        do {
-            return try await next(request, context)
-        } catch let error as HTTPError {
-            let status = Int(error.status.code)
-            let message =
-                status == 404 ? "No route for \(request.method.rawValue) \(request.uri.path.prefix(200))." : "HTTP error \(status)."
-            return HearthServer.errorResponse(
-                APIError(status: status, message: message, type: "invalid_request_error", code: status == 404 ? "not_found" : "http_error"))
-        }
-    }
-}
-
 extension HearthServer {
+    /// The one router of the plain server and the gateway: the front stage (ids, JSON errors,
+    /// logging), CORS when configured, authentication, the rate limiter, then one handler per route.
     func routes(_ router: Router<ServerRequestContext>) {
-        if let gateway { return gatewayRoutes(router, gateway) }
-        router.add(middleware: JSONErrorMiddleware())
+        router.add(middleware: FrontMiddleware(server: self))
+        if !gateway.configuration.corsOrigins.isEmpty {
+            router.add(middleware: CORSOriginsMiddleware(origins: gateway.configuration.corsOrigins))
+        }
+        router.add(middleware: AuthenticationMiddleware(server: self))
+        router.add(middleware: RateLimitMiddleware(server: self))
         router.get("/health") { _, _ in self.health() }
         router.get("/live") { _, _ in Self.json(200, ["status": "alive"]) }
-        router.get("/metrics") { request, _ in await self.simple(request) { self.metricsResponse() } }
-        router.get("/v1/models") { request, _ in await self.simple(request) { self.models(nil) } }
-        router.get("/v1/models/:id") { request, context in
-            let id = context.parameters.get("id") ?? ""
-            return await self.simple(request) { self.models(id) }
+        router.get("/metrics") { _, _ in self.metricsResponse() }
+        router.get("/v1/models") { _, context in
+            let client = (context.caller ?? GatewayAuthenticator.anonymous).client
+            return Self.json(200, ["object": "list", "data": .array(self.gateway.allowed(client).map { self.modelEntry($0) })])
         }
-        router.post("/v1/chat/completions") { request, context in await self.generation(.chatCompletions, request, connection: context.channel) }
-        router.post("/v1/completions") { request, context in await self.generation(.completions, request, connection: context.channel) }
-        router.post("/v1/messages") { request, context in await self.generation(.messages, request, connection: context.channel) }
-        router.post("/tokenize") { request, _ in await self.simple(request) { try await self.tokenize(request) } }
-        router.post("/detokenize") { request, _ in await self.simple(request) { try await self.detokenize(request) } }
+        router.get("/v1/models/:id") { _, context in
+            let id = context.parameters.get("id") ?? ""
+            _ = try self.gateway.route(id, for: (context.caller ?? GatewayAuthenticator.anonymous).client)
+            return Self.json(200, self.modelEntry(id))
+        }
+        for endpoint in Endpoint.allCases {
+            router.post(RouterPath(endpoint.rawValue)) { request, context in await self.generate(endpoint, request, context) }
+        }
+        router.post("/v1/embeddings") { _, context in try await self.embeddings(context) }
+        router.post("/tokenize") { _, context in try await self.tokenize(context.body) }
+        router.post("/detokenize") { _, context in try await self.detokenize(context.body) }
+        if configured {
+            router.post("/v1/auth/token") { _, context in
+                try self.issueToken(context.caller ?? GatewayAuthenticator.anonymous, body: context.body)
+            }
+            router.get("/v1/usage") { request, context in
+                try await self.usage(context.caller ?? GatewayAuthenticator.anonymous, request)
+            }
+        }
     }
 
-    // MARK: Responses
-
-    static func json(_ status: Int, _ value: JSONValue, headers: HTTPFields = [:]) -> Response {
-        var fields = headers
-        fields[.contentType] = "application/json"
-        return Response(
-            status: .init(code: status), headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: value.serialized())))
-    }
-
-    static func errorResponse(_ error: APIError, endpoint: Endpoint? = nil, requestID: String? = nil) -> Response {
-        var headers: HTTPFields = [:]
-        if let retry = error.retryAfter { headers[.retryAfter] = String(retry) }
-        if let requestID, let name = HTTPField.Name("x-request-id") { headers[name] = requestID }
-        return json(error.status, endpoint == .messages ? error.anthropicBody : error.openAIBody, headers: headers)
-    }
+    // MARK: Plain routes
 
     func health() -> Response {
         let phase = lock.withLock { self.phase }
@@ -64,130 +54,63 @@ extension HearthServer {
             return Self.json(503, ["error": ["code": 503, "message": "Loading model", "type": "unavailable_error"]])
         case .draining:
             return Self.json(503, ["error": ["code": 503, "message": "Shutting down", "type": "unavailable_error"]])
-        case .failed(let message):
-            return Self.json(503, ["error": ["code": 503, "message": .string(message), "type": "unavailable_error"]])
+        case .failed:
+            // The cause is in the server's log; a probe learns only that the model is not there.
+            return Self.json(503, ["error": ["code": 503, "message": "The model could not be loaded.", "type": "unavailable_error"]])
         }
     }
 
     func metricsResponse() -> Response {
-        let load = provider.schedulerLoad ?? (0, 0)
+        let load = local?.schedulerLoad ?? (0, 0)
         metrics.running.set(to: Double(load.running))
         metrics.waiting.set(to: Double(load.waiting))
-        metrics.kvCacheUsage.set(to: provider.kvCacheUsage ?? 0)
+        metrics.kvCacheUsage.set(to: local?.kvCacheUsage ?? 0)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(string: metrics.render())))
     }
 
-    func models(_ id: String?) -> Response {
-        let model: JSONValue = [
-            "id": .string(options.alias), "object": "model", "created": .int(Int(Date().timeIntervalSince1970)), "owned_by": "hearth",
+    func modelEntry(_ name: String) -> JSONValue {
+        var entry: JSONValue = [
+            "id": .string(name), "object": "model", "created": .int(Int(Date().timeIntervalSince1970)), "owned_by": "hearth",
         ]
-        guard let id else { return Self.json(200, ["object": "list", "data": [model]]) }
-        guard id == options.alias else {
-            return Self.errorResponse(
-                APIError(
-                    status: 404, message: "The model '\(id.prefix(200))' does not exist; this server serves '\(options.alias)'.",
-                    type: "invalid_request_error", code: "model_not_found", param: "model"))
+        if configured, case .object(var pairs) = entry {
+            pairs.append(("providers", .array((gateway.routes[name]?.chain ?? []).map { .string($0) })))
+            entry = .object(pairs)
         }
-        return Self.json(200, model)
+        return entry
     }
 
-    /// A non-generation route: authorization, errors as JSON, one log line.
-    func simple(_ request: Request, _ body: () async throws -> Response) async -> Response {
-        let started = ContinuousClock.now
-        let (_, requestID) = newRequestID()
-        var response: Response
-        if !authorized(request) {
-            response = Self.errorResponse(.unauthorized(), requestID: requestID)
-        } else {
-            do { response = try await body() } catch let error as APIError {
-                response = Self.errorResponse(error, requestID: requestID)
-            } catch let error as ProviderError {
-                response = Self.errorResponse(.from(error), requestID: requestID)
-            } catch {
-                response = Self.errorResponse(
-                    APIError(status: 500, message: "Internal error.", type: "server_error", code: "internal_error"), requestID: requestID)
-            }
-        }
-        if let name = HTTPField.Name("x-request-id") { response.headers[name] = requestID }
-        let level: Logger.Level = request.uri.path == "/metrics" ? .debug : .info
-        logger.log(
-            level: level, "request",
-            metadata: [
-                "id": "\(requestID)", "method": "\(request.method.rawValue)", "path": "\(request.uri.path)",
-                "status": "\(response.status.code)", "ms": "\(Self.milliseconds(since: started))",
-            ])
-        return response
-    }
-
-    static func milliseconds(since start: ContinuousClock.Instant) -> Int {
-        let elapsed = ContinuousClock.now - start
-        return Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)
-    }
-
-    static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
-    /// Reads the whole body, refusing more than the limit (413) and senders slower than the idle timeout (408).
-    func readBody(_ request: Request) async throws -> Data {
-        let limit = options.maxBodyBytes
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit {
+    /// The local model for `/tokenize` and `/detokenize`, once loaded.
+    func localModel(_ fields: Fields) throws -> LocalProvider {
+        guard let local else {
             throw APIError(
-                status: 413, message: "The request body is \(length) bytes; the limit is \(limit).", type: "invalid_request_error",
-                code: "request_too_large")
+                status: 404, message: "This server has no local model to tokenize with.", type: "invalid_request_error",
+                code: "model_not_found", param: "model")
         }
-        let body = request.body
-        let timeout = options.idleTimeout
-        do {
-            let buffer = try await withThrowingTaskGroup(of: ByteBuffer.self) { group in
-                group.addTask { try await body.collect(upTo: limit) }
-                group.addTask {
-                    try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
-                    throw APIError(
-                        status: 408, message: "The request body did not arrive within \(Int(timeout)) seconds.",
-                        type: "invalid_request_error", code: "request_timeout")
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next() else { return ByteBuffer() }
-                return first
-            }
-            return Data(buffer.readableBytesView)
-        } catch let error as APIError {
-            throw error
-        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+        if let model = try fields.string("model"), gateway.routes[model]?.isLocal != true {
             throw APIError(
-                status: 413, message: "The request body is larger than the limit of \(limit) bytes.", type: "invalid_request_error",
-                code: "request_too_large")
+                status: 404, message: "The model '\(model.prefix(200))' is not a local model of this server (see GET /v1/models).",
+                type: "invalid_request_error", code: "model_not_found", param: "model")
         }
-    }
-
-    func requireReady() throws {
-        switch lock.withLock({ phase }) {
-        case .ready: return
-        case .loading: throw APIError.unavailable("Loading model", retryAfter: 5)
-        case .draining: throw APIError.unavailable("The server is shutting down.", retryAfter: 5)
-        case .failed(let message): throw APIError(status: 503, message: message, type: "unavailable_error", code: "model_unavailable")
-        }
-    }
-
-    func tokenize(_ request: Request) async throws -> Response {
         try requireReady()
-        let f = try Fields(try RequestParser.json(try await readBody(request)))
-        _ = try RequestParser(alias: options.alias, maxTokensLimit: Int.max).model(f)
+        return local
+    }
+
+    func tokenize(_ body: Data) async throws -> Response {
+        let f = try Fields(try RequestParser.json(body))
+        let local = try localModel(f)
         guard let text = try f.string("content") ?? f.string("prompt") else {
             throw APIError.invalid("content", "'content' (the text to tokenize) is required.", code: "missing_field")
         }
-        let tokens = try await provider.tokenize(text, addSpecialTokens: try f.bool("add_special") ?? false)
+        let tokens = try await local.tokenize(text, addSpecialTokens: try f.bool("add_special") ?? false)
         return Self.json(
-            200, ["tokens": .array(tokens.map { .int(Int($0)) }), "count": .int(tokens.count), "max_model_len": .int(provider.loadedContext ?? 0)])
+            200, ["tokens": .array(tokens.map { .int(Int($0)) }), "count": .int(tokens.count), "max_model_len": .int(local.loadedContext ?? 0)])
     }
 
-    func detokenize(_ request: Request) async throws -> Response {
-        try requireReady()
-        let f = try Fields(try RequestParser.json(try await readBody(request)))
-        _ = try RequestParser(alias: options.alias, maxTokensLimit: Int.max).model(f)
+    func detokenize(_ body: Data) async throws -> Response {
+        let f = try Fields(try RequestParser.json(body))
+        let local = try localModel(f)
         guard let items = try f.array("tokens") else {
             throw APIError.invalid("tokens", "'tokens' (an array of token ids) is required.", code: "missing_field")
         }
@@ -197,6 +120,78 @@ extension HearthServer {
             }
             return Int32(value)
         }
-        return Self.json(200, ["content": .string(try await provider.detokenize(ids))])
+        return Self.json(200, ["content": .string(try await local.detokenize(ids))])
+    }
+
+    // MARK: Gateway routes
+
+    /// `POST /v1/auth/token`: a client key (never a token) for a short-lived token.
+    func issueToken(_ caller: Caller, body: Data) throws -> Response {
+        guard !caller.viaToken else {
+            throw APIError(
+                status: 403, message: "A token cannot be exchanged for another token; use the client's key.",
+                type: "permission_error", code: "token_not_allowed")
+        }
+        var seconds: Int?
+        if !body.isEmpty {
+            let fields = try Fields(try RequestParser.json(body))
+            seconds = try fields.int("expires_in", in: 1...gateway.configuration.tokenTTLSeconds)
+        }
+        let issued = gateway.authenticator.issueToken(for: caller.client, seconds: seconds)
+        return Self.json(
+            200,
+            [
+                "token": .string(issued.token), "token_type": "bearer", "expires_in": .int(issued.expiresIn),
+                "expires_at": .int(issued.expiresAt), "client": .string(caller.client.name),
+            ])
+    }
+    /// `GET /v1/usage[?client=NAME][&from=YYYY-MM-DD][&to=YYYY-MM-DD]`: the caller's usage per model
+    /// (an admin's: every client's, or one client's with `client`).
+    func usage(_ caller: Caller, _ request: Request) async throws -> Response {
+        guard let ledger = gateway.ledger else { throw APIError(status: 404, message: "This server keeps no usage.", type: "invalid_request_error", code: "not_found") }
+        let query = request.uri.queryParameters
+        var client: String? = caller.client.name
+        if let asked = query.get("client") {
+            guard caller.client.admin || asked == caller.client.name else {
+                throw APIError(
+                    status: 403, message: "Only an admin key may read another client's usage.", type: "permission_error",
+                    code: "admin_only", param: "client")
+            }
+            client = asked
+        } else if caller.client.admin {
+            client = nil
+        }
+        func day(_ name: String) throws -> String? {
+            guard let value = query.get(name) else { return nil }
+            guard value.count == 10, value.split(separator: "-").count == 3, value.allSatisfy({ $0.isNumber || $0 == "-" }) else {
+                throw APIError.invalid(name, "'\(name)' must be a UTC day, YYYY-MM-DD.")
+            }
+            return value
+        }
+        let rows = try await ledger.totals(client: client, from: try day("from"), to: try day("to"))
+        var total = (requests: 0, errors: 0, hits: 0, prompt: 0, cached: 0, completion: 0)
+        let data: [JSONValue] = rows.map { row in
+            total.requests += row.requests
+            total.errors += row.errors
+            total.hits += row.cacheHits
+            total.prompt += row.promptTokens
+            total.cached += row.cachedTokens
+            total.completion += row.completionTokens
+            return [
+                "client": .string(row.client), "model": .string(row.model), "requests": .int(row.requests), "errors": .int(row.errors),
+                "cache_hits": .int(row.cacheHits), "prompt_tokens": .int(row.promptTokens), "cached_tokens": .int(row.cachedTokens),
+                "completion_tokens": .int(row.completionTokens), "total_tokens": .int(row.promptTokens + row.completionTokens),
+            ]
+        }
+        return Self.json(
+            200,
+            [
+                "object": "list", "client": .optional(client), "data": .array(data),
+                "total": [
+                    "requests": .int(total.requests), "errors": .int(total.errors), "cache_hits": .int(total.hits),
+                    "prompt_tokens": .int(total.prompt), "cached_tokens": .int(total.cached),
+                    "completion_tokens": .int(total.completion), "total_tokens": .int(total.prompt + total.completion),
+                ],
+            ])
     }
 }

@@ -55,6 +55,18 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Seconds a connection may stay silent, and the time allowed to send a request body.")
     var idleTimeout: Double = 30
 
+    @Option(name: .long, help: "Seconds one write of a streamed answer may wait for a client that does not read; then the connection is closed and the request's slot released.")
+    var writeTimeout: Double = 30
+
+    @Option(name: .long, help: "Open connections at most; further ones are closed as soon as they are accepted.")
+    var maxConnections: Int = 1024
+
+    @Option(name: .long, help: "Requests to cloud routes (--config) in flight at once, a pool of their own beside the local model's slots.")
+    var maxCloudInFlight: Int = 64
+
+    @Option(name: .long, help: "How conversations become prompts: automatic (base models get the User:/Assistant: dialogue and its stop rules, instruction-tuned models their chat template), chat-template or dialogue.")
+    var promptStyle: ServePromptStyle = .automatic
+
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
@@ -72,9 +84,10 @@ struct Serve: AsyncParsableCommand {
         if let threads, !(1...512).contains(threads) { throw ValidationError("--threads must be between 1 and 512") }
         if !(0...100_000).contains(maxQueue) { throw ValidationError("--max-queue must be between 0 and 100000") }
         if maxBodyBytes < 1024 { throw ValidationError("--max-body-bytes must be at least 1024") }
-        if !(requestTimeout > 0) || !(grace >= 0) || !(idleTimeout > 0) {
-            throw ValidationError("--request-timeout and --idle-timeout must be positive, --grace at least 0")
+        if !(requestTimeout > 0) || !(grace >= 0) || !(idleTimeout > 0) || !(writeTimeout > 0) {
+            throw ValidationError("--request-timeout, --idle-timeout and --write-timeout must be positive, --grace at least 0")
         }
+        if maxConnections < 1 || maxCloudInFlight < 1 { throw ValidationError("--max-connections and --max-cloud-in-flight must be at least 1") }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("--log-level takes trace, debug, info, notice, warning, error or critical") }
         if let alias, alias.isEmpty || alias.count > 256 { throw ValidationError("--alias must be 1 to 256 characters") }
     }
@@ -97,34 +110,64 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let path = try model ?? DefaultModel.path()
-        let name = alias ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
         var logger = Logger(label: "hearth.serve")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-        let provider = LocalProvider(
-            configuration: .init(modelPath: path, context: ctx, threads: threads, parallel: parallel))
-        var gateway: Gateway?
+        var configuration: GatewayConfiguration?
         if let config {
-            do {
-                gateway = try Gateway(configuration: try GatewayConfiguration.load(file: config), local: provider)
-            } catch {
+            do { configuration = try GatewayConfiguration.load(file: config) } catch {
                 FileHandle.standardError.write(Data("error: \(error)\n".utf8))
                 throw ExitCode(1)
             }
         }
+        // A gateway whose routes are all cloud providers starts without a model.
+        let needsModel = configuration.map { $0.routes.values.contains { $0.provider == .local } } ?? true
+        var provider: LocalProvider?
+        var name = alias ?? "hearth"
+        if needsModel || model != nil {
+            let path = try model ?? DefaultModel.path()
+            name = alias ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+            provider = LocalProvider(
+                configuration: .init(
+                    modelPath: path, context: ctx, threads: threads, parallel: parallel, promptStyle: promptStyle.style))
+        }
+        var gateway: Gateway?
+        if let configuration {
+            do { gateway = try Gateway(configuration: configuration, local: provider) } catch {
+                FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+                throw ExitCode(1)
+            }
+            if provider == nil { name = configuration.routes.keys.sorted().joined(separator: ", ") }
+        }
         let options = ServerOptions(
             host: host, port: port, apiKey: gateway == nil ? try key() : nil, maxQueue: maxQueue, alias: name,
-            maxBodyBytes: maxBodyBytes, requestTimeout: requestTimeout, drainGrace: grace, idleTimeout: idleTimeout)
-        let server = HearthServer(provider: provider, options: options, logger: logger, gateway: gateway)
+            maxBodyBytes: maxBodyBytes, requestTimeout: requestTimeout, drainGrace: grace, idleTimeout: idleTimeout,
+            writeTimeout: writeTimeout, maxConnections: maxConnections, maxCloudInFlight: maxCloudInFlight)
+        let server = HearthServer(local: provider, options: options, logger: logger, gateway: gateway)
+        let served = name
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
         do {
             try await server.run { port in
-                emit("Hearth is serving \(name) at http://\(host):\(port)/v1 (OpenAI and Anthropic APIs; /health, /metrics)\n")
+                emit("Hearth is serving \(served) at http://\(host):\(port)/v1 (OpenAI and Anthropic APIs; /health, /metrics)\n")
             }
         } catch {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
             throw ExitCode(1)
         }
         emit("Hearth server stopped.\n")
+    }
+}
+
+/// `--prompt-style` values.
+enum ServePromptStyle: String, ExpressibleByArgument, CaseIterable {
+    case automatic
+    case chatTemplate = "chat-template"
+    case dialogue
+
+    var style: LocalProvider.PromptStyle {
+        switch self {
+        case .automatic: return .automatic
+        case .chatTemplate: return .chatTemplate
+        case .dialogue: return .dialogue
+        }
     }
 }

@@ -17,7 +17,9 @@ final class RawConnection {
         var description: String
     }
 
-    init(port: Int) throws {
+    /// Connects to the loopback port; `receiveBuffer` sets SO_RCVBUF first (a tiny window: a
+    /// client that reads slowly, or not at all).
+    init(port: Int, receiveBuffer: Int? = nil) throws {
         #if canImport(Glibc)
         let kind = Int32(SOCK_STREAM.rawValue)
         #else
@@ -25,6 +27,9 @@ final class RawConnection {
         #endif
         descriptor = socket(AF_INET, kind, 0)
         guard descriptor >= 0 else { throw SocketError(description: "socket: errno \(errno)") }
+        if var size = receiveBuffer.map(Int32.init) {
+            _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -61,6 +66,31 @@ final class RawConnection {
                 + "Content-Length: \(body.utf8.count)\r\n\r\n" + body)
     }
 
+    /// Reads what arrives within `seconds` (up to `limit` bytes); nil when the server closed
+    /// the connection before sending anything.
+    func receive(within seconds: Double, limit: Int = 1 << 16) -> String? {
+        var data: [UInt8] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while data.count < limit, Date() < deadline {
+            var descriptorSet = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptorSet, 1, 50)
+            if ready <= 0 { if !data.isEmpty { break } else { continue } }
+            let n = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if n <= 0 { return data.isEmpty ? nil : String(decoding: data, as: UTF8.self) }
+            data += buffer[0..<n]
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Resets the connection (RST, not FIN): SO_LINGER with a zero timeout, then close.
+    func reset() {
+        guard descriptor >= 0 else { return }
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close()
+    }
+
     /// Closes the socket: the client is gone.
     func close() {
         guard descriptor >= 0 else { return }
@@ -95,14 +125,14 @@ extension ServerTests {
         let harness = try await ServerHarness(context: 4096, parallel: 1)
         defer { Task { try? await harness.stop() } }
         let expected = try await harness.send(
-            "/v1/chat/completions", json: ["messages": [Self.user], "max_tokens": 6, "temperature": 0])
+            "/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 6, "temperature": 0])
         #expect(expected.status == 200)
 
         let connection = try RawConnection(port: harness.port)
         try connection.post(
             "/v1/chat/completions",
             json: [
-                "messages": [["role": "user", "content": "Tell me a long story."]], "max_tokens": 4000, "stream": false,
+                "model": "tiny", "messages": [["role": "user", "content": "Tell me a long story."]], "max_tokens": 4000, "stream": false,
                 "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0,
             ])
         // Generating: the sequence holds the only slot.
@@ -124,7 +154,7 @@ extension ServerTests {
         #expect(usage < 0.9, "cache usage \(usage): the generation ran on after the client left")
 
         let next = try await harness.send(
-            "/v1/chat/completions", json: ["messages": [Self.user], "max_tokens": 6, "temperature": 0])
+            "/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 6, "temperature": 0])
         #expect(next.status == 200)
         #expect(next.json["choices"] != nil)
         #expect(next.body.contains(
@@ -137,7 +167,7 @@ extension ServerTests {
     @Test func clientDisconnectWhileQueuedFreesItsPlace() async throws {
         let harness = try await ServerHarness(context: 4096, parallel: 1)
         defer { Task { try? await harness.stop() } }
-        let long = #"{"messages":[{"role":"user","content":"Tell me a long story."}],"max_tokens":4000,"stream":false,"#
+        let long = #"{"model":"tiny","messages":[{"role":"user","content":"Tell me a long story."}],"max_tokens":4000,"stream":false,"#
             + #""temperature":1,"seed":3,"min_p":0,"top_k":0}"#
         let running = Task { try await harness.send(.POST, "/v1/chat/completions", body: long) }
         #expect(try await Self.waitFor(harness, "hearth_requests_running", is: 1) == 1)

@@ -64,28 +64,51 @@ final class ServerHarness: @unchecked Sendable {
         _ method: HTTPMethod = .POST, _ path: String, body: String? = nil, headers: [(String, String)] = [],
         timeout: Int64 = 60
     ) async throws -> Reply {
-        var request = HTTPClientRequest(url: base + path)
-        request.method = method
-        request.headers.add(name: "content-type", value: "application/json")
-        for (name, value) in headers { request.headers.add(name: name, value: value) }
-        if let body { request.body = .bytes(ByteBuffer(string: body)) }
-        let response = try await Self.client.execute(request, timeout: .seconds(timeout))
-        let buffer = try await response.body.collect(upTo: 64 << 20)
-        return Reply(status: Int(response.status.code), headers: response.headers, body: String(buffer: buffer))
+        try await Client(port: port).send(method, path, body: body, headers: headers, timeout: timeout)
     }
 
     func send(_ path: String, json: [String: Any], headers: [(String, String)] = []) async throws -> Reply {
-        let data = try JSONSerialization.data(withJSONObject: json)
-        return try await send(.POST, path, body: String(decoding: data, as: UTF8.self), headers: headers)
+        try await Client(port: port).send(path, json: json, headers: headers)
     }
 
     /// The value of a metric line (`name value`) in `/metrics`.
     func metric(_ name: String, headers: [(String, String)] = []) async throws -> Double? {
-        let reply = try await send(.GET, "/metrics", headers: headers)
-        for line in reply.body.split(separator: "\n") where line.hasPrefix(name + " ") {
-            return Double(line.dropFirst(name.count + 1))
+        try await Client(port: port).metric(name, headers: headers)
+    }
+
+    /// Requests to a server on a loopback port (one started by a test without the harness too).
+    struct Client {
+        let port: Int
+        var base: String { "http://127.0.0.1:\(port)" }
+
+        func send(
+            _ method: HTTPMethod = .POST, _ path: String, body: String? = nil, headers: [(String, String)] = [],
+            timeout: Int64 = 60
+        ) async throws -> Reply {
+            var request = HTTPClientRequest(url: base + path)
+            request.method = method
+            request.headers.add(name: "content-type", value: "application/json")
+            for (name, value) in headers { request.headers.add(name: name, value: value) }
+            if let body { request.body = .bytes(ByteBuffer(string: body)) }
+            let response = try await ServerHarness.client.execute(request, timeout: .seconds(timeout))
+            let buffer = try await response.body.collect(upTo: 64 << 20)
+            return Reply(status: Int(response.status.code), headers: response.headers, body: String(buffer: buffer))
         }
-        return nil
+
+        func send(_ path: String, json: [String: Any], headers: [(String, String)] = []) async throws -> Reply {
+            let data = try JSONSerialization.data(withJSONObject: json)
+            return try await send(.POST, path, body: String(decoding: data, as: UTF8.self), headers: headers)
+        }
+
+        /// The value of a metric line (`name value`) in `/metrics`.
+        func metric(_ name: String, headers: [(String, String)] = []) async throws -> Double? {
+            let reply = try await send(.GET, "/metrics", headers: headers)
+            for line in reply.body.split(separator: "\n") where line.hasPrefix(name + " ") {
+                return Double(line.dropFirst(name.count + 1))
+            }
+            return nil
+        }
+
     }
 }
 

@@ -168,20 +168,20 @@ import Testing
         #expect(invalid.status.code == 400)
         // A prompt longer than the context: 400 with both counts, never truncated.
         let long = String(repeating: "bread and butter ", count: 40)
-        let overflow = try await harness.send("/v1/chat/completions", json: ["messages": [["role": "user", "content": long]]])
+        let overflow = try await harness.send("/v1/chat/completions", json: ["model": "tiny", "messages": [["role": "user", "content": long]]])
         #expect(overflow.status == 400)
         let error = overflow.json["error"] as? [String: Any]
         #expect(error?["code"] as? String == "context_length_exceeded")
         #expect((error?["message"] as? String)?.contains("64 tokens") == true)
         // Too large a body: 413.
-        let huge = try await harness.send("/v1/chat/completions", json: ["messages": [["role": "user", "content": String(repeating: "x", count: 10_000)]]])
+        let huge = try await harness.send("/v1/chat/completions", json: ["model": "tiny", "messages": [["role": "user", "content": String(repeating: "x", count: 10_000)]]])
         #expect(huge.status == 413)
         // Unknown route.
         let missing = try await harness.send(.GET, "/v2/nothing")
         #expect(missing.status == 404)
         #expect((missing.json["error"] as? [String: Any])?["code"] as? String == "not_found", "\(missing.body)")
         // The server still answers correctly.
-        let ok = try await harness.send("/v1/chat/completions", json: ["messages": [Self.user], "max_tokens": 3])
+        let ok = try await harness.send("/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 3])
         #expect(ok.status == 200)
         try await harness.stop()
     }
@@ -196,12 +196,12 @@ import Testing
             #expect(try await harness.send(.GET, path, headers: [("authorization", "Bearer wrong")]).status == 401)
             #expect(try await harness.send(.GET, path, headers: [("authorization", "Bearer s3cret-key")]).status == 200)
         }
-        let body: [String: Any] = ["messages": [Self.user], "max_tokens": 2]
+        let body: [String: Any] = ["model": "tiny", "messages": [Self.user], "max_tokens": 2]
         let denied = try await harness.send("/v1/chat/completions", json: body)
         #expect(denied.status == 401)
         #expect(!denied.body.contains("s3cret"))
         #expect(try await harness.send("/v1/chat/completions", json: body, headers: [("authorization", "Bearer s3cret-key")]).status == 200)
-        #expect(try await harness.send("/v1/messages", json: ["max_tokens": 2, "messages": [Self.user]], headers: [("x-api-key", "s3cret-key")]).status == 200)
+        #expect(try await harness.send("/v1/messages", json: ["model": "tiny", "max_tokens": 2, "messages": [Self.user]], headers: [("x-api-key", "s3cret-key")]).status == 200)
         try await harness.stop()
     }
 
@@ -212,12 +212,12 @@ import Testing
         var request = HTTPClientRequest(url: harness.base + "/v1/chat/completions")
         request.method = .POST
         let body = try JSONSerialization.data(withJSONObject: [
-            "messages": [Self.user], "max_tokens": 4000, "stream": true, "temperature": 1, "seed": 1,
+            "model": "tiny", "messages": [Self.user], "max_tokens": 4000, "stream": true, "temperature": 1, "seed": 1,
         ] as [String: Any])
         request.body = .bytes(ByteBuffer(bytes: body))
         let first = try await ServerHarness.client.execute(request, timeout: .seconds(60))
         #expect(first.status == .ok)
-        let second = try await harness.send("/v1/chat/completions", json: ["messages": [Self.user], "max_tokens": 2])
+        let second = try await harness.send("/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 2])
         #expect(second.status == 503)
         #expect(second.headers["retry-after"].first != nil)
         #expect((second.json["error"] as? [String: Any])?["code"] as? String == "queue_full")
@@ -225,7 +225,7 @@ import Testing
         for try await _ in first.body { break }
         var status = 0
         for _ in 0..<200 {
-            status = try await harness.send("/v1/chat/completions", json: ["messages": [Self.user], "max_tokens": 2]).status
+            status = try await harness.send("/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 2]).status
             if status == 200 { break }
             try await Task.sleep(for: .milliseconds(20))
         }
@@ -239,11 +239,11 @@ import Testing
         let harness = try await ServerHarness(context: 4096, parallel: 1)
         defer { Task { try? await harness.stop() } }
         let expected = try await harness.send(
-            "/v1/chat/completions", json: ["messages": [Self.user], "max_tokens": 6, "temperature": 0])
+            "/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 6, "temperature": 0])
         var request = HTTPClientRequest(url: harness.base + "/v1/chat/completions")
         request.method = .POST
         let body = try JSONSerialization.data(withJSONObject: [
-            "messages": [["role": "user", "content": "Tell me a long story."]], "max_tokens": 4000, "stream": true,
+            "model": "tiny", "messages": [["role": "user", "content": "Tell me a long story."]], "max_tokens": 4000, "stream": true,
             "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0,
         ] as [String: Any])
         request.body = .bytes(ByteBuffer(bytes: body))
@@ -272,7 +272,7 @@ import Testing
         let usage = try #require(try await harness.metric("hearth_kv_cache_usage_ratio"))
         #expect(usage < 0.9, "cache usage \(usage): the generation ran on after the client left")
         let next = try await harness.send(
-            "/v1/chat/completions", json: ["messages": [Self.user], "max_tokens": 6, "temperature": 0])
+            "/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 6, "temperature": 0])
         #expect(next.status == 200)
         #expect(next.body.contains(
             ((expected.json["choices"] as? [[String: Any]])?.first?["message"] as? [String: Any])?["content"] as? String ?? "<none>"))
@@ -315,7 +315,7 @@ import Testing
         var request = HTTPClientRequest(url: harness.base + "/v1/chat/completions")
         request.method = .POST
         let body = try JSONSerialization.data(withJSONObject: [
-            "messages": [Self.user], "max_tokens": 4000, "stream": true, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
+            "model": "tiny", "messages": [Self.user], "max_tokens": 4000, "stream": true, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
         ] as [String: Any])
         request.body = .bytes(ByteBuffer(bytes: body))
         let response = try await ServerHarness.client.execute(request, timeout: .seconds(60))

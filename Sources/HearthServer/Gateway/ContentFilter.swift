@@ -15,6 +15,11 @@ public struct ContentFilter: Sendable {
 
     /// Whether replies are checked too (their stream then ends with `finish_reason: "content_filter"`).
     public let filterOutput: Bool
+    /// Characters of a streamed reply held back before they are sent, so a match never leaks
+    /// its first part; also the span a match may have in a reply (the tail scanned per piece).
+    public var window = 64
+    /// Seconds one check may take before it stops and counts as a match (fail closed).
+    public var timeLimit = 0.25
     /// Number of entries.
     public var count: Int { patterns.count }
     private let patterns: [Pattern]
@@ -61,19 +66,76 @@ public struct ContentFilter: Sendable {
     }
 
     /// The offset (in `Character`s) where the first blocked entry starts in `text`, or nil.
+    /// A check that runs past ``timeLimit`` (a pattern that backtracks on hostile text) stops
+    /// and reports a match at the start: the filter fails closed.
     public func firstMatch(in text: String) -> Int? {
         let range = NSRange(text.startIndex..., in: text)
+        let deadline = Date().addingTimeInterval(timeLimit)
         var earliest: Int?
         for pattern in patterns {
-            guard let match = pattern.expression.firstMatch(in: text, options: [], range: range),
-                let start = Range(match.range, in: text)?.lowerBound
-            else { continue }
+            var found: NSRange?
+            var timedOut = false
+            pattern.expression.enumerateMatches(in: text, options: [.reportProgress], range: range) { match, _, stop in
+                if let match {
+                    found = match.range
+                    stop.pointee = true
+                } else if Date() > deadline {
+                    timedOut = true
+                    stop.pointee = true
+                }
+            }
+            if timedOut || Date() > deadline { return 0 }
+            guard let found, let start = Range(found, in: text)?.lowerBound else { continue }
             let offset = text.distance(from: text.startIndex, to: start)
             if earliest.map({ offset < $0 }) ?? true { earliest = offset }
         }
         return earliest
     }
 
+    /// Whether `text` contains a blocked entry, checked on a thread of its own rather than the
+    /// server's cooperative pool (a request may carry megabytes of text).
+    func screens(_ text: String) async -> Bool {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global(qos: .utility).async { continuation.resume(returning: self.blocks(text)) }
+        }
+    }
+
     /// Whether `text` contains a blocked entry.
     public func blocks(_ text: String) -> Bool { firstMatch(in: text) != nil }
+}
+
+/// The output filter as a transform on a route's events: text is held back ``ContentFilter/window``
+/// characters before it goes out, and each piece is checked against the held text plus the last
+/// window of what went out (linear in the reply, never a rescan of all of it). On a match the
+/// text before it goes out, then ``RouteEvent/filtered``.
+struct OutputScreen {
+    let filter: ContentFilter
+    private var held = ""
+    private var sentTail = ""
+
+    init(filter: ContentFilter) { self.filter = filter }
+
+    mutating func pass(_ event: RouteEvent) -> [RouteEvent] {
+        switch event {
+        case .text(let text, _):
+            held += text
+            let scanned = sentTail + held
+            if let cut = filter.firstMatch(in: scanned) {
+                let keep = String(held.prefix(max(0, cut - sentTail.count)))
+                held = ""
+                return (keep.isEmpty ? [] : [.text(keep, token: nil)]) + [.filtered]
+            }
+            guard held.count > filter.window else { return [] }
+            let out = String(held.dropLast(filter.window))
+            held = String(held.suffix(filter.window))
+            sentTail = String((sentTail + out).suffix(filter.window))
+            return [.text(out, token: nil)]
+        case .finished:
+            let out = held
+            held = ""
+            return (out.isEmpty ? [] : [.text(out, token: nil)]) + [event]
+        default:
+            return [event]
+        }
+    }
 }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HearthCloud
 import HearthLocal
@@ -16,7 +17,7 @@ public final class Gateway: Sendable {
     /// What serves a model route.
     enum Target: Sendable {
         /// The local model, with the server's full feature set (raw completions, log-probabilities).
-        case local
+        case local(LocalProvider)
         /// A cloud provider, alone or followed by fallbacks.
         case router(FallbackRouter)
     }
@@ -27,6 +28,12 @@ public final class Gateway: Sendable {
         let target: Target
         /// The provider ids, first to last.
         let chain: [String]
+
+        /// Whether the local model alone serves the route.
+        var isLocal: Bool {
+            if case .local = target { return true }
+            return false
+        }
     }
 
     /// The settings this gateway was made from.
@@ -34,7 +41,10 @@ public final class Gateway: Sendable {
     let clock: GatewayClock
     let authenticator: GatewayAuthenticator
     let limiter: RateLimiter
-    let ledger: UsageLedger
+    /// Usage per client and model; nil for the plain server (`hearth serve` without `--config`).
+    let ledger: UsageLedger?
+    /// The model `hearth serve` loaded; nil when every route is a cloud provider.
+    let local: LocalProvider?
     let cache: ResponseCache?
     let routes: [String: ModelRoute]
     /// Route names in a stable order (`GET /v1/models`).
@@ -44,37 +54,61 @@ public final class Gateway: Sendable {
     /// base URLs from `environment`, as HearthCloud reads them) and the routes.
     /// - Parameters:
     ///   - configuration: the parsed `--config` file.
-    ///   - local: the server's local model (the `local` provider of every route).
+    ///   - local: the server's local model (the `local` provider of every route); nil when no
+    ///     route names the local provider, so a gateway of cloud routes starts without a model.
     ///   - environment: where cloud keys come from (the server's environment).
     ///   - clock: the time for limits, signatures, tokens and the cache (tests move it by hand).
-    /// - Throws: ``GatewayConfigurationError`` when the usage database cannot be opened.
-    public init(
-        configuration: GatewayConfiguration, local: LocalProvider,
+    /// - Throws: ``GatewayConfigurationError`` when the usage database cannot be opened, or a
+    ///   route names the local provider and there is no local model.
+    public convenience init(
+        configuration: GatewayConfiguration, local: LocalProvider?,
         environment: [String: String] = ProcessInfo.processInfo.environment, clock: GatewayClock = .system
     ) throws {
+        if local == nil, let name = configuration.routes.values.filter({ $0.provider == .local }).map(\.name).sorted().first {
+            throw GatewayConfigurationError(
+                file: "", key: "models.\(name).provider",
+                message: "names the local model, but the server has none; start it with --model (or route only to cloud providers).")
+        }
+        try self.init(
+            configuration: configuration, local: local, ledger: try UsageLedger(path: configuration.usageDatabase),
+            environment: environment, clock: clock)
+    }
+
+    /// The plain server (`hearth serve` without `--config`): one local route named `alias`,
+    /// `apiKey` as its one client (none: every request is anonymous), no limits, no ledger.
+    static func plain(alias: String, apiKey: String?, local: LocalProvider?) -> Gateway {
+        let clients = apiKey.map { [GatewayConfiguration.Client(name: "default", keyDigest: Array(SHA256.hash(data: Array($0.utf8))))] }
+        let configuration = GatewayConfiguration(
+            clients: clients ?? [], routes: local == nil ? [:] : [alias: GatewayConfiguration.Route(name: alias, provider: .local)])
+        return Gateway(configuration: configuration, local: local, ledger: nil, environment: [:], clock: .system)
+    }
+
+    private init(
+        configuration: GatewayConfiguration, local: LocalProvider?, ledger: UsageLedger?, environment: [String: String],
+        clock: GatewayClock
+    ) {
         self.configuration = configuration
         self.clock = clock
+        self.local = local
+        self.ledger = ledger
         authenticator = GatewayAuthenticator(configuration: configuration, clock: clock)
         limiter = RateLimiter(clock: clock)
-        ledger = try UsageLedger(path: configuration.usageDatabase)
         cache = configuration.cache.map { ResponseCache($0, clock: clock) }
         let today = RateLimiter.day(clock.now())
-        for (client, used) in (try? ledger.tokensUsed(on: today)) ?? [:] {
+        for (client, used) in (try? ledger?.tokensUsed(on: today)) ?? [:] {
             limiter.seed(client: client, day: today, used: used)
         }
         // Keys only from the server's environment (no providers.json).
         let credentials = CloudCredentials.environmentOnly(environment)
         var routes: [String: ModelRoute] = [:]
         for (name, route) in configuration.routes {
-            let primary = Self.provider(route, credentials: credentials, local: local)
-            if route.provider == .local, route.fallback.isEmpty {
-                routes[name] = ModelRoute(name: name, target: .local, chain: [local.id])
+            if route.provider == .local, route.fallback.isEmpty, let local {
+                routes[name] = ModelRoute(name: name, target: .local(local), chain: [local.id])
                 continue
             }
-            var chain = [primary]
-            for fallback in route.fallback {
-                guard let next = configuration.routes[fallback] else { continue }
-                let provider = Self.provider(next, credentials: credentials, local: local)
+            var chain: [any LanguageModelProvider] = []
+            for next in [route] + route.fallback.compactMap({ configuration.routes[$0] }) {
+                guard let provider = Self.provider(next, credentials: credentials, local: local) else { continue }
                 if !chain.contains(where: { $0.id == provider.id }) { chain.append(provider) }
             }
             routes[name] = ModelRoute(
@@ -85,8 +119,8 @@ public final class Gateway: Sendable {
     }
 
     /// The provider a route names first, with the route's timeout and attempts.
-    static func provider(_ route: GatewayConfiguration.Route, credentials: CloudCredentials, local: LocalProvider)
-        -> any LanguageModelProvider
+    static func provider(_ route: GatewayConfiguration.Route, credentials: CloudCredentials, local: LocalProvider?)
+        -> (any LanguageModelProvider)?
     {
         let timeouts = CloudTimeouts(connect: .seconds(min(10, route.timeoutSeconds)), idle: .milliseconds(Int64(route.timeoutSeconds * 1000)))
         let retry = RetryPolicy(maxAttempts: route.attempts)

@@ -64,9 +64,24 @@ final class GatewayAuthenticator: @unchecked Sendable {
         return nil
     }
 
-    /// Authenticates a request: its key or token, and its signature when the client needs one.
+    /// Who a request's headers say it is, before its body has been read.
+    struct Identity: Sendable {
+        let caller: Caller
+        /// The keys a signature may be made with; empty when the client does not sign.
+        let signingKeys: [SymmetricKey]
+        /// Whether the body must be read to check the signature.
+        var signs: Bool { !signingKeys.isEmpty }
+    }
+
+    /// The caller every request is when the server has no key (`hearth serve` without `--api-key`).
+    static let anonymous = Caller(client: GatewayConfiguration.Client(name: "-", keyDigest: []), viaToken: false)
+
+    /// Identifies a request from its headers alone (key or token): nothing of the body is read
+    /// for a caller the server does not know. With no clients configured every request is
+    /// ``anonymous``.
     /// - Throws: ``APIError`` 401 (never quoting what was presented).
-    func authenticate(method: String, path: String, header: (String) -> String?, body: Data) throws -> Caller {
+    func identify(header: (String) -> String?) throws -> Identity {
+        if clients.isEmpty { return Identity(caller: Self.anonymous, signingKeys: []) }
         guard let presented = Self.presentedKey(header) else {
             throw Self.unauthorized("Missing API key: send Authorization: Bearer <key> (or x-api-key).")
         }
@@ -79,11 +94,25 @@ final class GatewayAuthenticator: @unchecked Sendable {
             guard let client = client(forKey: presented) else { throw Self.unauthorized("Invalid API key.") }
             caller = Caller(client: client, viaToken: false)
         }
-        if let secret = caller.client.hmacSecret {
-            signingKeys.append(secret.key)
-            try verifySignature(method: method, path: path, header: header, body: body, keys: signingKeys)
-        }
-        return caller
+        guard let secret = caller.client.hmacSecret else { return Identity(caller: caller, signingKeys: []) }
+        signingKeys.append(secret.key)
+        return Identity(caller: caller, signingKeys: signingKeys)
+    }
+
+    /// Checks the signature of an identified request once its body has been read (nothing to
+    /// check for a client without an HMAC secret).
+    /// - Throws: ``APIError`` 401.
+    func verify(_ identity: Identity, method: String, path: String, header: (String) -> String?, body: Data) throws {
+        guard identity.signs else { return }
+        try verifySignature(method: method, path: path, header: header, body: body, keys: identity.signingKeys)
+    }
+
+    /// Authenticates a request whose body is at hand: ``identify(header:)`` then ``verify(_:method:path:header:body:)``.
+    /// - Throws: ``APIError`` 401 (never quoting what was presented).
+    func authenticate(method: String, path: String, header: (String) -> String?, body: Data) throws -> Caller {
+        let identity = try identify(header: header)
+        try verify(identity, method: method, path: path, header: header, body: body)
+        return identity.caller
     }
 
     /// The client whose key hashes to the presented key's SHA-256 (every client compared, in constant time).

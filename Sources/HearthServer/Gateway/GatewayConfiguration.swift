@@ -68,12 +68,19 @@ public struct GatewayConfiguration: Sendable {
         public var models: [String]?
         /// Admins see every client's usage.
         public var admin: Bool
+        /// Generation requests of this client in flight at once; nil = no limit beyond the pools'.
+        public var maxInFlight: Int?
+        /// The largest `max_tokens` this client may ask for (and the reply length assumed when it
+        /// asks for none); nil = the route's own limit.
+        public var maxTokens: Int?
 
         /// Creates a client.
         public init(
             name: String, keyDigest: [UInt8], hmacSecret: GatewaySecret? = nil, requestsPerMinute: Int? = nil,
-            tokensPerDay: Int? = nil, models: [String]? = nil, admin: Bool = false
+            tokensPerDay: Int? = nil, models: [String]? = nil, admin: Bool = false, maxInFlight: Int? = nil, maxTokens: Int? = nil
         ) {
+            self.maxInFlight = maxInFlight
+            self.maxTokens = maxTokens
             self.name = name
             self.keyDigest = keyDigest
             self.hmacSecret = hmacSecret
@@ -137,11 +144,18 @@ public struct GatewayConfiguration: Sendable {
         public var ttlSeconds: Double
         /// Answers kept at most (least recently used go first).
         public var maxEntries: Int
+        /// Bytes of answer text kept at most (least recently used go first).
+        public var maxBytes: Int
+        /// One cache for every client; by default each client has its own, so a hit never tells
+        /// one client what another asked.
+        public var shared: Bool
 
         /// Creates cache settings.
-        public init(ttlSeconds: Double = 3600, maxEntries: Int = 1000) {
+        public init(ttlSeconds: Double = 3600, maxEntries: Int = 1000, maxBytes: Int = 64 << 20, shared: Bool = false) {
             self.ttlSeconds = ttlSeconds
             self.maxEntries = maxEntries
+            self.maxBytes = maxBytes
+            self.shared = shared
         }
     }
 
@@ -322,14 +336,16 @@ struct ConfigReader {
         }
         var cache: GatewayConfiguration.Cache?
         if let value = top["cache"], value != .null {
-            let c = try object(value, "cache", allowed: ["ttl_seconds", "max_entries"])
+            let c = try object(value, "cache", allowed: ["ttl_seconds", "max_entries", "max_bytes", "shared"])
             cache = GatewayConfiguration.Cache(
                 ttlSeconds: try number(c["ttl_seconds"], "cache.ttl_seconds", above: 0) ?? 3600,
-                maxEntries: try int(c["max_entries"], "cache.max_entries", min: 1) ?? 1000)
+                maxEntries: try int(c["max_entries"], "cache.max_entries", min: 1) ?? 1000,
+                maxBytes: try int(c["max_bytes"], "cache.max_bytes", min: 1) ?? 64 << 20,
+                shared: try bool(c["shared"], "cache.shared") ?? false)
         }
         var filter: ContentFilter?
         if let value = top["content_filter"], value != .null {
-            let f = try object(value, "content_filter", allowed: ["file", "output"])
+            let f = try object(value, "content_filter", allowed: ["file", "output", "window"])
             guard let file = try string(f["file"], "content_filter.file"), !file.isEmpty else {
                 throw fail("content_filter.file", "is required: a file of blocked words and regexes, one per line.")
             }
@@ -338,6 +354,7 @@ struct ConfigReader {
             } catch let error as ContentFilter.LoadError {
                 throw fail("content_filter.file", error.message)
             }
+            if let window = try int(f["window"], "content_filter.window", min: 1) { filter?.window = window }
         }
         var tokenSecret: GatewaySecret?
         if let variable = try string(top["token_secret_env"], "token_secret_env") {
@@ -383,7 +400,10 @@ struct ConfigReader {
     {
         let c = try object(
             value, key,
-            allowed: ["name", "key_sha256", "key_env", "hmac_secret_env", "requests_per_minute", "tokens_per_day", "models", "admin"])
+            allowed: [
+                "name", "key_sha256", "key_env", "hmac_secret_env", "requests_per_minute", "tokens_per_day", "models", "admin",
+                "max_in_flight", "max_tokens",
+            ])
         guard let name = try string(c["name"], "\(key).name"), !name.isEmpty, name.count <= 128 else {
             throw fail("\(key).name", "is required: 1 to 128 characters.")
         }
@@ -415,7 +435,9 @@ struct ConfigReader {
             name: name, keyDigest: digest, hmacSecret: hmacSecret,
             requestsPerMinute: try int(c["requests_per_minute"], "\(key).requests_per_minute", min: 1),
             tokensPerDay: try int(c["tokens_per_day"], "\(key).tokens_per_day", min: 1), models: models,
-            admin: try bool(c["admin"], "\(key).admin") ?? false)
+            admin: try bool(c["admin"], "\(key).admin") ?? false,
+            maxInFlight: try int(c["max_in_flight"], "\(key).max_in_flight", min: 1),
+            maxTokens: try int(c["max_tokens"], "\(key).max_tokens", min: 1))
     }
 }
 

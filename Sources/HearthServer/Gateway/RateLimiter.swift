@@ -4,16 +4,28 @@ import HTTPTypes
 /// Per-client requests per minute (a sliding 60-second window) and tokens per UTC day.
 ///
 /// ``admit(_:)`` runs before any work: it refuses with 429 when the client already made its
-/// requests this minute or used its tokens today. Tokens are added by ``consume(_:tokens:)``
-/// when a reply is done, so a reply in flight may take a client past its daily quota once;
-/// the next request is refused. The day's count starts from the usage ledger at start-up,
-/// so a restart does not reset quotas.
+/// requests this minute or used (or reserved) its tokens today. A generation then reserves
+/// what it may use (``reserve(_:prompt:reply:)``: the prompt's estimate plus its `max_tokens`,
+/// or, without one, the reply is capped at what the quota has left) and settles the real count
+/// when it is done (``settle(_:used:)``), so a quota holds however many requests are in flight.
+/// The day's count starts from the usage ledger at start-up, so a restart does not reset quotas.
 final class RateLimiter: @unchecked Sendable {
     // `@unchecked Sendable`: the dictionaries are only touched under `lock`.
     private let clock: GatewayClock
     private let lock = NSLock()
     private var recent: [String: [Date]] = [:]
     private var tokens: [String: (day: String, used: Int)] = [:]
+    /// Tokens held by answers in flight, per client.
+    private var reserved: [String: Int] = [:]
+
+    /// Tokens held for one answer until it is settled.
+    struct Reservation: Sendable {
+        let client: String
+        let tokens: Int
+        /// The prompt's estimated length (charged when a provider cut short reports no usage).
+        let promptEstimate: Int
+        let day: String
+    }
 
     init(clock: GatewayClock) { self.clock = clock }
 
@@ -68,6 +80,7 @@ final class RateLimiter: @unchecked Sendable {
                 tokens[client.name] = (today, 0)
                 used = 0
             }
+            used += reserved[client.name] ?? 0
             if let limit = client.tokensPerDay {
                 quota.tokensRemaining = max(0, limit - used)
                 if used >= limit {
@@ -96,6 +109,52 @@ final class RateLimiter: @unchecked Sendable {
                 quota.requestsRemaining = limit - times.count - 1
             }
             return quota
+        }
+    }
+
+    /// Reserves the tokens an answer may use against the client's daily quota: `prompt` (an
+    /// estimate) plus `reply` (its `max_tokens`). Without `reply`, the reply is capped at what
+    /// the quota has left, returned as the cap. Clients without a quota reserve nothing.
+    /// - Throws: ``APIError`` 429 `token_quota_exceeded` when the reservation does not fit.
+    func reserve(_ client: GatewayConfiguration.Client, prompt: Int, reply: Int?) throws -> (Reservation, cap: Int?) {
+        let today = Self.day(clock.now())
+        return try lock.withLock {
+            guard let limit = client.tokensPerDay else {
+                return (Reservation(client: client.name, tokens: 0, promptEstimate: prompt, day: today), nil)
+            }
+            let used = (tokens[client.name].flatMap { $0.day == today ? $0.used : nil } ?? 0) + (reserved[client.name] ?? 0)
+            let left = limit - used - prompt
+            var cap: Int?
+            let wanted: Int
+            if let reply {
+                wanted = reply
+            } else {
+                cap = max(0, left)
+                wanted = max(0, left)
+            }
+            guard left >= 1, wanted <= left else {
+                var error = APIError(
+                    status: 429,
+                    message: "Client '\(client.name)' has \(max(0, limit - used)) of its \(limit) tokens left today (UTC); this request may use "
+                        + "about \(prompt) prompt tokens plus \(reply.map(String.init) ?? "a reply") — lower max_tokens or wait for midnight UTC.",
+                    type: "rate_limit_error", code: "token_quota_exceeded")
+                let now = clock.now().timeIntervalSince1970
+                error.retryAfter = max(1, Int(((now / 86400).rounded(.down) * 86400 + 86400 - now).rounded(.up)))
+                throw error
+            }
+            reserved[client.name, default: 0] += prompt + wanted
+            return (Reservation(client: client.name, tokens: prompt + wanted, promptEstimate: prompt, day: today), cap)
+        }
+    }
+
+    /// Gives a reservation back and charges what the answer really used.
+    func settle(_ reservation: Reservation, used count: Int) {
+        let today = Self.day(clock.now())
+        lock.withLock {
+            let left = (reserved[reservation.client] ?? 0) - reservation.tokens
+            reserved[reservation.client] = left > 0 ? left : nil
+            let used = tokens[reservation.client].flatMap { $0.day == today ? $0.used : nil } ?? 0
+            tokens[reservation.client] = (today, used + count)
         }
     }
 

@@ -25,6 +25,10 @@ final class ResponseCache: @unchecked Sendable {
 
     let ttl: Double
     let maxEntries: Int
+    let maxBytes: Int
+    /// Whether clients share entries (see ``GatewayConfiguration/Cache/shared``).
+    let shared: Bool
+    private var bytes = 0
     private let clock: GatewayClock
     private let lock = NSLock()
     private var entries: [String: Entry] = [:]
@@ -33,14 +37,17 @@ final class ResponseCache: @unchecked Sendable {
     init(_ settings: GatewayConfiguration.Cache, clock: GatewayClock) {
         ttl = settings.ttlSeconds
         maxEntries = settings.maxEntries
+        maxBytes = settings.maxBytes
+        shared = settings.shared
         self.clock = clock
     }
 
     /// Entries held now (expired ones included until they are looked up or evicted).
     var count: Int { lock.withLock { entries.count } }
 
-    /// The cache key of a job on a route, or nil when the request is not deterministic.
-    static func key(route: String, job: GenerationJob) -> String? {
+    /// The cache key of a job on a route for a client (nil when the cache is shared between
+    /// clients), or nil when the request is not deterministic.
+    static func key(route: String, client: String?, job: GenerationJob) -> String? {
         let options = job.options
         guard options.temperature == 0 || options.seed != nil, job.logprobs == nil else { return nil }
         var input: JSONValue
@@ -53,7 +60,7 @@ final class ResponseCache: @unchecked Sendable {
         func number(_ value: Double?) -> JSONValue { value.map { .number($0) } ?? .null }
         func integer(_ value: Int?) -> JSONValue { value.map { .int($0) } ?? .null }
         let normalised: JSONValue = [
-            "route": .string(route), "endpoint": .string(job.endpoint.rawValue), "input": input,
+            "route": .string(route), "client": .optional(client), "endpoint": .string(job.endpoint.rawValue), "input": input,
             "temperature": number(options.temperature), "top_p": number(options.topP), "top_k": integer(options.topK),
             "min_p": number(options.minP), "max_tokens": integer(options.maxTokens),
             "stop": .array(options.stop.map { .string($0) }), "seed": integer(options.seed),
@@ -73,6 +80,7 @@ final class ResponseCache: @unchecked Sendable {
         return lock.withLock {
             guard var entry = entries[key] else { return nil }
             guard entry.expires > now else {
+                bytes -= entry.answer.text.utf8.count
                 entries[key] = nil
                 return nil
             }
@@ -88,11 +96,18 @@ final class ResponseCache: @unchecked Sendable {
         let now = clock.now()
         lock.withLock {
             tick += 1
+            if let old = entries.removeValue(forKey: key) { bytes -= old.answer.text.utf8.count }
+            guard answer.text.utf8.count <= maxBytes else { return }
             entries[key] = Entry(answer: answer, expires: now.addingTimeInterval(ttl), used: tick)
-            guard entries.count > maxEntries else { return }
-            entries = entries.filter { $0.value.expires > now }
-            while entries.count > maxEntries, let oldest = entries.min(by: { $0.value.used < $1.value.used })?.key {
-                entries[oldest] = nil
+            bytes += answer.text.utf8.count
+            guard entries.count > maxEntries || bytes > maxBytes else { return }
+            for (key, entry) in entries where entry.expires <= now {
+                bytes -= entry.answer.text.utf8.count
+                entries[key] = nil
+            }
+            while entries.count > maxEntries || bytes > maxBytes, let oldest = entries.min(by: { $0.value.used < $1.value.used }) {
+                bytes -= oldest.value.answer.text.utf8.count
+                entries[oldest.key] = nil
             }
         }
     }

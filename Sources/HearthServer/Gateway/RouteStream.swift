@@ -14,6 +14,8 @@ enum RouteEvent: Sendable {
     case text(String, token: LocalProvider.LocalToken?)
     /// The answer is complete.
     case finished(Usage, FinishReason)
+    /// The output filter cut the answer here (what it let through came before); nothing follows.
+    case filtered
 }
 
 /// How a route's answer began: the provider whose text comes first, and the prompt's length
@@ -29,6 +31,18 @@ struct RouteStart: Sendable {
 typealias RouteStream = ForwardedStream<RouteEvent, RouteStart>
 
 extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
+    /// Starts the route's provider on `job`: the local model with the server's full feature set,
+    /// or a router (cloud first, fallbacks after) on the job's conversation.
+    func start(_ route: Gateway.ModelRoute, job: GenerationJob) async throws -> RouteStart {
+        switch route.target {
+        case .local(let provider):
+            return try await start(local: provider, job: job)
+        case .router(let router):
+            guard case .chat(let messages) = job.input else { throw APIError.invalid("model", "Cloud routes take chat requests only.") }
+            return try await start(router: router, request: ChatRequest(messages: messages, options: job.options))
+        }
+    }
+
     /// Starts the local model on `job` (raw text and log-probabilities included).
     func start(local provider: LocalProvider, job: GenerationJob) async throws -> RouteStart {
         let upstream = provider.generate(job.input, options: job.options, topLogprobs: job.logprobs ?? 0)

@@ -71,6 +71,13 @@ final class UsageLedger: Sendable {
         }
     }
 
+    /// A name a client sent, fit for a log line: printable ASCII only (anything else as `?`),
+    /// at most 100 characters; an empty name is `-`.
+    static func safeName(_ name: String) -> String {
+        guard !name.isEmpty else { return "-" }
+        return String(String.UnicodeScalarView(name.unicodeScalars.prefix(100).map { (0x21...0x7E).contains($0.value) ? $0 : "?" }))
+    }
+
     static func describe(_ error: Error) -> String {
         if let error = error as? DatabaseError { return "SQLite error \(error.resultCode.rawValue): \(error.message ?? "")" }
         return "\(type(of: error))"
