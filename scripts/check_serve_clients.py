@@ -75,6 +75,55 @@ check("openai chat streaming = non-streaming (greedy)", "".join(parts) == text, 
 check("openai stream finish_reason", finish in ("stop", "length"), finish)
 check("openai stream include_usage", usage is not None and usage.completion_tokens > 0, usage)
 
+# --- openai: the Responses API (whole and streamed) -------------------------------------------
+resp = oa.responses.create(model=MODEL, instructions="You answer briefly.", input="Name three colours.",
+                           max_output_tokens=24, temperature=0)
+check("openai responses.create output_text = chat reply (same conversation, greedy)",
+      resp.object == "response" and resp.output_text == text, (resp.output_text, text))
+check("openai responses usage", resp.usage.input_tokens > 0 and resp.usage.output_tokens > 0
+      and resp.usage.total_tokens == resp.usage.input_tokens + resp.usage.output_tokens, resp.usage)
+kinds, deltas, final = [], [], None
+with oa.responses.stream(model=MODEL, instructions="You answer briefly.", input="Name three colours.",
+                         max_output_tokens=24, temperature=0) as rstream:
+    for event in rstream:
+        kinds.append(event.type)
+        if event.type == "response.output_text.delta":
+            deltas.append(event.delta)
+    final = rstream.get_final_response()
+order = [k for k in kinds if k != "response.output_text.delta"]
+check("openai responses stream event order",
+      order[:4] == ["response.created", "response.in_progress", "response.output_item.added", "response.content_part.added"]
+      and order[-4:-1] == ["response.output_text.done", "response.content_part.done", "response.output_item.done"]
+      and order[-1] in ("response.completed", "response.incomplete"), kinds)
+check("openai responses stream text = whole", "".join(deltas) == text and final.output_text == text, ("".join(deltas), text))
+try:
+    oa.responses.create(model=MODEL, input="Hi", previous_response_id="resp_unknown")
+    check("openai responses previous_response_id refused", False, "accepted")
+except openai.BadRequestError as error:
+    check("openai responses previous_response_id refused with 400", "previous_response_id" in str(error), error)
+
+# --- a prompt of megabytes is refused before it is all tokenized ---------------------------
+big = "bread and butter with jam " * 150_000  # 3.9 MB, under the 4 MiB body limit
+t0 = time.time()
+code = None
+try:
+    oa.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": big}], max_tokens=4)
+except openai.BadRequestError as error:
+    code = (error.body or {}).get("code") if isinstance(error.body, dict) else None
+elapsed = time.time() - t0
+check("a 3.9 MB prompt is refused with context_length_exceeded", code == "context_length_exceeded", code)
+check("... within 2 s round trip (it took 26 s when the whole prompt was tokenized)", elapsed < 2, elapsed)
+print(f"     3.9 MB prompt refused in {elapsed * 1000:.0f} ms round trip (upload and JSON parsing included)")
+
+# --- a base model over HTTP gets the dialogue prompt and replies that end -------------------
+capital = oa.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "What is the capital of France?"}],
+                                     max_tokens=200, temperature=0)
+answer = capital.choices[0].message.content
+check("base model: 'What is the capital of France?' ends before max_tokens (no echo loop)",
+      capital.choices[0].finish_reason == "stop" and capital.usage.completion_tokens < 200
+      and "What is the capital of France?" not in answer, (capital.choices[0].finish_reason, answer[:200]))
+print(f"     capital of France → {answer.strip()[:120]!r} ({capital.usage.completion_tokens} tokens)")
+
 again = oa.chat.completions.create(model=MODEL, messages=messages, max_tokens=24, temperature=0, seed=1)
 check("openai prompt cache reported (cached_tokens > 0 on repeat)",
       again.usage.prompt_tokens_details.cached_tokens > 0, again.usage)

@@ -234,33 +234,40 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     }
 
     /// Refuses, before tokenizing all of it, text that cannot fit the context: each text is
-    /// tokenized a piece at a time (pieces end at whitespace, at most 4096 characters each) and counting
-    /// stops as soon as the total passes the context. Splitting can only add tokens at a piece's
-    /// ends (at most two per piece), so the refusal is certain: only a count above the context
-    /// plus two per piece is refused; anything less goes on to the exact tokenization. Texts no
-    /// longer in bytes than the context are never split (a token is at least one byte).
+    /// tokenized a piece at a time (pieces of at most 4 KiB that end after a space or a line
+    /// break when there is one, else on a character-code boundary) and counting stops as soon as
+    /// the total passes the context. Splitting can only add tokens at a piece's ends (at most two
+    /// per piece), so the refusal is certain: only a count above the context plus two per piece
+    /// is refused (the error gives that lower bound in its message; its token count is nil). Texts of less than 64 KiB in all are left
+    /// to the exact tokenization, which is cheap at that size and counts exactly.
     func refuseIfLonger(_ texts: [String], generator: Generator) throws {
         let limit = generator.context
-        guard texts.reduce(0, { $0 + $1.utf8.count }) > limit else { return }
+        guard texts.reduce(0, { $0 + $1.utf8.count }) > max(limit, 64 << 10) else { return }
         let tokenizer = generator.model.tokenizer
         var count = 0
         var pieces = 0
         for text in texts {
-            var rest = Substring(text)
-            while !rest.isEmpty {
-                var end = rest.index(rest.startIndex, offsetBy: 4096, limitedBy: rest.endIndex) ?? rest.endIndex
-                if end < rest.endIndex, let space = rest[..<end].lastIndex(where: \.isWhitespace), space > rest.startIndex {
-                    end = space
+            let bytes = text.utf8
+            var start = bytes.startIndex
+            while start < bytes.endIndex {
+                var end = bytes.index(start, offsetBy: 4096, limitedBy: bytes.endIndex) ?? bytes.endIndex
+                if end < bytes.endIndex {
+                    if let space = bytes[start..<end].lastIndex(where: { $0 == 0x20 || $0 == 0x0A }), space > start {
+                        end = bytes.index(after: space)
+                    } else {
+                        while end > start, bytes[end] & 0xC0 == 0x80 { end = bytes.index(before: end) }
+                    }
                 }
-                let piece = rest[..<end]
-                do { count += try tokenizer.encode(String(piece), addSpecialTokens: false).count } catch { throw providerError(error) }
+                do { count += try tokenizer.encode(String(text[start..<end]), addSpecialTokens: false).count } catch {
+                    throw providerError(error)
+                }
                 pieces += 1
-                rest = rest[end...]
+                start = end
                 if count - 2 * pieces >= limit {
                     throw ProviderError(
                         .contextLengthExceeded(tokens: nil, limit: limit), provider: id,
-                        message: "This model's maximum context length is \(limit) tokens, but the prompt is longer (more than "
-                            + "\(count - 2 * pieces) tokens; tokenizing stopped there). Shorten the prompt or use a larger context.")
+                        message: "This model's maximum context length is \(limit) tokens, but the prompt is more than "
+                            + "\(count - 2 * pieces) tokens (tokenizing stopped there). Shorten the prompt or load the model with a larger context.")
                 }
             }
         }

@@ -309,7 +309,7 @@ extension HearthServer {
                 if case .text(let piece, _) = event { text += piece }
                 try await send(renderer.frames(for: event, text: text), &writer)
             }, settle: settle)
-        if let error = outcome.error, error.status != 499 {
+        if let error = outcome.error, error.code != "client_closed" {
             try? await send([renderer.streamError(error, text: text)], &writer)
         }
         try? await writer.finish(nil)

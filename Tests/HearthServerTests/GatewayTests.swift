@@ -68,7 +68,7 @@ import Testing
                           "requests_per_minute": 60, "tokens_per_day": 100000},
                          {"name": "ops", "key_env": "OPS_KEY", "admin": true},
                          {"name": "limited", "key_sha256": "\(sha256Hex(limitedKey))", "requests_per_minute": 3, "models": ["local", "cloud"]},
-                         {"name": "quota", "key_sha256": "\(sha256Hex(quotaKey))", "tokens_per_day": 1}],
+                         {"name": "quota", "key_sha256": "\(sha256Hex(quotaKey))", "tokens_per_day": 60}],
              "models": {"local": {"provider": "local"},
                         "cloud": {"provider": "openai", "model": "gpt-4o-mini", "fallback": ["local"], "timeout_seconds": 5},
                         "cloud-only": {"provider": "openai"}},
@@ -269,18 +269,20 @@ import Testing
         s.clock.advance(Double(retry))
         reply = try await s.send("/v1/chat/completions", Self.chat("local", "Five", maxTokens: 1), key: Self.limitedKey)
         #expect(reply.status == 200)
-        // Tokens per day: one request may use the quota up; the next is refused until midnight UTC.
+        // Tokens per day are reserved at admission (prompt estimate + max_tokens): a request that
+        // may use more than is left is refused before any work, until midnight UTC.
         reply = try await s.send("/v1/chat/completions", Self.chat("local", "Quota", maxTokens: 1), key: Self.quotaKey)
-        #expect(reply.status == 200 && reply.headers["x-ratelimit-remaining-tokens"].first == "1")
-        reply = try await s.send("/v1/chat/completions", Self.chat("cloud", "Quota again"), key: Self.quotaKey)
+        #expect(reply.status == 200 && reply.headers["x-ratelimit-remaining-tokens"].first == "60")
+        let used = Self.usage(reply)
+        reply = try await s.send("/v1/chat/completions", Self.chat("cloud", "Quota again", maxTokens: 60), key: Self.quotaKey)
         #expect(reply.status == 429 && (reply.json["error"] as? [String: Any])?["code"] as? String == "token_quota_exceeded")
-        #expect(reply.headers["x-ratelimit-remaining-tokens"].first == "0")
+        #expect(reply.headers["x-ratelimit-remaining-tokens"].first == "\(60 - used.prompt - used.completion)")
         #expect(s.upstream.requests.isEmpty)
         let untilMidnight = Int(reply.headers["retry-after"].first ?? "") ?? 0
         #expect(untilMidnight >= 1 && untilMidnight <= 120)
         s.clock.advance(Double(untilMidnight))
         reply = try await s.send("/v1/chat/completions", Self.chat("local", "Next day", maxTokens: 1), key: Self.quotaKey)
-        #expect(reply.status == 200 && reply.headers["x-ratelimit-remaining-tokens"].first == "1")
+        #expect(reply.status == 200 && reply.headers["x-ratelimit-remaining-tokens"].first == "60")
         // Other clients were never limited; a route outside a client's list is refused.
         reply = try await s.send("/v1/chat/completions", Self.chat("local", "Ops", maxTokens: 1), key: Self.opsKey)
         #expect(reply.status == 200 && reply.headers["x-ratelimit-limit-requests"].isEmpty)

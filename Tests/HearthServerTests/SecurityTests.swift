@@ -2,13 +2,14 @@ import Foundation
 import HearthFakeServers
 import HearthLocal
 import HearthServer
+import HearthTestSupport
 import Logging
 import Testing
 
 /// The gateway in front of paying keys (docs/SERVER.md#security-model): each test fails
 /// without the fix it names.
 @Suite(.serialized) struct SecurityTests {
-    static let user: [String: Any] = ["role": "user", "content": "Tell me a long story."]
+    nonisolated(unsafe) static let user: [String: Any] = ["role": "user", "content": "Tell me a long story."]
 
     /// A client that stops reading an SSE stream loses its connection after the write timeout,
     /// and its slot comes back (it held it forever).
@@ -97,7 +98,8 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-security-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try "pineapple\n".write(to: directory.appendingPathComponent("blocked.txt"), atomically: true, encoding: .utf8)
-        let upstream = try await answer.map { try await fakeOpenAI(answer: $0) } ?? fakeOpenAI()
+        let upstream: TestHTTPServer
+        if let answer { upstream = try await fakeOpenAI(answer: answer) } else { upstream = try await fakeOpenAI() }
         let config = """
             {"clients": \(clients),
              "models": {"local": {"provider": "local"}, "cloud": {"provider": "openai", "model": "gpt-4o-mini"}},
@@ -130,7 +132,8 @@ import Testing
         let long: [String: Any] = [
             "model": "local", "messages": [Self.user], "max_tokens": 200, "temperature": 1, "seed": 1, "min_p": 0, "top_k": 0,
         ]
-        let first = Task { try await harness.send("/v1/chat/completions", json: long, headers: Self.auth("small")) }
+        let longBody = String(decoding: try JSONSerialization.data(withJSONObject: long), as: UTF8.self)
+        let first = Task { try await harness.send(.POST, "/v1/chat/completions", body: longBody, headers: Self.auth("small")) }
         #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 1, headers: Self.auth("small")) == 1)
         let second = try await harness.send("/v1/chat/completions", json: long, headers: Self.auth("small"))
         #expect(second.status == 429, "\(second.body)")
@@ -160,7 +163,8 @@ import Testing
         let long: [String: Any] = [
             "model": "local", "messages": [Self.user], "max_tokens": 400, "temperature": 1, "seed": 1, "min_p": 0, "top_k": 0,
         ]
-        let first = Task { try await harness.send("/v1/chat/completions", json: long, headers: Self.auth("one")) }
+        let longBody = String(decoding: try JSONSerialization.data(withJSONObject: long), as: UTF8.self)
+        let first = Task { try await harness.send(.POST, "/v1/chat/completions", body: longBody, headers: Self.auth("one")) }
         #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 1, headers: Self.auth("one")) == 1)
         let second = try await harness.send("/v1/chat/completions", json: long, headers: Self.auth("one"))
         #expect(second.status == 429 && (second.json["error"] as? [String: Any])?["code"] as? String == "too_many_in_flight", "\(second.body)")

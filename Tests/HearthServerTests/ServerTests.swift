@@ -285,7 +285,7 @@ import Testing
         var request = HTTPClientRequest(url: harness.base + "/v1/completions")
         request.method = .POST
         let body = try JSONSerialization.data(withJSONObject: [
-            "prompt": "Once upon a time", "max_tokens": 500, "stream": true, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
+            "model": "tiny", "prompt": "Once upon a time", "max_tokens": 500, "stream": true, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
         ] as [String: Any])
         request.body = .bytes(ByteBuffer(bytes: body))
         let response = try await ServerHarness.client.execute(request, timeout: .seconds(60))
@@ -312,10 +312,11 @@ import Testing
     @Test func shutdownCancelsWhatOutlastsTheGracePeriod() async throws {
         let harness = try await ServerHarness(
             context: 4096, parallel: 1, options: ServerOptions(port: 0, alias: "tiny", drainGrace: 0.3))
-        var request = HTTPClientRequest(url: harness.base + "/v1/chat/completions")
+        var request = HTTPClientRequest(url: harness.base + "/v1/completions")
         request.method = .POST
         let body = try JSONSerialization.data(withJSONObject: [
-            "model": "tiny", "messages": [Self.user], "max_tokens": 4000, "stream": true, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
+            "model": "tiny", "prompt": "Once upon a time", "max_tokens": 4000, "stream": true, "temperature": 1, "seed": 5, "min_p": 0,
+            "top_k": 0,
         ] as [String: Any])
         request.body = .bytes(ByteBuffer(bytes: body))
         let response = try await ServerHarness.client.execute(request, timeout: .seconds(60))
