@@ -54,7 +54,7 @@ cat > "$work/gateway.json" <<EOF
               "requests_per_minute": 60, "tokens_per_day": 1000000},
              {"name": "ops", "key_env": "OPS_KEY", "admin": true},
              {"name": "limited", "key_sha256": "$(sha "$LIMITED_KEY")", "requests_per_minute": 2},
-             {"name": "quota", "key_sha256": "$(sha "$QUOTA_KEY")", "tokens_per_day": 1}],
+             {"name": "quota", "key_sha256": "$(sha "$QUOTA_KEY")", "tokens_per_day": 200}],
  "models": {"local": {"provider": "local"},
             "gpt-4o-mini": {"provider": "openai", "fallback": ["local"], "timeout_seconds": 10}},
  "cache": {"ttl_seconds": 3600, "max_entries": 1000},

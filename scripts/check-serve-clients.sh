@@ -58,8 +58,8 @@ fi
 echo "ok   the log has one line per request and no key or prompt text ($(grep -c 'request' "$work/log") request lines)"
 
 # SIGTERM drain: a long stream in flight finishes; /health is 503 meanwhile; exit status 0.
-curl -sN "$base/v1/chat/completions" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
-    -d '{"model":"gemma","messages":[{"role":"user","content":"Tell me a story."}],"max_tokens":200,"stream":true,"temperature":0.8,"seed":4}' \
+curl -sN "$base/v1/completions" -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+    -d '{"model":"gemma","prompt":"Chapter One\n\nIt was a dark and stormy night","max_tokens":200,"stream":true,"temperature":0.8,"seed":4}' \
     > "$work/drain.sse" &
 curl_pid=$!
 for _ in $(seq 1 100); do grep -q 'data: ' "$work/drain.sse" 2>/dev/null && break; sleep 0.05; done

@@ -224,14 +224,17 @@ def checks(base, state_file):
               "requests per minute exhausted: 429 rate_limit_exceeded, Retry-After, x-ratelimit-*")
     check(upstream_count(state) == before, "the refused request did not reach the upstream")
     quota = OpenAI(base_url=base + "/v1", api_key=QUOTA_KEY, max_retries=0)
-    quota.chat.completions.create(model="local", messages=messages, max_tokens=1)
+    first = quota.chat.completions.create(model="local", messages=messages, max_tokens=1)
+    left = 200 - first.usage.total_tokens
     try:
-        quota.chat.completions.create(model="local", messages=messages, max_tokens=1)
-        fail("a request past the daily token quota was accepted")
+        # Tokens are reserved at admission (prompt estimate + max_tokens): more than is left is refused.
+        quota.chat.completions.create(model="local", messages=messages, max_tokens=200)
+        fail("a request that may pass the daily token quota was accepted")
     except openai.RateLimitError as error:
         h = error.response.headers
-        check(error.code == "token_quota_exceeded" and h["x-ratelimit-remaining-tokens"] == "0" and int(h["retry-after"]) > 0,
-              "tokens per day exhausted: 429 token_quota_exceeded, x-ratelimit-remaining-tokens 0, Retry-After until midnight UTC")
+        check(error.code == "token_quota_exceeded" and h["x-ratelimit-remaining-tokens"] == str(left) and int(h["retry-after"]) > 0,
+              "tokens per day reserved: 429 token_quota_exceeded when max_tokens does not fit what is left, Retry-After until midnight UTC"
+              + f" ({error.code}, remaining {h.get('x-ratelimit-remaining-tokens')} vs {left}, retry-after {h.get('retry-after')})")
 
     # The admin client (no signature): cache, filter, cloud route with local fallback; usage counted.
     ops = OpenAI(base_url=base + "/v1", api_key=OPS_KEY, max_retries=0)

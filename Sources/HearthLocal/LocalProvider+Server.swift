@@ -69,6 +69,21 @@ extension LocalProvider {
         return generator.model.tokenizer.decode(ids)
     }
 
+    /// The length in tokens of the prompt `input` becomes (the chat template or dialogue applied,
+    /// as ``generate(_:options:topLogprobs:)`` renders it), for budgeting before generating.
+    /// - Throws: `ProviderError` `.contextLengthExceeded` when it cannot fit the context
+    ///   (refused before a prompt of megabytes is all tokenized).
+    public func promptTokenCount(_ input: LocalInput) async throws -> Int {
+        let generator = try await loadedGenerator()
+        switch input {
+        case .chat(let messages):
+            return try prompt(for: ChatRequest(messages: messages), generator: generator).tokens.count
+        case .text(let text):
+            try refuseIfLonger([text], generator: generator)
+            do { return try generator.model.tokenizer.encode(text, addSpecialTokens: true).count } catch { throw providerError(error) }
+        }
+    }
+
     /// Streams a generation with per-token detail. Cancelling the consumer (or dropping the
     /// stream) stops the sequence within one step. A prompt that does not fit the context
     /// throws `ProviderError` `.contextLengthExceeded` with both counts (never truncated).

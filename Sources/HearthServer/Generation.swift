@@ -105,8 +105,13 @@ extension HearthServer {
             // Reserve the tokens this answer may use before any work: a client's quota holds
             // however many of its requests are in flight. Without max_tokens the reply is
             // capped at what the quota has left.
-            let (reservation, cap) = try gateway.limiter.reserve(
-                client, prompt: Self.promptEstimate(job), reply: job.options.maxTokens ?? client.maxTokens)
+            // The prompt is counted by the local tokenizer on local routes (only for clients with
+            // a quota: it costs a tokenization), estimated from its bytes on cloud routes.
+            var prompt = Self.promptEstimate(job)
+            if client.tokensPerDay != nil, case .local(let provider) = route.target {
+                prompt = try await provider.promptTokenCount(job.input)
+            }
+            let (reservation, cap) = try gateway.limiter.reserve(client, prompt: prompt, reply: job.options.maxTokens ?? client.maxTokens)
             call.reservation = reservation
             if job.options.maxTokens == nil, let cap { job.options.maxTokens = cap }
         } catch {
@@ -338,10 +343,13 @@ extension HearthServer {
         }
     }
 
-    /// The prompt's length in tokens as reserved before it is tokenized: one token per four
-    /// bytes, rounded up (settled against the real count when the answer is done).
+    /// A cloud prompt's length in tokens as reserved before the upstream counts it: one token
+    /// per four bytes, rounded up, plus four per message for the roles and separators (settled
+    /// against the upstream's count when the answer is done).
     static func promptEstimate(_ job: GenerationJob) -> Int {
-        (inputText(job).utf8.count + 3) / 4
+        let messages: Int
+        if case .chat(let list) = job.input { messages = list.count } else { messages = 0 }
+        return (inputText(job).utf8.count + 3) / 4 + 4 * messages
     }
 
     /// A request refused before any byte of its answer: recorded (when the client is known), logged.
