@@ -102,6 +102,22 @@ try:
 except openai.BadRequestError as error:
     check("openai responses previous_response_id refused with 400", "previous_response_id" in str(error), error)
 
+# --- openai: embeddings in both encodings ------------------------------------------------------
+import math
+docs = ["The cat sat on the mat.", "A recipe for sourdough bread.", "Stock markets fell on Monday."]
+emb_float = oa.embeddings.create(model=MODEL, input=docs, encoding_format="float")
+emb_default = oa.embeddings.create(model=MODEL, input=docs)  # the client asks for base64 and decodes it
+vf = [d.embedding for d in emb_float.data]
+vb = [d.embedding for d in emb_default.data]
+check("openai embeddings.create float: one unit vector per input",
+      len(vf) == 3 and all(abs(math.sqrt(sum(x * x for x in v)) - 1) < 1e-4 for v in vf), [len(v) for v in vf])
+check("openai embeddings.create base64 (the client's default) = float",
+      len(vb) == 3 and all(max(abs(a - b) for a, b in zip(x, y)) < 1e-6 for x, y in zip(vf, vb)))
+single = oa.embeddings.create(model=MODEL, input=docs[1], encoding_format="float").data[0].embedding
+cos = sum(a * b for a, b in zip(single, vf[1]))
+check("openai embeddings: a text's vector does not depend on the batch (cosine >= 0.99999)", cos >= 0.99999, cos)
+check("openai embeddings usage", emb_float.usage.prompt_tokens > 0, emb_float.usage)
+
 # --- a prompt of megabytes is refused before it is all tokenized ---------------------------
 big = "bread and butter with jam " * 150_000  # 3.9 MB, under the 4 MiB body limit
 t0 = time.time()

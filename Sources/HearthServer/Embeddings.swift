@@ -3,8 +3,125 @@ import HearthProviders
 import Hummingbird
 
 extension HearthServer {
-    /// `POST /v1/embeddings` — placeholder until the engine's embedding capability lands.
+    /// `POST /v1/embeddings` (OpenAI Embeddings): `input` as a string, a list of strings, a list
+    /// of token ids or a list of such lists; `encoding_format` `float` or `base64` (little-endian
+    /// float32, what the official client asks for by default); `dimensions` refused unless it is
+    /// the model's own. Served by the route's provider — the local model in one batched pass with
+    /// no sampling and no KV slot kept, or a router that falls back between the providers that
+    /// embed — through the same admission, quota and usage as generation.
     func embeddings(_ context: ServerRequestContext) async throws -> Response {
-        throw APIError(status: 404, message: "Embeddings are not served yet.", type: "invalid_request_error", code: "not_found")
+        let caller = context.caller ?? GatewayAuthenticator.anonymous
+        let client = caller.client
+        var call = GenerationCall(
+            endpoint: .chatCompletions, requestID: context.requestID, started: context.started, client: client.name, model: "")
+        let f = try Fields(try RequestParser.json(context.body))
+        let name = try RequestParser.requiredModel(f)
+        call.model = name
+        let route = try gateway.route(name, for: client)
+        let inputs = try Self.embeddingInputs(f)
+        let base64: Bool
+        switch try f.string("encoding_format") {
+        case nil, "float"?: base64 = false
+        case "base64"?: base64 = true
+        case let other?: throw APIError.invalid("encoding_format", "'encoding_format' must be float or base64, got '\(other.prefix(40))'.")
+        }
+        let dimensions = try f.int("dimensions", in: 1...65536)
+        _ = try f.string("user")
+        let provider: any EmbeddingProvider
+        switch route.target {
+        case .local(let local): provider = local
+        case .router(let router): provider = router
+        }
+        let estimate = inputs.reduce(0) { total, input in
+            switch input {
+            case .text(let text): return total + (text.utf8.count + 3) / 4
+            case .tokens(let ids): return total + ids.count
+            }
+        }
+        let (reservation, _) = try gateway.limiter.reserve(client, prompt: estimate, reply: 0)
+        call.reservation = reservation
+        let lease = try admit(route, client: client) {}
+        defer { lease.end() }
+        let response: EmbeddingResponse
+        do {
+            response = try await provider.embed(EmbeddingRequest(inputs: inputs, dimensions: dimensions, model: name))
+        } catch {
+            gateway.limiter.settle(reservation, used: 0)
+            throw Self.gatewayAPIError(error)
+        }
+        gateway.limiter.settle(reservation, used: response.promptTokens)
+        metrics.countRequest(endpoint: "/v1/embeddings", status: 200)
+        if let ledger = gateway.ledger {
+            let now = gateway.clock.now()
+            let entry = UsageLedger.Entry(
+                requestID: call.requestID, day: RateLimiter.day(now), client: client.name, model: name, servedBy: response.provider,
+                status: 200, promptTokens: response.promptTokens, cachedTokens: 0, completionTokens: 0, cacheHit: false)
+            do { try await ledger.record(entry, at: now) } catch {
+                logger.error("usage not recorded", metadata: ["id": "\(call.requestID)", "error": "\(UsageLedger.describe(error))"])
+            }
+        }
+        let data: [JSONValue] = response.vectors.enumerated().map { index, vector in
+            ["object": "embedding", "index": .int(index), "embedding": base64 ? .string(Self.base64(vector)) : .array(vector.map { .number(Double($0)) })]
+        }
+        var headers = context.quotaHeaders
+        Self.set(&headers, "x-hearth-served-by", response.provider)
+        return Self.json(
+            200,
+            [
+                "object": "list", "data": .array(data), "model": .string(name),
+                "usage": ["prompt_tokens": .int(response.promptTokens), "total_tokens": .int(response.promptTokens)],
+            ], headers: headers)
+    }
+
+    /// `input`: a string, a list of strings, a list of token ids, or a list of lists of token ids.
+    static func embeddingInputs(_ f: Fields) throws -> [EmbeddingInput] {
+        func ids(_ items: [JSONValue], _ name: String) throws -> [Int32] {
+            try items.enumerated().map { index, item in
+                guard case .number(let value) = item, value == value.rounded(), value >= 0, value < 1e9 else {
+                    throw APIError.invalid("\(name)[\(index)]", "'\(name)[\(index)]' must be a token id (a non-negative integer).", code: "invalid_type")
+                }
+                return Int32(value)
+            }
+        }
+        let inputs: [EmbeddingInput]
+        switch f.value("input") {
+        case nil: throw APIError.invalid("input", "'input' is required: a string or a list of strings or token ids.", code: "missing_field")
+        case .string(let text)?: inputs = [.text(text)]
+        case .array(let items)?:
+            if items.allSatisfy({ if case .number = $0 { return true } else { return false } }), !items.isEmpty {
+                inputs = [.tokens(try ids(items, "input"))]
+            } else {
+                inputs = try items.enumerated().map { index, item in
+                    switch item {
+                    case .string(let text): return .text(text)
+                    case .array(let tokens): return .tokens(try ids(tokens, "input[\(index)]"))
+                    default:
+                        throw APIError.invalid("input[\(index)]", "'input[\(index)]' must be a string or a list of token ids.", code: "invalid_type")
+                    }
+                }
+            }
+        case let other?: throw f.wrongType("input", "a string or an array", other)
+        }
+        guard !inputs.isEmpty else { throw APIError.invalid("input", "'input' must contain at least one item.") }
+        guard inputs.count <= 2048 else { throw APIError.invalid("input", "'input' takes at most 2048 items.") }
+        for (index, input) in inputs.enumerated() {
+            switch input {
+            case .text(let text) where text.isEmpty, .tokens([]):
+                throw APIError.invalid(inputs.count == 1 ? "input" : "input[\(index)]", "Every input must be non-empty.")
+            default: break
+            }
+        }
+        return inputs
+    }
+
+    /// A vector as base64 of its little-endian float32 bytes.
+    static func base64(_ vector: [Float]) -> String {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(vector.count * 4)
+        for value in vector {
+            let bits = value.bitPattern.littleEndian
+            withUnsafeBytes(of: bits) { bytes.append(contentsOf: $0) }
+        }
+        return Data(bytes).base64EncodedString()
     }
 }

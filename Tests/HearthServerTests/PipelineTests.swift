@@ -215,4 +215,33 @@ import Testing
         await server.shutdown()
         try await run.value
     }
+
+    /// `/v1/embeddings`: float and base64 encodings agree, vectors are unit length and do not
+    /// depend on the rest of the batch; a foreign `dimensions` is refused by name.
+    @Test func embeddingsInBothEncodings() async throws {
+        let harness = try await ServerHarness()
+        defer { Task { try? await harness.stop() } }
+        let texts = ["The cat sat on the mat.", "Bread needs flour, water, salt and time."]
+        let batch = try await harness.send("/v1/embeddings", json: ["model": "tiny", "input": texts])
+        #expect(batch.status == 200, "\(batch.body)")
+        let data = batch.json["data"] as? [[String: Any]] ?? []
+        let vectors = data.compactMap { ($0["embedding"] as? [Any])?.compactMap { ($0 as? NSNumber)?.doubleValue } }
+        #expect(vectors.count == 2 && vectors[0].count == vectors[1].count && !vectors[0].isEmpty)
+        for vector in vectors { #expect(abs(vector.reduce(0) { $0 + $1 * $1 } - 1) < 1e-4) }
+        #expect(((batch.json["usage"] as? [String: Any])?["prompt_tokens"] as? Int ?? 0) > 0)
+        let alone = try await harness.send("/v1/embeddings", json: ["model": "tiny", "input": texts[1], "encoding_format": "base64"])
+        let encoded = ((alone.json["data"] as? [[String: Any]])?.first?["embedding"] as? String) ?? ""
+        let bytes = Data(base64Encoded: encoded) ?? Data()
+        let decoded: [Double] = stride(from: 0, to: bytes.count, by: 4).map { offset in
+            Double(Float(bitPattern: bytes[offset..<offset + 4].enumerated().reduce(UInt32(0)) { $0 | UInt32($1.element) << (8 * UInt32($1.offset)) }))
+        }
+        #expect(decoded.count == vectors[1].count)
+        let cosine = zip(decoded, vectors[1]).reduce(0) { $0 + $1.0 * $1.1 }
+        #expect(cosine >= 0.99999, "\(cosine)")
+        let wrong = try await harness.send("/v1/embeddings", json: ["model": "tiny", "input": "x", "dimensions": 7])
+        #expect(wrong.status == 400, "\(wrong.body)")
+        let missing = try await harness.send("/v1/embeddings", json: ["input": "x"])
+        #expect(missing.status == 400 && (missing.json["error"] as? [String: Any])?["param"] as? String == "model")
+        try await harness.stop()
+    }
 }
