@@ -53,7 +53,7 @@ extension Generator {
         }
         var sums = [[Double]](repeating: [Double](repeating: 0, count: dim), count: sequences.count)
         let cacheType = decoder.cache.type, layers = decoder.cache.layerCount, width = decoder.cache.width
-        var scratchCache: KVCache?  // this call's own: only the decoder's buffers are shared
+        var scratchCache: KVCache?
         for pass in EmbeddingPlan(lengths: sequences.map(\.count), maxBatch: decoder.maxBatch).passes {
             if isCancelled() { throw EngineError(.cancelled, "cancelled") }
             // The batch: each sequence's run in its own scratch slot.
@@ -73,17 +73,16 @@ extension Generator {
                     items.append(.init(sequence: slot, position: position, token: tokens[position]))
                 }
             }
+            // The scratch cache is this call's alone: made (or reused) outside the lock. A run
+            // that continues a long sequence reads the positions its previous pass stored.
+            let scratch = try pass.cache(layers: layers, width: width, type: cacheType, reusing: &scratchCache)
+            for (slot, run) in pass.runs.enumerated() { scratch.counts[slot] = run.start }
             var hidden = [Float](repeating: 0, count: rows.count * dim)
             try hidden.withUnsafeMutableBufferPointer { out in
                 guard let base = out.baseAddress else { return }
+                // The decoder's buffers are shared with the scheduler's decode steps.
                 lock.lock()
                 defer { lock.unlock() }
-                let scratch = try pass.cache(layers: layers, width: width, type: cacheType, reusing: &scratchCache)
-                // A run that continues a long sequence reads the positions of its previous pass.
-                for (slot, run) in pass.runs.enumerated() {
-                    scratch.truncate(to: 0, sequence: slot)
-                    scratch.counts[slot] = run.start
-                }
                 try decoder.hiddenStates(batch: items, rows: rows, lengths: lengths, cache: scratch, into: base)
             }
             // Pooling: sum of the rows of each sequence (in Double: sums over thousands of rows).

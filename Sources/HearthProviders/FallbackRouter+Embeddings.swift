@@ -1,9 +1,12 @@
 extension FallbackRouter: EmbeddingProvider {
     /// The providers that compute embeddings, in the order they are tried: the ``policy``'s
     /// order over ``providers``, keeping those that conform to ``EmbeddingProvider``.
-    public var embeddingProviders: [any LanguageModelProvider & EmbeddingProvider] {
+    public var embeddingProviders: [any EmbeddingProvider] { embedders.map(\.embedder) }
+
+    /// Each provider that embeds, as both of its protocols (availability is the chat one's).
+    private var embedders: [(provider: any LanguageModelProvider, embedder: any EmbeddingProvider)] {
         let ordered: [any LanguageModelProvider] = policy == .cloudFirst ? providers : providers.reversed()
-        return ordered.compactMap { $0 as? any LanguageModelProvider & EmbeddingProvider }
+        return ordered.compactMap { provider in (provider as? any EmbeddingProvider).map { (provider, $0) } }
     }
 
     /// The vectors from the first provider that can compute them, failing over as for chat:
@@ -17,7 +20,7 @@ extension FallbackRouter: EmbeddingProvider {
     /// available. Vectors of different providers are not comparable with each other: an app
     /// that stores them should keep ``EmbeddingResponse/provider`` with them.
     public func embed(_ request: EmbeddingRequest) async throws -> EmbeddingResponse {
-        let candidates = embeddingProviders
+        let candidates = embedders
         guard !candidates.isEmpty else {
             throw ProviderError(
                 .modelUnavailable, provider: id,
@@ -26,16 +29,16 @@ extension FallbackRouter: EmbeddingProvider {
         }
         var skipped: [String] = []
         var lastFailure: ProviderError?
-        for provider in candidates {
+        for (provider, embedder) in candidates {
             do { try Task.checkCancellation() } catch { throw ProviderError.wrapping(error, provider: id) }
             if case .unavailable(let reason) = await provider.availability {
                 skipped.append("\(provider.id): \(reason)")
                 continue
             }
             do {
-                return try await provider.embed(request)
+                return try await embedder.embed(request)
             } catch {
-                let failure = ProviderError.wrapping(error, provider: provider.id)
+                let failure = ProviderError.wrapping(error, provider: embedder.id)
                 if failure.code == .cancelled || Task.isCancelled { throw failure }
                 guard shouldFailOver(failure) else { throw failure }
                 lastFailure = failure
