@@ -7,7 +7,7 @@ extension OpenAICompatibleProvider {
 
     /// OpenAI (`https://api.openai.com/v1`, or `OPENAI_BASE_URL`), key from `OPENAI_API_KEY` or the
     /// config file's `openai` entry. Uses `max_completion_tokens`, and continues a cut-off answer
-    /// with an instruction (OpenAI has no assistant prefill).
+    /// with an instruction (OpenAI has no assistant prefill). Embeds with `text-embedding-3-small`.
     public static func openAI(model: String? = nil, credentials: CloudCredentials) -> OpenAICompatibleProvider {
         let entry = credentials["openai"]
         return OpenAICompatibleProvider(
@@ -16,7 +16,7 @@ extension OpenAICompatibleProvider {
                 requiresAPIKey: true, model: model ?? entry.model ?? "gpt-4o-mini", headers: entry.headers ?? [:],
                 maxTokensField: "max_completion_tokens",
                 continuationStyle: .instruction(ContinuationStyle.defaultInstruction),
-                credentialHint: hint("OPENAI_API_KEY", "openai")))
+                credentialHint: hint("OPENAI_API_KEY", "openai"), embeddingModel: "text-embedding-3-small"))
     }
 
     /// DeepSeek (`https://api.deepseek.com/v1`), key from `DEEPSEEK_API_KEY` or the `deepseek` entry.

@@ -24,6 +24,9 @@ public struct OpenAICompatibleProvider: LanguageModelProvider {
         public var requiresAPIKey: Bool
         /// The model name sent when the request names none.
         public var model: String
+        /// The model name `POST /embeddings` sends when the ``EmbeddingRequest`` names none
+        /// (`nil`: ``model``, for servers that embed with the model they chat with).
+        public var embeddingModel: String?
         /// Extra headers (organisation, project, gateway keys). Their values are redacted from errors.
         public var headers: [String: String]
         /// The JSON key for the token limit: `max_tokens`, or `max_completion_tokens` (OpenAI's newer models).
@@ -48,13 +51,14 @@ public struct OpenAICompatibleProvider: LanguageModelProvider {
             model: String, headers: [String: String] = [:], maxTokensField: String = "max_tokens",
             sendsExtendedSampling: Bool = false, includeUsage: Bool = true,
             continuationStyle: ContinuationStyle = .trailingAssistantMessage, timeouts: CloudTimeouts = CloudTimeouts(),
-            retry: RetryPolicy = RetryPolicy(), credentialHint: String? = nil
+            retry: RetryPolicy = RetryPolicy(), credentialHint: String? = nil, embeddingModel: String? = nil
         ) {
             self.id = id
             self.baseURL = baseURL
             self.apiKey = apiKey
             self.requiresAPIKey = requiresAPIKey
             self.model = model
+            self.embeddingModel = embeddingModel
             self.headers = headers
             self.maxTokensField = maxTokensField
             self.sendsExtendedSampling = sendsExtendedSampling
@@ -70,7 +74,7 @@ public struct OpenAICompatibleProvider: LanguageModelProvider {
 
     /// This provider's settings.
     public let configuration: Configuration
-    private let client: HTTPClient
+    let client: HTTPClient  // internal: OpenAICompatibleProvider+Embeddings.swift posts with it too
 
     /// The provider id.
     public var id: String { configuration.id }

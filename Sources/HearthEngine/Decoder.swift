@@ -181,13 +181,48 @@ public final class Decoder {
     public func forward(
         batch items: [BatchItem], logitsFor: [Int], lengths: [Int: Int] = [:]
     ) throws -> UnsafeBufferPointer<Float> {
+        guard logitsFor.count <= cache.sequences, logitsFor.allSatisfy({ items.indices.contains($0) }) else {
+            throw EngineError(.invalidOption, "logits are kept for at most one item per sequence")
+        }
+        let segments = try segments(of: items, lengths: lengths, cache: cache)
+        guard Set(logitsFor.map { items[$0].sequence }).count == logitsFor.count else {
+            throw EngineError(.invalidOption, "logits are kept for at most one item per sequence")
+        }
+        forwardBatch(items.map(\.token), segments: segments, outputRows: logitsFor, output: .logits(nil), cache: cache)
+        return UnsafeBufferPointer(start: lastLogits, count: logitsFor.count * options.vocabSize)
+    }
+
+    /// One step over a batch like ``forward(batch:logitsFor:lengths:)``, but on the slots of
+    /// `cache` (a scratch cache: the decoder's own slots are left as they are) and handing back
+    /// the final hidden states — after the final norm, before the output head, which is skipped
+    /// — of the items at `rows`, `(rows.count, hiddenSize)` row after row into `hidden`.
+    /// `cache` must have this decoder's layers, width and type and at most `context` positions
+    /// per slot. What embeddings pool.
+    func hiddenStates(
+        batch items: [BatchItem], rows: [Int], lengths: [Int: Int] = [:], cache: KVCache,
+        into hidden: UnsafeMutablePointer<Float>
+    ) throws {
+        guard cache.layerCount == self.cache.layerCount, cache.width == self.cache.width,
+            cache.type == self.cache.type, cache.capacity <= self.cache.capacity
+        else {
+            throw EngineError(
+                .invalidOption,
+                "a scratch cache must have the decoder's layers, width and type and at most \(context) positions")
+        }
+        guard rows.allSatisfy({ items.indices.contains($0) }) else {
+            throw EngineError(.invalidOption, "hidden states asked for rows outside the batch")
+        }
+        let segments = try segments(of: items, lengths: lengths, cache: cache)
+        forwardBatch(items.map(\.token), segments: segments, outputRows: rows, output: .hiddenStates(hidden), cache: cache)
+    }
+
+    /// The runs of consecutive positions of one sequence each that make up `items`, checked
+    /// against `cache` (slots, positions held, capacity) and the vocabulary.
+    private func segments(of items: [BatchItem], lengths: [Int: Int], cache: KVCache) throws -> [Segment] {
         let o = options
         guard !items.isEmpty else { throw EngineError(.invalidOption, "no tokens to process") }
         guard items.count <= maxBatch else {
             throw EngineError(.invalidOption, "a batch holds at most \(maxBatch) tokens, got \(items.count)")
-        }
-        guard logitsFor.count <= cache.sequences, logitsFor.allSatisfy({ items.indices.contains($0) }) else {
-            throw EngineError(.invalidOption, "logits are kept for at most one item per sequence")
         }
         var segments: [Segment] = []
         for (i, item) in items.enumerated() {
@@ -218,11 +253,7 @@ public final class Decoder {
                 remedy: "Shorten the prompt or raise --ctx")
         }
         for i in segments.indices { segments[i].ropeEnd = max(segments[i].end, lengths[segments[i].sequence] ?? 0) }
-        guard Set(logitsFor.map { items[$0].sequence }).count == logitsFor.count else {
-            throw EngineError(.invalidOption, "logits are kept for at most one item per sequence")
-        }
-        forwardBatch(items.map(\.token), segments: segments, outputRows: logitsFor, logits: nil)
-        return UnsafeBufferPointer(start: lastLogits, count: logitsFor.count * o.vocabSize)
+        return segments
     }
 
     private func run(
@@ -257,15 +288,25 @@ public final class Decoder {
             let logitsOut = allLogits.map { $0.baseAddress! + done * o.vocabSize }
             let segment = Segment(
                 sequence: sequence, first: 0, count: n, position: start + done, ropeEnd: start + tokens.count)
-            forwardBatch(chunk, segments: [segment], outputRows: outputRows, logits: logitsOut)
+            forwardBatch(chunk, segments: [segment], outputRows: outputRows, output: .logits(logitsOut), cache: cache)
             done += n
         }
     }
 
+    /// What a batch hands back for its output rows.
+    enum BatchOutput {
+        /// Logits, `(rows, vocab)`, into the pointer (or `lastLogits` when nil).
+        case logits(UnsafeMutablePointer<Float>?)
+        /// Final hidden states (after the final norm, before the output head), `(rows, dim)`:
+        /// what embeddings pool. The output head is skipped.
+        case hiddenStates(UnsafeMutablePointer<Float>)
+    }
+
     /// One batch of `n ≤ maxBatch` tokens made of `segments` (runs of consecutive positions of
-    /// one sequence each); the logits of the rows `outputRows` go to `logits` (or `lastLogits`).
+    /// one sequence each) over the slots of `cache` (the decoder's own, or a scratch cache of
+    /// at most `context` positions per slot); the rows `outputRows` go to `output`.
     private func forwardBatch(
-        _ tokens: [Int32], segments: [Segment], outputRows: [Int], logits: UnsafeMutablePointer<Float>?
+        _ tokens: [Int32], segments: [Segment], outputRows: [Int], output: BatchOutput, cache: KVCache
     ) {
         let o = options
         let n = tokens.count
@@ -335,10 +376,13 @@ public final class Decoder {
 
             // Causal multi-head attention over each sequence's cache: att = softmax(q·Kᵀ·scale) · V.
             let window = sliding ? o.slidingWindow : nil
-            for segment in longSegments { batchedAttention(layer: l, segment: segment, scale: scale, window: window) }
+            for segment in longSegments {
+                batchedAttention(layer: l, segment: segment, scale: scale, window: window, cache: cache)
+            }
             if !shortTokens.isEmpty {
                 vectorAttention(
-                    layer: l, tokens: shortTokens, slots: slotOf, positions: positionOf, scale: scale, window: window)
+                    layer: l, tokens: shortTokens, slots: slotOf, positions: positionOf, scale: scale, window: window,
+                    cache: cache)
             }
 
             // Output projection: proj = att · Woᵀ (+ bias), normed again with sandwich norms.
@@ -378,8 +422,17 @@ public final class Decoder {
             addInPlace(x, proj, n * dim)
         }
 
-        // Final norm and output projection for the rows whose logits are wanted.
+        // Final norm, then the output projection, for the rows whose output is wanted.
         guard !outputRows.isEmpty else { return }
+        let logits: UnsafeMutablePointer<Float>?
+        switch output {
+        case .hiddenStates(let hidden):
+            for (i, t) in outputRows.enumerated() {
+                normalize(x + t * dim, weights.outputNorm, weights.outputNormBias, dim, into: hidden + i * dim)
+            }
+            return
+        case .logits(let pointer): logits = pointer
+        }
         for (i, t) in outputRows.enumerated() {
             normalize(x + t * dim, weights.outputNorm, weights.outputNormBias, dim, into: xb + i * dim)
         }
@@ -393,7 +446,7 @@ public final class Decoder {
     /// each token's scores against its own sequence's cached keys, softmax, weighted sum of
     /// values. Heads are split across workers.
     private func vectorAttention(
-        layer l: Int, tokens: [Int], slots: [Int], positions: [Int], scale: Float, window: Int?
+        layer l: Int, tokens: [Int], slots: [Int], positions: [Int], scale: Float, window: Int?, cache: KVCache
     ) {
         let o = options
         let hd = o.headDim, qDim = o.headCount * hd
@@ -422,7 +475,7 @@ public final class Decoder {
     /// head, the cached keys and values are converted to Float once, then each query head of
     /// the group does S = Q·Kᵀ and O = S·V with BLAS, masking causally (and by the sliding
     /// window) between the two.
-    private func batchedAttention(layer l: Int, segment: Segment, scale: Float, window: Int?) {
+    private func batchedAttention(layer l: Int, segment: Segment, scale: Float, window: Int?, cache: KVCache) {
         let o = options
         let hd = o.headDim, qDim = o.headCount * hd
         let elementBytes = cache.type == .f16 ? 2 : 4

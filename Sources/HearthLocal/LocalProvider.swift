@@ -36,6 +36,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// End a reply that repeats itself (`RepetitionGuard`: a line a third time, or a span
         /// three times in a row); it then finishes with `stop`. Off by default.
         public var endsRepetitiveReplies: Bool
+        /// How ``LocalProvider/embed(_:)`` pools a text's final hidden states: `.mean` over its
+        /// tokens (the default) or the `.last` token's.
+        public var embeddingPooling: EmbeddingPooling = .mean
 
         public init(
             modelPath: String, quantize: DType? = nil, context: Int? = nil, threads: Int? = nil, batch: Int = 128,
@@ -86,11 +89,13 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     /// Creates a provider around an already loaded model, serving up to `parallel` requests at once.
     public init(
         id: String = "local", model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = 128,
-        parallel: Int = 1
+        parallel: Int = 1, embeddingPooling: EmbeddingPooling = .mean
     ) throws {
         self.id = id
-        configuration = Configuration(
+        var configuration = Configuration(
             modelPath: model.path.path, context: context, threads: threads, batch: batch, parallel: parallel)
+        configuration.embeddingPooling = embeddingPooling
+        self.configuration = configuration
         state = .loaded(
             try Generator(model: model, context: context, threads: threads, batch: batch, sequences: parallel))
     }

@@ -7,7 +7,10 @@ struct Hearth: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hearth",
         abstract: "A pure-Swift, CPU-only inference engine for Phi-style language models.",
-        subcommands: [Generate.self, Tokenize.self, Inspect.self, Quantize.self, Bench.self, Perplexity.self, Chat.self, Serve.self])
+        subcommands: [
+            Generate.self, Tokenize.self, Embed.self, Inspect.self, Quantize.self, Bench.self, Perplexity.self, Chat.self,
+            Serve.self,
+        ])
 }
 
 /// Runs a command body, printing Hearth's typed errors as one clear line on stderr and

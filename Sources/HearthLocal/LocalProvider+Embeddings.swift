@@ -1,0 +1,89 @@
+import Foundation
+import HearthEngine
+import HearthProviders
+
+extension LocalProvider: EmbeddingProvider {
+    /// Embedding vectors of the loaded model: each input's final hidden states (after the
+    /// final norm) pooled as ``Configuration/embeddingPooling`` says (mean over the tokens by
+    /// default) and L2-normalised, `hiddenSize` floats per input.
+    ///
+    /// Texts are tokenized as prompts are (BOS added as the tokenizer config says); token
+    /// inputs are used as given. All inputs run together in batched forward passes on a
+    /// scratch cache, taking turns with the decode steps of running chats (never racing them),
+    /// and no KV slot is kept: cached conversations stay as they are. The model loads on first
+    /// use, as for chat. Cancelling the calling task stops the work between passes.
+    ///
+    /// Throws ``ProviderError``: `.invalidRequest` for no inputs, an empty input, token ids
+    /// outside the vocabulary, or `dimensions` other than the model's hidden size;
+    /// `.contextLengthExceeded(tokens:limit:)` for an input longer than the context;
+    /// `.cancelled`; `.modelUnavailable` when the model cannot load.
+    public func embed(_ request: EmbeddingRequest) async throws -> EmbeddingResponse {
+        try request.validate(provider: id)
+        let generator = try await loadedGenerator()
+        try Task.checkCancellation(provider: id)
+        if let dimensions = request.dimensions, dimensions != generator.embeddingDimensions {
+            throw ProviderError(
+                .invalidRequest, provider: id,
+                message: "`dimensions` \(dimensions) is not supported: the local model's embeddings have "
+                    + "\(generator.embeddingDimensions) dimensions (its hidden size). Leave `dimensions` unset.")
+        }
+        let inputs = request.inputs, pooling = configuration.embeddingPooling
+        let stop = CancellationFlag()
+        let vectors: [[Float]], tokens: Int
+        do {
+            (vectors, tokens) = try await withTaskCancellationHandler {
+                try await Self.onThread { () throws -> ([[Float]], Int) in
+                    let sequences = try self.tokens(of: inputs, generator: generator)
+                    let vectors = try generator.embeddings(for: sequences, pooling: pooling, isCancelled: { stop.isSet })
+                    return (vectors, sequences.reduce(0) { $0 + $1.count })
+                }
+            } onCancel: {
+                stop.set()
+            }
+        } catch {
+            throw providerError(error)
+        }
+        return EmbeddingResponse(vectors: vectors, promptTokens: tokens, provider: id)
+    }
+
+    /// The token ids of each input, checked against the context.
+    private func tokens(of inputs: [EmbeddingInput], generator: Generator) throws -> [[Int32]] {
+        var sequences: [[Int32]] = []
+        for (index, input) in inputs.enumerated() {
+            let tokens: [Int32]
+            switch input {
+            case .text(let text):
+                do { tokens = try generator.model.tokenizer.encode(text, addSpecialTokens: true) } catch {
+                    throw providerError(error)
+                }
+            case .tokens(let ids):
+                tokens = ids
+            }
+            guard tokens.count <= generator.context else {
+                throw ProviderError(
+                    .contextLengthExceeded(tokens: tokens.count, limit: generator.context), provider: id,
+                    message: "input \(index) is \(tokens.count) tokens but the local context holds \(generator.context); "
+                        + "shorten or split it, or load the model with a larger context")
+            }
+            sequences.append(tokens)
+        }
+        return sequences
+    }
+
+    /// Runs blocking engine work on its own thread (not the cooperative pool), mapping its
+    /// errors to ``ProviderError``.
+    private static func onThread<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}
+
+extension Task where Success == Never, Failure == Never {
+    /// Throws ``ProviderError/Code/cancelled`` of `provider` when the current task is cancelled.
+    fileprivate static func checkCancellation(provider: String) throws {
+        if Task.isCancelled {
+            throw ProviderError(.cancelled, provider: provider, message: "the request was cancelled")
+        }
+    }
+}
