@@ -105,11 +105,12 @@ extension HearthServer {
         guard !inputs.isEmpty else { throw APIError.invalid("input", "'input' must contain at least one item.") }
         guard inputs.count <= 2048 else { throw APIError.invalid("input", "'input' takes at most 2048 items.") }
         for (index, input) in inputs.enumerated() {
+            let empty: Bool
             switch input {
-            case .text(let text) where text.isEmpty, .tokens([]):
-                throw APIError.invalid(inputs.count == 1 ? "input" : "input[\(index)]", "Every input must be non-empty.")
-            default: break
+            case .text(let text): empty = text.isEmpty
+            case .tokens(let ids): empty = ids.isEmpty
             }
+            if empty { throw APIError.invalid(inputs.count == 1 ? "input" : "input[\(index)]", "Every input must be non-empty.") }
         }
         return inputs
     }
