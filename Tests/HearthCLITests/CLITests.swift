@@ -25,19 +25,10 @@ enum CLITestError: Error { case binaryNotFound }
 
     func hearth(_ arguments: [String]) throws -> Result {
         guard let binary = Self.binary else { throw CLITestError.binaryNotFound }
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let result = try runProcess(binary, arguments)
         return Result(
-            status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: String(decoding: stderr, as: UTF8.self))
+            status: result.status, stdout: String(decoding: result.stdout, as: UTF8.self),
+            stderr: String(decoding: result.stderr, as: UTF8.self))
     }
 
     @Test(arguments: Fixtures.phi3Checkpoints)

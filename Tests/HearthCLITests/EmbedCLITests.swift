@@ -17,17 +17,8 @@ import Testing
     }
 
     static func run(_ binary: String, _ arguments: [String]) throws -> (status: Int32, stdout: Data, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, stdout, String(decoding: stderr, as: UTF8.self))
+        let result = try runProcess(URL(fileURLWithPath: binary), arguments)
+        return (result.status, result.stdout, String(decoding: result.stderr, as: UTF8.self))
     }
 
     static func debugBinary() throws -> String {
@@ -35,15 +26,6 @@ import Testing
         return binary.path
     }
 
-    static func cosine(_ a: [Float], _ b: [Float]) -> Double {
-        var dot = 0.0, na = 0.0, nb = 0.0
-        for (x, y) in zip(a, b) {
-            dot += Double(x) * Double(y)
-            na += Double(x) * Double(x)
-            nb += Double(y) * Double(y)
-        }
-        return dot / (na.squareRoot() * nb.squareRoot())
-    }
 
     @Test func printsOneVectorPerTextAsJSON() throws {
         let model = Fixtures.checkpoint("phi3-mha").path
@@ -69,10 +51,10 @@ import Testing
         // --pooling last gives other vectors; the second text alone gives its vector again.
         let last = try Self.run(try Self.debugBinary(), arguments + ["--pooling", "last"])
         let lastOutput = try JSONDecoder().decode(Output.self, from: last.stdout)
-        #expect(Self.cosine(lastOutput.data[0].embedding, output.data[0].embedding) < 0.99)
+        #expect(cosineSimilarity(lastOutput.data[0].embedding, output.data[0].embedding) < 0.99)
         let alone = try Self.run(try Self.debugBinary(), ["embed", "--model", model, "--text", texts[1], "-t", "2"])
         let aloneOutput = try JSONDecoder().decode(Output.self, from: alone.stdout)
-        #expect(Self.cosine(aloneOutput.data[0].embedding, output.data[1].embedding) >= 0.99999)
+        #expect(cosineSimilarity(aloneOutput.data[0].embedding, output.data[1].embedding) >= 0.99999)
     }
 
     @Test func refusesBadArguments() throws {
@@ -106,9 +88,9 @@ import Testing
         for i in [0, 7, 15] {
             let alone = try Self.run(RealModel.binary, ["embed", "--model", RealModel.model, "-t", "2", "--text", texts[i]])
             let vector = try JSONDecoder().decode(Output.self, from: alone.stdout).data[0].embedding
-            let c = Self.cosine(vector, output.data[i].embedding)
+            let c = cosineSimilarity(vector, output.data[i].embedding)
             #expect(c >= 0.99999, "text \(i): cos \(c)")
         }
-        #expect(Self.cosine(output.data[0].embedding, output.data[1].embedding) < 0.9999, "different texts, different vectors")
+        #expect(cosineSimilarity(output.data[0].embedding, output.data[1].embedding) < 0.9999, "different texts, different vectors")
     }
 }

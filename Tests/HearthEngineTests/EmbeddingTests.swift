@@ -31,15 +31,6 @@ import Testing
     /// A vector alone and in a batch: cosine at least this.
     static let batchCosine: Double = 0.99999
 
-    static func cosine(_ a: [Float], _ b: [Float]) -> Double {
-        var dot = 0.0, na = 0.0, nb = 0.0
-        for (x, y) in zip(a, b) {
-            dot += Double(x) * Double(y)
-            na += Double(x) * Double(x)
-            nb += Double(y) * Double(y)
-        }
-        return dot / (na.squareRoot() * nb.squareRoot())
-    }
 
     static func norm(_ v: [Float]) -> Double { v.reduce(0) { $0 + Double($1) * Double($1) }.squareRoot() }
 
@@ -64,7 +55,7 @@ import Testing
             for (vector, input) in zip(vectors, inputs) {
                 let expected = pooling == .mean ? input.mean : input.last
                 #expect(vector.count == model.options.hiddenSize)
-                let distance = 1 - Self.cosine(vector, expected)
+                let distance = 1 - cosineSimilarity(vector, expected)
                 #expect(distance <= Self.referenceDistance, "\(name)/\(input.name) \(pooling) batch \(batch): 1 − cos \(distance)")
             }
         }
@@ -84,9 +75,9 @@ import Testing
             let reversed = try generator.embeddings(for: Array(inputs.reversed()), pooling: pooling)
             for (i, input) in inputs.enumerated() {
                 let alone = try #require(try generator.embeddings(for: [input], pooling: pooling).first)
-                let c = Self.cosine(alone, together[i])
+                let c = cosineSimilarity(alone, together[i])
                 #expect(c >= Self.batchCosine, "\(name) input \(i) (\(input.count) tokens) \(pooling): cos \(c)")
-                let r = Self.cosine(alone, reversed[inputs.count - 1 - i])
+                let r = cosineSimilarity(alone, reversed[inputs.count - 1 - i])
                 #expect(r >= Self.batchCosine, "\(name) input \(i) reversed \(pooling): cos \(r)")
             }
         }
@@ -101,10 +92,10 @@ import Testing
         #expect(generator.embeddingDimensions == model.options.hiddenSize)
         for (m, l) in zip(mean, last) {
             #expect(abs(Self.norm(m) - 1) < 1e-5 && abs(Self.norm(l) - 1) < 1e-5)
-            #expect(Self.cosine(m, l) < 0.99, "mean and last pooling gave (almost) the same vector")
+            #expect(cosineSimilarity(m, l) < 0.99, "mean and last pooling gave (almost) the same vector")
         }
         // Different inputs give different vectors.
-        #expect(Self.cosine(mean[0], mean[1]) < 0.999)
+        #expect(cosineSimilarity(mean[0], mean[1]) < 0.999)
     }
 
     /// Embeddings use a scratch cache: the conversation cached in the generator's slot is
@@ -171,7 +162,7 @@ import Testing
         let calls = try await vectors
         #expect(calls.count == 3)
         for call in calls {
-            for (v, expected) in zip(call, aloneVectors) { #expect(Self.cosine(v, expected) >= Self.batchCosine) }
+            for (v, expected) in zip(call, aloneVectors) { #expect(cosineSimilarity(v, expected) >= Self.batchCosine) }
         }
     }
 

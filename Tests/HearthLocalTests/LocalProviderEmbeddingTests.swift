@@ -16,15 +16,6 @@ import Testing
             model: model, context: context, threads: 2, batch: 16, parallel: parallel, embeddingPooling: pooling)
     }
 
-    static func cosine(_ a: [Float], _ b: [Float]) -> Double {
-        var dot = 0.0, na = 0.0, nb = 0.0
-        for (x, y) in zip(a, b) {
-            dot += Double(x) * Double(y)
-            na += Double(x) * Double(x)
-            nb += Double(y) * Double(y)
-        }
-        return dot / (na.squareRoot() * nb.squareRoot())
-    }
 
     static let texts = ["The fire is a small promise.", "Bread.", "我们一边喝茶一边聊天。"]
 
@@ -40,18 +31,18 @@ import Testing
         let ids = try Self.texts.map { try model.tokenizer.encode($0, addSpecialTokens: true) }
         #expect(response.promptTokens == ids.reduce(0) { $0 + $1.count })
         let byTokens = try await provider.embed(EmbeddingRequest(inputs: ids.map { .tokens($0) }, dimensions: 64))
-        for (a, b) in zip(response.vectors, byTokens.vectors) { #expect(Self.cosine(a, b) >= 0.99999) }
+        for (a, b) in zip(response.vectors, byTokens.vectors) { #expect(cosineSimilarity(a, b) >= 0.99999) }
         // One at a time gives the same vectors.
         for (i, text) in Self.texts.enumerated() {
             let alone = try await provider.embed(EmbeddingRequest(texts: [text]))
-            #expect(Self.cosine(alone.vectors[0], response.vectors[i]) >= 0.99999)
+            #expect(cosineSimilarity(alone.vectors[0], response.vectors[i]) >= 0.99999)
         }
     }
 
     @Test func poolingComesFromTheConfiguration() async throws {
         let mean = try await Self.provider(pooling: .mean).embed(EmbeddingRequest(texts: Self.texts))
         let last = try await Self.provider(pooling: .last).embed(EmbeddingRequest(texts: Self.texts))
-        for (m, l) in zip(mean.vectors, last.vectors) { #expect(Self.cosine(m, l) < 0.99) }
+        for (m, l) in zip(mean.vectors, last.vectors) { #expect(cosineSimilarity(m, l) < 0.99) }
         var configuration = LocalProvider.Configuration(modelPath: "unused")
         #expect(configuration.embeddingPooling == .mean)
         configuration.embeddingPooling = .last
@@ -116,7 +107,7 @@ import Testing
         let calls = try await embeddings
         #expect(calls.count == 3)
         for vectors in calls {
-            for (a, b) in zip(vectors, aloneVectors) { #expect(Self.cosine(a, b) >= 0.99999) }
+            for (a, b) in zip(vectors, aloneVectors) { #expect(cosineSimilarity(a, b) >= 0.99999) }
         }
     }
 

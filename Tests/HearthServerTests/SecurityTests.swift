@@ -123,6 +123,17 @@ import Testing
 
     static func auth(_ name: String) -> [(String, String)] { [("authorization", "Bearer \(key(name))")] }
 
+    /// Starts a long local generation as `client` and waits until it is admitted.
+    static func startLong(_ harness: ServerHarness, client: String, maxTokens: Int) async throws -> Task<ServerHarness.Reply, Error> {
+        let long: [String: Any] = [
+            "model": "local", "messages": [Self.user], "max_tokens": maxTokens, "temperature": 1, "seed": 1, "min_p": 0, "top_k": 0,
+        ]
+        let body = String(decoding: try JSONSerialization.data(withJSONObject: long), as: UTF8.self)
+        let task = Task { try await harness.send(.POST, "/v1/chat/completions", body: body, headers: Self.auth(client)) }
+        #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 1, headers: Self.auth(client)) == 1)
+        return task
+    }
+
     /// Quotas are reserved at admission: two requests in flight cannot together pass the
     /// day's tokens (they were checked, not reserved, and both ran); without max_tokens the
     /// reply is capped at what is left.
@@ -132,9 +143,7 @@ import Testing
         let long: [String: Any] = [
             "model": "local", "messages": [Self.user], "max_tokens": 200, "temperature": 1, "seed": 1, "min_p": 0, "top_k": 0,
         ]
-        let longBody = String(decoding: try JSONSerialization.data(withJSONObject: long), as: UTF8.self)
-        let first = Task { try await harness.send(.POST, "/v1/chat/completions", body: longBody, headers: Self.auth("small")) }
-        #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 1, headers: Self.auth("small")) == 1)
+        let first = try await Self.startLong(harness, client: "small", maxTokens: 200)
         let second = try await harness.send("/v1/chat/completions", json: long, headers: Self.auth("small"))
         #expect(second.status == 429, "\(second.body)")
         #expect((second.json["error"] as? [String: Any])?["code"] as? String == "token_quota_exceeded")
@@ -160,13 +169,8 @@ import Testing
         let clients = "[\(Self.client("one", #", "max_in_flight": 1"#)), \(Self.client("rpm", #", "requests_per_minute": 3"#))]"
         let (harness, upstream, directory) = try await Self.gateway(clients)
         defer { Task { try? await harness.stop(); await upstream.stop(); try? FileManager.default.removeItem(at: directory) } }
-        let long: [String: Any] = [
-            "model": "local", "messages": [Self.user], "max_tokens": 400, "temperature": 1, "seed": 1, "min_p": 0, "top_k": 0,
-        ]
-        let longBody = String(decoding: try JSONSerialization.data(withJSONObject: long), as: UTF8.self)
-        let first = Task { try await harness.send(.POST, "/v1/chat/completions", body: longBody, headers: Self.auth("one")) }
-        #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 1, headers: Self.auth("one")) == 1)
-        let second = try await harness.send("/v1/chat/completions", json: long, headers: Self.auth("one"))
+        let first = try await Self.startLong(harness, client: "one", maxTokens: 400)
+        let second = try await harness.send("/v1/chat/completions", json: ["model": "local", "messages": [Self.user], "max_tokens": 4], headers: Self.auth("one"))
         #expect(second.status == 429 && (second.json["error"] as? [String: Any])?["code"] as? String == "too_many_in_flight", "\(second.body)")
         #expect(try await first.value.status == 200)
         for _ in 0..<3 { #expect(try await harness.send(.GET, "/v1/models", headers: Self.auth("rpm")).status == 200) }
