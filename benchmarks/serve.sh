@@ -97,7 +97,7 @@ start_server() {  # spec clients port log
     case "$spec" in
         hearth)
             "$hearth" serve --model "$model" --host 127.0.0.1 --port "$port" --parallel "$c" --ctx "$ctx" \
-                --threads "$threads" --log-level warning > "$log" 2>&1 &
+                --threads "$threads" --alias bench --log-level warning > "$log" 2>&1 &
             ;;
         llama-fa-*)
             "$llama" -m "$model" --host 127.0.0.1 --port "$port" -t "$threads" -tb "$threads" -np "$c" \
@@ -133,7 +133,7 @@ for round in $(seq 1 "$rounds"); do
             log="$logs/$spec-c$c-r$round.log"
             start_server "$spec" "$c" "$port" "$log"
             "$python" benchmarks/serve_load.py --url "http://127.0.0.1:$port" --clients "$c" --requests-per-client "$r" \
-                --max-tokens "$max_tokens" --label "$spec" --seed $((round * 1000)) \
+                --max-tokens "$max_tokens" --model bench --label "$spec" --seed $((round * 1000)) \
                 --dump "$logs/$spec-c$c-r$round.requests.jsonl" > "$logs/last.json" || true
             "$python" - "$logs/last.json" "$round" "$threads" "$c" >> "$out" <<'EOF'
 import json, sys

@@ -19,6 +19,9 @@ struct APIError: Error, Sendable {
     var retryAfter: Int?
     /// Further headers of the answer (a 429's `x-ratelimit-*`).
     var headers = HTTPFields()
+    /// What the server's log gets beside the fixed message (an upstream's own error text,
+    /// keys already redacted); never sent to the client.
+    var logDetail: String?
 
     init(
         status: Int, message: String, type: String, code: String? = nil, param: String? = nil, retryAfter: Int? = nil

@@ -388,6 +388,7 @@ extension HearthServer {
         if outcome.cacheHit { metadata["cache"] = "hit" }
         if outcome.filtered { metadata["filtered"] = "output" }
         if let code = outcome.code { metadata["code"] = "\(code)" }
+        if let detail = outcome.error?.logDetail { metadata["upstream_error"] = "\(detail)" }
         logger.info("request", metadata: metadata)
         let charged = usage.promptTokens + usage.completionTokens
         if let reservation = call.reservation {
@@ -453,26 +454,34 @@ extension HearthServer {
     /// An error as the server answers it: a cloud provider's failure is the upstream's (502 for
     /// a refused key, a server error or a broken connection, 429 with its `Retry-After`, 504 for
     /// a timeout), never the server's own 401 or 500, and its text stays in the log (the client
-    /// gets a fixed message naming the provider); everything else as ``apiError(_:)`` maps it.
+    /// gets a fixed message naming the provider; an upstream's 400 keeps its text, which
+    /// describes the client's own request); everything else as ``apiError(_:)`` maps it.
     static func gatewayAPIError(_ error: Error) -> APIError {
         guard let failure = error as? ProviderError, failure.provider != "local", failure.provider != "gateway" else {
             return apiError(error)
         }
-        let message = "The upstream provider '\(failure.provider)' failed: \(failure.message)"
+        let provider = "The upstream provider '\(failure.provider)'"
+        var answer: APIError
         switch failure.code {
         case .unauthorized:
-            return APIError(status: 502, message: message, type: "upstream_error", code: "upstream_unauthorized")
+            answer = APIError(
+                status: 502, message: "\(provider) refused the server's key.", type: "upstream_error", code: "upstream_unauthorized")
         case .rateLimited(let retryAfter):
-            return APIError(
-                status: 429, message: message, type: "rate_limit_error", code: "upstream_rate_limited",
-                retryAfter: retryAfter.map { max(1, Int($0.rounded(.up))) } ?? 1)
+            answer = APIError(
+                status: 429, message: "\(provider) is rate limiting the server; retry later.", type: "rate_limit_error",
+                code: "upstream_rate_limited", retryAfter: retryAfter.map { max(1, Int($0.rounded(.up))) } ?? 1)
         case .server, .network, .decoding, .modelUnavailable:
-            return APIError(status: 502, message: message, type: "upstream_error", code: "upstream_error")
+            answer = APIError(
+                status: 502, message: "\(provider) failed (a server error, a broken connection or an unreadable reply).",
+                type: "upstream_error", code: "upstream_error")
         case .timeout:
-            return APIError(status: 504, message: message, type: "timeout_error", code: "upstream_timeout")
+            answer = APIError(status: 504, message: "\(provider) did not answer in time.", type: "timeout_error", code: "upstream_timeout")
         case .invalidRequest, .contextLengthExceeded, .cancelled:
             return apiError(error)
         }
+        // The upstream's own words go to the log only (HearthCloud has redacted keys from them).
+        answer.logDetail = String(failure.message.prefix(500))
+        return answer
     }
 }
 

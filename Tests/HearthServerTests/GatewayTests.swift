@@ -132,7 +132,7 @@ import Testing
     // MARK: Configuration
 
     @Test func configurationErrorsNameTheKeyAndNeverTheSecret() throws {
-        let environment = ["APP_HMAC_SECRET": Self.appSecret, "OPS_KEY": Self.opsKey]
+        let environment = ["APP_HMAC_SECRET": Self.appSecret, "OPS_KEY": Self.opsKey, "SHORT_KEY": "abc123"]
         func error(_ json: String) -> GatewayConfigurationError? {
             do {
                 _ = try GatewayConfiguration.parse(Data(json.utf8), file: "gateway.json", environment: environment)
@@ -155,6 +155,9 @@ import Testing
             (#"{"models": {"m": {"provider": "gemini"}}, "clients": [{"name": "a", "key_env": "OPS_KEY"}]}"#, "models.m.provider"),
             ("{\(models), \"clients\": [{\"name\": \"a\", \"key_env\": \"OPS_KEY\"}, {\"name\": \"b\", \"key_env\": \"OPS_KEY\"}]}", "clients[1]"),
             ("{\(models), \"clients\": [{\"name\": \"a\", \"key_env\": \"OPS_KEY\"}], \"content_filter\": {\"file\": \"/nonexistent/blocked.txt\"}}", "content_filter.file"),
+            // A key from the environment must be long; a token may live a day at most.
+            ("{\(models), \"clients\": [{\"name\": \"a\", \"key_env\": \"SHORT_KEY\"}]}", "clients[0].key_env"),
+            ("{\(models), \"clients\": [{\"name\": \"a\", \"key_env\": \"OPS_KEY\"}], \"token_ttl_seconds\": 604800}", "token_ttl_seconds"),
         ]
         for (json, key) in cases {
             let found = error(json)
@@ -458,7 +461,9 @@ import Testing
         // An upstream 401 is not a reason to fail over, and the key it echoes never reaches the client.
         reply = try await s.send("/v1/chat/completions", Self.chat("cloud", "Fail #echo"), key: Self.opsKey)
         #expect(reply.status == 502 && (reply.json["error"] as? [String: Any])?["code"] as? String == "upstream_unauthorized")
-        #expect(reply.body.contains("redacted") && !reply.body.contains(Self.upstreamKey), "\(reply.body)")
+        // The client gets a fixed message; the upstream's words (key redacted) go to the log only.
+        #expect(!reply.body.contains("Incorrect API key") && !reply.body.contains(Self.upstreamKey), "\(reply.body)")
+        #expect(s.logs.text.contains("redacted") && !s.logs.text.contains(Self.upstreamKey))
         // The same over Anthropic's API, streamed.
         reply = try await s.send(
             "/v1/messages",

@@ -222,4 +222,31 @@ import Testing
         #expect((usage["prompt_tokens"] as? Int ?? 0) >= 200, "\(usage)")
         try await harness.stop()
     }
+
+    /// Rotating a client's key revokes the tokens issued for the old key (they lived on).
+    @Test func rotatingAKeyRevokesItsTokens() async throws {
+        func server(key: String) async throws -> ServerHarness {
+            let config = """
+                {"clients": [{"name": "app", "key_sha256": "\(sha256Hex(key))"}], "models": {"local": {"provider": "local"}},
+                 "token_secret_env": "TOKEN_SECRET"}
+                """
+            let environment = ["TOKEN_SECRET": "a-token-signing-secret-of-at-least-32-bytes"]
+            let configuration = try GatewayConfiguration.parse(
+                Data(config.utf8), directory: FileManager.default.temporaryDirectory, environment: environment)
+            return try await ServerHarness { local in try Gateway(configuration: configuration, local: local, environment: environment) }
+        }
+        let old = Self.key("old"), new = Self.key("new")
+        let first = try await server(key: old)
+        let issued = try await first.send("/v1/auth/token", json: [:], headers: [("authorization", "Bearer \(old)")])
+        let token = try #require(issued.json["token"] as? String)
+        #expect(try await first.send(.GET, "/v1/models", headers: [("authorization", "Bearer \(token)")]).status == 200)
+        try await first.stop()
+        let second = try await server(key: new)
+        defer { Task { try? await second.stop() } }
+        #expect(try await second.send(.GET, "/v1/models", headers: [("authorization", "Bearer \(token)")]).status == 401)
+        let fresh = try await second.send("/v1/auth/token", json: [:], headers: [("authorization", "Bearer \(new)")])
+        let renewed = try #require(fresh.json["token"] as? String)
+        #expect(try await second.send(.GET, "/v1/models", headers: [("authorization", "Bearer \(renewed)")]).status == 200)
+        try await second.stop()
+    }
 }

@@ -184,7 +184,11 @@ final class GatewayAuthenticator: @unchecked Sendable {
         let expiresAt = Int(clock.now().timeIntervalSince1970) + lifetime
         var nonce = [UInt8](repeating: 0, count: 12)
         for index in nonce.indices { nonce[index] = UInt8.random(in: 0...255) }
-        let payload: JSONValue = ["c": .string(client.name), "e": .int(expiresAt), "n": .string(Hex.encode(nonce))]
+        // "k": which key the token was issued for (a prefix of its SHA-256): a token dies when its key is rotated.
+        let payload: JSONValue = [
+            "c": .string(client.name), "e": .int(expiresAt), "n": .string(Hex.encode(nonce)),
+            "k": .string(Hex.encode(client.keyDigest.prefix(8))),
+        ]
         let encoded = Self.base64URL(payload.serialized())
         let mac = Hex.encode(HMAC<SHA256>.authenticationCode(for: Array(encoded.utf8), using: tokenKey))
         return (Self.tokenPrefix + encoded + "." + mac, expiresAt, lifetime)
@@ -202,7 +206,9 @@ final class GatewayAuthenticator: @unchecked Sendable {
         guard clock.now().timeIntervalSince1970 < expiry else {
             throw Self.unauthorized("The token has expired; get a new one from POST /v1/auth/token.", code: "token_expired")
         }
-        guard let client = clients.first(where: { $0.name == name }) else { throw Self.unauthorized("Invalid token.") }
+        guard let client = clients.first(where: { $0.name == name }), case .string(let key)? = payload["k"],
+            constantTimeEqual(Array(key.utf8), Array(Hex.encode(client.keyDigest.prefix(8)).utf8))
+        else { throw Self.unauthorized("Invalid token (or its client's key has been rotated since it was issued).") }
         return Caller(client: client, viaToken: true)
     }
 

@@ -369,9 +369,16 @@ struct ConfigReader {
         return GatewayConfiguration(
             clients: clients, routes: routes, cache: cache, contentFilter: filter,
             usageDatabase: try string(top["usage_db"], "usage_db").map(path), corsOrigins: origins,
-            tokenTTLSeconds: try int(top["token_ttl_seconds"], "token_ttl_seconds", min: 1) ?? 900,
+            tokenTTLSeconds: try tokenTTL(top["token_ttl_seconds"]),
             signatureWindowSeconds: try int(top["signature_window_seconds"], "signature_window_seconds", min: 1) ?? 300,
             tokenSecret: tokenSecret)
+    }
+
+    /// `token_ttl_seconds`: 1 s to a day (a leaked token must not outlive a day).
+    func tokenTTL(_ value: JSONValue?) throws -> Int {
+        let seconds = try int(value, "token_ttl_seconds", min: 1) ?? 900
+        guard seconds <= 86400 else { throw fail("token_ttl_seconds", "must be at most 86400 (a day); got \(seconds).") }
+        return seconds
     }
 
     func route(_ name: String, _ value: JSONValue) throws -> GatewayConfiguration.Route {
@@ -417,7 +424,11 @@ struct ConfigReader {
             }
             digest = bytes
         case (nil, let variable?):
-            digest = Array(SHA256.hash(data: Array(try secret(variable, "\(key).key_env").utf8)))
+            let value = try secret(variable, "\(key).key_env")
+            guard value.utf8.count >= 16 else {
+                throw fail("\(key).key_env", "names \(variable), whose value is shorter than 16 characters; use a long random key.")
+            }
+            digest = Array(SHA256.hash(data: Array(value.utf8)))
         case (.some, .some):
             throw fail(key, "give key_sha256 or key_env, not both.")
         case (nil, nil):
