@@ -10,12 +10,12 @@
 #   scripts/test-variants.sh openblas    # OPENBLAS_CORETYPE=Haswell, =Sandybridge, and =SkylakeX where the CPU has AVX-512
 #
 # Suites: the kernel reference tests, the golden tests against transformers, the quantized
-# accuracy tests, MLX, the KL-divergence tool, the CLI greedy tests and the real model against
-# the exact math. Exits non-zero when any run fails.
+# accuracy tests, MLX, the KL-divergence tool, the CLI tests (`hearth embed`'s too), the embeddings
+# against transformers and the real model against the exact math. Exits non-zero when any run fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-FILTER='HearthKernelsTests|GoldenTests|QuantizedAccuracyTests|MLXTests|KLDivergenceTests|CLITests|RealModelTests|BatchedDecodingTests'
+FILTER='HearthKernelsTests|GoldenTests|QuantizedAccuracyTests|MLXTests|KLDivergenceTests|CLITests|RealModelTests|BatchedDecodingTests|EmbeddingTests'
 which="${1:-all}"
 status=0
 
