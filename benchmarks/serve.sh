@@ -27,6 +27,7 @@
 #   --rounds N             alternating rounds (default 1)
 #   --fa "off on"          llama-server flash-attention settings to try
 #   --engines "hearth llama"  which engines to run
+#   HEARTH_SERVE_ARGS      extra `hearth serve` flags (environment), e.g. "--prefill-while-decoding 128"
 #   --out FILE             JSON lines of every run (default benchmarks/work/serve-<time>.jsonl)
 set -euo pipefail
 caller="$PWD"
@@ -97,7 +98,7 @@ start_server() {  # spec clients port log
     case "$spec" in
         hearth)
             "$hearth" serve --model "$model" --host 127.0.0.1 --port "$port" --parallel "$c" --ctx "$ctx" \
-                --threads "$threads" --alias bench --log-level warning > "$log" 2>&1 &
+                --threads "$threads" --alias bench --log-level warning ${HEARTH_SERVE_ARGS:-} > "$log" 2>&1 &
             ;;
         llama-fa-*)
             "$llama" -m "$model" --host 127.0.0.1 --port "$port" -t "$threads" -tb "$threads" -np "$c" \

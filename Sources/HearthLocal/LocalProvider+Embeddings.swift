@@ -53,6 +53,8 @@ extension LocalProvider: EmbeddingProvider {
             let tokens: [Int32]
             switch input {
             case .text(let text):
+                // A text of megabytes is refused before it is all tokenized.
+                try refuseIfLonger([text], generator: generator)
                 do { tokens = try generator.model.tokenizer.encode(text, addSpecialTokens: true) } catch {
                     throw providerError(error)
                 }

@@ -39,6 +39,10 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// How ``LocalProvider/embed(_:)`` pools a text's final hidden states: `.mean` over its
         /// tokens (the default) or the `.last` token's.
         public var embeddingPooling: EmbeddingPooling = .mean
+        /// Prompt tokens a step may spend on new requests while others are decoding (nil: the
+        /// engine's default, 32, which keeps running sequences' pace; up to `batch`, which
+        /// admits a wave of new requests sooner at the cost of those steps' latency).
+        public var prefillWhileDecoding: Int?
 
         public init(
             modelPath: String, quantize: DType? = nil, context: Int? = nil, threads: Int? = nil, batch: Int = 128,
@@ -315,10 +319,11 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 do {
                     let model = try LanguageModel(
                         path: configuration.modelPath, quantize: configuration.quantize, threads: configuration.threads)
-                    result = .success(
-                        try Generator(
-                            model: model, context: configuration.context, threads: configuration.threads,
-                            batch: configuration.batch, sequences: configuration.parallel))
+                    let generator = try Generator(
+                        model: model, context: configuration.context, threads: configuration.threads,
+                        batch: configuration.batch, sequences: configuration.parallel)
+                    if let tokens = configuration.prefillWhileDecoding { generator.interleavedPrefillTokens = max(1, tokens) }
+                    result = .success(generator)
                 } catch {
                     result = .failure(self.providerError(error))
                 }

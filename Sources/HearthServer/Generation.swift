@@ -403,7 +403,11 @@ extension HearthServer {
             model: gateway.routes[call.model] == nil ? "-" : call.model, servedBy: outcome.servedBy, status: outcome.status,
             promptTokens: usage.promptTokens, cachedTokens: usage.cachedPromptTokens ?? 0, completionTokens: usage.completionTokens,
             cacheHit: outcome.cacheHit)
-        do { try await ledger.record(entry, at: now) } catch {
+        // A refusal (a 4xx before any work) is held and written in a batch, not a transaction each.
+        let refusal = (400..<500).contains(outcome.status) && outcome.status != 499 && usage.promptTokens + usage.completionTokens == 0
+        do {
+            if refusal { try await ledger.recordRefusal(entry, at: now) } else { try await ledger.record(entry, at: now) }
+        } catch {
             logger.error("usage not recorded", metadata: ["id": "\(call.requestID)", "error": "\(UsageLedger.describe(error))"])
         }
     }

@@ -214,6 +214,9 @@ public final class HearthServer: @unchecked Sendable {
             server.announceIfReady()
             try? await gracefulShutdown()
             await server.drain()
+            do { try await server.gateway.ledger?.flush() } catch {
+                server.logger.error("usage not recorded at shutdown", metadata: ["error": "\(UsageLedger.describe(error))"])
+            }
         }
     }
 

@@ -149,6 +149,7 @@ extension HearthServer {
     /// (an admin's: every client's, or one client's with `client`).
     func usage(_ caller: Caller, _ request: Request) async throws -> Response {
         guard let ledger = gateway.ledger else { throw APIError(status: 404, message: "This server keeps no usage.", type: "invalid_request_error", code: "not_found") }
+        try await ledger.flush()
         let query = request.uri.queryParameters
         var client: String? = caller.client.name
         if let asked = query.get("client") {

@@ -64,6 +64,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Requests to cloud routes (--config) in flight at once, a pool of their own beside the local model's slots.")
     var maxCloudInFlight: Int = 64
 
+    @Option(name: .long, help: "Prompt tokens a decode step may spend on new requests while others are generating: 128 (the whole batch) admits a burst of new requests sooner (time to first token); 32 keeps running streams' pace steadier (inter-token latency).")
+    var prefillWhileDecoding: Int = 128
+
     @Option(name: .long, help: "How conversations become prompts: automatic (base models get the User:/Assistant: dialogue and its stop rules, instruction-tuned models their chat template), chat-template or dialogue.")
     var promptStyle: ServePromptStyle = .automatic
 
@@ -86,6 +89,9 @@ struct Serve: AsyncParsableCommand {
         if maxBodyBytes < 1024 { throw ValidationError("--max-body-bytes must be at least 1024") }
         if !(requestTimeout > 0) || !(grace >= 0) || !(idleTimeout > 0) || !(writeTimeout > 0) {
             throw ValidationError("--request-timeout, --idle-timeout and --write-timeout must be positive, --grace at least 0")
+        }
+        if !(1...4096).contains(prefillWhileDecoding) {
+            throw ValidationError("--prefill-while-decoding must be between 1 and 4096")
         }
         if maxConnections < 1 || maxCloudInFlight < 1 { throw ValidationError("--max-connections and --max-cloud-in-flight must be at least 1") }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("--log-level takes trace, debug, info, notice, warning, error or critical") }
@@ -126,9 +132,10 @@ struct Serve: AsyncParsableCommand {
         if needsModel || model != nil {
             let path = try model ?? DefaultModel.path()
             name = alias ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-            provider = LocalProvider(
-                configuration: .init(
-                    modelPath: path, context: ctx, threads: threads, parallel: parallel, promptStyle: promptStyle.style))
+            var settings = LocalProvider.Configuration(
+                modelPath: path, context: ctx, threads: threads, parallel: parallel, promptStyle: promptStyle.style)
+            settings.prefillWhileDecoding = prefillWhileDecoding
+            provider = LocalProvider(configuration: settings)
         }
         var gateway: Gateway?
         if let configuration {

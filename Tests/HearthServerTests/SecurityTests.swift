@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import HearthFakeServers
 import HearthLocal
 import HearthServer
@@ -248,5 +249,30 @@ import Testing
         let renewed = try #require(fresh.json["token"] as? String)
         #expect(try await second.send(.GET, "/v1/models", headers: [("authorization", "Bearer \(renewed)")]).status == 200)
         try await second.stop()
+    }
+
+    /// Refused requests are held in memory and written in a batch, not a transaction each;
+    /// reading usage writes them first, so nothing is missing from it.
+    @Test func refusalsAreWrittenInBatches() async throws {
+        let (harness, upstream, directory) = try await Self.gateway("[\(Self.client("a", #", "admin": true"#))]")
+        defer { Task { try? await harness.stop(); await upstream.stop(); try? FileManager.default.removeItem(at: directory) } }
+        let database = try DatabaseQueue(path: directory.appendingPathComponent("usage.sqlite").path)
+        func rows() async throws -> Int {
+            let count: Int? = try await database.read { try Int.fetchOne($0, sql: "SELECT COUNT(*) FROM requests") }
+            return count ?? -1
+        }
+        for _ in 0..<10 {
+            let refused = try await harness.send("/v1/chat/completions", json: ["model": "no-such-model", "messages": [Self.user]], headers: Self.auth("a"))
+            #expect(refused.status == 404)
+        }
+        #expect(try await rows() == 0)  // held, not one transaction each
+        let usage = try await harness.send(.GET, "/v1/usage", headers: Self.auth("a"))
+        let total = usage.json["total"] as? [String: Any]
+        #expect(total?["requests"] as? Int == 10 && total?["errors"] as? Int == 10, "\(usage.body)")
+        #expect(try await rows() == 10)
+        // Unknown model names are stored as "-", never as the client sent them.
+        let models: [String] = try await database.read { try String.fetchAll($0, sql: "SELECT DISTINCT model FROM requests") }
+        #expect(models == ["-"])
+        try await harness.stop()
     }
 }

@@ -70,7 +70,7 @@ public final class Gateway: Sendable {
                 message: "names the local model, but the server has none; start it with --model (or route only to cloud providers).")
         }
         try self.init(
-            configuration: configuration, local: local, ledger: try UsageLedger(path: configuration.usageDatabase),
+            configuration: configuration, local: local, ledger: try UsageLedger(path: configuration.usageDatabase, retentionDays: configuration.usageRetentionDays),
             environment: environment, clock: clock)
     }
 

@@ -169,6 +169,8 @@ public struct GatewayConfiguration: Sendable {
     public var contentFilter: ContentFilter?
     /// The SQLite file for usage records; nil = kept in memory only.
     public var usageDatabase: String?
+    /// Days of per-request usage rows kept (the daily totals are kept forever); nil = all.
+    public var usageRetentionDays: Int?
     /// Origins browsers may call from (`*` for any); empty = no CORS headers.
     public var corsOrigins: [String]
     /// Lifetime of tokens from `POST /v1/auth/token`, in seconds.
@@ -183,8 +185,9 @@ public struct GatewayConfiguration: Sendable {
     public init(
         clients: [Client], routes: [String: Route], cache: Cache? = nil, contentFilter: ContentFilter? = nil,
         usageDatabase: String? = nil, corsOrigins: [String] = [], tokenTTLSeconds: Int = 900, signatureWindowSeconds: Int = 300,
-        tokenSecret: GatewaySecret? = nil
+        tokenSecret: GatewaySecret? = nil, usageRetentionDays: Int? = nil
     ) {
+        self.usageRetentionDays = usageRetentionDays
         self.clients = clients
         self.routes = routes
         self.cache = cache
@@ -304,7 +307,7 @@ struct ConfigReader {
             root, "",
             allowed: [
                 "clients", "models", "cache", "content_filter", "usage_db", "cors_origins", "token_ttl_seconds",
-                "signature_window_seconds", "token_secret_env",
+                "signature_window_seconds", "token_secret_env", "usage_retention_days",
             ])
         guard case .object(let modelPairs)? = top["models"], !modelPairs.isEmpty else {
             throw fail("models", "is required: an object of public model names to routes, such as {\"local\": {\"provider\": \"local\"}}.")
@@ -371,7 +374,8 @@ struct ConfigReader {
             usageDatabase: try string(top["usage_db"], "usage_db").map(path), corsOrigins: origins,
             tokenTTLSeconds: try tokenTTL(top["token_ttl_seconds"]),
             signatureWindowSeconds: try int(top["signature_window_seconds"], "signature_window_seconds", min: 1) ?? 300,
-            tokenSecret: tokenSecret)
+            tokenSecret: tokenSecret,
+            usageRetentionDays: try int(top["usage_retention_days"], "usage_retention_days", min: 1))
     }
 
     /// `token_ttl_seconds`: 1 s to a day (a leaked token must not outlive a day).

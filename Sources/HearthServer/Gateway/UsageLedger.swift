@@ -7,8 +7,22 @@ import GRDB
 /// the same transaction, so the file is consistent after a crash or `kill -9` at any moment:
 /// a request is either wholly recorded or not at all (only the one in flight can be lost),
 /// and the totals always equal the sum of the rows. The file is in WAL mode.
-final class UsageLedger: Sendable {
+///
+/// Refused requests (no tokens: a 4xx before any work) are not a transaction each: they are
+/// held in memory and written in batches (``recordRefusal(_:at:)``, ``flush()``), every
+/// `refusalBatch` refusals or when usage is read, and at shutdown; a `kill -9` loses at most
+/// the refusals of the last batch. Rows of `requests` older than the retention are pruned
+/// (the `usage` totals are kept).
+final class UsageLedger: @unchecked Sendable {
+    // `@unchecked Sendable`: `pending` and `lastPrune` are only touched under `lock`.
     let writer: any DatabaseWriter
+    /// Days of `requests` rows kept (nil: all).
+    let retentionDays: Int?
+    /// Refusals held before they are written in one transaction.
+    let refusalBatch = 64
+    private let lock = NSLock()
+    private var pending: [(Entry, Date)] = []
+    private var lastPrune = ""
 
     /// One request's figures.
     struct Entry: Sendable {
@@ -38,7 +52,8 @@ final class UsageLedger: Sendable {
 
     /// Opens (creating if needed) the ledger at `path`, or an in-memory one when `path` is nil.
     /// - Throws: ``GatewayConfigurationError`` naming `usage_db` when the file cannot be opened.
-    init(path: String?) throws {
+    init(path: String?, retentionDays: Int? = nil) throws {
+        self.retentionDays = retentionDays
         do {
             if let path {
                 var configuration = Configuration()
@@ -83,34 +98,82 @@ final class UsageLedger: Sendable {
         return "\(type(of: error))"
     }
 
-    /// Records one request: a row and the totals, in one transaction.
+    /// Records one request: a row and the totals, in one transaction (with any refusals held).
     func record(_ entry: Entry, at date: Date) async throws {
-        let error = entry.status == 200 ? 0 : 1
-        try await writer.write { db in
-            try db.execute(
-                sql: """
-                    INSERT INTO requests (id, at, day, client, model, served_by, status, cache_hit, prompt_tokens, cached_tokens, completion_tokens)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    entry.requestID, date.timeIntervalSince1970, entry.day, entry.client, entry.model, entry.servedBy,
-                    entry.status, entry.cacheHit ? 1 : 0, entry.promptTokens, entry.cachedTokens, entry.completionTokens,
-                ])
-            try db.execute(
-                sql: """
-                    INSERT INTO usage (day, client, model, requests, errors, cache_hits, prompt_tokens, cached_tokens, completion_tokens)
-                    VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?)
-                    ON CONFLICT (day, client, model) DO UPDATE SET
-                        requests = requests + 1, errors = errors + excluded.errors, cache_hits = cache_hits + excluded.cache_hits,
-                        prompt_tokens = prompt_tokens + excluded.prompt_tokens,
-                        cached_tokens = cached_tokens + excluded.cached_tokens,
-                        completion_tokens = completion_tokens + excluded.completion_tokens
-                    """,
-                arguments: [
-                    entry.day, entry.client, entry.model, error, entry.cacheHit ? 1 : 0, entry.promptTokens, entry.cachedTokens,
-                    entry.completionTokens,
-                ])
+        let held = lock.withLock {
+            defer { pending = [] }
+            return pending
         }
+        try await write(held + [(entry, date)])
+        try await pruneIfDue(date)
+    }
+
+    /// Holds a refused request (a 4xx with no tokens) to be written with the next batch.
+    func recordRefusal(_ entry: Entry, at date: Date) async throws {
+        let batch: [(Entry, Date)] = lock.withLock {
+            pending.append((entry, date))
+            guard pending.count >= refusalBatch else { return [] }
+            defer { pending = [] }
+            return pending
+        }
+        if !batch.isEmpty { try await write(batch) }
+    }
+
+    /// Writes the refusals held (before usage is read, and at shutdown).
+    func flush() async throws {
+        let held = lock.withLock {
+            defer { pending = [] }
+            return pending
+        }
+        if !held.isEmpty { try await write(held) }
+    }
+
+    /// Refusals held in memory now.
+    var pendingCount: Int { lock.withLock { pending.count } }
+
+    /// Rows and totals for `entries`, in one transaction.
+    private func write(_ entries: [(Entry, Date)]) async throws {
+        try await writer.write { db in
+            for (entry, date) in entries {
+                let error = entry.status == 200 ? 0 : 1
+                try db.execute(
+                    sql: """
+                        INSERT INTO requests (id, at, day, client, model, served_by, status, cache_hit, prompt_tokens, cached_tokens, completion_tokens)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        entry.requestID, date.timeIntervalSince1970, entry.day, entry.client, entry.model, entry.servedBy,
+                        entry.status, entry.cacheHit ? 1 : 0, entry.promptTokens, entry.cachedTokens, entry.completionTokens,
+                    ])
+                try db.execute(
+                    sql: """
+                        INSERT INTO usage (day, client, model, requests, errors, cache_hits, prompt_tokens, cached_tokens, completion_tokens)
+                        VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?)
+                        ON CONFLICT (day, client, model) DO UPDATE SET
+                            requests = requests + 1, errors = errors + excluded.errors, cache_hits = cache_hits + excluded.cache_hits,
+                            prompt_tokens = prompt_tokens + excluded.prompt_tokens,
+                            cached_tokens = cached_tokens + excluded.cached_tokens,
+                            completion_tokens = completion_tokens + excluded.completion_tokens
+                        """,
+                    arguments: [
+                        entry.day, entry.client, entry.model, error, entry.cacheHit ? 1 : 0, entry.promptTokens, entry.cachedTokens,
+                        entry.completionTokens,
+                    ])
+            }
+        }
+    }
+
+    /// Deletes `requests` rows older than the retention, once per UTC day.
+    func pruneIfDue(_ date: Date) async throws {
+        guard let days = retentionDays else { return }
+        let today = RateLimiter.day(date)
+        let due: Bool = lock.withLock {
+            defer { lastPrune = today }
+            return lastPrune != today
+        }
+        guard due else { return }
+        let cutoff = date.timeIntervalSince1970 - Double(days) * 86400
+        _ = try await writer.write { db in try db.execute(sql: "DELETE FROM requests WHERE at < ?", arguments: [cutoff]) }
     }
 
     /// Prompt plus completion tokens per client on `day`.
