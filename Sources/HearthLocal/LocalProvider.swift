@@ -83,6 +83,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     let lock = NSLock()
     var state = State.idle  // internal: LocalProvider+Snapshot.swift reads it
     private var waiters: [CheckedContinuation<Generator, Error>] = []
+    /// The longest token of the loaded vocabulary in bytes (computed once, for ``refuseIfLonger(_:generator:)``).
+    private var longestToken: Int?
 
     /// Creates a provider; the model loads on first use or `prewarm`.
     public init(id: String = "local", configuration: Configuration) {
@@ -242,16 +244,30 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         return p
     }
 
-    /// Refuses, before tokenizing all of it, text that cannot fit the context: each text is
-    /// tokenized a piece at a time (pieces of at most 4 KiB that end after a space or a line
-    /// break when there is one, else on a character-code boundary) and counting stops as soon as
-    /// the total passes the context. Splitting can only add tokens at a piece's ends (at most two
-    /// per piece), so the refusal is certain: only a count above the context plus two per piece
-    /// is refused (the error gives that lower bound in its message; its token count is nil). Texts of less than 64 KiB in all are left
-    /// to the exact tokenization, which is cheap at that size and counts exactly.
+    /// Refuses, before tokenizing all of it, text that cannot fit the context. First a bound
+    /// that costs nothing: no token is longer than the vocabulary's longest (in bytes), so text
+    /// of more than `context × longest` bytes needs more tokens than the context holds. Below
+    /// that, each text is tokenized a piece at a time (pieces of at most 4 KiB that end after a
+    /// space or a line break when there is one, else on a character-code boundary) and counting
+    /// stops as soon as the total passes the context. Splitting can only add tokens at a piece's
+    /// ends (at most two per piece), so the refusal is certain: only a count above the context
+    /// plus two per piece is refused (the error gives that lower bound in its message; its
+    /// token count is nil). Texts of less than 64 KiB in all are left to the exact tokenization,
+    /// which is cheap at that size and counts exactly. (Both bounds assume the tokenizer does not
+    /// delete text — a normalizer that collapses runs of spaces could make a prompt of more than
+    /// 64 KiB fit that these bounds refuse.)
     func refuseIfLonger(_ texts: [String], generator: Generator) throws {
         let limit = generator.context
-        guard texts.reduce(0, { $0 + $1.utf8.count }) > max(limit, 64 << 10) else { return }
+        let total = texts.reduce(0, { $0 + $1.utf8.count })
+        guard total > max(limit, 64 << 10) else { return }
+        let longest = longestTokenBytes(generator)
+        if total / longest > limit {
+            throw ProviderError(
+                .contextLengthExceeded(tokens: nil, limit: limit), provider: id,
+                message: "This model's maximum context length is \(limit) tokens, but the prompt is at least \(total / longest) "
+                    + "tokens (\(total) bytes; no token of this vocabulary is longer than \(longest) bytes). Shorten the prompt or "
+                    + "load the model with a larger context.")
+        }
         let tokenizer = generator.model.tokenizer
         var count = 0
         var pieces = 0
@@ -280,6 +296,19 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// The longest token of the loaded vocabulary in bytes, at least 64 (special tokens whose
+    /// bytes are unknown are covered by that floor); computed once.
+    func longestTokenBytes(_ generator: Generator) -> Int {
+        if let known = lock.withLock({ longestToken }) { return known }
+        let tokenizer = generator.model.tokenizer
+        var longest = 64
+        for id in 0..<Int32(clamping: generator.model.options.vocabSize) {
+            longest = max(longest, tokenizer.bytes(of: id)?.count ?? 0)
+        }
+        lock.withLock { longestToken = longest }
+        return longest
     }
 
     /// Whether conversations with `model` are rendered as the base-model dialogue.
