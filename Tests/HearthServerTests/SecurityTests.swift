@@ -93,9 +93,10 @@ import Testing
     }
 
     /// A gateway with small per-client limits over the fixture and a fake upstream.
-    static func gateway(_ clients: String, cache: Bool = false, answer: [String]? = nil, filterOutput: Bool = false) async throws
-        -> (ServerHarness, TestHTTPServer, URL)
-    {
+    static func gateway(
+        _ clients: String, cache: Bool = false, answer: [String]? = nil, filterOutput: Bool = false,
+        options: ServerOptions = ServerOptions(port: 0, alias: "tiny")
+    ) async throws -> (ServerHarness, TestHTTPServer, URL) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-security-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try "pineapple\n".write(to: directory.appendingPathComponent("blocked.txt"), atomically: true, encoding: .utf8)
@@ -110,7 +111,7 @@ import Testing
             """
         let environment = ["OPENAI_API_KEY": "sk-test-0000000000000000", "OPENAI_BASE_URL": upstream.baseURL]
         let configuration = try GatewayConfiguration.parse(Data(config.utf8), directory: directory, environment: environment)
-        let harness = try await ServerHarness(context: 1024, parallel: 2) { local in
+        let harness = try await ServerHarness(context: 1024, parallel: 2, options: options) { local in
             try Gateway(configuration: configuration, local: local, environment: environment)
         }
         return (harness, upstream, directory)
@@ -273,6 +274,25 @@ import Testing
         // Unknown model names are stored as "-", never as the client sent them.
         let models: [String] = try await database.read { try String.fetchAll($0, sql: "SELECT DISTINCT model FROM requests") }
         #expect(models == ["-"])
+        try await harness.stop()
+    }
+
+    /// Cloud routes have a pool of their own: when it is full a cloud request gets 503, and the
+    /// local model's slots still serve (they shared one pool).
+    @Test func cloudRoutesHaveTheirOwnPool() async throws {
+        var options = ServerOptions(port: 0, alias: "tiny")
+        options.maxCloudInFlight = 1
+        let slow = Array(repeating: "word ", count: 150)  // 10 ms apart: about 1.5 s
+        let (harness, upstream, directory) = try await Self.gateway("[\(Self.client("a"))]", answer: slow, options: options)
+        defer { Task { try? await harness.stop(); await upstream.stop(); try? FileManager.default.removeItem(at: directory) } }
+        let body = String(decoding: try JSONSerialization.data(withJSONObject: GatewayTests.chat("cloud", "Hi", maxTokens: 400)), as: UTF8.self)
+        let first = Task { try await harness.send(.POST, "/v1/chat/completions", body: body, headers: Self.auth("a")) }
+        #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 1, headers: Self.auth("a")) == 1)
+        let second = try await harness.send("/v1/chat/completions", json: GatewayTests.chat("cloud", "Hi again", maxTokens: 400), headers: Self.auth("a"))
+        #expect(second.status == 503 && (second.json["error"] as? [String: Any])?["code"] as? String == "queue_full", "\(second.body)")
+        let local = try await harness.send("/v1/chat/completions", json: GatewayTests.chat("local", "Hi", maxTokens: 2), headers: Self.auth("a"))
+        #expect(local.status == 200)
+        #expect(try await first.value.status == 200)
         try await harness.stop()
     }
 }
