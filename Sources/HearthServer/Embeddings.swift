@@ -12,11 +12,8 @@ extension HearthServer {
     func embeddings(_ context: ServerRequestContext) async throws -> Response {
         let caller = context.caller ?? GatewayAuthenticator.anonymous
         let client = caller.client
-        var call = GenerationCall(
-            endpoint: .chatCompletions, requestID: context.requestID, started: context.started, client: client.name, model: "")
         let f = try Fields(try RequestParser.json(context.body))
         let name = try RequestParser.requiredModel(f)
-        call.model = name
         let route = try gateway.route(name, for: client)
         let inputs = try Self.embeddingInputs(f)
         let base64: Bool
@@ -39,7 +36,6 @@ extension HearthServer {
             }
         }
         let (reservation, _) = try gateway.limiter.reserve(client, prompt: estimate, reply: 0)
-        call.reservation = reservation
         let lease = try admit(route, client: client) {}
         defer { lease.end() }
         let response: EmbeddingResponse
@@ -54,10 +50,10 @@ extension HearthServer {
         if let ledger = gateway.ledger {
             let now = gateway.clock.now()
             let entry = UsageLedger.Entry(
-                requestID: call.requestID, day: RateLimiter.day(now), client: client.name, model: name, servedBy: response.provider,
+                requestID: context.requestID, day: RateLimiter.day(now), client: client.name, model: name, servedBy: response.provider,
                 status: 200, promptTokens: response.promptTokens, cachedTokens: 0, completionTokens: 0, cacheHit: false)
             do { try await ledger.record(entry, at: now) } catch {
-                logger.error("usage not recorded", metadata: ["id": "\(call.requestID)", "error": "\(UsageLedger.describe(error))"])
+                logger.error("usage not recorded", metadata: ["id": "\(context.requestID)", "error": "\(UsageLedger.describe(error))"])
             }
         }
         let data: [JSONValue] = response.vectors.enumerated().map { index, vector in

@@ -364,9 +364,8 @@ extension HearthServer {
     /// reported none), a usage row (one transaction, when there is a ledger) and one log line.
     func record(_ outcome: RouteOutcome, call: GenerationCall) async {
         var usage = outcome.usage
-        if !outcome.usageReported, usage.promptTokens == 0, outcome.status != 200 || outcome.servedBy != local?.id,
-            let reservation = call.reservation, outcome.usage.completionTokens > 0 || outcome.status == 499
-        {
+        // An answer that began but whose provider never reported usage (a cloud stream cut short).
+        if !outcome.usageReported, usage.promptTokens == 0, usage.completionTokens > 0, let reservation = call.reservation {
             usage.promptTokens = reservation.promptEstimate
         }
         if outcome.status == 200 {
@@ -493,7 +492,7 @@ extension HearthServer {
 /// client that does not read (NIO's writer waits for the socket; Hummingbird's idle timer does
 /// not run while a response is being written).
 final class WriteWatchdog: @unchecked Sendable {
-    // `@unchecked Sendable`: `since` and `fired` are only touched under `lock`.
+    // `@unchecked Sendable`: `since` is only touched under `lock`; `task` is set once in `init`.
     private let lock = NSLock()
     private var since: ContinuousClock.Instant?
     private var task: Task<Void, Never>?

@@ -26,7 +26,7 @@ struct FrontMiddleware: RouterMiddleware {
         context.started = .now
         let note = RequestNote()
         context.note = note
-        let endpoint = Endpoint(path: request.uri.path)
+        let endpoint = Endpoint(rawValue: request.uri.path)
         var response: Response
         var failure: APIError?
         do {
@@ -39,8 +39,7 @@ struct FrontMiddleware: RouterMiddleware {
         HearthServer.set(&response.headers, "x-request-id", context.requestID)
         if let endpoint, let failure {
             // Refused before the handler (authentication, limits): recorded like any answer.
-            var outcome = RouteOutcome(failure: failure, after: RouteOutcome())
-            outcome.servedBy = ""
+            let outcome = RouteOutcome(failure: failure, after: RouteOutcome())
             let call = GenerationCall(
                 endpoint: endpoint, requestID: context.requestID, started: context.started, client: note.client, model: "")
             await server.record(outcome, call: call)
@@ -131,7 +130,7 @@ struct CORSOriginsMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         var response: Response
         do { response = try await next(request, context) } catch let error as APIError {
-            response = HearthServer.errorResponse(error, endpoint: Endpoint(path: request.uri.path))
+            response = HearthServer.errorResponse(error, endpoint: Endpoint(rawValue: request.uri.path))
         }
         if allows(origin) {
             response.headers[.accessControlAllowOrigin] = origin
@@ -198,7 +197,7 @@ extension HearthServer {
             let message = status == 404 ? "No route for \(method.rawValue) \(path.prefix(200))." : "HTTP error \(status)."
             return APIError(status: status, message: message, type: "invalid_request_error", code: status == 404 ? "not_found" : "http_error")
         }
-        if let error = error as? any HTTPResponseError, !(error is APIError) {
+        if let error = error as? any HTTPResponseError {
             let status = Int(error.status.code)
             return APIError(status: status, message: "HTTP error \(status).", type: "invalid_request_error", code: "http_error")
         }

@@ -10,8 +10,6 @@ enum Endpoint: String, Sendable, CaseIterable {
     /// OpenAI's Responses API (stateless: nothing is stored).
     case responses = "/v1/responses"
 
-    /// The endpoint a request path names, if it is a generation route.
-    init?(path: String) { self.init(rawValue: path) }
 }
 
 /// A validated generation request, whatever API it came in through.
