@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "HearthKernels", targets: ["HearthKernels"]),
         .library(name: "HearthFormats", targets: ["HearthFormats"]),
         .library(name: "HearthTokenizers", targets: ["HearthTokenizers"]),
+        .library(name: "HearthConstraints", targets: ["HearthConstraints"]),
         .library(name: "HearthEngine", targets: ["HearthEngine"]),
         .library(name: "HearthProviders", targets: ["HearthProviders"]),
         .library(name: "HearthCloud", targets: ["HearthCloud"]),
@@ -82,8 +83,12 @@ let package = Package(
             ]),
         .target(name: "HearthFormats", dependencies: ["HearthKernels"]),
         .target(name: "HearthTokenizers", dependencies: ["CSentencePieceShim"]),
+        // Structured output: JSON Schema, regular expressions and GBNF grammars compiled to token
+        // masks (depends on nothing; it sees a vocabulary only as token byte strings).
+        .target(name: "HearthConstraints"),
+        .testTarget(name: "HearthConstraintsTests", dependencies: ["HearthConstraints", "HearthTestSupport"]),
         .target(
-            name: "HearthEngine", dependencies: ["HearthKernels", "HearthFormats", "HearthTokenizers"]),
+            name: "HearthEngine", dependencies: ["HearthKernels", "HearthFormats", "HearthTokenizers", "HearthConstraints"]),
         .executableTarget(
             name: "hearth",
             dependencies: [

@@ -1,0 +1,268 @@
+/// A grammar expression: what the front ends (JSON Schema, regular expressions, GBNF) build.
+public indirect enum Expression: Hashable, Sendable {
+    /// One byte from the set.
+    case bytes(ByteSet)
+    /// Each in turn; empty is the empty string.
+    case sequence([Expression])
+    /// Any one of them; empty matches nothing.
+    case choice([Expression])
+    /// A named rule of the builder (recursion goes through names).
+    case reference(String)
+    /// `min` to `max` (nil: unbounded) repetitions.
+    case repeating(Expression, min: Int, max: Int?)
+
+    /// The empty string.
+    public static let empty = Expression.sequence([])
+
+    /// The UTF-8 bytes of `text`, in order.
+    public static func literal(_ text: String) -> Expression { .byteString(Array(text.utf8)) }
+
+    /// These bytes, in order.
+    public static func byteString(_ bytes: [UInt8]) -> Expression {
+        bytes.count == 1 ? .bytes(ByteSet(bytes[0])) : .sequence(bytes.map { .bytes(ByteSet($0)) })
+    }
+
+    /// `expression?`
+    public static func optional(_ expression: Expression) -> Expression { .repeating(expression, min: 0, max: 1) }
+
+    /// `expression*`
+    public static func zeroOrMore(_ expression: Expression) -> Expression { .repeating(expression, min: 0, max: nil) }
+
+    /// `expression+`
+    public static func oneOrMore(_ expression: Expression) -> Expression { .repeating(expression, min: 1, max: nil) }
+}
+
+/// Collects named rules and lowers them into a checked `Grammar`.
+///
+/// Lowering keeps broad loops cheap to constrain: a repetition followed by more of the same
+/// sequence (`"\"" char* "\""`) becomes a rule whose way out is the rest of the sequence
+/// (`L ::= char L | "\""`), so the token masks precomputed for the loop see its closing byte
+/// instead of leaving the rule after every character. Identical generated rules are shared.
+public struct GrammarBuilder: Sendable {
+    /// The largest repetition count a bounded repeat may have (`{m,n}`), and the most symbols
+    /// a grammar may lower to; beyond these a constraint is `tooComplex`.
+    public static let maxRepeat = 4096
+    public static let maxSymbols = 2_000_000
+
+    private var definitions: [(name: String, expression: Expression)] = []
+    private var index: [String: Int] = [:]
+
+    public init() {}
+
+    /// Whether a rule of this name is defined.
+    public func contains(_ name: String) -> Bool { index[name] != nil }
+
+    /// Defines rule `name`; a name defined twice is an error.
+    public mutating func define(_ name: String, _ expression: Expression) throws {
+        guard index[name] == nil else { throw ConstraintError(.invalidGrammar, "rule '\(name)' is defined twice", at: name) }
+        index[name] = definitions.count
+        definitions.append((name, expression))
+    }
+
+    /// Lowers every rule and checks the grammar from `root`: every referenced rule defined,
+    /// no left recursion, and some output derivable (else `unsatisfiable`).
+    public func build(root: String) throws -> Grammar {
+        guard let rootIndex = index[root] else { throw ConstraintError(.invalidGrammar, "no rule named '\(root)'", at: root) }
+        var lowering = Lowering(names: index)
+        for (n, d) in definitions.enumerated() {
+            lowering.rules[n].name = d.name
+            lowering.rules[n].alternatives = try lowering.alternatives(d.expression, context: d.name)
+        }
+        return try GrammarChecks.finish(rules: lowering.rules, root: rootIndex)
+    }
+}
+
+/// Expression → rules.
+private struct Lowering {
+    var rules: [Grammar.Rule]
+    let names: [String: Int]
+    var shared: [[[Grammar.Symbol]]: Int] = [:]
+    var symbols = 0
+
+    init(names: [String: Int]) {
+        self.names = names
+        rules = Array(repeating: Grammar.Rule(name: "", alternatives: []), count: names.count)
+    }
+
+    mutating func alternatives(_ e: Expression, context: String) throws -> [[Grammar.Symbol]] {
+        if case .choice(let options) = e {
+            var result: [[Grammar.Symbol]] = []
+            for option in options { result += try alternatives(option, context: context) }
+            return result
+        }
+        return [try sequence(e, context: context)]
+    }
+
+    /// A rule for these alternatives (shared with an identical one made before).
+    mutating func rule(_ alts: [[Grammar.Symbol]], context: String) throws -> Int {
+        if let existing = shared[alts] { return existing }
+        symbols += alts.reduce(1) { $0 + $1.count }
+        guard symbols <= GrammarBuilder.maxSymbols else {
+            throw ConstraintError(.tooComplex, "the grammar is larger than \(GrammarBuilder.maxSymbols) symbols", at: context)
+        }
+        rules.append(Grammar.Rule(name: "\(context)_\(rules.count)", alternatives: alts))
+        shared[alts] = rules.count - 1
+        return rules.count - 1
+    }
+
+    /// Symbols for `e` used inline: a one-alternative expression stays inline, anything else
+    /// becomes a rule reference.
+    mutating func inline(_ e: Expression, context: String) throws -> [Grammar.Symbol] {
+        let alts = try alternatives(e, context: context)
+        if alts.count == 1 { return alts[0] }
+        return [.rule(try rule(alts, context: context))]
+    }
+
+    mutating func sequence(_ e: Expression, context: String) throws -> [Grammar.Symbol] {
+        switch e {
+        case .bytes(let set):
+            return [.bytes(set)]
+        case .reference(let name):
+            guard let r = names[name] else {
+                throw ConstraintError(.invalidGrammar, "rule '\(name)' is used but not defined", at: context)
+            }
+            return [.rule(r)]
+        case .choice:
+            return [.rule(try rule(try alternatives(e, context: context), context: context))]
+        case .repeating(let body, let min, let max):
+            return try repetition(body, min: min, max: max, then: [], context: context)
+        case .sequence(let items):
+            var result: [Grammar.Symbol] = []
+            for (i, item) in items.enumerated() {
+                if case .repeating(let body, let min, let max) = item, max != min, i + 1 < items.count {
+                    // The loop's way out is the rest of this sequence (see the type's comment).
+                    let rest = try sequence(.sequence(Array(items[(i + 1)...])), context: context)
+                    let exit = rest.count <= 4 ? rest : [.rule(try rule([rest], context: context))]
+                    return result + (try repetition(body, min: min, max: max, then: exit, context: context))
+                }
+                result += try sequence(item, context: context)
+            }
+            return result
+        }
+    }
+
+    /// `body{min,max}` followed by `then`.
+    mutating func repetition(
+        _ body: Expression, min: Int, max: Int?, then exit: [Grammar.Symbol], context: String
+    ) throws -> [Grammar.Symbol] {
+        guard min >= 0, min <= GrammarBuilder.maxRepeat, (max ?? min) >= min, (max ?? 0) <= GrammarBuilder.maxRepeat else {
+            if let max, max < min {
+                throw ConstraintError(.unsatisfiable, "repetition {\(min),\(max)}: the minimum exceeds the maximum", at: context)
+            }
+            throw ConstraintError(.tooComplex, "repetition counts above \(GrammarBuilder.maxRepeat) are not supported", at: context)
+        }
+        let item = try inline(body, context: context)
+        var result: [Grammar.Symbol] = []
+        for _ in 0..<min { result += item }
+        if let max {
+            // Optional copies, innermost first: L0 ::= exit; Lk ::= item L(k-1) | exit.
+            guard max > min else { return result + exit }
+            var tail = try rule([exit], context: context)
+            for _ in 0..<(max - min) {
+                tail = try rule([item + [.rule(tail)], exit], context: context)
+            }
+            return result + [.rule(tail)]
+        }
+        // Unbounded: L ::= item L | exit (a placeholder index first, since L refers to itself).
+        let placeholder = rules.count
+        rules.append(Grammar.Rule(name: "\(context)_\(placeholder)", alternatives: []))
+        rules[placeholder].alternatives = [item + [.rule(placeholder)], exit]
+        symbols += item.count + exit.count + 2
+        return result + [.rule(placeholder)]
+    }
+}
+
+/// The checks and clean-up every grammar gets before use.
+enum GrammarChecks {
+    static func finish(rules input: [Grammar.Rule], root: Int) throws -> Grammar {
+        var rules = input
+        // Productive rules: some alternative made only of non-empty byte sets and productive rules.
+        var productive = Array(repeating: false, count: rules.count)
+        func alternativeProductive(_ alt: [Grammar.Symbol]) -> Bool {
+            alt.allSatisfy {
+                switch $0 {
+                case .bytes(let s): return !s.isEmpty
+                case .rule(let r): return productive[r]
+                }
+            }
+        }
+        var changed = true
+        while changed {
+            changed = false
+            for r in rules.indices where !productive[r] && rules[r].alternatives.contains(where: alternativeProductive) {
+                productive[r] = true
+                changed = true
+            }
+        }
+        guard productive[root] else {
+            throw ConstraintError(.unsatisfiable, "the constraint accepts no output at all", at: rules[root].name)
+        }
+        for r in rules.indices { rules[r].alternatives.removeAll { !alternativeProductive($0) } }
+
+        // Keep what the root reaches, renumbered with the root first.
+        var order = [root]
+        var newIndex = Array(repeating: -1, count: rules.count)
+        newIndex[root] = 0
+        var i = 0
+        while i < order.count {
+            for alt in rules[order[i]].alternatives {
+                for case .rule(let r) in alt where newIndex[r] < 0 {
+                    newIndex[r] = order.count
+                    order.append(r)
+                }
+            }
+            i += 1
+        }
+        let kept = order.map { r in
+            Grammar.Rule(
+                name: rules[r].name,
+                alternatives: rules[r].alternatives.map { alt in
+                    alt.map { if case .rule(let s) = $0 { return .rule(newIndex[s]) } else { return $0 } }
+                })
+        }
+        let grammar = Grammar(rules: kept, root: 0)
+        try checkLeftRecursion(grammar)
+        return grammar
+    }
+
+    /// A rule that can reach itself without consuming a byte would make the parser's stack grow
+    /// forever; such grammars are refused (rewrite `a ::= a "x" | "y"` as `a ::= "y" "x"*`).
+    static func checkLeftRecursion(_ g: Grammar) throws {
+        let nullable = g.nullable
+        // Edges: rule → rules it may start with (after nullable prefixes).
+        var edges = Array(repeating: [Int](), count: g.rules.count)
+        for (r, rule) in g.rules.enumerated() {
+            for alt in rule.alternatives {
+                for symbol in alt {
+                    guard case .rule(let s) = symbol else { break }
+                    edges[r].append(s)
+                    if !nullable[s] { break }
+                }
+            }
+        }
+        // Depth-first search for a cycle (0 new, 1 on the path, 2 done).
+        var mark = Array(repeating: 0, count: g.rules.count)
+        for start in g.rules.indices where mark[start] == 0 {
+            var stack: [(rule: Int, next: Int)] = [(start, 0)]
+            mark[start] = 1
+            while let top = stack.last {
+                if top.next < edges[top.rule].count {
+                    stack[stack.count - 1].next += 1
+                    let s = edges[top.rule][top.next]
+                    if mark[s] == 1 {
+                        throw ConstraintError(
+                            .invalidGrammar, "rule '\(g.rules[s].name)' is left-recursive (it can reach itself before any output)",
+                            at: g.rules[s].name)
+                    }
+                    if mark[s] == 0 {
+                        mark[s] = 1
+                        stack.append((s, 0))
+                    }
+                } else {
+                    mark[top.rule] = 2
+                    stack.removeLast()
+                }
+            }
+        }
+    }
+}
