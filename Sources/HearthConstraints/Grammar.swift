@@ -29,6 +29,7 @@ public struct Grammar: Sendable, Hashable {
     /// recognizer, slow and simple).
     public func accepts(_ bytes: [UInt8]) -> Bool {
         struct Item: Hashable { var rule: Int, alt: Int, dot: Int, origin: Int }
+        let nullable = self.nullable  // a fixpoint over all rules: computed once, not per item
         var sets: [Set<Item>] = Array(repeating: [], count: bytes.count + 1)
         var lists: [[Item]] = Array(repeating: [], count: bytes.count + 1)
         func add(_ item: Item, _ k: Int) {

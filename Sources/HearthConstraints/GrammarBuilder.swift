@@ -152,6 +152,13 @@ private struct Lowering {
             throw ConstraintError(.tooComplex, "repetition counts above \(GrammarBuilder.maxRepeat) are not supported", at: context)
         }
         let item = try inline(body, context: context)
+        // The `min` copies are inlined: count them before building them, so `(a{4096}){4096}`
+        // is refused instead of allocated.
+        let (copies, overflow) = item.count.multipliedReportingOverflow(by: Swift.max(min, max ?? min))
+        guard !overflow, symbols + copies <= GrammarBuilder.maxSymbols else {
+            throw ConstraintError(.tooComplex, "the grammar is larger than \(GrammarBuilder.maxSymbols) symbols", at: context)
+        }
+        symbols += item.count * min
         var result: [Grammar.Symbol] = []
         for _ in 0..<min { result += item }
         if let max {
