@@ -155,6 +155,12 @@ private struct Lowering {
         // rather than a rule for the body, which would be left after every item.
         let bodyAlternatives = try alternatives(body, context: context)
         let item = bodyAlternatives.count == 1 ? bodyAlternatives[0] : [.rule(try rule(bodyAlternatives, context: context))]
+        // The `min` copies are inlined: count them before building them, so `(a{4096}){4096}`
+        // is refused instead of allocated.
+        let (copies, overflow) = item.count.multipliedReportingOverflow(by: Swift.max(min, max ?? min))
+        guard !overflow, symbols + copies <= GrammarBuilder.maxSymbols else {
+            throw ConstraintError(.tooComplex, "the grammar is larger than \(GrammarBuilder.maxSymbols) symbols", at: context)
+        }
         var result: [Grammar.Symbol] = []
         for _ in 0..<min { result += item }
         symbols += item.count * min

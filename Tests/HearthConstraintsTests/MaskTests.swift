@@ -133,3 +133,62 @@ import Testing
         #expect(ended)
     }
 }
+
+/// The same brute-force comparison on grammars from every front end: corpus schemas, GBNF
+/// grammars and regular expressions.
+@Suite struct FrontEndMaskTests {
+    static let schemaNames = [
+        "invoice.json", "tree.json", "user_profile.json", "format_datetime.json", "integer_range.json", "pattern_phone.json",
+        "oneof_shapes.json", "unicode_strings.json", "array_prefix_rest.json", "number_decimal_bound.json",
+        "string_lengths.json", "map_of_numbers.json",
+    ]
+
+    static func grammars() throws -> [(String, Grammar)] {
+        var result: [(String, Grammar)] = []
+        for name in schemaNames {
+            let text = try String(contentsOf: SchemaCorpusTests.directory.appendingPathComponent(name), encoding: .utf8)
+            result.append((name, try JSONSchema.grammar(text)))
+        }
+        result.append(("json_object", try JSONSchema.anyJSONObject))
+        result.append(("gbnf list", try GBNF.grammar(#"""
+            root ::= "- " item ("\n- " item)*
+            item ::= [a-z1-2]+ | "\"" [^"\n]* "\""
+            """#)))
+        result.append(("regex", try RegularExpression.grammar(#"(\d{1,3}(,\d{3})*|é+)(\.\d+)?€?"#)))
+        return result
+    }
+
+    @Test func masksEqualBruteForce() throws {
+        let (tokens, eos) = MaskTests.vocabulary(seed: 11)
+        let vocabulary = TokenVocabulary(tokens: tokens, endOfSequence: [eos])
+        var rng = MaskTests.SplitMix(state: 42)
+        for (name, grammar) in try Self.grammars() {
+            let compiled = CompiledConstraint(grammar, vocabulary: vocabulary)
+            for walk in 0..<2 {
+                var matcher = ConstraintMatcher(compiled)
+                var chart = EarleyChart(grammar)
+                var mask: [UInt64] = []
+                stepping: for step in 0..<16 {
+                    matcher.fillMask(&mask)
+                    var allowed: [Int32] = []
+                    for id in 0..<tokens.count {
+                        let got = mask[id >> 6] >> UInt64(id & 63) & 1 == 1
+                        var expected = false
+                        if Int32(id) == eos {
+                            expected = chart.isComplete
+                        } else if let bytes = tokens[id], !bytes.isEmpty {
+                            var c = chart
+                            expected = bytes.allSatisfy { c.push($0) }
+                        }
+                        #expect(got == expected, "\(name) walk \(walk) step \(step): token \(id)")
+                        if got != expected { break stepping }
+                        if got { allowed.append(Int32(id)) }
+                    }
+                    guard let pick = allowed.randomElement(using: &rng), pick != eos else { break }
+                    matcher.advance(pick)
+                    for b in tokens[Int(pick)] ?? [] { _ = chart.push(b) }
+                }
+            }
+        }
+    }
+}
