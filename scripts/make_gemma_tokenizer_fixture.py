@@ -15,7 +15,7 @@ Texts: Tests/Fixtures/corpus.txt and tokenizers/corpus-extra.txt whole (47 KB of
 and 1.4 KB of eight scripts), hand-written edge cases (runs of spaces and line breaks longer than
 the longest such piece, control tokens written in the text, a literal "▁", NFC and NFD spellings,
 characters that fall back to bytes), and 300 seeded random strings of vocabulary pieces, spaces and
-line breaks. Ids exclude BOS (add_special_tokens=False).
+line breaks, and 60 KB of the prose as one run (no line breaks). Ids exclude BOS (add_special_tokens=False).
 
 Run by hand from the repository root with the reference venv (scripts/requirements-reference.txt):
 
@@ -68,6 +68,11 @@ def texts(tokens, types):
         + "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 🧑‍🚀 \u0000\u0001\u007f \ufeff"
         + " <bos><eos> <mask>"
     )
+    # One run of 60 KB (no line breaks or runs of spaces, which are pieces of their own): the
+    # encoder cuts long runs into chunks at spaces no merge crosses; `> </` is the one piece
+    # with an inner space, so it is sprinkled in.
+    words = " ".join(out["corpus.txt"].split())
+    out["one-run"] = " > </ ".join([words, words[:7000], words[100:12000]]) + " x> </y"
     rng = random.Random(SEED)
     pool = [t for t, ty in zip(tokens, types) if ty in (1, 4)]
     controls = [t for t, ty in zip(tokens, types) if ty == 3]
@@ -113,7 +118,7 @@ def main():
                 raise SystemExit(f"{name}: HF tokenizers and llama.cpp differ at {i}: {ids[i:i+5]} vs {ref[i:i+5]}")
             checked += 1
         case = {"name": name, "ids": ids}
-        if name.startswith("random") or name == "edge":
+        if name.startswith("random") or name in ("edge", "one-run"):
             case["text"] = text
         cases.append(case)
     with open(OUT, "w", encoding="utf-8") as f:

@@ -37,6 +37,9 @@ public final class VocabularyTokenizer: Tokenizer {
     private let unknownID: Int32?
     private let tokenBytes: [[UInt8]?]
     private let specials: SpecialTokenTrie
+    /// Mergeable pieces with a `▁` after their first byte (Gemma 3 has one, `>▁</`), or nil
+    /// when there are so many that long runs are not cut (``chunkEnd(_:from:)``).
+    private let innerSpacePieces: [InnerSpacePiece]?
 
     /// Builds the tokenizer. Arrays must have equal, non-zero length.
     public init(
@@ -93,6 +96,15 @@ public final class VocabularyTokenizer: Tokenizer {
         self.byteIDs = byteIDs
         self.tokenBytes = tokenBytes
         self.specials = SpecialTokenTrie(specials)
+        var inner: [InnerSpacePiece] = []
+        for (i, token) in tokens.enumerated() where mergeableIDs[i] {
+            let bytes = Array(token.utf8)
+            let offsets = bytes.indices.dropFirst().filter {
+                $0 + 3 <= bytes.count && bytes[$0] == 0xE2 && bytes[$0 + 1] == 0x96 && bytes[$0 + 2] == 0x81
+            }
+            if !offsets.isEmpty { inner.append(InnerSpacePiece(bytes: bytes, offsets: offsets)) }
+        }
+        innerSpacePieces = inner.count <= 64 ? inner : nil
         var stop = Set(extraStopTokens)
         if let eos { stop.insert(eos) }
         eosIDs = stop
@@ -138,16 +150,25 @@ public final class VocabularyTokenizer: Tokenizer {
             var atStart = true
             var normalized: [UInt8] = []
             var merger = Merger()
-            func flush(_ end: Int) {
-                if start < end {
-                    normalize(UnsafeBufferPointer(rebasing: bytes[start..<end]), prefix: atStart, into: &normalized)
-                    merger.encode(normalized, tokenizer: self, into: &out)
-                    atStart = false
+            /// Encodes the run before `end`, a chunk at a time; false once past the limit.
+            func flush(_ end: Int) -> Bool {
+                guard start < end else { return true }
+                normalize(UnsafeBufferPointer(rebasing: bytes[start..<end]), prefix: atStart, into: &normalized)
+                atStart = false
+                return normalized.withUnsafeBufferPointer { run in
+                    var from = 0
+                    while from < run.count {
+                        let to = chunkEnd(run, from: from)
+                        merger.encode(UnsafeBufferPointer(rebasing: run[from..<to]), tokenizer: self, into: &out)
+                        if out.count > limit { return false }
+                        from = to
+                    }
+                    return true
                 }
             }
             while i < bytes.count {
                 if let special = specials.match(bytes, at: i, parseSpecial: parseSpecial) {
-                    flush(i)
+                    guard flush(i) else { return false }
                     out.append(special.id)
                     atStart = false
                     i += special.length
@@ -157,12 +178,36 @@ public final class VocabularyTokenizer: Tokenizer {
                     i += 1
                 }
             }
-            flush(bytes.count)
-            return true
+            return flush(bytes.count)
         }
         if addSpecialTokens && addsEOS, let eosID { out.append(eosID) }
         return finished && out.count <= limit ? out : nil
     }
+
+    /// Where the chunk of a normalized run that begins at `from` may end: the first `▁` at
+    /// least ``chunkBytes`` on that no merge can cross, else the end of the run. Cutting there
+    /// changes nothing: every symbol is a single character or a mergeable piece, so a symbol
+    /// that spanned the cut would be an occurrence of a piece with a `▁` after its first byte
+    /// (``innerSpacePieces``) with that `▁` at the cut; where none occurs in the text, the cut
+    /// is a boundary of every symbol at every step, no candidate pair spans it, and each side
+    /// sees the same merges in the same order (score, then leftmost) as it would alone.
+    private func chunkEnd(_ run: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        guard let pieces = innerSpacePieces else { return run.count }
+        var p = from + Self.chunkBytes
+        while p + 3 <= run.count {
+            if run[p] == 0xE2 && run[p + 1] == 0x96 && run[p + 2] == 0x81
+                && !pieces.contains(where: { $0.occurs(in: run, withSpaceAt: p) })
+            {
+                return p
+            }
+            p += 1
+        }
+        return run.count
+    }
+
+    /// Chunks of a long run are about this long (bytes); the limited encoding checks its count
+    /// after each one.
+    static let chunkBytes = 2048
 
     /// SentencePiece's whitespace escaping: every space becomes `▁` (E2 96 81), with one more
     /// in front when the run begins the text and the vocabulary asks for a dummy prefix.
@@ -207,10 +252,10 @@ private struct Merger {
     var start: [Int32] = [], length: [Int32] = [], prev: [Int32] = [], next: [Int32] = []
     var heap = PairHeap()
 
-    mutating func encode(_ run: [UInt8], tokenizer: VocabularyTokenizer, into out: inout [Int32]) {
+    mutating func encode(_ bytes: UnsafeBufferPointer<UInt8>, tokenizer: VocabularyTokenizer, into out: inout [Int32]) {
         start.removeAll(keepingCapacity: true)
         length.removeAll(keepingCapacity: true)
-        run.withUnsafeBufferPointer { bytes in
+        do {
             // One symbol per UTF-8 character.
             var i = 0
             while i < bytes.count {
@@ -264,6 +309,21 @@ private struct Merger {
                 }
                 index = next[Int(index)]
             }
+        }
+    }
+}
+
+/// A mergeable piece with a `▁` (E2 96 81) at each of `offsets` (after its first byte).
+private struct InnerSpacePiece {
+    let bytes: [UInt8]
+    let offsets: [Int]
+
+    /// Whether the piece occurs in `run` with one of its inner `▁` at byte `position`.
+    func occurs(in run: UnsafeBufferPointer<UInt8>, withSpaceAt position: Int) -> Bool {
+        offsets.contains { offset in
+            let start = position - offset
+            return start >= 0 && start + bytes.count <= run.count
+                && bytes.indices.allSatisfy { run[start + $0] == bytes[$0] }
         }
     }
 }

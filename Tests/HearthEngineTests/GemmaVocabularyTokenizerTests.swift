@@ -7,8 +7,8 @@ import Testing
 @testable import HearthEngine
 
 /// The default model's SentencePiece-style vocabulary (Gemma 3 270M GGUF, 262,144 pieces,
-/// `VocabularyTokenizer`) against HF `tokenizers` on 50 KB of prose and eight scripts, edge
-/// cases and 300 random strings of pieces (Tests/Fixtures/gemma3-270m-tokens.json, made by
+/// `VocabularyTokenizer`) against HF `tokenizers` on 50 KB of prose and eight scripts, the
+/// prose as one 60 KB run (encoded in chunks), edge cases and 300 random strings of pieces (Tests/Fixtures/gemma3-270m-tokens.json, made by
 /// scripts/make_gemma_tokenizer_fixture.py and checked there against llama.cpp's /tokenize).
 enum DefaultVocabulary {
     static let model = Fixtures.root.appendingPathComponent("models/gemma-3-270m-q4_k_m.gguf").path
@@ -42,7 +42,7 @@ struct GemmaVocabularyTokenizerTests {
 
     @Test func idsEqualHFTokenizers() throws {
         let (tokenizer, cases) = try Self.load()
-        #expect(cases.count == 303)
+        #expect(cases.count == 304)
         for c in cases {
             let ids = try tokenizer.encode(c.text, addSpecialTokens: false)
             #expect(ids == c.ids, "\(c.name): first difference at \(zip(ids, c.ids).enumerated().first { $0.element.0 != $0.element.1 }?.offset ?? min(ids.count, c.ids.count))")
@@ -61,6 +61,12 @@ struct GemmaVocabularyTokenizerTests {
         }
         #expect(try tokenizer.encode(text, addSpecialTokens: false, limit: ids.count) == ids)
         #expect(try tokenizer.encode(text, addSpecialTokens: false, limit: .max) == ids)
+        // One long run stops after the chunk that passes the limit, exactly.
+        let run = try #require(cases.first { $0.name == "one-run" })
+        for limit in [10, 3000, run.ids.count - 1] {
+            #expect(try tokenizer.encode(run.text, addSpecialTokens: false, limit: limit) == nil, "limit \(limit)")
+        }
+        #expect(try tokenizer.encode(run.text, addSpecialTokens: false, limit: run.ids.count) == run.ids)
         // With BOS (and control tokens in the text left as text).
         let withBOS = try tokenizer.encode(text, addSpecialTokens: true)
         #expect(withBOS.first == tokenizer.bosID && withBOS.count > ids.count)
