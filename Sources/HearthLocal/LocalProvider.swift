@@ -200,9 +200,10 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         if !request.allowTruncation {
             try refuseByLength(messages.map(\.content) + [request.continuation ?? ""], generator: generator)
         }
-        // Without truncation the prompt must leave room for one generated token: encoding
-        // stops as soon as it has more than `context - 1` ids.
-        let limit = request.allowTruncation ? Int.max : generator.context - 1
+        // Without truncation the prompt must leave room for one generated token: encoding of a
+        // long prompt stops as soon as it has more than `context - 1` ids.
+        let contents = messages.map(\.content) + [request.continuation ?? ""]
+        let limit = request.allowTruncation ? Int.max : Self.encodingLimit(contents, generator.context - 1)
         while true {
             let turns = messages.map { ChatTurn(role: $0.role.rawValue, content: $0.content) }
             var tokens: [Int32]
@@ -237,18 +238,28 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         }
     }
 
-    /// Encodes a raw text prompt (BOS added as the tokenizer says), refusing it once it is
-    /// certain to have more than `limit` tokens (``refuseByLength(_:generator:)``, then
-    /// `Tokenizer.encode(_:addSpecialTokens:limit:)`).
+    /// Encodes a raw text prompt (BOS added as the tokenizer says). Over 64 KiB it is refused
+    /// once it is certain to have more than `limit` tokens (``refuseByLength(_:generator:)``,
+    /// then `Tokenizer.encode(_:addSpecialTokens:limit:)`); a shorter one is encoded whole and
+    /// the caller compares its count (so its refusal can give the count).
     /// - Throws: `ProviderError` `.contextLengthExceeded`, or the tokenizer's error.
     func encodeWithin(_ text: String, limit: Int, generator: Generator) throws -> [Int32] {
         try refuseByLength([text], generator: generator)
         let encoded: [Int32]?
-        do { encoded = try generator.model.tokenizer.encode(text, addSpecialTokens: true, limit: limit) } catch {
+        do {
+            encoded = try generator.model.tokenizer.encode(
+                text, addSpecialTokens: true, limit: Self.encodingLimit([text], limit))
+        } catch {
             throw providerError(error)
         }
         guard let encoded else { throw tooLong(generator) }
         return encoded
+    }
+
+    /// The limit to encode texts of this size with: none up to 64 KiB, where encoding all of it
+    /// is cheap and the refusal can give the exact count; `limit` above.
+    static func encodingLimit(_ texts: [String], _ limit: Int) -> Int {
+        texts.reduce(0) { $0 + $1.utf8.count } > 64 << 10 ? limit : Int.max
     }
 
     /// The refusal of a prompt whose encoding stopped past the context (its exact count unknown).
