@@ -259,12 +259,19 @@ public final class LanguageModel: Sendable {
     /// transformers' `apply_chat_template(…, tokenize=True)` does (the template supplies BOS).
     /// With `dialogue`, renders the base-model dialogue (``dialogueTemplate``) instead.
     public func chatPrompt(_ messages: [ChatTurn], dialogue: Bool = false) throws -> [Int32] {
+        try tokenizer.encode(chatPromptText(messages, dialogue: dialogue), addSpecialTokens: false)
+    }
+
+    /// The text ``chatPrompt(_:dialogue:)`` encodes (special tokens written as text): the chat
+    /// template, or with `dialogue` the base-model dialogue, rendered with the generation prompt.
+    /// - Throws: `EngineError` `.missingComponent` when the checkpoint has no template Hearth knows.
+    public func chatPromptText(_ messages: [ChatTurn], dialogue: Bool = false) throws -> String {
         guard let template = dialogue ? dialogueTemplate : chatTemplate else {
             throw EngineError(
                 .missingComponent, "this checkpoint has no chat template Hearth recognises",
                 remedy: "Use --raw to send the prompt as is")
         }
-        return try tokenizer.encode(template.render(messages, addGenerationPrompt: true), addSpecialTokens: false)
+        return template.render(messages, addGenerationPrompt: true)
     }
 }
 

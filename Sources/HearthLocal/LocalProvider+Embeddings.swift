@@ -54,10 +54,7 @@ extension LocalProvider: EmbeddingProvider {
             switch input {
             case .text(let text):
                 // A text of megabytes is refused before it is all tokenized.
-                try refuseIfLonger([text], generator: generator)
-                do { tokens = try generator.model.tokenizer.encode(text, addSpecialTokens: true) } catch {
-                    throw providerError(error)
-                }
+                tokens = try encodeWithin(text, limit: generator.context, generator: generator)
             case .tokens(let ids):
                 tokens = ids
             }

@@ -79,8 +79,7 @@ extension LocalProvider {
         case .chat(let messages):
             return try prompt(for: ChatRequest(messages: messages), generator: generator).tokens.count
         case .text(let text):
-            try refuseIfLonger([text], generator: generator)
-            do { return try generator.model.tokenizer.encode(text, addSpecialTokens: true).count } catch { throw providerError(error) }
+            return try encodeWithin(text, limit: generator.context - 1, generator: generator).count
         }
     }
 
@@ -118,10 +117,7 @@ extension LocalProvider {
             tokens = try prompt(for: request, generator: generator).tokens
         case .text(let text):
             request = ChatRequest(messages: [], options: options, continuation: "")
-            try refuseIfLonger([text], generator: generator)
-            do { tokens = try generator.model.tokenizer.encode(text, addSpecialTokens: true) } catch {
-                throw providerError(error)
-            }
+            tokens = try encodeWithin(text, limit: generator.context - 1, generator: generator)
             guard !tokens.isEmpty else {
                 throw ProviderError(.invalidRequest, provider: id, message: "the prompt is empty")
             }

@@ -83,7 +83,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     let lock = NSLock()
     var state = State.idle  // internal: LocalProvider+Snapshot.swift reads it
     private var waiters: [CheckedContinuation<Generator, Error>] = []
-    /// The longest token of the loaded vocabulary in bytes (computed once, for ``refuseIfLonger(_:generator:)``).
+    /// The longest token of the loaded vocabulary in bytes (computed once, for ``refuseByLength(_:generator:)``).
     private var longestToken: Int?
 
     /// Creates a provider; the model loads on first use or `prewarm`.
@@ -198,16 +198,28 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         var messages = request.messages
         var dropped = 0
         if !request.allowTruncation {
-            try refuseIfLonger(messages.map(\.content) + [request.continuation ?? ""], generator: generator)
+            try refuseByLength(messages.map(\.content) + [request.continuation ?? ""], generator: generator)
         }
+        // Without truncation the prompt must leave room for one generated token: encoding of a
+        // long prompt stops as soon as it has more than `context - 1` ids.
+        let contents = messages.map(\.content) + [request.continuation ?? ""]
+        let limit = request.allowTruncation ? Int.max : Self.encodingLimit(contents, generator.context - 1)
         while true {
             let turns = messages.map { ChatTurn(role: $0.role.rawValue, content: $0.content) }
             var tokens: [Int32]
             do {
-                tokens = try model.chatPrompt(turns, dialogue: usesDialogue(model))
-                if let continuation = request.continuation, !continuation.isEmpty {
-                    tokens += try model.tokenizer.encode(continuation, addSpecialTokens: false)
+                let text = try model.chatPromptText(turns, dialogue: usesDialogue(model))
+                guard let encoded = try model.tokenizer.encode(text, addSpecialTokens: false, limit: limit) else {
+                    throw tooLong(generator)
                 }
+                tokens = encoded
+                if let continuation = request.continuation, !continuation.isEmpty {
+                    guard let more = try model.tokenizer.encode(continuation, addSpecialTokens: false, limit: limit - tokens.count)
+                    else { throw tooLong(generator) }
+                    tokens += more
+                }
+            } catch let error as ProviderError {
+                throw error
             } catch {
                 throw providerError(error)
             }
@@ -224,6 +236,38 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
             messages.remove(at: index)
             dropped += 1
         }
+    }
+
+    /// Encodes a raw text prompt (BOS added as the tokenizer says). Over 64 KiB it is refused
+    /// once it is certain to have more than `limit` tokens (``refuseByLength(_:generator:)``,
+    /// then `Tokenizer.encode(_:addSpecialTokens:limit:)`); a shorter one is encoded whole and
+    /// the caller compares its count (so its refusal can give the count).
+    /// - Throws: `ProviderError` `.contextLengthExceeded`, or the tokenizer's error.
+    func encodeWithin(_ text: String, limit: Int, generator: Generator) throws -> [Int32] {
+        try refuseByLength([text], generator: generator)
+        let encoded: [Int32]?
+        do {
+            encoded = try generator.model.tokenizer.encode(
+                text, addSpecialTokens: true, limit: Self.encodingLimit([text], limit))
+        } catch {
+            throw providerError(error)
+        }
+        guard let encoded else { throw tooLong(generator) }
+        return encoded
+    }
+
+    /// The limit to encode texts of this size with: none up to 64 KiB, where encoding all of it
+    /// is cheap and the refusal can give the exact count; `limit` above.
+    static func encodingLimit(_ texts: [String], _ limit: Int) -> Int {
+        texts.reduce(0) { $0 + $1.utf8.count } > 64 << 10 ? limit : Int.max
+    }
+
+    /// The refusal of a prompt whose encoding stopped past the context (its exact count unknown).
+    func tooLong(_ generator: Generator) -> ProviderError {
+        ProviderError(
+            .contextLengthExceeded(tokens: nil, limit: generator.context), provider: id,
+            message: "This model's maximum context length is \(generator.context) tokens, but the prompt is longer "
+                + "(tokenizing stopped there). Shorten the prompt or load the model with a larger context.")
     }
 
     func parametersFor(_ request: ChatRequest, promptTokens: Int, generator: Generator) throws -> GenerationParameters {
@@ -244,58 +288,34 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         return p
     }
 
-    /// Refuses, before tokenizing all of it, text that cannot fit the context. First a bound
-    /// that costs nothing: no token is longer than the vocabulary's longest (in bytes), so text
-    /// of more than `context × longest` bytes needs more tokens than the context holds. Below
-    /// that, each text is tokenized a piece at a time (pieces of at most 4 KiB that end after a
-    /// space or a line break when there is one, else on a character-code boundary) and counting
-    /// stops as soon as the total passes the context. Splitting can only add tokens at a piece's
-    /// ends (at most two per piece), so the refusal is certain: only a count above the context
-    /// plus two per piece is refused (the error gives that lower bound in its message; its
-    /// token count is nil). Texts of less than 64 KiB in all are left to the exact tokenization,
-    /// which is cheap at that size and counts exactly. (Both bounds assume the tokenizer does not
-    /// delete text — a normalizer that collapses runs of spaces could make a prompt of more than
-    /// 64 KiB fit that these bounds refuse.)
-    func refuseIfLonger(_ texts: [String], generator: Generator) throws {
+    /// Refuses, without tokenizing anything, text that cannot fit the context: no token covers
+    /// more bytes of the text than the vocabulary's longest token, so text of more than
+    /// `context × longest` bytes needs more tokens than the context holds. Leading and trailing
+    /// white space is not counted (a chat template may trim it). Below that bound the prompt is
+    /// encoded with a limit (``encodeWithin(_:limit:generator:)``, ``prompt(for:generator:)``)
+    /// that stops as soon as the count passes the context: an exact count, not an estimate.
+    /// (The bound assumes the tokenizer does not delete text inside it — a normalizer that
+    /// collapses runs of spaces could make a prompt fit that this refuses.)
+    func refuseByLength(_ texts: [String], generator: Generator) throws {
         let limit = generator.context
-        let total = texts.reduce(0, { $0 + $1.utf8.count })
-        guard total > max(limit, 64 << 10) else { return }
+        let total = texts.reduce(0) { $0 + Self.trimmedByteCount($1) }
         let longest = longestTokenBytes(generator)
-        if total / longest > limit {
-            throw ProviderError(
-                .contextLengthExceeded(tokens: nil, limit: limit), provider: id,
-                message: "This model's maximum context length is \(limit) tokens, but the prompt is at least \(total / longest) "
-                    + "tokens (\(total) bytes; no token of this vocabulary is longer than \(longest) bytes). Shorten the prompt or "
-                    + "load the model with a larger context.")
-        }
-        let tokenizer = generator.model.tokenizer
-        var count = 0
-        var pieces = 0
-        for text in texts {
-            let bytes = text.utf8
-            var start = bytes.startIndex
-            while start < bytes.endIndex {
-                var end = bytes.index(start, offsetBy: 4096, limitedBy: bytes.endIndex) ?? bytes.endIndex
-                if end < bytes.endIndex {
-                    if let space = bytes[start..<end].lastIndex(where: { $0 == 0x20 || $0 == 0x0A }), space > start {
-                        end = bytes.index(after: space)
-                    } else {
-                        while end > start, bytes[end] & 0xC0 == 0x80 { end = bytes.index(before: end) }
-                    }
-                }
-                do { count += try tokenizer.encode(String(text[start..<end]), addSpecialTokens: false).count } catch {
-                    throw providerError(error)
-                }
-                pieces += 1
-                start = end
-                if count - 2 * pieces >= limit {
-                    throw ProviderError(
-                        .contextLengthExceeded(tokens: nil, limit: limit), provider: id,
-                        message: "This model's maximum context length is \(limit) tokens, but the prompt is more than "
-                            + "\(count - 2 * pieces) tokens (tokenizing stopped there). Shorten the prompt or load the model with a larger context.")
-                }
-            }
-        }
+        guard total / longest > limit else { return }
+        throw ProviderError(
+            .contextLengthExceeded(tokens: nil, limit: limit), provider: id,
+            message: "This model's maximum context length is \(limit) tokens, but the prompt is at least \(total / longest) "
+                + "tokens (\(total) bytes; no token of this vocabulary is longer than \(longest) bytes). Shorten the prompt or "
+                + "load the model with a larger context.")
+    }
+
+    /// UTF-8 bytes of `text` without leading and trailing white space (what Jinja's `trim`
+    /// removes).
+    static func trimmedByteCount(_ text: String) -> Int {
+        let scalars = text.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return 0 }
+        return text.utf8.distance(from: first, to: scalars.index(after: last))
     }
 
     /// The longest token of the loaded vocabulary in bytes, at least 64 (special tokens whose

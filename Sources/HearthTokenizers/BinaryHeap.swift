@@ -1,6 +1,5 @@
 /// A binary heap whose `pop` returns the element that precedes all others under
-/// `precedes` (the merge queues of both BPE flavours: lowest rank first for tokenizer.json
-/// merges, highest score then leftmost for SentencePiece-style vocabularies).
+/// `precedes` (the merge queue of tokenizer.json BPE: lowest rank first).
 struct BinaryHeap<Element> {
     private var items: [Element] = []
     private let precedes: (Element, Element) -> Bool

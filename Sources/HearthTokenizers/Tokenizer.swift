@@ -17,6 +17,12 @@ public protocol Tokenizer: Sendable {
     /// With `addSpecialTokens`, BOS/EOS are added as the tokenizer config says.
     func encode(_ text: String, addSpecialTokens: Bool) throws -> [Int32]
 
+    /// Encodes as ``encode(_:addSpecialTokens:)`` does, or returns nil when the answer has
+    /// more than `limit` ids, possibly without encoding all of the text (what a server needs
+    /// to refuse a prompt that cannot fit its context). Never nil for an answer of at most
+    /// `limit` ids. Default: encodes everything, then compares.
+    func encode(_ text: String, addSpecialTokens: Bool, limit: Int) throws -> [Int32]?
+
     /// The bytes a token stands for when decoding (`▁` as a space, `<0xNN>` as that byte),
     /// or nil for a control token that has no text.
     func bytes(of id: Int32) -> [UInt8]?
@@ -38,6 +44,11 @@ public protocol Tokenizer: Sendable {
 
 extension Tokenizer {
     public var decoderStripsLeadingSpace: Bool { false }
+
+    public func encode(_ text: String, addSpecialTokens: Bool, limit: Int) throws -> [Int32]? {
+        let ids = try encode(text, addSpecialTokens: addSpecialTokens)
+        return ids.count <= limit ? ids : nil
+    }
 
     public func token(_ id: Int32) -> String? { bytes(of: id).map { String(decoding: $0, as: UTF8.self) } }
 

@@ -29,11 +29,17 @@ public final class VocabularyTokenizer: Tokenizer {
     public let addSpacePrefix: Bool
     public var kind: String { "sentencepiece (from vocabulary)" }
 
-    private let ids: [String: Int32]
+    /// Piece bytes → the first id with those bytes.
+    private let table: PieceTable
+    /// Per id, whether a merge may produce it.
+    private let mergeableIDs: [Bool]
     private let byteIDs: [Int32?]
     private let unknownID: Int32?
     private let tokenBytes: [[UInt8]?]
-    private let specials: [(bytes: [UInt8], id: Int32, control: Bool)]
+    private let specials: SpecialTokenTrie
+    /// Mergeable pieces with a `▁` after their first byte (Gemma 3 has one, `>▁</`), or nil
+    /// when there are so many that long runs are not cut (``chunkEnd(_:from:)``).
+    private let innerSpacePieces: [InnerSpacePiece]?
 
     /// Builds the tokenizer. Arrays must have equal, non-zero length.
     public init(
@@ -62,15 +68,12 @@ public final class VocabularyTokenizer: Tokenizer {
         self.chatTemplate = chatTemplate
         unknownID = unknown
 
-        var ids: [String: Int32] = [:]
-        ids.reserveCapacity(tokens.count)
         var byteIDs = [Int32?](repeating: nil, count: 256)
         var tokenBytes: [[UInt8]?] = []
         tokenBytes.reserveCapacity(tokens.count)
         var specials: [(bytes: [UInt8], id: Int32, control: Bool)] = []
         for (i, token) in tokens.enumerated() {
             let id = Int32(i)
-            if ids[token] == nil { ids[token] = id }
             switch self.types[i] {
             case .byte:
                 let byte = token.count == 6 && token.hasPrefix("<0x") ? UInt8(token.dropFirst(3).dropLast(), radix: 16) : nil
@@ -88,12 +91,20 @@ public final class VocabularyTokenizer: Tokenizer {
                 tokenBytes.append(Array(token.replacingOccurrences(of: "\u{2581}", with: " ").utf8))
             }
         }
-        // Longest first, so the leftmost-longest special wins.
-        specials.sort { $0.bytes.count > $1.bytes.count }
-        self.ids = ids
+        table = PieceTable(pieces: tokens)
+        mergeableIDs = self.types.map { $0 == .normal || $0 == .userDefined || $0 == .unused }
         self.byteIDs = byteIDs
         self.tokenBytes = tokenBytes
-        self.specials = specials
+        self.specials = SpecialTokenTrie(specials)
+        var inner: [InnerSpacePiece] = []
+        for (i, token) in tokens.enumerated() where mergeableIDs[i] {
+            let bytes = Array(token.utf8)
+            let offsets = bytes.indices.dropFirst().filter {
+                $0 + 3 <= bytes.count && bytes[$0] == 0xE2 && bytes[$0 + 1] == 0x96 && bytes[$0 + 2] == 0x81
+            }
+            if !offsets.isEmpty { inner.append(InnerSpacePiece(bytes: bytes, offsets: offsets)) }
+        }
+        innerSpacePieces = inner.count <= 64 ? inner : nil
         var stop = Set(extraStopTokens)
         if let eos { stop.insert(eos) }
         eosIDs = stop
@@ -111,7 +122,7 @@ public final class VocabularyTokenizer: Tokenizer {
         return types[Int(id)] == .control || types[Int(id)] == .unused
     }
 
-    public func id(of token: String) -> Int32? { ids[token] }
+    public func id(of token: String) -> Int32? { table.id(of: token) }
 
     public func encode(_ text: String, addSpecialTokens: Bool) throws -> [Int32] {
         try encode(text, addSpecialTokens: addSpecialTokens, parseSpecial: !addSpecialTokens)
@@ -119,99 +130,269 @@ public final class VocabularyTokenizer: Tokenizer {
 
     /// Encodes with explicit control over matching control tokens written in the text.
     public func encode(_ text: String, addSpecialTokens: Bool, parseSpecial: Bool) throws -> [Int32] {
-        var out: [Int32] = []
-        if addSpecialTokens && addsBOS, let bosID { out.append(bosID) }
-        let bytes = Array(text.utf8)
-        var start = 0, i = 0
-        var atStart = true
-        func flush(_ end: Int) {
-            if start < end {
-                encodeRun(String(decoding: bytes[start..<end], as: UTF8.self), prefix: atStart, into: &out)
-                atStart = false
-            }
-        }
-        while i < bytes.count {
-            var matched: (bytes: [UInt8], id: Int32, control: Bool)?
-            for s in specials where (parseSpecial || !s.control) && i + s.bytes.count <= bytes.count {
-                if bytes[i] == s.bytes[0] && s.bytes.elementsEqual(bytes[i..<(i + s.bytes.count)]) {
-                    matched = s
-                    break
-                }
-            }
-            if let matched {
-                flush(i)
-                out.append(matched.id)
-                atStart = false
-                i += matched.bytes.count
-                start = i
-            } else {
-                i += 1
-            }
-        }
-        flush(bytes.count)
-        if addSpecialTokens && addsEOS, let eosID { out.append(eosID) }
-        return out
+        encode(text, addSpecialTokens: addSpecialTokens, parseSpecial: parseSpecial, limit: Int.max) ?? []
     }
 
-    /// SentencePiece BPE over one run of text without special tokens.
-    private func encodeRun(_ text: String, prefix: Bool, into out: inout [Int32]) {
-        var normalized = text.replacingOccurrences(of: " ", with: "\u{2581}")
-        if prefix && addSpacePrefix { normalized = "\u{2581}" + normalized }
-        // Symbols: one per character, as a doubly linked list over the text's characters.
-        var pieces = normalized.unicodeScalars.reduce(into: [String]()) { $0.append(String($1)) }
-        if pieces.isEmpty { return }
-        var prev = Array(-1..<(pieces.count - 1))
-        var next = Array(1...pieces.count)
-        next[pieces.count - 1] = -1
-        var alive = [Bool](repeating: true, count: pieces.count)
+    /// Stops as soon as more than `limit` ids are certain. Exact, because the text is encoded
+    /// one run at a time and runs do not interact: a run ends where a special token written in
+    /// the text begins, the special is one id of its own, and merging never crosses it. So
+    /// the ids of the runs encoded so far are the first ids of the whole answer.
+    public func encode(_ text: String, addSpecialTokens: Bool, limit: Int) throws -> [Int32]? {
+        encode(text, addSpecialTokens: addSpecialTokens, parseSpecial: !addSpecialTokens, limit: limit)
+    }
 
-        var heap = BinaryHeap<Bigram> { $0.precedes($1) }
-        func consider(_ left: Int, _ right: Int) {
-            guard left >= 0, right >= 0 else { return }
-            let merged = pieces[left] + pieces[right]
-            if let id = ids[merged], types[Int(id)] == .normal || types[Int(id)] == .userDefined || types[Int(id)] == .unused {
-                heap.push(Bigram(score: scores[Int(id)], left: left, right: right, length: merged.utf8.count))
-            }
-        }
-        for i in 0..<(pieces.count - 1) { consider(i, i + 1) }
-        while let best = heap.pop() {
-            let l = best.left, r = best.right
-            // Skip stale bigrams (a side was merged away or changed length).
-            guard alive[l], alive[r], next[l] == r, pieces[l].utf8.count + pieces[r].utf8.count == best.length else { continue }
-            pieces[l] += pieces[r]
-            alive[r] = false
-            next[l] = next[r]
-            if next[r] >= 0 { prev[next[r]] = l }
-            consider(prev[l], l)
-            consider(l, next[l])
-        }
-        var index = 0
-        while index >= 0 {
-            let piece = pieces[index]
-            if let id = ids[piece] {
-                out.append(id)
-            } else {
-                for byte in piece.utf8 {
-                    if let id = byteIDs[Int(byte)] {
-                        out.append(id)
-                    } else if let unknownID {
-                        out.append(unknownID)
+    private func encode(_ text: String, addSpecialTokens: Bool, parseSpecial: Bool, limit: Int) -> [Int32]? {
+        var out: [Int32] = []
+        if addSpecialTokens && addsBOS, let bosID { out.append(bosID) }
+        var text = text
+        let finished: Bool = text.withUTF8 { bytes in
+            var start = 0, i = 0
+            var atStart = true
+            var normalized: [UInt8] = []
+            var merger = Merger()
+            /// Encodes the run before `end`, a chunk at a time; false once past the limit.
+            func flush(_ end: Int) -> Bool {
+                guard start < end else { return true }
+                normalize(UnsafeBufferPointer(rebasing: bytes[start..<end]), prefix: atStart, into: &normalized)
+                atStart = false
+                return normalized.withUnsafeBufferPointer { run in
+                    var from = 0
+                    while from < run.count {
+                        let to = chunkEnd(run, from: from)
+                        merger.encode(UnsafeBufferPointer(rebasing: run[from..<to]), tokenizer: self, into: &out)
+                        if out.count > limit { return false }
+                        from = to
                     }
+                    return true
                 }
             }
-            index = next[index]
+            while i < bytes.count {
+                if let special = specials.match(bytes, at: i, parseSpecial: parseSpecial) {
+                    guard flush(i) else { return false }
+                    out.append(special.id)
+                    atStart = false
+                    i += special.length
+                    start = i
+                    if out.count > limit { return false }
+                } else {
+                    i += 1
+                }
+            }
+            return flush(bytes.count)
+        }
+        if addSpecialTokens && addsEOS, let eosID { out.append(eosID) }
+        return finished && out.count <= limit ? out : nil
+    }
+
+    /// Where the chunk of a normalized run that begins at `from` may end: the first `▁` at
+    /// least ``chunkBytes`` on that no merge can cross, else the end of the run. Cutting there
+    /// changes nothing: every symbol is a single character or a mergeable piece, so a symbol
+    /// that spanned the cut would be an occurrence of a piece with a `▁` after its first byte
+    /// (``innerSpacePieces``) with that `▁` at the cut; where none occurs in the text, the cut
+    /// is a boundary of every symbol at every step, no candidate pair spans it, and each side
+    /// sees the same merges in the same order (score, then leftmost) as it would alone.
+    private func chunkEnd(_ run: UnsafeBufferPointer<UInt8>, from: Int) -> Int {
+        guard let pieces = innerSpacePieces else { return run.count }
+        var p = from + Self.chunkBytes
+        while p + 3 <= run.count {
+            if run[p] == 0xE2 && run[p + 1] == 0x96 && run[p + 2] == 0x81
+                && !pieces.contains(where: { $0.occurs(in: run, withSpaceAt: p) })
+            {
+                return p
+            }
+            p += 1
+        }
+        return run.count
+    }
+
+    /// Chunks of a long run are about this long (bytes); the limited encoding checks its count
+    /// after each one.
+    static let chunkBytes = 2048
+
+    /// SentencePiece's whitespace escaping: every space becomes `▁` (E2 96 81), with one more
+    /// in front when the run begins the text and the vocabulary asks for a dummy prefix.
+    private func normalize(_ run: UnsafeBufferPointer<UInt8>, prefix: Bool, into normalized: inout [UInt8]) {
+        normalized.removeAll(keepingCapacity: true)
+        normalized.reserveCapacity(run.count + 3)
+        if prefix && addSpacePrefix { normalized += [0xE2, 0x96, 0x81] }
+        for byte in run {
+            if byte == 0x20 { normalized += [0xE2, 0x96, 0x81] } else { normalized.append(byte) }
+        }
+    }
+
+    /// Whether a piece may be the result of a merge (llama.cpp's rule: normal, user-defined
+    /// and unused pieces).
+    fileprivate func mergeable(_ id: Int32) -> Bool { mergeableIDs[Int(id)] }
+
+    fileprivate func score(_ id: Int32) -> Float { scores[Int(id)] }
+
+    fileprivate func pieceID(_ bytes: UnsafeBufferPointer<UInt8>) -> Int32? { table.id(of: bytes) }
+
+    /// A piece that is not in the vocabulary as `<0xNN>` byte tokens (or the unknown token).
+    fileprivate func appendBytes(of piece: UnsafeBufferPointer<UInt8>, into out: inout [Int32]) {
+        for byte in piece {
+            if let id = byteIDs[Int(byte)] {
+                out.append(id)
+            } else if let unknownID {
+                out.append(unknownID)
+            }
         }
     }
 }
 
-/// A candidate merge: higher score first, then the leftmost.
-struct Bigram {
-    let score: Float
-    let left: Int
-    let right: Int
-    let length: Int
+/// SentencePiece BPE over one run of normalized text without special tokens (llama.cpp's
+/// `llm_tokenizer_spm`): the text starts as one symbol per character; the adjacent pair whose
+/// concatenation is the highest-scoring mergeable piece merges first (the leftmost among equal
+/// scores), until no pair merges. Symbols are byte ranges of the run, linked both ways; the
+/// candidate pairs wait in a heap and a popped pair whose sides changed since it was pushed is
+/// skipped. Buffers are kept between runs.
+private struct Merger {
+    /// Per symbol: its first byte in the run, its length in bytes (0 once merged away), and
+    /// its neighbours (-1 at the ends).
+    var start: [Int32] = [], length: [Int32] = [], prev: [Int32] = [], next: [Int32] = []
+    var heap = PairHeap()
 
-    func precedes(_ other: Bigram) -> Bool {
-        score != other.score ? score > other.score : left < other.left
+    mutating func encode(_ bytes: UnsafeBufferPointer<UInt8>, tokenizer: VocabularyTokenizer, into out: inout [Int32]) {
+        start.removeAll(keepingCapacity: true)
+        length.removeAll(keepingCapacity: true)
+        do {
+            // One symbol per UTF-8 character.
+            var i = 0
+            while i < bytes.count {
+                let lead = bytes[i]
+                let width = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4
+                let n = min(width, bytes.count - i)
+                start.append(Int32(i))
+                length.append(Int32(n))
+                i += n
+            }
+            let count = start.count
+            guard count > 0 else { return }
+            prev = Array(-1..<Int32(count - 1))
+            next = Array(1...Int32(count))
+            next[count - 1] = -1
+
+            heap.removeAll()
+            func candidate(_ left: Int32, _ right: Int32) -> PairHeap.Pair? {
+                guard left >= 0, right >= 0 else { return nil }
+                let s = Int(start[Int(left)]), n = Int(length[Int(left)] + length[Int(right)])
+                guard let id = tokenizer.pieceID(UnsafeBufferPointer(rebasing: bytes[s..<(s + n)])),
+                    tokenizer.mergeable(id)
+                else { return nil }
+                return PairHeap.Pair(score: tokenizer.score(id), left: left, right: right, length: Int32(n))
+            }
+            for l in 0..<Int32(count - 1) {
+                if let pair = candidate(l, l + 1) { heap.append(pair) }
+            }
+            heap.heapify()
+            while let best = heap.pop() {
+                let l = Int(best.left), r = Int(best.right)
+                // Skip stale pairs (a side was merged away or grew).
+                guard length[l] > 0, length[r] > 0, next[l] == best.right, length[l] + length[r] == best.length else {
+                    continue
+                }
+                length[l] += length[r]
+                length[r] = 0
+                next[l] = next[r]
+                if next[r] >= 0 { prev[Int(next[r])] = Int32(l) }
+                if let pair = candidate(prev[l], Int32(l)) { heap.push(pair) }
+                if let pair = candidate(Int32(l), next[l]) { heap.push(pair) }
+            }
+            var index: Int32 = 0
+            while index >= 0 {
+                let s = Int(start[Int(index)])
+                let piece = UnsafeBufferPointer(rebasing: bytes[s..<(s + Int(length[Int(index)]))])
+                if let id = tokenizer.pieceID(piece) {
+                    out.append(id)
+                } else {
+                    tokenizer.appendBytes(of: piece, into: &out)
+                }
+                index = next[Int(index)]
+            }
+        }
+    }
+}
+
+/// A mergeable piece with a `▁` (E2 96 81) at each of `offsets` (after its first byte).
+private struct InnerSpacePiece {
+    let bytes: [UInt8]
+    let offsets: [Int]
+
+    /// Whether the piece occurs in `run` with one of its inner `▁` at byte `position`.
+    func occurs(in run: UnsafeBufferPointer<UInt8>, withSpaceAt position: Int) -> Bool {
+        offsets.contains { offset in
+            let start = position - offset
+            return start >= 0 && start + bytes.count <= run.count
+                && bytes.indices.allSatisfy { run[start + $0] == bytes[$0] }
+        }
+    }
+}
+
+/// The merge queue: a binary min-heap on one 64-bit key per pair, the score mapped to an
+/// order-preserving integer and negated (higher score first) above the left symbol's index
+/// (then the leftmost).
+private struct PairHeap {
+    struct Pair {
+        let key: UInt64
+        let right: Int32
+        let length: Int32
+        var left: Int32 { Int32(truncatingIfNeeded: key & 0xFFFF_FFFF) }
+
+        init(score: Float, left: Int32, right: Int32, length: Int32) {
+            // IEEE-754 bits ordered as unsigned integers: flip all bits of negatives, the sign of
+            // the rest; then invert, so the highest score has the smallest key.
+            let bits = (score == 0 ? 0 : score).bitPattern  // -0 and +0 compare equal, as scores
+            let ordered = bits & 0x8000_0000 != 0 ? ~bits : bits | 0x8000_0000
+            key = UInt64(~ordered) << 32 | UInt64(UInt32(bitPattern: left))
+            self.right = right
+            self.length = length
+        }
+    }
+
+    private var items: [Pair] = []
+
+    mutating func removeAll() { items.removeAll(keepingCapacity: true) }
+
+    /// Adds without ordering; call ``heapify()`` before the first `pop`.
+    mutating func append(_ pair: Pair) { items.append(pair) }
+
+    mutating func heapify() {
+        guard items.count > 1 else { return }
+        for i in stride(from: items.count / 2 - 1, through: 0, by: -1) { siftDown(i) }
+    }
+
+    mutating func push(_ pair: Pair) {
+        items.append(pair)
+        var i = items.count - 1
+        while i > 0 {
+            let parent = (i - 1) / 2
+            guard items[i].key < items[parent].key else { break }
+            items.swapAt(i, parent)
+            i = parent
+        }
+    }
+
+    mutating func pop() -> Pair? {
+        guard let top = items.first else { return nil }
+        let last = items.removeLast()
+        if !items.isEmpty {
+            items[0] = last
+            siftDown(0)
+        }
+        return top
+    }
+
+    private mutating func siftDown(_ index: Int) {
+        var i = index
+        let count = items.count
+        while true {
+            let l = 2 * i + 1, r = l + 1
+            var best = i
+            if l < count && items[l].key < items[best].key { best = l }
+            if r < count && items[r].key < items[best].key { best = r }
+            if best == i { return }
+            items.swapAt(i, best)
+            i = best
+        }
     }
 }

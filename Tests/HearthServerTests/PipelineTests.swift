@@ -160,21 +160,21 @@ import Testing
         let small = await refusal(String(repeating: "bread and butter with jam ", count: 5_000))  // 130 KB
         let large = await refusal(words)
         #expect(large < small * 3 + .milliseconds(20), "3.9 MB refused after \(large), 130 KB after \(small)")
-        // A prompt between 64 KiB and context × the longest token's bytes is counted a piece at a
-        // time, stopping once past the context (the error says where it stopped).
+        // A prompt below context × the longest token's bytes is encoded with a limit: refused once
+        // the count passes the context (the error says tokenizing stopped).
         let counted = LocalProvider(
             configuration: .init(modelPath: Fixtures.checkpoint("phi3-mha").path, context: 2048, threads: 1, batch: 16))
         try await counted.prewarm(nil)
         let middle = String(repeating: "bread and butter with jam ", count: 2_800)  // 73 KB
-        var refusedInPieces = false
+        var refusedByCount = false
         do {
             for try await _ in counted.generate(LocalProvider.LocalInput.chat([ChatMessage.user(middle)]), options: GenerationOptions(maxTokens: 2)) {}
         } catch {
             if case .contextLengthExceeded? = (error as? ProviderError)?.code, (error as? ProviderError)?.message.contains("tokenizing stopped") == true {
-                refusedInPieces = true
+                refusedByCount = true
             }
         }
-        #expect(refusedInPieces)
+        #expect(refusedByCount)
         // The same over HTTP: a 400 naming the context.
         let harness = try await ServerHarness(context: 64)
         defer { Task { try? await harness.stop() } }
