@@ -236,7 +236,7 @@ enum GrammarChecks {
         return grammar
     }
 
-    /// Replaces references to character-class rules by their alternatives
+    /// Replaces references to character-like rules by their byte sequences
     /// (`x ::= a C b`, `C ::= [c] | [d][e]` → `x ::= a [c] b | a [d][e] b`). The token masks of a position are
     /// precomputed within its rule, and leaving a rule makes tokens depend on the caller: a
     /// character class lowered to a rule of UTF-8 sequences, referenced from a string's loop,
@@ -257,14 +257,38 @@ enum GrammarChecks {
                 if seen.insert(r).inserted { stack += reaches[r] }
             }
         }
-        // Character-class-like rules only (every alternative a few bytes): those are what a loop
-        // would leave after each character; other rules keep their frames (fewer positions).
-        let inlinable = rules.indices.map { r in
-            !recursive[r] && r != root && rules[r].alternatives.count <= 16
-                && rules[r].alternatives.allSatisfy { alt in
-                    alt.count <= 4 && alt.allSatisfy { if case .bytes = $0 { return true } else { return false } }
+        // Character-like rules only: a finite language of short byte strings (a UTF-8 class, a
+        // JSON string's character with its escapes), flattened to at most 64 byte sequences of
+        // at most 12 bytes. Those are what a loop would leave after each character; other rules
+        // keep their frames (fewer positions to precompute).
+        var flat = [[[Grammar.Symbol]]?](repeating: nil, count: rules.count)
+        var visited = Array(repeating: false, count: rules.count)
+        func flatten(_ r: Int) -> [[Grammar.Symbol]]? {
+            if visited[r] { return flat[r] }
+            visited[r] = true
+            guard !recursive[r], r != root else { return nil }
+            var result: [[Grammar.Symbol]] = []
+            for alt in rules[r].alternatives {
+                var partial: [[Grammar.Symbol]] = [[]]
+                for symbol in alt {
+                    let options: [[Grammar.Symbol]]
+                    switch symbol {
+                    case .bytes: options = [[symbol]]
+                    case .rule(let t):
+                        guard let f = flatten(t) else { return nil }
+                        options = f
+                    }
+                    partial = partial.flatMap { head in options.map { head + $0 } }
+                    guard partial.count <= 64, partial.allSatisfy({ $0.count <= 12 }) else { return nil }
                 }
+                result += partial
+                guard result.count <= 64 else { return nil }
+            }
+            flat[r] = result
+            return result
         }
+        for r in rules.indices { _ = flatten(r) }
+        let inlinable = flat.map { $0 != nil }
         for r in rules.indices {
             var changed = true
             while changed {
@@ -277,7 +301,7 @@ enum GrammarChecks {
                         expanded.append(alt)
                         continue
                     }
-                    for inner in rules[s].alternatives {
+                    for inner in flat[s] ?? [] {
                         expanded.append(Array(alt[..<at]) + inner + Array(alt[(at + 1)...]))
                     }
                     changed = true

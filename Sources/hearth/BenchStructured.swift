@@ -54,6 +54,9 @@ struct BenchStructured: ParsableCommand {
         var decode_tokens_per_second_with: Double = 0
         var decode_tokens_per_second_without: Double = 0
         var decode_ratio: Double = 0
+        /// The slowest schemas to compile and the slowest step of each schema, for finding outliers.
+        var slowest_compiles: [String: Double] = [:]
+        var slowest_masks: [String: Double] = [:]
         var outputs_stopped = 0
         var outputs_cut = 0
     }
@@ -80,6 +83,7 @@ struct BenchStructured: ParsableCommand {
                 let constraint = lm.compileConstraint(grammar)
                 let ms = milliseconds(since: start)
                 if i == 0 { figures.first_compile_ms = ms } else { compiles.append(ms) }
+                figures.slowest_compiles[file] = ms
                 compiled.append((file, constraint))
             }
             figures.schemas = files.count
@@ -108,7 +112,9 @@ struct BenchStructured: ParsableCommand {
                     for id in ids {
                         let start = DispatchTime.now()
                         matcher.fillMask(&mask)
-                        maskTimes.append(Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1000)
+                        let us = Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1000
+                        maskTimes.append(us)
+                        figures.slowest_masks[entry.name] = max(figures.slowest_masks[entry.name] ?? 0, us)
                         matcher.advance(id)
                     }
                     if index < decodeSchemas && seed == 1 && result.completionTokens > 8 {
@@ -123,6 +129,8 @@ struct BenchStructured: ParsableCommand {
                     }
                 }
             }
+            figures.slowest_compiles = Dictionary(uniqueKeysWithValues: figures.slowest_compiles.sorted { $0.value > $1.value }.prefix(5).map { ($0.key, $0.value) })
+            figures.slowest_masks = Dictionary(uniqueKeysWithValues: figures.slowest_masks.sorted { $0.value > $1.value }.prefix(5).map { ($0.key, $0.value) })
             figures.mask_steps = maskTimes.count
             figures.mask_us = summary(maskTimes)
             let with = decodeWith.reduce(0, +) / Double(max(1, decodeWith.count))
