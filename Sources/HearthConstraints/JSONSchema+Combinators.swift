@@ -10,7 +10,11 @@ extension SchemaCompiler {
         let name = "ref" + text
         refRules[text] = name
         let pointerPath = String(text.dropFirst())
-        try builder.define(name, try compile(target, path: pointerPath))
+        let e = try compile(target, path: pointerPath)
+        if e == .reference(name) {
+            throw ConstraintError(.invalidGrammar, "$ref '\(text)' refers only to itself", at: pointerPath)
+        }
+        try builder.define(name, e)
         return .reference(name)
     }
 
@@ -72,6 +76,10 @@ extension SchemaCompiler {
         var pending = Array(zip(schemas, paths))
         var index = 0
         while index < pending.count {
+            // allOf through a $ref back to itself would grow this list forever.
+            guard pending.count <= 1000 else {
+                throw ConstraintError(.invalidGrammar, "allOf refers back to itself (through $ref)", at: paths.first ?? "")
+            }
             let (raw, path) = pending[index]
             index += 1
             let s = try dereferenced(raw, path: path)
