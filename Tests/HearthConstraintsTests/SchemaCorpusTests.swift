@@ -31,6 +31,7 @@ import Testing
                 Issue.record("\(entry.schema): \(error)")
                 continue
             }
+            #expect(entry.instances.contains { $0.valid }, "\(entry.schema) has no valid instance")
             for instance in entry.instances {
                 #expect(grammar.accepts(Array(instance.json.utf8)) == instance.valid, "\(entry.schema): \(instance.json)")
                 checked += 1
