@@ -77,6 +77,12 @@ private struct Lowering {
     var rules: [Grammar.Rule]
     let names: [String: Int]
     var shared: [[[Grammar.Symbol]]: Int] = [:]
+    var loops: [LoopKey: Int] = [:]
+
+    struct LoopKey: Hashable {
+        var item: [Grammar.Symbol]
+        var exit: [Grammar.Symbol]
+    }
     var symbols = 0
 
     init(names: [String: Int]) {
@@ -171,7 +177,11 @@ private struct Lowering {
             return result + [.rule(tail)]
         }
         // Unbounded: L ::= item L | exit (a placeholder index first, since L refers to itself).
+        // A loop is determined by its item and exit, so identical loops share one rule too.
+        let key = LoopKey(item: item, exit: exit)
+        if let existing = loops[key] { return result + [.rule(existing)] }
         let placeholder = rules.count
+        loops[key] = placeholder
         rules.append(Grammar.Rule(name: "\(context)_\(placeholder)", alternatives: []))
         rules[placeholder].alternatives = [item + [.rule(placeholder)], exit]
         symbols += item.count + exit.count + 2
