@@ -77,6 +77,12 @@ private struct Lowering {
     var rules: [Grammar.Rule]
     let names: [String: Int]
     var shared: [[[Grammar.Symbol]]: Int] = [:]
+    var loops: [LoopKey: Int] = [:]
+
+    struct LoopKey: Hashable {
+        var item: [Grammar.Symbol]
+        var exit: [Grammar.Symbol]
+    }
     var symbols = 0
 
     init(names: [String: Int]) {
@@ -157,28 +163,53 @@ private struct Lowering {
         let item = bodyAlternatives.count == 1 ? bodyAlternatives[0] : [.rule(try rule(bodyAlternatives, context: context))]
         // The `min` copies are inlined: count them before building them, so `(a{4096}){4096}`
         // is refused instead of allocated.
-        let (copies, overflow) = item.count.multipliedReportingOverflow(by: Swift.max(min, max ?? min))
+        let itemSize = bodyAlternatives.reduce(0) { $0 + $1.count + 1 }
+        let (copies, overflow) = itemSize.multipliedReportingOverflow(by: Swift.max(min, max ?? min))
         guard !overflow, symbols + copies <= GrammarBuilder.maxSymbols else {
             throw ConstraintError(.tooComplex, "the grammar is larger than \(GrammarBuilder.maxSymbols) symbols", at: context)
         }
-        var result: [Grammar.Symbol] = []
-        for _ in 0..<min { result += item }
-        symbols += item.count * min
+        symbols += itemSize * min
+        // What follows the `min` copies: optional copies (L0 ::= exit; Lk ::= body L(k-1) | exit,
+        // innermost first), or a loop (L ::= body L | exit), or just the exit.
+        var tail: [Grammar.Symbol]
         if let max {
-            // Optional copies, innermost first: L0 ::= exit; Lk ::= body L(k-1) | exit.
-            guard max > min else { return result + exit }
-            var tail = try rule([exit], context: context)
-            for _ in 0..<(max - min) {
-                tail = try rule(bodyAlternatives.map { $0 + [.rule(tail)] } + [exit], context: context)
+            tail = exit
+            if max > min {
+                var next = try rule([exit], context: context)
+                for _ in 0..<(max - min) {
+                    next = try rule(bodyAlternatives.map { $0 + [.rule(next)] } + [exit], context: context)
+                }
+                tail = [.rule(next)]
             }
-            return result + [.rule(tail)]
+        } else {
+            // A loop is determined by its body and exit, so identical loops share one rule
+            // (a placeholder index first, since L refers to itself).
+            let key = LoopKey(item: item, exit: exit)
+            if let existing = loops[key] {
+                tail = [.rule(existing)]
+            } else {
+                let placeholder = rules.count
+                loops[key] = placeholder
+                rules.append(Grammar.Rule(name: "\(context)_\(placeholder)", alternatives: []))
+                rules[placeholder].alternatives = bodyAlternatives.map { $0 + [.rule(placeholder)] } + [exit]
+                symbols += bodyAlternatives.reduce(exit.count + 2) { $0 + $1.count + 1 }
+                tail = [.rule(placeholder)]
+            }
         }
-        // Unbounded: L ::= body L | exit (a placeholder index first, since L refers to itself).
-        let placeholder = rules.count
-        rules.append(Grammar.Rule(name: "\(context)_\(placeholder)", alternatives: []))
-        rules[placeholder].alternatives = bodyAlternatives.map { $0 + [.rule(placeholder)] } + [exit]
-        symbols += bodyAlternatives.reduce(exit.count + 2) { $0 + $1.count + 1 }
-        return result + [.rule(placeholder)]
+        if bodyAlternatives.count == 1 {
+            var result: [Grammar.Symbol] = []
+            for _ in 0..<min { result += item }
+            return result + tail
+        }
+        // A body of several alternatives: the required copies are a chain of rules too
+        // (Mk ::= body M(k-1)), so no copy is a rule left after one item.
+        guard min > 0 else { return tail }
+        var next = tail.count == 1 && { if case .rule = tail[0] { return true } else { return false } }()
+            ? tail : [.rule(try rule([tail], context: context))]
+        for _ in 0..<min {
+            next = [.rule(try rule(bodyAlternatives.map { $0 + next }, context: context))]
+        }
+        return next
     }
 }
 
@@ -248,15 +279,7 @@ enum GrammarChecks {
         for (r, rule) in rules.enumerated() {
             for alt in rule.alternatives { for case .rule(let s) in alt { reaches[r].insert(s) } }
         }
-        var recursive = Array(repeating: false, count: rules.count)
-        for start in rules.indices {
-            var seen = Set<Int>()
-            var stack = Array(reaches[start])
-            while let r = stack.popLast() {
-                if r == start { recursive[start] = true; break }
-                if seen.insert(r).inserted { stack += reaches[r] }
-            }
-        }
+        let recursive = recursiveRules(reaches)
         // Character-like rules only: a finite language of short byte strings (a UTF-8 class, a
         // JSON string's character with its escapes), flattened to at most 64 byte sequences of
         // at most 12 bytes. Those are what a loop would leave after each character; other rules
@@ -312,6 +335,51 @@ enum GrammarChecks {
             }
         }
         return rules
+    }
+
+    /// Per rule: whether it can reach itself through references (it is in a strongly connected
+    /// component with a cycle). Tarjan's algorithm, iterative, linear in the references.
+    static func recursiveRules(_ reaches: [Set<Int>]) -> [Bool] {
+        let n = reaches.count
+        let edges = reaches.map { Array($0) }
+        var index = Array(repeating: -1, count: n), low = Array(repeating: 0, count: n)
+        var onStack = Array(repeating: false, count: n)
+        var stack: [Int] = []
+        var counter = 0
+        var result = Array(repeating: false, count: n)
+        for root in 0..<n where index[root] < 0 {
+            var frames: [(node: Int, next: Int)] = [(root, 0)]
+            index[root] = counter; low[root] = counter; counter += 1
+            stack.append(root); onStack[root] = true
+            while let frame = frames.last {
+                let v = frame.node
+                if frame.next < edges[v].count {
+                    frames[frames.count - 1].next += 1
+                    let w = edges[v][frame.next]
+                    if index[w] < 0 {
+                        index[w] = counter; low[w] = counter; counter += 1
+                        stack.append(w); onStack[w] = true
+                        frames.append((w, 0))
+                    } else if onStack[w] {
+                        low[v] = min(low[v], index[w])
+                    }
+                    continue
+                }
+                frames.removeLast()
+                if let parent = frames.last { low[parent.node] = min(low[parent.node], low[v]) }
+                if low[v] == index[v] {
+                    var component: [Int] = []
+                    while let w = stack.popLast() {
+                        onStack[w] = false
+                        component.append(w)
+                        if w == v { break }
+                    }
+                    let cyclic = component.count > 1 || reaches[v].contains(v)
+                    if cyclic { for w in component { result[w] = true } }
+                }
+            }
+        }
+        return result
     }
 
     /// A rule that can reach itself without consuming a byte would make the parser's stack grow

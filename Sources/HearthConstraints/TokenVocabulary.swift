@@ -21,7 +21,10 @@ public final class TokenVocabulary: Sendable {
     /// Each token's bytes (empty for tokens that are never allowed: special tokens, empty ones).
     let tokenBytes: [[UInt8]]
 
-    let cache = Mutex<[[UInt64]: PositionMasks]>([:])
+    /// Masks of grammar fragments by structural key (see `FragmentKeys`), shared by every
+    /// constraint compiled for this vocabulary; bounded to `cacheLimit` entries.
+    let cache = Mutex<[FragmentKey: PositionMasks]>([:])
+    static let cacheLimit = 50_000
 
     /// `tokens[id]` is the bytes token `id` produces when detokenized (nil for special and
     /// control tokens, which a constraint never allows); `endOfSequence` are the ids that end
@@ -66,6 +69,7 @@ public final class TokenVocabulary: Sendable {
         start.append(Int32(ids.count))
         self.byte = byte
         self.depth = depth
+        longestToken = Int(depth.max() ?? 0)
         self.next = next
         self.tokenStart = start
         self.ids = ids
@@ -73,4 +77,7 @@ public final class TokenVocabulary: Sendable {
 
     /// Trie nodes (for figures and tests).
     public var trieNodes: Int { byte.count }
+
+    /// The longest token, in bytes: how far a step's mask can look into the grammar.
+    let longestToken: Int
 }

@@ -33,4 +33,15 @@ import Testing
         try d.define("root", .reference("missing"))
         #expect { try d.build(root: "root") } throws: { ($0 as? ConstraintError)?.kind == .invalidGrammar }
     }
+
+    @Test func identicalLoopsShareOneRule() throws {
+        var b = GrammarBuilder()
+        let loop = Expression.sequence([.literal("\""), .zeroOrMore(.bytes(ByteSet(UInt8(ascii: "a")...UInt8(ascii: "z")))), .literal("\"")])
+        try b.define("root", .sequence([loop, .literal(","), loop]))
+        let g = try b.build(root: "root")
+        let selfLoops = g.rules.indices.filter { r in g.rules[r].alternatives.contains { $0.last == .rule(r) } }
+        #expect(selfLoops.count == 1)
+        #expect(g.accepts(Array("\"ab\",\"\"".utf8)))
+        #expect(!g.accepts(Array("\"ab\",\"".utf8)))
+    }
 }

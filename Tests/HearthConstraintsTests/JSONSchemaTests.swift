@@ -31,6 +31,8 @@ import Testing
             (#"{"type":"integer","multipleOf":7,"minimum":1,"maximum":6}"#, .unsatisfiable, "/multipleOf"),
             (#"{"allOf":[{"type":"string"},{"type":"integer"}]}"#, .unsatisfiable, ""),
             (##"{"$ref":"#/$defs/missing"}"##, .invalidGrammar, "/$ref"),
+            (##"{"$defs":{"a":{"allOf":[{"$ref":"#/$defs/a"}]}},"$ref":"#/$defs/a"}"##, .invalidGrammar, "/$defs/a"),
+            (##"{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}"##, .invalidGrammar, "/$defs/a"),
             (#"{"type":"strin"}"#, .syntax, "/type"),
             (#"{"type":"string","maxLength":-1}"#, .syntax, "/maxLength"),
             (#"{"type":"object","properties":{"a":3}}"#, .syntax, "/properties/a"),
