@@ -74,7 +74,7 @@ extension HearthServer {
             call.model = name
             route = try gateway.route(name, for: client)
             let limit = route.isLocal ? max(1, lock.withLock { self.context }) : 1 << 20
-            let parser = RequestParser(alias: name, maxTokensLimit: min(limit, client.maxTokens ?? limit))
+            let parser = RequestParser(alias: name, maxTokensLimit: min(limit, client.maxTokens ?? limit), body: context.body)
             switch endpoint {
             case .chatCompletions: job = try parser.chat(json)
             case .completions: job = try parser.completion(json)

@@ -109,11 +109,25 @@ extension RequestParser {
             strict: try s.bool("strict") ?? false, description: try s.string("description"))
     }
 
-    /// A schema value as JSON text (key order as sent). Only objects (and `true`, any JSON value,
-    /// which becomes `{}`) are schemas here.
+    /// A schema value as JSON text, keys in the order they were sent — the order the model
+    /// writes them in (`JSONValue` comes from `JSONDecoder`, which does not keep it, so the
+    /// schema is read again from the body by its field path `param`). Only objects (and `true`,
+    /// any JSON value, which becomes `{}`) are schemas here.
     private func schemaText(_ value: JSONValue, _ param: String) throws -> String {
         switch value {
-        case .object: return String(decoding: value.serialized(), as: UTF8.self)
+        case .object:
+            if let body, var node = try? JSONText.parse(String(decoding: body, as: UTF8.self)) {
+                var found = true
+                for key in param.split(separator: ".") {
+                    guard let next = node[String(key)] else {
+                        found = false
+                        break
+                    }
+                    node = next
+                }
+                if found, case .object = node { return node.serialized }
+            }
+            return String(decoding: value.serialized(), as: UTF8.self)
         case .bool(true): return "{}"
         default:
             throw APIError.invalid(param, "'\(param)' must be a JSON Schema object, got \(value.typeName).", code: "invalid_type")

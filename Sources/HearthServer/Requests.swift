@@ -38,6 +38,8 @@ struct RequestParser {
     var alias: String
     /// Largest `max_tokens` accepted (the context size, when known).
     var maxTokensLimit: Int
+    /// The request body as sent, read again only for a schema's key order (``schemaText``).
+    var body: Data?
 
     /// Decodes a body as JSON (invalid UTF-8 and malformed JSON are 400s).
     static func json(_ data: Data) throws -> JSONValue {

@@ -73,6 +73,12 @@ import Testing
         #expect(value["b"] == .array([.number("1"), .number("-2.5e3"), .bool(true), .null]))
     }
 
+    @Test func serializesCompactlyInOrder() throws {
+        let text = #"{ "z" : [1, 2.50, {"q\"": "a\u0001\n😀"}], "a": null, "m": false }"#
+        #expect(try JSONText.parse(text).serialized == #"{"z":[1,2.50,{"q\"":"a\u0001\n😀"}],"a":null,"m":false}"#)
+        #expect(try JSONText.parse(JSONText.parse(text).serialized) == JSONText.parse(text))
+    }
+
     @Test(arguments: ["", "{", "[1,]", "{\"a\" 1}", "01", "1.", "\"\\x\"", "\"\u{01}\"", "\"\\ud800\"", "nul", "{} x", "-"])
     func refusesWhatIsNotJSON(_ text: String) {
         #expect(throws: JSONText.SyntaxError.self) { try JSONText.parse(text) }

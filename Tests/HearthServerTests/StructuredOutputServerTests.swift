@@ -9,7 +9,7 @@ import Testing
 /// sockets: whatever the model would say, the answer follows the schema, pattern or grammar;
 /// a cut answer says `length`; a schema the engine cannot enforce is a 400 naming the keyword.
 @Suite(.serialized) struct StructuredOutputServerTests {
-    static let person: [String: Any] = [
+    static var person: [String: Any] { [
         "type": "object",
         "properties": [
             "name": ["type": "string", "minLength": 1, "maxLength": 8],
@@ -19,7 +19,7 @@ import Testing
         ],
         "required": ["name", "age", "member", "tags"],
         "additionalProperties": false,
-    ]
+    ] }
 
     static func chat(_ extra: [String: Any], maxTokens: Int = 200, seed: Int = 1) -> [String: Any] {
         var body: [String: Any] = [
@@ -174,7 +174,7 @@ import Testing
 
     @Test func badFormatsAre400sNamingTheFieldKeywordOrPosition() async throws {
         let harness = try await ServerHarness()
-        func refusal(_ path: String = "/v1/chat/completions", _ body: [String: Any]) async throws -> (param: String?, code: String?, message: String) {
+        func refusal(_ body: [String: Any], path: String = "/v1/chat/completions") async throws -> (param: String?, code: String?, message: String) {
             let reply = try await harness.send(path, json: body)
             #expect(reply.status == 400, "\(reply.body)")
             let error = reply.json["error"] as? [String: Any]
@@ -191,7 +191,7 @@ import Testing
         #expect(try await refusal(Self.chat(["response_format": ["type": "json_object"], "grammar": "root ::= \"a\""])).param == "grammar")
         #expect(try await refusal(Self.chat(["json_schema": [1, 2]])).param == "json_schema")
         #expect(
-            try await refusal("/v1/responses", ["model": "tiny", "input": "x", "text": ["format": ["type": "yaml"]]]).param
+            try await refusal(["model": "tiny", "input": "x", "text": ["format": ["type": "yaml"]]], path: "/v1/responses").param
                 == "text.format.type")
 
         // A keyword that cannot be enforced: named with its path, never dropped.
@@ -209,10 +209,9 @@ import Testing
         #expect(items.message.contains("minItems") || items.message.contains("maxItems"), "\(items.message)")
 
         // A grammar that does not parse, named by position; one that names an undefined rule.
-        let syntax = try await refusal(
-            "/v1/completions", ["model": "tiny", "prompt": "x", "grammar": "root ::= \"unterminated"])
+        let syntax = try await refusal(["model": "tiny", "prompt": "x", "grammar": "root ::= \"unterminated"], path: "/v1/completions")
         #expect(syntax.param == "grammar" && syntax.code == "invalid_response_format")
-        let undefined = try await refusal("/v1/completions", ["model": "tiny", "prompt": "x", "grammar": "root ::= missing"])
+        let undefined = try await refusal(["model": "tiny", "prompt": "x", "grammar": "root ::= missing"], path: "/v1/completions")
         #expect(undefined.param == "grammar" && undefined.message.contains("missing"))
 
         // A streamed request is refused before its stream starts.
