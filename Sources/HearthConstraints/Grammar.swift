@@ -26,47 +26,18 @@ public struct Grammar: Sendable, Hashable {
     public internal(set) var root: Int
 
     /// Whether the grammar derives `bytes` exactly (a reference matcher for tests: an Earley
-    /// recognizer, slow and simple).
+    /// recognizer, slow and simple, independent of the token-mask engine).
     public func accepts(_ bytes: [UInt8]) -> Bool {
-        struct Item: Hashable { var rule: Int, alt: Int, dot: Int, origin: Int }
-        var sets: [Set<Item>] = Array(repeating: [], count: bytes.count + 1)
-        var lists: [[Item]] = Array(repeating: [], count: bytes.count + 1)
-        func add(_ item: Item, _ k: Int) {
-            if sets[k].insert(item).inserted { lists[k].append(item) }
-        }
-        for a in rules[root].alternatives.indices { add(Item(rule: root, alt: a, dot: 0, origin: 0), 0) }
-        for k in 0...bytes.count {
-            var i = 0
-            while i < lists[k].count {
-                let item = lists[k][i]
-                i += 1
-                let alt = rules[item.rule].alternatives[item.alt]
-                if item.dot == alt.count {
-                    for parent in lists[item.origin] {
-                        let pAlt = rules[parent.rule].alternatives[parent.alt]
-                        if parent.dot < pAlt.count, case .rule(item.rule) = pAlt[parent.dot] {
-                            add(Item(rule: parent.rule, alt: parent.alt, dot: parent.dot + 1, origin: parent.origin), k)
-                        }
-                    }
-                    continue
-                }
-                switch alt[item.dot] {
-                case .bytes(let set):
-                    if k < bytes.count, set.contains(bytes[k]) {
-                        add(Item(rule: item.rule, alt: item.alt, dot: item.dot + 1, origin: item.origin), k + 1)
-                    }
-                case .rule(let r):
-                    for a in rules[r].alternatives.indices { add(Item(rule: r, alt: a, dot: 0, origin: k), k) }
-                    // A nullable rule completed earlier in this set: advance over it now too.
-                    if nullable[r] {
-                        add(Item(rule: item.rule, alt: item.alt, dot: item.dot + 1, origin: item.origin), k)
-                    }
-                }
-            }
-        }
-        return lists[bytes.count].contains { item in
-            item.rule == root && item.origin == 0 && item.dot == rules[root].alternatives[item.alt].count
-        }
+        var chart = EarleyChart(self)
+        for b in bytes where !chart.push(b) { return false }
+        return chart.isComplete
+    }
+
+    /// Whether some output starts with `bytes` (Earley, like `accepts`).
+    public func acceptsPrefix(_ bytes: [UInt8]) -> Bool {
+        var chart = EarleyChart(self)
+        for b in bytes where !chart.push(b) { return false }
+        return true
     }
 
     /// Per rule: whether it derives the empty string.
@@ -98,5 +69,73 @@ public struct Grammar: Sendable, Hashable {
             }
             return "\(rule.name) ::= " + alts.joined(separator: " | ")
         }.joined(separator: "\n")
+    }
+}
+
+/// An Earley recognizer fed one byte at a time (the tests' reference; a value, so a chart can be
+/// copied and continued). Every rule of a built grammar is productive, so a chart whose last set
+/// is not empty is a viable prefix.
+struct EarleyChart {
+    struct Item: Hashable { var rule: Int, alt: Int, dot: Int, origin: Int }
+    let grammar: Grammar
+    let nullable: [Bool]
+    private(set) var sets: [[Item]] = []
+
+    init(_ grammar: Grammar) {
+        self.grammar = grammar
+        nullable = grammar.nullable
+        let start = grammar.rules[grammar.root].alternatives.indices.map { Item(rule: grammar.root, alt: $0, dot: 0, origin: 0) }
+        sets.append(close(start, at: 0))
+    }
+
+    /// Whether the root is complete at the end of what was pushed.
+    var isComplete: Bool {
+        sets[sets.count - 1].contains { item in
+            item.rule == grammar.root && item.origin == 0 && item.dot == grammar.rules[grammar.root].alternatives[item.alt].count
+        }
+    }
+
+    /// Scans `byte`; false (and unchanged) when no item accepts it.
+    mutating func push(_ byte: UInt8) -> Bool {
+        var scanned: [Item] = []
+        for item in sets[sets.count - 1] {
+            let alt = grammar.rules[item.rule].alternatives[item.alt]
+            if item.dot < alt.count, case .bytes(let set) = alt[item.dot], set.contains(byte) {
+                scanned.append(Item(rule: item.rule, alt: item.alt, dot: item.dot + 1, origin: item.origin))
+            }
+        }
+        guard !scanned.isEmpty else { return false }
+        sets.append(close(scanned, at: sets.count))
+        return true
+    }
+
+    /// Prediction and completion within set `k`.
+    private func close(_ seeds: [Item], at k: Int) -> [Item] {
+        var list: [Item] = []
+        var seen = Set<Item>()
+        func add(_ item: Item) { if seen.insert(item).inserted { list.append(item) } }
+        for item in seeds { add(item) }
+        var i = 0
+        while i < list.count {
+            let item = list[i]
+            i += 1
+            let alt = grammar.rules[item.rule].alternatives[item.alt]
+            if item.dot == alt.count {
+                let origin = item.origin == k ? list : sets[item.origin]
+                for parent in origin {
+                    let pAlt = grammar.rules[parent.rule].alternatives[parent.alt]
+                    if parent.dot < pAlt.count, case .rule(item.rule) = pAlt[parent.dot] {
+                        add(Item(rule: parent.rule, alt: parent.alt, dot: parent.dot + 1, origin: parent.origin))
+                    }
+                }
+                continue
+            }
+            if case .rule(let r) = alt[item.dot] {
+                for a in grammar.rules[r].alternatives.indices { add(Item(rule: r, alt: a, dot: 0, origin: k)) }
+                // A nullable rule may already have completed in this set: step over it too.
+                if nullable[r] { add(Item(rule: item.rule, alt: item.alt, dot: item.dot + 1, origin: item.origin)) }
+            }
+        }
+        return list
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HearthConstraints
 import HearthKernels
 import HearthTokenizers
 
@@ -12,8 +13,14 @@ public struct GenerationParameters: Sendable {
     public var stop: [String] = []
     /// Report the log-probabilities of this many most likely tokens at each step.
     public var topLogprobs: Int = 0
-    /// Drop the first token's leading space (replies that start after a chat template).
+    /// Drop the first token's leading space (replies that start after a chat template). Off
+    /// while a constraint is set: the constraint sees exactly the bytes that are output.
     public var stripLeadingSpace = false
+    /// Structured output: only tokens this compiled grammar allows are sampled, end-of-sequence
+    /// only where the grammar is complete, and generation stops (`.stop`) once nothing but the
+    /// end may follow. The token limit may still cut the output short (`.length`).
+    /// Each sequence follows it with its own matcher. See `LanguageModel.compileConstraint`.
+    public var constraint: CompiledConstraint?
 
     public init() {}
 }
@@ -500,6 +507,8 @@ public final class Generator: @unchecked Sendable {
 struct SequenceRun {
     let parameters: GenerationParameters
     var sampler: Sampler
+    var matcher: ConstraintMatcher?
+    var mask: [UInt64] = []
     var detokenizer: StreamingDetokenizer
     /// Prompt and generated tokens.
     var history: [Int32]
@@ -518,7 +527,9 @@ struct SequenceRun {
     init(prompt: [Int32], parameters: GenerationParameters, tokenizer: any Tokenizer) {
         self.parameters = parameters
         sampler = Sampler(options: parameters.sampling)
-        detokenizer = StreamingDetokenizer(tokenizer: tokenizer, stripLeadingSpace: parameters.stripLeadingSpace)
+        matcher = parameters.constraint.map { ConstraintMatcher($0) }
+        detokenizer = StreamingDetokenizer(
+            tokenizer: tokenizer, stripLeadingSpace: parameters.stripLeadingSpace && parameters.constraint == nil)
         history = prompt
         summary = GenerationSummary(
             finishReason: .length, promptTokens: prompt.count, cachedPromptTokens: 0, completionTokens: 0,
@@ -530,7 +541,19 @@ struct SequenceRun {
         _ logits: UnsafeBufferPointer<Float>, eos: Set<Int32>, context: Int, onToken: (GeneratedToken) -> Void
     ) -> Outcome {
         guard summary.completionTokens < parameters.maxTokens else { return .finished }
-        let id = sampler.sample(logits, recent: history[...], generated: generatedCounts)
+        var allowed: [UInt64]? = nil
+        if var m = matcher {
+            m.fillMask(&mask)
+            matcher = m
+            if !mask.contains(where: { $0 != 0 }) {
+                // Complete, with no end-of-sequence token to say so (or no token can go on).
+                summary.finishReason = .stop
+                return .finished
+            }
+            allowed = mask
+        }
+        let id = sampler.sample(logits, recent: history[...], generated: generatedCounts, allowed: allowed)
+        matcher?.advance(id)
         generatedCounts[id, default: 0] += 1
         let normalizer = LogProbabilities.normalizer(logits)
         var token = GeneratedToken(

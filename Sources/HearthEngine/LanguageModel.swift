@@ -20,6 +20,8 @@ public final class LanguageModel: Sendable {
     public let weights: ModelWeights
     /// The tokenizer.
     public let tokenizer: any Tokenizer
+    /// The vocabulary as structured output sees it, and compiled constraints (built on first use).
+    let constraintStore = ConstraintStore()
     /// The prompt format: the tokenizer's chat template, else the family's fallback (Phi-2's
     /// `Instruct: …\nOutput:`), else nil.
     public let chatTemplate: ChatTemplate?

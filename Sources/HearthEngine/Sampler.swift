@@ -104,10 +104,18 @@ public struct Sampler {
     }
 
     /// Chooses a token. `recent` are the latest tokens (for the repetition penalty);
-    /// `generated` counts the tokens generated so far (for presence/frequency penalties).
+    /// `generated` counts the tokens generated so far (for presence/frequency penalties);
+    /// `allowed`, when given, is a bit per token id (`allowed[id >> 6] >> (id & 63) & 1`) and only
+    /// those tokens can be chosen (a structured-output constraint; it must allow at least one).
     public mutating func sample(
-        _ logits: UnsafeBufferPointer<Float>, recent: ArraySlice<Int32>, generated: [Int32: Int] = [:]
+        _ logits: UnsafeBufferPointer<Float>, recent: ArraySlice<Int32>, generated: [Int32: Int] = [:],
+        allowed: [UInt64]? = nil
     ) -> Int32 {
+        @inline(__always) func isAllowed(_ id: Int) -> Bool {
+            guard let allowed else { return true }
+            let word = id >> 6
+            return word < allowed.count && allowed[word] >> UInt64(id & 63) & 1 == 1
+        }
         let penalty = options.repetitionPenalty
         let penalised = penalty != 1 ? Set(recent.suffix(options.repetitionWindow)) : []
         let presence = options.presencePenalty, frequency = options.frequencyPenalty
@@ -119,23 +127,23 @@ public struct Sampler {
             return v
         }
         if options.temperature == 0 {
-            var best = 0
+            var best = -1
             var bestValue = -Float.infinity
-            for i in 0..<logits.count {
+            for i in 0..<logits.count where isAllowed(i) {
                 let v = adjusted(i)
-                if v > bestValue {
+                if v > bestValue || best < 0 {
                     bestValue = v
                     best = i
                 }
             }
-            return Int32(best)
+            return Int32(max(best, 0))
         }
         candidates.removeAll(keepingCapacity: true)
         let k = options.topK > 0 ? min(options.topK, logits.count) : logits.count
         if k < logits.count {
             // Keep only the k best in one pass (a full sort of a 262k vocabulary every token is
             // what this avoids): candidates stays sorted, best first.
-            for i in 0..<logits.count {
+            for i in 0..<logits.count where isAllowed(i) {
                 let value = adjusted(i) / options.temperature
                 if candidates.count == k {
                     guard let worst = candidates.last, value > worst.logit else { continue }
@@ -145,9 +153,10 @@ public struct Sampler {
                 candidates.insert((Int32(i), value), at: index)
             }
         } else {
-            for i in 0..<logits.count { candidates.append((Int32(i), adjusted(i) / options.temperature)) }
+            for i in 0..<logits.count where isAllowed(i) { candidates.append((Int32(i), adjusted(i) / options.temperature)) }
             candidates.sort { $0.logit > $1.logit }
         }
+        guard !candidates.isEmpty else { return 0 }  // nothing allowed: the caller checks this first
         // Softmax over the survivors.
         let maxLogit = candidates[0].logit
         var probabilities = candidates.map { expf($0.logit - maxLogit) }

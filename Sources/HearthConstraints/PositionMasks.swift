@@ -1,0 +1,160 @@
+/// A set of token ids: dense bits for big sets, a sorted list for small ones.
+enum TokenSet: Sendable {
+    case dense([UInt64])
+    case sparse([Int32])
+
+    init(bits: [UInt64], count: Int, vocabulary: Int) {
+        if count * 64 < vocabulary {  // a list is smaller than the bits
+            var list: [Int32] = []
+            list.reserveCapacity(count)
+            for (w, word) in bits.enumerated() where word != 0 {
+                var v = word
+                while v != 0 {
+                    list.append(Int32(w * 64 + v.trailingZeroBitCount))
+                    v &= v - 1
+                }
+            }
+            self = .sparse(list)
+        } else {
+            self = .dense(bits)
+        }
+    }
+
+    /// Adds the set's tokens to `mask`.
+    func add(to mask: inout [UInt64]) {
+        switch self {
+        case .dense(let bits):
+            mask.withUnsafeMutableBufferPointer { m in
+                bits.withUnsafeBufferPointer { b in
+                    for i in 0..<min(m.count, b.count) { m[i] |= b[i] }
+                }
+            }
+        case .sparse(let list):
+            mask.withUnsafeMutableBufferPointer { m in
+                for id in list { m[Int(id) >> 6] |= 1 << UInt64(id & 63) }
+            }
+        }
+    }
+}
+
+/// Tokens grouped by the bytes left after the fragment they start in ends: checked against the
+/// actual enclosing context at run time.
+struct SuffixTrie: Sendable {
+    var byte: [UInt8] = []
+    var depth: [Int32] = []
+    var next: [Int32] = []
+    var tokenStart: [Int32] = []
+    var ids: [Int32] = []
+
+    init(_ entries: [(suffix: [UInt8], id: Int32)]) {
+        let sorted = entries.sorted { a, b in a.suffix.lexicographicallyPrecedes(b.suffix) }
+        var path: [Int32] = []
+        var previous: [UInt8] = []
+        for entry in sorted {
+            var common = 0
+            while common < min(previous.count, entry.suffix.count) && previous[common] == entry.suffix[common] { common += 1 }
+            while path.count > common { next[Int(path.removeLast())] = Int32(byte.count) }
+            for k in common..<entry.suffix.count {
+                path.append(Int32(byte.count))
+                byte.append(entry.suffix[k])
+                depth.append(Int32(k + 1))
+                next.append(0)
+                tokenStart.append(Int32(ids.count))
+            }
+            ids.append(entry.id)
+            previous = entry.suffix
+        }
+        while let last = path.popLast() { next[Int(last)] = Int32(byte.count) }
+        tokenStart.append(Int32(ids.count))
+    }
+
+    var isEmpty: Bool { byte.isEmpty }
+
+    /// Adds to `mask` every token whose suffix the parser accepts from `start`.
+    func add(from start: Int32, pool: ParserPool, to mask: inout [UInt64]) {
+        var states = [Int32](repeating: 0, count: 1)
+        var i = 0
+        let count = byte.count
+        mask.withUnsafeMutableBufferPointer { m in
+            while i < count {
+                let d = Int(depth[i])
+                if states.count <= d { states.append(0) }
+                let parent = d == 1 ? start : states[d - 1]
+                let s = pool.step(parent, byte[i])
+                if s == ParserPool.dead {
+                    i = Int(next[i])
+                    continue
+                }
+                states[d] = s
+                for t in Int(tokenStart[i])..<Int(tokenStart[i + 1]) {
+                    let id = ids[t]
+                    m[Int(id) >> 6] |= 1 << UInt64(id & 63)
+                }
+                i += 1
+            }
+        }
+    }
+}
+
+/// What a position allows, whatever encloses it: the tokens accepted inside its fragment, and
+/// the tokens that leave the fragment with bytes to spare (grouped by those bytes).
+struct PositionMasks: Sendable {
+    var accepted: TokenSet
+    var suffixes: SuffixTrie
+    /// Tokens in `accepted` (for figures).
+    var acceptedCount: Int
+
+    /// Walks the vocabulary trie from `position` with `bottom` as the enclosing context.
+    static func compute(position: Int32, pool: ParserPool, vocabulary v: TokenVocabulary) -> PositionMasks {
+        let start = pool.closure([pool.node(position, ParserPool.bottom)])
+        var bits = [UInt64](repeating: 0, count: (v.count + 63) / 64)
+        var acceptedCount = 0
+        var uncertain: [(suffix: [UInt8], id: Int32)] = []
+        var states = [Int32](repeating: start, count: 64)
+        var exitDepths: [Int32] = []  // depths (bytes consumed) at which the fragment could end
+        let nodes = v.byte.count
+        v.byte.withUnsafeBufferPointer { byte in
+            v.depth.withUnsafeBufferPointer { depth in
+                v.next.withUnsafeBufferPointer { next in
+                    v.tokenStart.withUnsafeBufferPointer { tokenStart in
+                        v.ids.withUnsafeBufferPointer { ids in
+                            bits.withUnsafeMutableBufferPointer { bits in
+                                var i = 0
+                                while i < nodes {
+                                    let d = Int(depth[i])
+                                    while let last = exitDepths.last, last >= d { exitDepths.removeLast() }
+                                    if states.count <= d { states.append(0) }
+                                    let parent = d == 1 ? start : states[d - 1]
+                                    let s = pool.step(parent, byte[i])
+                                    if s == ParserPool.dead {
+                                        let end = Int(next[i])
+                                        if !exitDepths.isEmpty {
+                                            for t in Int(tokenStart[i])..<Int(tokenStart[end]) {
+                                                let id = ids[t]
+                                                let bytes = v.tokenBytes[Int(id)]
+                                                for e in exitDepths { uncertain.append((Array(bytes[Int(e)...]), id)) }
+                                            }
+                                        }
+                                        i = end
+                                        continue
+                                    }
+                                    states[d] = s
+                                    if pool.exited[Int(s)] { exitDepths.append(Int32(d)) }
+                                    for t in Int(tokenStart[i])..<Int(tokenStart[i + 1]) {
+                                        let id = ids[t]
+                                        bits[Int(id) >> 6] |= 1 << UInt64(id & 63)
+                                        acceptedCount += 1
+                                    }
+                                    i += 1
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        return PositionMasks(
+            accepted: TokenSet(bits: bits, count: acceptedCount, vocabulary: v.count),
+            suffixes: SuffixTrie(uncertain), acceptedCount: acceptedCount)
+    }
+}
