@@ -243,7 +243,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         p.maxTokens = min(o.maxTokens ?? Int.max, generator.context - promptTokens)
         p.stop = o.stop + (usesDialogue(generator.model) ? ChatTemplate.dialogueStops : [])
         p.stripLeadingSpace = request.continuation?.isEmpty ?? true
-        try applyConstraint(o.responseFormat, stop: o.stop, to: &p, generator: generator)
+        try applyConstraint(o.responseFormat, stop: o.stop, continuation: request.continuation, to: &p, generator: generator)
         return p
     }
 
