@@ -61,6 +61,9 @@ struct Generate: ParsableCommand {
         if regex?.isEmpty == true { throw ValidationError("--regex must not be empty") }
     }
 
+    /// The flag that set the output format, for error messages.
+    var formatFlag: String { jsonSchema != nil ? "--json-schema" : grammar != nil ? "--grammar" : "--regex" }
+
     /// The output format the flags ask for (files read here), nil for free text.
     func responseFormat() throws -> ResponseFormat? {
         func read(_ path: String, _ flag: String) throws -> String {
@@ -85,6 +88,10 @@ struct Generate: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let format = try responseFormat()
+            if let format {
+                // A schema, pattern or grammar that cannot be enforced is refused before the model loads.
+                do { _ = try ResponseFormatGrammar.grammar(for: format) } catch { throw ValidationError("\(formatFlag): \(error)") }
+            }
             let lm = try model.load(threads: runtime.threads, showProgress: !json)
             let generator = try Generator(
                 model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch,
@@ -103,7 +110,7 @@ struct Generate: ParsableCommand {
             parameters.stripLeadingSpace = !raw
             if let format {
                 do { try ResponseFormatGrammar.apply(format, to: &parameters, model: lm) } catch {
-                    throw ValidationError("\(jsonSchema != nil ? "--json-schema" : grammar != nil ? "--grammar" : "--regex"): \(error)")
+                    throw ValidationError("\(formatFlag): \(error)")
                 }
             }
             let summary = try generator.run(prompt: tokens, parameters: parameters) { token in
