@@ -53,9 +53,9 @@ public struct ConstraintMatcher {
             if seenPositions.insert(p).inserted { masks.accepted.add(to: &mask) }
             let parent = pool.nodeParent[Int(n)]
             // Tokens that leave the position's rule: their rest must fit the real context.
-            guard !masks.suffixes.isEmpty, parent != ParserPool.root else { continue }
+            guard !masks.suffixes.isEmpty || !masks.exitRoots.isEmpty, parent != ParserPool.root else { continue }
             let after = pool.closure([pool.node(pool.nodePosition[Int(parent)] + 1, pool.nodeParent[Int(parent)])])
-            masks.suffixes.add(from: after, pool: pool, to: &mask)
+            masks.addLeaving(from: after, pool: pool, vocabulary: constraint.vocabulary, to: &mask)
         }
         if maskCache.count >= ConstraintMatcher.cachedMasks, let oldest = cacheOrder.first {
             maskCache[oldest] = nil

@@ -151,23 +151,27 @@ private struct Lowering {
             }
             throw ConstraintError(.tooComplex, "repetition counts above \(GrammarBuilder.maxRepeat) are not supported", at: context)
         }
-        let item = try inline(body, context: context)
+        // The loop's alternatives carry the body's alternatives directly (`L ::= a L | b L | exit`)
+        // rather than a rule for the body, which would be left after every item.
+        let bodyAlternatives = try alternatives(body, context: context)
+        let item = bodyAlternatives.count == 1 ? bodyAlternatives[0] : [.rule(try rule(bodyAlternatives, context: context))]
         var result: [Grammar.Symbol] = []
         for _ in 0..<min { result += item }
+        symbols += item.count * min
         if let max {
-            // Optional copies, innermost first: L0 ::= exit; Lk ::= item L(k-1) | exit.
+            // Optional copies, innermost first: L0 ::= exit; Lk ::= body L(k-1) | exit.
             guard max > min else { return result + exit }
             var tail = try rule([exit], context: context)
             for _ in 0..<(max - min) {
-                tail = try rule([item + [.rule(tail)], exit], context: context)
+                tail = try rule(bodyAlternatives.map { $0 + [.rule(tail)] } + [exit], context: context)
             }
             return result + [.rule(tail)]
         }
-        // Unbounded: L ::= item L | exit (a placeholder index first, since L refers to itself).
+        // Unbounded: L ::= body L | exit (a placeholder index first, since L refers to itself).
         let placeholder = rules.count
         rules.append(Grammar.Rule(name: "\(context)_\(placeholder)", alternatives: []))
-        rules[placeholder].alternatives = [item + [.rule(placeholder)], exit]
-        symbols += item.count + exit.count + 2
+        rules[placeholder].alternatives = bodyAlternatives.map { $0 + [.rule(placeholder)] } + [exit]
+        symbols += bodyAlternatives.reduce(exit.count + 2) { $0 + $1.count + 1 }
         return result + [.rule(placeholder)]
     }
 }
@@ -198,6 +202,7 @@ enum GrammarChecks {
             throw ConstraintError(.unsatisfiable, "the constraint accepts no output at all", at: rules[root].name)
         }
         for r in rules.indices { rules[r].alternatives.removeAll { !alternativeProductive($0) } }
+        rules = inlineSmallRules(rules, root: root)
 
         // Keep what the root reaches, renumbered with the root first.
         var order = [root]
@@ -223,6 +228,60 @@ enum GrammarChecks {
         let grammar = Grammar(rules: kept, root: 0)
         try checkLeftRecursion(grammar)
         return grammar
+    }
+
+    /// Replaces references to character-class rules by their alternatives
+    /// (`x ::= a C b`, `C ::= [c] | [d][e]` → `x ::= a [c] b | a [d][e] b`). The token masks of a position are
+    /// precomputed within its rule, and leaving a rule makes tokens depend on the caller: a
+    /// character class lowered to a rule of UTF-8 sequences, referenced from a string's loop,
+    /// would otherwise be left after every character. Callers grow to at most 64 alternatives.
+    static func inlineSmallRules(_ input: [Grammar.Rule], root: Int) -> [Grammar.Rule] {
+        var rules = input
+        // Recursive rules: those that can reach themselves through references.
+        var reaches = Array(repeating: Set<Int>(), count: rules.count)
+        for (r, rule) in rules.enumerated() {
+            for alt in rule.alternatives { for case .rule(let s) in alt { reaches[r].insert(s) } }
+        }
+        var recursive = Array(repeating: false, count: rules.count)
+        for start in rules.indices {
+            var seen = Set<Int>()
+            var stack = Array(reaches[start])
+            while let r = stack.popLast() {
+                if r == start { recursive[start] = true; break }
+                if seen.insert(r).inserted { stack += reaches[r] }
+            }
+        }
+        // Character-class-like rules only (every alternative a few bytes): those are what a loop
+        // would leave after each character; other rules keep their frames (fewer positions).
+        let inlinable = rules.indices.map { r in
+            !recursive[r] && r != root && rules[r].alternatives.count <= 16
+                && rules[r].alternatives.allSatisfy { alt in
+                    alt.count <= 4 && alt.allSatisfy { if case .bytes = $0 { return true } else { return false } }
+                }
+        }
+        for r in rules.indices {
+            var changed = true
+            while changed {
+                changed = false
+                var expanded: [[Grammar.Symbol]] = []
+                for alt in rules[r].alternatives {
+                    guard let at = alt.firstIndex(where: { if case .rule(let s) = $0 { return inlinable[s] } else { return false } }),
+                        case .rule(let s) = alt[at]
+                    else {
+                        expanded.append(alt)
+                        continue
+                    }
+                    for inner in rules[s].alternatives {
+                        expanded.append(Array(alt[..<at]) + inner + Array(alt[(at + 1)...]))
+                    }
+                    changed = true
+                }
+                guard changed else { break }
+                if expanded.count > 64 { break }  // keep the rule as it is
+                rules[r].alternatives = expanded
+            }
+        }
+        return rules
     }
 
     /// A rule that can reach itself without consuming a byte would make the parser's stack grow

@@ -97,21 +97,28 @@ struct SuffixTrie: Sendable {
 }
 
 /// What a position allows, whatever encloses it: the tokens accepted inside its fragment, and
-/// the tokens that leave the fragment with bytes to spare (grouped by those bytes).
+/// where tokens leave the fragment with bytes to spare — the trie nodes at which the fragment
+/// can end. The tokens below such a node depend on the enclosing context: at run time their
+/// remaining bytes are walked from the state after the fragment (small subtrees are kept as a
+/// trie of those remaining bytes, grouped; big ones are walked in the vocabulary trie itself).
 struct PositionMasks: Sendable {
     var accepted: TokenSet
     var suffixes: SuffixTrie
+    /// Vocabulary trie nodes whose subtrees are walked at run time.
+    var exitRoots: [Int32]
     /// Tokens in `accepted` (for figures).
     var acceptedCount: Int
+
+    /// Subtrees of at most this many nodes below an exit go into `suffixes`.
+    static let smallSubtree = 48
 
     /// Walks the vocabulary trie from `position` with `bottom` as the enclosing context.
     static func compute(position: Int32, pool: ParserPool, vocabulary v: TokenVocabulary) -> PositionMasks {
         let start = pool.closure([pool.node(position, ParserPool.bottom)])
         var bits = [UInt64](repeating: 0, count: (v.count + 63) / 64)
         var acceptedCount = 0
-        var uncertain: [(suffix: [UInt8], id: Int32)] = []
+        var exits: [Int32] = []
         var states = [Int32](repeating: start, count: 64)
-        var exitDepths: [Int32] = []  // depths (bytes consumed) at which the fragment could end
         let nodes = v.byte.count
         v.byte.withUnsafeBufferPointer { byte in
             v.depth.withUnsafeBufferPointer { depth in
@@ -122,24 +129,16 @@ struct PositionMasks: Sendable {
                                 var i = 0
                                 while i < nodes {
                                     let d = Int(depth[i])
-                                    while let last = exitDepths.last, last >= d { exitDepths.removeLast() }
                                     if states.count <= d { states.append(0) }
                                     let parent = d == 1 ? start : states[d - 1]
                                     let s = pool.step(parent, byte[i])
                                     if s == ParserPool.dead {
-                                        let end = Int(next[i])
-                                        if !exitDepths.isEmpty {
-                                            for t in Int(tokenStart[i])..<Int(tokenStart[end]) {
-                                                let id = ids[t]
-                                                let bytes = v.tokenBytes[Int(id)]
-                                                for e in exitDepths { uncertain.append((Array(bytes[Int(e)...]), id)) }
-                                            }
-                                        }
-                                        i = end
+                                        i = Int(next[i])
                                         continue
                                     }
                                     states[d] = s
-                                    if pool.exited[Int(s)] { exitDepths.append(Int32(d)) }
+                                    // The fragment can end here: tokens going deeper depend on what follows it.
+                                    if pool.exited[Int(s)] && Int(next[i]) > i + 1 { exits.append(Int32(i)) }
                                     for t in Int(tokenStart[i])..<Int(tokenStart[i + 1]) {
                                         let id = ids[t]
                                         bits[Int(id) >> 6] |= 1 << UInt64(id & 63)
@@ -153,8 +152,53 @@ struct PositionMasks: Sendable {
                 }
             }
         }
+        var entries: [(suffix: [UInt8], id: Int32)] = []
+        var roots: [Int32] = []
+        for e in exits {
+            let node = Int(e)
+            let end = Int(v.next[node])
+            if end - node - 1 <= smallSubtree {
+                let cut = Int(v.depth[node])
+                for t in Int(v.tokenStart[node + 1])..<Int(v.tokenStart[end]) {
+                    let id = v.ids[t]
+                    entries.append((Array(v.tokenBytes[Int(id)][cut...]), id))
+                }
+            } else {
+                roots.append(e)
+            }
+        }
         return PositionMasks(
             accepted: TokenSet(bits: bits, count: acceptedCount, vocabulary: v.count),
-            suffixes: SuffixTrie(uncertain), acceptedCount: acceptedCount)
+            suffixes: SuffixTrie(entries), exitRoots: roots, acceptedCount: acceptedCount)
+    }
+
+    /// Adds the context-dependent tokens, given the state after the position's fragment ends.
+    func addLeaving(from after: Int32, pool: ParserPool, vocabulary v: TokenVocabulary, to mask: inout [UInt64]) {
+        if !suffixes.isEmpty { suffixes.add(from: after, pool: pool, to: &mask) }
+        guard !exitRoots.isEmpty else { return }
+        var states: [Int32] = []
+        mask.withUnsafeMutableBufferPointer { m in
+            for root in exitRoots {
+                let r = Int(root)
+                let base = Int(v.depth[r])
+                var i = r + 1
+                let end = Int(v.next[r])
+                while i < end {
+                    let d = Int(v.depth[i]) - base
+                    while states.count <= d { states.append(0) }
+                    let s = pool.step(d == 1 ? after : states[d - 1], v.byte[i])
+                    if s == ParserPool.dead {
+                        i = Int(v.next[i])
+                        continue
+                    }
+                    states[d] = s
+                    for t in Int(v.tokenStart[i])..<Int(v.tokenStart[i + 1]) {
+                        let id = v.ids[t]
+                        m[Int(id) >> 6] |= 1 << UInt64(id & 63)
+                    }
+                    i += 1
+                }
+            }
+        }
     }
 }
