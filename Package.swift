@@ -110,7 +110,7 @@ let package = Package(
         // The provider protocol and router (no engine import), and the cloud providers.
         .target(name: "HearthProviders"),
         // The engine behind the provider protocol.
-        .target(name: "HearthLocal", dependencies: ["HearthEngine", "HearthProviders", "CZstd"]),
+        .target(name: "HearthLocal", dependencies: ["HearthEngine", "HearthProviders", "HearthConstraints", "CZstd"]),
         .target(
             name: "HearthCloud",
             dependencies: [
@@ -129,6 +129,8 @@ let package = Package(
             name: "HearthServer",
             dependencies: [
                 "HearthProviders", "HearthLocal", "HearthCloud",
+                // Only to name the keyword or position of a schema the local model cannot enforce.
+                "HearthConstraints",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -38,8 +38,39 @@ enum AnthropicWire {
         if let value = options.topP { body["top_p"] = value }
         if let value = options.topK { body["top_k"] = value }
         if !options.stop.isEmpty { body["stop_sequences"] = options.stop }
-        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+        var schema: (placeholder: String, text: String)?
+        if let format = options.constrainedFormat {
+            schema = try outputFormat(format, into: &body, provider: configuration.id)
+        }
+        var data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+        if let schema {
+            data = try ResponseFormatWire.splice(data, placeholder: schema.placeholder, schema: schema.text, provider: configuration.id)
+        }
         return PreparedRequest(body: data, trimmedTrailingWhitespace: trimmed)
+    }
+
+    /// Anthropic's structured outputs: a JSON Schema goes out as
+    /// `output_config: {"format": {"type": "json_schema", "schema": …}}` (generally available,
+    /// no beta header; the schema's name and `strict` have no field — the API always enforces
+    /// it, and refuses schemas outside its subset with a 400). JSON mode, regular expressions
+    /// and grammars have no Anthropic counterpart: ``ProviderError/Code/unsupported(feature:)``.
+    static func outputFormat(_ format: ResponseFormat, into body: inout [String: Any], provider: String) throws
+        -> (placeholder: String, text: String)?
+    {
+        switch try ResponseFormatWire.validated(format, provider: provider) {
+        case .text:
+            return nil
+        case .jsonSchema(let schema):
+            let placeholder = ResponseFormatWire.placeholder()
+            body["output_config"] = ["format": ["type": "json_schema", "schema": placeholder]]
+            return (placeholder, schema.schema)
+        case .jsonObject:
+            throw ResponseFormatWire.unsupported(
+                format, provider: provider, api: "The Anthropic Messages API",
+                hint: "It has JSON Schema outputs only: send a schema that names the object's properties.")
+        case .regex, .grammar:
+            throw ResponseFormatWire.unsupported(format, provider: provider, api: "The Anthropic Messages API")
+        }
     }
 
     /// One streamed event's JSON (only the fields used).

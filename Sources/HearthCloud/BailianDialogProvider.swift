@@ -154,6 +154,11 @@ public final class BailianDialogProvider: LanguageModelProvider {
                 message: "\(configuration.url) is not a ws:// or wss:// URL. Check DASHSCOPE_WEBSOCKET_BASE_URL.")
             return runner.stream { _, _ in throw error }
         }
+        if let format = request.options.constrainedFormat {
+            // The realtime dialog protocol carries a prompt only: a response format is refused, never dropped.
+            let error = ResponseFormatWire.unsupported(format, provider: configuration.id, api: "Bailian's realtime dialog")
+            return runner.stream { _, _ in throw error }
+        }
         guard let prompt = request.messages.last(where: { $0.role == .user })?.content else {
             let error = ProviderError(
                 .invalidRequest, provider: configuration.id, message: "The request has no user message to send to the dialog.")

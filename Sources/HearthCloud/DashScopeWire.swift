@@ -30,12 +30,43 @@ enum DashScopeWire {
         if !options.stop.isEmpty { parameters["stop"] = options.stop }
         if let value = options.repetitionPenalty { parameters["repetition_penalty"] = value }
         if let value = options.presencePenalty { parameters["presence_penalty"] = value }
+        var schema: (placeholder: String, text: String)?
+        if let format = options.constrainedFormat {
+            schema = try responseFormat(format, into: &parameters, provider: configuration.id)
+        }
         let body: [String: Any] = [
             "model": request.model ?? configuration.model,
             "input": ["messages": messages],
             "parameters": parameters,
         ]
-        return try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+        guard let schema else { return data }
+        return try ResponseFormatWire.splice(data, placeholder: schema.placeholder, schema: schema.text, provider: configuration.id)
+    }
+
+    /// Model Studio's structured output in `parameters.response_format`: `{"type": "json_object"}`
+    /// (JSON mode — the service asks that a message mention JSON, and says so in its error) or
+    /// `{"type": "json_schema", "json_schema": {name, schema, strict}}` (JSON Schema mode, on the
+    /// models the service lists). Regular expressions and grammars:
+    /// ``ProviderError/Code/unsupported(feature:)``.
+    static func responseFormat(_ format: ResponseFormat, into parameters: inout [String: Any], provider: String) throws
+        -> (placeholder: String, text: String)?
+    {
+        switch try ResponseFormatWire.validated(format, provider: provider) {
+        case .text:
+            return nil
+        case .jsonObject:
+            parameters["response_format"] = ["type": "json_object"]
+            return nil
+        case .jsonSchema(let schema):
+            let placeholder = ResponseFormatWire.placeholder()
+            var fields: [String: Any] = ["name": schema.name, "schema": placeholder, "strict": schema.strict]
+            if let description = schema.description { fields["description"] = description }
+            parameters["response_format"] = ["type": "json_schema", "json_schema": fields]
+            return (placeholder, schema.schema)
+        case .regex, .grammar:
+            throw ResponseFormatWire.unsupported(format, provider: provider, api: "DashScope")
+        }
     }
 
     // MARK: Reply

@@ -20,6 +20,7 @@ extension OpenAICompatibleProvider {
     }
 
     /// DeepSeek (`https://api.deepseek.com/v1`), key from `DEEPSEEK_API_KEY` or the `deepseek` entry.
+    /// Structured output: JSON mode (`json_object`) only; a JSON Schema is refused as unsupported.
     /// DeepSeek serves chat prefix completion (`"prefix": true`, a true continuation) only on its
     /// beta base URL: with `"baseURL": "https://api.deepseek.com/beta"` that style is used,
     /// otherwise a cut-off answer is continued with an instruction.
@@ -32,12 +33,14 @@ extension OpenAICompatibleProvider {
             Configuration(
                 id: "deepseek", baseURL: baseURL, apiKey: entry.apiKey, requiresAPIKey: true,
                 model: model ?? entry.model ?? "deepseek-chat", headers: entry.headers ?? [:],
-                continuationStyle: style, credentialHint: hint("DEEPSEEK_API_KEY", "deepseek")))
+                continuationStyle: style, credentialHint: hint("DEEPSEEK_API_KEY", "deepseek"), structuredOutput: .jsonObject))
     }
 
     /// Qwen through DashScope's OpenAI-compatible mode
     /// (`https://dashscope.aliyuncs.com/compatible-mode/v1`), key from `DASHSCOPE_API_KEY` or the
-    /// `qwen` entry. Continues with `"partial": true`.
+    /// `qwen` entry. Continues with `"partial": true`. Structured output: `json_object` and
+    /// `json_schema` (Model Studio's JSON Schema mode, on the qwen-plus/max/flash lines; other
+    /// models answer it with an error of their own).
     public static func qwen(model: String? = nil, credentials: CloudCredentials) -> OpenAICompatibleProvider {
         let entry = credentials["qwen"]
         return OpenAICompatibleProvider(
@@ -56,14 +59,15 @@ extension OpenAICompatibleProvider {
                 continuationStyle: .trailingAssistantMessage))
     }
 
-    /// llama.cpp's `llama-server` (default `http://127.0.0.1:8080/v1`), no key.
+    /// llama.cpp's `llama-server` (default `http://127.0.0.1:8080/v1`), no key. Structured output:
+    /// `json_object`, `json_schema` and GBNF grammars (its `grammar` field).
     public static func llamaCpp(model: String = "default", baseURL: String = "http://127.0.0.1:8080/v1")
         -> OpenAICompatibleProvider
     {
         OpenAICompatibleProvider(
             Configuration(
                 id: "llama.cpp", baseURL: baseURL, model: model, sendsExtendedSampling: true,
-                continuationStyle: .trailingAssistantMessage))
+                continuationStyle: .trailingAssistantMessage, structuredOutput: [.jsonObject, .jsonSchema, .gbnfGrammar]))
     }
 
     /// A vLLM server (default `http://127.0.0.1:8000/v1`); pass `apiKey` if it was started with `--api-key`.

@@ -44,6 +44,10 @@ public struct OpenAICompatibleProvider: LanguageModelProvider {
         public var retry: RetryPolicy
         /// Where a rejected key can be fixed, for the error message.
         public var credentialHint: String
+        /// The response formats the endpoint enforces (default: OpenAI's `json_object` and
+        /// `json_schema`); a request with any other format is refused with
+        /// ``HearthProviders/ProviderError/Code/unsupported(feature:)`` before it is sent.
+        public var structuredOutput: StructuredOutputSupport
 
         /// Creates a configuration; the defaults suit a generic OpenAI-compatible server.
         public init(
@@ -51,8 +55,10 @@ public struct OpenAICompatibleProvider: LanguageModelProvider {
             model: String, headers: [String: String] = [:], maxTokensField: String = "max_tokens",
             sendsExtendedSampling: Bool = false, includeUsage: Bool = true,
             continuationStyle: ContinuationStyle = .trailingAssistantMessage, timeouts: CloudTimeouts = CloudTimeouts(),
-            retry: RetryPolicy = RetryPolicy(), credentialHint: String? = nil, embeddingModel: String? = nil
+            retry: RetryPolicy = RetryPolicy(), credentialHint: String? = nil, embeddingModel: String? = nil,
+            structuredOutput: StructuredOutputSupport = .openAI
         ) {
+            self.structuredOutput = structuredOutput
             self.id = id
             self.baseURL = baseURL
             self.apiKey = apiKey

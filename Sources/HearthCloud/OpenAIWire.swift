@@ -47,7 +47,52 @@ enum OpenAIWire {
             if let value = options.minP { body["min_p"] = value }
             if let value = options.repetitionPenalty { body["repetition_penalty"] = value }
         }
-        return try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+        let schema = try responseFormat(options.constrainedFormat, into: &body, configuration: configuration)
+        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+        guard let schema else { return data }
+        return try ResponseFormatWire.splice(data, placeholder: schema.placeholder, schema: schema.text, provider: configuration.id)
+    }
+
+    /// Adds the response format: `response_format` `json_object` or `json_schema` (`name`,
+    /// `schema`, `strict`, `description`), or llama.cpp's `grammar`, as far as the endpoint's
+    /// ``OpenAICompatibleProvider/Configuration/structuredOutput`` goes; anything else is
+    /// ``ProviderError/Code/unsupported(feature:)``. Returns the schema to splice in for its placeholder.
+    static func responseFormat(
+        _ format: ResponseFormat?, into body: inout [String: Any], configuration: OpenAICompatibleProvider.Configuration
+    ) throws -> (placeholder: String, text: String)? {
+        guard let format else { return nil }
+        let id = configuration.id
+        let support = configuration.structuredOutput
+        let api = "The OpenAI-compatible endpoint '\(id)'"
+        switch try ResponseFormatWire.validated(format, provider: id) {
+        case .text:
+            return nil
+        case .jsonObject:
+            guard support.contains(.jsonObject) else { throw ResponseFormatWire.unsupported(format, provider: id, api: api) }
+            body["response_format"] = ["type": "json_object"]
+            return nil
+        case .jsonSchema(let schema):
+            guard support.contains(.jsonSchema) else {
+                throw ResponseFormatWire.unsupported(
+                    format, provider: id, api: api,
+                    hint: support.contains(.jsonObject) ? "It has JSON mode (json_object) only." : nil)
+            }
+            let placeholder = ResponseFormatWire.placeholder()
+            var fields: [String: Any] = ["name": schema.name, "schema": placeholder, "strict": schema.strict]
+            if let description = schema.description { fields["description"] = description }
+            body["response_format"] = ["type": "json_schema", "json_schema": fields]
+            return (placeholder, schema.schema)
+        case .grammar(let text, let root):
+            guard support.contains(.gbnfGrammar) else { throw ResponseFormatWire.unsupported(format, provider: id, api: api) }
+            guard root == "root" else {
+                throw ResponseFormatWire.unsupported(
+                    format, provider: id, api: api, hint: "Its grammar field starts at rule 'root', not '\(root)'.")
+            }
+            body["grammar"] = text
+            return nil
+        case .regex:
+            throw ResponseFormatWire.unsupported(format, provider: id, api: api)
+        }
     }
 
     // MARK: Reply

@@ -13,6 +13,10 @@ enum SparkWire {
     {
         var chat: [String: Any] = ["domain": configuration.domain]
         let options = request.options
+        if let format = options.constrainedFormat {
+            // Spark's chat protocol has no structured-output field: refused, never dropped.
+            throw ResponseFormatWire.unsupported(format, provider: configuration.id, api: "iFlytek Spark")
+        }
         if let value = options.temperature { chat["temperature"] = min(1, max(0.01, value)) }
         if let value = options.maxTokens { chat["max_tokens"] = value }
         if let value = options.topK { chat["top_k"] = min(6, max(1, value)) }

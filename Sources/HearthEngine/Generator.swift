@@ -21,6 +21,10 @@ public struct GenerationParameters: Sendable {
     /// end may follow. The token limit may still cut the output short (`.length`).
     /// Each sequence follows it with its own matcher. See `LanguageModel.compileConstraint`.
     public var constraint: CompiledConstraint?
+    /// Bytes the constraint has already seen before the first generated token: a partial answer
+    /// being continued (a failover mid-answer). The matcher starts after them; they must be a
+    /// prefix the grammar allows (check with `ConstraintMatcher.advance(bytes:)` first).
+    public var constraintPrefix: [UInt8] = []
 
     public init() {}
 }
@@ -527,7 +531,11 @@ struct SequenceRun {
     init(prompt: [Int32], parameters: GenerationParameters, tokenizer: any Tokenizer) {
         self.parameters = parameters
         sampler = Sampler(options: parameters.sampling)
-        matcher = parameters.constraint.map { ConstraintMatcher($0) }
+        matcher = parameters.constraint.map { constraint in
+            var matcher = ConstraintMatcher(constraint)
+            if !parameters.constraintPrefix.isEmpty { matcher.advance(bytes: parameters.constraintPrefix) }
+            return matcher
+        }
         detokenizer = StreamingDetokenizer(
             tokenizer: tokenizer, stripLeadingSpace: parameters.stripLeadingSpace && parameters.constraint == nil)
         history = prompt

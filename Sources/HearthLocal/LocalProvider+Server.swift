@@ -127,8 +127,9 @@ extension LocalProvider {
                     message: "the prompt is \(tokens.count) tokens but the context holds \(generator.context)")
             }
         }
-        continuation.yield(.promptTokens(tokens.count))
+        // Parameters first: a schema that cannot be compiled is refused before the prompt is announced.
         var parameters = try parametersFor(request, promptTokens: tokens.count, generator: generator)
+        continuation.yield(.promptTokens(tokens.count))
         if case .text = input { parameters.stripLeadingSpace = false }
         parameters.topLogprobs = max(0, topLogprobs)
         let tokenizer = generator.model.tokenizer

@@ -158,7 +158,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         if dropped > 0 { continuation.yield(.contextTruncated(droppedMessages: dropped)) }
         let parameters = try parametersFor(request, promptTokens: tokens.count, generator: generator)
         var firstToken: Double?
-        var repetitionGuard = configuration.endsRepetitiveReplies ? RepetitionGuard() : nil
+        // A constrained reply ends when its grammar is complete; the guard would cut it mid-object.
+        let guarded = configuration.endsRepetitiveReplies && request.options.constrainedFormat == nil
+        var repetitionGuard = guarded ? RepetitionGuard() : nil
         // When the guard ends the reply, the sequence is stopped like a cancellation, and the
         // stream still ends with the summary (usage, cached tokens), reported as `stop`.
         let stopped = CancellationFlag()
@@ -285,6 +287,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         p.maxTokens = min(o.maxTokens ?? Int.max, generator.context - promptTokens)
         p.stop = o.stop + (usesDialogue(generator.model) ? ChatTemplate.dialogueStops : [])
         p.stripLeadingSpace = request.continuation?.isEmpty ?? true
+        try applyConstraint(o.responseFormat, stop: o.stop, continuation: request.continuation, to: &p, generator: generator)
         return p
     }
 

@@ -14,7 +14,8 @@
 /// Providers whose ``LanguageModelProvider/availability`` is `.unavailable` are skipped.
 ///
 /// **Failover.** A failure for which `shouldFailOver` returns `true` (by default: network error,
-/// timeout, 5xx, 429, model unavailable, undecodable response — see ``defaultFailover(_:)``)
+/// timeout, 5xx, 429, model unavailable, undecodable response, a feature the provider does not
+/// have — see ``defaultFailover(_:)``)
 /// moves on to the next provider; anything else (bad key, bad request, context overflow,
 /// cancellation) is thrown to the consumer, as is the last provider's failure.
 ///
@@ -26,6 +27,10 @@
 /// **Events.** Each provider's output is preceded by ``ChatEvent/servedBy(_:)`` with its id
 /// (so in the common case the first event is `.servedBy`); each failover is announced by
 /// ``ChatEvent/switchedProvider(from:to:reason:)`` before the next provider's output.
+///
+/// **Structure.** Every provider gets the request's ``GenerationOptions/responseFormat``
+/// unchanged, the local model too: a reply that must follow a schema still follows it after a
+/// failover, and one continued mid-answer continues under the same constraint.
 public struct FallbackRouter: LanguageModelProvider {
     /// Which end of the provider list to start from.
     public enum Policy: Sendable, Equatable {
@@ -66,9 +71,12 @@ public struct FallbackRouter: LanguageModelProvider {
     }
 
     /// The default failover rule: network errors, timeouts, 5xx (and 408), 429, unavailable models,
-    /// and undecodable responses (a captive portal's HTML page, a proxy's error page).
+    /// undecodable responses (a captive portal's HTML page, a proxy's error page), and features
+    /// a provider lacks (``ProviderError/Code/unsupported(feature:)``: a regular expression or a
+    /// grammar a cloud API cannot enforce goes on to the local model, which can).
     @Sendable public static func defaultFailover(_ error: ProviderError) -> Bool {
-        error.isTransient || error.code == .decoding
+        if case .unsupported = error.code { return true }
+        return error.isTransient || error.code == .decoding
     }
 
     /// The providers in the order they will be tried for `request`.

@@ -1,4 +1,4 @@
-/// Sampling and length options for one request.
+/// Sampling, length and format options for one request.
 ///
 /// Every field is optional: `nil` means "the provider's default". Providers send only the
 /// fields their API understands and document which ones they drop (see docs/PROVIDERS.md).
@@ -23,12 +23,16 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
     public var presencePenalty: Double?
     /// Additive penalty scaled by how often a token appeared (OpenAI style; 0 = off).
     public var frequencyPenalty: Double?
+    /// The shape the reply must take (JSON, a schema, a pattern, a grammar); `nil` or
+    /// ``ResponseFormat/text`` for free text. Never dropped: a provider that cannot honour it
+    /// throws ``ProviderError/Code/unsupported(feature:)``.
+    public var responseFormat: ResponseFormat?
 
     /// Creates options; every argument defaults to "provider default".
     public init(
         temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, minP: Double? = nil,
         maxTokens: Int? = nil, stop: [String] = [], seed: Int? = nil, repetitionPenalty: Double? = nil,
-        presencePenalty: Double? = nil, frequencyPenalty: Double? = nil
+        presencePenalty: Double? = nil, frequencyPenalty: Double? = nil, responseFormat: ResponseFormat? = nil
     ) {
         self.temperature = temperature
         self.topP = topP
@@ -40,5 +44,12 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
         self.repetitionPenalty = repetitionPenalty
         self.presencePenalty = presencePenalty
         self.frequencyPenalty = frequencyPenalty
+        self.responseFormat = responseFormat
+    }
+
+    /// The response format when it constrains the reply (nil for none and for ``ResponseFormat/text``).
+    public var constrainedFormat: ResponseFormat? {
+        guard let responseFormat, responseFormat.isConstrained else { return nil }
+        return responseFormat
     }
 }

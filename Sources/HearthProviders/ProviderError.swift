@@ -27,6 +27,10 @@ public struct ProviderError: Error, Sendable, CustomStringConvertible {
         case decoding
         /// The model does not exist, is not loaded, or cannot run here.
         case modelUnavailable
+        /// The provider cannot do what the request asks (a response format its API lacks, such
+        /// as a regular expression sent to a cloud API); `feature` names it, e.g.
+        /// `response_format regex`. Raised before anything is sent, never by ignoring the ask.
+        case unsupported(feature: String)
     }
 
     /// The kind of failure.
@@ -76,6 +80,7 @@ extension ProviderError.Code: CustomStringConvertible {
         case .cancelled: return "cancelled"
         case .decoding: return "undecodable response"
         case .modelUnavailable: return "model unavailable"
+        case .unsupported(let feature): return "unsupported (\(feature))"
         }
     }
 
@@ -92,7 +97,7 @@ extension ProviderError {
         switch code {
         case .network, .timeout, .rateLimited, .modelUnavailable: return true
         case .server(let status): return status >= 500 || status == 408
-        case .unauthorized, .contextLengthExceeded, .invalidRequest, .cancelled, .decoding: return false
+        case .unauthorized, .contextLengthExceeded, .invalidRequest, .cancelled, .decoding, .unsupported: return false
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import HearthConstraints
 import HearthProviders
 
 /// An error answered as JSON: `{"error":{"message","type","param","code"}}` (OpenAI's shape;
@@ -85,7 +86,13 @@ struct APIError: Error, Sendable {
             return APIError(
                 status: 400, message: counts, type: "invalid_request_error", code: "context_length_exceeded", param: "messages")
         case .invalidRequest:
+            if let constraint = error.underlying as? ConstraintError { return .from(constraint) }
             return APIError(status: 400, message: error.message, type: "invalid_request_error", code: "invalid_value")
+        case .unsupported(let feature):
+            let format = feature.hasPrefix("response_format")
+            return APIError(
+                status: 400, message: error.message, type: "invalid_request_error",
+                code: format ? "unsupported_response_format" : "unsupported", param: format ? "response_format" : nil)
         case .modelUnavailable:
             return APIError(status: 503, message: error.message, type: "unavailable_error", code: "model_unavailable", retryAfter: 5)
         case .cancelled:
@@ -96,6 +103,30 @@ struct APIError: Error, Sendable {
             return APIError(status: 500, message: error.message, type: "server_error", code: "internal_error")
         }
     }
+}
+
+extension APIError {
+    /// A schema, pattern or grammar the local model cannot enforce: a 400 whose message names
+    /// the keyword (a JSON pointer into the schema) or the position in the pattern or grammar.
+    /// `param` is set by the caller (the request field that carried the format).
+    static func from(_ error: ConstraintError) -> APIError {
+        let code: String
+        let what: String
+        switch error.kind {
+        case .syntax: (code, what) = ("invalid_response_format", "does not parse")
+        case .unsupported: (code, what) = ("unsupported_response_format", "uses what cannot be enforced")
+        case .unsatisfiable: (code, what) = ("unsatisfiable_response_format", "admits no output")
+        case .invalidGrammar: (code, what) = ("invalid_response_format", "is not a valid grammar")
+        case .tooComplex: (code, what) = ("response_format_too_complex", "is too complex to compile")
+        }
+        let place = error.location.isEmpty ? "" : " at \(error.location)"
+        return APIError(
+            status: 400, message: "The response format \(what)\(place): \(error.message)", type: "invalid_request_error",
+            code: code, param: "response_format")
+    }
+
+    /// Whether this error is about the request's response format (its `param` then names the field that carried it).
+    var concernsResponseFormat: Bool { param == "response_format" && (code?.contains("response_format") ?? false) }
 }
 
 /// Typed access to a request object's fields, each failure an ``APIError`` naming the field.

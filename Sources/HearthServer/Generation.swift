@@ -74,7 +74,7 @@ extension HearthServer {
             call.model = name
             route = try gateway.route(name, for: client)
             let limit = route.isLocal ? max(1, lock.withLock { self.context }) : 1 << 20
-            let parser = RequestParser(alias: name, maxTokensLimit: min(limit, client.maxTokens ?? limit))
+            let parser = RequestParser(alias: name, maxTokensLimit: min(limit, client.maxTokens ?? limit), body: context.body)
             switch endpoint {
             case .chatCompletions: job = try parser.chat(json)
             case .completions: job = try parser.completion(json)
@@ -148,9 +148,11 @@ extension HearthServer {
         } catch {
             stream.cancel(CancellationError())
             cleanup()
+            // A schema or grammar that cannot be enforced is refused here, before any text: name the field that carried it.
+            var apiError = Self.gatewayAPIError(error)
+            if apiError.concernsResponseFormat, let param = job.formatParam { apiError.param = param }
             if job.stream, endpoint == .responses {
                 // The Responses API reports a failure to start as `response.failed` in the stream.
-                let apiError = Self.gatewayAPIError(error)
                 await record(RouteOutcome(failure: apiError, after: RouteOutcome()), call: call)
                 var frames = renderer.streamStart().prefix(2).map { $0 }
                 frames.append(renderer.streamError(apiError, text: ""))
@@ -160,7 +162,7 @@ extension HearthServer {
                 for frame in frames { buffer.writeBytes(frame) }
                 return Response(status: .ok, headers: streamHeaders, body: .init(byteBuffer: buffer))
             }
-            return await refuse(error, call: call, headers: headers)
+            return await refuse(apiError, call: call, headers: headers)
         }
         let filter = gateway.configuration.contentFilter.flatMap { $0.filterOutput ? $0 : nil }
         let storeKey = cacheKey
@@ -479,7 +481,7 @@ extension HearthServer {
                 type: "upstream_error", code: "upstream_error")
         case .timeout:
             answer = APIError(status: 504, message: "\(provider) did not answer in time.", type: "timeout_error", code: "upstream_timeout")
-        case .invalidRequest, .contextLengthExceeded, .cancelled:
+        case .invalidRequest, .contextLengthExceeded, .cancelled, .unsupported:
             return apiError(error)
         }
         // The upstream's own words go to the log only (HearthCloud has redacted keys from them).

@@ -26,6 +26,10 @@ struct GenerationJob: Sendable {
     var model: String
     /// Responses API: the `instructions`, echoed in the response object.
     var instructions: String?
+    /// The request field that asked for `options.responseFormat` (`response_format`,
+    /// `json_schema`, `grammar`, `text.format`, `output_config.format`): the `param` of a 400
+    /// for a schema or grammar that cannot be enforced.
+    var formatParam: String?
 }
 
 /// Parses and validates request bodies; every failure is a 4xx ``APIError`` naming the field.
@@ -34,6 +38,8 @@ struct RequestParser {
     var alias: String
     /// Largest `max_tokens` accepted (the context size, when known).
     var maxTokensLimit: Int
+    /// The request body as sent, read again only for a schema's key order (``schemaText``).
+    var body: Data?
 
     /// Decodes a body as JSON (invalid UTF-8 and malformed JSON are 400s).
     static func json(_ data: Data) throws -> JSONValue {
@@ -65,8 +71,9 @@ struct RequestParser {
         return model
     }
 
-    /// OpenAI sampling fields shared by chat and text completions.
-    func openAIOptions(_ f: Fields) throws -> GenerationOptions {
+    /// OpenAI sampling fields shared by chat and text completions, and the response format
+    /// (``openAIFormat(_:)``) with the field that asked for it.
+    func openAIOptions(_ f: Fields) throws -> (GenerationOptions, formatParam: String?) {
         var o = GenerationOptions()
         o.temperature = try f.number("temperature", in: 0...2)
         o.topP = try f.number("top_p", in: 0...1)
@@ -84,17 +91,13 @@ struct RequestParser {
         if let n = try f.int("n", in: Int.min...Int.max), n != 1 {
             throw APIError.invalid("n", "Only n = 1 is supported (one choice per request), got \(n).")
         }
-        if let format = f.value("response_format"), format != ["type": "text"] {
-            let fields = try Fields(format, prefix: "response_format")
-            if try fields.string("type") != "text" {
-                throw APIError.invalid("response_format", "Only response_format {\"type\": \"text\"} is supported.")
-            }
-        }
+        let format = try openAIFormat(f)
+        o.responseFormat = format?.format
         if let tools = try f.array("tools"), !tools.isEmpty {
             throw APIError.invalid("tools", "Tool calling is not supported by this server.")
         }
         try validated(o)
-        return o
+        return (o, format?.param)
     }
 
     func streamFlags(_ f: Fields) throws -> (stream: Bool, includeUsage: Bool) {
@@ -127,7 +130,7 @@ struct RequestParser {
             }
             messages.append(ChatMessage(role: role, content: try text(m, key: "content", partType: "text")))
         }
-        let options = try openAIOptions(f)
+        let (options, formatParam) = try openAIOptions(f)
         var logprobs: Int?
         if try f.bool("logprobs") == true { logprobs = try f.int("top_logprobs", in: 0...20) ?? 0 }
         else if f.value("top_logprobs") != nil {
@@ -136,7 +139,7 @@ struct RequestParser {
         let (stream, includeUsage) = try streamFlags(f)
         return GenerationJob(
             endpoint: .chatCompletions, input: .chat(messages), options: options, stream: stream, includeUsage: includeUsage,
-            logprobs: logprobs, model: model)
+            logprobs: logprobs, model: model, formatParam: formatParam)
     }
 
     /// A message's content: a string, or an array of `{"type": partType, "text": …}` parts.
@@ -186,13 +189,13 @@ struct RequestParser {
         if let bestOf = try f.int("best_of", in: Int.min...Int.max), bestOf != 1 {
             throw APIError.invalid("best_of", "Only best_of = 1 is supported.")
         }
-        var options = try openAIOptions(f)
+        var (options, formatParam) = try openAIOptions(f)
         if options.maxTokens == nil { options.maxTokens = min(16, maxTokensLimit) }  // OpenAI's default for completions
         let logprobs = try f.int("logprobs", in: 0...5)
         let (stream, includeUsage) = try streamFlags(f)
         return GenerationJob(
             endpoint: .completions, input: .text(prompt), options: options, stream: stream, includeUsage: includeUsage,
-            logprobs: logprobs, model: model)
+            logprobs: logprobs, model: model, formatParam: formatParam)
     }
 
     /// `POST /v1/messages` (Anthropic Messages).
@@ -231,6 +234,8 @@ struct RequestParser {
         if o.topP == 0 { throw APIError.invalid("top_p", "'top_p' must be greater than 0.") }
         o.topK = try f.int("top_k", in: 0...1000)
         o.stop = try f.stops("stop_sequences", limit: 16)
+        let format = try anthropicFormat(f)
+        o.responseFormat = format?.format
         if let tools = try f.array("tools"), !tools.isEmpty {
             throw APIError.invalid("tools", "Tool use is not supported by this server.")
         }
@@ -238,12 +243,12 @@ struct RequestParser {
         let stream = try f.bool("stream") ?? false
         return GenerationJob(
             endpoint: .messages, input: .chat(messages), options: o, stream: stream, includeUsage: true, logprobs: nil,
-            model: model)
+            model: model, formatParam: format?.param)
     }
 
     /// `POST /v1/responses` (stateless): `input` as a string or a list of message items,
-    /// `instructions`, sampling fields and `stream`. Tools and `text.format` other than text
-    /// are refused by name until the server supports them.
+    /// `instructions`, sampling fields, `text.format` (text, json_object, json_schema) and
+    /// `stream`. Tools and reasoning are refused by name until the server supports them.
     func responses(_ body: JSONValue) throws -> GenerationJob {
         let f = try Fields(body)
         var messages: [ChatMessage] = []
@@ -284,15 +289,7 @@ struct RequestParser {
         if let tools = try f.array("tools"), !tools.isEmpty {
             throw APIError.invalid("tools", "Tool calling is not supported by this server yet.")
         }
-        if let text = f.value("text"), text != .null {
-            let t = try Fields(text, prefix: "text")
-            if let format = t.value("format"), format != .null {
-                let fmt = try Fields(format, prefix: "text.format")
-                if try fmt.string("type") != "text" {
-                    throw APIError.invalid("text.format", "Only text.format {\"type\": \"text\"} is supported by this server yet.")
-                }
-            }
-        }
+        let format = try responsesFormat(f)
         if let reasoning = f.value("reasoning"), reasoning != .null {
             throw APIError.invalid("reasoning", "'reasoning' is not supported: the served models do not reason in separate tokens.")
         }
@@ -302,10 +299,11 @@ struct RequestParser {
         o.topP = try f.number("top_p", in: 0...1)
         if o.topP == 0 { throw APIError.invalid("top_p", "'top_p' must be greater than 0.") }
         o.maxTokens = try f.int("max_output_tokens", in: 1...maxTokensLimit)
+        o.responseFormat = format?.format
         try validated(o)
         return GenerationJob(
             endpoint: .responses, input: .chat(messages), options: o, stream: try f.bool("stream") ?? false, includeUsage: true,
-            logprobs: nil, model: alias, instructions: instructions)
+            logprobs: nil, model: alias, instructions: instructions, formatParam: format?.param)
     }
 
     /// The provider layer's one validation (`GenerationOptions.validate()`, as the CLI, the

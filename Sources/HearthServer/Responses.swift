@@ -342,6 +342,20 @@ struct ResponseRenderer {
         ]
     }
 
+    /// The Responses API's `text.format` as the request asked for it (echoed in the response object).
+    var textFormat: JSONValue {
+        switch job.options.responseFormat {
+        case .jsonObject?: return ["type": "json_object"]
+        case .jsonSchema(let format)?:
+            let schema = (try? JSONDecoder().decode(JSONValue.self, from: Data(format.schema.utf8))) ?? [:]
+            return [
+                "type": "json_schema", "name": .string(format.name), "schema": schema, "strict": .bool(format.strict),
+                "description": .optional(format.description),
+            ]
+        default: return ["type": "text"]
+        }
+    }
+
     /// The response object; `usage` nil until the answer is done.
     func responseObject(status: String, output: [JSONValue], usage: Usage?) -> JSONValue {
         let o = job.options
@@ -350,7 +364,7 @@ struct ResponseRenderer {
             "incomplete_details": nil, "instructions": .optional(job.instructions),
             "max_output_tokens": o.maxTokens.map { .int($0) } ?? .null, "model": .string(job.model), "output": .array(output),
             "parallel_tool_calls": true, "previous_response_id": nil, "reasoning": ["effort": nil, "summary": nil],
-            "store": false, "temperature": o.temperature.map { .number($0) } ?? 1, "text": ["format": ["type": "text"]],
+            "store": false, "temperature": o.temperature.map { .number($0) } ?? 1, "text": ["format": textFormat],
             "tool_choice": "auto", "tools": [], "top_p": o.topP.map { .number($0) } ?? 1, "truncation": "disabled",
             "usage": usage.map { responsesUsage($0) } ?? .null, "metadata": [:],
         ]

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import HearthEngine
+import HearthLocal
+import HearthProviders
 import HearthTokenizers
 
 struct Generate: ParsableCommand {
@@ -29,13 +31,67 @@ struct Generate: ParsableCommand {
     @Option(name: .long, help: "With --json, include the K most likely tokens and their log-probabilities per step.")
     var topLogprobs: Int = 0
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Constrain the output to JSON that validates against the JSON Schema in FILE.",
+            discussion: "Enforced token by token; a keyword that cannot be enforced is an error naming it. See docs/STRUCTURED.md.",
+            valueName: "FILE"))
+    var jsonSchema: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Constrain the output to the GBNF grammar in FILE (llama.cpp's syntax, start rule 'root').", valueName: "FILE"))
+    var grammar: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Constrain the whole output to match the regular expression RE (ECMAScript syntax; see docs/STRUCTURED.md).",
+            valueName: "RE"))
+    var regex: String?
+
     func validate() throws {
         if maxTokens < 0 { throw ValidationError("--max-tokens must be ≥ 0") }
         if topLogprobs < 0 || topLogprobs > 100 { throw ValidationError("--top-logprobs must be between 0 and 100") }
+        if [jsonSchema, grammar, regex].compactMap({ $0 }).count > 1 {
+            throw ValidationError("Give one of --json-schema, --grammar and --regex.")
+        }
+        if regex?.isEmpty == true { throw ValidationError("--regex must not be empty") }
+    }
+
+    /// The flag that set the output format, for error messages.
+    var formatFlag: String { jsonSchema != nil ? "--json-schema" : grammar != nil ? "--grammar" : "--regex" }
+
+    /// The output format the flags ask for (files read here), nil for free text.
+    func responseFormat() throws -> ResponseFormat? {
+        func read(_ path: String, _ flag: String) throws -> String {
+            do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
+                throw ValidationError("\(flag) \(path): cannot read the file (\(error.localizedDescription))")
+            }
+        }
+        var format: ResponseFormat?
+        if let jsonSchema {
+            let name = URL(fileURLWithPath: jsonSchema).deletingPathExtension().lastPathComponent
+            let safe = String(name.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") }.prefix(64).map(Character.init))
+            format = .jsonSchema(name: safe.isEmpty ? "schema" : safe, schema: try read(jsonSchema, "--json-schema"))
+        } else if let grammar {
+            format = .grammar(try read(grammar, "--grammar"))
+        } else if let regex {
+            format = .regex(regex)
+        }
+        do { try format?.validate() } catch { throw ValidationError(error.message) }
+        return format
     }
 
     func run() throws {
         try reportingErrors {
+            let format = try responseFormat()
+            if let format {
+                // A schema, pattern or grammar that cannot be enforced is refused before the model loads.
+                do { _ = try ResponseFormatGrammar.grammar(for: format) } catch { throw ValidationError("\(formatFlag): \(error)") }
+            }
             let lm = try model.load(threads: runtime.threads, showProgress: !json)
             let generator = try Generator(
                 model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch,
@@ -52,6 +108,11 @@ struct Generate: ParsableCommand {
             parameters.stop = stop
             parameters.topLogprobs = topLogprobs
             parameters.stripLeadingSpace = !raw
+            if let format {
+                do { try ResponseFormatGrammar.apply(format, to: &parameters, model: lm) } catch {
+                    throw ValidationError("\(formatFlag): \(error)")
+                }
+            }
             let summary = try generator.run(prompt: tokens, parameters: parameters) { token in
                 if json {
                     let line = TokenLine(

@@ -66,6 +66,8 @@ final class ResponseCache: @unchecked Sendable {
             "stop": .array(options.stop.map { .string($0) }), "seed": integer(options.seed),
             "repetition_penalty": number(options.repetitionPenalty), "presence_penalty": number(options.presencePenalty),
             "frequency_penalty": number(options.frequencyPenalty),
+            // A JSON answer is not a text answer: the format (schema text included) is part of the key.
+            "response_format": options.constrainedFormat.map { .string(String(describing: $0)) } ?? .null,
         ]
         // Sorted keys: the encoder's object order is not stable from one value to the next.
         let encoder = JSONEncoder()

@@ -1,0 +1,63 @@
+import HearthConstraints
+import HearthEngine
+import HearthProviders
+
+/// The response format of a request as the engine's constraint: the one mapping
+/// `ResponseFormat` → `Grammar` → `CompiledConstraint` that `LocalProvider`, the server and
+/// the CLI share.
+public enum ResponseFormatGrammar {
+    /// The grammar a format compiles to (nil for free text).
+    /// - Throws: `ConstraintError` naming the keyword (a JSON pointer into the schema) or the
+    ///   position in the pattern or grammar.
+    public static func grammar(for format: ResponseFormat) throws -> Grammar? {
+        switch format {
+        case .text: return nil
+        default:
+            // Filled in when HearthConstraints' front ends land (JSONSchema, RegularExpression, GBNF).
+            throw ConstraintError(.unsupported, "structured output is not built into this Hearth yet (\(format.kind))")
+        }
+    }
+
+    /// Sets `parameters` up to generate under `format` with `model`: compiles the grammar
+    /// against the model's vocabulary (cached per grammar; the first token's leading space is
+    /// then kept, as the constraint chose it). `prefix` is text already output that the
+    /// constraint must accept first (a partial answer being continued). Does nothing for free text.
+    /// - Throws: `ConstraintError` (see ``grammar(for:)``; `.unsatisfiable` when `prefix` cannot
+    ///   begin an output of the format).
+    public static func apply(
+        _ format: ResponseFormat?, to parameters: inout GenerationParameters, model: LanguageModel, prefix: String = ""
+    ) throws {
+        guard let format, let grammar = try grammar(for: format) else { return }
+        let constraint = model.compileConstraint(grammar)
+        if !prefix.isEmpty {
+            var matcher = ConstraintMatcher(constraint)
+            guard matcher.advance(bytes: Array(prefix.utf8)) else {
+                throw ConstraintError(
+                    .unsatisfiable, "the partial answer to continue (\(prefix.utf8.count) bytes) does not begin an output of the \(format.kind) format")
+            }
+            parameters.constraintPrefix = Array(prefix.utf8)
+        }
+        parameters.constraint = constraint
+    }
+}
+
+extension LocalProvider {
+    /// Sets `parameters` up for `format` (``ResponseFormatGrammar/apply(_:to:model:prefix:)``)
+    /// and drops the dialogue's stop strings, which would cut a constrained reply short (the
+    /// grammar ends it; the caller's own stop strings stay). Throws `ProviderError`
+    /// `.invalidRequest` whose `underlying` is the `ConstraintError` that says where the schema,
+    /// pattern or grammar is at fault.
+    func applyConstraint(
+        _ format: ResponseFormat?, stop: [String], continuation: String?, to parameters: inout GenerationParameters,
+        generator: Generator
+    ) throws {
+        guard let format, format.isConstrained else { return }
+        do {
+            try ResponseFormatGrammar.apply(format, to: &parameters, model: generator.model, prefix: continuation ?? "")
+        } catch let error as ConstraintError {
+            throw ProviderError(
+                .invalidRequest, provider: id, message: "response_format \(format.kind): \(error)", underlying: error)
+        }
+        parameters.stop = stop
+    }
+}

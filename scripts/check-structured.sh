@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Structured output on the default model, checked by references: starts `hearth serve`, samples
+# every schema of the corpus (Tests/Fixtures/schemas/*.json) at temperature 1.0 with several
+# seeds, and validates every answer with the `jsonschema` package (format checks on); answers
+# cut by max_tokens (finish_reason "length") are counted apart, neither valid nor invalid. Then
+# the official `openai` client's chat.completions.parse (and responses.parse) with pydantic
+# models, and `hearth generate --json-schema` once (scripts/check_structured.py). Exits 1 on
+# any invalid answer or failed request.
+#
+# Usage: scripts/check-structured.sh [--binary PATH] [--model PATH] [--seeds N] [--max-tokens N]
+#                                    [--parallel N] [--schemas DIR] [--report FILE]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/serve-common.sh
+binary=""
+model="models/gemma-3-270m-q4_k_m.gguf"
+seeds=3
+max_tokens=768
+parallel=4
+schemas="Tests/Fixtures/schemas"
+report=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --binary) binary="$2"; shift 2 ;;
+        --model) model="$2"; shift 2 ;;
+        --seeds) seeds="$2"; shift 2 ;;
+        --max-tokens) max_tokens="$2"; shift 2 ;;
+        --parallel) parallel="$2"; shift 2 ;;
+        --schemas) schemas="$2"; shift 2 ;;
+        --report) report="$2"; shift 2 ;;
+        *) echo "unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+binary="$(hearth_binary "$binary")"
+require_model "$model"
+ls "$schemas"/*.json > /dev/null 2>&1 || { echo "no schemas in $schemas" >&2; exit 1; }
+
+venv=".build/structured-venv"
+private_venv "$venv" openai pydantic "jsonschema[format-nongpl]"
+
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+key="hk-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+printf '%s\n' "$key" > "$work/key"
+
+"$binary" serve --model "$model" --port 0 --api-key-file "$work/key" --parallel "$parallel" --ctx 4096 \
+    --alias gemma > "$work/out" 2> "$work/log" &
+server_pid=$!
+url=""
+for _ in $(seq 1 600); do
+    url="$(grep -o 'http://[^ ]*/v1' "$work/out" | head -1 || true)"
+    [ -n "$url" ] && break
+    kill -0 "$server_pid" 2>/dev/null || { cat "$work/log" >&2; echo "the server exited" >&2; exit 1; }
+    sleep 0.1
+done
+[ -n "$url" ] || { echo "the server did not become ready" >&2; exit 1; }
+echo "server: $url (pid $server_pid)"
+
+args=("${url%/v1}" "$key" gemma --schemas "$schemas" --seeds "$seeds" --max-tokens "$max_tokens" --parallel "$parallel"
+      --binary "$binary" --model-path "$model")
+[ -n "$report" ] && args+=(--report "$report")
+"$venv/bin/python" scripts/check_structured.py "${args[@]}"

@@ -1,0 +1,248 @@
+"""Structured output against references (scripts/check-structured.sh runs it in a private venv).
+
+1. Every schema of the corpus, sampled at temperature 1.0 with several seeds through
+   /v1/chat/completions (response_format json_schema): each answer is validated with the
+   `jsonschema` package, format checks on. An answer cut by max_tokens (finish_reason
+   "length") is counted apart: it is incomplete by design, neither valid nor invalid.
+2. The official `openai` client's `chat.completions.parse` (and `responses.parse` when the
+   installed client has it) with pydantic models: the parsed object is an instance of the model.
+3. `hearth generate --json-schema` once, its output validated the same way.
+
+Exits 1 on any invalid answer or failed request.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import pathlib
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import List, Literal, Optional
+
+import jsonschema
+from openai import LengthFinishReasonError, OpenAI
+from pydantic import BaseModel, Field
+
+
+def post(base, key, path, body, timeout=600):
+    request = urllib.request.Request(
+        base + path, data=json.dumps(body).encode(), method="POST",
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def schema_name(path):
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", path.stem)[:64]
+    return name or "schema"
+
+
+def validator(schema):
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    # The draft's own format checker: a bare FormatChecker() mixes drafts (draft 3's `time` is
+    # HH:MM:SS only, and wins over RFC 3339's).
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def sample(base, key, model, path, schema, seed, max_tokens):
+    body = {
+        "model": model,
+        "messages": [
+            {"role": "system", "content": "You answer with one JSON value and nothing else."},
+            {"role": "user", "content": "Write an example JSON value for this JSON Schema:\n" + json.dumps(schema)},
+        ],
+        "temperature": 1.0,
+        "seed": seed,
+        "max_tokens": max_tokens,
+        "response_format": {"type": "json_schema", "json_schema": {"name": schema_name(path), "schema": schema, "strict": True}},
+    }
+    started = time.monotonic()
+    status, reply = post(base, key, "/v1/chat/completions", body)
+    seconds = time.monotonic() - started
+    if status != 200:
+        return {"status": status, "error": reply.get("error", reply), "seconds": seconds}
+    choice = reply["choices"][0]
+    return {
+        "status": 200, "finish": choice["finish_reason"], "text": choice["message"]["content"],
+        "tokens": reply["usage"]["completion_tokens"], "seconds": seconds,
+    }
+
+
+def check_corpus(args):
+    paths = sorted(pathlib.Path(args.schemas).glob("*.json"))
+    jobs = []
+    schemas = {}
+    for path in paths:
+        document = json.loads(path.read_text())
+        # A corpus file is a schema, or {"schema": …} with notes beside it.
+        schema = document["schema"] if isinstance(document, dict) and "schema" in document and "type" not in document else document
+        schemas[path] = (schema, validator(schema))
+        for seed in range(1, args.seeds + 1):
+            jobs.append((path, seed))
+    results = {path: {"valid": 0, "invalid": 0, "length": 0, "errors": 0, "tokens": 0, "seconds": 0.0} for path in paths}
+    failures = []
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        futures = {pool.submit(sample, args.base, args.key, args.model, path, schemas[path][0], seed, args.max_tokens): (path, seed)
+                   for path, seed in jobs}
+        for future in concurrent.futures.as_completed(futures):
+            path, seed = futures[future]
+            outcome = future.result()
+            row = results[path]
+            row["seconds"] += outcome["seconds"]
+            if outcome["status"] != 200:
+                row["errors"] += 1
+                failures.append(f"{path.name} seed {seed}: HTTP {outcome['status']} {outcome['error']}")
+                continue
+            row["tokens"] += outcome["tokens"]
+            if outcome["finish"] == "length":
+                row["length"] += 1
+                continue
+            try:
+                value = json.loads(outcome["text"])
+                problems = sorted(schemas[path][1].iter_errors(value), key=lambda e: list(e.path))
+            except json.JSONDecodeError as error:
+                problems = [f"not JSON: {error}"]
+            if problems:
+                row["invalid"] += 1
+                first = problems[0]
+                message = first.message if hasattr(first, "message") else str(first)
+                where = "/" + "/".join(str(p) for p in first.path) if hasattr(first, "path") else ""
+                failures.append(f"{path.name} seed {seed}: INVALID at {where}: {message[:200]} — {outcome['text'][:300]!r}")
+            else:
+                row["valid"] += 1
+    elapsed = time.monotonic() - started
+    total = {k: sum(r[k] for r in results.values()) for k in ("valid", "invalid", "length", "errors", "tokens")}
+    for path, row in results.items():
+        print(f"     {path.name:40s} valid {row['valid']}  invalid {row['invalid']}  length {row['length']}  errors {row['errors']}  "
+              f"tokens {row['tokens']}")
+    judged = total["valid"] + total["invalid"]
+    share = 100.0 * total["valid"] / judged if judged else 0.0
+    print(f"corpus: {len(paths)} schemas x {args.seeds} seeds = {len(jobs)} answers: {total['valid']} valid, "
+          f"{total['invalid']} invalid ({share:.1f}% of {judged} complete answers valid), {total['length']} cut at "
+          f"max_tokens {args.max_tokens}, {total['errors']} failed requests; {total['tokens']} tokens in {elapsed:.1f} s "
+          f"({total['tokens'] / elapsed:.1f} tokens/s over {args.parallel} parallel)")
+    for failure in failures:
+        print("FAIL " + failure)
+    return total, failures, results, elapsed
+
+
+class Address(BaseModel):
+    street: str = Field(max_length=40)
+    city: str = Field(max_length=30)
+    postcode: str = Field(pattern=r"^[0-9]{5}$")
+
+
+class Person(BaseModel):
+    name: str = Field(max_length=30)
+    age: int = Field(ge=0, le=130)
+    email: Optional[str]
+    role: Literal["admin", "editor", "viewer"]
+    tags: List[str] = Field(max_length=4)
+    address: Address
+
+
+class Verdict(BaseModel):
+    answer: Literal["yes", "no"]
+    confidence: float
+
+
+def check_openai_parse(args):
+    client = OpenAI(base_url=args.base + "/v1", api_key=args.key, max_retries=0, timeout=600)
+    failures = []
+    parsed = cut = 0
+    seeds = range(1, max(2, args.seeds) + 1)
+    for model_type, prompt in [(Person, "Invent a person who lives in a city."), (Verdict, "Is the sky blue?")]:
+        for seed in seeds:
+            try:
+                completion = client.chat.completions.parse(
+                    model=args.model, messages=[{"role": "user", "content": prompt + " Answer in JSON."}],
+                    response_format=model_type, temperature=1.0, seed=seed, max_tokens=args.max_tokens)
+            except LengthFinishReasonError:
+                cut += 1  # incomplete by design (finish_reason length), as in the corpus
+                continue
+            message = completion.choices[0].message
+            if isinstance(message.parsed, model_type):
+                parsed += 1
+            else:
+                failures.append(f"chat.completions.parse {model_type.__name__} seed {seed}: parsed {message.parsed!r} from {message.content!r}")
+    if parsed == 0:
+        failures.append("chat.completions.parse: no answer parsed (all cut at max_tokens)")
+    if not failures:
+        print(f"ok   openai chat.completions.parse with pydantic models (Person with a nested Address, Verdict): "
+              f"{parsed} parsed, {cut} cut at max_tokens")
+    parse = getattr(getattr(client, "responses", None), "parse", None)
+    if parse is not None:
+        outcomes = []
+        for seed in seeds:
+            response = parse(model=args.model, input="Is the sky blue? Answer in JSON.", text_format=Verdict,
+                             temperature=1.0, max_output_tokens=args.max_tokens)
+            outcomes.append(response.status)
+            if response.status == "completed" and not isinstance(response.output_parsed, Verdict):
+                failures.append(f"responses.parse Verdict: {response.output_parsed!r}")
+        if "completed" not in outcomes:
+            failures.append(f"responses.parse: no answer completed ({outcomes})")
+        elif not failures:
+            print(f"ok   openai responses.parse (text.format json_schema) with a pydantic model: {outcomes}")
+    return failures
+
+
+def check_cli(args):
+    if not args.binary:
+        return []
+    schema = {"type": "object", "properties": {"city": {"type": "string", "maxLength": 30},
+              "when": {"type": "string", "format": "date"}, "id": {"type": "string", "format": "uuid"}},
+              "required": ["city", "when", "id"], "additionalProperties": False}
+    with open("/tmp/hearth-structured-cli-schema.json", "w") as handle:
+        json.dump(schema, handle)
+    run = subprocess.run([args.binary, "generate", "--model", args.model_path, "--prompt", "A trip, as JSON.",
+                          "--json-schema", "/tmp/hearth-structured-cli-schema.json", "--temperature", "1.0", "--seed", "7",
+                          "--max-tokens", str(args.max_tokens)], capture_output=True, text=True, timeout=600)
+    if run.returncode != 0:
+        return [f"hearth generate --json-schema exited {run.returncode}: {run.stderr[-500:]}"]
+    try:
+        problems = list(validator(schema).iter_errors(json.loads(run.stdout)))
+    except json.JSONDecodeError as error:
+        problems = [f"not JSON: {error}"]
+    if problems:
+        return [f"hearth generate --json-schema: {problems[0]} — {run.stdout[:300]!r}"]
+    print(f"ok   hearth generate --json-schema: {run.stdout.strip()}")
+    return []
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("base")
+    parser.add_argument("key")
+    parser.add_argument("model")
+    parser.add_argument("--schemas", default="Tests/Fixtures/schemas")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=768)
+    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--binary", default="")
+    parser.add_argument("--model-path", default="")
+    parser.add_argument("--report", default="")
+    args = parser.parse_args()
+
+    total, failures, results, elapsed = check_corpus(args)
+    failures += check_openai_parse(args)
+    failures += check_cli(args)
+    if args.report:
+        with open(args.report, "w") as handle:
+            json.dump({"total": total, "seconds": elapsed, "seeds": args.seeds, "max_tokens": args.max_tokens,
+                       "schemas": {p.name: r for p, r in results.items()}}, handle, indent=1)
+    if failures or total["invalid"] or total["errors"]:
+        print(f"FAIL {len(failures)} problems", file=sys.stderr)
+        sys.exit(1)
+    print("all structured-output checks passed")
+
+
+if __name__ == "__main__":
+    main()
