@@ -12,9 +12,12 @@ public enum ResponseFormatGrammar {
     public static func grammar(for format: ResponseFormat) throws -> Grammar? {
         switch format {
         case .text: return nil
-        default:
-            // Filled in when HearthConstraints' front ends land (JSONSchema, RegularExpression, GBNF).
-            throw ConstraintError(.unsupported, "structured output is not built into this Hearth yet (\(format.kind))")
+        case .jsonObject: return try JSONSchema.anyJSONObject
+        case .jsonSchema(let schema): return try JSONSchema.grammar(schema.schema)
+        case .regex(let pattern): return try RegularExpression.grammar(pattern)
+        case .grammar:
+            // GBNF front end pending in HearthConstraints.
+            throw ConstraintError(.unsupported, "GBNF grammars are not built into this Hearth yet")
         }
     }
 
