@@ -15,9 +15,7 @@ public enum ResponseFormatGrammar {
         case .jsonObject: return try JSONSchema.anyJSONObject
         case .jsonSchema(let schema): return try JSONSchema.grammar(schema.schema)
         case .regex(let pattern): return try RegularExpression.grammar(pattern)
-        case .grammar:
-            // GBNF front end pending in HearthConstraints.
-            throw ConstraintError(.unsupported, "GBNF grammars are not built into this Hearth yet")
+        case .grammar(let text, let root): return try GBNF.grammar(text, root: root)
         }
     }
 
