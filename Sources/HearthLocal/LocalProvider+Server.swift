@@ -83,16 +83,25 @@ extension LocalProvider {
         }
     }
 
+    /// Decides when a tokenized request may join the model's queue: called once the prompt is
+    /// tokenized and checked, generation waits until it returns, and the closure it returns is
+    /// called exactly once when the sequence has ended (its slot is free), failed or was
+    /// cancelled. A server uses it to release requests to the model fairly between its clients;
+    /// throwing (e.g. `CancellationError` while waiting) ends the generation with that error.
+    public typealias Admission = @Sendable () async throws -> @Sendable () -> Void
+
     /// Streams a generation with per-token detail. Cancelling the consumer (or dropping the
     /// stream) stops the sequence within one step. A prompt that does not fit the context
     /// throws `ProviderError` `.contextLengthExceeded` with both counts (never truncated).
-    public func generate(_ input: LocalInput, options: GenerationOptions, topLogprobs: Int = 0)
+    /// With `admission`, the request waits for it after `.promptTokens` (see ``Admission``).
+    public func generate(_ input: LocalInput, options: GenerationOptions, topLogprobs: Int = 0, admission: Admission? = nil)
         -> AsyncThrowingStream<LocalEvent, Error>
     {
         AsyncThrowingStream { continuation in
             let task = Task {
                 do {
-                    try await self.serveDetailed(input, options: options, topLogprobs: topLogprobs, into: continuation)
+                    try await self.serveDetailed(
+                        input, options: options, topLogprobs: topLogprobs, admission: admission, into: continuation)
                     continuation.finish()
                 } catch {
                     continuation.finish(throwing: self.providerError(error))
@@ -103,7 +112,7 @@ extension LocalProvider {
     }
 
     private func serveDetailed(
-        _ input: LocalInput, options: GenerationOptions, topLogprobs: Int,
+        _ input: LocalInput, options: GenerationOptions, topLogprobs: Int, admission: Admission?,
         into continuation: AsyncThrowingStream<LocalEvent, Error>.Continuation
     ) async throws {
         let started = DispatchTime.now()
@@ -134,6 +143,11 @@ extension LocalProvider {
         parameters.topLogprobs = max(0, topLogprobs)
         let tokenizer = generator.model.tokenizer
         func piece(_ id: Int32) -> String { String(decoding: tokenizer.bytes(of: id) ?? [], as: UTF8.self) }
+        // Wait for the caller's go-ahead (its fair share of the slots), holding it until the
+        // sequence has ended.
+        let release = try await admission?()
+        defer { release?() }
+        try Task.checkCancellation()
         var firstToken: Double?
         for try await event in generator.generate(prompt: tokens, parameters: parameters) {
             switch event {

@@ -142,7 +142,17 @@ extension HearthServer {
         }
         var renderer = ResponseRenderer(job: job, requestID: call.requestID, reportsProvider: configured)
         do {
-            let first = try await stream.start(route, job: job)
+            // A local request waits its turn in the fair queue (between clients) before the
+            // model's own queue; it still counts as admitted and waiting.
+            var admission: LocalProvider.Admission?
+            if let queue = localQueue {
+                let name = client.name
+                admission = {
+                    let turn = try await queue.turn(for: name)
+                    return { turn.end() }
+                }
+            }
+            let first = try await stream.start(route, job: job, admission: admission)
             renderer.promptTokens = first.promptTokens ?? 0
             Self.set(&headers, "x-hearth-served-by", first.provider)
         } catch {

@@ -81,6 +81,9 @@ public final class HearthServer: @unchecked Sendable {
     let configured: Bool
     let metrics = ServerMetrics()
     let connections: ConnectionCounter
+    /// Local requests held until the model has a slot for them, released fairly between clients
+    /// (nil without a local model).
+    let localQueue: FairQueue?
     let lock = NSLock()
     var phase = Phase.loading
     /// Admitted generation requests per pool and per client.
@@ -120,6 +123,7 @@ public final class HearthServer: @unchecked Sendable {
             self.gateway = Gateway.plain(alias: options.alias, apiKey: options.apiKey, local: nil)
         }
         connections = ConnectionCounter(limit: options.maxConnections)
+        localQueue = self.local.map { FairQueue(slots: $0.parallelSequences) }
         if self.local == nil { phase = .ready }
     }
 

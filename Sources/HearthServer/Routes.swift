@@ -63,7 +63,8 @@ extension HearthServer {
     func metricsResponse() -> Response {
         let load = local?.schedulerLoad ?? (0, 0)
         metrics.running.set(to: Double(load.running))
-        metrics.waiting.set(to: Double(load.waiting))
+        // Waiting: in the model's queue, or held by the server's fair queue before it.
+        metrics.waiting.set(to: Double(load.waiting + (localQueue?.waitingCount ?? 0)))
         metrics.kvCacheUsage.set(to: local?.kvCacheUsage ?? 0)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

@@ -93,13 +93,16 @@ import Testing
     }
 
     /// A gateway with small per-client limits over the fixture and a fake upstream.
+    /// `extra` is added to the configuration's top level (with its trailing comma); `blocked` is
+    /// the content filter's file; `clock`, when given, is the gateway's clock.
     static func gateway(
         _ clients: String, cache: Bool = false, answer: [String]? = nil, filterOutput: Bool = false,
-        options: ServerOptions = ServerOptions(port: 0, alias: "tiny")
+        options: ServerOptions = ServerOptions(port: 0, alias: "tiny"), parallel: Int = 2, context: Int = 1024,
+        blocked: String = "pineapple\n", extra: String = "", clock: ManualClock? = nil
     ) async throws -> (ServerHarness, TestHTTPServer, URL) {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-security-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try "pineapple\n".write(to: directory.appendingPathComponent("blocked.txt"), atomically: true, encoding: .utf8)
+        try blocked.write(to: directory.appendingPathComponent("blocked.txt"), atomically: true, encoding: .utf8)
         let upstream: TestHTTPServer
         if let answer { upstream = try await fakeOpenAI(answer: answer) } else { upstream = try await fakeOpenAI() }
         let config = """
@@ -107,12 +110,13 @@ import Testing
              "models": {"local": {"provider": "local"}, "cloud": {"provider": "openai", "model": "gpt-4o-mini"}},
              \(cache ? #""cache": {"ttl_seconds": 60, "max_entries": 10},"# : "")
              "content_filter": {"file": "blocked.txt", "output": \(filterOutput), "window": 16},
+             \(extra)
              "usage_db": "usage.sqlite"}
             """
         let environment = ["OPENAI_API_KEY": "sk-test-0000000000000000", "OPENAI_BASE_URL": upstream.baseURL]
         let configuration = try GatewayConfiguration.parse(Data(config.utf8), directory: directory, environment: environment)
-        let harness = try await ServerHarness(context: 1024, parallel: 2, options: options) { local in
-            try Gateway(configuration: configuration, local: local, environment: environment)
+        let harness = try await ServerHarness(context: context, parallel: parallel, options: options) { local in
+            try Gateway(configuration: configuration, local: local, environment: environment, clock: clock?.clock ?? .system)
         }
         return (harness, upstream, directory)
     }

@@ -31,12 +31,13 @@ struct RouteStart: Sendable {
 typealias RouteStream = ForwardedStream<RouteEvent, RouteStart>
 
 extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
-    /// Starts the route's provider on `job`: the local model with the server's full feature set,
-    /// or a router (cloud first, fallbacks after) on the job's conversation.
-    func start(_ route: Gateway.ModelRoute, job: GenerationJob) async throws -> RouteStart {
+    /// Starts the route's provider on `job`: the local model with the server's full feature set
+    /// (handed to the model when `admission` lets it: the server's fair queue), or a router
+    /// (cloud first, fallbacks after) on the job's conversation.
+    func start(_ route: Gateway.ModelRoute, job: GenerationJob, admission: LocalProvider.Admission? = nil) async throws -> RouteStart {
         switch route.target {
         case .local(let provider):
-            return try await start(local: provider, job: job)
+            return try await start(local: provider, job: job, admission: admission)
         case .router(let router):
             guard case .chat(let messages) = job.input else { throw APIError.invalid("model", "Cloud routes take chat requests only.") }
             return try await start(router: router, request: ChatRequest(messages: messages, options: job.options))
@@ -44,8 +45,8 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
     }
 
     /// Starts the local model on `job` (raw text and log-probabilities included).
-    func start(local provider: LocalProvider, job: GenerationJob) async throws -> RouteStart {
-        let upstream = provider.generate(job.input, options: job.options, topLogprobs: job.logprobs ?? 0)
+    func start(local provider: LocalProvider, job: GenerationJob, admission: LocalProvider.Admission?) async throws -> RouteStart {
+        let upstream = provider.generate(job.input, options: job.options, topLogprobs: job.logprobs ?? 0, admission: admission)
         let id = provider.id
         return try await run {
             for try await event in upstream {

@@ -1,0 +1,161 @@
+import Foundation
+
+/// Fair admission to the local model's sequence slots between clients.
+///
+/// The engine serves its own queue in arrival order, so a client that queued many requests
+/// would make every other client wait behind all of them. The server therefore hands the
+/// engine at most ``slots`` local requests at a time and holds the rest here. When a slot
+/// frees, the next request is the oldest of the client that has the fewest requests running,
+/// and among clients with equally many, the one served longest ago (never served counts as
+/// longest): round-robin between the clients that wait, so a client that queues N requests
+/// delays another client's next request by at most one answer per slot. A client alone is
+/// served in arrival order (the plain server has one client: nothing changes for it).
+///
+/// A held request is still waiting for a slot, and is counted in `hearth_requests_waiting`
+/// (``waitingCount``). A waiter whose task is cancelled (its client left, its deadline
+/// passed, the server drains) leaves the queue at once.
+final class FairQueue: @unchecked Sendable {
+    // `@unchecked Sendable`: every mutable field is only touched under `lock`.
+
+    /// Requests handed to the engine at once (its sequence slots).
+    let slots: Int
+    private let lock = NSLock()
+    /// Turns held (requests handed to the engine and not yet ended), overall and per client.
+    private var runningTotal = 0
+    private var running: [String: Int] = [:]
+    /// Waiting requests per client, oldest first.
+    private var waiting: [String: [Waiter]] = [:]
+    private var waitingTotal = 0
+    /// When each client was last given a turn (a counter, not a time); forgotten once the
+    /// client has nothing running or waiting.
+    private var lastServed: [String: UInt64] = [:]
+    private var served: UInt64 = 0
+    private var arrivals: UInt64 = 0
+
+    /// One held request.
+    private final class Waiter: @unchecked Sendable {
+        // `@unchecked Sendable`: its fields are only touched under the queue's `lock`.
+        let client: String
+        /// Its place in arrival order (set when it joins the queue).
+        var arrival: UInt64 = 0
+        var continuation: CheckedContinuation<Turn, Error>?
+        /// Given a turn, or cancelled: nothing more may happen to it.
+        var done = false
+        var cancelled = false
+
+        init(client: String) { self.client = client }
+    }
+
+    /// A request's right to be handed to the engine: hold it while the request runs, then
+    /// ``end()`` it (or drop it) so the next waiting request can go.
+    final class Turn: @unchecked Sendable {
+        // `@unchecked Sendable`: `ended` is only touched under `lock`.
+        private weak var queue: FairQueue?
+        let client: String
+        private let lock = NSLock()
+        private var ended = false
+
+        fileprivate init(queue: FairQueue, client: String) {
+            self.queue = queue
+            self.client = client
+        }
+
+        /// Gives the turn back (later calls do nothing).
+        func end() {
+            let first: Bool = lock.withLock {
+                defer { ended = true }
+                return !ended
+            }
+            if first { queue?.finish(client) }
+        }
+
+        deinit { end() }
+    }
+
+    /// A queue handing out `slots` turns at once (at least one).
+    init(slots: Int) { self.slots = max(1, slots) }
+
+    /// Requests held here now (waiting for a turn).
+    var waitingCount: Int { lock.withLock { waitingTotal } }
+
+    /// Turns held now.
+    var runningCount: Int { lock.withLock { runningTotal } }
+
+    /// Waits until `client`'s request may be handed to the engine.
+    /// - Throws: `CancellationError` when the calling task is cancelled while it waits.
+    func turn(for client: String) async throws -> Turn {
+        let waiter = Waiter(client: client)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                lock.withLock {
+                    if waiter.cancelled {
+                        waiter.done = true
+                        continuation.resume(throwing: CancellationError())
+                        return
+                    }
+                    waiter.continuation = continuation
+                    arrivals += 1
+                    waiter.arrival = arrivals
+                    waiting[client, default: []].append(waiter)
+                    waitingTotal += 1
+                    dispatch()
+                }
+            }
+        } onCancel: {
+            lock.withLock {
+                guard !waiter.done else { return }
+                waiter.cancelled = true
+                guard let continuation = waiter.continuation else { return }  // not queued yet: refused when it is
+                waiter.done = true
+                waiter.continuation = nil
+                waiting[client]?.removeAll { $0 === waiter }
+                if waiting[client]?.isEmpty == true { waiting[client] = nil }
+                waitingTotal -= 1
+                forgetIfIdle(client)
+                continuation.resume(throwing: CancellationError())
+            }
+        }
+    }
+
+    /// A turn ended: its slot goes to the next waiting request.
+    private func finish(_ client: String) {
+        lock.withLock {
+            runningTotal -= 1
+            let left = running[client, default: 1] - 1
+            running[client] = left > 0 ? left : nil
+            forgetIfIdle(client)
+            dispatch()
+        }
+    }
+
+    /// Hands free turns to waiting requests, fairest first. Called under `lock`.
+    private func dispatch() {
+        while runningTotal < slots {
+            // The waiting client with the fewest running, then served longest ago, then whose
+            // oldest request came first (clients and their waiters are few: a linear pick).
+            var best: (client: String, rank: (Int, UInt64, UInt64))?
+            for (client, queue) in waiting {
+                guard let oldest = queue.first else { continue }
+                let rank = (running[client] ?? 0, lastServed[client] ?? 0, oldest.arrival)
+                if best.map({ rank < $0.rank }) ?? true { best = (client, rank) }
+            }
+            guard let pick = best, var queue = waiting[pick.client], !queue.isEmpty else { return }
+            let waiter = queue.removeFirst()
+            waiting[pick.client] = queue.isEmpty ? nil : queue
+            waitingTotal -= 1
+            runningTotal += 1
+            running[pick.client, default: 0] += 1
+            served += 1
+            lastServed[pick.client] = served
+            waiter.done = true
+            let continuation = waiter.continuation
+            waiter.continuation = nil
+            continuation?.resume(returning: Turn(queue: self, client: pick.client))
+        }
+    }
+
+    /// Drops what is remembered of a client that has nothing running or waiting. Under `lock`.
+    private func forgetIfIdle(_ client: String) {
+        if running[client] == nil && waiting[client] == nil { lastServed[client] = nil }
+    }
+}
