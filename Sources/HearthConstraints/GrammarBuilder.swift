@@ -196,13 +196,16 @@ private struct Lowering {
                 tail = [.rule(placeholder)]
             }
         }
-        if bodyAlternatives.count == 1 {
+        let literalBody = bodyAlternatives.count == 1
+            && bodyAlternatives[0].allSatisfy { if case .bytes = $0 { return true } else { return false } }
+        if literalBody {
             var result: [Grammar.Symbol] = []
             for _ in 0..<min { result += item }
             return result + tail
         }
-        // A body of several alternatives: the required copies are a chain of rules too
-        // (Mk ::= body M(k-1)), so no copy is a rule left after one item.
+        // A body of several alternatives or rules: the required copies are a chain of rules too
+        // (Mk ::= body M(k-1)), so no copy is a rule left after one item (a character rule is
+        // inlined into each link).
         guard min > 0 else { return tail }
         var next = tail.count == 1 && { if case .rule = tail[0] { return true } else { return false } }()
             ? tail : [.rule(try rule([tail], context: context))]
