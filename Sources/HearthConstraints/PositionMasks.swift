@@ -40,40 +40,22 @@ enum TokenSet: Sendable {
 /// Tokens grouped by the bytes left after the fragment they start in ends: checked against the
 /// actual enclosing context at run time.
 struct SuffixTrie: Sendable {
-    var byte: [UInt8] = []
-    var depth: [Int32] = []
-    var next: [Int32] = []
-    var tokenStart: [Int32] = []
-    var ids: [Int32] = []
+    let trie: ByteTrie
 
     init(_ entries: [(suffix: [UInt8], id: Int32)]) {
-        let sorted = entries.sorted { a, b in a.suffix.lexicographicallyPrecedes(b.suffix) }
-        var path: [Int32] = []
-        var previous: [UInt8] = []
-        for entry in sorted {
-            var common = 0
-            while common < min(previous.count, entry.suffix.count) && previous[common] == entry.suffix[common] { common += 1 }
-            while path.count > common { next[Int(path.removeLast())] = Int32(byte.count) }
-            for k in common..<entry.suffix.count {
-                path.append(Int32(byte.count))
-                byte.append(entry.suffix[k])
-                depth.append(Int32(k + 1))
-                next.append(0)
-                tokenStart.append(Int32(ids.count))
-            }
-            ids.append(entry.id)
-            previous = entry.suffix
-        }
-        while let last = path.popLast() { next[Int(last)] = Int32(byte.count) }
-        tokenStart.append(Int32(ids.count))
+        trie = ByteTrie(entries.map { (bytes: $0.suffix, id: $0.id) })
     }
 
-    var isEmpty: Bool { byte.isEmpty }
+    var isEmpty: Bool { trie.byte.isEmpty }
+
+    /// The ids (for figures).
+    var ids: [Int32] { trie.ids }
 
     /// Adds to `mask` every token whose suffix the parser accepts from `start`.
     func add(from start: Int32, pool: ParserPool, to mask: inout [UInt64]) {
         var states = [Int32](repeating: 0, count: 1)
         var i = 0
+        let (byte, depth, next, tokenStart, ids) = (trie.byte, trie.depth, trie.next, trie.tokenStart, trie.ids)
         let count = byte.count
         mask.withUnsafeMutableBufferPointer { m in
             while i < count {

@@ -41,38 +41,14 @@ public final class TokenVocabulary: Sendable {
             entries.append((bytes, Int32(id)))
             stored[id] = bytes
         }
-        entries.sort { a, b in a.bytes.lexicographicallyPrecedes(b.bytes) || (a.bytes == b.bytes && a.id < b.id) }
         tokenBytes = stored
-
-        var byte: [UInt8] = [], depth: [Int32] = [], next: [Int32] = [], start: [Int32] = []
-        var ids: [Int32] = []
-        var path: [Int32] = []  // node index at each depth of the current token
-        var previous: [UInt8] = []
-        for entry in entries {
-            var common = 0
-            while common < min(previous.count, entry.bytes.count) && previous[common] == entry.bytes[common] { common += 1 }
-            // Close the nodes below the shared prefix.
-            while path.count > common {
-                next[Int(path.removeLast())] = Int32(byte.count)
-            }
-            for k in common..<entry.bytes.count {
-                path.append(Int32(byte.count))
-                byte.append(entry.bytes[k])
-                depth.append(Int32(k + 1))
-                next.append(0)
-                start.append(Int32(ids.count))
-            }
-            ids.append(entry.id)
-            previous = entry.bytes
-        }
-        while let last = path.popLast() { next[Int(last)] = Int32(byte.count) }
-        start.append(Int32(ids.count))
-        self.byte = byte
-        self.depth = depth
-        longestToken = Int(depth.max() ?? 0)
-        self.next = next
-        self.tokenStart = start
-        self.ids = ids
+        let trie = ByteTrie(entries)
+        byte = trie.byte
+        depth = trie.depth
+        next = trie.next
+        tokenStart = trie.tokenStart
+        ids = trie.ids
+        longestToken = Int(trie.depth.max() ?? 0)
     }
 
     /// Trie nodes (for figures and tests).
@@ -80,4 +56,41 @@ public final class TokenVocabulary: Sendable {
 
     /// The longest token, in bytes: how far a step's mask can look into the grammar.
     let longestToken: Int
+}
+
+/// Byte strings with ids as a trie in preorder (flat arrays, no pointers): node i has `byte[i]`
+/// at `depth[i]` (1 for the root's children), its subtree is nodes i..<next[i], and the ids of
+/// the strings ending at node i are ids[tokenStart[i]..<tokenStart[i+1]] (so a subtree's are
+/// ids[tokenStart[i]..<tokenStart[next[i]]]). Strings sharing bytes share a node.
+struct ByteTrie: Sendable {
+    var byte: [UInt8] = []
+    var depth: [Int32] = []
+    var next: [Int32] = []
+    var tokenStart: [Int32] = []
+    var ids: [Int32] = []
+
+    init(_ unsorted: [(bytes: [UInt8], id: Int32)]) {
+        let entries = unsorted.sorted { a, b in
+            a.bytes.lexicographicallyPrecedes(b.bytes) || (a.bytes == b.bytes && a.id < b.id)
+        }
+        var path: [Int32] = []  // node index at each depth of the current string
+        var previous: [UInt8] = []
+        for entry in entries {
+            var common = 0
+            while common < min(previous.count, entry.bytes.count) && previous[common] == entry.bytes[common] { common += 1 }
+            // Close the nodes below the shared prefix.
+            while path.count > common { next[Int(path.removeLast())] = Int32(byte.count) }
+            for k in common..<entry.bytes.count {
+                path.append(Int32(byte.count))
+                byte.append(entry.bytes[k])
+                depth.append(Int32(k + 1))
+                next.append(0)
+                tokenStart.append(Int32(ids.count))
+            }
+            ids.append(entry.id)
+            previous = entry.bytes
+        }
+        while let last = path.popLast() { next[Int(last)] = Int32(byte.count) }
+        tokenStart.append(Int32(ids.count))
+    }
 }
