@@ -55,7 +55,7 @@ public enum GBNF {
 struct GBNFParser {
     struct Rule {
         var name: String
-        var expression: Expression
+        var expression: GrammarExpression
         var offset: Int
     }
 
@@ -129,7 +129,7 @@ struct GBNFParser {
         return String(String.UnicodeScalarView(s[start..<i]))
     }
 
-    mutating func alternatives() throws -> Expression {
+    mutating func alternatives() throws -> GrammarExpression {
         var options = [try sequence()]
         while true {
             if peek() == "|" {
@@ -150,8 +150,8 @@ struct GBNFParser {
         return options.count == 1 ? options[0] : .choice(options)
     }
 
-    mutating func sequence() throws -> Expression {
-        var items: [Expression] = []
+    mutating func sequence() throws -> GrammarExpression {
+        var items: [GrammarExpression] = []
         while let c = peek(), c != "|", c != ")", c != "\n", c != "\r" {
             var item = try primary()
             skipSpace(newlines: depth > 0)
@@ -207,7 +207,7 @@ struct GBNFParser {
         return i > start ? value : nil
     }
 
-    mutating func primary() throws -> Expression {
+    mutating func primary() throws -> GrammarExpression {
         let start = i
         guard let c = peek() else { throw error(.syntax, "unexpected end of grammar") }
         switch c {

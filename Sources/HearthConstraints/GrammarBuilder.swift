@@ -1,35 +1,35 @@
 /// A grammar expression: what the front ends (JSON Schema, regular expressions, GBNF) build.
-public indirect enum Expression: Hashable, Sendable {
+public indirect enum GrammarExpression: Hashable, Sendable {
     /// One byte from the set.
     case bytes(ByteSet)
     /// Each in turn; empty is the empty string.
-    case sequence([Expression])
+    case sequence([GrammarExpression])
     /// Any one of them; empty matches nothing.
-    case choice([Expression])
+    case choice([GrammarExpression])
     /// A named rule of the builder (recursion goes through names).
     case reference(String)
     /// `min` to `max` (nil: unbounded) repetitions.
-    case repeating(Expression, min: Int, max: Int?)
+    case repeating(GrammarExpression, min: Int, max: Int?)
 
     /// The empty string.
-    public static let empty = Expression.sequence([])
+    public static let empty = GrammarExpression.sequence([])
 
     /// The UTF-8 bytes of `text`, in order.
-    public static func literal(_ text: String) -> Expression { .byteString(Array(text.utf8)) }
+    public static func literal(_ text: String) -> GrammarExpression { .byteString(Array(text.utf8)) }
 
     /// These bytes, in order.
-    public static func byteString(_ bytes: [UInt8]) -> Expression {
+    public static func byteString(_ bytes: [UInt8]) -> GrammarExpression {
         bytes.count == 1 ? .bytes(ByteSet(bytes[0])) : .sequence(bytes.map { .bytes(ByteSet($0)) })
     }
 
     /// `expression?`
-    public static func optional(_ expression: Expression) -> Expression { .repeating(expression, min: 0, max: 1) }
+    public static func optional(_ expression: GrammarExpression) -> GrammarExpression { .repeating(expression, min: 0, max: 1) }
 
     /// `expression*`
-    public static func zeroOrMore(_ expression: Expression) -> Expression { .repeating(expression, min: 0, max: nil) }
+    public static func zeroOrMore(_ expression: GrammarExpression) -> GrammarExpression { .repeating(expression, min: 0, max: nil) }
 
     /// `expression+`
-    public static func oneOrMore(_ expression: Expression) -> Expression { .repeating(expression, min: 1, max: nil) }
+    public static func oneOrMore(_ expression: GrammarExpression) -> GrammarExpression { .repeating(expression, min: 1, max: nil) }
 }
 
 /// Collects named rules and lowers them into a checked `Grammar`.
@@ -44,7 +44,7 @@ public struct GrammarBuilder: Sendable {
     public static let maxRepeat = 4096
     public static let maxSymbols = 2_000_000
 
-    private var definitions: [(name: String, expression: Expression)] = []
+    private var definitions: [(name: String, expression: GrammarExpression)] = []
     private var index: [String: Int] = [:]
 
     public init() {}
@@ -53,7 +53,7 @@ public struct GrammarBuilder: Sendable {
     public func contains(_ name: String) -> Bool { index[name] != nil }
 
     /// Defines rule `name`; a name defined twice is an error.
-    public mutating func define(_ name: String, _ expression: Expression) throws {
+    public mutating func define(_ name: String, _ expression: GrammarExpression) throws {
         guard index[name] == nil else { throw ConstraintError(.invalidGrammar, "rule '\(name)' is defined twice", at: name) }
         index[name] = definitions.count
         definitions.append((name, expression))
@@ -72,7 +72,7 @@ public struct GrammarBuilder: Sendable {
     }
 }
 
-/// Expression → rules.
+/// GrammarExpression → rules.
 private struct Lowering {
     var rules: [Grammar.Rule]
     let names: [String: Int]
@@ -90,7 +90,7 @@ private struct Lowering {
         rules = Array(repeating: Grammar.Rule(name: "", alternatives: []), count: names.count)
     }
 
-    mutating func alternatives(_ e: Expression, context: String) throws -> [[Grammar.Symbol]] {
+    mutating func alternatives(_ e: GrammarExpression, context: String) throws -> [[Grammar.Symbol]] {
         if case .choice(let options) = e {
             var result: [[Grammar.Symbol]] = []
             for option in options { result += try alternatives(option, context: context) }
@@ -113,13 +113,13 @@ private struct Lowering {
 
     /// Symbols for `e` used inline: a one-alternative expression stays inline, anything else
     /// becomes a rule reference.
-    mutating func inline(_ e: Expression, context: String) throws -> [Grammar.Symbol] {
+    mutating func inline(_ e: GrammarExpression, context: String) throws -> [Grammar.Symbol] {
         let alts = try alternatives(e, context: context)
         if alts.count == 1 { return alts[0] }
         return [.rule(try rule(alts, context: context))]
     }
 
-    mutating func sequence(_ e: Expression, context: String) throws -> [Grammar.Symbol] {
+    mutating func sequence(_ e: GrammarExpression, context: String) throws -> [Grammar.Symbol] {
         switch e {
         case .bytes(let set):
             return [.bytes(set)]
@@ -149,7 +149,7 @@ private struct Lowering {
 
     /// `body{min,max}` followed by `then`.
     mutating func repetition(
-        _ body: Expression, min: Int, max: Int?, then exit: [Grammar.Symbol], context: String
+        _ body: GrammarExpression, min: Int, max: Int?, then exit: [Grammar.Symbol], context: String
     ) throws -> [Grammar.Symbol] {
         guard min >= 0, min <= GrammarBuilder.maxRepeat, (max ?? min) >= min, (max ?? 0) <= GrammarBuilder.maxRepeat else {
             if let max, max < min {

@@ -29,22 +29,22 @@ enum JSONRules {
     /// The most whitespace bytes in a row (between two tokens of the JSON text).
     static let maxWhitespace = 20
 
-    static let hex = Expression.bytes(ByteSet(bytes: Array("0123456789abcdefABCDEF".utf8)))
+    static let hex = GrammarExpression.bytes(ByteSet(bytes: Array("0123456789abcdefABCDEF".utf8)))
     static let digit = NumberGrammar.digit
-    static let digit19 = Expression.bytes(ByteSet(UInt8(ascii: "1")...UInt8(ascii: "9")))
+    static let digit19 = GrammarExpression.bytes(ByteSet(UInt8(ascii: "1")...UInt8(ascii: "9")))
 
     /// Defines the shared rules in `builder`.
     static func define(in builder: inout GrammarBuilder) throws {
-        let wsRef = Expression.reference(ws)
+        let wsRef = GrammarExpression.reference(ws)
         try builder.define(ws, .repeating(.bytes(ByteSet(bytes: Array(" \t\n\r".utf8))), min: 0, max: maxWhitespace))
 
         // A \uXXXX escape of a non-surrogate, or a surrogate pair: one character each.
-        let notD = Expression.bytes(ByteSet(bytes: Array("0123456789abcefABCEF".utf8)))
-        let d = Expression.bytes(ByteSet(bytes: Array("dD".utf8)))
-        let low8 = Expression.bytes(ByteSet(UInt8(ascii: "0")...UInt8(ascii: "7")))
-        let highSurrogate = Expression.bytes(ByteSet(bytes: Array("89abAB".utf8)))
-        let lowSurrogate = Expression.bytes(ByteSet(bytes: Array("cdefCDEF".utf8)))
-        let unicodeEscape = Expression.choice([
+        let notD = GrammarExpression.bytes(ByteSet(bytes: Array("0123456789abcefABCEF".utf8)))
+        let d = GrammarExpression.bytes(ByteSet(bytes: Array("dD".utf8)))
+        let low8 = GrammarExpression.bytes(ByteSet(UInt8(ascii: "0")...UInt8(ascii: "7")))
+        let highSurrogate = GrammarExpression.bytes(ByteSet(bytes: Array("89abAB".utf8)))
+        let lowSurrogate = GrammarExpression.bytes(ByteSet(bytes: Array("cdefCDEF".utf8)))
+        let unicodeEscape = GrammarExpression.choice([
             .sequence([notD, hex, hex, hex]),
             .sequence([d, low8, hex, hex]),
             .sequence([d, highSurrogate, hex, hex, .literal("\\u"), d, lowSurrogate, hex, hex]),
@@ -58,7 +58,7 @@ enum JSONRules {
         try builder.define(keyChar, CharacterEncoding.jsonString.expression(.all))
         try builder.define(keyRest, .sequence([.zeroOrMore(.reference(keyChar)), .literal("\"")]))
 
-        let integerPart = Expression.choice([.literal("0"), .sequence([digit19, .repeating(digit, min: 0, max: NumberGrammar.maxIntegerDigits - 1)])])
+        let integerPart = GrammarExpression.choice([.literal("0"), .sequence([digit19, .repeating(digit, min: 0, max: NumberGrammar.maxIntegerDigits - 1)])])
         try builder.define(integer, .sequence([.optional(.literal("-")), integerPart]))
         try builder.define(number, .sequence([
             .optional(.literal("-")), integerPart,
@@ -69,7 +69,7 @@ enum JSONRules {
             .reference(object), .reference(array), .reference(string), .reference(number),
             .literal("true"), .literal("false"), .literal("null"),
         ]))
-        let member = Expression.sequence([.reference(string), wsRef, .literal(":"), wsRef, .reference(value)])
+        let member = GrammarExpression.sequence([.reference(string), wsRef, .literal(":"), wsRef, .reference(value)])
         try builder.define(object, .sequence([
             .literal("{"), wsRef,
             .optional(.sequence([member, .zeroOrMore(.sequence([wsRef, .literal(","), wsRef, member])), wsRef])),

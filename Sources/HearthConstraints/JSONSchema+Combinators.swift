@@ -3,7 +3,7 @@ extension SchemaCompiler {
     // MARK: $ref and allOf
 
     /// The rule for the schema `ref` points to (compiled once; recursion goes through the rule).
-    mutating func reference(_ ref: JSONValue, path: String) throws -> Expression {
+    mutating func reference(_ ref: JSONValue, path: String) throws -> GrammarExpression {
         guard let text = ref.stringValue else { throw ConstraintError(.syntax, "$ref must be a string", at: path) }
         if let name = refRules[text] { return .reference(name) }
         let target = try resolve(text, path: path)

@@ -2,7 +2,7 @@
 extension SchemaCompiler {
     // MARK: Objects
 
-    mutating func object(_ schema: JSONValue, path: String) throws -> Expression {
+    mutating func object(_ schema: JSONValue, path: String) throws -> GrammarExpression {
         var properties: [(name: String, schema: JSONValue, path: String)] = []
         if let p = schema["properties"] {
             guard let members = p.objectMembers else { throw ConstraintError(.syntax, "properties must be an object", at: path + "/properties") }
@@ -20,7 +20,7 @@ extension SchemaCompiler {
             }
         }
         // Undeclared members: only where additionalProperties is given and not false.
-        var extra: Expression? = nil
+        var extra: GrammarExpression? = nil
         if let a = schema["additionalProperties"], a != .bool(false) {
             let value = try compile(a, path: path + "/additionalProperties")
             if !value.isEmptyLanguage {
@@ -28,8 +28,8 @@ extension SchemaCompiler {
                 extra = .sequence([key, Self.ws, .literal(":"), Self.ws, value])
             }
         }
-        let open = Expression.literal("{"), close = Expression.literal("}")
-        var members: [Expression] = []
+        let open = GrammarExpression.literal("{"), close = GrammarExpression.literal("}")
+        var members: [GrammarExpression] = []
         for p in properties {
             let value = try compile(p.schema, path: p.path)
             members.append(.sequence([.literal(JSONValue.string(p.name).compactText), Self.ws, .literal(":"), Self.ws, value]))
@@ -37,21 +37,21 @@ extension SchemaCompiler {
         if properties.allSatisfy({ required.contains($0.name) }) && extra == nil {
             // All required: one sequence.
             guard !members.isEmpty else { return .sequence([open, Self.ws, close]) }
-            var items: [Expression] = [open, Self.ws]
+            var items: [GrammarExpression] = [open, Self.ws]
             for (i, m) in members.enumerated() { items += i == 0 ? [m] : [Self.comma, m] }
             return .sequence(items + [Self.ws, close])
         }
         // after[i]: members i… when one has been written (each written after a comma);
         // first[i]: members i… when none has been written yet, at least one written.
         let id = fresh("object")
-        let extras: Expression = extra.map { .zeroOrMore(.sequence([Self.comma, $0])) } ?? .empty
-        var after: Expression = extras
-        var first: Expression? = extra.map { .sequence([$0, extras]) }
+        let extras: GrammarExpression = extra.map { .zeroOrMore(.sequence([Self.comma, $0])) } ?? .empty
+        var after: GrammarExpression = extras
+        var first: GrammarExpression? = extra.map { .sequence([$0, extras]) }
         for i in stride(from: members.count - 1, through: 0, by: -1) {
             let name = "\(id)_after\(i)"
             try builder.define(name, after)
-            let rest = Expression.reference(name)
-            let withThis = Expression.sequence([members[i], rest])
+            let rest = GrammarExpression.reference(name)
+            let withThis = GrammarExpression.sequence([members[i], rest])
             if required.contains(properties[i].name) {
                 after = .sequence([Self.comma, members[i], rest])
                 first = withThis
@@ -61,13 +61,13 @@ extension SchemaCompiler {
             }
         }
         guard let first else { return .sequence([open, Self.ws, close]) }
-        let body = Expression.sequence([first, Self.ws])
+        let body = GrammarExpression.sequence([first, Self.ws])
         return .sequence([open, Self.ws, required.isEmpty ? .optional(body) : body, close])
     }
 
     /// A JSON string key, in canonical form, that is none of `names` (a trie of the names, with
     /// every other character leading to any rest).
-    mutating func keyExcluding(_ names: [String]) throws -> Expression {
+    mutating func keyExcluding(_ names: [String]) throws -> GrammarExpression {
         final class Node {
             var children: [(UInt32, Node)] = []
             var terminal = false
@@ -86,8 +86,8 @@ extension SchemaCompiler {
             }
             node.terminal = true
         }
-        func expression(_ node: Node) -> Expression {
-            var options: [Expression] = []
+        func expression(_ node: Node) -> GrammarExpression {
+            var options: [GrammarExpression] = []
             for (scalar, child) in node.children {
                 options.append(.sequence([CharacterEncoding.jsonString.expression(ScalarSet([scalar...scalar])), expression(child)]))
             }
@@ -101,7 +101,7 @@ extension SchemaCompiler {
 
     // MARK: Arrays
 
-    mutating func array(_ schema: JSONValue, path: String) throws -> Expression {
+    mutating func array(_ schema: JSONValue, path: String) throws -> GrammarExpression {
         var prefix: [JSONValue] = []
         if let p = schema["prefixItems"] {
             guard case .array(let list) = p else { throw ConstraintError(.syntax, "prefixItems must be an array of schemas", at: path + "/prefixItems") }
@@ -116,7 +116,7 @@ extension SchemaCompiler {
             throw ConstraintError(.unsatisfiable, "maxItems \(maxItems) is below minItems \(minItems)", at: path + "/maxItems")
         }
         let itemSchema = schema["items"] ?? .bool(true)
-        var item: Expression? = nil
+        var item: GrammarExpression? = nil
         if itemSchema != .bool(false) {
             let e = try compile(itemSchema, path: path + "/items")
             if e.isEmptyLanguage {
@@ -139,30 +139,30 @@ extension SchemaCompiler {
         if minItems > GrammarBuilder.maxRepeat {
             throw ConstraintError(.tooComplex, "minItems above \(GrammarBuilder.maxRepeat) is not supported", at: path + "/minItems")
         }
-        let open = Expression.literal("["), close = Expression.literal("]")
+        let open = GrammarExpression.literal("["), close = GrammarExpression.literal("]")
         if maxItems == 0 { return .sequence([open, Self.ws, close]) }
         let k = min(prefix.count, maxItems ?? prefix.count)
-        var prefixItems: [Expression] = []
+        var prefixItems: [GrammarExpression] = []
         for i in 0..<k { prefixItems.append(try compile(prefix[i], path: path + "/prefixItems/\(i)")) }
         // Items after the prefix, each after a comma.
-        var tail: Expression = .empty
+        var tail: GrammarExpression = .empty
         if let item, k == prefix.count, maxItems.map({ $0 > k }) ?? true {
             tail = .repeating(.sequence([Self.comma, item]), min: max(0, minItems - max(k, 1)), max: maxItems.map { $0 - max(k, 1) })
         }
-        var elements: Expression
+        var elements: GrammarExpression
         if k == 0 {
             guard let item else { return .sequence([open, Self.ws, close]) }
             elements = .sequence([item, tail])
         } else {
             // Positions k…1: position j continues with j+1 (optional once minItems is met).
-            var level = Expression.sequence([prefixItems[k - 1], tail])
+            var level = GrammarExpression.sequence([prefixItems[k - 1], tail])
             for j in stride(from: k - 1, through: 1, by: -1) {
-                let next = Expression.sequence([Self.comma, level])
+                let next = GrammarExpression.sequence([Self.comma, level])
                 level = .sequence([prefixItems[j - 1], j + 1 > minItems ? .optional(next) : next])
             }
             elements = level
         }
-        let body = Expression.sequence([elements, Self.ws])
+        let body = GrammarExpression.sequence([elements, Self.ws])
         return .sequence([open, Self.ws, minItems == 0 ? .optional(body) : body, close])
     }
 }

@@ -33,7 +33,7 @@ enum StringFormats {
     }
 
     /// The rule for format `name` (inside a JSON string's quotes).
-    static func expression(_ name: String, builder: inout GrammarBuilder, path: String) throws -> Expression {
+    static func expression(_ name: String, builder: inout GrammarBuilder, path: String) throws -> GrammarExpression {
         guard let p = pattern(name) else {
             throw ConstraintError(
                 .unsupported, "format '\(name)' is not supported (supported: \(names.joined(separator: ", ")))", at: path)

@@ -10,13 +10,13 @@ enum NumberGrammar {
         var exclusive: Bool
     }
 
-    static let digit = Expression.bytes(ByteSet(UInt8(ascii: "0")...UInt8(ascii: "9")))
+    static let digit = GrammarExpression.bytes(ByteSet(UInt8(ascii: "0")...UInt8(ascii: "9")))
 
     /// Numbers `n` with `lower ≤ n ≤ upper` (either may be exclusive or absent) with at most
     /// `fractionDigits` digits after the point (0: integers). Nil when no number qualifies.
-    static func range(lower: Bound?, upper: Bound?, fractionDigits: Int) -> Expression? {
+    static func range(lower: Bound?, upper: Bound?, fractionDigits: Int) -> GrammarExpression? {
         let zero = DecimalNumber(negative: false, integer: "0", fraction: "")
-        var options: [Expression] = []
+        var options: [GrammarExpression] = []
         // Non-negative part: magnitudes in [max(lower, 0), upper].
         if upper.map({ !($0.value.negative) && !($0.value.isZero && $0.exclusive) }) ?? true {
             let lo = lower.flatMap { $0.value.negative ? nil : $0 } ?? Bound(value: zero, exclusive: false)
@@ -36,11 +36,11 @@ enum NumberGrammar {
     }
 
     /// Non-negative numbers in [lower, upper] (upper absent: up to `maxIntegerDigits` digits).
-    static func magnitude(lower: Bound, upper: Bound?, fractionDigits: Int) -> Expression? {
+    static func magnitude(lower: Bound, upper: Bound?, fractionDigits: Int) -> GrammarExpression? {
         guard let a = lower.value.integerValue else { return nil }
         let af = lower.value.fraction.map { Int($0.asciiValue ?? 48) - 48 }
-        var options: [Expression] = []
-        func withFraction(_ integer: Expression, _ lo: FractionBound?, _ hi: FractionBound?) {
+        var options: [GrammarExpression] = []
+        func withFraction(_ integer: GrammarExpression, _ lo: FractionBound?, _ hi: FractionBound?) {
             guard let f = fraction(lower: lo, upper: hi, digits: fractionDigits) else { return }
             options.append(.sequence([integer, f]))
         }
@@ -78,9 +78,9 @@ enum NumberGrammar {
     }
 
     /// The fraction part (nothing, or "." and 1…`digits` digits) whose value lies within the bounds.
-    static func fraction(lower: FractionBound?, upper: FractionBound?, digits: Int) -> Expression? {
+    static func fraction(lower: FractionBound?, upper: FractionBound?, digits: Int) -> GrammarExpression? {
         let (emptyOK, nonEmpty) = fractionDigits(lower: normalized(lower), upper: upper, remaining: digits)
-        let dotted = nonEmpty.map { Expression.sequence([.literal("."), $0]) }
+        let dotted = nonEmpty.map { GrammarExpression.sequence([.literal("."), $0]) }
         switch (emptyOK, dotted) {
         case (true, nil): return .empty
         case (true, let d?): return .optional(d)
@@ -90,7 +90,7 @@ enum NumberGrammar {
     }
 
     /// Digit strings D (value 0.D) within the bounds: whether D may be empty, and the non-empty ones.
-    static func fractionDigits(lower: FractionBound?, upper: FractionBound?, remaining: Int) -> (Bool, Expression?) {
+    static func fractionDigits(lower: FractionBound?, upper: FractionBound?, remaining: Int) -> (Bool, GrammarExpression?) {
         let emptyOK = lower == nil && (upper.map { !($0.exclusive && $0.digits.allSatisfy { $0 == 0 }) } ?? true)
         guard remaining > 0 else { return (emptyOK, nil) }
         if lower == nil && upper == nil {
@@ -98,7 +98,7 @@ enum NumberGrammar {
         }
         let loD = lower.map { $0.digits.first ?? 0 } ?? -1
         let hiD = upper.map { $0.digits.first ?? 0 } ?? 10
-        var options: [Expression] = []
+        var options: [GrammarExpression] = []
         var middle = ByteSet()
         for d in 0...9 where d >= loD && d <= hiD {
             let lo = d == loD ? lower.map { normalized(FractionBound(digits: Array($0.digits.dropFirst()), exclusive: $0.exclusive)) } ?? nil : nil
@@ -108,7 +108,7 @@ enum NumberGrammar {
                 continue
             }
             let (restEmpty, rest) = fractionDigits(lower: lo, upper: hi, remaining: remaining - 1)
-            let byte = Expression.bytes(ByteSet(UInt8(48 + d)))
+            let byte = GrammarExpression.bytes(ByteSet(UInt8(48 + d)))
             switch (restEmpty, rest) {
             case (true, nil): options.append(byte)
             case (true, let r?): options.append(.sequence([byte, .optional(r)]))
@@ -125,11 +125,11 @@ enum NumberGrammar {
 
     /// Natural numbers a ≤ n ≤ b in canonical form (no leading zeros); b absent: up to
     /// `maxIntegerDigits` digits (or a's length, if longer).
-    static func natural(_ a: Int, _ b: Int?) -> Expression? {
+    static func natural(_ a: Int, _ b: Int?) -> GrammarExpression? {
         let aDigits = String(a).count
         let maxLength = b.map { String($0).count } ?? max(maxIntegerDigits, aDigits)
         if let b, b < a { return nil }
-        var options: [Expression] = []
+        var options: [GrammarExpression] = []
         for length in aDigits...maxLength {
             let lo = length == aDigits ? String(a) : "1" + String(repeating: "0", count: length - 1)
             let hi: String
@@ -140,13 +140,13 @@ enum NumberGrammar {
     }
 
     /// Digit strings of one length between lo and hi inclusive (lo ≤ hi, same length).
-    static func sameLength(_ lo: [UInt8], _ hi: [UInt8]) -> Expression {
+    static func sameLength(_ lo: [UInt8], _ hi: [UInt8]) -> GrammarExpression {
         guard let l = lo.first, let h = hi.first else { return .empty }
         let n = lo.count - 1
         let restLo = Array(lo.dropFirst()), restHi = Array(hi.dropFirst())
         if l == h { return .sequence([.bytes(ByteSet(l)), sameLength(restLo, restHi)]) }
         let zeros = restLo.allSatisfy { $0 == 48 }, nines = restHi.allSatisfy { $0 == 57 }
-        var options: [Expression] = []
+        var options: [GrammarExpression] = []
         let first = zeros ? l : l + 1, last = nines ? h : h - 1
         if !zeros { options.append(.sequence([.bytes(ByteSet(l)), sameLength(restLo, Array(repeating: 57, count: n))])) }
         if first <= last { options.append(.sequence([.bytes(ByteSet(first...last)), .repeating(digit, min: n, max: n)])) }
@@ -157,20 +157,20 @@ enum NumberGrammar {
     /// Multiples of `m` (m ≥ 2) in canonical form, as rules `mul<m>_<residue>` defined in the
     /// builder (a divisibility automaton: reading digit d in state r goes to (10r + d) mod m).
     /// Returns the expression for the magnitudes (0 included when `zero`).
-    static func multiples(of m: Int, zero: Bool, builder: inout GrammarBuilder) throws -> Expression {
+    static func multiples(of m: Int, zero: Bool, builder: inout GrammarBuilder) throws -> GrammarExpression {
         func name(_ r: Int) -> String { "mul\(m)_\(r)" }
         if !builder.contains(name(0)) {
             for r in 0..<m {
                 var byTarget: [Int: ByteSet] = [:]
                 for d in 0...9 { byTarget[(10 * r + d) % m, default: ByteSet()].insert(UInt8(48 + d)) }
-                var options: [Expression] = byTarget.sorted { $0.key < $1.key }.map { .sequence([.bytes($0.value), .reference(name($0.key))]) }
+                var options: [GrammarExpression] = byTarget.sorted { $0.key < $1.key }.map { .sequence([.bytes($0.value), .reference(name($0.key))]) }
                 if r == 0 { options.append(.empty) }
                 try builder.define(name(r), .choice(options))
             }
         }
         var byTarget: [Int: ByteSet] = [:]
         for d in 1...9 { byTarget[d % m, default: ByteSet()].insert(UInt8(48 + d)) }
-        var options: [Expression] = byTarget.sorted { $0.key < $1.key }.map { .sequence([.bytes($0.value), .reference(name($0.key))]) }
+        var options: [GrammarExpression] = byTarget.sorted { $0.key < $1.key }.map { .sequence([.bytes($0.value), .reference(name($0.key))]) }
         if zero { options.insert(.literal("0"), at: 0) }
         return .choice(options)
     }

@@ -77,8 +77,8 @@ struct SchemaCompiler {
         try JSONRules.define(in: &builder)
     }
 
-    static let ws = Expression.reference(JSONRules.ws)
-    static let comma = Expression.sequence([ws, .literal(","), ws])
+    static let ws = GrammarExpression.reference(JSONRules.ws)
+    static let comma = GrammarExpression.sequence([ws, .literal(","), ws])
 
     mutating func fresh(_ what: String) -> String {
         counter += 1
@@ -87,7 +87,7 @@ struct SchemaCompiler {
 
     // MARK: Dispatch
 
-    mutating func compile(_ schema: JSONValue, path: String) throws -> Expression {
+    mutating func compile(_ schema: JSONValue, path: String) throws -> GrammarExpression {
         depth += 1
         defer { depth -= 1 }
         guard depth < 200 else { throw ConstraintError(.tooComplex, "schemas nested more than 200 deep", at: path) }
@@ -123,7 +123,7 @@ struct SchemaCompiler {
     }
 
     /// `anyOf` / `oneOf`: a choice of the branches, each merged with the sibling keywords.
-    mutating func combinator(_ schema: JSONValue, members: [JSONValue.Member], path: String) throws -> Expression {
+    mutating func combinator(_ schema: JSONValue, members: [JSONValue.Member], path: String) throws -> GrammarExpression {
         if schema["anyOf"] != nil && schema["oneOf"] != nil {
             throw ConstraintError(.unsupported, "anyOf together with oneOf is not supported", at: path + "/oneOf")
         }
@@ -133,7 +133,7 @@ struct SchemaCompiler {
         }
         let siblings = members.filter { $0.key != key && !Self.annotations.contains($0.key) }
         if key == "oneOf" { try checkDisjoint(branches, path: path + "/oneOf") }
-        var options: [Expression] = []
+        var options: [GrammarExpression] = []
         for (i, branch) in branches.enumerated() {
             let branchPath = path + "/\(key)/\(i)"
             if siblings.isEmpty {
@@ -147,7 +147,7 @@ struct SchemaCompiler {
     }
 
     /// Keywords by type, `enum` and `const`.
-    mutating func typed(_ schema: JSONValue, constraining: [JSONValue.Member], path: String) throws -> Expression {
+    mutating func typed(_ schema: JSONValue, constraining: [JSONValue.Member], path: String) throws -> GrammarExpression {
         var types: [String]
         if let t = schema["type"] {
             switch t {
@@ -178,7 +178,7 @@ struct SchemaCompiler {
         if schema["enum"] != nil || schema["const"] != nil {
             return try constants(schema, types: types, constraining: constraining, path: path)
         }
-        var options: [Expression] = []
+        var options: [GrammarExpression] = []
         for type in types {
             switch type {
             case "null": options.append(.literal("null"))
@@ -194,7 +194,7 @@ struct SchemaCompiler {
     }
 
     /// `enum` / `const`: the values (of the allowed types), each written compactly.
-    func constants(_ schema: JSONValue, types: [String], constraining: [JSONValue.Member], path: String) throws -> Expression {
+    func constants(_ schema: JSONValue, types: [String], constraining: [JSONValue.Member], path: String) throws -> GrammarExpression {
         if let other = constraining.first(where: { !["type", "enum", "const"].contains($0.key) }) {
             throw ConstraintError(
                 .unsupported, "'\(other.key)' together with enum/const is not supported; list only values that meet it",
@@ -221,16 +221,16 @@ struct SchemaCompiler {
         }
         var seen = Set<String>()
         let texts = values.map(\.compactText).filter { seen.insert($0).inserted }
-        let options = texts.map { Expression.literal($0) }
+        let options = texts.map { GrammarExpression.literal($0) }
         return options.count == 1 ? options[0] : .choice(options)
     }
 
     // MARK: Strings
 
-    mutating func string(_ schema: JSONValue, path: String) throws -> Expression {
+    mutating func string(_ schema: JSONValue, path: String) throws -> GrammarExpression {
         let minLength = try count(schema, "minLength", path: path)
         let maxLength = try count(schema, "maxLength", path: path)
-        let quote = Expression.literal("\"")
+        let quote = GrammarExpression.literal("\"")
         if let format = schema["format"] {
             guard let name = format.stringValue else { throw ConstraintError(.syntax, "format must be a string", at: path + "/format") }
             if let other = ["pattern", "minLength", "maxLength"].first(where: { schema[$0] != nil }) {
@@ -275,7 +275,7 @@ struct SchemaCompiler {
 
     // MARK: Numbers
 
-    mutating func number(_ schema: JSONValue, integer: Bool, path: String) throws -> Expression {
+    mutating func number(_ schema: JSONValue, integer: Bool, path: String) throws -> GrammarExpression {
         func bound(_ key: String, exclusive: Bool) throws -> NumberGrammar.Bound? {
             guard let v = schema[key] else { return nil }
             guard case .number(let text) = v, let d = DecimalNumber(text) else {
@@ -337,7 +337,7 @@ struct SchemaCompiler {
     }
 
     /// Integers that are multiples of `m` within the bounds.
-    mutating func multiples(of m: Int, lower: NumberGrammar.Bound?, upper: NumberGrammar.Bound?, path: String) throws -> Expression {
+    mutating func multiples(of m: Int, lower: NumberGrammar.Bound?, upper: NumberGrammar.Bound?, path: String) throws -> GrammarExpression {
         // Integer bounds: ceil of the lower, floor of the upper (exclusive ones stepped in).
         func integerBound(_ b: NumberGrammar.Bound?, lower: Bool) -> Int? {
             guard let b, let magnitude = b.value.integerValue else { return nil }

@@ -26,19 +26,19 @@ public enum RegularExpression {
     /// The expression for `pattern`. With `search`, a top-level alternative without `^` may be
     /// preceded by any text and one without `$` followed by any (JSON Schema's `pattern`
     /// matches anywhere in the string); without it the whole text must match.
-    static func expression(_ pattern: String, encoding: CharacterEncoding, search: Bool) throws -> Expression {
+    static func expression(_ pattern: String, encoding: CharacterEncoding, search: Bool) throws -> GrammarExpression {
         var parser = RegexParser(Array(pattern.unicodeScalars))
         let tree = try parser.parse()
         let branches: [RegexNode]
         if case .alternation(let options) = tree { branches = options } else { branches = [tree] }
-        var result: [Expression] = []
+        var result: [GrammarExpression] = []
         for branch in branches {
             var items: [RegexNode]
             if case .sequence(let s) = branch { items = s } else { items = [branch] }
             var anchoredStart = false, anchoredEnd = false
             while case .anchor(true, _) = items.first { items.removeFirst(); anchoredStart = true }
             while case .anchor(false, _) = items.last { items.removeLast(); anchoredEnd = true }
-            var parts: [Expression] = []
+            var parts: [GrammarExpression] = []
             if search && !anchoredStart { parts.append(.zeroOrMore(encoding.anyCharacter)) }
             for item in items { parts.append(try lower(item, encoding)) }
             if search && !anchoredEnd { parts.append(.zeroOrMore(encoding.anyCharacter)) }
@@ -53,7 +53,7 @@ public enum RegularExpression {
         return e
     }
 
-    private static func lower(_ node: RegexNode, _ encoding: CharacterEncoding) throws -> Expression {
+    private static func lower(_ node: RegexNode, _ encoding: CharacterEncoding) throws -> GrammarExpression {
         switch node {
         case .characters(let set): return encoding.expression(set)
         case .sequence(let items): return .sequence(try items.map { try lower($0, encoding) })
@@ -78,20 +78,20 @@ enum CharacterEncoding {
     static let jsonSpecials = ScalarSet([0x00...0x1F, 0x22...0x22, 0x5C...0x5C])
 
     /// Any one character in this encoding.
-    var anyCharacter: Expression {
+    var anyCharacter: GrammarExpression {
         switch self {
         case .utf8: return .anyCharacter
         case .jsonString: return .reference(JSONRules.char)
         }
     }
 
-    func expression(_ set: ScalarSet) -> Expression {
+    func expression(_ set: ScalarSet) -> GrammarExpression {
         switch self {
         case .utf8:
             return set.expression
         case .jsonString:
             let raw = set.subtracting(Self.jsonSpecials)
-            var options: [Expression] = raw.isEmpty ? [] : [raw.expression]
+            var options: [GrammarExpression] = raw.isEmpty ? [] : [raw.expression]
             for r in set.intersection(Self.jsonSpecials).ranges {
                 for v in r { options.append(.literal(Self.jsonEscape(v))) }
             }

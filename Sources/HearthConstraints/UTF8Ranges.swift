@@ -77,9 +77,9 @@ public struct ScalarSet: Hashable, Sendable {
 
     /// The UTF-8 encodings of the set's scalars, as a choice of byte-range sequences
     /// (one-byte scalars merged into a single alternative). Empty set: a choice of nothing.
-    public var expression: Expression {
+    public var expression: GrammarExpression {
         var ascii = ByteSet()
-        var alternatives: [Expression] = []
+        var alternatives: [GrammarExpression] = []
         for r in ranges {
             for seq in UTF8Split.sequences(r) {
                 if seq.count == 1 {
@@ -94,12 +94,12 @@ public struct ScalarSet: Hashable, Sendable {
     }
 }
 
-extension Expression {
+extension GrammarExpression {
     /// Any one Unicode scalar, UTF-8 encoded (valid UTF-8 only: no surrogates, no overlongs).
     public static let anyCharacter = ScalarSet.all.expression
 
     /// Any one scalar of `set`, UTF-8 encoded.
-    public static func characters(_ set: ScalarSet) -> Expression { set.expression }
+    public static func characters(_ set: ScalarSet) -> GrammarExpression { set.expression }
 }
 
 /// The split of a scalar range into UTF-8 byte-range sequences.

@@ -36,7 +36,7 @@ import Testing
 
     @Test func identicalLoopsShareOneRule() throws {
         var b = GrammarBuilder()
-        let loop = Expression.sequence([.literal("\""), .zeroOrMore(.bytes(ByteSet(UInt8(ascii: "a")...UInt8(ascii: "z")))), .literal("\"")])
+        let loop = GrammarExpression.sequence([.literal("\""), .zeroOrMore(.bytes(ByteSet(UInt8(ascii: "a")...UInt8(ascii: "z")))), .literal("\"")])
         try b.define("root", .sequence([loop, .literal(","), loop]))
         let g = try b.build(root: "root")
         let selfLoops = g.rules.indices.filter { r in g.rules[r].alternatives.contains { $0.last == .rule(r) } }

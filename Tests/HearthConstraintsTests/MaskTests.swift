@@ -41,10 +41,10 @@ import Testing
 
     static func grammars() throws -> [(String, Grammar)] {
         var result: [(String, Grammar)] = []
-        func byte(_ c: Character) -> Expression { .bytes(ByteSet(c.asciiValue ?? 0)) }
+        func byte(_ c: Character) -> GrammarExpression { .bytes(ByteSet(c.asciiValue ?? 0)) }
         // JSON-like, recursive, bounded whitespace.
         var j = GrammarBuilder()
-        let ws = Expression.repeating(.choice([byte(" "), byte("\n")]), min: 0, max: 3)
+        let ws = GrammarExpression.repeating(.choice([byte(" "), byte("\n")]), min: 0, max: 3)
         try j.define("value", .choice([.reference("object"), .reference("array"), .reference("string"), .reference("number"),
                                         .literal("true"), .literal("null")]))
         try j.define("member", .sequence([.reference("string"), ws, .literal(":"), ws, .reference("value")]))
@@ -62,7 +62,7 @@ import Testing
 
         // A fixed object shape with an enum and a UTF-8 class.
         var o = GrammarBuilder()
-        let accented = Expression.choice([.literal("é"), .literal("€"), .literal("a"), .literal("😀")])
+        let accented = GrammarExpression.choice([.literal("é"), .literal("€"), .literal("a"), .literal("😀")])
         try o.define("root", .sequence([.literal("{\"name\": \""), .repeating(accented, min: 1, max: 4), .literal("\", \"kind\": "),
             .choice([.literal("\"cat\""), .literal("\"car\""), .literal("null")]), .literal("}")]))
         result.append(("shape", try o.build(root: "root")))

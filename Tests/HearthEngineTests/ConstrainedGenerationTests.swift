@@ -11,8 +11,8 @@ import Testing
 @Suite struct ConstrainedGenerationTests {
     static func grammar() throws -> Grammar {
         var b = GrammarBuilder()
-        let digit = Expression.bytes(ByteSet(UInt8(ascii: "0")...UInt8(ascii: "9")))
-        let letter = Expression.bytes(ByteSet(UInt8(ascii: "a")...UInt8(ascii: "z")))
+        let digit = GrammarExpression.bytes(ByteSet(UInt8(ascii: "0")...UInt8(ascii: "9")))
+        let letter = GrammarExpression.bytes(ByteSet(UInt8(ascii: "a")...UInt8(ascii: "z")))
         try b.define("root", .sequence([
             .literal("{\"name\": \""), .repeating(letter, min: 1, max: 12), .literal("\", \"age\": "),
             .repeating(digit, min: 1, max: 3), .literal(", \"tags\": ["),

@@ -1,7 +1,7 @@
 /// Facts about expressions the front ends need before handing them to the builder: whether an
 /// expression matches the empty string (a loop over such a body would be left-recursive), its
 /// non-empty part, and a size estimate to refuse blow-ups early.
-extension Expression {
+extension GrammarExpression {
     /// Whether the expression matches the empty string (references count as non-empty: the
     /// front ends only reference rules that consume at least one byte, except `ws`, which they
     /// never repeat).
@@ -27,7 +27,7 @@ extension Expression {
     }
 
     /// The same language without the empty string (`nil` when only the empty string remains).
-    var withoutEmpty: Expression? {
+    var withoutEmpty: GrammarExpression? {
         guard isNullable else { return self }
         switch self {
         case .bytes, .reference:
@@ -37,7 +37,7 @@ extension Expression {
             return parts.isEmpty ? nil : (parts.count == 1 ? parts[0] : .choice(parts))
         case .sequence(let items):
             // Every item is nullable: some item i is the first to consume, the rest are as they are.
-            var parts: [Expression] = []
+            var parts: [GrammarExpression] = []
             for (i, item) in items.enumerated() {
                 guard let first = item.withoutEmpty else { continue }
                 parts.append(.sequence([first] + items[(i + 1)...]))
@@ -52,7 +52,7 @@ extension Expression {
 
     /// `body{min,max}` with a body that may match the empty string rewritten so the loop body
     /// always consumes (`(a*)*` → `a*`): the builder refuses loops that can spin without output.
-    static func safeRepeat(_ body: Expression, min: Int, max: Int?) -> Expression {
+    static func safeRepeat(_ body: GrammarExpression, min: Int, max: Int?) -> GrammarExpression {
         guard body.isNullable else { return .repeating(body, min: min, max: max) }
         guard let nonEmpty = body.withoutEmpty else { return .empty }
         if max == 0 { return .empty }
