@@ -53,27 +53,9 @@ struct SuffixTrie: Sendable {
 
     /// Adds to `mask` every token whose suffix the parser accepts from `start`.
     func add(from start: Int32, pool: ParserPool, to mask: inout [UInt64]) {
-        var states = [Int32](repeating: 0, count: 1)
-        var i = 0
-        let (byte, depth, next, tokenStart, ids) = (trie.byte, trie.depth, trie.next, trie.tokenStart, trie.ids)
-        let count = byte.count
+        var states: [Int32] = []
         mask.withUnsafeMutableBufferPointer { m in
-            while i < count {
-                let d = Int(depth[i])
-                if states.count <= d { states.append(0) }
-                let parent = d == 1 ? start : states[d - 1]
-                let s = pool.step(parent, byte[i])
-                if s == ParserPool.dead {
-                    i = Int(next[i])
-                    continue
-                }
-                states[d] = s
-                for t in Int(tokenStart[i])..<Int(tokenStart[i + 1]) {
-                    let id = ids[t]
-                    m[Int(id) >> 6] |= 1 << UInt64(id & 63)
-                }
-                i += 1
-            }
+            trie.addAccepted(in: 0..<trie.byte.count, below: 0, from: start, pool: pool, to: m, states: &states)
         }
     }
 }
@@ -162,24 +144,8 @@ struct PositionMasks: Sendable {
         mask.withUnsafeMutableBufferPointer { m in
             for root in exitRoots {
                 let r = Int(root)
-                let base = Int(v.depth[r])
-                var i = r + 1
-                let end = Int(v.next[r])
-                while i < end {
-                    let d = Int(v.depth[i]) - base
-                    while states.count <= d { states.append(0) }
-                    let s = pool.step(d == 1 ? after : states[d - 1], v.byte[i])
-                    if s == ParserPool.dead {
-                        i = Int(v.next[i])
-                        continue
-                    }
-                    states[d] = s
-                    for t in Int(v.tokenStart[i])..<Int(v.tokenStart[i + 1]) {
-                        let id = v.ids[t]
-                        m[Int(id) >> 6] |= 1 << UInt64(id & 63)
-                    }
-                    i += 1
-                }
+                v.trie.addAccepted(
+                    in: (r + 1)..<Int(v.next[r]), below: Int(v.depth[r]), from: after, pool: pool, to: m, states: &states)
             }
         }
     }

@@ -13,11 +13,12 @@ public final class TokenVocabulary: Sendable {
     // The trie in preorder: node i has `byte[i]` at `depth[i]` (1 for the root's children); its
     // subtree is nodes i..<next[i]; tokens ending at node i are ids[tokenStart[i]..<tokenStart[i+1]],
     // and the subtree's tokens are ids[tokenStart[i]..<tokenStart[next[i]]].
-    let byte: [UInt8]
-    let depth: [Int32]
-    let next: [Int32]
-    let tokenStart: [Int32]
-    let ids: [Int32]
+    let trie: ByteTrie
+    var byte: [UInt8] { trie.byte }
+    var depth: [Int32] { trie.depth }
+    var next: [Int32] { trie.next }
+    var tokenStart: [Int32] { trie.tokenStart }
+    var ids: [Int32] { trie.ids }
     /// Each token's bytes (empty for tokens that are never allowed: special tokens, empty ones).
     let tokenBytes: [[UInt8]]
 
@@ -42,12 +43,7 @@ public final class TokenVocabulary: Sendable {
             stored[id] = bytes
         }
         tokenBytes = stored
-        let trie = ByteTrie(entries)
-        byte = trie.byte
-        depth = trie.depth
-        next = trie.next
-        tokenStart = trie.tokenStart
-        ids = trie.ids
+        trie = ByteTrie(entries)
         longestToken = Int(trie.depth.max() ?? 0)
     }
 
@@ -92,5 +88,32 @@ struct ByteTrie: Sendable {
         }
         while let last = path.popLast() { next[Int(last)] = Int32(byte.count) }
         tokenStart.append(Int32(ids.count))
+    }
+}
+
+extension ByteTrie {
+    /// Adds to `mask` the ids of the strings ending in nodes `range` — a node's subtree, or the
+    /// whole trie — whose bytes below depth `base` the parser accepts from state `start`
+    /// (subtrees the parser rejects are skipped whole). `states` is scratch space.
+    func addAccepted(
+        in range: Range<Int>, below base: Int, from start: Int32, pool: ParserPool,
+        to mask: UnsafeMutableBufferPointer<UInt64>, states: inout [Int32]
+    ) {
+        var i = range.lowerBound
+        while i < range.upperBound {
+            let d = Int(depth[i]) - base
+            while states.count <= d { states.append(0) }
+            let s = pool.step(d == 1 ? start : states[d - 1], byte[i])
+            if s == ParserPool.dead {
+                i = Int(next[i])
+                continue
+            }
+            states[d] = s
+            for t in Int(tokenStart[i])..<Int(tokenStart[i + 1]) {
+                let id = ids[t]
+                mask[Int(id) >> 6] |= 1 << UInt64(id & 63)
+            }
+            i += 1
+        }
     }
 }

@@ -550,9 +550,8 @@ struct SequenceRun {
     ) -> Outcome {
         guard summary.completionTokens < parameters.maxTokens else { return .finished }
         var allowed: [UInt64]? = nil
-        if var m = matcher {
-            m.fillMask(&mask)
-            matcher = m
+        if matcher != nil {
+            matcher?.fillMask(&mask)  // in place: a copy would duplicate the matcher's mask cache each step
             if !mask.contains(where: { $0 != 0 }) {
                 // Complete, with no end-of-sequence token to say so (or no token can go on).
                 summary.finishReason = .stop

@@ -8,7 +8,7 @@ import Testing
     static let alphabet: [Character] = Array(#"{}[]()"':,.-+*?|^$\/#<>=0123456789abceuxyzU ntr"#) + ["\n", "é", "😀"]
 
     static func mutations(of seed: String, count: Int, state: UInt64) -> [String] {
-        var g = NumberRangeTests.Generator(state: state)
+        var g = SeededRandom(state: state)
         var out: [String] = []
         let base = Array(seed)
         for _ in 0..<count {

@@ -1,3 +1,4 @@
+import HearthTestSupport
 import Testing
 @testable import HearthConstraints
 
@@ -5,22 +6,11 @@ import Testing
 /// recognizer (independent of the mask engine) from the prefix generated so far, on random walks
 /// through several grammars.
 @Suite struct MaskTests {
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Every single byte (like byte-fallback tokens), plus random strings of JSON-ish pieces cut
     /// at random byte offsets (so multi-byte characters split across tokens), plus one special
     /// token (nil) and an end-of-sequence id.
     static func vocabulary(seed: UInt64) -> (tokens: [[UInt8]?], eos: Int32) {
-        var rng = SplitMix(state: seed)
+        var rng = SeededRandom(state: seed)
         var tokens: [[UInt8]?] = (0...255).map { [UInt8($0)] }
         let pieces = ["{", "}", "[", "]", "\"", ":", ",", " ", "\n", "a", "b", "c", "1", "2", "0", ".", "-", "e", "\\", "n",
                       "é", "€", "😀", "true", "null", "\": ", "\",", "},", "  "]
@@ -87,7 +77,7 @@ import Testing
         let vocabulary = TokenVocabulary(tokens: tokens, endOfSequence: [eos])
         for (name, grammar) in try MaskTests.grammars() {
             let compiled = CompiledConstraint(grammar, vocabulary: vocabulary)
-            var rng = SplitMix(state: seed &* 7919)
+            var rng = SeededRandom(state: seed &* 7919)
             for walk in 0..<4 {
                 var matcher = ConstraintMatcher(compiled)
                 var chart = EarleyChart(grammar)
@@ -161,7 +151,7 @@ import Testing
     @Test func masksEqualBruteForce() throws {
         let (tokens, eos) = MaskTests.vocabulary(seed: 11)
         let vocabulary = TokenVocabulary(tokens: tokens, endOfSequence: [eos])
-        var rng = MaskTests.SplitMix(state: 42)
+        var rng = SeededRandom(state: 42)
         for (name, grammar) in try Self.grammars() {
             let compiled = CompiledConstraint(grammar, vocabulary: vocabulary)
             for walk in 0..<2 {

@@ -1,20 +1,10 @@
+import HearthTestSupport
 import Testing
 @testable import HearthConstraints
 
 /// Number bounds against exact decimal comparison, on many bounds and many numbers.
 @Suite struct NumberRangeTests {
-    struct Generator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    static func randomDecimal(_ g: inout Generator, fraction: Bool) -> String {
+    static func randomDecimal(_ g: inout SeededRandom, fraction: Bool) -> String {
         let negative = Bool.random(using: &g)
         let integer = [0, 1, 5, 9, 10, 19, 99, 100, 250, 1000, 12345].randomElement(using: &g) ?? 0
         var text = (negative ? "-" : "") + String(integer + (Bool.random(using: &g) ? Int.random(in: 0...3, using: &g) : 0))
@@ -26,7 +16,7 @@ import Testing
 
     @Test(arguments: [false, true])
     func rangesMatchExactComparison(integer: Bool) throws {
-        var g = Generator(state: integer ? 7 : 11)
+        var g = SeededRandom(state: integer ? 7 : 11)
         var accepted = 0, rejected = 0
         for _ in 0..<60 {
             let lo = Bool.random(using: &g) ? Self.randomDecimal(&g, fraction: !integer || Bool.random(using: &g)) : nil
