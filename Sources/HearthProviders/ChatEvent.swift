@@ -6,6 +6,9 @@ public enum FinishReason: String, Sendable, Codable {
     case length
     /// The request was cancelled.
     case cancelled
+    /// The model called tools (``ChatResponse/toolCalls``); the app runs them and sends
+    /// their results back as ``ChatMessage/Role/tool`` messages.
+    case toolCalls = "tool_calls"
 }
 
 /// Token counts and speed of one reply.
@@ -61,6 +64,9 @@ public enum ChatEvent: Sendable {
     /// responding → listening). Informational: it carries no reply text, and providers without
     /// such a state never send it.
     case dialogState(DialogState)
+    /// A step of a tool call: its start (id, name), a piece of its arguments, or its end. A
+    /// reply may mix text and calls; text never carries a call.
+    case toolCall(ToolCallEvent)
 }
 
 /// The state of a realtime dialog server, as a ``ChatEvent/dialogState(_:)`` reports it.
@@ -93,6 +99,8 @@ public struct DialogState: RawRepresentable, Sendable, Hashable, Codable, Custom
 public struct ChatResponse: Sendable {
     /// The whole reply text.
     public var text: String
+    /// The tool calls the reply made, in order (empty for a text answer).
+    public var toolCalls: [ToolCall]
     /// Token counts and speed, when the provider reported them.
     public var usage: Usage?
     /// Why generation ended.
@@ -101,8 +109,9 @@ public struct ChatResponse: Sendable {
     public var provider: String
 
     /// Creates a response.
-    public init(text: String, usage: Usage?, finishReason: FinishReason, provider: String) {
+    public init(text: String, toolCalls: [ToolCall] = [], usage: Usage?, finishReason: FinishReason, provider: String) {
         self.text = text
+        self.toolCalls = toolCalls
         self.usage = usage
         self.finishReason = finishReason
         self.provider = provider

@@ -18,7 +18,8 @@ extension GenerationOptions {
     /// Checks every set option against the ranges the engine accepts (the one validation the
     /// CLI, the REPL, `LocalProvider` and the server share): temperature ≥ 0, top_p in (0, 1],
     /// top_k ≥ 0, min_p in [0, 1), max_tokens ≥ 1, repetition_penalty > 0, finite penalties, and
-    /// a response format that is well-formed (``ResponseFormat/validate()``).
+    /// a response format that is well-formed (``ResponseFormat/validate()``) and tools that are
+    /// (``validateTools()``).
     /// Throws ``InvalidGenerationOption`` naming the first bad one.
     public func validate() throws(InvalidGenerationOption) {
         func bad(_ field: String, _ rule: String, _ value: Any) -> InvalidGenerationOption {
@@ -37,5 +38,6 @@ extension GenerationOptions {
         if let presencePenalty, !presencePenalty.isFinite { throw bad("presence_penalty", "must be finite", presencePenalty) }
         if let frequencyPenalty, !frequencyPenalty.isFinite { throw bad("frequency_penalty", "must be finite", frequencyPenalty) }
         try responseFormat?.validate()
+        try validateTools()
     }
 }

@@ -27,13 +27,24 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
     /// ``ResponseFormat/text`` for free text. Never dropped: a provider that cannot honour it
     /// throws ``ProviderError/Code/unsupported(feature:)``.
     public var responseFormat: ResponseFormat?
+    /// Functions the model may call (empty: none). Never dropped: a provider whose API has no
+    /// tools throws ``ProviderError/Code/unsupported(feature:)``.
+    public var tools: [ToolDefinition]
+    /// Whether and which tool the model must call (nil: ``ToolChoice/auto`` when there are tools).
+    public var toolChoice: ToolChoice?
+    /// Whether one reply may make several calls (nil: the provider's default, which is yes).
+    public var parallelToolCalls: Bool?
 
     /// Creates options; every argument defaults to "provider default".
     public init(
         temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, minP: Double? = nil,
         maxTokens: Int? = nil, stop: [String] = [], seed: Int? = nil, repetitionPenalty: Double? = nil,
-        presencePenalty: Double? = nil, frequencyPenalty: Double? = nil, responseFormat: ResponseFormat? = nil
+        presencePenalty: Double? = nil, frequencyPenalty: Double? = nil, responseFormat: ResponseFormat? = nil,
+        tools: [ToolDefinition] = [], toolChoice: ToolChoice? = nil, parallelToolCalls: Bool? = nil
     ) {
+        self.tools = tools
+        self.toolChoice = toolChoice
+        self.parallelToolCalls = parallelToolCalls
         self.temperature = temperature
         self.topP = topP
         self.topK = topK
@@ -45,6 +56,25 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
         self.presencePenalty = presencePenalty
         self.frequencyPenalty = frequencyPenalty
         self.responseFormat = responseFormat
+    }
+
+    /// Decodes options; every key may be absent (conversation files written before a field existed).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        temperature = try c.decodeIfPresent(Double.self, forKey: .temperature)
+        topP = try c.decodeIfPresent(Double.self, forKey: .topP)
+        topK = try c.decodeIfPresent(Int.self, forKey: .topK)
+        minP = try c.decodeIfPresent(Double.self, forKey: .minP)
+        maxTokens = try c.decodeIfPresent(Int.self, forKey: .maxTokens)
+        stop = try c.decodeIfPresent([String].self, forKey: .stop) ?? []
+        seed = try c.decodeIfPresent(Int.self, forKey: .seed)
+        repetitionPenalty = try c.decodeIfPresent(Double.self, forKey: .repetitionPenalty)
+        presencePenalty = try c.decodeIfPresent(Double.self, forKey: .presencePenalty)
+        frequencyPenalty = try c.decodeIfPresent(Double.self, forKey: .frequencyPenalty)
+        responseFormat = try c.decodeIfPresent(ResponseFormat.self, forKey: .responseFormat)
+        tools = try c.decodeIfPresent([ToolDefinition].self, forKey: .tools) ?? []
+        toolChoice = try c.decodeIfPresent(ToolChoice.self, forKey: .toolChoice)
+        parallelToolCalls = try c.decodeIfPresent(Bool.self, forKey: .parallelToolCalls)
     }
 
     /// The response format when it constrains the reply (nil for none and for ``ResponseFormat/text``).

@@ -23,7 +23,7 @@ public protocol LanguageModelProvider: Sendable {
 }
 
 extension LanguageModelProvider {
-    /// Collects ``stream(_:)`` into one ``ChatResponse``: the concatenated text deltas, the last
+    /// Collects ``stream(_:)`` into one ``ChatResponse``: the concatenated text deltas, the tool calls, the last
     /// usage, the finish reason (``FinishReason/stop`` if the stream ended without one) and the
     /// provider named by the last ``ChatEvent/servedBy(_:)`` (or this provider's ``id``).
     public func complete(_ request: ChatRequest) async throws -> ChatResponse {
@@ -31,6 +31,7 @@ extension LanguageModelProvider {
         var usage: Usage?
         var finishReason: FinishReason?
         var provider = id
+        var calls = ToolCallCollector()
         for try await event in stream(request) {
             switch event {
             case .textDelta(let delta): text += delta
@@ -38,10 +39,12 @@ extension LanguageModelProvider {
             case .finished(let reason): finishReason = reason
             case .servedBy(let name): provider = name
             case .switchedProvider(_, let to, _): provider = to
+            case .toolCall(let step): calls.add(step)
             case .contextTruncated, .dialogState: break
             }
         }
-        return ChatResponse(text: text, usage: usage, finishReason: finishReason ?? .stop, provider: provider)
+        return ChatResponse(
+            text: text, toolCalls: calls.calls, usage: usage, finishReason: finishReason ?? .stop, provider: provider)
     }
 
     /// Does nothing: a provider with nothing to load is always warm.

@@ -193,7 +193,7 @@ final class TurnRunner: @unchecked Sendable {
         case .servedBy(let id): lock.withLock { result.servedBy = id }
         case .switchedProvider(_, let to, _): lock.withLock { result.servedBy = to }
         case .contextTruncated(let dropped): lock.withLock { result.droppedMessages = dropped }
-        case .dialogState: break
+        case .dialogState, .toolCall: break  // the REPL sends no tools
         }
     }
 

@@ -118,6 +118,7 @@ struct Collected {
             case .usage: "usage"
             case .contextTruncated(let count): "truncated:\(count)"
             case .dialogState(let state): "state:\(state)"
+            case .toolCall(let step): "tool:\(step)"
             }
         }
     }

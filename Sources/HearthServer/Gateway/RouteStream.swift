@@ -85,7 +85,7 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
                 case .finished(let reason):
                     self.started(RouteStart(provider: current))
                     self.continuation.yield(.finished(usage ?? Usage(promptTokens: 0, completionTokens: 0), reason))
-                case .contextTruncated, .dialogState:
+                case .contextTruncated, .dialogState, .toolCall:
                     break
                 }
             }
