@@ -30,8 +30,12 @@ extension LocalProvider {
     public enum LocalEvent: Sendable {
         /// The prompt was tokenized and admitted: its length in tokens.
         case promptTokens(Int)
-        /// A generated token.
+        /// A generated token. While the model writes a tool call its `text` is empty: the call
+        /// arrives as ``toolCall(_:)`` events instead, never as text.
         case token(LocalToken)
+        /// A step of a tool call (when the options carry tools): its start, a piece of its
+        /// arguments, its end.
+        case toolCall(ToolCallEvent)
         /// Generation ended: counts and why.
         case finished(Usage, HearthProviders.FinishReason)
     }

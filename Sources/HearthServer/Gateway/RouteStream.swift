@@ -57,6 +57,8 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
                     self.started(RouteStart(provider: id, promptTokens: count))
                 case .token(let token):
                     self.continuation.yield(.text(token.text, token: token))
+                case .toolCall:
+                    break  // not yet forwarded: the server refuses `tools` (issue 25 in progress)
                 case .finished(let usage, let reason):
                     self.continuation.yield(.finished(usage, reason))
                 }
