@@ -108,8 +108,10 @@ struct APIError: Error, Sendable {
 extension APIError {
     /// A schema, pattern or grammar the local model cannot enforce: a 400 whose message names
     /// the keyword (a JSON pointer into the schema) or the position in the pattern or grammar.
-    /// `param` is set by the caller (the request field that carried the format).
-    static func from(_ error: ConstraintError) -> APIError {
+    /// `param` is set by the caller (the request field that carried the format). With `tool`
+    /// (the field of a tool's schema, `tools[1].function.parameters`) it is about that tool's
+    /// parameters instead: the message and `param` name the field, the code says `tool_schema`.
+    static func from(_ error: ConstraintError, tool: String? = nil) -> APIError {
         let code: String
         let what: String
         switch error.kind {
@@ -120,6 +122,11 @@ extension APIError {
         case .tooComplex: (code, what) = ("response_format_too_complex", "is too complex to compile")
         }
         let place = error.location.isEmpty ? "" : " at \(error.location)"
+        if let tool {
+            return APIError(
+                status: 400, message: "'\(tool)': the tool's parameter schema \(what)\(place): \(error.message)",
+                type: "invalid_request_error", code: code.replacingOccurrences(of: "response_format", with: "tool_schema"), param: tool)
+        }
         return APIError(
             status: 400, message: "The response format \(what)\(place): \(error.message)", type: "invalid_request_error",
             code: code, param: "response_format")

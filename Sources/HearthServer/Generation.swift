@@ -15,6 +15,11 @@ struct RouteOutcome: Sendable {
     var code: String?
     var text = ""
     var tokens: [LocalProvider.LocalToken] = []
+    /// The tool calls of the answer, reassembled from their events.
+    var toolCalls = ToolCallCollector()
+    /// The local model answers (it reports the prompt's length first): its tokens arrive as
+    /// text events, a call's included; a cloud provider's call fragments are counted apart.
+    var local = false
     var usage = Usage(promptTokens: 0, completionTokens: 0)
     /// The provider reported usage (a cloud stream cut short may not have).
     var usageReported = false
@@ -81,6 +86,7 @@ extension HearthServer {
             case .messages: job = try parser.messages(json)
             case .responses: job = try parser.responses(json)
             }
+            if route.isLocal, let error = RequestParser.toolSchemaError(job) { throw error }
             if !route.isLocal {
                 if case .text = job.input {
                     throw APIError.invalid("model", "'\(name)' is a cloud route; /v1/completions is served by local routes only.")
@@ -160,7 +166,16 @@ extension HearthServer {
             cleanup()
             // A schema or grammar that cannot be enforced is refused here, before any text: name the field that carried it.
             var apiError = Self.gatewayAPIError(error)
-            if apiError.concernsResponseFormat, let param = job.formatParam { apiError.param = param }
+            if apiError.concernsResponseFormat, !job.options.tools.isEmpty, let toolError = RequestParser.toolSchemaError(job) {
+                apiError = toolError  // a tool's schema the local model cannot enforce
+            } else if apiError.concernsResponseFormat, let param = job.formatParam {
+                apiError.param = param
+            } else if apiError.concernsResponseFormat, !job.options.tools.isEmpty {
+                // No response format: the constraint that failed is the tools' (their call format).
+                apiError.param = "tools"
+                apiError.code = apiError.code?.replacingOccurrences(of: "response_format", with: "tool_schema")
+                apiError.message = apiError.message.replacingOccurrences(of: "The response format", with: "The tools' call format")
+            }
             if job.stream, endpoint == .responses {
                 // The Responses API reports a failure to start as `response.failed` in the stream.
                 await record(RouteOutcome(failure: apiError, after: RouteOutcome()), call: call)
@@ -179,7 +194,9 @@ extension HearthServer {
         let settle: @Sendable (RouteOutcome) async -> Void = { [call] outcome in
             await self.record(outcome, call: call)
             if let cache = self.gateway.cache, let cacheKey = storeKey, outcome.status == 200, !outcome.filtered, outcome.reason != .cancelled {
-                cache.store(cacheKey, .init(text: outcome.text, usage: outcome.usage, reason: outcome.reason, servedBy: outcome.servedBy))
+                cache.store(
+                    cacheKey,
+                    .init(text: outcome.text, toolCalls: outcome.toolCalls.calls, usage: outcome.usage, reason: outcome.reason, servedBy: outcome.servedBy))
             }
         }
         if job.stream {
@@ -231,7 +248,7 @@ extension HearthServer {
         var settled = false
         do {
             reading: for try await raw in stream.events {
-                if case .text = raw {
+                if Self.isGenerated(raw, local: outcome.local) {
                     // Timed and counted as the provider gives them, before the filter holds any back.
                     let now = ContinuousClock.now
                     if let previous {
@@ -260,9 +277,13 @@ extension HearthServer {
                         outcome.servedBy = to
                     case .promptTokens(let count):
                         outcome.usage.promptTokens = count
+                        outcome.local = true
                     case .text(let text, let token):
                         outcome.text += text
-                        if let token { outcome.tokens.append(token) }
+                        // Log-probabilities describe the text: a call's tokens (empty text) are left out.
+                        if let token, !(text.isEmpty && outcome.toolCalls.hasOpenCall) { outcome.tokens.append(token) }
+                    case .toolCall(let step):
+                        outcome.toolCalls.add(step)
                     case .finished(let usage, let reason):
                         if usage.promptTokens > 0 || usage.completionTokens > 0 {
                             outcome.usage = usage
@@ -334,6 +355,16 @@ extension HearthServer {
 
     // MARK: Pieces
 
+    /// Whether an event is a generated piece, timed and counted as a token: text (the local
+    /// model's tokens, a tool call's included), or a cloud provider's piece of a call's arguments.
+    static func isGenerated(_ event: RouteEvent, local: Bool) -> Bool {
+        switch event {
+        case .text: return true
+        case .toolCall(.arguments): return !local
+        default: return false
+        }
+    }
+
     /// The streaming headers.
     static func sseHeaders(_ requestID: String) -> HTTPFields {
         var headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
@@ -347,10 +378,14 @@ extension HearthServer {
         return value.contains("no-cache") || value.contains("no-store")
     }
 
-    /// Every text of the request the filter reads: messages (system included) or the prompt.
+    /// Every text of the request the filter reads: messages (system included, tool calls'
+    /// arguments and tool results too) and tool descriptions, or the prompt.
     static func inputText(_ job: GenerationJob) -> String {
         switch job.input {
-        case .chat(let messages): return messages.map(\.content).joined(separator: "\n")
+        case .chat(let messages):
+            let calls = messages.flatMap(\.toolCalls).map { "\($0.name) \($0.arguments)" }
+            let tools = job.options.tools.map { "\($0.name) \($0.description ?? "") \($0.parameters)" }
+            return (messages.map(\.content) + calls + tools).joined(separator: "\n")
         case .text(let text): return text
         }
     }
@@ -423,9 +458,14 @@ extension HearthServer {
         }
     }
 
-    /// A cached answer, whole or replayed as a stream; recorded like any answer.
+    /// A cached answer, whole or replayed as a stream; recorded like any answer. Its tool calls
+    /// get fresh ids (a call id names one call of one conversation).
     func replay(_ answer: ResponseCache.Answer, job: GenerationJob, call: GenerationCall, headers: HTTPFields) async -> Response {
+        let calls = answer.toolCalls.map { ToolCall(id: ToolCall.newID(), name: $0.name, arguments: $0.arguments) }
         var outcome = RouteOutcome()
+        for (index, call) in calls.enumerated() {
+            for step in Self.events(of: call, index: index) { outcome.toolCalls.add(step) }
+        }
         outcome.usage = answer.usage
         outcome.usageReported = true
         outcome.reason = answer.reason
@@ -458,12 +498,27 @@ extension HearthServer {
                     frames += renderer.frames(for: .text(piece, token: nil), text: text)
                     rest = rest.dropFirst(16)
                 }
+                for (index, call) in calls.enumerated() {
+                    for step in Self.events(of: call, index: index) { frames += renderer.frames(for: .toolCall(step), text: text) }
+                }
                 frames += renderer.frames(for: .finished(answer.usage, answer.reason), text: text)
                 var buffer = ByteBuffer()
                 for frame in frames { buffer.writeBytes(frame) }
                 try await writer.write(buffer)
                 try await writer.finish(nil)
             })
+    }
+
+    /// A whole call as the events that stream it (its arguments in pieces of a few characters).
+    static func events(of call: ToolCall, index: Int) -> [ToolCallEvent] {
+        var steps: [ToolCallEvent] = [.started(index: index, id: call.id, name: call.name)]
+        var rest = Substring(call.arguments)
+        while !rest.isEmpty {
+            steps.append(.arguments(index: index, fragment: String(rest.prefix(16))))
+            rest = rest.dropFirst(16)
+        }
+        steps.append(.finished(index: index))
+        return steps
     }
 
     /// An error as the server answers it: a cloud provider's failure is the upstream's (502 for

@@ -116,18 +116,7 @@ extension RequestParser {
     private func schemaText(_ value: JSONValue, _ param: String) throws -> String {
         switch value {
         case .object:
-            if let body, var node = try? JSONText.parse(String(decoding: body, as: UTF8.self)) {
-                var found = true
-                for key in param.split(separator: ".") {
-                    guard let next = node[String(key)] else {
-                        found = false
-                        break
-                    }
-                    node = next
-                }
-                if found, case .object = node { return node.serialized }
-            }
-            return String(decoding: value.serialized(), as: UTF8.self)
+            return orderedText(value, at: param, in: orderedBody())
         case .bool(true): return "{}"
         default:
             throw APIError.invalid(param, "'\(param)' must be a JSON Schema object, got \(value.typeName).", code: "invalid_type")

@@ -30,6 +30,9 @@ struct GenerationJob: Sendable {
     /// `json_schema`, `grammar`, `text.format`, `output_config.format`): the `param` of a 400
     /// for a schema or grammar that cannot be enforced.
     var formatParam: String?
+    /// The request field of each tool's schema (`tools[0].function.parameters`,
+    /// `tools[0].input_schema`): the `param` of a 400 for a schema the local model cannot enforce.
+    var toolSchemaParams: [String] = []
 }
 
 /// Parses and validates request bodies; every failure is a 4xx ``APIError`` naming the field.
@@ -40,6 +43,8 @@ struct RequestParser {
     var maxTokensLimit: Int
     /// The request body as sent, read again only for a schema's key order (``schemaText``).
     var body: Data?
+    /// The body parsed again keeping key order, for schemas and tool inputs (``orderedBody()``).
+    let ordered = OrderedBody()
 
     /// Decodes a body as JSON (invalid UTF-8 and malformed JSON are 400s).
     static func json(_ data: Data) throws -> JSONValue {
@@ -71,9 +76,9 @@ struct RequestParser {
         return model
     }
 
-    /// OpenAI sampling fields shared by chat and text completions, and the response format
-    /// (``openAIFormat(_:)``) with the field that asked for it.
-    func openAIOptions(_ f: Fields) throws -> (GenerationOptions, formatParam: String?) {
+    /// OpenAI sampling fields shared by chat and text completions, the response format
+    /// (``openAIFormat(_:)``) with the field that asked for it, and the chat's tools.
+    func openAIOptions(_ f: Fields, tools: ParsedTools = ParsedTools()) throws -> (GenerationOptions, formatParam: String?) {
         var o = GenerationOptions()
         o.temperature = try f.number("temperature", in: 0...2)
         o.topP = try f.number("top_p", in: 0...1)
@@ -93,10 +98,8 @@ struct RequestParser {
         }
         let format = try openAIFormat(f)
         o.responseFormat = format?.format
-        if let tools = try f.array("tools"), !tools.isEmpty {
-            throw APIError.invalid("tools", "Tool calling is not supported by this server.")
-        }
-        try validated(o)
+        tools.apply(to: &o)
+        try validated(o, tools: tools)
         return (o, format?.param)
     }
 
@@ -117,20 +120,30 @@ struct RequestParser {
         guard let items = try f.array("messages") else { throw APIError.invalid("messages", "'messages' is required.", code: "missing_field") }
         guard !items.isEmpty else { throw APIError.invalid("messages", "'messages' must contain at least one message.") }
         var messages: [ChatMessage] = []
+        var origins = MessageOrigins()
         for (index, item) in items.enumerated() {
             let m = try Fields(item, prefix: "messages[\(index)]")
             guard let roleName = try m.string("role") else { throw APIError.invalid(m.name("role"), "'\(m.name("role"))' is required.", code: "missing_field") }
-            let role: ChatMessage.Role
+            var message = ChatMessage(role: .user, content: try text(m, key: "content", partType: "text"))
             switch roleName {
-            case "system", "developer": role = .system
-            case "user": role = .user
-            case "assistant": role = .assistant
+            case "system", "developer": message.role = .system
+            case "user": message.role = .user
+            case "assistant":
+                message.role = .assistant
+                message.toolCalls = try chatToolCalls(m)
+            case "tool":
+                message.role = .tool
+                message.toolCallID = try m.string("tool_call_id")
             default:
-                throw APIError.invalid(m.name("role"), "'\(m.name("role"))' must be system, developer, user or assistant, got '\(roleName.prefix(40))'.")
+                throw APIError.invalid(
+                    m.name("role"), "'\(m.name("role"))' must be system, developer, user, assistant or tool, got '\(roleName.prefix(40))'.")
             }
-            messages.append(ChatMessage(role: role, content: try text(m, key: "content", partType: "text")))
+            messages.append(message)
+            origins.add(owner: m.prefix, callID: m.name("tool_call_id"), calls: m.name("tool_calls"))
         }
-        let (options, formatParam) = try openAIOptions(f)
+        try validateToolResults(messages, origins: origins)
+        let tools = try chatTools(f)
+        let (options, formatParam) = try openAIOptions(f, tools: tools)
         var logprobs: Int?
         if try f.bool("logprobs") == true { logprobs = try f.int("top_logprobs", in: 0...20) ?? 0 }
         else if f.value("top_logprobs") != nil {
@@ -139,7 +152,7 @@ struct RequestParser {
         let (stream, includeUsage) = try streamFlags(f)
         return GenerationJob(
             endpoint: .chatCompletions, input: .chat(messages), options: options, stream: stream, includeUsage: includeUsage,
-            logprobs: logprobs, model: model, formatParam: formatParam)
+            logprobs: logprobs, model: model, formatParam: formatParam, toolSchemaParams: tools.schemaParams)
     }
 
     /// A message's content: a string, or an array of `{"type": partType, "text": …}` parts.
@@ -189,6 +202,9 @@ struct RequestParser {
         if let bestOf = try f.int("best_of", in: Int.min...Int.max), bestOf != 1 {
             throw APIError.invalid("best_of", "Only best_of = 1 is supported.")
         }
+        if f.value("tools") != nil || f.value("tool_choice") != nil {
+            throw APIError.invalid("tools", "Tools are served by /v1/chat/completions, /v1/messages and /v1/responses, not by legacy completions.")
+        }
         var (options, formatParam) = try openAIOptions(f)
         if options.maxTokens == nil { options.maxTokens = min(16, maxTokensLimit) }  // OpenAI's default for completions
         let logprobs = try f.int("logprobs", in: 0...5)
@@ -215,6 +231,8 @@ struct RequestParser {
         }
         guard let items = try f.array("messages") else { throw APIError.invalid("messages", "'messages' is required.", code: "missing_field") }
         guard !items.isEmpty else { throw APIError.invalid("messages", "'messages' must contain at least one message.") }
+        var origins = MessageOrigins()
+        if !messages.isEmpty { origins.add(owner: "system", callID: "system", calls: "system") }
         for (index, item) in items.enumerated() {
             let m = try Fields(item, prefix: "messages[\(index)]")
             let role: ChatMessage.Role
@@ -225,8 +243,9 @@ struct RequestParser {
             case let other?:
                 throw APIError.invalid(m.name("role"), "'\(m.name("role"))' must be user or assistant, got '\(other.prefix(40))'.")
             }
-            messages.append(ChatMessage(role: role, content: try text(m, key: "content", partType: "text")))
+            try anthropicMessages(m, role: role, into: &messages, origins: &origins)
         }
+        try validateToolResults(messages, origins: origins)
         var o = GenerationOptions()
         o.maxTokens = min(maxTokens, maxTokensLimit)
         o.temperature = try f.number("temperature", in: 0...1)
@@ -236,36 +255,50 @@ struct RequestParser {
         o.stop = try f.stops("stop_sequences", limit: 16)
         let format = try anthropicFormat(f)
         o.responseFormat = format?.format
-        if let tools = try f.array("tools"), !tools.isEmpty {
-            throw APIError.invalid("tools", "Tool use is not supported by this server.")
-        }
-        try validated(o)
+        let tools = try anthropicTools(f)
+        tools.apply(to: &o)
+        try validated(o, tools: tools)
         let stream = try f.bool("stream") ?? false
         return GenerationJob(
             endpoint: .messages, input: .chat(messages), options: o, stream: stream, includeUsage: true, logprobs: nil,
-            model: model, formatParam: format?.param)
+            model: model, formatParam: format?.param, toolSchemaParams: tools.schemaParams)
     }
 
     /// `POST /v1/responses` (stateless): `input` as a string or a list of message items,
     /// `instructions`, sampling fields, `text.format` (text, json_object, json_schema) and
-    /// `stream`. Tools and reasoning are refused by name until the server supports them.
+    /// `stream`, function tools (``responsesTools(_:)``) with `function_call` and
+    /// `function_call_output` input items. Reasoning is refused by name.
     func responses(_ body: JSONValue) throws -> GenerationJob {
         let f = try Fields(body)
         var messages: [ChatMessage] = []
+        var origins = MessageOrigins()
         let instructions = try f.string("instructions")
-        if let instructions { messages.append(.system(instructions)) }
+        if let instructions {
+            messages.append(.system(instructions))
+            origins.add(owner: "instructions", callID: "instructions", calls: "instructions")
+        }
         switch f.value("input") {
         case nil: throw APIError.invalid("input", "'input' is required: a string or a list of input items.", code: "missing_field")
-        case .string(let text)?: messages.append(.user(text))
+        case .string(let text)?:
+            messages.append(.user(text))
+            origins.add(owner: "input", callID: "input", calls: "input")
         case .array(let items)?:
             guard !items.isEmpty else { throw APIError.invalid("input", "'input' must contain at least one item.") }
             for (index, item) in items.enumerated() {
                 let m = try Fields(item, prefix: "input[\(index)]")
                 let type = try m.string("type") ?? "message"
-                guard type == "message" else {
+                switch type {
+                case "message": break
+                case "function_call":
+                    try responsesCall(m, into: &messages, origins: &origins)
+                    continue
+                case "function_call_output":
+                    try responsesCallOutput(m, into: &messages, origins: &origins)
+                    continue
+                default:
                     throw APIError.invalid(
                         m.name("type"),
-                        "'\(m.name("type"))' is '\(type.prefix(40))': only message items are supported (function calls need tools, which this server does not serve yet).")
+                        "'\(m.name("type"))' is '\(type.prefix(40))': only message, function_call and function_call_output items are supported.")
                 }
                 let role: ChatMessage.Role
                 switch try m.string("role") {
@@ -278,17 +311,17 @@ struct RequestParser {
                         m.name("role"), "'\(m.name("role"))' must be system, developer, user or assistant, got '\(other.prefix(40))'.")
                 }
                 messages.append(ChatMessage(role: role, content: try text(m, key: "content", partTypes: ["input_text", "output_text", "text"])))
+                origins.add(owner: m.prefix, callID: m.prefix, calls: m.prefix)
             }
         case let other?: throw f.wrongType("input", "a string or an array of input items", other)
         }
+        try validateToolResults(messages, origins: origins)
         if try f.string("previous_response_id") != nil {
             throw APIError.invalid(
                 "previous_response_id",
                 "This server keeps no responses (store is false in effect): send the whole conversation in 'input' instead of 'previous_response_id'.")
         }
-        if let tools = try f.array("tools"), !tools.isEmpty {
-            throw APIError.invalid("tools", "Tool calling is not supported by this server yet.")
-        }
+        let tools = try responsesTools(f)
         let format = try responsesFormat(f)
         if let reasoning = f.value("reasoning"), reasoning != .null {
             throw APIError.invalid("reasoning", "'reasoning' is not supported: the served models do not reason in separate tokens.")
@@ -300,15 +333,20 @@ struct RequestParser {
         if o.topP == 0 { throw APIError.invalid("top_p", "'top_p' must be greater than 0.") }
         o.maxTokens = try f.int("max_output_tokens", in: 1...maxTokensLimit)
         o.responseFormat = format?.format
-        try validated(o)
+        tools.apply(to: &o)
+        try validated(o, tools: tools)
         return GenerationJob(
             endpoint: .responses, input: .chat(messages), options: o, stream: try f.bool("stream") ?? false, includeUsage: true,
-            logprobs: nil, model: alias, instructions: instructions, formatParam: format?.param)
+            logprobs: nil, model: alias, instructions: instructions, formatParam: format?.param, toolSchemaParams: tools.schemaParams)
     }
 
     /// The provider layer's one validation (`GenerationOptions.validate()`, as the CLI, the
     /// REPL and `LocalProvider` apply it), as a 400 naming the field.
-    func validated(_ o: GenerationOptions) throws {
-        do { try o.validate() } catch { throw APIError.invalid(error.field, "'\(error.field)': \(error.message).") }
+    /// Tools' fields are named as the client spelled them (`tools[0].function.name`).
+    func validated(_ o: GenerationOptions, tools: ParsedTools = ParsedTools()) throws {
+        do { try o.validate() } catch {
+            let field = tools.wireField(error.field)
+            throw APIError.invalid(field, "'\(field)': \(tools.wireMessage(error.message)).")
+        }
     }
 }

@@ -20,6 +20,13 @@ struct ResponseRenderer {
     var pieces = 0
     /// Responses API: the next event's `sequence_number`.
     var sequence = 0
+    /// Anthropic content blocks / Responses output items streamed so far, in order (their
+    /// `index` / `output_index` is their place here); the last one may still be open.
+    var items: [StreamItem] = []
+    /// The last of ``items`` is open (its stop / done events not yet sent).
+    var itemOpen = false
+    /// The tool calls streamed so far.
+    var calls = ToolCallCollector()
 
     init(job: GenerationJob, requestID: String, reportsProvider: Bool = false) {
         self.job = job
@@ -50,8 +57,8 @@ struct ResponseRenderer {
 
     func finishName(_ reason: FinishReason, filtered: Bool = false) -> String {
         switch job.endpoint {
-        case .messages: return filtered ? "refusal" : reason == .length ? "max_tokens" : "end_turn"
-        default: return filtered ? "content_filter" : reason == .length ? "length" : "stop"
+        case .messages: return filtered ? "refusal" : reason == .length ? "max_tokens" : reason == .toolCalls ? "tool_use" : "end_turn"
+        default: return filtered ? "content_filter" : reason == .length ? "length" : reason == .toolCalls ? "tool_calls" : "stop"
         }
     }
 
@@ -116,7 +123,8 @@ struct ResponseRenderer {
 
     // MARK: Streaming
 
-    /// Frames sent before the first token.
+    /// Frames sent before the first token (Anthropic's content blocks and the Responses API's
+    /// output items open with their first text or call: ``openText()``, ``toolFrames(_:)``).
     mutating func streamStart() -> [Data] {
         switch job.endpoint {
         case .responses:
@@ -124,10 +132,6 @@ struct ResponseRenderer {
             return [
                 event("response.created", ["response": response]),
                 event("response.in_progress", ["response": response]),
-                event("response.output_item.added", ["output_index": 0, "item": outputItem(text: nil)]),
-                event(
-                    "response.content_part.added",
-                    ["item_id": .string(itemID), "output_index": 0, "content_index": 0, "part": outputText("")]),
             ]
         case .chatCompletions:
             return [chatChunk(delta: ["role": "assistant", "content": ""], logprobs: nil, finish: nil)]
@@ -140,9 +144,6 @@ struct ResponseRenderer {
             ]
             return [
                 Self.frame(["type": "message_start", "message": message], event: "message_start"),
-                Self.frame(
-                    ["type": "content_block_start", "index": 0, "content_block": ["type": "text", "text": ""]],
-                    event: "content_block_start"),
                 Self.frame(["type": "ping"], event: "ping"),
             ]
         }
@@ -171,7 +172,8 @@ struct ResponseRenderer {
     /// Frames for one token (none when it completed no text and no logprobs were asked for).
     func streamToken(_ token: LocalProvider.LocalToken, textOffset: Int) -> [Data] {
         let wantsLogprobs = job.logprobs != nil
-        guard !token.text.isEmpty || wantsLogprobs else { return [] }
+        // A token of a tool call (empty text while a call is open) goes out as the call's events.
+        guard !token.text.isEmpty || (wantsLogprobs && !calls.hasOpenCall) else { return [] }
         switch job.endpoint {
         case .chatCompletions:
             return [
@@ -196,17 +198,24 @@ struct ResponseRenderer {
         case .chatCompletions: return [chatChunk(delta: ["content": .string(text)], logprobs: nil, finish: nil)]
         case .completions: return [completionChunk(text: text, logprobs: nil, finish: nil)]
         case .messages:
-            return [
+            var frames = openText()
+            frames.append(
                 Self.frame(
-                    ["type": "content_block_delta", "index": 0, "delta": ["type": "text_delta", "text": .string(text)]],
-                    event: "content_block_delta")
-            ]
+                    ["type": "content_block_delta", "index": .int(items.count - 1), "delta": ["type": "text_delta", "text": .string(text)]],
+                    event: "content_block_delta"))
+            appendText(text)
+            return frames
         case .responses:
-            return [
+            var frames = openText()
+            frames.append(
                 event(
                     "response.output_text.delta",
-                    ["item_id": .string(itemID), "output_index": 0, "content_index": 0, "delta": .string(text), "logprobs": []])
-            ]
+                    [
+                        "item_id": .string(messageID(items.count - 1)), "output_index": .int(items.count - 1), "content_index": 0,
+                        "delta": .string(text), "logprobs": [],
+                    ]))
+            appendText(text)
+            return frames
         }
     }
 
@@ -227,6 +236,8 @@ struct ResponseRenderer {
             defer { textOffset += piece.count }
             if let token, job.logprobs != nil { return streamToken(token, textOffset: textOffset) }
             return textFrames(piece)
+        case .toolCall(let step):
+            return toolFrames(step)
         case .finished(let usage, let reason):
             return streamEnd(usage: usage, reason: reason, text: text)
         case .filtered:
@@ -271,15 +282,13 @@ struct ResponseRenderer {
         let finish = finishName(reason, filtered: filtered)
         switch job.endpoint {
         case .responses:
-            let done = outputText(text)
-            var response = responseObject(status: "completed", output: [outputItem(text: text)], usage: usage)
+            // An answer with no text and no call still has its (empty) message.
+            var frames = items.isEmpty ? openText() : []
+            frames += closeItem()
+            var response = responseObject(status: "completed", output: streamedOutput(), usage: usage)
             if reason == .length || filtered { response = incomplete(response, reason: filtered ? "content_filter" : "max_output_tokens") }
-            return [
-                event("response.output_text.done", ["item_id": .string(itemID), "output_index": 0, "content_index": 0, "text": .string(text), "logprobs": []]),
-                event("response.content_part.done", ["item_id": .string(itemID), "output_index": 0, "content_index": 0, "part": done]),
-                event("response.output_item.done", ["output_index": 0, "item": outputItem(text: text)]),
-                event(reason == .length || filtered ? "response.incomplete" : "response.completed", ["response": response]),
-            ]
+            frames.append(event(reason == .length || filtered ? "response.incomplete" : "response.completed", ["response": response]))
+            return frames
         case .chatCompletions, .completions:
             var frames = [
                 job.endpoint == .chatCompletions
@@ -297,8 +306,9 @@ struct ResponseRenderer {
             frames.append(Self.done)
             return frames
         case .messages:
-            return [
-                Self.frame(["type": "content_block_stop", "index": 0], event: "content_block_stop"),
+            var frames = items.isEmpty ? openText() : []
+            frames += closeItem()
+            return frames + [
                 Self.frame(
                     [
                         "type": "message_delta", "delta": ["stop_reason": .string(finish), "stop_sequence": nil],
@@ -335,9 +345,9 @@ struct ResponseRenderer {
     }
 
     /// The assistant message item (`text` nil: just begun).
-    func outputItem(text: String?) -> JSONValue {
+    func outputItem(text: String?, id: String? = nil) -> JSONValue {
         [
-            "id": .string(itemID), "type": "message", "status": text == nil ? "in_progress" : "completed", "role": "assistant",
+            "id": .string(id ?? itemID), "type": "message", "status": text == nil ? "in_progress" : "completed", "role": "assistant",
             "content": text.map { [outputText($0)] } ?? [],
         ]
     }
@@ -363,9 +373,10 @@ struct ResponseRenderer {
             "id": .string(id), "object": "response", "created_at": .int(created), "status": .string(status), "error": nil,
             "incomplete_details": nil, "instructions": .optional(job.instructions),
             "max_output_tokens": o.maxTokens.map { .int($0) } ?? .null, "model": .string(job.model), "output": .array(output),
-            "parallel_tool_calls": true, "previous_response_id": nil, "reasoning": ["effort": nil, "summary": nil],
-            "store": false, "temperature": o.temperature.map { .number($0) } ?? 1, "text": ["format": textFormat],
-            "tool_choice": "auto", "tools": [], "top_p": o.topP.map { .number($0) } ?? 1, "truncation": "disabled",
+            "parallel_tool_calls": .bool(o.parallelToolCalls ?? true), "previous_response_id": nil,
+            "reasoning": ["effort": nil, "summary": nil], "store": false, "temperature": o.temperature.map { .number($0) } ?? 1,
+            "text": ["format": textFormat], "tool_choice": responsesToolChoice, "tools": responsesTools,
+            "top_p": o.topP.map { .number($0) } ?? 1, "truncation": "disabled",
             "usage": usage.map { responsesUsage($0) } ?? .null, "metadata": [:],
         ]
     }
@@ -384,7 +395,9 @@ struct ResponseRenderer {
 
     /// The whole answer (`hearth: {served_by, switched, cache}` added when the server reports providers).
     func body(_ outcome: RouteOutcome) -> JSONValue {
-        let body = plainBody(text: outcome.text, tokens: outcome.tokens, usage: outcome.usage, reason: outcome.reason, filtered: outcome.filtered)
+        let body = plainBody(
+            text: outcome.text, calls: outcome.toolCalls.calls, tokens: outcome.tokens, usage: outcome.usage, reason: outcome.reason,
+            filtered: outcome.filtered)
         guard reportsProvider, case .object(var pairs) = body else { return body }
         var info: [(String, JSONValue)] = [("served_by", .string(outcome.servedBy))]
         if !outcome.switches.isEmpty {
@@ -396,17 +409,25 @@ struct ResponseRenderer {
         return .object(pairs)
     }
 
-    func plainBody(text: String, tokens: [LocalProvider.LocalToken], usage: Usage, reason: FinishReason, filtered: Bool) -> JSONValue {
+    /// The whole answer in the API's shape: text (nothing but the calls when a reply with calls
+    /// has no text: chat's `content` is then null) and tool calls (``chatToolCalls(_:)``,
+    /// ``toolUseBlock(_:)``, ``functionCallItem(_:index:status:)``).
+    func plainBody(
+        text: String, calls: [ToolCall] = [], tokens: [LocalProvider.LocalToken], usage: Usage, reason: FinishReason, filtered: Bool
+    ) -> JSONValue {
         let finish = finishName(reason, filtered: filtered)
+        let hasText = !text.isEmpty || calls.isEmpty
         switch job.endpoint {
         case .chatCompletions:
             let logprobs: JSONValue = job.logprobs != nil ? ["content": chatLogprobs(tokens), "refusal": nil] : .null
+            var message: [(String, JSONValue)] = [("role", "assistant"), ("content", hasText ? .string(text) : .null), ("refusal", nil)]
+            if !calls.isEmpty { message.append(("tool_calls", chatToolCalls(calls))) }
             return [
                 "id": .string(id), "object": "chat.completion", "created": .int(created), "model": .string(job.model),
                 "system_fingerprint": "hearth",
                 "choices": [
                     [
-                        "index": 0, "message": ["role": "assistant", "content": .string(text), "refusal": nil],
+                        "index": 0, "message": .object(message),
                         "logprobs": logprobs, "finish_reason": .string(finish),
                     ]
                 ],
@@ -428,13 +449,15 @@ struct ResponseRenderer {
         case .messages:
             return [
                 "id": .string(id), "type": "message", "role": "assistant", "model": .string(job.model),
-                "content": [["type": "text", "text": .string(text), "citations": nil]], "stop_reason": .string(finish),
+                "content": .array((hasText ? [["type": "text", "text": .string(text), "citations": nil]] : []) + calls.map(toolUseBlock)),
+                "stop_reason": .string(finish),
                 "stop_sequence": nil, "container": nil,
                 "usage": anthropicUsage(
                     input: usage.promptTokens, output: usage.completionTokens, cached: usage.cachedPromptTokens ?? 0),
             ]
         case .responses:
-            let response = responseObject(status: "completed", output: [outputItem(text: text)], usage: usage)
+            let output = (hasText ? [outputItem(text: text)] : []) + calls.enumerated().map { functionCallItem($1, index: $0, status: "completed") }
+            let response = responseObject(status: "completed", output: output, usage: usage)
             return reason == .length || filtered ? incomplete(response, reason: filtered ? "content_filter" : "max_output_tokens") : response
         }
     }

@@ -108,10 +108,17 @@ public struct ContentFilter: Sendable {
 /// characters before it goes out, and each piece is checked against the held text plus the last
 /// window of what went out (linear in the reply, never a rescan of all of it). On a match the
 /// text before it goes out, then ``RouteEvent/filtered``.
+///
+/// A tool call is held whole: the held text goes out when it starts, its events are kept until
+/// it finishes, and then its name and arguments are checked together — a call goes out
+/// complete or, on a match, not at all (the client never gets half a call's JSON).
 struct OutputScreen {
     let filter: ContentFilter
     private var held = ""
     private var sentTail = ""
+    /// The events of calls begun and not yet finished, and their name and arguments so far.
+    private var heldCalls: [RouteEvent] = []
+    private var callText: [Int: String] = [:]
 
     init(filter: ContentFilter) { self.filter = filter }
 
@@ -130,10 +137,32 @@ struct OutputScreen {
             held = String(held.suffix(filter.window))
             sentTail = String((sentTail + out).suffix(filter.window))
             return [.text(out, token: nil)]
+        case .toolCall(let step):
+            var out: [RouteEvent] = []
+            if !held.isEmpty {  // already checked as it arrived
+                out.append(.text(held, token: nil))
+                sentTail = String((sentTail + held).suffix(filter.window))
+                held = ""
+            }
+            heldCalls.append(event)
+            switch step {
+            case .started(let index, _, let name): callText[index] = name + " "
+            case .arguments(let index, let fragment): callText[index, default: ""] += fragment
+            case .finished(let index):
+                if filter.blocks(callText[index] ?? "") { return out + [.filtered] }
+                callText[index] = nil
+                if callText.isEmpty {
+                    out += heldCalls
+                    heldCalls = []
+                }
+            }
+            return out
         case .finished:
             let out = held
             held = ""
-            return (out.isEmpty ? [] : [.text(out, token: nil)]) + [event]
+            let calls = heldCalls
+            heldCalls = []
+            return (out.isEmpty ? [] : [.text(out, token: nil)]) + calls + [event]
         default:
             return [event]
         }

@@ -6,15 +6,22 @@ import HearthProviders
 /// TTL, at most `maxEntries` of them (the least recently used are dropped first).
 ///
 /// The key is the SHA-256 of the normalised request: the route, the endpoint, the messages or
-/// prompt and every sampling option, but not `stream` — a streamed and a whole answer to the
-/// same request share an entry, and a hit is replayed in the form asked for.
+/// prompt (tool calls and tool results included), every sampling option and the tools (their
+/// definitions, the tool choice, parallel calls), but not `stream` — a streamed and a whole
+/// answer to the same request share an entry, and a hit is replayed in the form asked for. An
+/// answer that calls tools is cached like text; a hit replays its calls with fresh call ids.
 final class ResponseCache: @unchecked Sendable {
     // `@unchecked Sendable`: `entries` and `order` are only touched under `lock`.
     struct Answer: Sendable {
         var text: String
+        /// The answer's tool calls (empty for a text answer).
+        var toolCalls: [ToolCall] = []
         var usage: Usage
         var reason: FinishReason
         var servedBy: String
+
+        /// Bytes held: the text and the calls' names and arguments.
+        var size: Int { text.utf8.count + toolCalls.reduce(0) { $0 + $1.name.utf8.count + $1.arguments.utf8.count } }
     }
 
     private struct Entry {
@@ -53,7 +60,15 @@ final class ResponseCache: @unchecked Sendable {
         var input: JSONValue
         switch job.input {
         case .chat(let messages):
-            input = ["chat": .array(messages.map { [.string($0.role.rawValue), .string($0.content)] })]
+            input = [
+                "chat": .array(
+                    messages.map { message in
+                        [
+                            .string(message.role.rawValue), .string(message.content), .optional(message.toolCallID),
+                            .array(message.toolCalls.map { [.string($0.id), .string($0.name), .string($0.arguments)] }),
+                        ]
+                    })
+            ]
         case .text(let text):
             input = ["text": .string(text)]
         }
@@ -68,6 +83,10 @@ final class ResponseCache: @unchecked Sendable {
             "frequency_penalty": number(options.frequencyPenalty),
             // A JSON answer is not a text answer: the format (schema text included) is part of the key.
             "response_format": options.constrainedFormat.map { .string(String(describing: $0)) } ?? .null,
+            // Tools change the answer: their definitions (schema text as sent), the choice, parallel calls.
+            "tools": .array(
+                options.tools.map { [.string($0.name), .optional($0.description), .string($0.parameters), $0.strict.map { .bool($0) } ?? .null] }),
+            "tool_choice": .optional(options.toolChoice?.caseKey), "parallel_tool_calls": options.parallelToolCalls.map { .bool($0) } ?? .null,
         ]
         // Sorted keys: the encoder's object order is not stable from one value to the next.
         let encoder = JSONEncoder()
@@ -82,7 +101,7 @@ final class ResponseCache: @unchecked Sendable {
         return lock.withLock {
             guard var entry = entries[key] else { return nil }
             guard entry.expires > now else {
-                bytes -= entry.answer.text.utf8.count
+                bytes -= entry.answer.size
                 entries[key] = nil
                 return nil
             }
@@ -98,19 +117,30 @@ final class ResponseCache: @unchecked Sendable {
         let now = clock.now()
         lock.withLock {
             tick += 1
-            if let old = entries.removeValue(forKey: key) { bytes -= old.answer.text.utf8.count }
-            guard answer.text.utf8.count <= maxBytes else { return }
+            if let old = entries.removeValue(forKey: key) { bytes -= old.answer.size }
+            guard answer.size <= maxBytes else { return }
             entries[key] = Entry(answer: answer, expires: now.addingTimeInterval(ttl), used: tick)
-            bytes += answer.text.utf8.count
+            bytes += answer.size
             guard entries.count > maxEntries || bytes > maxBytes else { return }
             for (key, entry) in entries where entry.expires <= now {
-                bytes -= entry.answer.text.utf8.count
+                bytes -= entry.answer.size
                 entries[key] = nil
             }
             while entries.count > maxEntries || bytes > maxBytes, let oldest = entries.min(by: { $0.value.used < $1.value.used }) {
-                bytes -= oldest.value.answer.text.utf8.count
+                bytes -= oldest.value.answer.size
                 entries[oldest.key] = nil
             }
+        }
+    }
+}
+
+extension ToolChoice {
+    /// The choice as one string for the cache key (`auto`, `none`, `required`, `named:NAME`:
+    /// a tool called `required` is not the choice `required`).
+    var caseKey: String {
+        switch self {
+        case .named(let name): return "named:" + name
+        default: return description
         }
     }
 }

@@ -10,8 +10,11 @@ enum RouteEvent: Sendable {
     case switched(from: String, to: String, reason: String)
     /// The prompt's length in tokens (local model only).
     case promptTokens(Int)
-    /// Text of the answer; `token` carries per-token detail when the local model produced it.
+    /// Text of the answer; `token` carries per-token detail when the local model produced it
+    /// (a token of a tool call being written has empty text: the call arrives as ``toolCall(_:)``).
     case text(String, token: LocalProvider.LocalToken?)
+    /// A step of a tool call: its start (index, id, name), a piece of its arguments, its end.
+    case toolCall(ToolCallEvent)
     /// The answer is complete.
     case finished(Usage, FinishReason)
     /// The output filter cut the answer here (what it let through came before); nothing follows.
@@ -57,8 +60,8 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
                     self.started(RouteStart(provider: id, promptTokens: count))
                 case .token(let token):
                     self.continuation.yield(.text(token.text, token: token))
-                case .toolCall:
-                    break  // not yet forwarded: the server refuses `tools` (issue 25 in progress)
+                case .toolCall(let step):
+                    self.continuation.yield(.toolCall(step))
                 case .finished(let usage, let reason):
                     self.continuation.yield(.finished(usage, reason))
                 }
@@ -82,12 +85,15 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
                 case .textDelta(let text):
                     self.started(RouteStart(provider: current))
                     self.continuation.yield(.text(text, token: nil))
+                case .toolCall(let step):
+                    self.started(RouteStart(provider: current))
+                    self.continuation.yield(.toolCall(step))
                 case .usage(let value):
                     usage = value
                 case .finished(let reason):
                     self.started(RouteStart(provider: current))
                     self.continuation.yield(.finished(usage ?? Usage(promptTokens: 0, completionTokens: 0), reason))
-                case .contextTruncated, .dialogState, .toolCall:
+                case .contextTruncated, .dialogState:
                     break
                 }
             }

@@ -1,0 +1,376 @@
+import Foundation
+import HearthConstraints
+import HearthProviders
+
+/// Tools, tool choice and tool messages of a request, as each API spells them (docs/TOOLS-server.md):
+///
+/// - Chat completions: `tools: [{"type": "function", "function": {name, description,
+///   parameters, strict}}]`, `tool_choice` `"auto" | "none" | "required" | {"type": "function",
+///   "function": {"name"}}`, `parallel_tool_calls`; assistant messages with `tool_calls`
+///   (`content` may be null) and `role: "tool"` messages with `tool_call_id`.
+/// - Anthropic Messages: `tools: [{name, description, input_schema}]`, `tool_choice`
+///   `{"type": "auto" | "any" | "tool" | "none", "name", "disable_parallel_tool_use"}`;
+///   assistant `tool_use` blocks and user `tool_result` blocks.
+/// - Responses: `tools: [{"type": "function", name, description, parameters, strict}]`,
+///   `tool_choice` `"auto" | "none" | "required" | {"type": "function", "name"}`,
+///   `parallel_tool_calls`; input items `function_call` and `function_call_output`.
+///
+/// Every API's tools become the provider protocol's ``ToolDefinition``s, ``ToolChoice`` and
+/// tool messages, checked by the provider layer's one validation (``GenerationOptions/validateTools()``,
+/// ``Swift/Array/validateToolResults()``); its errors are answered as 400s naming the field as
+/// the client sent it (`tools[1].function.name`, `messages[3].content[0].tool_use_id`).
+extension RequestParser {
+    /// The tools part of a request, and where each piece came from in the body.
+    struct ParsedTools {
+        var tools: [ToolDefinition] = []
+        var choice: ToolChoice?
+        var parallel: Bool?
+        /// The wire path of each tool's name and schema (`tools[0].function.name`, `tools[0].input_schema`).
+        var nameParams: [String] = []
+        var schemaParams: [String] = []
+        /// The wire path of the tool choice's tool name (`tool_choice.function.name`), or `tool_choice`.
+        var choiceParam = "tool_choice"
+
+        /// The options with these tools.
+        func apply(to options: inout GenerationOptions) {
+            options.tools = tools
+            options.toolChoice = choice
+            options.parallelToolCalls = parallel
+        }
+
+        /// A field of the provider layer's validation (`tools[1].parameters.type`) as the client spelled it.
+        func wireField(_ field: String) -> String {
+            if field == "tool_choice" { return choiceParam }
+            guard let (index, rest) = Self.indexed(field, "tools"), nameParams.indices.contains(index) else { return field }
+            if rest.hasPrefix(".parameters") { return schemaParams[index] + rest.dropFirst(".parameters".count) }
+            if rest.hasPrefix(".name") { return nameParams[index] + rest.dropFirst(".name".count) }
+            return field
+        }
+
+        /// A message of the provider layer's validation with its field names as the client spelled them.
+        func wireMessage(_ message: String) -> String {
+            var message = message
+            for index in nameParams.indices.reversed() {
+                message = message.replacingOccurrences(of: "tools[\(index)].parameters", with: schemaParams[index])
+                message = message.replacingOccurrences(of: "tools[\(index)].name", with: nameParams[index])
+            }
+            return message
+        }
+
+        /// `name[i]…` split into `i` and the rest (`tools[2].name` → (2, `.name`)).
+        static func indexed(_ field: String, _ name: String) -> (Int, Substring)? {
+            guard field.hasPrefix(name + "["), let close = field.firstIndex(of: "]") else { return nil }
+            guard let index = Int(field[field.index(field.startIndex, offsetBy: name.count + 1)..<close]) else { return nil }
+            return (index, field[field.index(after: close)...])
+        }
+    }
+
+    /// Where each message of a conversation came from in the body, for 400s about tool results.
+    struct MessageOrigins {
+        /// The wire path of each message (`messages[2]`, `input[3]`, `messages[1].content[0]`).
+        var owners: [String] = []
+        /// The wire path of each message's tool-call id field (`messages[2].tool_call_id`, `…tool_use_id`, `input[3].call_id`).
+        var callIDs: [String] = []
+        /// The wire path of each message's calls (`messages[2].tool_calls`, `messages[1].content`).
+        var calls: [String] = []
+
+        mutating func add(owner: String, callID: String, calls: String) {
+            owners.append(owner)
+            callIDs.append(callID)
+            self.calls.append(calls)
+        }
+    }
+
+    // MARK: Tools
+
+    /// `tools`, `tool_choice` and `parallel_tool_calls` of a chat completions body.
+    func chatTools(_ f: Fields) throws -> ParsedTools {
+        var parsed = ParsedTools()
+        let document = orderedBody()
+        for (index, item) in (try f.array("tools") ?? []).enumerated() {
+            let t = try Fields(item, prefix: "tools[\(index)]")
+            let type = try t.string("type") ?? "function"
+            guard type == "function" else {
+                throw APIError.invalid(t.name("type"), "'\(t.name("type"))' must be function (the only tool type served), got '\(type.prefix(40))'.")
+            }
+            guard let function = t.value("function") else {
+                throw APIError.invalid(t.name("function"), "'\(t.name("function"))' is required: {name, description, parameters}.", code: "missing_field")
+            }
+            let fn = try Fields(function, prefix: t.name("function"))
+            parsed.tools.append(try definition(fn, schemaKey: "parameters", document: document))
+            parsed.nameParams.append(fn.name("name"))
+            parsed.schemaParams.append(fn.name("parameters"))
+        }
+        switch f.value("tool_choice") {
+        case nil: break
+        case .string(let text)?: parsed.choice = try openAIChoice(text)
+        case .object?:
+            let c = try Fields(f.value("tool_choice") ?? .null, prefix: "tool_choice")
+            guard try c.string("type") == "function", let function = c.value("function") else {
+                throw APIError.invalid("tool_choice", "'tool_choice' must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\": …}}.")
+            }
+            let fn = try Fields(function, prefix: "tool_choice.function")
+            parsed.choice = .named(try requiredString(fn, "name"))
+            parsed.choiceParam = "tool_choice.function.name"
+        case let other?: throw f.wrongType("tool_choice", "a string or an object", other)
+        }
+        parsed.parallel = try f.bool("parallel_tool_calls")
+        return parsed
+    }
+
+    /// `tools`, `tool_choice` and `parallel_tool_calls` of a Responses body.
+    func responsesTools(_ f: Fields) throws -> ParsedTools {
+        var parsed = ParsedTools()
+        let document = orderedBody()
+        for (index, item) in (try f.array("tools") ?? []).enumerated() {
+            let t = try Fields(item, prefix: "tools[\(index)]")
+            let type = try requiredString(t, "type")
+            guard type == "function" else {
+                throw APIError.invalid(
+                    t.name("type"), "'\(t.name("type"))' is '\(type.prefix(40))': only function tools are served (no hosted tools such as web or file search).")
+            }
+            parsed.tools.append(try definition(t, schemaKey: "parameters", document: document))
+            parsed.nameParams.append(t.name("name"))
+            parsed.schemaParams.append(t.name("parameters"))
+        }
+        switch f.value("tool_choice") {
+        case nil: break
+        case .string(let text)?: parsed.choice = try openAIChoice(text)
+        case let value?:
+            let c = try Fields(value, prefix: "tool_choice")
+            guard try c.string("type") == "function" else {
+                throw APIError.invalid("tool_choice", "'tool_choice' must be auto, none, required or {\"type\": \"function\", \"name\": …}.")
+            }
+            parsed.choice = .named(try requiredString(c, "name"))
+            parsed.choiceParam = "tool_choice.name"
+        }
+        parsed.parallel = try f.bool("parallel_tool_calls")
+        return parsed
+    }
+
+    /// `tools` and `tool_choice` of an Anthropic Messages body.
+    func anthropicTools(_ f: Fields) throws -> ParsedTools {
+        var parsed = ParsedTools()
+        let document = orderedBody()
+        for (index, item) in (try f.array("tools") ?? []).enumerated() {
+            let t = try Fields(item, prefix: "tools[\(index)]")
+            if let type = try t.string("type"), type != "custom" {
+                throw APIError.invalid(
+                    t.name("type"), "'\(t.name("type"))' is '\(type.prefix(40))': only client tools (name, description, input_schema) are served.")
+            }
+            guard t.value("input_schema") != nil else {
+                throw APIError.invalid(t.name("input_schema"), "'\(t.name("input_schema"))' is required: the JSON Schema of the tool's input.", code: "missing_field")
+            }
+            parsed.tools.append(try definition(t, schemaKey: "input_schema", document: document))
+            parsed.nameParams.append(t.name("name"))
+            parsed.schemaParams.append(t.name("input_schema"))
+        }
+        if let value = f.value("tool_choice") {
+            let c = try Fields(value, prefix: "tool_choice")
+            switch try requiredString(c, "type") {
+            case "auto": parsed.choice = .auto
+            case "any": parsed.choice = .required
+            case "none": parsed.choice = ToolChoice.disabled
+            case "tool":
+                parsed.choice = .named(try requiredString(c, "name"))
+                parsed.choiceParam = "tool_choice.name"
+            case let other:
+                throw APIError.invalid(c.name("type"), "'tool_choice.type' must be auto, any, tool or none, got '\(other.prefix(40))'.")
+            }
+            if try c.bool("disable_parallel_tool_use") == true { parsed.parallel = false }
+        }
+        return parsed
+    }
+
+    /// One function definition: `name`, `description`, the schema under `schemaKey` (absent: no
+    /// parameters) as the client wrote it (key order kept: the order the model writes the
+    /// arguments in), `strict`.
+    private func definition(_ t: Fields, schemaKey: String, document: JSONText.Value?) throws -> ToolDefinition {
+        let name = try requiredString(t, "name")
+        var parameters = ToolDefinition.noParameters
+        if let schema = t.value(schemaKey) { parameters = orderedText(schema, at: t.name(schemaKey), in: document) }
+        return ToolDefinition(name: name, description: try t.string("description"), parameters: parameters, strict: try t.bool("strict"))
+    }
+
+    /// OpenAI's string `tool_choice`.
+    private func openAIChoice(_ text: String) throws -> ToolChoice {
+        switch text {
+        case "auto": return .auto
+        case "none": return .disabled
+        case "required": return .required
+        default: throw APIError.invalid("tool_choice", "'tool_choice' must be auto, none, required or a function object, got '\(text.prefix(40))'.")
+        }
+    }
+
+    private func requiredString(_ f: Fields, _ key: String) throws -> String {
+        guard let text = try f.string(key) else {
+            throw APIError.invalid(f.name(key), "'\(f.name(key))' is required.", code: "missing_field")
+        }
+        return text
+    }
+
+    // MARK: Tool messages
+
+    /// The calls of a chat assistant message's `tool_calls`.
+    func chatToolCalls(_ m: Fields) throws -> [ToolCall] {
+        try (try m.array("tool_calls") ?? []).enumerated().map { index, item in
+            let c = try Fields(item, prefix: m.name("tool_calls[\(index)]"))
+            if let type = try c.string("type"), type != "function" {
+                throw APIError.invalid(c.name("type"), "'\(c.name("type"))' must be function, got '\(type.prefix(40))'.")
+            }
+            guard let function = c.value("function") else {
+                throw APIError.invalid(c.name("function"), "'\(c.name("function"))' is required: {name, arguments}.", code: "missing_field")
+            }
+            let fn = try Fields(function, prefix: c.name("function"))
+            return ToolCall(id: try requiredString(c, "id"), name: try requiredString(fn, "name"), arguments: try fn.string("arguments") ?? "{}")
+        }
+    }
+
+    /// The Anthropic content of one message: text runs, `tool_use` blocks (assistant) and
+    /// `tool_result` blocks (user), in order, as protocol messages with their origins.
+    func anthropicMessages(_ m: Fields, role: ChatMessage.Role, into messages: inout [ChatMessage], origins: inout MessageOrigins) throws {
+        let owner = m.prefix
+        guard case .array(let blocks)? = m.value("content") else {
+            messages.append(ChatMessage(role: role, content: try text(m, key: "content", partType: "text")))
+            origins.add(owner: owner, callID: owner, calls: m.name("content"))
+            return
+        }
+        let document = orderedBody()
+        let start = messages.count
+        var text = ""
+        var calls: [ToolCall] = []
+        var pending = false
+        func flush() {
+            guard pending else { return }
+            messages.append(ChatMessage(role: role, content: text, toolCalls: calls))
+            origins.add(owner: owner, callID: owner, calls: m.name("content"))
+            (text, calls, pending) = ("", [], false)
+        }
+        for (index, block) in blocks.enumerated() {
+            let b = try Fields(block, prefix: m.name("content[\(index)]"))
+            switch try requiredString(b, "type") {
+            case "text":
+                text += try b.string("text") ?? ""
+                pending = true
+            case "tool_use" where role == .assistant:
+                let input = b.value("input") ?? .object([])
+                guard case .object = input else { throw b.wrongType("input", "an object", input) }
+                calls.append(ToolCall(id: try requiredString(b, "id"), name: try requiredString(b, "name"), arguments: orderedText(input, at: b.name("input"), in: document)))
+                pending = true
+            case "tool_result" where role == .user:
+                flush()
+                var result = b.value("content") == nil ? "" : try self.text(b, key: "content", partType: "text")
+                if try b.bool("is_error") == true { result = "Error: " + result }
+                messages.append(ChatMessage(role: .tool, content: result, toolCallID: try requiredString(b, "tool_use_id")))
+                origins.add(owner: b.prefix, callID: b.name("tool_use_id"), calls: b.prefix)
+            case let other:
+                let allowed = role == .assistant ? "text and tool_use" : "text and tool_result"
+                throw APIError.invalid(b.name("type"), "'\(b.name("type"))' is '\(other.prefix(40))': only \(allowed) blocks are supported in \(role.rawValue) messages.")
+            }
+        }
+        flush()
+        if messages.count == start {  // an empty list of blocks: an empty turn
+            messages.append(ChatMessage(role: role, content: ""))
+            origins.add(owner: owner, callID: owner, calls: m.name("content"))
+        }
+    }
+
+    /// A Responses `function_call` item: added to the assistant message before it, or a new one.
+    func responsesCall(_ m: Fields, into messages: inout [ChatMessage], origins: inout MessageOrigins) throws {
+        let call = ToolCall(id: try requiredString(m, "call_id"), name: try requiredString(m, "name"), arguments: try m.string("arguments") ?? "{}")
+        if messages.last?.role == .assistant, let last = messages.indices.last {
+            messages[last].toolCalls.append(call)
+            return
+        }
+        messages.append(.assistant(toolCalls: [call]))
+        origins.add(owner: m.prefix, callID: m.name("call_id"), calls: m.name("call_id"))
+    }
+
+    /// A Responses `function_call_output` item as a tool message.
+    func responsesCallOutput(_ m: Fields, into messages: inout [ChatMessage], origins: inout MessageOrigins) throws {
+        let output = m.value("output") == nil ? "" : try text(m, key: "output", partTypes: ["input_text", "output_text", "text"])
+        messages.append(.tool(output, callID: try requiredString(m, "call_id")))
+        origins.add(owner: m.prefix, callID: m.name("call_id"), calls: m.name("call_id"))
+    }
+
+    /// The provider layer's check that every tool result answers an earlier call, as a 400
+    /// naming the field where the client wrote it.
+    func validateToolResults(_ messages: [ChatMessage], origins: MessageOrigins) throws {
+        do { try messages.validateToolResults() } catch {
+            var param = error.field
+            var message = error.message
+            if let (index, rest) = ParsedTools.indexed(error.field, "messages"), origins.owners.indices.contains(index) {
+                param = rest == ".tool_calls" ? origins.calls[index] : origins.callIDs[index]
+                message = message.replacingOccurrences(of: "messages[\(index)]\(rest)", with: param)
+                message = message.replacingOccurrences(of: "messages[\(index)] ", with: origins.owners[index] + " ")
+            }
+            throw APIError.invalid(param, "'\(param)': \(message).")
+        }
+    }
+
+    // MARK: Schemas the local model enforces
+
+    /// The first tool of `job` whose parameter schema the constraint engine cannot compile, as
+    /// a 400 naming its field (`tools[1].function.parameters`) and the keyword; nil when every
+    /// schema compiles. The local model generates every call's arguments under its schema, so a
+    /// local route refuses such a tool before any work (a cloud route leaves it to the cloud).
+    static func toolSchemaError(_ job: GenerationJob) -> APIError? {
+        for (index, tool) in job.options.tools.enumerated() {
+            do { _ = try JSONSchema.grammar(tool.parameters) } catch let error as ConstraintError {
+                let param = job.toolSchemaParams.indices.contains(index) ? job.toolSchemaParams[index] : "tools[\(index)]"
+                return APIError.from(error, tool: param)
+            } catch {
+                let param = job.toolSchemaParams.indices.contains(index) ? job.toolSchemaParams[index] : "tools[\(index)]"
+                return APIError.invalid(param, "'\(param)' cannot be compiled: \(error).")
+            }
+        }
+        return nil
+    }
+
+    // MARK: Ordered JSON
+
+    /// The body parsed keeping key order (`JSONValue` comes from `JSONDecoder`, which does
+    /// not), once per request, when first needed.
+    func orderedBody() -> JSONText.Value? { ordered.value(of: body) }
+
+    /// `value` as JSON text with its keys in the order the client sent them, read from the
+    /// ordered body at `path` (`tools[0].function.parameters`); `value` re-encoded when the
+    /// path does not lead there.
+    func orderedText(_ value: JSONValue, at path: String, in document: JSONText.Value?) -> String {
+        if let node = Self.node(at: path, in: document), case .object = node { return node.serialized }
+        return String(decoding: value.serialized(), as: UTF8.self)
+    }
+
+    /// The value at a field path of our own making: keys joined by `.`, array indices as `[i]`.
+    static func node(at path: String, in document: JSONText.Value?) -> JSONText.Value? {
+        var node = document
+        for component in path.split(separator: ".") {
+            var rest = Substring(component)
+            let key = rest.prefix { $0 != "[" }
+            rest = rest.dropFirst(key.count)
+            node = node?[String(key)]
+            while rest.hasPrefix("["), let close = rest.firstIndex(of: "]"), let index = Int(rest[rest.index(after: rest.startIndex)..<close]) {
+                guard case .array(let items)? = node, items.indices.contains(index) else { return nil }
+                node = items[index]
+                rest = rest[rest.index(after: close)...]
+            }
+            guard rest.isEmpty else { return nil }
+        }
+        return node
+    }
+}
+
+/// The request body parsed keeping key order, parsed on first use and kept for the request.
+final class OrderedBody {
+    private var parsed: JSONText.Value??
+
+    init() {}
+
+    /// The ordered JSON of `body` (nil when there is none or it does not parse).
+    func value(of body: Data?) -> JSONText.Value? {
+        if let parsed { return parsed }
+        let value = body.flatMap { try? JSONText.parse(String(decoding: $0, as: UTF8.self)) }
+        parsed = .some(value)
+        return value
+    }
+}
