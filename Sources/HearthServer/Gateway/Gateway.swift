@@ -83,9 +83,12 @@ public final class Gateway: Sendable {
         return Gateway(configuration: configuration, local: local, ledger: nil, environment: [:], clock: .system)
     }
 
-    private init(
+    /// Builds the gateway from parsed parts. `providers` serve the routes of those names in
+    /// place of the provider their configuration names (the tests' scripted upstreams); the
+    /// route's fallbacks stay as configured.
+    init(
         configuration: GatewayConfiguration, local: LocalProvider?, ledger: UsageLedger?, environment: [String: String],
-        clock: GatewayClock
+        clock: GatewayClock, providers: [String: any LanguageModelProvider] = [:]
     ) {
         self.configuration = configuration
         self.clock = clock
@@ -108,7 +111,7 @@ public final class Gateway: Sendable {
             }
             var chain: [any LanguageModelProvider] = []
             for next in [route] + route.fallback.compactMap({ configuration.routes[$0] }) {
-                guard let provider = Self.provider(next, credentials: credentials, local: local) else { continue }
+                guard let provider = providers[next.name] ?? Self.provider(next, credentials: credentials, local: local) else { continue }
                 if !chain.contains(where: { $0.id == provider.id }) { chain.append(provider) }
             }
             routes[name] = ModelRoute(
