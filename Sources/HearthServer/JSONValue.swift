@@ -1,4 +1,5 @@
 import Foundation
+import HearthProviders
 
 /// A JSON value: requests are decoded into it so every field can be checked by name and type
 /// (JSONDecoder is strict: `1` is not a Bool, `"1"` not a number), and responses are built
@@ -77,13 +78,24 @@ public enum JSONValue: Sendable, Equatable, Codable {
         return pairs.last { $0.0 == key }?.1
     }
 
-    /// The value encoded as compact JSON (key order as built).
-    public func serialized() -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
-        encoder.nonConformingFloatEncodingStrategy = .convertToString(
-            positiveInfinity: "Infinity", negativeInfinity: "-Infinity", nan: "NaN")
-        return (try? encoder.encode(self)) ?? Data("null".utf8)
+    /// The value encoded as compact JSON, keys in the order they were built (by the provider
+    /// layer's ordered JSON writer, `JSONText.Value.serialized`: `JSONEncoder`'s keyed
+    /// containers keep no order): integral numbers below 9e15 as integers, non-finite ones as
+    /// the strings `Infinity`, `-Infinity` and `NaN`.
+    public func serialized() -> Data { Data(ordered.serialized.utf8) }
+
+    /// The value as the provider layer's ordered JSON.
+    var ordered: JSONText.Value {
+        switch self {
+        case .null: return .null
+        case .bool(let flag): return .bool(flag)
+        case .number(let value):
+            if !value.isFinite { return .string(value.isNaN ? "NaN" : value > 0 ? "Infinity" : "-Infinity") }
+            return .number(value == value.rounded() && abs(value) < 9e15 ? String(Int64(value)) : "\(value)")
+        case .string(let text): return .string(text)
+        case .array(let items): return .array(items.map(\.ordered))
+        case .object(let pairs): return .object(pairs.map { ($0.0, $0.1.ordered) })
+        }
     }
 
     /// The JSON type's name, for error messages.
@@ -124,4 +136,18 @@ extension JSONValue {
     static func int(_ value: Int) -> JSONValue { .number(Double(value)) }
     /// An optional string, `null` when nil.
     static func optional(_ value: String?) -> JSONValue { value.map { .string($0) } ?? .null }
+}
+
+extension JSONValue {
+    /// An ordered JSON value as the server's JSON value (key order kept; numbers as doubles).
+    init(_ value: JSONText.Value) {
+        switch value {
+        case .null: self = .null
+        case .bool(let flag): self = .bool(flag)
+        case .number(let text): self = .number(Double(text) ?? 0)
+        case .string(let text): self = .string(text)
+        case .array(let items): self = .array(items.map(JSONValue.init))
+        case .object(let pairs): self = .object(pairs.map { ($0.0, JSONValue($0.1)) })
+        }
+    }
 }

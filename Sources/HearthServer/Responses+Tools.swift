@@ -221,17 +221,3 @@ extension ResponseRenderer {
         }
     }
 }
-
-extension JSONValue {
-    /// An ordered JSON value as the server's JSON value (key order kept; numbers as doubles).
-    init(_ value: JSONText.Value) {
-        switch value {
-        case .null: self = .null
-        case .bool(let flag): self = .bool(flag)
-        case .number(let text): self = .number(Double(text) ?? 0)
-        case .string(let text): self = .string(text)
-        case .array(let items): self = .array(items.map(JSONValue.init))
-        case .object(let pairs): self = .object(pairs.map { ($0.0, JSONValue($0.1)) })
-        }
-    }
-}
