@@ -50,11 +50,16 @@ extension ResponseRenderer {
         return JSONValue(value)
     }
 
+    /// A schema's JSON text as a value to echo, its key order kept (`{}` if it does not parse).
+    static func schemaValue(_ text: String) -> JSONValue {
+        (try? JSONText.parse(text)).map(JSONValue.init) ?? [:]
+    }
+
     /// The Responses object's `tools`, as the request gave them.
     var responsesTools: JSONValue {
         .array(
             job.options.tools.map { tool in
-                let schema = (try? JSONText.parse(tool.parameters)).map(JSONValue.init) ?? [:]
+                let schema = Self.schemaValue(tool.parameters)
                 return [
                     "type": "function", "name": .string(tool.name), "description": .optional(tool.description), "parameters": schema,
                     "strict": tool.strict.map { .bool($0) } ?? .null,

@@ -357,7 +357,7 @@ struct ResponseRenderer {
         switch job.options.responseFormat {
         case .jsonObject?: return ["type": "json_object"]
         case .jsonSchema(let format)?:
-            let schema = (try? JSONDecoder().decode(JSONValue.self, from: Data(format.schema.utf8))) ?? [:]
+            let schema = Self.schemaValue(format.schema)
             return [
                 "type": "json_schema", "name": .string(format.name), "schema": schema, "strict": .bool(format.strict),
                 "description": .optional(format.description),
