@@ -31,6 +31,20 @@ extension RequestParser {
         /// The wire path of the tool choice's tool name (`tool_choice.function.name`), or `tool_choice`.
         var choiceParam = "tool_choice"
 
+        /// Adds one function definition: `name`, `description`, the schema under `schemaKey`
+        /// (absent: no parameters) as the client wrote it (key order kept: the order the model
+        /// writes the arguments in), `strict`; and where its name and schema are in the body.
+        mutating func add(_ t: Fields, schemaKey: String, parser: RequestParser, document: JSONText.Value?) throws {
+            var parameters = ToolDefinition.noParameters
+            if let schema = t.value(schemaKey) { parameters = parser.orderedText(schema, at: t.name(schemaKey), in: document) }
+            tools.append(
+                ToolDefinition(
+                    name: try parser.requiredString(t, "name"), description: try t.string("description"), parameters: parameters,
+                    strict: try t.bool("strict")))
+            nameParams.append(t.name("name"))
+            schemaParams.append(t.name(schemaKey))
+        }
+
         /// The options with these tools.
         func apply(to options: inout GenerationOptions) {
             options.tools = tools
@@ -96,25 +110,9 @@ extension RequestParser {
             guard let function = t.value("function") else {
                 throw APIError.invalid(t.name("function"), "'\(t.name("function"))' is required: {name, description, parameters}.", code: "missing_field")
             }
-            let fn = try Fields(function, prefix: t.name("function"))
-            parsed.tools.append(try definition(fn, schemaKey: "parameters", document: document))
-            parsed.nameParams.append(fn.name("name"))
-            parsed.schemaParams.append(fn.name("parameters"))
+            try parsed.add(Fields(function, prefix: t.name("function")), schemaKey: "parameters", parser: self, document: document)
         }
-        switch f.value("tool_choice") {
-        case nil: break
-        case .string(let text)?: parsed.choice = try openAIChoice(text)
-        case .object?:
-            let c = try Fields(f.value("tool_choice") ?? .null, prefix: "tool_choice")
-            guard try c.string("type") == "function", let function = c.value("function") else {
-                throw APIError.invalid("tool_choice", "'tool_choice' must be auto, none, required or {\"type\": \"function\", \"function\": {\"name\": …}}.")
-            }
-            let fn = try Fields(function, prefix: "tool_choice.function")
-            parsed.choice = .named(try requiredString(fn, "name"))
-            parsed.choiceParam = "tool_choice.function.name"
-        case let other?: throw f.wrongType("tool_choice", "a string or an object", other)
-        }
-        parsed.parallel = try f.bool("parallel_tool_calls")
+        try openAIChoice(f, nameIn: "function", into: &parsed)
         return parsed
     }
 
@@ -129,22 +127,9 @@ extension RequestParser {
                 throw APIError.invalid(
                     t.name("type"), "'\(t.name("type"))' is '\(type.prefix(40))': only function tools are served (no hosted tools such as web or file search).")
             }
-            parsed.tools.append(try definition(t, schemaKey: "parameters", document: document))
-            parsed.nameParams.append(t.name("name"))
-            parsed.schemaParams.append(t.name("parameters"))
+            try parsed.add(t, schemaKey: "parameters", parser: self, document: document)
         }
-        switch f.value("tool_choice") {
-        case nil: break
-        case .string(let text)?: parsed.choice = try openAIChoice(text)
-        case let value?:
-            let c = try Fields(value, prefix: "tool_choice")
-            guard try c.string("type") == "function" else {
-                throw APIError.invalid("tool_choice", "'tool_choice' must be auto, none, required or {\"type\": \"function\", \"name\": …}.")
-            }
-            parsed.choice = .named(try requiredString(c, "name"))
-            parsed.choiceParam = "tool_choice.name"
-        }
-        parsed.parallel = try f.bool("parallel_tool_calls")
+        try openAIChoice(f, nameIn: nil, into: &parsed)
         return parsed
     }
 
@@ -161,9 +146,7 @@ extension RequestParser {
             guard t.value("input_schema") != nil else {
                 throw APIError.invalid(t.name("input_schema"), "'\(t.name("input_schema"))' is required: the JSON Schema of the tool's input.", code: "missing_field")
             }
-            parsed.tools.append(try definition(t, schemaKey: "input_schema", document: document))
-            parsed.nameParams.append(t.name("name"))
-            parsed.schemaParams.append(t.name("input_schema"))
+            try parsed.add(t, schemaKey: "input_schema", parser: self, document: document)
         }
         if let value = f.value("tool_choice") {
             let c = try Fields(value, prefix: "tool_choice")
@@ -182,27 +165,37 @@ extension RequestParser {
         return parsed
     }
 
-    /// One function definition: `name`, `description`, the schema under `schemaKey` (absent: no
-    /// parameters) as the client wrote it (key order kept: the order the model writes the
-    /// arguments in), `strict`.
-    private func definition(_ t: Fields, schemaKey: String, document: JSONText.Value?) throws -> ToolDefinition {
-        let name = try requiredString(t, "name")
-        var parameters = ToolDefinition.noParameters
-        if let schema = t.value(schemaKey) { parameters = orderedText(schema, at: t.name(schemaKey), in: document) }
-        return ToolDefinition(name: name, description: try t.string("description"), parameters: parameters, strict: try t.bool("strict"))
-    }
-
-    /// OpenAI's string `tool_choice`.
-    private func openAIChoice(_ text: String) throws -> ToolChoice {
-        switch text {
-        case "auto": return .auto
-        case "none": return .disabled
-        case "required": return .required
-        default: throw APIError.invalid("tool_choice", "'tool_choice' must be auto, none, required or a function object, got '\(text.prefix(40))'.")
+    /// OpenAI's `tool_choice` (`auto`, `none`, `required`, or `{"type": "function"}` with the
+    /// name in the object `nameIn`, or at its top when nil) and `parallel_tool_calls`.
+    private func openAIChoice(_ f: Fields, nameIn: String?, into parsed: inout ParsedTools) throws {
+        parsed.parallel = try f.bool("parallel_tool_calls")
+        let shape = nameIn.map { "{\"type\": \"function\", \"\($0)\": {\"name\": …}}" } ?? "{\"type\": \"function\", \"name\": …}"
+        switch f.value("tool_choice") {
+        case nil: return
+        case .string("auto")?: parsed.choice = .auto
+        case .string("none")?: parsed.choice = ToolChoice.disabled
+        case .string("required")?: parsed.choice = .required
+        case .string(let text)?:
+            throw APIError.invalid("tool_choice", "'tool_choice' must be auto, none, required or \(shape), got '\(text.prefix(40))'.")
+        case .object(let pairs)?:
+            let c = try Fields(.object(pairs), prefix: "tool_choice")
+            guard try c.string("type") == "function" else {
+                throw APIError.invalid("tool_choice", "'tool_choice' must be auto, none, required or \(shape).")
+            }
+            var holder = c
+            if let nameIn {
+                guard let inner = c.value(nameIn) else {
+                    throw APIError.invalid(c.name(nameIn), "'\(c.name(nameIn))' is required: \(shape).", code: "missing_field")
+                }
+                holder = try Fields(inner, prefix: c.name(nameIn))
+            }
+            parsed.choice = .named(try requiredString(holder, "name"))
+            parsed.choiceParam = holder.name("name")
+        case let other?: throw f.wrongType("tool_choice", "a string or an object", other)
         }
     }
 
-    private func requiredString(_ f: Fields, _ key: String) throws -> String {
+    func requiredString(_ f: Fields, _ key: String) throws -> String {
         guard let text = try f.string(key) else {
             throw APIError.invalid(f.name(key), "'\(f.name(key))' is required.", code: "missing_field")
         }
