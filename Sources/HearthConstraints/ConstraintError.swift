@@ -20,6 +20,9 @@ public struct ConstraintError: Error, Sendable, Equatable, CustomStringConvertib
     /// Where: a JSON pointer into the schema (`/properties/age/minimum`), a rule name, or an
     /// offset into the pattern or grammar text; empty when it concerns the whole constraint.
     public var location: String
+    /// Which of several schemas compiled together (``JSONSchema/grammar(schemas:root:)``, e.g.
+    /// the tools of a request) the problem is in; nil for a single constraint.
+    public var schemaIndex: Int?
 
     public init(_ kind: Kind, _ message: String, at location: String = "") {
         self.kind = kind

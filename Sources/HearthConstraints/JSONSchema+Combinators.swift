@@ -7,7 +7,7 @@ extension SchemaCompiler {
         guard let text = ref.stringValue else { throw ConstraintError(.syntax, "$ref must be a string", at: path) }
         if let name = refRules[text] { return .reference(name) }
         let target = try resolve(text, path: path)
-        let name = "ref" + text
+        let name = "ref" + refPrefix + text
         refRules[text] = name
         let pointerPath = String(text.dropFirst())
         let e = try compile(target, path: pointerPath)

@@ -21,6 +21,31 @@ public enum JSONSchema {
         return try compiler.builder.build(root: "root")
     }
 
+    /// One grammar over several schemas: each schema in `schemas` is compiled to an
+    /// expression for its documents, and `root` arranges them (with literals around them, for
+    /// instance a tool call's name before its arguments) into the root rule.
+    /// - Throws: `ConstraintError` as ``grammar(_:)`` does, for the first schema at fault
+    ///   (``ConstraintError/schemaIndex`` says which), or what `root` throws.
+    public static func grammar(
+        schemas: [String], root: ([GrammarExpression]) throws -> GrammarExpression
+    ) throws -> Grammar {
+        var compiler = try SchemaCompiler(document: .null)
+        var values: [GrammarExpression] = []
+        for (i, schema) in schemas.enumerated() {
+            do {
+                compiler.document = try JSONValue.parse(schema)
+                compiler.refRules = [:]
+                compiler.refPrefix = "\(i)"
+                values.append(try compiler.compile(compiler.document, path: ""))
+            } catch var error as ConstraintError {
+                error.schemaIndex = i
+                throw error
+            }
+        }
+        try compiler.builder.define("root", try root(values))
+        return try compiler.builder.build(root: "root")
+    }
+
     /// Any JSON object (`response_format: {"type": "json_object"}`); the root rule derives
     /// the shared `json_object` rule.
     public static var anyJSONObject: Grammar {
@@ -51,10 +76,12 @@ public enum JSONSchema {
 
 /// One schema document → expressions and rules.
 struct SchemaCompiler {
-    let document: JSONValue
+    var document: JSONValue
     var builder = GrammarBuilder()
     /// `$ref` pointer → its rule.
     var refRules: [String: String] = [:]
+    /// Put into `$ref` rule names, so several documents' refs can share one builder.
+    var refPrefix = ""
     var counter = 0
     var depth = 0
 

@@ -265,13 +265,14 @@ public final class LanguageModel: Sendable {
     /// The text ``chatPrompt(_:dialogue:)`` encodes (special tokens written as text): the chat
     /// template, or with `dialogue` the base-model dialogue, rendered with the generation prompt.
     /// - Throws: `EngineError` `.missingComponent` when the checkpoint has no template Hearth knows.
-    public func chatPromptText(_ messages: [ChatTurn], dialogue: Bool = false) throws -> String {
+    /// `toolsDeclared`: the turns describe tools (see `ChatTemplate.render`).
+    public func chatPromptText(_ messages: [ChatTurn], dialogue: Bool = false, toolsDeclared: Bool = false) throws -> String {
         guard let template = dialogue ? dialogueTemplate : chatTemplate else {
             throw EngineError(
                 .missingComponent, "this checkpoint has no chat template Hearth recognises",
                 remedy: "Use --raw to send the prompt as is")
         }
-        return template.render(messages, addGenerationPrompt: true)
+        return template.render(messages, addGenerationPrompt: true, toolsDeclared: toolsDeclared)
     }
 }
 

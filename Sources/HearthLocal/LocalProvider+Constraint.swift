@@ -29,12 +29,21 @@ public enum ResponseFormatGrammar {
         _ format: ResponseFormat?, to parameters: inout GenerationParameters, model: LanguageModel, prefix: String = ""
     ) throws {
         guard let format, let grammar = try grammar(for: format) else { return }
+        try apply(grammar, to: &parameters, model: model, prefix: prefix)
+    }
+
+    /// Sets `parameters` up to generate under `grammar` (compiled against `model`'s vocabulary,
+    /// cached), after `prefix`, text already output that the grammar must accept first.
+    /// - Throws: `ConstraintError` `.unsatisfiable` when `prefix` cannot begin an output.
+    public static func apply(_ grammar: Grammar, to parameters: inout GenerationParameters, model: LanguageModel, prefix: String = "")
+        throws
+    {
         let constraint = model.compileConstraint(grammar)
         if !prefix.isEmpty {
             var matcher = ConstraintMatcher(constraint)
             guard matcher.advance(bytes: Array(prefix.utf8)) else {
                 throw ConstraintError(
-                    .unsatisfiable, "the partial answer to continue (\(prefix.utf8.count) bytes) does not begin an output of the \(format.kind) format")
+                    .unsatisfiable, "the partial answer to continue (\(prefix.utf8.count) bytes) does not begin an output of the constraint")
             }
             parameters.constraintPrefix = Array(prefix.utf8)
         }

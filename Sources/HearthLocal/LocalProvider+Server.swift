@@ -153,23 +153,52 @@ extension LocalProvider {
         defer { release?() }
         try Task.checkCancellation()
         var firstToken: Double?
-        for try await event in generator.generate(prompt: tokens, parameters: parameters) {
+        var scanner = toolScanner(request, generator: generator)
+        func emitCalls(_ outputs: [ToolCallScanner.Output]) -> String {
+            var text = ""
+            for output in outputs {
+                switch output {
+                case .text(let piece): text += piece
+                case .call(let step): continuation.yield(.toolCall(step))
+                }
+            }
+            return text
+        }
+        // Set when the reply repeats a call exactly: the sequence stops like a cancellation and
+        // still ends with its summary, reported as the calls' end.
+        let stopped = CancellationFlag()
+        for try await event in generator.generate(prompt: tokens, parameters: parameters, stop: stopped) {
             switch event {
             case .token(let token):
                 if firstToken == nil {
                     firstToken = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
                 }
+                // With tools, the scanner splits the text: calls go out as their own events
+                // (after this token's event), text stays on the token.
+                var callEvents: [ToolCallScanner.Output] = []
+                var text = token.text
+                if scanner != nil {
+                    let outputs = scanner?.feed(token.text) ?? []
+                    text = outputs.reduce(into: "") { if case .text(let piece) = $1 { $0 += piece } }
+                    callEvents = outputs.filter { if case .call = $0 { true } else { false } }
+                    if scanner?.repeatedCall == true { stopped.set() }
+                }
+                defer { _ = emitCalls(callEvents) }
                 continuation.yield(
                     .token(
                         LocalToken(
-                            text: token.text, piece: piece(token.id), logprob: Double(token.logprob),
+                            text: text, piece: piece(token.id), logprob: Double(token.logprob),
                             topLogprobs: token.topLogprobs.map { (piece($0.id), Double($0.logprob)) })))
             case .done(let summary):
+                let rest = emitCalls(scanner?.finish() ?? [])
+                if !rest.isEmpty {
+                    continuation.yield(.token(LocalToken(text: rest, piece: "", logprob: 0, topLogprobs: [])))
+                }
                 let reason: HearthProviders.FinishReason
                 switch summary.finishReason {
-                case .stop: reason = .stop
+                case .stop: reason = scanner?.madeCalls == true ? .toolCalls : .stop
                 case .length: reason = .length
-                case .cancelled: reason = .cancelled
+                case .cancelled: reason = stopped.isSet ? .toolCalls : .cancelled
                 }
                 continuation.yield(
                     .finished(

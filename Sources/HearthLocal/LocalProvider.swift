@@ -158,8 +158,17 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         if dropped > 0 { continuation.yield(.contextTruncated(droppedMessages: dropped)) }
         let parameters = try parametersFor(request, promptTokens: tokens.count, generator: generator)
         var firstToken: Double?
+        var scanner = toolScanner(request, generator: generator)
+        func emit(_ outputs: [ToolCallScanner.Output]) {
+            for output in outputs {
+                switch output {
+                case .text(let text): continuation.yield(.textDelta(text))
+                case .call(let step): continuation.yield(.toolCall(step))
+                }
+            }
+        }
         // A constrained reply ends when its grammar is complete; the guard would cut it mid-object.
-        let guarded = configuration.endsRepetitiveReplies && request.options.constrainedFormat == nil
+        let guarded = configuration.endsRepetitiveReplies && request.options.constrainedFormat == nil && scanner == nil
         var repetitionGuard = guarded ? RepetitionGuard() : nil
         // When the guard ends the reply, the sequence is stopped like a cancellation, and the
         // stream still ends with the summary (usage, cached tokens), reported as `stop`.
@@ -171,11 +180,17 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                     firstToken = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
                 }
                 guard !stopped.isSet else { continue }
+                if scanner != nil {
+                    emit(scanner?.feed(token.text) ?? [])
+                    if scanner?.repeatedCall == true { stopped.set() }
+                    continue
+                }
                 let text = repetitionGuard?.feed(token.text) ?? token.text
                 if !text.isEmpty { continuation.yield(.textDelta(text)) }
                 if repetitionGuard?.stopped == true { stopped.set() }
             case .done(let summary):
                 if let rest = repetitionGuard?.finish(), !rest.isEmpty { continuation.yield(.textDelta(rest)) }
+                emit(scanner?.finish() ?? [])
                 continuation.yield(
                     .usage(
                         Usage(
@@ -184,9 +199,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                             tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil)))
                 let reason: HearthProviders.FinishReason
                 switch summary.finishReason {
-                case .stop: reason = .stop
+                case .stop: reason = scanner?.madeCalls == true ? .toolCalls : .stop
                 case .length: reason = .length
-                case .cancelled: reason = stopped.isSet ? .stop : .cancelled
+                case .cancelled: reason = stopped.isSet ? (scanner?.madeCalls == true ? .toolCalls : .stop) : .cancelled
                 }
                 continuation.yield(.finished(reason))
             }
@@ -206,11 +221,16 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         // long prompt stops as soon as it has more than `context - 1` ids.
         let contents = messages.map(\.content) + [request.continuation ?? ""]
         let limit = request.allowTruncation ? Int.max : Self.encodingLimit(contents, generator.context - 1)
+        let toolFormat = Self.involvesTools(request) ? self.toolFormat(model) : nil
         while true {
-            let turns = messages.map { ChatTurn(role: $0.role.rawValue, content: $0.content) }
+            var turns = messages.map { ChatTurn(role: $0.role.rawValue, content: $0.content) }
+            var toolsDeclared = false
+            if let toolFormat {
+                (turns, toolsDeclared) = toolFormat.turns(messages, tools: request.options.tools)
+            }
             var tokens: [Int32]
             do {
-                let text = try model.chatPromptText(turns, dialogue: usesDialogue(model))
+                let text = try model.chatPromptText(turns, dialogue: usesDialogue(model), toolsDeclared: toolsDeclared)
                 guard let encoded = try model.tokenizer.encode(text, addSpecialTokens: false, limit: limit) else {
                     throw tooLong(generator)
                 }
@@ -275,7 +295,10 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     func parametersFor(_ request: ChatRequest, promptTokens: Int, generator: Generator) throws -> GenerationParameters {
         let o = request.options
         var p = GenerationParameters()
-        do { try o.validate() } catch {
+        do {
+            try o.validate()
+            try request.messages.validateToolResults()
+        } catch {
             throw ProviderError(.invalidRequest, provider: id, message: error.message, underlying: error)
         }
         let s = SamplingOptions(
@@ -287,7 +310,11 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         p.maxTokens = min(o.maxTokens ?? Int.max, generator.context - promptTokens)
         p.stop = o.stop + (usesDialogue(generator.model) ? ChatTemplate.dialogueStops : [])
         p.stripLeadingSpace = request.continuation?.isEmpty ?? true
-        try applyConstraint(o.responseFormat, stop: o.stop, continuation: request.continuation, to: &p, generator: generator)
+        if !o.tools.isEmpty {
+            try applyTools(request, to: &p, generator: generator)
+        } else {
+            try applyConstraint(o.responseFormat, stop: o.stop, continuation: request.continuation, to: &p, generator: generator)
+        }
         return p
     }
 

@@ -24,6 +24,10 @@ public struct ChatTemplate: Sendable, Equatable {
         case chatml
         /// `<start_of_turn>user\n…<end_of_turn>\n` (Gemma).
         case gemma
+        /// `<|start_header_id|>user<|end_header_id|>\n\n…<|eot_id|>` (Llama 3.1–3.3: a system
+        /// header with the knowledge cut-off and date lines; the date is the templates' own
+        /// fallback, 26 Jul 2024, so a prompt is the same on every day).
+        case llama3
         /// `Instruct: …\nOutput:` (Phi-2, which ships no template).
         case instruct
         /// A completion-style dialogue for base models (no instruction tuning): a short
@@ -73,6 +77,8 @@ public struct ChatTemplate: Sendable, Equatable {
             format = .chatml
         } else if source.contains("<start_of_turn>") {
             format = .gemma
+        } else if source.contains("<|start_header_id|>") && source.contains("<|eot_id|>") {
+            format = .llama3
         } else {
             return nil
         }
@@ -84,7 +90,9 @@ public struct ChatTemplate: Sendable, Equatable {
     }
 
     /// Renders a conversation; with `addGenerationPrompt` the text ends where the assistant's reply begins.
-    public func render(_ messages: [ChatTurn], addGenerationPrompt: Bool) -> String {
+    /// `toolsDeclared` marks a conversation whose turns describe tools (Llama 3 then writes
+    /// `Environment: ipython` in its system header, as its template does when given tools).
+    public func render(_ messages: [ChatTurn], addGenerationPrompt: Bool, toolsDeclared: Bool = false) -> String {
         var text = prefix
         switch format {
         case .phi3:
@@ -109,6 +117,23 @@ public struct ChatTemplate: Sendable, Equatable {
                 pendingSystem = ""
             }
             if addGenerationPrompt { text += "<start_of_turn>model\n" }
+        case .llama3:
+            // The system header always comes first, with the template's fixed lines.
+            var turns = messages[...]
+            var system = ""
+            if let first = turns.first, first.role == "system" {
+                system = Self.trimmed(first.content)
+                turns = turns.dropFirst()
+            }
+            text += "<|start_header_id|>system<|end_header_id|>\n\n"
+            if toolsDeclared { text += "Environment: ipython\n" }
+            text += "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n\(system)<|eot_id|>"
+            for m in turns {
+                // Tool results (`ipython`) are written as they are; other turns trimmed.
+                let content = m.role == "ipython" ? m.content : Self.trimmed(m.content)
+                text += "<|start_header_id|>\(m.role)<|end_header_id|>\n\n\(content)<|eot_id|>"
+            }
+            if addGenerationPrompt { text += "<|start_header_id|>assistant<|end_header_id|>\n\n" }
         case .instruct:
             for m in messages {
                 switch m.role {
@@ -129,5 +154,14 @@ public struct ChatTemplate: Sendable, Equatable {
             if addGenerationPrompt { text += "Assistant:" }
         }
         return text
+    }
+
+    /// Text without leading and trailing white space (Jinja's `trim`).
+    public static func trimmed(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
+        return String(String.UnicodeScalarView(scalars[first...last]))
     }
 }
