@@ -87,6 +87,10 @@ struct APIError: Error, Sendable {
                 status: 400, message: counts, type: "invalid_request_error", code: "context_length_exceeded", param: "messages")
         case .invalidRequest:
             if let constraint = error.underlying as? ConstraintError { return .from(constraint) }
+            // A field the provider names (the local model's `tools[1].parameters`): the server maps it to the wire's name.
+            if let option = error.underlying as? InvalidGenerationOption {
+                return APIError(status: 400, message: error.message, type: "invalid_request_error", code: "invalid_value", param: option.field)
+            }
             return APIError(status: 400, message: error.message, type: "invalid_request_error", code: "invalid_value")
         case .unsupported(let feature):
             let format = feature.hasPrefix("response_format")

@@ -170,6 +170,13 @@ extension HearthServer {
                 apiError = toolError  // a tool's schema the local model cannot enforce
             } else if apiError.concernsResponseFormat, let param = job.formatParam {
                 apiError.param = param
+            } else if let param = apiError.param, let (index, rest) = RequestParser.ParsedTools.indexed(param, "tools"),
+                rest.hasPrefix(".parameters"), job.toolSchemaParams.indices.contains(index)
+            {
+                // The local model named a tool whose schema it cannot enforce with its call format.
+                apiError.param = job.toolSchemaParams[index] + rest.dropFirst(".parameters".count)
+                apiError.code = "unsupported_tool_schema"
+                apiError.message = apiError.message.replacingOccurrences(of: param, with: apiError.param ?? param)
             } else if apiError.concernsResponseFormat, !job.options.tools.isEmpty {
                 // No response format: the constraint that failed is the tools' (their call format).
                 apiError.param = "tools"

@@ -25,7 +25,7 @@ import Testing
                 "local": .init(name: "local", provider: .local),
             ],
             cache: .init(ttlSeconds: 60, maxEntries: 10), contentFilter: try filter.map { try ContentFilter(lines: $0, filterOutput: true) })
-        let harness = try await ServerHarness { local in
+        let harness = try await ServerHarness(context: 2048) { local in
             Gateway(
                 configuration: configuration, local: local, ledger: try UsageLedger(path: nil), environment: [:], clock: .system,
                 providers: ["cloud": provider])
@@ -265,13 +265,22 @@ import Testing
         // One text piece and four argument fragments.
         #expect((reply.json["usage"] as? [String: Any])?["completion_tokens"] as? Int == 5)
 
-        var failing = Self.chat(extra: ["tool_choice": "auto", "max_tokens": 4])
+        // The local model gets the tools and the choice: a named call, arguments under its schema.
+        var failing = Self.chat(extra: [
+            "tool_choice": ["type": "function", "function": ["name": "get_weather"]], "max_tokens": 120,
+            "tools": [["type": "function", "function": ["name": "get_weather", "parameters": ToolServerTests.shortTool]]],
+        ])
         failing["messages"] = [["role": "user", "content": "Weather? #fail"]]
         let fallback = try await setup.harness.send("/v1/chat/completions", json: failing)
         #expect(fallback.status == 200, "\(fallback.body)")
         let served = fallback.json["hearth"] as? [String: Any]
         #expect(served?["served_by"] as? String == "local")
         #expect((served?["switched"] as? [[String: Any]])?.first?["from"] as? String == "scripted")
+        let choice = (fallback.json["choices"] as? [[String: Any]])?.first
+        #expect(choice?["finish_reason"] as? String == "tool_calls", "\(fallback.body)")
+        let call = ((choice?["message"] as? [String: Any])?["tool_calls"] as? [[String: Any]])?.first?["function"] as? [String: Any]
+        #expect(call?["name"] as? String == "get_weather")
+        ToolServerTests.checkArguments(call?["arguments"], fallback.body)
 
         let ledger = try #require(setup.harness.server.gateway.ledger)
         try await ledger.flush()

@@ -184,7 +184,7 @@ final class ToolScriptedProvider: LanguageModelProvider, @unchecked Sendable {
     /// Valid tool conversations — calls in history (content null), their results, tool_choice
     /// none — are accepted by every API on the local model.
     @Test func toolConversationsAreAcceptedInEveryAPI() async throws {
-        let harness = try await ServerHarness()
+        let harness = try await ServerHarness(context: 2048)
         var chat = Self.chatTools(["tool_choice": "none", "parallel_tool_calls": false])
         chat["messages"] = [
             ["role": "user", "content": "Weather in Paris?"],
@@ -229,6 +229,109 @@ final class ToolScriptedProvider: LanguageModelProvider, @unchecked Sendable {
         let echoed = (response.json["tools"] as? [[String: Any]])?.first
         #expect(echoed?["name"] as? String == "get_weather")
         #expect(((echoed?["parameters"] as? [String: Any])?["required"] as? [String]) == ["city", "unit"])
+        try await harness.stop()
+    }
+
+    /// A short schema: a call is a few dozen tokens.
+    static var shortTool: [String: Any] { [
+        "type": "object",
+        "properties": ["city": ["type": "string", "minLength": 1, "maxLength": 8], "unit": ["enum": ["celsius", "fahrenheit"]]],
+        "required": ["city", "unit"], "additionalProperties": false,
+    ] }
+
+    /// A call's arguments follow `shortTool`.
+    static func checkArguments(_ arguments: Any?, _ context: String) {
+        let value = (arguments as? [String: Any]) ?? (arguments as? String).flatMap { parse($0) as [String: Any]? }
+        guard let value, Set(value.keys) == ["city", "unit"] else {
+            Issue.record("arguments do not follow the schema: \(String(describing: arguments)) in \(context)")
+            return
+        }
+        #expect((value["city"] as? String).map { (1...8).contains($0.count) } == true, "\(context)")
+        #expect(["celsius", "fahrenheit"].contains(value["unit"] as? String ?? ""), "\(context)")
+    }
+
+    /// The local (random-weight) model under `tool_choice` required or named: every API's
+    /// answer is calls whose arguments follow the schema, whole and streamed, nothing of them
+    /// in the text; tokens counted.
+    @Test func localModelCallsToolsInEveryAPI() async throws {
+        let harness = try await ServerHarness(context: 2048)
+        let tools: [[String: Any]] = [
+            ["type": "function", "function": ["name": "get_weather", "description": "Weather.", "parameters": Self.shortTool]],
+            ["type": "function", "function": ["name": "get_time", "parameters": ["type": "object", "properties": [:], "additionalProperties": false]]],
+        ]
+        let base: [String: Any] = [
+            "model": "tiny", "messages": [["role": "user", "content": "Weather in Paris?"]], "max_tokens": 200, "temperature": 1.0, "seed": 3,
+            "tools": tools, "tool_choice": ["type": "function", "function": ["name": "get_weather"]],
+        ]
+        let whole = try await harness.send("/v1/chat/completions", json: base)
+        #expect(whole.status == 200, "\(whole.body)")
+        let choice = (whole.json["choices"] as? [[String: Any]])?.first
+        #expect(choice?["finish_reason"] as? String == "tool_calls", "\(whole.body)")
+        let message = choice?["message"] as? [String: Any]
+        let calls = message?["tool_calls"] as? [[String: Any]] ?? []
+        #expect(!calls.isEmpty, "\(whole.body)")
+        for call in calls {
+            let function = call["function"] as? [String: Any]
+            #expect(function?["name"] as? String == "get_weather")
+            #expect((call["id"] as? String)?.isEmpty == false)
+            Self.checkArguments(function?["arguments"], whole.body)
+        }
+        #expect(((whole.json["usage"] as? [String: Any])?["completion_tokens"] as? Int ?? 0) > 0)
+
+        var streamed = base
+        streamed["stream"] = true
+        streamed["tool_choice"] = "required"
+        let reply = try await harness.send("/v1/chat/completions", json: streamed)
+        var content = ""
+        var finish: String?
+        var arguments: [Int: String] = [:]
+        var names: [Int: String] = [:]
+        for payload in sseData(reply.body).payloads where payload != "[DONE]" {
+            guard let choice = (parse(payload)["choices"] as? [[String: Any]])?.first else { continue }
+            finish = choice["finish_reason"] as? String ?? finish
+            let delta = choice["delta"] as? [String: Any] ?? [:]
+            content += delta["content"] as? String ?? ""
+            for call in delta["tool_calls"] as? [[String: Any]] ?? [] {
+                let index = call["index"] as? Int ?? -1
+                let function = call["function"] as? [String: Any] ?? [:]
+                if let name = function["name"] as? String { names[index] = name }
+                arguments[index, default: ""] += function["arguments"] as? String ?? ""
+            }
+        }
+        #expect(finish == "tool_calls", "\(reply.body)")
+        #expect(content.isEmpty, "a call leaked into the content: \(content)")
+        #expect(!names.isEmpty)
+        for (index, name) in names {
+            #expect(["get_weather", "get_time"].contains(name))
+            if name == "get_weather" { Self.checkArguments(arguments[index], reply.body) } else { #expect(parse(arguments[index] ?? "").isEmpty) }
+        }
+
+        let anthropic: [String: Any] = [
+            "model": "tiny", "max_tokens": 200, "temperature": 1.0, "stream": true, "messages": [["role": "user", "content": "Weather in Paris?"]],
+            "tools": [["name": "get_weather", "input_schema": Self.shortTool]], "tool_choice": ["type": "any"],
+        ]
+        let events = try await harness.send("/v1/messages", json: anthropic)
+        var partial = ""
+        var stop: String?
+        for payload in sseData(events.body).payloads {
+            let event = parse(payload)
+            if let delta = event["delta"] as? [String: Any] {
+                partial += delta["partial_json"] as? String ?? ""
+                stop = delta["stop_reason"] as? String ?? stop
+                #expect(delta["type"] as? String != "text_delta", "text in a forced call: \(payload)")
+            }
+        }
+        #expect(stop == "tool_use", "\(events.body)")
+        Self.checkArguments(partial, events.body)
+
+        let responses: [String: Any] = [
+            "model": "tiny", "max_output_tokens": 200, "input": "Weather in Paris?", "tool_choice": "required",
+            "tools": [["type": "function", "name": "get_weather", "parameters": Self.shortTool]],
+        ]
+        let response = try await harness.send("/v1/responses", json: responses)
+        let items = (response.json["output"] as? [[String: Any]] ?? []).filter { $0["type"] as? String == "function_call" }
+        #expect(!items.isEmpty, "\(response.body)")
+        for item in items { Self.checkArguments(item["arguments"], response.body) }
         try await harness.stop()
     }
 
