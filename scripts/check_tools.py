@@ -102,6 +102,7 @@ def timed(label, function):
 
 
 oa = openai.OpenAI(base_url=BASE + "/v1", api_key=KEY, max_retries=0, timeout=300)
+# The anthropic client of this version takes no `temperature` argument: it goes in extra_body.
 an = anthropic.Anthropic(base_url=BASE, api_key=KEY, max_retries=0, timeout=300)
 
 
@@ -209,7 +210,7 @@ def anthropic_calls(label, message):
 def anthropic_whole():
     message = an.messages.create(
         model=MODEL, max_tokens=MAX_TOKENS, system=QUESTION[0]["content"], messages=QUESTION[1:], tools=ANTHROPIC_TOOLS,
-        tool_choice={"type": "any"}, temperature=0)
+        tool_choice={"type": "any"}, extra_body={"temperature": 0})
     anthropic_calls("anthropic tool_choice any (whole)", message)
     return message
 
@@ -217,7 +218,7 @@ def anthropic_whole():
 def anthropic_streamed():
     with an.messages.stream(
         model=MODEL, max_tokens=MAX_TOKENS, system=QUESTION[0]["content"], messages=QUESTION[1:], tools=ANTHROPIC_TOOLS,
-        tool_choice={"type": "any"}, temperature=0,
+        tool_choice={"type": "any"}, extra_body={"temperature": 0},
     ) as stream:
         message = stream.get_final_message()
     anthropic_calls("anthropic tool_choice any (streamed, get_final_message)", message)
@@ -235,7 +236,7 @@ def anthropic_answer_after_results(message):
     ]
     reply = an.messages.create(
         model=MODEL, max_tokens=48, system=QUESTION[0]["content"], messages=history, tools=ANTHROPIC_TOOLS,
-        tool_choice={"type": "none"}, temperature=0)
+        tool_choice={"type": "none"}, extra_body={"temperature": 0})
     text = "".join(b.text for b in reply.content if b.type == "text")
     check("anthropic after tool_result, tool_choice none: a text answer", bool(text.strip()) and reply.stop_reason in ("end_turn", "max_tokens"), reply)
 
