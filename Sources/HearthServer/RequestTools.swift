@@ -97,39 +97,29 @@ extension RequestParser {
 
     // MARK: Tools
 
-    /// `tools`, `tool_choice` and `parallel_tool_calls` of a chat completions body.
-    func chatTools(_ f: Fields) throws -> ParsedTools {
+    /// `tools`, `tool_choice` and `parallel_tool_calls` of a chat completions body (`nested`:
+    /// each definition under `function`, `type` optional) or a Responses body (flat, `type`
+    /// required). Only function tools are served: hosted ones are refused by name.
+    func openAITools(_ f: Fields, nested: Bool) throws -> ParsedTools {
         var parsed = ParsedTools()
         let document = orderedBody()
         for (index, item) in (try f.array("tools") ?? []).enumerated() {
             let t = try Fields(item, prefix: "tools[\(index)]")
-            let type = try t.string("type") ?? "function"
-            guard type == "function" else {
-                throw APIError.invalid(t.name("type"), "'\(t.name("type"))' must be function (the only tool type served), got '\(type.prefix(40))'.")
-            }
-            guard let function = t.value("function") else {
-                throw APIError.invalid(t.name("function"), "'\(t.name("function"))' is required: {name, description, parameters}.", code: "missing_field")
-            }
-            try parsed.add(Fields(function, prefix: t.name("function")), schemaKey: "parameters", parser: self, document: document)
-        }
-        try openAIChoice(f, nameIn: "function", into: &parsed)
-        return parsed
-    }
-
-    /// `tools`, `tool_choice` and `parallel_tool_calls` of a Responses body.
-    func responsesTools(_ f: Fields) throws -> ParsedTools {
-        var parsed = ParsedTools()
-        let document = orderedBody()
-        for (index, item) in (try f.array("tools") ?? []).enumerated() {
-            let t = try Fields(item, prefix: "tools[\(index)]")
-            let type = try requiredString(t, "type")
+            let type = nested ? try t.string("type") ?? "function" : try requiredString(t, "type")
             guard type == "function" else {
                 throw APIError.invalid(
-                    t.name("type"), "'\(t.name("type"))' is '\(type.prefix(40))': only function tools are served (no hosted tools such as web or file search).")
+                    t.name("type"), "'\(t.name("type"))' is '\(type.prefix(40))': only function tools are served (no custom or hosted tools).")
             }
-            try parsed.add(t, schemaKey: "parameters", parser: self, document: document)
+            var definition = t
+            if nested {
+                guard let function = t.value("function") else {
+                    throw APIError.invalid(t.name("function"), "'\(t.name("function"))' is required: {name, description, parameters}.", code: "missing_field")
+                }
+                definition = try Fields(function, prefix: t.name("function"))
+            }
+            try parsed.add(definition, schemaKey: "parameters", parser: self, document: document)
         }
-        try openAIChoice(f, nameIn: nil, into: &parsed)
+        try openAIChoice(f, nameIn: nested ? "function" : nil, into: &parsed)
         return parsed
     }
 

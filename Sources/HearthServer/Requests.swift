@@ -142,7 +142,7 @@ struct RequestParser {
             origins.add(owner: m.prefix, callID: m.name("tool_call_id"), calls: m.name("tool_calls"))
         }
         try validateToolResults(messages, origins: origins)
-        let tools = try chatTools(f)
+        let tools = try openAITools(f, nested: true)
         let (options, formatParam) = try openAIOptions(f, tools: tools)
         var logprobs: Int?
         if try f.bool("logprobs") == true { logprobs = try f.int("top_logprobs", in: 0...20) ?? 0 }
@@ -266,7 +266,7 @@ struct RequestParser {
 
     /// `POST /v1/responses` (stateless): `input` as a string or a list of message items,
     /// `instructions`, sampling fields, `text.format` (text, json_object, json_schema) and
-    /// `stream`, function tools (``responsesTools(_:)``) with `function_call` and
+    /// `stream`, function tools (``openAITools(_:nested:)``) with `function_call` and
     /// `function_call_output` input items. Reasoning is refused by name.
     func responses(_ body: JSONValue) throws -> GenerationJob {
         let f = try Fields(body)
@@ -321,7 +321,7 @@ struct RequestParser {
                 "previous_response_id",
                 "This server keeps no responses (store is false in effect): send the whole conversation in 'input' instead of 'previous_response_id'.")
         }
-        let tools = try responsesTools(f)
+        let tools = try openAITools(f, nested: false)
         let format = try responsesFormat(f)
         if let reasoning = f.value("reasoning"), reasoning != .null {
             throw APIError.invalid("reasoning", "'reasoning' is not supported: the served models do not reason in separate tokens.")

@@ -42,6 +42,12 @@ extension ResponseRenderer {
         ]
     }
 
+    /// A Responses `function_call` item's status: `completed`, or `incomplete` for a call the
+    /// answer's end cut (max tokens) before its arguments were complete.
+    static func status(of index: Int, in calls: ToolCallCollector) -> String {
+        calls.finished.contains(index) ? "completed" : "incomplete"
+    }
+
     /// A call's arguments as the JSON value Anthropic's `input` holds: the object (empty
     /// arguments are `{}`); text that is not JSON (a cloud model's broken call) as a string.
     static func input(_ arguments: String) -> JSONValue {
@@ -146,7 +152,7 @@ extension ResponseRenderer {
                         "item_id": .string(callItemID(index)), "output_index": .int(position), "name": .string(call.name),
                         "arguments": .string(call.arguments),
                     ]),
-                event("response.output_item.done", ["output_index": .int(position), "item": functionCallItem(call, index: index, status: "completed")]),
+                event("response.output_item.done", ["output_index": .int(position), "item": functionCallItem(call, index: index, status: Self.status(of: index, in: calls))]),
             ]
         default:
             return []
@@ -221,7 +227,7 @@ extension ResponseRenderer {
             case .text(let text): return outputItem(text: text, id: messageID(position))
             case .call(let index):
                 guard calls.calls.indices.contains(index) else { return nil }
-                return functionCallItem(calls.calls[index], index: index, status: "completed")
+                return functionCallItem(calls.calls[index], index: index, status: Self.status(of: index, in: calls))
             }
         }
     }

@@ -396,7 +396,7 @@ struct ResponseRenderer {
     /// The whole answer (`hearth: {served_by, switched, cache}` added when the server reports providers).
     func body(_ outcome: RouteOutcome) -> JSONValue {
         let body = plainBody(
-            text: outcome.text, calls: outcome.toolCalls.calls, tokens: outcome.tokens, usage: outcome.usage, reason: outcome.reason,
+            text: outcome.text, calls: outcome.toolCalls, tokens: outcome.tokens, usage: outcome.usage, reason: outcome.reason,
             filtered: outcome.filtered)
         guard reportsProvider, case .object(var pairs) = body else { return body }
         var info: [(String, JSONValue)] = [("served_by", .string(outcome.servedBy))]
@@ -413,9 +413,11 @@ struct ResponseRenderer {
     /// has no text: chat's `content` is then null) and tool calls (``chatToolCalls(_:)``,
     /// ``toolUseBlock(_:)``, ``functionCallItem(_:index:status:)``).
     func plainBody(
-        text: String, calls: [ToolCall] = [], tokens: [LocalProvider.LocalToken], usage: Usage, reason: FinishReason, filtered: Bool
+        text: String, calls collector: ToolCallCollector = ToolCallCollector(), tokens: [LocalProvider.LocalToken], usage: Usage,
+        reason: FinishReason, filtered: Bool
     ) -> JSONValue {
         let finish = finishName(reason, filtered: filtered)
+        let calls = collector.calls
         let hasText = !text.isEmpty || calls.isEmpty
         switch job.endpoint {
         case .chatCompletions:
@@ -456,7 +458,7 @@ struct ResponseRenderer {
                     input: usage.promptTokens, output: usage.completionTokens, cached: usage.cachedPromptTokens ?? 0),
             ]
         case .responses:
-            let output = (hasText ? [outputItem(text: text)] : []) + calls.enumerated().map { functionCallItem($1, index: $0, status: "completed") }
+            let output = (hasText ? [outputItem(text: text)] : []) + calls.enumerated().map { functionCallItem($1, index: $0, status: Self.status(of: $0, in: collector)) }
             let response = responseObject(status: "completed", output: output, usage: usage)
             return reason == .length || filtered ? incomplete(response, reason: filtered ? "content_filter" : "max_output_tokens") : response
         }

@@ -253,6 +253,28 @@ import Testing
         try await setup.stop()
     }
 
+    /// A call cut by max tokens is reported as cut: `length`, and an `incomplete` item.
+    @Test func aCallCutByMaxTokensIsIncomplete() async throws {
+        let setup = try await Self.setup(script: [
+            .toolCall(.started(index: 0, id: "call_c", name: "get_weather")), .toolCall(.arguments(index: 0, fragment: #"{"ci"#)),
+            .finished(.length),
+        ])
+        let chat = try await setup.harness.send("/v1/chat/completions", json: Self.chat())
+        #expect(((chat.json["choices"] as? [[String: Any]])?.first?["finish_reason"] as? String) == "length")
+        let body: [String: Any] = [
+            "model": "cloud", "input": "Weather?", "tools": [["type": "function", "name": "get_weather", "parameters": ToolServerTests.weatherTool]],
+        ]
+        let whole = try await setup.harness.send("/v1/responses", json: body)
+        #expect(whole.json["status"] as? String == "incomplete")
+        #expect((whole.json["output"] as? [[String: Any]])?.first?["status"] as? String == "incomplete", "\(whole.body)")
+        var streamed = body
+        streamed["stream"] = true
+        let events = try await setup.harness.send("/v1/responses", json: streamed)
+        #expect(events.body.contains(#""type":"response.incomplete""#))
+        #expect(events.body.contains(#""arguments":"{\"ci","status":"incomplete""#), "\(events.body)")
+        try await setup.stop()
+    }
+
     // MARK: Gateway
 
     /// Tokens inside calls count when the provider reports no usage; a failed cloud provider
@@ -267,7 +289,7 @@ import Testing
 
         // The local model gets the tools and the choice: a named call, arguments under its schema.
         var failing = Self.chat(extra: [
-            "tool_choice": ["type": "function", "function": ["name": "get_weather"]], "max_tokens": 120,
+            "tool_choice": ["type": "function", "function": ["name": "get_weather"]], "max_tokens": 400, "seed": 2, "parallel_tool_calls": false,
             "tools": [["type": "function", "function": ["name": "get_weather", "parameters": ToolServerTests.shortTool]]],
         ])
         failing["messages"] = [["role": "user", "content": "Weather? #fail"]]

@@ -260,8 +260,8 @@ final class ToolScriptedProvider: LanguageModelProvider, @unchecked Sendable {
             ["type": "function", "function": ["name": "get_time", "parameters": ["type": "object", "properties": [:], "additionalProperties": false]]],
         ]
         let base: [String: Any] = [
-            "model": "tiny", "messages": [["role": "user", "content": "Weather in Paris?"]], "max_tokens": 200, "temperature": 1.0, "seed": 3,
-            "tools": tools, "tool_choice": ["type": "function", "function": ["name": "get_weather"]],
+            "model": "tiny", "messages": [["role": "user", "content": "Weather in Paris?"]], "max_tokens": 400, "temperature": 1.0, "seed": 3,
+            "parallel_tool_calls": false, "tools": tools, "tool_choice": ["type": "function", "function": ["name": "get_weather"]],
         ]
         let whole = try await harness.send("/v1/chat/completions", json: base)
         #expect(whole.status == 200, "\(whole.body)")
@@ -307,8 +307,9 @@ final class ToolScriptedProvider: LanguageModelProvider, @unchecked Sendable {
         }
 
         let anthropic: [String: Any] = [
-            "model": "tiny", "max_tokens": 200, "temperature": 1.0, "stream": true, "messages": [["role": "user", "content": "Weather in Paris?"]],
-            "tools": [["name": "get_weather", "input_schema": Self.shortTool]], "tool_choice": ["type": "any"],
+            "model": "tiny", "max_tokens": 400, "temperature": 1.0, "top_k": 40, "stream": true,
+            "messages": [["role": "user", "content": "Weather in Paris?"]],
+            "tools": [["name": "get_weather", "input_schema": Self.shortTool]], "tool_choice": ["type": "any", "disable_parallel_tool_use": true],
         ]
         let events = try await harness.send("/v1/messages", json: anthropic)
         var partial = ""
@@ -325,7 +326,8 @@ final class ToolScriptedProvider: LanguageModelProvider, @unchecked Sendable {
         Self.checkArguments(partial, events.body)
 
         let responses: [String: Any] = [
-            "model": "tiny", "max_output_tokens": 200, "input": "Weather in Paris?", "tool_choice": "required",
+            "model": "tiny", "max_output_tokens": 400, "input": "Weather in Paris?", "tool_choice": "required", "temperature": 0,
+            "parallel_tool_calls": false,
             "tools": [["type": "function", "name": "get_weather", "parameters": Self.shortTool]],
         ]
         let response = try await harness.send("/v1/responses", json: responses)
