@@ -29,6 +29,40 @@ public struct ToolDefinition: Sendable, Hashable, Codable {
     }
 }
 
+extension ToolDefinition {
+    /// Reads a JSON array of tools, each either OpenAI's form
+    /// (`{"type": "function", "function": {"name", "description", "parameters"}}`) or the bare
+    /// `{"name", "description", "parameters"}` (missing parameters: none).
+    /// - Throws: ``InvalidGenerationOption`` naming `tools[i]…`.
+    public static func parseList(_ text: String) throws(InvalidGenerationOption) -> [ToolDefinition] {
+        let value: JSONText.Value
+        do { value = try JSONText.parse(text) } catch {
+            throw InvalidGenerationOption(field: "tools", message: "tools is not valid JSON: \(error.message) (at byte \(error.offset))")
+        }
+        guard case .array(let items) = value else {
+            throw InvalidGenerationOption(field: "tools", message: "tools must be a JSON array, got \(value.typeName)")
+        }
+        var tools: [ToolDefinition] = []
+        for (i, item) in items.enumerated() {
+            var spec = item
+            if case .string("function") = item["type"] ?? .null, let function = item["function"] { spec = function }
+            guard case .object = spec, case .string(let name) = spec["name"] ?? .null else {
+                throw InvalidGenerationOption(field: "tools[\(i)].name", message: "tools[\(i)] needs a string name")
+            }
+            var description: String?
+            if let value = spec["description"] {
+                guard case .string(let text) = value else {
+                    throw InvalidGenerationOption(field: "tools[\(i)].description", message: "tools[\(i)].description must be a string")
+                }
+                description = text
+            }
+            tools.append(
+                ToolDefinition(name: name, description: description, parameters: spec["parameters"]?.serialized ?? ToolDefinition.noParameters))
+        }
+        return tools
+    }
+}
+
 /// Whether and which tool the model must call.
 public enum ToolChoice: Sendable, Hashable, Codable {
     /// The model decides: a text answer or calls (the default when tools are given).

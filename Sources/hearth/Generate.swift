@@ -52,8 +52,30 @@ struct Generate: ParsableCommand {
             valueName: "RE"))
     var regex: String?
 
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Let the model call the tools defined in FILE: a JSON array of OpenAI-style tools ({\"type\": \"function\", \"function\": {name, description, parameters}}) or of {name, description, parameters}.",
+            discussion: "Calls are printed as JSON lines {\"tool_call\": {id, name, arguments}}; their arguments are generated under each tool's schema. See docs/TOOLS.md.",
+            valueName: "FILE"))
+    var tools: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp("With --tools: auto (the default), none, required, or a tool's name (exactly one call to it).", valueName: "CHOICE"))
+    var toolChoice: String?
+
+    @Flag(name: .long, help: "With --tools: at most one call per reply.")
+    var noParallelToolCalls = false
+
     func validate() throws {
         if maxTokens < 0 { throw ValidationError("--max-tokens must be ≥ 0") }
+        if tools != nil && (raw || json || [jsonSchema, grammar, regex].contains { $0 != nil }) {
+            throw ValidationError("--tools cannot be combined with --raw, --json, --json-schema, --grammar or --regex.")
+        }
+        if tools == nil && (toolChoice != nil || noParallelToolCalls) {
+            throw ValidationError("--tool-choice and --no-parallel-tool-calls need --tools.")
+        }
         if topLogprobs < 0 || topLogprobs > 100 { throw ValidationError("--top-logprobs must be between 0 and 100") }
         if [jsonSchema, grammar, regex].compactMap({ $0 }).count > 1 {
             throw ValidationError("Give one of --json-schema, --grammar and --regex.")
@@ -85,8 +107,33 @@ struct Generate: ParsableCommand {
         return format
     }
 
+    /// The tool options the flags ask for (the file read and checked here), nil without --tools.
+    func toolOptions() throws -> (tools: [ToolDefinition], choice: ToolChoice)? {
+        guard let tools else { return nil }
+        let text: String
+        do { text = try String(contentsOfFile: tools, encoding: .utf8) } catch {
+            throw ValidationError("--tools \(tools): cannot read the file (\(error.localizedDescription))")
+        }
+        let definitions: [ToolDefinition]
+        do { definitions = try ToolDefinition.parseList(text) } catch {
+            throw ValidationError("--tools \(tools): \(error.message)")
+        }
+        let choice: ToolChoice
+        switch toolChoice ?? "auto" {
+        case "auto": choice = .auto
+        case "none": choice = .disabled
+        case "required": choice = .required
+        case let name: choice = .named(name)
+        }
+        return (definitions, choice)
+    }
+
     func run() throws {
         try reportingErrors {
+            if let toolOptions = try toolOptions() {
+                try runWithTools(toolOptions.tools, choice: toolOptions.choice)
+                return
+            }
             let format = try responseFormat()
             if let format {
                 // A schema, pattern or grammar that cannot be enforced is refused before the model loads.
@@ -147,5 +194,44 @@ struct Generate: ParsableCommand {
     struct DoneLine: Encodable {
         let done: Bool, finish_reason: String, prompt_tokens: Int, completion_tokens: Int
         let prefill_tokens_per_second: Double, decode_tokens_per_second: Double
+    }
+
+    /// Generates through `LocalProvider` (the same path as `hearth serve`), printing text as it
+    /// comes and each call as a JSON line once it is complete.
+    func runWithTools(_ tools: [ToolDefinition], choice: ToolChoice) throws {
+        var options = sampling.generationOptions
+        options.maxTokens = maxTokens
+        options.stop = stop
+        options.tools = tools
+        options.toolChoice = choice
+        options.parallelToolCalls = noParallelToolCalls ? false : nil
+        do { try options.validate() } catch { throw ValidationError(error.message) }
+        let lm = try model.load(threads: runtime.threads, showProgress: true)
+        let provider = try LocalProvider(model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch)
+        let request = ChatRequest(messages: [.user(prompt)], options: options)
+        let finish = try blocking { () async throws -> HearthProviders.FinishReason in
+            var calls = ToolCallCollector()
+            var reason = HearthProviders.FinishReason.stop
+            for try await event in provider.stream(request) {
+                switch event {
+                case .textDelta(let text): emit(text)
+                case .toolCall(let step):
+                    calls.add(step)
+                    if case .finished(let index) = step, calls.calls.indices.contains(index) {
+                        let call = calls.calls[index]
+                        emit(try jsonLine(CallLine(tool_call: .init(id: call.id, name: call.name, arguments: call.arguments))))
+                    }
+                case .finished(let value): reason = value
+                default: break
+                }
+            }
+            return reason
+        }
+        if finish != .toolCalls { emit("\n") }
+    }
+
+    struct CallLine: Encodable {
+        struct Call: Encodable { let id: String, name: String, arguments: String }
+        let tool_call: Call
     }
 }

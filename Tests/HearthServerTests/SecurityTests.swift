@@ -25,11 +25,32 @@ import Testing
             json: [
                 "model": "tiny", "messages": [Self.user], "max_tokens": 4000, "stream": true, "temperature": 1, "seed": 3, "min_p": 0,
                 "top_k": 0, "logprobs": true, "top_logprobs": 20,
+                // No end of sequence before the token limit: megabytes of frames, far more
+                // than the socket buffers hold.
+                "grammar": "root ::= [a-z ]{4000}",
             ])
         #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 1) == 1)
         // Never read: the socket buffers fill, the server's write waits, the timeout cuts it.
         #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 0, within: 30) == 0)
-        #expect(try await ServerTests.waitFor(harness, "hearth_requests_running", is: 0, within: 5) == 0)
+        #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 0, within: 5) == 0)
+        // The connection itself was closed mid-answer: reading now gets what was buffered and
+        // then the end, never the stream's end marker. (Without the timeout the server's write
+        // waits for the reader: reading now drains it, and every frame up to `[DONE]` follows.)
+        try await Task.sleep(for: .seconds(2))
+        var received = ""
+        var closed = false
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            guard let piece = connection.receive(within: 3, limit: 1 << 22) else {
+                closed = true
+                break
+            }
+            received += piece
+            if received.contains("data: [DONE]") { break }
+        }
+        #expect(closed, "the server never closed the stalled connection")
+        #expect(!received.contains("data: [DONE]"), "the whole answer was delivered after the stall (\(received.utf8.count) bytes)")
+        #expect(received.hasPrefix("HTTP/1.1 200"))
         let next = try await harness.send("/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 2])
         #expect(next.status == 200)
         connection.close()
