@@ -54,12 +54,25 @@ public enum JSONText {
         public var offset: Int
 
         public var description: String { "\(message) at byte \(offset)" }
+        /// Whether the problem is a string that is not valid UTF-8 (``JSONText/parse(utf8:)``).
+        public var isInvalidUTF8: Bool { message == Reader.invalidUTF8 }
     }
 
     /// Parses one JSON document (surrounding whitespace allowed, nothing else after it).
     /// - Throws: ``SyntaxError``.
     public static func parse(_ text: String) throws(SyntaxError) -> Value {
-        var reader = Reader(bytes: Array(text.utf8))
+        try parse(Reader(bytes: Array(text.utf8), validatesUTF8: false))
+    }
+
+    /// Parses JSON from UTF-8 bytes (a request body as received), checking that its strings
+    /// are valid UTF-8 (``SyntaxError/isInvalidUTF8`` when one is not).
+    /// - Throws: ``SyntaxError``.
+    public static func parse(utf8 bytes: [UInt8]) throws(SyntaxError) -> Value {
+        try parse(Reader(bytes: bytes, validatesUTF8: true))
+    }
+
+    private static func parse(_ start: Reader) throws(SyntaxError) -> Value {
+        var reader = start
         reader.skipSpace()
         let value = try reader.value(depth: 0)
         reader.skipSpace()
@@ -69,7 +82,18 @@ public enum JSONText {
 
     private struct Reader {
         let bytes: [UInt8]
+        /// Whether strings must be checked as UTF-8 (bytes that did not come from a `String`).
+        let validatesUTF8: Bool
         var index = 0
+
+        static let invalidUTF8 = "a string is not valid UTF-8"
+
+        /// `bytes` as a string, checked when the input was not a `String`.
+        func text<C: Collection>(_ bytes: C) throws(SyntaxError) -> String where C.Element == UInt8 {
+            guard validatesUTF8 else { return String(decoding: bytes, as: UTF8.self) }
+            guard let text = String(validating: bytes, as: UTF8.self) else { throw error(Self.invalidUTF8) }
+            return text
+        }
 
         func error(_ message: String) -> SyntaxError { SyntaxError(message: message, offset: index) }
 
@@ -175,73 +199,126 @@ public enum JSONText {
             return String(decoding: bytes[start..<index], as: UTF8.self)
         }
 
-        mutating func hex4() throws(SyntaxError) -> UInt32 {
-            guard index + 4 <= bytes.count else { throw error("unexpected end of text in a \\u escape") }
-            var value: UInt32 = 0
-            for _ in 0..<4 {
-                let byte = bytes[index]
-                let digit: UInt8
-                switch byte {
-                case 0x30...0x39: digit = byte - 0x30
-                case 0x41...0x46: digit = byte - 0x41 + 10
-                case 0x61...0x66: digit = byte - 0x61 + 10
-                default: throw error("expected a hexadecimal digit")
+        /// The end of the run of plain bytes (no quote, backslash or control character) from `start`.
+        func plainRun(from start: Int) -> Int {
+            bytes.withUnsafeBufferPointer { buffer in
+                var i = start
+                while i < buffer.count {
+                    let byte = buffer[i]
+                    if byte == 0x22 || byte == 0x5C || byte < 0x20 { break }
+                    i += 1
                 }
-                value = value << 4 | UInt32(digit)
-                index += 1
+                return i
             }
-            return value
         }
 
         mutating func string() throws(SyntaxError) -> String {
             index += 1  // the opening quote
-            var out: [UInt8] = []
-            while true {
-                guard index < bytes.count else { throw error("unterminated string") }
-                let byte = bytes[index]
-                if byte == UInt8(ascii: "\"") {
-                    index += 1
-                    // The input came from a String, so its bytes are valid UTF-8; escapes add only scalars.
-                    return String(decoding: out, as: UTF8.self)
-                }
-                if byte < 0x20 { throw error("control character in a string (escape it)") }
-                guard byte == UInt8(ascii: "\\") else {
-                    out.append(byte)
-                    index += 1
-                    continue
-                }
-                index += 1
-                guard index < bytes.count else { throw error("unterminated escape") }
-                let escape = bytes[index]
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""): out.append(0x22)
-                case UInt8(ascii: "\\"): out.append(0x5C)
-                case UInt8(ascii: "/"): out.append(0x2F)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "u"):
-                    var scalar = try hex4()
-                    if (0xD800..<0xDC00).contains(scalar) {
-                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
-                            throw error("a high surrogate must be followed by a low surrogate")
-                        }
-                        index += 2
-                        let low = try hex4()
-                        guard (0xDC00..<0xE000).contains(low) else { throw error("expected a low surrogate") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    } else if (0xDC00..<0xE000).contains(scalar) {
-                        throw error("a lone low surrogate")
-                    }
-                    guard let character = Unicode.Scalar(scalar) else { throw error("not a Unicode scalar") }
-                    out.append(contentsOf: Array(String(Character(character)).utf8))
-                default:
-                    throw error("unknown escape")
+            // The input came from a String, so its bytes are valid UTF-8; escapes add only scalars.
+            let first = plainRun(from: index)
+            if first < bytes.count, bytes[first] == UInt8(ascii: "\"") {
+                let text = try text(bytes[index..<first])
+                index = first + 1
+                return text
+            }
+            // With escapes: find the closing quote, then decode the span in one pass into a
+            // buffer of its size (escapes only shrink text).
+            var end = first
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
+                end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1
+            }
+            guard end < bytes.count else {
+                index = bytes.count
+                throw error("unterminated string")
+            }
+            let start = index
+            var failure: (message: String, offset: Int)?
+            let decoded = bytes.withUnsafeBufferPointer { source in
+                [UInt8](unsafeUninitializedCapacity: end - start) { out, count in
+                    let (written, problem) = Self.decodeEscaped(source, from: start, to: end, into: out)
+                    failure = problem
+                    count = written
                 }
             }
+            if let failure {
+                index = failure.offset
+                throw error(failure.message)
+            }
+            let value = try text(decoded)
+            index = end + 1
+            return value
+        }
+
+        /// Decodes the string body `source[start..<end]` (escapes included) into `out`; the count
+        /// written, or the first problem and where.
+        static func decodeEscaped(
+            _ source: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int, into out: UnsafeMutableBufferPointer<UInt8>
+        ) -> (Int, (message: String, offset: Int)?) {
+            var i = start
+            var o = 0
+            func hex4(_ at: Int) -> UInt32? {
+                guard at + 4 <= end else { return nil }
+                var value: UInt32 = 0
+                for k in at..<at + 4 {
+                    let byte = source[k]
+                    let digit: UInt8
+                    switch byte {
+                    case 0x30...0x39: digit = byte - 0x30
+                    case 0x41...0x46: digit = byte - 0x41 + 10
+                    case 0x61...0x66: digit = byte - 0x61 + 10
+                    default: return nil
+                    }
+                    value = value << 4 | UInt32(digit)
+                }
+                return value
+            }
+            while i < end {
+                let byte = source[i]
+                if byte < 0x20 { return (o, ("control character in a string (escape it)", i)) }
+                guard byte == 0x5C else {
+                    out[o] = byte
+                    o += 1
+                    i += 1
+                    continue
+                }
+                guard i + 1 < end else { return (o, ("unterminated escape", i + 1)) }
+                let escape = source[i + 1]
+                i += 2
+                switch escape {
+                case UInt8(ascii: "\""): out[o] = 0x22
+                case UInt8(ascii: "\\"): out[o] = 0x5C
+                case UInt8(ascii: "/"): out[o] = 0x2F
+                case UInt8(ascii: "b"): out[o] = 0x08
+                case UInt8(ascii: "f"): out[o] = 0x0C
+                case UInt8(ascii: "n"): out[o] = 0x0A
+                case UInt8(ascii: "r"): out[o] = 0x0D
+                case UInt8(ascii: "t"): out[o] = 0x09
+                case UInt8(ascii: "u"):
+                    guard var scalar = hex4(i) else { return (o, ("expected four hex digits", i)) }
+                    i += 4
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        guard i + 1 < end, source[i] == 0x5C, source[i + 1] == UInt8(ascii: "u") else {
+                            return (o, ("a high surrogate must be followed by a low surrogate", i))
+                        }
+                        guard let low = hex4(i + 2) else { return (o, ("expected four hex digits", i + 2)) }
+                        guard (0xDC00..<0xE000).contains(low) else { return (o, ("expected a low surrogate", i + 2)) }
+                        i += 6
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00..<0xE000).contains(scalar) {
+                        return (o, ("a lone low surrogate", i))
+                    }
+                    guard let character = Unicode.Scalar(scalar) else { return (o, ("not a Unicode scalar", i)) }
+                    for unit in UTF8.encode(character) ?? UTF8.EncodedScalar() {
+                        out[o] = unit
+                        o += 1
+                    }
+                    continue
+                default:
+                    return (o, ("unknown escape", i - 1))
+                }
+                o += 1
+            }
+            return (o, nil)
         }
     }
 }

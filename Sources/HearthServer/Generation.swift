@@ -74,12 +74,14 @@ extension HearthServer {
         let route: Gateway.ModelRoute
         var cacheKey: String?
         do {
-            let json = try RequestParser.json(context.body)
+            let ordered = try RequestParser.ordered(context.body)
+            let json = JSONValue(ordered)
             let name = try RequestParser.requiredModel(try Fields(json))
             call.model = name
             route = try gateway.route(name, for: client)
             let limit = route.isLocal ? max(1, lock.withLock { self.context }) : 1 << 20
             let parser = RequestParser(alias: name, maxTokensLimit: min(limit, client.maxTokens ?? limit), body: context.body)
+            parser.ordered.set(ordered)
             switch endpoint {
             case .chatCompletions: job = try parser.chat(json)
             case .completions: job = try parser.completion(json)

@@ -349,6 +349,9 @@ final class OrderedBody {
 
     init() {}
 
+    /// Gives the body's ordered JSON when it was parsed already (it is not parsed again).
+    func set(_ value: JSONText.Value) { parsed = .some(value) }
+
     /// The ordered JSON of `body` (nil when there is none or it does not parse).
     func value(of body: Data?) -> JSONText.Value? {
         if let parsed { return parsed }
