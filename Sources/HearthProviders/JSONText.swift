@@ -357,7 +357,10 @@ extension JSONText.Value {
         }
     }
 
-    private static func quote(_ text: String, into out: inout String) {
+    /// Appends `text` as a JSON string: `"` and `\` escaped, control characters as their short
+    /// escapes or `\u00XX`, everything else as is — what Python's `json.dumps(…,
+    /// ensure_ascii=False)` writes, so chat-template prompts match transformers' byte for byte.
+    public static func quote(_ text: String, into out: inout String) {
         out += "\""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -366,6 +369,8 @@ extension JSONText.Value {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
             case _ where scalar.value < 0x20:
                 let hex = String(scalar.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
