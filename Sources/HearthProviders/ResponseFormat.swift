@@ -81,11 +81,7 @@ extension ResponseFormat {
         case .text, .jsonObject:
             return
         case .jsonSchema(let format):
-            let allowed = format.name.utf8.allSatisfy { byte in
-                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                    || byte == 0x5F || byte == 0x2D
-            }
-            guard !format.name.isEmpty, format.name.utf8.count <= 64, allowed else {
+            guard Self.isAPIName(format.name) else {
                 throw InvalidGenerationOption(
                     field: "response_format.json_schema.name",
                     message: "response_format.json_schema.name must be 1–64 characters of a-z, A-Z, 0-9, _ and -, got '\(format.name.prefix(80))'")
@@ -114,5 +110,17 @@ extension ResponseFormat {
                     field: "response_format.grammar.root", message: "the grammar's root rule name must not be empty")
             }
         }
+    }
+}
+
+extension ResponseFormat {
+    /// OpenAI's rule for schema and tool names, applied everywhere: 1–64 characters of
+    /// `a-z A-Z 0-9 _ -`.
+    static func isAPIName(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 64
+            && name.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || byte == 0x5F || byte == 0x2D
+            }
     }
 }

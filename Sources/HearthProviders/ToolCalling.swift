@@ -171,11 +171,7 @@ extension GenerationOptions {
     public func validateTools() throws(InvalidGenerationOption) {
         var seen: Set<String> = []
         for (i, tool) in tools.enumerated() {
-            let allowed = tool.name.utf8.allSatisfy { byte in
-                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                    || byte == 0x5F || byte == 0x2D
-            }
-            guard !tool.name.isEmpty, tool.name.utf8.count <= 64, allowed else {
+            guard ResponseFormat.isAPIName(tool.name) else {
                 throw InvalidGenerationOption(
                     field: "tools[\(i)].name",
                     message: "tools[\(i)].name must be 1–64 characters of a-z, A-Z, 0-9, _ and -, got '\(tool.name.prefix(80))'")
