@@ -344,3 +344,49 @@ import Testing
         #expect(!String(decoding: body, as: UTF8.self).contains("weather"), "none: the tools are not sent")
     }
 }
+
+/// The failover-mid-call test with a real cloud stream: the OpenAI fake cuts the connection in
+/// the middle of a call's arguments, and the router restarts the call on the next provider.
+@Suite struct ToolCallFailoverTests {
+    /// A stand-in for the on-device model that answers with one whole call.
+    struct LocalToolModel: LanguageModelProvider {
+        let id = "local"
+        var availability: ProviderAvailability { get async { .available } }
+
+        func stream(_ request: ChatRequest) -> AsyncThrowingStream<ChatEvent, Error> {
+            AsyncThrowingStream { continuation in
+                continuation.yield(.servedBy(id))
+                continuation.yield(.toolCall(.started(index: 0, id: "call_local", name: "weather")))
+                continuation.yield(.toolCall(.arguments(index: 0, fragment: #"{"city":"#)))
+                continuation.yield(.toolCall(.arguments(index: 0, fragment: #""Rome"}"#)))
+                continuation.yield(.toolCall(.finished(index: 0)))
+                continuation.yield(.finished(.toolCalls))
+                continuation.finish()
+            }
+        }
+    }
+
+    @Test func cloudStreamCutMidCallRestartsItOnTheFallback() async throws {
+        let fake = try await FakeOpenAIChat.start(apiKey: ToolCallingWireTests.key)
+        let cloud = OpenAICompatibleProvider(
+            .init(
+                id: "openai", baseURL: fake.baseURL, apiKey: CloudSecret(ToolCallingWireTests.key), requiresAPIKey: true,
+                model: "gpt-test", timeouts: testTimeouts, retry: .none))
+        let request = ChatRequest(
+            messages: [.user("Weather in Rome? #drop-mid-call")],
+            options: GenerationOptions(tools: [ToolCallingWireTests.weather], toolChoice: .required))
+
+        let alone = await collect(cloud.stream(request))
+        #expect(alone.providerError?.code == .network, "the fake cuts the stream")
+        #expect(alone.toolSteps.contains(.started(index: 0, id: "call_fake0", name: "weather")), "the cut comes mid-call")
+        #expect(!alone.toolSteps.contains(.finished(index: 0)))
+
+        let result = await collect(FallbackRouter(providers: [cloud, LocalToolModel()]).stream(request))
+        await fake.stop()
+        #expect(result.error == nil)
+        #expect(result.switches.map { "\($0.from)>\($0.to)" } == ["openai>local"])
+        #expect(!result.toolSteps.contains { if case .started(_, "call_fake0", _) = $0 { true } else { false } }, "half a call leaked")
+        #expect(result.toolCalls == [ToolCall(id: "call_local", name: "weather", arguments: #"{"city":"Rome"}"#)])
+        #expect(result.finish == .toolCalls)
+    }
+}
