@@ -4,7 +4,7 @@ import Synchronization
 
 /// A fake of Anthropic's `POST /v1/messages`, on a loopback socket, for tool use.
 ///
-/// It checks the request as the API does — `x-api-key`, `anthropic-version`, `model`,
+/// It checks the request as the API does — `x-api-key` (or `Authorization: Bearer`), `anthropic-version`, `model`,
 /// `max_tokens`, `messages` whose content is a string or blocks (`text`; `tool_use` with an
 /// `id`, `name` and object `input` in assistant turns; `tool_result` in user turns), every
 /// `tool_use` answered by a `tool_result` in the very next user turn, `tools`
@@ -115,7 +115,9 @@ public final class FakeAnthropicMessages: Sendable {
         guard request.method == "POST", request.uri == "/v1/messages" else {
             return try await refuse(out, index, "\(request.method) \(request.uri) is not a route")
         }
-        guard request.headers.first(name: "x-api-key") == apiKey else {
+        // The API takes the key as `x-api-key` or, as newer SDKs send it, `Authorization: Bearer`.
+        guard request.headers.first(name: "x-api-key") == apiKey || request.headers.first(name: "authorization") == "Bearer \(apiKey)"
+        else {
             let body = json(["type": "error", "error": ["type": "authentication_error", "message": "invalid x-api-key"]])
             try await out.respond(401, "Unauthorized", headers: [("Content-Type", "application/json")], body: body)
             return .close
