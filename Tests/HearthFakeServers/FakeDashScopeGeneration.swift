@@ -14,7 +14,9 @@ import Synchronization
 /// and UTF-8 characters). Without the SSE header it answers with one JSON document. Errors are
 /// `{code, message, request_id}` bodies (HTTP 400/401/429/500) or, mid-stream, `event:error`.
 /// Prompts choose a ``FakeScenario`` by keyword (`#error`, `#500`, `#429`, `#429-once`,
-/// `#overflow`, `#silent`, `#drop`, `#length`, `#slow`).
+/// `#overflow`, `#silent`, `#drop`, `#length`, `#slow`). With `parameters.tools` (checked, with
+/// `tool_choice`, `parallel_tool_calls`, assistant `tool_calls` and `tool` messages) it answers
+/// after ``FakeToolPlan``: calls streamed as `message.tool_calls` pieces, or text after a tool result.
 public final class FakeDashScopeGeneration: Sendable {
     /// How the fake behaves.
     public struct Configuration: Sendable {
