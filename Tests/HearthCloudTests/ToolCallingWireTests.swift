@@ -50,6 +50,19 @@ import Testing
         #expect(open == nil && expected == calls, sourceLocation: sourceLocation)
     }
 
+    /// The fakes' answer to ``request(_:parallel:tools:)`` when parallel calls are allowed:
+    /// `weather` and `now` (`{}`), well formed, finishing `.toolCalls`.
+    func expectTheTwoCalls(_ result: Collected, idPrefix: String, _ comment: Comment? = nil, sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.error == nil, sourceLocation: sourceLocation)
+        #expect(
+            result.toolCalls == [
+                ToolCall(id: "\(idPrefix)fake0", name: "weather", arguments: Self.weatherArguments),
+                ToolCall(id: "\(idPrefix)fake1", name: "now", arguments: "{}"),
+            ], comment, sourceLocation: sourceLocation)
+        expectWellFormed(result.toolSteps, calls: 2, sourceLocation: sourceLocation)
+        #expect(result.finish == .toolCalls && result.text.isEmpty, sourceLocation: sourceLocation)
+    }
+
     // MARK: OpenAI-compatible
 
     func openAI(_ fake: FakeOpenAIChat, support: ToolCallingSupport = .openAI) -> OpenAICompatibleProvider {
@@ -63,16 +76,9 @@ import Testing
         let fake = try await FakeOpenAIChat.start(apiKey: Self.key)
         let result = await collect(openAI(fake).stream(request(.required, parallel: true)))
         await fake.stop()
-        #expect(result.error == nil)
         #expect(fake.violations.isEmpty, "\(fake.violations)")
-        #expect(
-            result.toolCalls == [
-                ToolCall(id: "call_fake0", name: "weather", arguments: Self.weatherArguments),
-                ToolCall(id: "call_fake1", name: "now", arguments: "{}"),
-            ])
+        expectTheTwoCalls(result, idPrefix: "call_")
         #expect(result.toolSteps.filter { if case .arguments(0, _) = $0 { true } else { false } }.count > 2, "split argument pieces")
-        expectWellFormed(result.toolSteps, calls: 2)
-        #expect(result.finish == .toolCalls && result.text.isEmpty)
         #expect(result.usage?.promptTokens == 31)
 
         let sent = try #require(fake.requests.first)
@@ -211,14 +217,8 @@ import Testing
         let fake = try await FakeAnthropicMessages.start(apiKey: Self.key)
         let result = await collect(anthropic(fake).stream(request(.required)))
         await fake.stop()
-        #expect(result.error == nil && fake.violations.isEmpty, "\(fake.violations)")
-        #expect(
-            result.toolCalls == [
-                ToolCall(id: "toolu_fake0", name: "weather", arguments: Self.weatherArguments),
-                ToolCall(id: "toolu_fake1", name: "now", arguments: "{}"),
-            ], "an empty input is {}")
-        expectWellFormed(result.toolSteps, calls: 2)
-        #expect(result.finish == .toolCalls)
+        #expect(fake.violations.isEmpty, "\(fake.violations)")
+        expectTheTwoCalls(result, idPrefix: "toolu_", "an empty input is {}")
         let sent = try #require(fake.requests.first)
         let body = try #require(sent.json)
         #expect((body["tool_choice"] as? [String: Any])?["type"] as? String == "any")
@@ -276,14 +276,8 @@ import Testing
         let fake = try await FakeDashScopeGeneration.start(.init(apiKey: Self.key))
         let result = await collect(dashScope(fake, incremental: configuredIncremental).stream(request(.auto, parallel: true)))
         await fake.stop()
-        #expect(result.error == nil && fake.violations.isEmpty, "\(fake.violations)")
-        #expect(
-            result.toolCalls == [
-                ToolCall(id: "call_fake0", name: "weather", arguments: Self.weatherArguments),
-                ToolCall(id: "call_fake1", name: "now", arguments: "{}"),
-            ], "ids from the first piece (later pieces carry \"\")")
-        expectWellFormed(result.toolSteps, calls: 2)
-        #expect(result.finish == .toolCalls)
+        #expect(fake.violations.isEmpty, "\(fake.violations)")
+        expectTheTwoCalls(result, idPrefix: "call_", "ids from the first piece (later pieces carry \"\")")
         let parameters = try #require(fake.requests.first?.json?["parameters"] as? [String: Any])
         #expect(parameters["incremental_output"] as? Bool == true, "tools always stream increments, as the SDK does")
         #expect(parameters["tool_choice"] as? String == "auto" && parameters["parallel_tool_calls"] as? Bool == true)

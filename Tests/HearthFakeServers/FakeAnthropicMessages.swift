@@ -15,40 +15,19 @@ import Synchronization
 /// pieces (the first one empty, as the API sends), `content_block_stop`, then `message_delta`
 /// with `stop_reason: "tool_use"` and `message_stop`; or as one message. Text answers stream as
 /// `text_delta`s. Problems are answered with Anthropic's 400 error body and recorded in ``violations``.
-public final class FakeAnthropicMessages: Sendable {
+public final class FakeAnthropicMessages: LoopbackFake {
     /// The key requests must carry.
     public let apiKey: String
-    private let server = Mutex<TestHTTPServer?>(nil)
-    private let problems = Mutex<[String]>([])
+    /// Its server and violations.
+    public let plumbing = FakeHTTPPlumbing()
 
-    private init(apiKey: String) {
+    /// A fake whose requests must carry `apiKey` (``LoopbackFake/start(apiKey:host:port:)`` starts one).
+    public init(apiKey: String) {
         self.apiKey = apiKey
     }
 
-    /// Starts the fake on `host`:`port` (0: any free port).
-    public static func start(apiKey: String, host: String = "127.0.0.1", port: Int = 0) async throws -> FakeAnthropicMessages {
-        let fake = FakeAnthropicMessages(apiKey: apiKey)
-        let server = try await TestHTTPServer.start(host: host, port: port) { request, index, out in
-            try await fake.serve(request, index: index, out)
-        }
-        fake.server.withLock { $0 = server }
-        return fake
-    }
-
-    /// `http://127.0.0.1:<port>/v1`, the provider's base URL (the SDK's is without `/v1`).
-    public var baseURL: String { server.withLock { $0?.baseURL } ?? "" }
-    /// The requests received, in order.
-    public var requests: [RecordedRequest] { server.withLock { $0?.requests } ?? [] }
-    /// Requests that broke the protocol, described.
-    public var violations: [String] { problems.withLock { $0 } }
-
-    /// Stops listening.
-    public func stop() async {
-        await server.withLock { $0 }?.stop()
-    }
-
     private func refuse(_ out: RawResponder, _ index: Int, _ problem: String) async throws -> AfterResponse {
-        problems.withLock { $0.append("request \(index): \(problem)") }
+        plumbing.violation(index, problem)
         let body = json(["type": "error", "error": ["type": "invalid_request_error", "message": problem]])
         try await out.respond(400, "Bad Request", headers: [("Content-Type", "application/json")], body: body)
         return .close
@@ -111,7 +90,8 @@ public final class FakeAnthropicMessages: Sendable {
         return nil
     }
 
-    private func serve(_ request: RecordedRequest, index: Int, _ out: RawResponder) async throws -> AfterResponse {
+    /// Answers one request (see the type's description).
+    public func serve(_ request: RecordedRequest, index: Int, _ out: RawResponder) async throws -> AfterResponse {
         guard request.method == "POST", request.uri == "/v1/messages" else {
             return try await refuse(out, index, "\(request.method) \(request.uri) is not a route")
         }

@@ -14,46 +14,26 @@ import Synchronization
 /// stream as `delta.content`. The prompt `#drop-mid-call` cuts the connection in the middle
 /// of the first call's arguments. Problems are answered with OpenAI's 400 error body and
 /// recorded in ``violations``.
-public final class FakeOpenAIChat: Sendable {
+public final class FakeOpenAIChat: LoopbackFake {
     /// The key requests must carry.
     public let apiKey: String
-    private let server = Mutex<TestHTTPServer?>(nil)
-    private let problems = Mutex<[String]>([])
+    /// Its server and violations.
+    public let plumbing = FakeHTTPPlumbing()
 
-    private init(apiKey: String) {
+    /// A fake whose requests must carry `apiKey` (``LoopbackFake/start(apiKey:host:port:)`` starts one).
+    public init(apiKey: String) {
         self.apiKey = apiKey
     }
 
-    /// Starts the fake on `host`:`port` (0: any free port).
-    public static func start(apiKey: String, host: String = "127.0.0.1", port: Int = 0) async throws -> FakeOpenAIChat {
-        let fake = FakeOpenAIChat(apiKey: apiKey)
-        let server = try await TestHTTPServer.start(host: host, port: port) { request, index, out in
-            try await fake.serve(request, index: index, out)
-        }
-        fake.server.withLock { $0 = server }
-        return fake
-    }
-
-    /// `http://127.0.0.1:<port>/v1`, the client's base URL.
-    public var baseURL: String { server.withLock { $0?.baseURL } ?? "" }
-    /// The requests received, in order.
-    public var requests: [RecordedRequest] { server.withLock { $0?.requests } ?? [] }
-    /// Requests that broke the protocol, described.
-    public var violations: [String] { problems.withLock { $0 } }
-
-    /// Stops listening.
-    public func stop() async {
-        await server.withLock { $0 }?.stop()
-    }
-
     private func refuse(_ out: RawResponder, _ index: Int, _ problem: String) async throws -> AfterResponse {
-        problems.withLock { $0.append("request \(index): \(problem)") }
+        plumbing.violation(index, problem)
         let body = json(["error": ["message": problem, "type": "invalid_request_error", "param": NSNull(), "code": NSNull()]])
         try await out.respond(400, "Bad Request", headers: [("Content-Type", "application/json")], body: body)
         return .close
     }
 
-    private func serve(_ request: RecordedRequest, index: Int, _ out: RawResponder) async throws -> AfterResponse {
+    /// Answers one request (see the type's description).
+    public func serve(_ request: RecordedRequest, index: Int, _ out: RawResponder) async throws -> AfterResponse {
         guard request.method == "POST", request.uri == "/v1/chat/completions" else {
             return try await refuse(out, index, "\(request.method) \(request.uri) is not a route")
         }
