@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Proves the fake DashScope servers faithful: drives them with the official `dashscope` SDK
 # from PyPI (MultiModalDialog over DASHSCOPE_WEBSOCKET_BASE_URL, Generation.call over
-# DASHSCOPE_HTTP_BASE_URL) and checks the SDK is satisfied (scripts/check_dashscope_fakes.py).
+# DASHSCOPE_HTTP_BASE_URL, with and without tools) and checks the SDK is satisfied
+# (scripts/check_dashscope_fakes.py). The same program's tool-calling fakes of OpenAI chat
+# completions and Anthropic messages are driven with the official `openai` and `anthropic` SDKs.
 #
 #   scripts/check-dashscope-fakes.sh            # builds dashscope-fake (debug) if needed, then checks
 #
@@ -11,10 +13,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sdk_version="${DASHSCOPE_SDK_VERSION:-1.27.8}"
+openai_version="${OPENAI_SDK_VERSION:-3.57.0}"
+anthropic_version="${ANTHROPIC_SDK_VERSION:-2.14.0}"
 venv=scripts/.venv-dashscope
-if ! "$venv/bin/python" -c "import dashscope, sys; sys.exit(dashscope.__version__ != '$sdk_version')" 2>/dev/null; then
+if ! "$venv/bin/python" -c "
+import sys, dashscope, openai, anthropic
+sys.exit((dashscope.__version__, openai.__version__, anthropic.__version__) != ('$sdk_version', '$openai_version', '$anthropic_version'))
+" 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check "dashscope==$sdk_version"
+  "$venv/bin/pip" install -q --disable-pip-version-check "dashscope==$sdk_version" "openai==$openai_version" \
+    "anthropic==$anthropic_version"
 fi
 
 swift build --product dashscope-fake

@@ -1,6 +1,9 @@
-"""Drives Hearth's fake DashScope servers with the official `dashscope` SDK and checks the SDK is
-satisfied: the fakes speak the protocols as the SDK expects them, and the SDK's own frames pass
-the fakes' checks (the fake exits 3 when any frame broke the protocol).
+"""Drives Hearth's fake DashScope servers with the official `dashscope` SDK, and its fake OpenAI
+chat and Anthropic messages servers with the official `openai` and `anthropic` SDKs (tool
+calling), and checks the SDKs are satisfied: the fakes speak the protocols as the SDKs expect
+them (streamed tool calls reassemble to the calls the fakes made), and the SDKs' own requests
+pass the fakes' checks — the same checks Hearth's providers' requests pass in the Swift tests
+(the fake exits 3 when any frame or request broke the protocol).
 
     python scripts/check_dashscope_fakes.py --fake .build/debug/dashscope-fake
 
@@ -279,6 +282,175 @@ def generation_checks(dashscope):
           (unauthorized.status_code, unauthorized.code))
 
 
+# Tools as each SDK's users pass them; the fakes call the first two (the named one when
+# tool_choice names one) with arguments made from the schema (see FakeToolPlan in
+# Tests/HearthFakeServers/FakeToolCalls.swift), so these are the calls every SDK must rebuild.
+WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                  "required": ["city"]}
+NOW_SCHEMA = {"type": "object", "properties": {}, "additionalProperties": False}
+EXPECTED_CALLS = [("weather", {"city": "Hangzhou 杭州", "days": 3}), ("now", {})]
+TOOL_QUESTION = [{"role": "user", "content": "Weather in Hangzhou, and the time?"}]
+
+
+def function_tools():
+    return [{"type": "function", "function": {"name": "weather", "description": "The forecast for a city.",
+                                              "parameters": WEATHER_SCHEMA}},
+            {"type": "function", "function": {"name": "now", "description": "The current time.",
+                                              "parameters": NOW_SCHEMA}}]
+
+
+def calls_of(tool_calls):
+    """(name, parsed arguments) of OpenAI/DashScope-shaped calls (objects or dicts)."""
+    result = []
+    for call in tool_calls or []:
+        function = call["function"] if isinstance(call, dict) else call.function
+        name = function["name"] if isinstance(function, dict) else function.name
+        arguments = function["arguments"] if isinstance(function, dict) else function.arguments
+        result.append((name, json.loads(arguments)))
+    return result
+
+
+def follow_up(calls):
+    """The conversation after the calls, with a result for each, as the SDKs' docs build it."""
+    return TOOL_QUESTION + [
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            for call_id, name, args in calls]},
+    ] + [{"role": "tool", "tool_call_id": call_id, "content": "晴 25°C" if name == "weather" else "10:00"}
+         for call_id, name, _ in calls]
+
+
+def openai_checks(base_url):
+    import openai
+    client = openai.OpenAI(api_key=KEY, base_url=base_url, max_retries=0)
+    print(f"openai {openai.__version__} against {base_url}")
+    tools = function_tools()
+
+    chunks = list(client.chat.completions.create(
+        model="gpt-test", messages=TOOL_QUESTION, tools=tools, tool_choice="required", parallel_tool_calls=True,
+        stream=True, stream_options={"include_usage": True}))
+    # Reassembled as OpenAI's docs do it: by index, the first delta naming id and function.
+    assembled = {}
+    finish = None
+    for chunk in chunks:
+        for choice in chunk.choices:
+            for delta in choice.delta.tool_calls or []:
+                entry = assembled.setdefault(delta.index, {"id": "", "name": "", "arguments": ""})
+                entry["id"] += delta.id or ""
+                entry["name"] += (delta.function.name or "") if delta.function else ""
+                entry["arguments"] += (delta.function.arguments or "") if delta.function else ""
+            finish = choice.finish_reason or finish
+    calls = [(entry["name"], json.loads(entry["arguments"])) for _, entry in sorted(assembled.items())]
+    check(calls == EXPECTED_CALLS, "openai: streamed tool-call deltas reassemble by index to two calls", calls)
+    check(finish == "tool_calls", "openai: the streamed finish_reason is tool_calls", finish)
+    check(all(entry["id"].startswith("call_") for entry in assembled.values()), "openai: each call has its id")
+    check(chunks[-1].usage is not None and chunks[-1].usage.prompt_tokens > 0, "openai: the last chunk carries usage")
+
+    stream_helper = getattr(client.chat.completions, "stream", None) or client.beta.chat.completions.stream
+    with stream_helper(model="gpt-test", messages=TOOL_QUESTION, tools=tools, tool_choice="required") as stream:
+        final = stream.get_final_completion()
+    check(calls_of(final.choices[0].message.tool_calls) == EXPECTED_CALLS,
+          "openai: the SDK's stream helper rebuilds the calls", final.choices[0].message.tool_calls)
+
+    whole = client.chat.completions.create(
+        model="gpt-test", messages=TOOL_QUESTION, tools=tools,
+        tool_choice={"type": "function", "function": {"name": "now"}})
+    check(calls_of(whole.choices[0].message.tool_calls) == [("now", {})]
+          and whole.choices[0].finish_reason == "tool_calls", "openai: a named tool_choice, not streamed, is one call")
+
+    answer = client.chat.completions.create(
+        model="gpt-test", tools=tools,
+        messages=follow_up([(entry["id"], entry["name"], json.loads(entry["arguments"]))
+                            for _, entry in sorted(assembled.items())]))
+    check(answer.choices[0].finish_reason == "stop" and "10:00" in (answer.choices[0].message.content or ""),
+          "openai: after the tool results the answer is text", answer.choices[0].message.content)
+
+    none = client.chat.completions.create(model="gpt-test", messages=TOOL_QUESTION, tools=tools, tool_choice="none")
+    check(not none.choices[0].message.tool_calls and none.choices[0].message.content,
+          "openai: tool_choice none answers with text")
+
+
+def anthropic_checks(base_url):
+    import anthropic
+    client = anthropic.Anthropic(api_key=KEY, base_url=base_url.removesuffix("/v1"), max_retries=0)
+    print(f"anthropic {anthropic.__version__} against {base_url}")
+    tools = [{"name": "weather", "description": "The forecast for a city.", "input_schema": WEATHER_SCHEMA},
+             {"name": "now", "description": "The current time.", "input_schema": NOW_SCHEMA}]
+
+    with client.messages.stream(model="claude-test", max_tokens=256, messages=TOOL_QUESTION, tools=tools,
+                                tool_choice={"type": "any"}) as stream:
+        events = [event.type for event in stream]
+        final = stream.get_final_message()
+    uses = [(block.name, block.input) for block in final.content if block.type == "tool_use"]
+    check(uses == EXPECTED_CALLS, "anthropic: input_json_delta pieces rebuild both inputs (the empty one as {})", uses)
+    check(final.stop_reason == "tool_use", "anthropic: stop_reason is tool_use", final.stop_reason)
+    check(events.count("content_block_stop") == 2, "anthropic: one content block per call", events)
+
+    whole = client.messages.create(model="claude-test", max_tokens=256, messages=TOOL_QUESTION, tools=tools,
+                                   tool_choice={"type": "tool", "name": "now", "disable_parallel_tool_use": True})
+    check([(b.name, b.input) for b in whole.content if b.type == "tool_use"] == [("now", {})],
+          "anthropic: tool_choice tool, not streamed, is one tool_use")
+
+    serial = client.messages.create(model="claude-test", max_tokens=256, messages=TOOL_QUESTION, tools=tools,
+                                    tool_choice={"type": "auto", "disable_parallel_tool_use": True})
+    check(len([b for b in serial.content if b.type == "tool_use"]) == 1, "anthropic: disable_parallel_tool_use is one call")
+
+    conversation = TOOL_QUESTION + [
+        {"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in final.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id,
+                                      "content": "晴 25°C" if block.name == "weather" else "10:00"}
+                                     for block in final.content if block.type == "tool_use"]},
+    ]
+    with client.messages.stream(model="claude-test", max_tokens=256, messages=conversation, tools=tools) as stream:
+        answer = stream.get_final_message()
+    check(answer.stop_reason == "end_turn" and "晴 25°C" in answer.content[0].text,
+          "anthropic: after the tool_result blocks the answer is text", answer.content)
+
+    none = client.messages.create(model="claude-test", max_tokens=256, messages=TOOL_QUESTION, tools=tools,
+                                  tool_choice={"type": "none"})
+    check(none.stop_reason == "end_turn" and none.content[0].type == "text", "anthropic: tool_choice none answers with text")
+
+
+def generation_tool_checks(dashscope):
+    from dashscope import Generation
+
+    tools = function_tools()
+    responses = list(Generation.call(model="qwen-plus", messages=TOOL_QUESTION, tools=tools, result_format="message",
+                                     stream=True, incremental_output=True, parallel_tool_calls=True, api_key=KEY))
+    check(all(r.status_code == 200 for r in responses), "generation tools: every streamed response is 200")
+    assembled = {}
+    for response in responses:
+        for call in response.output.choices[0].message.get("tool_calls") or []:
+            entry = assembled.setdefault(call["index"], {"id": "", "name": "", "arguments": ""})
+            entry["id"] = call.get("id") or entry["id"]
+            entry["name"] += call.get("function", {}).get("name", "")
+            entry["arguments"] += call.get("function", {}).get("arguments", "")
+    calls = [(entry["name"], json.loads(entry["arguments"])) for _, entry in sorted(assembled.items())]
+    check(calls == EXPECTED_CALLS, "generation tools: incremental tool_calls pieces join by index", calls)
+    check(responses[-1].output.choices[0].finish_reason == "tool_calls", "generation tools: the last finish_reason is tool_calls")
+
+    # incremental_output=False: the SDK asks for increments and merges them itself
+    # (dashscope.utils.message_utils.merge_single_response) — its merge of the fake's pieces.
+    merged = list(Generation.call(model="qwen-plus", messages=TOOL_QUESTION, tools=tools, result_format="message",
+                                  stream=True, incremental_output=False, api_key=KEY))
+    check(calls_of(merged[-1].output.choices[0].message.tool_calls) == EXPECTED_CALLS,
+          "generation tools: the SDK's own merge of the pieces gives the two calls")
+
+    whole = Generation.call(model="qwen-plus", messages=TOOL_QUESTION, tools=tools, result_format="message",
+                            tool_choice={"type": "function", "function": {"name": "now"}}, api_key=KEY)
+    check(calls_of(whole.output.choices[0].message.tool_calls) == [("now", {})],
+          "generation tools: a named tool_choice, not streamed, is one whole call")
+
+    history = follow_up([(entry["id"], entry["name"], json.loads(entry["arguments"]))
+                         for _, entry in sorted(assembled.items())])
+    history[1]["content"] = ""
+    for message in history[2:]:
+        message["name"] = "weather" if "晴" in message["content"] else "now"
+    answer = Generation.call(model="qwen-plus", messages=history, tools=tools, result_format="message", api_key=KEY)
+    check(answer.status_code == 200 and "10:00" in answer.output.choices[0].message.content,
+          "generation tools: after the tool results the answer is text", answer.output)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fake", required=True, help="the dashscope-fake binary")
@@ -296,6 +468,9 @@ def main():
         check(dashscope.base_http_api_url == urls["http"], "sdk: DASHSCOPE_HTTP_BASE_URL is used")
         dialog_checks(dashscope)
         generation_checks(dashscope)
+        generation_tool_checks(dashscope)
+        openai_checks(urls["openai"])
+        anthropic_checks(urls["anthropic"])
     finally:
         fake.send_signal(signal.SIGTERM)
         try:

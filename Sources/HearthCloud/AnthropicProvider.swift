@@ -10,6 +10,9 @@ import NIOHTTP1
 /// with `anthropic-version`. A partial answer (``HearthProviders/ChatRequest/continuation``) is
 /// sent as a final assistant message, which Claude continues natively. Events handled:
 /// `message_start`, `content_block_start/delta/stop`, `message_delta`, `message_stop`, `ping`, `error`.
+/// Tools go out as `tools`/`tool_choice`, calls and results as `tool_use`/`tool_result` blocks;
+/// streamed `tool_use` blocks (`input_json_delta`) come back as
+/// ``HearthProviders/ChatEvent/toolCall(_:)`` events (see docs/TOOLS-cloud.md).
 public struct AnthropicProvider: LanguageModelProvider {
     /// Everything that identifies and tunes the endpoint.
     public struct Configuration: Sendable {

@@ -18,6 +18,7 @@ enum AnthropicWire {
     static func requestBody(_ request: ChatRequest, configuration: AnthropicProvider.Configuration) throws
         -> PreparedRequest
     {
+        try ToolWire.validate(request, provider: configuration.id)
         let system = request.messages.filter { $0.role == .system }.map(\.content).joined(separator: "\n\n")
         var turns = request.continuedMessages.filter { $0.role != .system }
         var trimmed = false
@@ -26,10 +27,11 @@ enum AnthropicWire {
             trimmed = kept.count != last.content.count
             if kept.isEmpty { turns.removeLast() } else { turns[turns.count - 1].content = kept }
         }
+        var pieces = RawJSONPieces()
         var body: [String: Any] = [
             "model": request.model ?? configuration.model,
             "max_tokens": request.options.maxTokens ?? configuration.defaultMaxTokens,
-            "messages": turns.map { ["role": $0.role.rawValue, "content": $0.content] },
+            "messages": try messages(turns, pieces: &pieces, provider: configuration.id),
             "stream": true,
         ]
         if !system.isEmpty { body["system"] = system }
@@ -42,11 +44,71 @@ enum AnthropicWire {
         if let format = options.constrainedFormat {
             schema = try outputFormat(format, into: &body, provider: configuration.id)
         }
-        var data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+        tools(options, into: &body, pieces: &pieces)
+        var data = try pieces.data(body, provider: configuration.id)
         if let schema {
             data = try ResponseFormatWire.splice(data, placeholder: schema.placeholder, schema: schema.text, provider: configuration.id)
         }
         return PreparedRequest(body: data, trimmedTrailingWhitespace: trimmed)
+    }
+
+    /// The conversation as Messages API turns: text messages as `{role, content: "…"}`; an
+    /// assistant's calls as `tool_use` blocks (after a `text` block when it wrote any); tool
+    /// results as `tool_result` blocks of one user message (consecutive results, and a user
+    /// text right after them, share it, as the API wants all results of a turn together).
+    static func messages(_ turns: [ChatMessage], pieces: inout RawJSONPieces, provider: String) throws -> [[String: Any]] {
+        var out: [[String: Any]] = []
+        var results: [[String: Any]] = []  // the user turn of tool results being gathered
+        func flushResults() {
+            if !results.isEmpty { out.append(["role": "user", "content": results]) }
+            results = []
+        }
+        for message in turns {
+            switch message.role {
+            case .tool:
+                results.append(["type": "tool_result", "tool_use_id": message.toolCallID ?? "", "content": message.content])
+            case .user where !results.isEmpty:
+                results.append(["type": "text", "text": message.content])
+            case .assistant where !message.toolCalls.isEmpty:
+                flushResults()
+                var blocks: [[String: Any]] = message.content.isEmpty ? [] : [["type": "text", "text": message.content]]
+                for call in message.toolCalls {
+                    let input = pieces.add(try ToolWire.arguments(call, provider: provider))
+                    blocks.append(["type": "tool_use", "id": call.id, "name": call.name, "input": input])
+                }
+                out.append(["role": "assistant", "content": blocks])
+            default:
+                flushResults()
+                out.append(["role": message.role.rawValue, "content": message.content])
+            }
+        }
+        flushResults()
+        return out
+    }
+
+    /// Adds `tools` (`{name, description, input_schema, strict}`) and `tool_choice`
+    /// (`auto`, `any` for required, `tool` with a name, `none`), with
+    /// `disable_parallel_tool_use` for `parallelToolCalls: false`. Anthropic has every tool
+    /// feature, so nothing is refused here.
+    static func tools(_ options: GenerationOptions, into body: inout [String: Any], pieces: inout RawJSONPieces) {
+        guard !options.tools.isEmpty else { return }
+        body["tools"] = options.tools.map { tool in
+            var wire: [String: Any] = ["name": tool.name, "input_schema": pieces.add(ToolWire.schema(tool))]
+            if let description = tool.description { wire["description"] = description }
+            if let strict = tool.strict { wire["strict"] = strict }
+            return wire
+        }
+        let choice = options.effectiveToolChoice
+        var wire: [String: Any]
+        switch choice {
+        case .auto: wire = ["type": "auto"]
+        case .disabled: wire = ["type": "none"]
+        case .required: wire = ["type": "any"]
+        case .named(let name): wire = ["type": "tool", "name": name]
+        }
+        let serial = options.parallelToolCalls == false && choice != .disabled
+        if serial { wire["disable_parallel_tool_use"] = true }
+        if options.toolChoice != nil || serial { body["tool_choice"] = wire }
     }
 
     /// Anthropic's structured outputs: a JSON Schema goes out as
@@ -87,13 +149,21 @@ enum AnthropicWire {
         struct Delta: Decodable {
             var type: String?
             var text: String?
+            var partialJson: String?
             var stopReason: String?
+        }
+        struct ContentBlock: Decodable {
+            var type: String?
+            var id: String?
+            var name: String?
         }
         struct ErrorPayload: Decodable {
             var type: String?
             var message: String?
         }
         var type: String
+        var index: Int?
+        var contentBlock: ContentBlock?
         var message: Message?
         var delta: Delta?
         var usage: UsagePayload?
@@ -127,6 +197,9 @@ enum AnthropicWire {
         var outputTokens: Int?
         var finishReason: FinishReason?
         var done = false
+        /// Open `tool_use` blocks: block index → call index, and whether arguments came.
+        var openCalls: [Int: (call: Int, sentArguments: Bool)] = [:]
+        var callCount = 0
 
         mutating func handle(_ raw: ServerSentEvent, sink: EventSink, failures: HTTPFailureMapper) throws {
             guard !raw.data.isEmpty else { return }
@@ -148,6 +221,28 @@ enum AnthropicWire {
                     cachedTokens = usage.cacheReadInputTokens
                     outputTokens = usage.outputTokens
                 }
+            case "content_block_start":
+                guard event.contentBlock?.type == "tool_use" else { return }
+                guard let block = event.index, let id = event.contentBlock?.id, let name = event.contentBlock?.name,
+                    !id.isEmpty, !name.isEmpty
+                else {
+                    throw ProviderError(
+                        .decoding, provider: failures.provider, message: "A tool_use block of the reply has no index, id or name.")
+                }
+                openCalls[block] = (callCount, false)
+                sink.toolCall(.started(index: callCount, id: id, name: name))
+                callCount += 1
+            case "content_block_delta" where event.delta?.type == "input_json_delta":
+                guard let block = event.index, let open = openCalls[block] else {
+                    throw ProviderError(
+                        .decoding, provider: failures.provider, message: "The reply sent tool input for a block that is not an open tool_use.")
+                }
+                if let fragment = event.delta?.partialJson, !fragment.isEmpty {
+                    openCalls[block]?.sentArguments = true
+                    sink.toolCall(.arguments(index: open.call, fragment: fragment))
+                }
+            case "content_block_stop":
+                if let block = event.index { closeCall(block, sink: sink) }
             case "content_block_delta":
                 guard event.delta?.type == "text_delta" || event.delta?.type == nil, var text = event.delta?.text
                 else { return }
@@ -157,9 +252,16 @@ enum AnthropicWire {
                 }
                 sink.text(text)
             case "message_delta":
-                if let reason = event.delta?.stopReason { finishReason = reason == "max_tokens" ? .length : .stop }
+                if let reason = event.delta?.stopReason {
+                    switch reason {
+                    case "max_tokens": finishReason = .length
+                    case "tool_use": finishReason = .toolCalls
+                    default: finishReason = .stop
+                    }
+                }
                 if let output = event.usage?.outputTokens { outputTokens = output }
             case "message_stop":
+                for block in openCalls.keys.sorted() { closeCall(block, sink: sink) }
                 done = true
                 if let outputTokens {
                     sink.yield(.usage(sink.usage(prompt: promptTokens, completion: outputTokens, cached: cachedTokens)))
@@ -169,8 +271,15 @@ enum AnthropicWire {
             case "error":
                 throw failures.streamError(type: event.error?.type, code: nil, message: event.error?.message)
             default:
-                break  // ping, content_block_start, content_block_stop, and types added later
+                break  // ping, and types added later
             }
+        }
+
+        /// Ends the call of a `tool_use` block (a call whose input never came gets `{}`).
+        private mutating func closeCall(_ block: Int, sink: EventSink) {
+            guard let open = openCalls.removeValue(forKey: block) else { return }
+            if !open.sentArguments { sink.toolCall(.arguments(index: open.call, fragment: "{}")) }
+            sink.toolCall(.finished(index: open.call))
         }
     }
 }

@@ -159,6 +159,12 @@ public final class BailianDialogProvider: LanguageModelProvider {
             let error = ResponseFormatWire.unsupported(format, provider: configuration.id, api: "Bailian's realtime dialog")
             return runner.stream { _, _ in throw error }
         }
+        do {
+            // The dialog protocol carries a prompt only: tools are refused, never dropped.
+            try ToolWire.refuseTools(request, provider: configuration.id, api: "Bailian's realtime dialog")
+        } catch {
+            return runner.stream { _, _ in throw error }
+        }
         guard let prompt = request.messages.last(where: { $0.role == .user })?.content else {
             let error = ProviderError(
                 .invalidRequest, provider: configuration.id, message: "The request has no user message to send to the dialog.")

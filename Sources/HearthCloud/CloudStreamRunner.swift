@@ -1,8 +1,8 @@
 import HearthProviders
 import Synchronization
 
-/// Passes events to the consumer and remembers whether reply text went out: after that, a
-/// retry would show text twice, so the runner stops retrying.
+/// Passes events to the consumer and remembers whether reply text or a tool call went out:
+/// after that, a retry would show it twice, so the runner stops retrying.
 final class EventSink: Sendable {
     private let continuation: AsyncThrowingStream<ChatEvent, Error>.Continuation
     private let state = Mutex(State())
@@ -26,12 +26,21 @@ final class EventSink: Sendable {
         continuation.yield(.textDelta(delta))
     }
 
+    /// Sends a step of a tool call (counts as reply output, like text).
+    func toolCall(_ event: ToolCallEvent) {
+        state.withLock {
+            $0.sentText = true
+            $0.metrics.textArrived()
+        }
+        continuation.yield(.toolCall(event))
+    }
+
     /// Sends any other event.
     func yield(_ event: ChatEvent) {
         continuation.yield(event)
     }
 
-    /// Whether any reply text was sent.
+    /// Whether any reply text (or tool call) was sent.
     var hasSentText: Bool { state.withLock { $0.sentText } }
 
     /// Usage with this reply's client-side timings.

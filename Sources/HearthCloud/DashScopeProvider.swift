@@ -12,7 +12,9 @@ import NIOHTTP1
 /// default) or the whole text so far (turned into deltas here), with `finish_reason` `"null"`
 /// (a string) until the last one and `usage.input_tokens`/`output_tokens`; there is no
 /// `[DONE]`. Errors are `{code, message, request_id}` bodies (`Retry-After` on 429 is honoured)
-/// or, mid-stream, `event:error`. See docs/PROVIDERS.md.
+/// or, mid-stream, `event:error`. Tools go out as `parameters.tools`/`tool_choice`/
+/// `parallel_tool_calls`; streamed `message.tool_calls` pieces come back as
+/// ``HearthProviders/ChatEvent/toolCall(_:)`` events (see docs/TOOLS-cloud.md). See docs/PROVIDERS.md.
 public struct DashScopeProvider: LanguageModelProvider {
     /// A Qwen model name, with the common ones as presets.
     public struct Model: Sendable, Hashable, ExpressibleByStringLiteral {
@@ -126,7 +128,7 @@ public struct DashScopeProvider: LanguageModelProvider {
         } catch {
             return call.failing(error)
         }
-        let incremental = configuration.incrementalOutput
+        let incremental = DashScopeWire.incrementalOutput(request, configuration: configuration)
         return call.post(
             client: client, url: joinURL(configuration.baseURL, "services/aigc/text-generation/generation"),
             extra: [("authorization", "Bearer \(key.value)"), ("x-dashscope-sse", "enable")], body: body

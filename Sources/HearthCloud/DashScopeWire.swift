@@ -13,13 +13,15 @@ enum DashScopeWire {
     /// `frequency_penalty` have no field and are dropped. A continuation is sent as a trailing
     /// assistant message with `"partial": true` (Qwen's prefix continuation).
     static func requestBody(_ request: ChatRequest, configuration: DashScopeProvider.Configuration) throws -> Data {
-        var messages: [[String: Any]] = request.continuedMessages.map { ["role": $0.role.rawValue, "content": $0.content] }
+        try ToolWire.validate(request, provider: configuration.id)
+        let transcript = request.continuedMessages
+        var messages: [[String: Any]] = transcript.map { message(_: $0, in: transcript) }
         if let continuation = request.continuation, !continuation.isEmpty, !messages.isEmpty {
             messages[messages.count - 1]["partial"] = true
         }
         var parameters: [String: Any] = [
             "result_format": "message",
-            "incremental_output": configuration.incrementalOutput,
+            "incremental_output": incrementalOutput(request, configuration: configuration),
         ]
         let options = request.options
         if let value = options.temperature { parameters["temperature"] = value }
@@ -30,6 +32,8 @@ enum DashScopeWire {
         if !options.stop.isEmpty { parameters["stop"] = options.stop }
         if let value = options.repetitionPenalty { parameters["repetition_penalty"] = value }
         if let value = options.presencePenalty { parameters["presence_penalty"] = value }
+        var pieces = RawJSONPieces()
+        try tools(options, into: &parameters, pieces: &pieces, provider: configuration.id)
         var schema: (placeholder: String, text: String)?
         if let format = options.constrainedFormat {
             schema = try responseFormat(format, into: &parameters, provider: configuration.id)
@@ -39,9 +43,50 @@ enum DashScopeWire {
             "input": ["messages": messages],
             "parameters": parameters,
         ]
-        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+        let data = try pieces.data(body, provider: configuration.id)
         guard let schema else { return data }
         return try ResponseFormatWire.splice(data, placeholder: schema.placeholder, schema: schema.text, provider: configuration.id)
+    }
+
+    /// `incremental_output` for `request`: the configured mode, except that a request with
+    /// tools always streams increments — as the official SDK does for every stream (it sends
+    /// `true` and joins the pieces itself) — so a call's arguments arrive as pieces, never as
+    /// the whole text so far.
+    static func incrementalOutput(_ request: ChatRequest, configuration: DashScopeProvider.Configuration) -> Bool {
+        configuration.incrementalOutput || !request.options.tools.isEmpty
+    }
+
+    /// One message: `{role, content}`, plus `tool_calls` (OpenAI's shape, `content` `""`) for
+    /// an assistant's calls and `tool_call_id` and the tool's `name` for a tool result.
+    static func message(_ message: ChatMessage, in transcript: [ChatMessage]) -> [String: Any] {
+        var wire = OpenAIWire.message(message)
+        if wire["content"] is NSNull { wire["content"] = "" }  // the service's own replies carry "" beside calls
+        if message.role == .tool, let id = message.toolCallID, let name = transcript.toolName(forCall: id) {
+            wire["name"] = name
+        }
+        return wire
+    }
+
+    /// Adds `parameters.tools` (`{type: function, function: {name, description, parameters}}`),
+    /// `tool_choice` (`auto`, `none`, `{type: function, function: {name}}`; `required` only
+    /// as the one tool by name — Model Studio documents no `required`) and `parallel_tool_calls`.
+    static func tools(
+        _ options: GenerationOptions, into parameters: inout [String: Any], pieces: inout RawJSONPieces, provider: String
+    ) throws {
+        guard !options.tools.isEmpty else { return }
+        let choice = try ToolWire.resolvedChoice(options, support: .qwen, provider: provider, api: "DashScope")
+        parameters["tools"] = options.tools.map { tool in
+            var function: [String: Any] = ["name": tool.name, "parameters": pieces.add(ToolWire.schema(tool))]
+            if let description = tool.description { function["description"] = description }
+            return ["type": "function", "function": function] as [String: Any]
+        }
+        switch choice {
+        case .disabled?: parameters["tool_choice"] = "none"
+        case .named(let name)?: parameters["tool_choice"] = ["type": "function", "function": ["name": name]]
+        case .auto? where options.toolChoice != nil: parameters["tool_choice"] = "auto"
+        default: break
+        }
+        if let parallel = options.parallelToolCalls, choice != .disabled { parameters["parallel_tool_calls"] = parallel }
     }
 
     /// Model Studio's structured output in `parameters.response_format`: `{"type": "json_object"}`
@@ -77,6 +122,7 @@ enum DashScopeWire {
             struct Choice: Decodable {
                 struct Message: Decodable {
                     var content: String?
+                    var toolCalls: [OpenAIWire.ToolCallDelta]?
                 }
                 var message: Message?
                 var finishReason: String?
@@ -108,6 +154,7 @@ enum DashScopeWire {
         let incremental: Bool
         var text: CumulativeText
         var usage: Chunk.UsagePayload?
+        var calls = StreamedToolCalls()
         var done = false
 
         init(incremental: Bool) {
@@ -116,25 +163,35 @@ enum DashScopeWire {
         }
 
         /// Handles one decoded document; the first real finish reason completes the reply.
-        mutating func handle(_ chunk: Chunk, sink: EventSink) {
+        /// Tool calls come as OpenAI-shaped pieces in `message.tool_calls` (the request asked
+        /// for increments, see ``incrementalOutput(_:configuration:)``); a whole (non-streamed)
+        /// reply's calls are numbered by position.
+        mutating func handle(_ chunk: Chunk, sink: EventSink, whole: Bool = false, provider: String) throws {
             if let usage = chunk.usage { self.usage = usage }
             let choice = chunk.output?.choices?.first
             let content = choice?.message?.content ?? chunk.output?.text
-            let reason = Self.finishReason(choice?.finishReason ?? chunk.output?.finishReason)
+            let raw = choice?.finishReason ?? chunk.output?.finishReason
+            let ending = Self.isFinal(raw)
             if let content {
-                sink.text(incremental ? content : text.delta(for: content, final: reason != nil))
+                sink.text(incremental ? content : text.delta(for: content, final: ending))
             }
-            if let reason { complete(reason, sink: sink) }
+            for (position, delta) in (choice?.message?.toolCalls ?? []).enumerated() {
+                try calls.add(
+                    wireIndex: delta.index ?? (whole ? position : nil), id: delta.id, name: delta.function?.name,
+                    arguments: delta.function?.arguments, sink: sink, provider: provider)
+            }
+            if ending, let raw { try complete(OpenAIWire.finishReason(raw, calls: calls.count), sink: sink, provider: provider) }
         }
 
-        /// `"null"` (a string) and `null` mean "not yet"; `length` is the token limit; anything
-        /// else (`stop`, `tool_calls`) ends the reply normally.
-        static func finishReason(_ raw: String?) -> FinishReason? {
-            guard let raw, raw != "null", !raw.isEmpty else { return nil }
-            return raw == "length" ? .length : .stop
+        /// `"null"` (a string), `null` and `""` mean "not yet"; anything else (`stop`, `length`,
+        /// `tool_calls`) ends the reply.
+        static func isFinal(_ raw: String?) -> Bool {
+            guard let raw else { return false }
+            return raw != "null" && !raw.isEmpty
         }
 
-        mutating func complete(_ reason: FinishReason, sink: EventSink) {
+        mutating func complete(_ reason: FinishReason, sink: EventSink, provider: String) throws {
+            try calls.finish(sink: sink, provider: provider)
             done = true
             if let usage, let prompt = usage.inputTokens, let completion = usage.outputTokens {
                 sink.yield(
@@ -157,8 +214,10 @@ enum DashScopeWire {
             let body = try await OpenAIWire.collect(response.body, limit: 16 << 20, watchdog: watchdog, provider: failures.provider)
             let chunk = try decode(Data(body.readableBytesView), failures: failures)
             try check(chunk, failures: failures)
-            state.handle(chunk, sink: sink)
-            if !state.done { state.complete(.stop, sink: sink) }
+            try state.handle(chunk, sink: sink, whole: true, provider: failures.provider)
+            if !state.done {
+                try state.complete(state.calls.count > 0 ? .toolCalls : .stop, sink: sink, provider: failures.provider)
+            }
             return
         }
         try failures.requireEventStream(contentType)
@@ -176,7 +235,7 @@ enum DashScopeWire {
             }
             let decoded = try chunk ?? decode(Data(data.utf8), failures: failures)
             try check(decoded, failures: failures)
-            state.handle(decoded, sink: sink)
+            try state.handle(decoded, sink: sink, provider: failures.provider)
         }
         guard state.done else {
             throw ProviderError(

@@ -21,6 +21,8 @@ extension OpenAICompatibleProvider {
 
     /// DeepSeek (`https://api.deepseek.com/v1`), key from `DEEPSEEK_API_KEY` or the `deepseek` entry.
     /// Structured output: JSON mode (`json_object`) only; a JSON Schema is refused as unsupported.
+    /// Tools: `tool_choice` auto, none, required and named; no `parallel_tool_calls` switch
+    /// (`parallelToolCalls: false` is refused).
     /// DeepSeek serves chat prefix completion (`"prefix": true`, a true continuation) only on its
     /// beta base URL: with `"baseURL": "https://api.deepseek.com/beta"` that style is used,
     /// otherwise a cut-off answer is continued with an instruction.
@@ -33,14 +35,17 @@ extension OpenAICompatibleProvider {
             Configuration(
                 id: "deepseek", baseURL: baseURL, apiKey: entry.apiKey, requiresAPIKey: true,
                 model: model ?? entry.model ?? "deepseek-chat", headers: entry.headers ?? [:],
-                continuationStyle: style, credentialHint: hint("DEEPSEEK_API_KEY", "deepseek"), structuredOutput: .jsonObject))
+                continuationStyle: style, credentialHint: hint("DEEPSEEK_API_KEY", "deepseek"), structuredOutput: .jsonObject,
+                toolCalling: [.tools, .noneChoice, .requiredChoice, .namedChoice]))
     }
 
     /// Qwen through DashScope's OpenAI-compatible mode
     /// (`https://dashscope.aliyuncs.com/compatible-mode/v1`), key from `DASHSCOPE_API_KEY` or the
     /// `qwen` entry. Continues with `"partial": true`. Structured output: `json_object` and
     /// `json_schema` (Model Studio's JSON Schema mode, on the qwen-plus/max/flash lines; other
-    /// models answer it with an error of their own).
+    /// models answer it with an error of their own). Tools: `tool_choice` auto, none and named
+    /// (Model Studio documents no `required`: with one tool it is sent as that tool by name,
+    /// with several it is refused), and `parallel_tool_calls`.
     public static func qwen(model: String? = nil, credentials: CloudCredentials) -> OpenAICompatibleProvider {
         let entry = credentials["qwen"]
         return OpenAICompatibleProvider(
@@ -48,26 +53,31 @@ extension OpenAICompatibleProvider {
                 id: "qwen", baseURL: entry.baseURL ?? "https://dashscope.aliyuncs.com/compatible-mode/v1",
                 apiKey: entry.apiKey, requiresAPIKey: true, model: model ?? entry.model ?? "qwen-plus",
                 headers: entry.headers ?? [:], sendsExtendedSampling: true, continuationStyle: .qwenPartial,
-                credentialHint: hint("DASHSCOPE_API_KEY", "qwen")))
+                credentialHint: hint("DASHSCOPE_API_KEY", "qwen"), toolCalling: .qwen))
     }
 
-    /// Ollama's OpenAI-compatible endpoint (default `http://127.0.0.1:11434/v1`), no key.
+    /// Ollama's OpenAI-compatible endpoint (default `http://127.0.0.1:11434/v1`), no key. Tools:
+    /// `tools` only — Ollama ignores `tool_choice`, so `required` and a named tool are refused
+    /// and `none` is honoured by not sending the tools.
     public static func ollama(model: String, baseURL: String = "http://127.0.0.1:11434/v1") -> OpenAICompatibleProvider {
         OpenAICompatibleProvider(
             Configuration(
                 id: "ollama", baseURL: baseURL, model: model, sendsExtendedSampling: true,
-                continuationStyle: .trailingAssistantMessage))
+                continuationStyle: .trailingAssistantMessage, toolCalling: .tools))
     }
 
     /// llama.cpp's `llama-server` (default `http://127.0.0.1:8080/v1`), no key. Structured output:
-    /// `json_object`, `json_schema` and GBNF grammars (its `grammar` field).
+    /// `json_object`, `json_schema` and GBNF grammars (its `grammar` field). Tools (the server
+    /// must run with `--jinja`): `tool_choice` auto, none and required (a named tool only when it
+    /// is the one tool), and `parallel_tool_calls`.
     public static func llamaCpp(model: String = "default", baseURL: String = "http://127.0.0.1:8080/v1")
         -> OpenAICompatibleProvider
     {
         OpenAICompatibleProvider(
             Configuration(
                 id: "llama.cpp", baseURL: baseURL, model: model, sendsExtendedSampling: true,
-                continuationStyle: .trailingAssistantMessage, structuredOutput: [.jsonObject, .jsonSchema, .gbnfGrammar]))
+                continuationStyle: .trailingAssistantMessage, structuredOutput: [.jsonObject, .jsonSchema, .gbnfGrammar],
+                toolCalling: [.tools, .noneChoice, .requiredChoice, .parallelSwitch]))
     }
 
     /// A vLLM server (default `http://127.0.0.1:8000/v1`); pass `apiKey` if it was started with `--api-key`.

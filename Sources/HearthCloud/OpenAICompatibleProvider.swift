@@ -10,7 +10,9 @@ import NIOHTTP1
 /// It streams with `stream: true` and `stream_options.include_usage`, reads the server-sent
 /// events (`data:` lines, `[DONE]`), and maps HTTP and in-stream errors to ``ProviderError``.
 /// Presets such as ``openAI(model:credentials:)`` and ``ollama(model:baseURL:)`` fill in the
-/// base URL and the server's dialect. See docs/PROVIDERS.md.
+/// base URL and the server's dialect. Tools go out as `tools`/`tool_choice`/`parallel_tool_calls`
+/// and streamed `delta.tool_calls` come back as ``HearthProviders/ChatEvent/toolCall(_:)``
+/// events (see docs/TOOLS-cloud.md). See docs/PROVIDERS.md.
 public struct OpenAICompatibleProvider: LanguageModelProvider {
     /// Everything that identifies and tunes one endpoint.
     public struct Configuration: Sendable {
@@ -48,6 +50,10 @@ public struct OpenAICompatibleProvider: LanguageModelProvider {
         /// `json_schema`); a request with any other format is refused with
         /// ``HearthProviders/ProviderError/Code/unsupported(feature:)`` before it is sent.
         public var structuredOutput: StructuredOutputSupport
+        /// The tool-calling features the endpoint honours (default: all of OpenAI's); a request
+        /// that needs another is refused with
+        /// ``HearthProviders/ProviderError/Code/unsupported(feature:)`` before it is sent.
+        public var toolCalling: ToolCallingSupport
 
         /// Creates a configuration; the defaults suit a generic OpenAI-compatible server.
         public init(
@@ -56,9 +62,10 @@ public struct OpenAICompatibleProvider: LanguageModelProvider {
             sendsExtendedSampling: Bool = false, includeUsage: Bool = true,
             continuationStyle: ContinuationStyle = .trailingAssistantMessage, timeouts: CloudTimeouts = CloudTimeouts(),
             retry: RetryPolicy = RetryPolicy(), credentialHint: String? = nil, embeddingModel: String? = nil,
-            structuredOutput: StructuredOutputSupport = .openAI
+            structuredOutput: StructuredOutputSupport = .openAI, toolCalling: ToolCallingSupport = .openAI
         ) {
             self.structuredOutput = structuredOutput
+            self.toolCalling = toolCalling
             self.id = id
             self.baseURL = baseURL
             self.apiKey = apiKey

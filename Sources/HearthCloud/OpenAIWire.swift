@@ -11,14 +11,15 @@ enum OpenAIWire {
     static func requestBody(
         _ request: ChatRequest, configuration: OpenAICompatibleProvider.Configuration
     ) throws -> Data {
-        var messages: [[String: Any]] = request.messages.map { ["role": $0.role.rawValue, "content": $0.content] }
+        try ToolWire.validate(request, provider: configuration.id)
+        var messages: [[String: Any]] = request.messages.map(message)
         var body: [String: Any] = [
             "model": request.model ?? configuration.model,
             "stream": true,
         ]
         if configuration.includeUsage { body["stream_options"] = ["include_usage": true] }
         if let continuation = request.continuation, !continuation.isEmpty {
-            messages = request.continuedMessages.map { ["role": $0.role.rawValue, "content": $0.content] }
+            messages = request.continuedMessages.map(message)
             switch configuration.continuationStyle {
             case .trailingAssistantMessage:
                 break
@@ -47,10 +48,67 @@ enum OpenAIWire {
             if let value = options.minP { body["min_p"] = value }
             if let value = options.repetitionPenalty { body["repetition_penalty"] = value }
         }
+        var pieces = RawJSONPieces()
+        try tools(request, into: &body, pieces: &pieces, configuration: configuration)
         let schema = try responseFormat(options.constrainedFormat, into: &body, configuration: configuration)
-        let data = try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys, .withoutEscapingSlashes])
+        let data = try pieces.data(body, provider: configuration.id)
         guard let schema else { return data }
         return try ResponseFormatWire.splice(data, placeholder: schema.placeholder, schema: schema.text, provider: configuration.id)
+    }
+
+    /// One message: `{role, content}`, plus `tool_calls` (`content` null when empty) for an
+    /// assistant's calls and `tool_call_id` for a tool result.
+    static func message(_ message: ChatMessage) -> [String: Any] {
+        var wire: [String: Any] = ["role": message.role.rawValue, "content": message.content]
+        if !message.toolCalls.isEmpty {
+            if message.content.isEmpty { wire["content"] = NSNull() }
+            wire["tool_calls"] = message.toolCalls.map { call in
+                ["id": call.id, "type": "function", "function": ["name": call.name, "arguments": call.arguments]]
+            }
+        }
+        if message.role == .tool, let id = message.toolCallID { wire["tool_call_id"] = id }
+        return wire
+    }
+
+    /// Adds `tools` (`{type: function, function: {name, description, parameters, strict}}`),
+    /// `tool_choice` and `parallel_tool_calls`, as far as the endpoint's
+    /// ``OpenAICompatibleProvider/Configuration/toolCalling`` goes (see ``ToolWire/resolvedChoice(_:support:provider:api:)``);
+    /// anything else is ``ProviderError/Code/unsupported(feature:)``.
+    static func tools(
+        _ request: ChatRequest, into body: inout [String: Any], pieces: inout RawJSONPieces,
+        configuration: OpenAICompatibleProvider.Configuration
+    ) throws {
+        let options = request.options
+        let support = configuration.toolCalling
+        let api = "The OpenAI-compatible endpoint '\(configuration.id)'"
+        if !support.contains(.tools), request.messages.contains(where: { $0.role == .tool || !$0.toolCalls.isEmpty }) {
+            throw ToolWire.unsupported("tool messages", provider: configuration.id, api: api, hint: "It has no function calling.")
+        }
+        guard !options.tools.isEmpty else { return }
+        let choice = try ToolWire.resolvedChoice(options, support: support, provider: configuration.id, api: api)
+        guard let choice else { return }  // `none` without a `none`: the tools are not sent
+        body["tools"] = options.tools.map { tool in
+            var function: [String: Any] = ["name": tool.name, "parameters": pieces.add(ToolWire.schema(tool))]
+            if let description = tool.description { function["description"] = description }
+            if let strict = tool.strict { function["strict"] = strict }
+            return ["type": "function", "function": function] as [String: Any]
+        }
+        if options.toolChoice != nil || choice != .auto {
+            switch choice {
+            case .auto: body["tool_choice"] = "auto"
+            case .disabled: body["tool_choice"] = "none"
+            case .required: body["tool_choice"] = "required"
+            case .named(let name): body["tool_choice"] = ["type": "function", "function": ["name": name]]
+            }
+        }
+        if let parallel = options.parallelToolCalls, choice != .disabled {
+            if support.contains(.parallelSwitch) {
+                body["parallel_tool_calls"] = parallel
+            } else if !parallel {
+                throw ToolWire.unsupported(
+                    "parallel_tool_calls false", provider: configuration.id, api: api, hint: "It has no parallel_tool_calls switch.")
+            }
+        }
     }
 
     /// Adds the response format: `response_format` `json_object` or `json_schema` (`name`,
@@ -102,6 +160,7 @@ enum OpenAIWire {
         struct Choice: Decodable {
             struct Delta: Decodable {
                 var content: String?
+                var toolCalls: [ToolCallDelta]?
             }
             var delta: Delta?
             var message: Delta?
@@ -140,10 +199,33 @@ enum OpenAIWire {
         var error: ErrorPayload?
     }
 
+    /// One entry of `tool_calls`: a streamed piece of a call (`index` names it) or, in a whole
+    /// message, a whole call. DashScope's native replies use the same shape.
+    struct ToolCallDelta: Decodable {
+        struct Function: Decodable {
+            var name: String?
+            var arguments: String?
+        }
+        var index: Int?
+        var id: String?
+        var function: Function?
+    }
+
+    /// The finish reason a reply's `finish_reason` names: `length`, `tool_calls` (and the
+    /// older `function_call`), else `stop`; a reply that made calls and says `stop` is `tool_calls`.
+    static func finishReason(_ raw: String, calls: Int) -> FinishReason {
+        switch raw {
+        case "length": return .length
+        case "tool_calls", "function_call": return .toolCalls
+        default: return calls > 0 ? .toolCalls : .stop
+        }
+    }
+
     /// What the stream has said so far.
     struct State {
         var finishReason: FinishReason?
         var usage: Chunk.UsagePayload?
+        var calls = StreamedToolCalls()
         var done = false
 
         /// Handles one decoded chunk.
@@ -153,13 +235,31 @@ enum OpenAIWire {
             }
             for choice in chunk.choices ?? [] {
                 if let text = choice.delta?.content ?? choice.message?.content { sink.text(text) }
-                if let reason = choice.finishReason { finishReason = reason == "length" ? .length : .stop }
+                if let deltas = choice.delta?.toolCalls {
+                    try addCalls(deltas, whole: false, sink: sink, provider: failures.provider)
+                } else if let whole = choice.message?.toolCalls {
+                    try addCalls(whole, whole: true, sink: sink, provider: failures.provider)
+                }
+                if let reason = choice.finishReason {
+                    try calls.finish(sink: sink, provider: failures.provider)
+                    finishReason = OpenAIWire.finishReason(reason, calls: calls.count)
+                }
             }
             if let usage = chunk.usage { self.usage = usage }
         }
 
+        /// Streamed pieces carry their `index`; a whole message's calls are numbered by position.
+        private mutating func addCalls(_ deltas: [ToolCallDelta], whole: Bool, sink: EventSink, provider: String) throws {
+            for (position, delta) in deltas.enumerated() {
+                try calls.add(
+                    wireIndex: delta.index ?? (whole ? position : nil), id: delta.id, name: delta.function?.name,
+                    arguments: delta.function?.arguments, sink: sink, provider: provider)
+            }
+        }
+
         /// Sends usage and the finish reason and ends the consumer's stream.
-        mutating func complete(sink: EventSink) {
+        mutating func complete(sink: EventSink, provider: String) throws {
+            try calls.finish(sink: sink, provider: provider)
             done = true
             if let usage, let prompt = usage.promptTokens, let completion = usage.completionTokens {
                 let cached = usage.promptTokensDetails?.cachedTokens ?? usage.promptCacheHitTokens
@@ -183,7 +283,7 @@ enum OpenAIWire {
             let body = try await collect(response.body, limit: 16 << 20, watchdog: watchdog, provider: failures.provider)
             let data = Data(body.readableBytesView)
             try state.handle(decode(data, failures: failures), sink: sink, failures: failures)
-            state.complete(sink: sink)
+            try state.complete(sink: sink, provider: failures.provider)
             return
         }
         try failures.requireEventStream(contentType)
@@ -196,7 +296,7 @@ enum OpenAIWire {
                 .network, provider: failures.provider,
                 message: "The connection closed before the reply was complete.")
         }
-        state.complete(sink: sink)  // some servers end without [DONE]
+        try state.complete(sink: sink, provider: failures.provider)  // some servers end without [DONE]
     }
 
     private static func handle(
@@ -204,7 +304,7 @@ enum OpenAIWire {
     ) throws {
         let data = event.data.trimmingCharacters(in: .whitespaces)
         if data == "[DONE]" {
-            state.complete(sink: sink)
+            try state.complete(sink: sink, provider: failures.provider)
             return
         }
         if data.isEmpty { return }

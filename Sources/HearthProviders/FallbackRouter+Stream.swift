@@ -55,12 +55,19 @@ extension FallbackRouter {
     /// Forwards one provider's events, adding its `.servedBy` before its first event and
     /// appending its text to `streamed`. An error after `.finished` is ignored: the answer is
     /// already complete.
+    ///
+    /// Tool calls are held back until the provider's reply is complete (see
+    /// ``ToolCallHoldBack``): text streams live, but from a reply's first tool-call event on,
+    /// its calls and the events after them (usage) wait for its `.finished` (or its stream's
+    /// end), and a failure before then drops them, so the next provider makes the calls anew
+    /// and the consumer never receives half a call — nor a call twice.
     private func relay(
         _ provider: any LanguageModelProvider, _ request: ChatRequest, streamed: inout String,
         into output: AsyncThrowingStream<ChatEvent, Error>.Continuation
     ) async throws {
         var announced = false
         var finished = false
+        var held = ToolCallHoldBack()
         do {
             for try await event in provider.stream(request) {
                 if !announced {
@@ -74,14 +81,17 @@ extension FallbackRouter {
                     streamed += text
                 case .finished:
                     finished = true
+                    held.release(into: output)
                 default:
                     break
                 }
+                if held.hold(event) { continue }
                 output.yield(event)
             }
         } catch where finished {
             return
         }
+        held.release(into: output)
     }
 
     /// The index of the first available provider at or after `start`, recording the reasons of
@@ -99,5 +109,38 @@ extension FallbackRouter {
             index += 1
         }
         return nil
+    }
+}
+
+/// The tool-call events of one provider's reply that the router has not forwarded yet.
+///
+/// Why a whole reply's calls and not each call as it finishes: a provider that fails after
+/// one complete call would leave the next provider — which does not see that call — to make
+/// it again, and the consumer would run the tool twice. Holding every call until the reply is
+/// complete keeps the rule simple: a failed reply's calls never reach the consumer, the next
+/// provider's calls are numbered from 0, and the text already shown is continued as before.
+/// Calls come at the end of a reply, so this delays them little; their arguments then arrive
+/// in one burst rather than piece by piece.
+struct ToolCallHoldBack {
+    private var events: [ChatEvent] = []
+    private var holding = false
+
+    /// Whether `event` is held: every tool-call event, and after the first one everything but
+    /// text (so usage still comes after the calls).
+    mutating func hold(_ event: ChatEvent) -> Bool {
+        switch event {
+        case .toolCall: holding = true
+        case .textDelta, .servedBy, .switchedProvider: return false
+        default: break
+        }
+        if holding { events.append(event) }
+        return holding
+    }
+
+    /// Forwards the held events (the reply is complete) and stops holding.
+    mutating func release(into output: AsyncThrowingStream<ChatEvent, Error>.Continuation) {
+        for event in events { output.yield(event) }
+        events = []
+        holding = false
     }
 }

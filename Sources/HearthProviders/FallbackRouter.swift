@@ -24,6 +24,11 @@
 /// messages with ``ChatRequest/continuation`` set to the text streamed so far; that provider
 /// streams only what follows, so the consumer sees one continuous answer.
 ///
+/// **Tool calls.** Every provider gets the request's tools unchanged. A reply's tool-call
+/// events are held back until that reply is complete (text still streams live); if the
+/// provider fails first, its calls are dropped and the next provider makes them anew, so the
+/// consumer never receives half a call or the same call twice.
+///
 /// **Events.** Each provider's output is preceded by ``ChatEvent/servedBy(_:)`` with its id
 /// (so in the common case the first event is `.servedBy`); each failover is announced by
 /// ``ChatEvent/switchedProvider(from:to:reason:)`` before the next provider's output.

@@ -13,10 +13,11 @@ import Glibc
 struct DashScopeFake: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dashscope-fake",
-        abstract: "Fake Bailian dialog (WebSocket) and DashScope text-generation (SSE) servers on loopback.",
+        abstract: "Fake Bailian dialog (WebSocket), DashScope text-generation (SSE), OpenAI chat and Anthropic messages servers on loopback.",
         discussion: """
-            Prints one JSON line, {"websocket": URL, "http": URL}, with the values for \
-            DASHSCOPE_WEBSOCKET_BASE_URL and DASHSCOPE_HTTP_BASE_URL, then serves until it gets \
+            Prints one JSON line, {"websocket": URL, "http": URL, "openai": URL, "anthropic": URL}, \
+            with the values for DASHSCOPE_WEBSOCKET_BASE_URL and DASHSCOPE_HTTP_BASE_URL and the \
+            OpenAI and Anthropic base URLs (tool-calling fakes, same API key), then serves until it gets \
             SIGTERM or SIGINT, or --lifetime passes. On the way out it prints the protocol \
             violations it saw to stderr and exits 3 if there were any. Prompts pick scenarios \
             by keyword: #slow #error #silent #drop #close #task-failed #449 #429 #429-once \
@@ -73,7 +74,10 @@ struct DashScopeFake: AsyncParsableCommand {
             host: host, port: dialogPort)
         let generation = try await FakeDashScopeGeneration.start(
             .init(apiKey: apiKey, answers: book, pause: .milliseconds(pauseMs)), host: host, port: httpPort)
-        FileHandle.standardOutput.write(Data(#"{"websocket":"\#(dialog.url)","http":"\#(generation.baseURL)"}"#.utf8 + [10]))
+        let openAI = try await FakeOpenAIChat.start(apiKey: apiKey, host: host)
+        let anthropic = try await FakeAnthropicMessages.start(apiKey: apiKey, host: host)
+        let urls = #"{"websocket":"\#(dialog.url)","http":"\#(generation.baseURL)","openai":"\#(openAI.baseURL)","anthropic":"\#(anthropic.baseURL)"}"#
+        FileHandle.standardOutput.write(Data(urls.utf8 + [10]))
 
         signal(SIGTERM, SIG_IGN)
         signal(SIGINT, SIG_IGN)
@@ -91,10 +95,11 @@ struct DashScopeFake: AsyncParsableCommand {
             group.cancelAll()
         }
         // No graceful stop: clients may hold connections open, and the process ends here anyway.
-        let violations = dialog.violations + generation.violations
+        let violations = dialog.violations + generation.violations + openAI.violations.map { "openai: \($0)" }
+            + anthropic.violations.map { "anthropic: \($0)" }
         for violation in violations { FileHandle.standardError.write(Data("violation: \(violation)\n".utf8)) }
         FileHandle.standardError.write(
-            Data("dashscope-fake: \(dialog.records.count) dialog directives, \(generation.requests.count) generation requests, \(violations.count) violations\n".utf8))
+            Data("dashscope-fake: \(dialog.records.count) dialog directives, \(generation.requests.count) generation requests, \(openAI.requests.count) openai and \(anthropic.requests.count) anthropic requests, \(violations.count) violations\n".utf8))
         if !violations.isEmpty { throw ExitCode(3) }
     }
 }

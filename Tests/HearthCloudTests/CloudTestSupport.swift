@@ -29,6 +29,16 @@ struct Collected: Sendable {
     var deltas: [String] {
         events.compactMap { if case .textDelta(let text) = $0 { text } else { nil } }
     }
+    /// The tool-call events, in order.
+    var toolSteps: [ToolCallEvent] {
+        events.compactMap { if case .toolCall(let step) = $0 { step } else { nil } }
+    }
+    /// The tool calls the events reassemble to.
+    var toolCalls: [ToolCall] {
+        var collector = ToolCallCollector()
+        for step in toolSteps { collector.add(step) }
+        return collector.calls
+    }
 }
 
 /// Collects a stream; gives up (and records that) after `limit`, so a broken test cannot hang.

@@ -14,7 +14,9 @@ import Synchronization
 /// and UTF-8 characters). Without the SSE header it answers with one JSON document. Errors are
 /// `{code, message, request_id}` bodies (HTTP 400/401/429/500) or, mid-stream, `event:error`.
 /// Prompts choose a ``FakeScenario`` by keyword (`#error`, `#500`, `#429`, `#429-once`,
-/// `#overflow`, `#silent`, `#drop`, `#length`, `#slow`).
+/// `#overflow`, `#silent`, `#drop`, `#length`, `#slow`). With `parameters.tools` (checked, with
+/// `tool_choice`, `parallel_tool_calls`, assistant `tool_calls` and `tool` messages) it answers
+/// after ``FakeToolPlan``: calls streamed as `message.tool_calls` pieces, or text after a tool result.
 public final class FakeDashScopeGeneration: Sendable {
     /// How the fake behaves.
     public struct Configuration: Sendable {
@@ -91,12 +93,21 @@ public final class FakeDashScopeGeneration: Sendable {
         }
         guard let body = request.json, let model = body["model"] as? String, !model.isEmpty,
             let messages = (body["input"] as? [String: Any])?["messages"] as? [[String: Any]], !messages.isEmpty,
-            messages.allSatisfy({ ["system", "user", "assistant"].contains($0["role"] as? String ?? "") && $0["content"] is String })
+            messages.allSatisfy({ ["system", "user", "assistant", "tool"].contains($0["role"] as? String ?? "") && $0["content"] is String })
         else {
             problems.withLock { $0.append("request \(index): body is not {model, input.messages[{role, content}]}") }
             return try await error(out, 400, "Bad Request", code: "InvalidParameter", message: "Input should be a valid messages list")
         }
         let parameters = body["parameters"] as? [String: Any] ?? [:]
+        let (tools, toolsProblem) = OpenAIToolShapes.tools(parameters["tools"])
+        let choice = OpenAIToolShapes.choice(parameters["tool_choice"], tools: tools, allowsRequired: true)
+        let parallelProblem =
+            parameters["parallel_tool_calls"].map { !($0 is Bool) || tools.isEmpty } == true
+            ? "parallel_tool_calls must be a boolean, and only with tools" : nil
+        if let problem = OpenAIToolShapes.messages(messages) ?? toolsProblem ?? choice.problem ?? parallelProblem {
+            problems.withLock { $0.append("request \(index): \(problem)") }
+            return try await error(out, 400, "Bad Request", code: "InvalidParameter", message: problem)
+        }
         let resultFormat = parameters["result_format"] as? String ?? "text"
         guard ["text", "message"].contains(resultFormat) else {
             problems.withLock { $0.append("request \(index): result_format \(resultFormat)") }
@@ -121,7 +132,17 @@ public final class FakeDashScopeGeneration: Sendable {
         default:
             break
         }
-        var answer = configuration.answers.answer(to: prompt, round: 1)
+        let lastMessage = messages.last ?? [:]
+        let plan = FakeToolPlan.plan(
+            tools: tools, choice: choice.choice, named: choice.named, parallel: parameters["parallel_tool_calls"] as? Bool ?? true,
+            lastIsUser: lastMessage["role"] as? String == "user", idPrefix: "call_")
+        if !plan.calls.isEmpty, request.headers.first(name: "x-dashscope-sse")?.lowercased() == "enable" {
+            return try await streamCalls(plan, incremental: incremental, promptTokens: promptTokens, out)
+        }
+        var answer =
+            lastMessage["role"] as? String == "tool"
+            ? FakeToolPlan.answer(toResult: lastMessage["content"] as? String ?? "")
+            : configuration.answers.answer(to: prompt, round: 1)
         if let last = messages.last, last["role"] as? String == "assistant", last["partial"] as? Bool == true,
             let partial = last["content"] as? String, answer.hasPrefix(partial)
         {
@@ -129,9 +150,15 @@ public final class FakeDashScopeGeneration: Sendable {
         }
         let id = requestID()
         func document(_ content: String, finish: String, tokens: Int) -> [String: Any] {
+            var message: [String: Any] = ["role": "assistant", "content": content]
+            if !plan.calls.isEmpty {  // a whole (non-streamed) reply with calls
+                message["tool_calls"] = plan.calls.enumerated().map { number, call in
+                    ["index": number, "id": call.id, "type": "function", "function": ["name": call.name, "arguments": call.arguments]]
+                }
+            }
             let output: [String: Any] =
                 resultFormat == "message"
-                ? ["choices": [["message": ["role": "assistant", "content": content], "finish_reason": finish]]]
+                ? ["choices": [["message": message, "finish_reason": finish]]]
                 : ["text": content, "finish_reason": finish]
             return [
                 "output": output,
@@ -143,7 +170,7 @@ public final class FakeDashScopeGeneration: Sendable {
         let cuts = characterCuts(answer, using: &random)
         let finish = scenario == .length ? "length" : "stop"
         guard request.headers.first(name: "x-dashscope-sse")?.lowercased() == "enable" else {
-            let body = json(document(answer, finish: finish, tokens: cuts.count))
+            let body = json(document(plan.calls.isEmpty ? answer : "", finish: plan.calls.isEmpty ? finish : "tool_calls", tokens: cuts.count))
             try await out.respond(200, "OK", headers: [("Content-Type", "application/json")], body: body)
             return .close
         }
@@ -169,6 +196,56 @@ public final class FakeDashScopeGeneration: Sendable {
         let pause = scenario == .slow ? configuration.pause * 40 : configuration.pause
         try await out.stream(split(stream, every: 5 + Int(random.next() % 60)), pause: pause)
         if scenario == .drop { return .close }  // no terminating chunk: the body is cut short
+        try await out.end()
+        return .close
+    }
+
+    /// Streams `plan`'s calls in `message.tool_calls`: per call a first piece with its `index`,
+    /// `id`, `type` and `function.name` (arguments `""`), then pieces with the `index`, an empty
+    /// `id` and a piece of `function.arguments` — as the service sends them and the SDK joins
+    /// them — with `finish_reason` `"null"` until the last document's `"tool_calls"`. Without
+    /// `incremental_output`, each document carries every call so far with its arguments so far.
+    private func streamCalls(_ plan: FakeToolPlan, incremental: Bool, promptTokens: Int, _ out: RawResponder)
+        async throws -> AfterResponse
+    {
+        let id = requestID()
+        var pieces: [(number: Int, first: Bool, text: String)] = []
+        for (number, call) in plan.calls.enumerated() {
+            pieces.append((number, true, ""))
+            for piece in FakeToolPlan.pieces(call.arguments, seed: configuration.seed &+ UInt64(number)) {
+                pieces.append((number, false, piece))
+            }
+        }
+        var sent = [String](repeating: "", count: plan.calls.count)
+        var stream = ""
+        for (count, piece) in pieces.enumerated() {
+            sent[piece.number] += piece.text
+            let calls: [[String: Any]]
+            if incremental {
+                let call = plan.calls[piece.number]
+                calls = [
+                    piece.first
+                        ? ["index": piece.number, "id": call.id, "type": "function", "function": ["name": call.name, "arguments": ""]]
+                        : ["index": piece.number, "id": "", "type": "function", "function": ["arguments": piece.text]]
+                ]
+            } else {
+                calls = (0...piece.number).map { number in
+                    let call = plan.calls[number]
+                    return ["index": number, "id": call.id, "type": "function", "function": ["name": call.name, "arguments": sent[number]]]
+                }
+            }
+            let last = count == pieces.count - 1
+            let data = json([
+                "output": [
+                    "choices": [["message": ["role": "assistant", "content": "", "tool_calls": calls], "finish_reason": last ? "tool_calls" : "null"]]
+                ],
+                "usage": ["input_tokens": promptTokens, "output_tokens": count + 1, "total_tokens": promptTokens + count + 1],
+                "request_id": id,
+            ])
+            stream += "id:\(count + 1)\nevent:result\n:HTTP_STATUS/200\ndata:\(data)\n\n"
+        }
+        try await out.head(200, headers: [("Content-Type", "text/event-stream;charset=UTF-8"), ("X-DashScope-Request-Id", id)])
+        try await out.stream(split(stream, every: 41), pause: configuration.pause)
         try await out.end()
         return .close
     }

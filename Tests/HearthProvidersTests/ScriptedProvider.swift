@@ -8,6 +8,7 @@ final class ScriptedProvider: LanguageModelProvider {
         case usage(Usage)
         case finish(FinishReason)
         case state(DialogState)
+        case tool(ToolCallEvent)
         case fail(ProviderError)
         case failForeign
         /// Waits until cancelled (bounded to 10 s so a broken test cannot hang).
@@ -59,6 +60,7 @@ final class ScriptedProvider: LanguageModelProvider {
                     case .usage(let usage): continuation.yield(.usage(usage))
                     case .finish(let reason): continuation.yield(.finished(reason))
                     case .state(let state): continuation.yield(.dialogState(state))
+                    case .tool(let step): continuation.yield(.toolCall(step))
                     case .fail(let error):
                         continuation.finish(throwing: error)
                         return
