@@ -51,14 +51,7 @@ printf '%s\n' "$key" > "$work/key"
 "$binary" serve --model "$model" --port 0 --api-key-file "$work/key" --parallel "$parallel" --ctx 4096 \
     --alias gemma > "$work/out" 2> "$work/log" &
 server_pid=$!
-url=""
-for _ in $(seq 1 600); do
-    url="$(grep -o 'http://[^ ]*/v1' "$work/out" | head -1 || true)"
-    [ -n "$url" ] && break
-    kill -0 "$server_pid" 2>/dev/null || { cat "$work/log" >&2; echo "the server exited" >&2; exit 1; }
-    sleep 0.1
-done
-[ -n "$url" ] || { echo "the server did not become ready" >&2; exit 1; }
+url="$(server_url "$server_pid" "$work/out" "$work/log")"
 echo "server: $url (pid $server_pid)"
 
 args=("${url%/v1}" "$key" gemma --schemas "$schemas" --seeds "$seeds" --max-tokens "$max_tokens" --parallel "$parallel"

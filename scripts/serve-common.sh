@@ -27,3 +27,17 @@ private_venv() {
         printf '%s' "$*" > "$venv/.installed"
     fi
 }
+
+# Waits for `hearth serve` (pid $1, stdout in $2, stderr in $3) to print its URL and prints it
+# (`http://127.0.0.1:PORT/v1`); fails with the server's log if it exits or 60 s pass.
+server_url() {
+    local pid="$1" out="$2" log="$3" found=""
+    for _ in $(seq 1 600); do
+        found="$(grep -o 'http://[^ ]*/v1' "$out" | head -1 || true)"
+        if [ -n "$found" ]; then echo "$found"; return 0; fi
+        kill -0 "$pid" 2>/dev/null || { cat "$log" >&2; echo "the server exited" >&2; return 1; }
+        sleep 0.1
+    done
+    echo "the server did not become ready" >&2
+    return 1
+}
