@@ -154,7 +154,7 @@ let package = Package(
         .executableTarget(
             name: "hearth-fallback-example", dependencies: ["HearthProviders", "HearthCloud", "HearthLocal"],
             path: "Examples/FallbackExample"),
-        .testTarget(name: "HearthProvidersTests", dependencies: ["HearthProviders"]),
+        .testTarget(name: "HearthProvidersTests", dependencies: ["HearthProviders", "HearthTestSupport"]),
         // Fake servers on loopback sockets for the cloud providers' tests: scripted HTTP and
         // WebSocket servers, and protocol fakes of DashScope's generation API and Bailian's dialog.
         .target(
