@@ -61,6 +61,20 @@ extension LocalProvider {
         }
     }
 
+    /// Each token's bytes as it stands in text (`▁` as a space, `<0xNN>` as that byte; a control
+    /// token as it is written, such as `<eos>`), for `/tokenize` with pieces.
+    /// - Throws: `ProviderError` `.invalidRequest` when an id is outside the vocabulary.
+    public func tokenPieces(_ ids: [Int32]) async throws -> [[UInt8]] {
+        let generator = try await loadedGenerator()
+        let vocabulary = generator.model.options.vocabSize
+        if let bad = ids.first(where: { $0 < 0 || Int($0) >= vocabulary }) {
+            throw ProviderError(
+                .invalidRequest, provider: id, message: "token id \(bad) is outside the vocabulary (0..<\(vocabulary))")
+        }
+        let tokenizer = generator.model.tokenizer
+        return ids.map { tokenizer.bytes(of: $0) ?? Array((tokenizer.token($0) ?? "").utf8) }
+    }
+
     /// Decodes token ids to text (special tokens skipped).
     /// - Throws: `ProviderError` `.invalidRequest` when an id is outside the vocabulary.
     public func detokenize(_ ids: [Int32]) async throws -> String {

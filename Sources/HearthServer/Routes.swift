@@ -105,8 +105,17 @@ extension HearthServer {
             throw APIError.invalid("content", "'content' (the text to tokenize) is required.", code: "missing_field")
         }
         let tokens = try await local.tokenize(text, addSpecialTokens: try f.bool("add_special") ?? false)
-        return Self.json(
-            200, ["tokens": .array(tokens.map { .int(Int($0)) }), "count": .int(tokens.count), "max_model_len": .int(local.loadedContext ?? 0)])
+        var listed: [JSONValue] = tokens.map { .int(Int($0)) }
+        if try f.bool("with_pieces") == true {
+            // llama-server's shape: each id with its piece, a string when the piece is valid
+            // UTF-8 on its own, else its bytes.
+            let pieces = try await local.tokenPieces(tokens)
+            listed = zip(tokens, pieces).map { id, bytes in
+                let piece: JSONValue = String(validating: bytes, as: UTF8.self).map { .string($0) } ?? .array(bytes.map { .int(Int($0)) })
+                return .object([("id", .int(Int(id))), ("piece", piece)])
+            }
+        }
+        return Self.json(200, ["tokens": .array(listed), "count": .int(tokens.count), "max_model_len": .int(local.loadedContext ?? 0)])
     }
 
     func detokenize(_ body: Data) async throws -> Response {

@@ -122,6 +122,25 @@ import Testing
         #expect(decoded == "Hello world" || decoded == " Hello world", "\(decoded)")
         let bad = try await harness.send("/detokenize", json: ["tokens": [99_999_999]])
         #expect(bad.status == 400)
+        // With pieces (llama-server's shape): each id with its text, or its bytes where they are
+        // not UTF-8 alone; the pieces put together are the text (after SentencePiece's space).
+        let sample = "Hello wörld 世界"
+        let plain = try await harness.send("/tokenize", json: ["content": sample]).json["tokens"] as? [Int] ?? []
+        let pieced = try await harness.send("/tokenize", json: ["content": sample, "with_pieces": true])
+        let entries = pieced.json["tokens"] as? [[String: Any]] ?? []
+        #expect(entries.compactMap { $0["id"] as? Int } == plain && !plain.isEmpty)
+        var joined: [UInt8] = []
+        for entry in entries {
+            if let piece = entry["piece"] as? String {
+                joined += Array(piece.utf8)
+            } else if let bytes = entry["piece"] as? [Int] {
+                #expect(String(validating: bytes.map { UInt8($0) }, as: UTF8.self) == nil, "a byte piece that is valid UTF-8")
+                joined += bytes.map { UInt8($0) }
+            } else {
+                Issue.record("a piece that is neither a string nor bytes: \(entry)")
+            }
+        }
+        #expect(joined == Array(sample.utf8) || joined == Array((" " + sample).utf8), "\(entries)")
         let models = try await harness.send(.GET, "/v1/models")
         #expect(((models.json["data"] as? [[String: Any]])?.first)?["id"] as? String == "tiny")
         try await harness.stop()
