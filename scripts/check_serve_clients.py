@@ -196,6 +196,17 @@ check("anthropic messages.create", message.type == "message" and message.role ==
 check("anthropic usage", message.usage.input_tokens > 0 and message.usage.output_tokens > 0, message.usage)
 check("anthropic stop_reason", message.stop_reason in ("end_turn", "max_tokens"), message.stop_reason)
 check("anthropic reply = openai reply (same prompt, greedy)", atext == text, (atext, text))
+# messages.count_tokens: the prompt the same request generates from, tools included.
+counted = an.messages.count_tokens(model=MODEL, system="You answer briefly.",
+                                   messages=[{"role": "user", "content": "Name three colours."}])
+check("anthropic messages.count_tokens = the reply's input_tokens", counted.input_tokens == message.usage.input_tokens,
+      (counted.input_tokens, message.usage.input_tokens))
+weather = {"name": "get_weather", "description": "The weather in a city.",
+           "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+with_tools = an.messages.count_tokens(model=MODEL, system="You answer briefly.", tools=[weather],
+                                      messages=[{"role": "user", "content": "Name three colours."}])
+check("anthropic messages.count_tokens counts the tools", with_tools.input_tokens > counted.input_tokens + 20,
+      (with_tools.input_tokens, counted.input_tokens))
 events = []
 with an.messages.stream(model=MODEL, max_tokens=24, system="You answer briefly.",
                         messages=[{"role": "user", "content": "Name three colours."}], extra_body={"temperature": 0}) as s:

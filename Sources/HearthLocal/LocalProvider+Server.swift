@@ -101,6 +101,21 @@ extension LocalProvider {
         }
     }
 
+    /// The length in tokens of the prompt `request` becomes (its tools described as the model
+    /// reads them, as ``stream(_:)`` renders it), for counting before generating.
+    /// - Throws: `ProviderError` (`.invalidRequest` for bad tools or tool results,
+    ///   `.contextLengthExceeded` when it cannot fit the context).
+    public func promptTokenCount(_ request: ChatRequest) async throws -> Int {
+        let generator = try await loadedGenerator()
+        do {
+            try request.options.validateTools()
+            try request.messages.validateToolResults()
+        } catch {
+            throw ProviderError(.invalidRequest, provider: id, message: error.message, underlying: error)
+        }
+        return try prompt(for: request, generator: generator).tokens.count
+    }
+
     /// Decides when a tokenized request may join the model's queue: called once the prompt is
     /// tokenized and checked, generation waits until it returns, and the closure it returns is
     /// called exactly once when the sequence has ended (its slot is free), failed or was

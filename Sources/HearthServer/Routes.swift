@@ -32,6 +32,7 @@ extension HearthServer {
             router.post(RouterPath(endpoint.rawValue)) { request, context in await self.generate(endpoint, request, context) }
         }
         router.post("/v1/embeddings") { _, context in try await self.embeddings(context) }
+        router.post("/v1/messages/count_tokens") { _, context in await self.countTokens(context) }
         router.post("/tokenize") { _, context in try await self.tokenize(context.body) }
         router.post("/detokenize") { _, context in try await self.detokenize(context.body) }
         if configured {
