@@ -62,6 +62,26 @@ check("openai chat usage", chat.usage.completion_tokens > 0 and chat.usage.promp
 check("openai chat cached_tokens field", chat.usage.prompt_tokens_details is not None
       and isinstance(chat.usage.prompt_tokens_details.cached_tokens, int), chat.usage)
 
+# logit_bias: +100 on the first token of "zebra" (found with /tokenize with_pieces) makes it the
+# greedy reply's first token (which it was not before).
+pieced_request = urllib.request.Request(
+    BASE + "/tokenize", data=json.dumps({"content": "zebra", "with_pieces": True}).encode(),
+    headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"})
+with urllib.request.urlopen(pieced_request, timeout=30) as response:
+    zebra = json.loads(response.read())["tokens"][0]
+check("/tokenize with_pieces gives ids with pieces", isinstance(zebra.get("id"), int) and isinstance(zebra.get("piece"), str), zebra)
+one = oa.chat.completions.create(model=MODEL, messages=messages, max_tokens=1, temperature=0)
+favoured = oa.chat.completions.create(model=MODEL, messages=messages, max_tokens=1, temperature=0,
+                                      logit_bias={str(zebra["id"]): 100})
+check("openai logit_bias +100 makes the token the greedy choice",
+      favoured.choices[0].message.content.strip() == zebra["piece"].strip() != one.choices[0].message.content.strip(),
+      (favoured.choices[0].message.content, zebra, one.choices[0].message.content))
+try:
+    oa.chat.completions.create(model=MODEL, messages=messages, max_tokens=1, logit_bias={"not-a-token": 5})
+    check("openai logit_bias with a bad key is a 400", False, "no error")
+except openai.BadRequestError as error:
+    check("openai logit_bias with a bad key is a 400", "logit_bias" in str(error), error)
+
 stream = oa.chat.completions.create(model=MODEL, messages=messages, max_tokens=24, temperature=0, seed=1,
                                     stream=True, stream_options={"include_usage": True})
 parts, finish, usage = [], None, None

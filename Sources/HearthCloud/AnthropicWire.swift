@@ -19,6 +19,7 @@ enum AnthropicWire {
         -> PreparedRequest
     {
         try ToolWire.validate(request, provider: configuration.id)
+        try ToolWire.refuseLogitBias(request, provider: configuration.id, api: "The Anthropic Messages API")
         let system = request.messages.filter { $0.role == .system }.map(\.content).joined(separator: "\n\n")
         var turns = request.continuedMessages.filter { $0.role != .system }
         var trimmed = false

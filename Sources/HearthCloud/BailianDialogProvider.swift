@@ -162,6 +162,7 @@ public final class BailianDialogProvider: LanguageModelProvider {
         do {
             // The dialog protocol carries a prompt only: tools are refused, never dropped.
             try ToolWire.refuseTools(request, provider: configuration.id, api: "Bailian's realtime dialog")
+            try ToolWire.refuseLogitBias(request, provider: configuration.id, api: "Bailian's realtime dialog")
         } catch {
             return runner.stream { _, _ in throw error }
         }

@@ -14,6 +14,7 @@ enum DashScopeWire {
     /// assistant message with `"partial": true` (Qwen's prefix continuation).
     static func requestBody(_ request: ChatRequest, configuration: DashScopeProvider.Configuration) throws -> Data {
         try ToolWire.validate(request, provider: configuration.id)
+        try ToolWire.refuseLogitBias(request, provider: configuration.id, api: "DashScope")
         let transcript = request.continuedMessages
         var messages: [[String: Any]] = transcript.map { message(_: $0, in: transcript) }
         if let continuation = request.continuation, !continuation.isEmpty, !messages.isEmpty {

@@ -43,6 +43,9 @@ enum OpenAIWire {
         if let value = options.seed { body["seed"] = value }
         if let value = options.presencePenalty { body["presence_penalty"] = value }
         if let value = options.frequencyPenalty { body["frequency_penalty"] = value }
+        if !options.logitBias.isEmpty {
+            body["logit_bias"] = Dictionary(uniqueKeysWithValues: options.logitBias.map { (String($0.key), $0.value) })
+        }
         if configuration.sendsExtendedSampling {
             if let value = options.topK { body["top_k"] = value }
             if let value = options.minP { body["min_p"] = value }

@@ -16,6 +16,7 @@ enum SparkWire {
         // Spark's WebSocket protocol has no function calling (iFlytek points function calls to
         // its HTTP API): tools are refused, never dropped; `tool_choice` none is honoured as is.
         try ToolWire.refuseTools(request, provider: configuration.id, api: "iFlytek Spark's WebSocket API")
+        try ToolWire.refuseLogitBias(request, provider: configuration.id, api: "iFlytek Spark's WebSocket API")
         if let format = options.constrainedFormat {
             // Spark's chat protocol has no structured-output field: refused, never dropped.
             throw ResponseFormatWire.unsupported(format, provider: configuration.id, api: "iFlytek Spark")

@@ -54,6 +54,15 @@ enum ToolWire {
         }
     }
 
+    /// Refuses `logit_bias` on an API that has no such field (token ids belong to one
+    /// vocabulary; dropping the field would leave the client believing it took effect).
+    static func refuseLogitBias(_ request: ChatRequest, provider: String, api: String) throws {
+        guard !request.options.logitBias.isEmpty else { return }
+        throw ProviderError(
+            .unsupported(feature: "logit_bias"), provider: provider,
+            message: "\(api) has no logit_bias; send the request without it or to an OpenAI-compatible provider")
+    }
+
     /// Refuses tools on an API that has none (``ToolChoice/disabled`` is honoured by sending
     /// none), and tool-call or tool-result messages it cannot carry.
     static func refuseTools(_ request: ChatRequest, provider: String, api: String) throws {

@@ -22,6 +22,9 @@ public struct SamplingOptions: Sendable, Codable, Equatable {
     public var frequencyPenalty: Float = 0
     /// Seed for reproducible sampling; nil draws one at random.
     public var seed: UInt64?
+    /// Added to a token's logit before sampling (OpenAI's `logit_bias`: −100…100); −100 bans
+    /// the token outright, whatever its logit.
+    public var logitBias: [Int32: Float] = [:]
 
     public init() {}
 
@@ -97,10 +100,18 @@ public struct Sampler {
     public let options: SamplingOptions
     private var rng: SeededGenerator
     private var candidates: [(id: Int32, logit: Float)] = []
+    /// `options.logitBias` as a dense array over the ids it names (empty without a bias).
+    private let bias: [Float]
 
     public init(options: SamplingOptions) {
         self.options = options
         rng = SeededGenerator(seed: options.seed ?? UInt64.random(in: 0...UInt64.max))
+        var dense: [Float] = []
+        if let largest = options.logitBias.keys.max(), largest >= 0 {
+            dense = [Float](repeating: 0, count: Int(largest) + 1)
+            for (id, value) in options.logitBias where id >= 0 { dense[Int(id)] = value }
+        }
+        bias = dense
     }
 
     /// Chooses a token. `recent` are the latest tokens (for the repetition penalty);
@@ -111,7 +122,9 @@ public struct Sampler {
         _ logits: UnsafeBufferPointer<Float>, recent: ArraySlice<Int32>, generated: [Int32: Int] = [:],
         allowed: [UInt64]? = nil
     ) -> Int32 {
+        let bias = self.bias
         @inline(__always) func isAllowed(_ id: Int) -> Bool {
+            if id < bias.count, bias[id] <= -100 { return false }  // banned by logit_bias
             guard let allowed else { return true }
             let word = id >> 6
             return word < allowed.count && allowed[word] >> UInt64(id & 63) & 1 == 1
@@ -122,6 +135,7 @@ public struct Sampler {
         let counted = presence != 0 || frequency != 0
         @inline(__always) func adjusted(_ id: Int) -> Float {
             var v = logits[id]
+            if id < bias.count { v += bias[id] }
             if penalised.contains(Int32(id)) { v = v > 0 ? v / penalty : v * penalty }
             if counted, let n = generated[Int32(id)] { v -= presence + frequency * Float(n) }
             return v

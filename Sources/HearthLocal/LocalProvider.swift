@@ -301,11 +301,19 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         } catch {
             throw ProviderError(.invalidRequest, provider: id, message: error.message, underlying: error)
         }
-        let s = SamplingOptions(
+        var s = SamplingOptions(
             temperature: o.temperature, topK: o.topK, topP: o.topP, minP: o.minP, repetitionPenalty: o.repetitionPenalty,
             presencePenalty: o.presencePenalty, frequencyPenalty: o.frequencyPenalty, seed: o.seed,
             modelDefaults: generator.model.generationConfig)
         do { try s.validate() } catch { throw providerError(error) }
+        let vocabulary = generator.model.options.vocabSize
+        if let bad = o.logitBias.keys.first(where: { Int($0) >= vocabulary }) {
+            throw ProviderError(
+                .invalidRequest, provider: id,
+                message: "logit_bias names token \(bad), outside this model's vocabulary (0..<\(vocabulary))",
+                underlying: InvalidGenerationOption(field: "logit_bias", message: "token \(bad) is outside the vocabulary"))
+        }
+        s.logitBias = o.logitBias.mapValues { Float($0) }
         p.sampling = s
         p.maxTokens = min(o.maxTokens ?? Int.max, generator.context - promptTokens)
         p.stop = o.stop + (usesDialogue(generator.model) ? ChatTemplate.dialogueStops : [])

@@ -37,6 +37,11 @@ extension GenerationOptions {
         }
         if let presencePenalty, !presencePenalty.isFinite { throw bad("presence_penalty", "must be finite", presencePenalty) }
         if let frequencyPenalty, !frequencyPenalty.isFinite { throw bad("frequency_penalty", "must be finite", frequencyPenalty) }
+        if logitBias.count > 300 { throw bad("logit_bias", "may name at most 300 tokens", "\(logitBias.count)") }
+        if let (id, value) = logitBias.first(where: { !($0.value >= -100 && $0.value <= 100) }) {
+            throw bad("logit_bias", "values must be in -100...100", "\(value) for token \(id)")
+        }
+        if let id = logitBias.keys.first(where: { $0 < 0 }) { throw bad("logit_bias", "keys must be token ids ≥ 0", id) }
         try responseFormat?.validate()
         try validateTools()
     }

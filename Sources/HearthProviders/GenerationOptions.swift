@@ -27,6 +27,11 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
     /// ``ResponseFormat/text`` for free text. Never dropped: a provider that cannot honour it
     /// throws ``ProviderError/Code/unsupported(feature:)``.
     public var responseFormat: ResponseFormat?
+    /// Added to the named tokens' logits before sampling (OpenAI's `logit_bias`: token id →
+    /// −100…100, at most 300 entries; −100 bans the token). Token ids belong to one model's
+    /// vocabulary: the local model checks them against its own, OpenAI-compatible providers
+    /// send them on, providers without the field refuse (``ProviderError/Code/unsupported(feature:)``).
+    public var logitBias: [Int32: Double]
     /// Functions the model may call (empty: none). Never dropped: a provider whose API has no
     /// tools throws ``ProviderError/Code/unsupported(feature:)``.
     public var tools: [ToolDefinition]
@@ -40,8 +45,10 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
         temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, minP: Double? = nil,
         maxTokens: Int? = nil, stop: [String] = [], seed: Int? = nil, repetitionPenalty: Double? = nil,
         presencePenalty: Double? = nil, frequencyPenalty: Double? = nil, responseFormat: ResponseFormat? = nil,
-        tools: [ToolDefinition] = [], toolChoice: ToolChoice? = nil, parallelToolCalls: Bool? = nil
+        tools: [ToolDefinition] = [], toolChoice: ToolChoice? = nil, parallelToolCalls: Bool? = nil,
+        logitBias: [Int32: Double] = [:]
     ) {
+        self.logitBias = logitBias
         self.tools = tools
         self.toolChoice = toolChoice
         self.parallelToolCalls = parallelToolCalls
@@ -75,6 +82,7 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
         tools = try c.decodeIfPresent([ToolDefinition].self, forKey: .tools) ?? []
         toolChoice = try c.decodeIfPresent(ToolChoice.self, forKey: .toolChoice)
         parallelToolCalls = try c.decodeIfPresent(Bool.self, forKey: .parallelToolCalls)
+        logitBias = try c.decodeIfPresent([Int32: Double].self, forKey: .logitBias) ?? [:]
     }
 
     /// The response format when it constrains the reply (nil for none and for ``ResponseFormat/text``).

@@ -81,6 +81,27 @@ struct RequestParser {
         return model
     }
 
+    /// OpenAI's `logit_bias`: an object from token ids (as strings) to −100…100, at most 300
+    /// entries (the ids are checked against the model's vocabulary when it generates).
+    static func logitBias(_ f: Fields) throws -> [Int32: Double] {
+        guard let value = f.value("logit_bias") else { return [:] }
+        guard case .object(let pairs) = value else { throw f.wrongType("logit_bias", "an object of token ids to numbers", value) }
+        guard pairs.count <= 300 else {
+            throw APIError.invalid("logit_bias", "'logit_bias' may name at most 300 tokens, got \(pairs.count).")
+        }
+        var bias: [Int32: Double] = [:]
+        for (key, item) in pairs {
+            guard let id = Int32(key), id >= 0 else {
+                throw APIError.invalid("logit_bias", "'logit_bias' keys must be token ids (whole numbers ≥ 0), got '\(key.prefix(40))'.")
+            }
+            guard case .number(let number) = item, number >= -100, number <= 100 else {
+                throw APIError.invalid("logit_bias", "'logit_bias' values must be numbers in -100...100 (token \(id)).")
+            }
+            bias[id] = number
+        }
+        return bias
+    }
+
     /// OpenAI sampling fields shared by chat and text completions, the response format
     /// (``openAIFormat(_:)``) with the field that asked for it, and the chat's tools.
     func openAIOptions(_ f: Fields, tools: ParsedTools = ParsedTools()) throws -> (GenerationOptions, formatParam: String?) {
@@ -95,6 +116,7 @@ struct RequestParser {
         o.repetitionPenalty = try f.number("repetition_penalty", in: 0.01...10)
         o.seed = try f.int("seed", in: Int(Int64.min / 2)...Int(Int64.max / 2))
         o.stop = try f.stops("stop", limit: 4)
+        o.logitBias = try Self.logitBias(f)
         let maxTokens = try f.int("max_tokens", in: 1...maxTokensLimit)
         let maxCompletion = try f.int("max_completion_tokens", in: 1...maxTokensLimit)
         o.maxTokens = maxCompletion ?? maxTokens

@@ -54,6 +54,27 @@ import Testing
         #expect(sent.body.contains(#""schema":\#(Self.schema)"#))
     }
 
+    /// `logit_bias` goes to OpenAI-compatible APIs as sent; the Anthropic API, which has no such
+    /// field, refuses it before sending.
+    @Test func logitBiasIsSentOrRefused() async throws {
+        let server = try await answering()
+        var biased = request(.text)
+        biased.options.logitBias = [42: -100, 7: 2.5]
+        let result = await collect(openAI(server).stream(biased))
+        #expect(result.error == nil)
+        let body = try #require(server.requests.first?.json)
+        let bias = try #require(body["logit_bias"] as? [String: Double])
+        #expect(bias == ["42": -100, "7": 2.5])
+        let refused = await collect(anthropic(server).stream(biased))
+        await server.stop()
+        #expect(server.requests.count == 1)
+        if case .unsupported(let feature)? = (refused.error as? ProviderError)?.code {
+            #expect(feature == "logit_bias")
+        } else {
+            Issue.record("anthropic did not refuse logit_bias: \(String(describing: refused.error))")
+        }
+    }
+
     @Test func openAISendsJSONMode() async throws {
         let server = try await answering()
         let result = await collect(openAI(server).stream(request(.jsonObject)))

@@ -25,4 +25,29 @@ import Testing
         #expect(seen.isSubset(of: best))
         #expect(seen.count == 5, "a hot temperature over 400 draws reaches all five")
     }
+
+    /// `logit_bias`: −100 bans a token whatever its logit (greedy and sampled); a positive bias
+    /// makes a token the greedy choice.
+    @Test func logitBiasBansAndFavours() {
+        let logits: [Float] = [1, 9, 3, 8.5, 0]
+        var options = SamplingOptions()
+        options.temperature = 0
+        func pick(_ bias: [Int32: Float], temperature: Float = 0, draws: Int = 1) -> Set<Int32> {
+            var o = options
+            o.temperature = temperature
+            o.topK = 0
+            o.topP = 1
+            o.minP = 0
+            o.seed = 3
+            o.logitBias = bias
+            var sampler = Sampler(options: o)
+            return logits.withUnsafeBufferPointer { buffer in Set((0..<draws).map { _ in sampler.sample(buffer, recent: []) }) }
+        }
+        #expect(pick([:]) == [1])
+        #expect(pick([1: -100]) == [3])
+        #expect(pick([4: 9.5]) == [4])
+        #expect(pick([1: -1]) == [3])
+        let sampled = pick([1: -100, 3: -100], temperature: 3, draws: 300)
+        #expect(!sampled.contains(1) && !sampled.contains(3) && sampled.count == 3)
+    }
 }
