@@ -212,23 +212,18 @@ extension LocalProvider {
                     callEvents = outputs.filter { if case .call = $0 { true } else { false } }
                     if scanner?.repeatedCall == true { stopped.set() }
                 }
-                defer { _ = emitCalls(callEvents) }
                 continuation.yield(
                     .token(
                         LocalToken(
                             text: text, piece: piece(token.id), logprob: Double(token.logprob),
                             topLogprobs: token.topLogprobs.map { (piece($0.id), Double($0.logprob)) })))
+                _ = emitCalls(callEvents)
             case .done(let summary):
                 let rest = emitCalls(scanner?.finish() ?? [])
                 if !rest.isEmpty {
                     continuation.yield(.token(LocalToken(text: rest, piece: "", logprob: 0, topLogprobs: [])))
                 }
-                let reason: HearthProviders.FinishReason
-                switch summary.finishReason {
-                case .stop: reason = scanner?.madeCalls == true ? .toolCalls : .stop
-                case .length: reason = .length
-                case .cancelled: reason = stopped.isSet ? .toolCalls : .cancelled
-                }
+                let reason = Self.finishReason(summary.finishReason, stopped: stopped.isSet, madeCalls: scanner?.madeCalls == true)
                 continuation.yield(
                     .finished(
                         Usage(

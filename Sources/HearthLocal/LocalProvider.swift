@@ -197,14 +197,20 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                             promptTokens: summary.promptTokens, completionTokens: summary.completionTokens,
                             cachedPromptTokens: summary.cachedPromptTokens, timeToFirstToken: firstToken,
                             tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil)))
-                let reason: HearthProviders.FinishReason
-                switch summary.finishReason {
-                case .stop: reason = scanner?.madeCalls == true ? .toolCalls : .stop
-                case .length: reason = .length
-                case .cancelled: reason = stopped.isSet ? (scanner?.madeCalls == true ? .toolCalls : .stop) : .cancelled
-                }
-                continuation.yield(.finished(reason))
+                continuation.yield(
+                    .finished(Self.finishReason(summary.finishReason, stopped: stopped.isSet, madeCalls: scanner?.madeCalls == true)))
             }
+        }
+    }
+
+    /// The provider's finish reason for the engine's: a reply that called tools ends with
+    /// `toolCalls`; a sequence this provider stopped itself (`stopped`: the repetition guard, a
+    /// repeated call) ends as if it had finished, not as cancelled.
+    static func finishReason(_ engine: HearthEngine.FinishReason, stopped: Bool, madeCalls: Bool) -> HearthProviders.FinishReason {
+        switch engine {
+        case .stop: return madeCalls ? .toolCalls : .stop
+        case .length: return .length
+        case .cancelled: return stopped ? (madeCalls ? .toolCalls : .stop) : .cancelled
         }
     }
 
@@ -223,11 +229,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         let limit = request.allowTruncation ? Int.max : Self.encodingLimit(contents, generator.context - 1)
         let toolFormat = Self.involvesTools(request) ? self.toolFormat(model) : nil
         while true {
-            var turns = messages.map { ChatTurn(role: $0.role.rawValue, content: $0.content) }
-            var toolsDeclared = false
-            if let toolFormat {
-                (turns, toolsDeclared) = toolFormat.turns(messages, tools: request.options.tools)
-            }
+            let (turns, toolsDeclared) =
+                toolFormat?.turns(messages, tools: request.options.tools)
+                ?? (messages.map { ChatTurn(role: $0.role.rawValue, content: $0.content) }, false)
             var tokens: [Int32]
             do {
                 let text = try model.chatPromptText(turns, dialogue: usesDialogue(model), toolsDeclared: toolsDeclared)

@@ -188,9 +188,16 @@ public struct ToolFormat: Sendable, Hashable {
     /// - Throws: `ConstraintError` (``ConstraintError/schemaIndex`` names the tool at fault).
     public func grammar(tools: [ToolDefinition], choice: ToolChoice, parallel: Bool) throws -> Grammar {
         var callable = tools
-        if case .named(let name) = choice { callable = tools.filter { $0.name == name } }
-        if choice == .disabled { callable = [] }
-        let several = parallel && allowsParallelCalls && callable.count > 0 && { if case .named = choice { false } else { true } }()
+        var several = parallel && allowsParallelCalls
+        switch choice {
+        case .named(let name):
+            callable = tools.filter { $0.name == name }
+            several = false
+        case .disabled:
+            callable = []
+        case .auto, .required:
+            break
+        }
         return try JSONSchema.grammar(schemas: callable.map(\.parameters)) { arguments in
             let lead = GrammarExpression.repeating(.bytes(ByteSet(bytes: Array(" \n".utf8))), min: 0, max: 2)
             let calls: GrammarExpression
@@ -251,7 +258,7 @@ enum PythonJSON {
         case .null: out += "null"
         case .bool(let b): out += b ? "true" : "false"
         case .number(let text): out += text
-        case .string(let s): quote(s, into: &out)
+        case .string(let s): JSONText.Value.quote(s, into: &out)
         case .array(let items):
             guard !items.isEmpty else { out += "[]"; return }
             out += "["
@@ -268,7 +275,7 @@ enum PythonJSON {
             for (i, (key, item)) in members.enumerated() {
                 if i > 0 { out += comma }
                 newline(level + 1)
-                quote(key, into: &out)
+                JSONText.Value.quote(key, into: &out)
                 out += ": "
                 write(item, indent: indent, level: level + 1, into: &out)
             }
@@ -277,5 +284,4 @@ enum PythonJSON {
         }
     }
 
-    private static func quote(_ text: String, into out: inout String) { JSONText.Value.quote(text, into: &out) }
 }

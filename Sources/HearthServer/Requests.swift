@@ -81,20 +81,18 @@ struct RequestParser {
         return model
     }
 
-    /// OpenAI's `logit_bias`: an object from token ids (as strings) to −100…100, at most 300
-    /// entries (the ids are checked against the model's vocabulary when it generates).
+    /// OpenAI's `logit_bias`: an object from token ids (as strings) to numbers. Its count and
+    /// ranges are checked with the other options (`GenerationOptions.validate()`), its ids
+    /// against the model's vocabulary when it generates.
     static func logitBias(_ f: Fields) throws -> [Int32: Double] {
         guard let value = f.value("logit_bias") else { return [:] }
         guard case .object(let pairs) = value else { throw f.wrongType("logit_bias", "an object of token ids to numbers", value) }
-        guard pairs.count <= 300 else {
-            throw APIError.invalid("logit_bias", "'logit_bias' may name at most 300 tokens, got \(pairs.count).")
-        }
         var bias: [Int32: Double] = [:]
         for (key, item) in pairs {
-            guard let id = Int32(key), id >= 0 else {
+            guard let id = Int32(key) else {
                 throw APIError.invalid("logit_bias", "'logit_bias' keys must be token ids (whole numbers ≥ 0), got '\(key.prefix(40))'.")
             }
-            guard case .number(let number) = item, number >= -100, number <= 100 else {
+            guard case .number(let number) = item else {
                 throw APIError.invalid("logit_bias", "'logit_bias' values must be numbers in -100...100 (token \(id)).")
             }
             bias[id] = number
