@@ -77,6 +77,14 @@ public enum GenerationEvent: Sendable {
     case done(GenerationSummary)
 }
 
+/// An event of one of several continuations of a prompt
+/// (``Generator/generate(prompt:choices:stops:)``): its index and the event.
+public struct ChoiceEvent: Sendable {
+    /// The continuation's index, 0 ..< the number of choices.
+    public var choice: Int
+    public var event: GenerationEvent
+}
+
 /// Runs generation on one model for one or many conversations at once (continuous batching).
 ///
 /// Owns a `Decoder` whose KV cache has `sequences` slots. Requests queue until a slot is
@@ -179,25 +187,70 @@ public final class Generator: @unchecked Sendable {
         let (stream, continuation) = AsyncThrowingStream<GenerationEvent, Error>.makeStream()
         let cancelled = CancellationFlag()
         continuation.onTermination = { _ in cancelled.set() }
+        submitGroup(
+            prompt: prompt, choices: [parameters], stops: [stop], cancelled: cancelled,
+            emit: { continuation.yield($1) }, end: { continuation.finish(throwing: $0) })
+        return stream
+    }
+
+    /// The most continuations one ``generate(prompt:choices:stops:)`` call may ask for.
+    public static let maxChoices = 8
+
+    /// Streams `choices.count` continuations of one prompt (OpenAI's `n`), each sampled with its
+    /// own parameters (give each its own seed). The prompt is processed once: when its last
+    /// position's logits are ready, every other choice copies the prompt's keys and values into
+    /// a free slot and samples its first token from the same logits, then all decode together
+    /// in the batch. A choice that finds no free slot waits for one and reuses the prompt held
+    /// in the cache (recomputing only its last token). Each choice ends with its own `.done`;
+    /// the stream finishes after the last one. `stops[i]` ends choice `i` as ``generate(prompt:parameters:stop:)``'s
+    /// `stop` does; cancelling the consumer stops them all. A failure ends the whole stream.
+    public func generate(
+        prompt: [Int32], choices: [GenerationParameters], stops: [CancellationFlag?] = []
+    ) -> AsyncThrowingStream<ChoiceEvent, Error> {
+        let (stream, continuation) = AsyncThrowingStream<ChoiceEvent, Error>.makeStream()
+        let cancelled = CancellationFlag()
+        continuation.onTermination = { _ in cancelled.set() }
+        submitGroup(
+            prompt: prompt, choices: choices, stops: stops, cancelled: cancelled,
+            emit: { continuation.yield(ChoiceEvent(choice: $0, event: $1)) }, end: { continuation.finish(throwing: $0) })
+        return stream
+    }
+
+    /// Validates and submits one prompt's choices: the first leads (it processes the prompt),
+    /// the others fork from it. `emit` gets every event with its choice; `end` is called once,
+    /// with nil after the last choice's `.done` or with the first error.
+    private func submitGroup(
+        prompt: [Int32], choices: [GenerationParameters], stops: [CancellationFlag?], cancelled: CancellationFlag,
+        emit: @escaping (Int, GenerationEvent) -> Void, end: @escaping (Error?) -> Void
+    ) {
         do {
-            try validate(prompt: prompt, parameters: parameters)
+            guard (1...Self.maxChoices).contains(choices.count) else {
+                throw EngineError(.invalidOption, "choices must be between 1 and \(Self.maxChoices), got \(choices.count)")
+            }
+            for parameters in choices { try validate(prompt: prompt, parameters: parameters) }
         } catch {
-            continuation.finish(throwing: error)
-            return stream
+            end(error)
+            return
         }
-        submit(
-            Job(
+        let remaining = ChoiceCountdown(choices.count)
+        let jobs = choices.enumerated().map { index, parameters in
+            let stop = index < stops.count ? stops[index] : nil
+            return Job(
                 prompt: prompt, parameters: parameters, tokenizer: model.tokenizer,
-                isCancelled: { cancelled.isSet || stop?.isSet == true }, onToken: { continuation.yield(.token($0)) },
+                isCancelled: { cancelled.isSet || stop?.isSet == true }, onToken: { emit(index, .token($0)) },
                 onEnd: { result in
                     switch result {
                     case .success(let summary):
-                        continuation.yield(.done(summary))
-                        continuation.finish()
-                    case .failure(let error): continuation.finish(throwing: error)
+                        emit(index, .done(summary))
+                        if remaining.endOne() { end(nil) }
+                    case .failure(let error):
+                        end(error)
                     }
-                }))
-        return stream
+                })
+        }
+        for fork in jobs.dropFirst() { fork.isFork = true }
+        jobs[0].forks = Array(jobs.dropFirst())
+        submit(jobs[0])
     }
 
     /// Generates synchronously, calling `onToken` (on the scheduler's thread) for every token.
@@ -294,6 +347,10 @@ public final class Generator: @unchecked Sendable {
         var run: SequenceRun
         var admitted = DispatchTime.now()
         var prefilled = false
+        /// Other choices of the same prompt, started from this job's prompt once it is processed.
+        var forks: [Job] = []
+        /// A choice forked from another's prompt (copies a cached prefix of any length).
+        var isFork = false
 
         init(
             prompt: [Int32], parameters: GenerationParameters, tokenizer: any Tokenizer, isCancelled: @escaping () -> Bool,
@@ -392,28 +449,78 @@ public final class Generator: @unchecked Sendable {
             job.position += count
             job.input = job.input.dropFirst(count)
             guard let row, let base = logits.baseAddress else { continue }
+            let rowLogits = UnsafeBufferPointer(start: base + row * vocab, count: vocab)
             if !job.prefilled {
                 job.prefilled = true
                 job.run.summary.prefillSeconds = seconds(since: job.admitted)
+                if !job.forks.isEmpty { startForks(of: job, logits: rowLogits) }
             }
-            let rowLogits = UnsafeBufferPointer(start: base + row * vocab, count: vocab)
-            let outcome = job.run.next(rowLogits, eos: model.eosIDs, context: decoder.context, onToken: job.onToken)
-            switch outcome {
-            case .finished:
-                finish(job, .success(job.run.finish()))
-            case .feed(let token):
-                let length = job.run.history.count
-                if decoder.needsRecompute(cached: length - 1, end: length) {
-                    // LongRoPE crossed its original context: the whole sequence again, with the long factors.
-                    slots[job.slot].tokens = []
-                    job.input = job.run.history[...]
-                    job.position = 0
-                } else {
-                    job.input = [token]
-                }
-                job.ropeLength = length
-            }
+            advance(job, rowLogits)
         }
+    }
+
+    /// Samples `job`'s next token from `logits`: it finishes, or its next input is that token.
+    private func advance(_ job: Job, _ logits: UnsafeBufferPointer<Float>) {
+        let outcome = job.run.next(logits, eos: model.eosIDs, context: decoder.context, onToken: job.onToken)
+        switch outcome {
+        case .finished:
+            finish(job, .success(job.run.finish()))
+        case .feed(let token):
+            let length = job.run.history.count
+            if decoder.needsRecompute(cached: length - 1, end: length) {
+                // LongRoPE crossed its original context: the whole sequence again, with the long factors.
+                slots[job.slot].tokens = []
+                job.input = job.run.history[...]
+                job.position = 0
+            } else {
+                job.input = [token]
+            }
+            job.ropeLength = length
+        }
+    }
+
+    /// The leader of a group has processed the prompt (its slot holds exactly the prompt's keys
+    /// and values, `logits` are its last position's): each other choice takes a free slot, copies
+    /// the prompt into it and samples its first token from the same logits. Choices that find no
+    /// free slot wait at the head of the queue.
+    private func startForks(of leader: Job, logits: UnsafeBufferPointer<Float>) {
+        var waiting: [Job] = []
+        for fork in leader.forks {
+            if fork.isCancelled() {
+                fork.run.summary.finishReason = .cancelled
+                fork.onEnd(.success(fork.run.finish()))
+                continue
+            }
+            guard let s = idleSlot(for: fork.prompt) else {
+                waiting.append(fork)
+                continue
+            }
+            decoder.cache.copyPrefix(from: leader.slot, to: s, count: fork.prompt.count)
+            slots[s].tokens = fork.prompt
+            slots[s].busy = true
+            touch(s)
+            fork.slot = s
+            fork.position = fork.prompt.count
+            fork.ropeLength = fork.prompt.count
+            fork.run.summary.cachedPromptTokens = fork.prompt.count
+            fork.admitted = leader.admitted
+            fork.prefilled = true
+            active.append(fork)
+            queue.lock()
+            runningCount += 1
+            queue.unlock()
+            advance(fork, logits)
+        }
+        leader.forks = []
+        requeue(waiting)
+    }
+
+    /// Puts jobs back at the head of the queue, in order.
+    private func requeue(_ jobs: [Job]) {
+        guard !jobs.isEmpty else { return }
+        queue.lock()
+        pending.insert(contentsOf: jobs, at: 0)
+        queue.unlock()
     }
 
     /// Moves waiting requests into free slots: the one holding the longest prefix of the
@@ -426,6 +533,9 @@ public final class Generator: @unchecked Sendable {
             if job.isCancelled() {
                 pending.removeFirst()
                 job.run.summary.finishReason = .cancelled
+                // Its waiting choices start on their own (or end here, when cancelled too).
+                pending.insert(contentsOf: job.forks, at: 0)
+                job.forks = []
                 job.onEnd(.success(job.run.finish()))
                 continue
             }
@@ -437,7 +547,7 @@ public final class Generator: @unchecked Sendable {
             var donor = s
             for d in slots.indices where d != s {
                 let shared = commonPrefix(slots[d].tokens, job.prompt, limit: limit)
-                if shared > reuse && shared >= 16 {
+                if shared > reuse && (shared >= 16 || job.isFork) {
                     reuse = shared
                     donor = d
                 }
@@ -488,6 +598,14 @@ public final class Generator: @unchecked Sendable {
 
     private func finish(_ job: Job, _ result: Result<GenerationSummary, Error>) {
         active.removeAll { $0 === job }
+        // Choices still waiting for this job's prompt: failed with it, or started on their own.
+        let forks = job.forks
+        job.forks = []
+        if case .failure = result {
+            for fork in forks { fork.onEnd(result) }
+        } else {
+            requeue(forks)
+        }
         queue.lock()
         runningCount -= 1
         queue.unlock()
@@ -625,6 +743,23 @@ private func seconds(since start: DispatchTime) -> Double {
 }
 
 /// A thread-safe one-way flag (a request's cancellation).
+/// Counts the choices of one group down to zero (their ends come from the scheduler thread).
+final class ChoiceCountdown: @unchecked Sendable {
+    // `@unchecked Sendable`: `remaining` is only touched under `lock`.
+    private let lock = NSLock()
+    private var remaining: Int
+
+    init(_ count: Int) { remaining = count }
+
+    /// One choice ended; true when it was the last.
+    func endOne() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        remaining -= 1
+        return remaining == 0
+    }
+}
+
 public final class CancellationFlag: @unchecked Sendable {
     // `@unchecked Sendable`: the value is only read and written under `lock`.
     private let lock = NSLock()

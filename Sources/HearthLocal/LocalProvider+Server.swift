@@ -123,6 +123,16 @@ extension LocalProvider {
     /// throwing (e.g. `CancellationError` while waiting) ends the generation with that error.
     public typealias Admission = @Sendable () async throws -> @Sendable () -> Void
 
+    /// One event of one choice of ``generate(_:options:choices:topLogprobs:admission:)``.
+    public struct LocalChoiceEvent: Sendable {
+        /// The choice it belongs to, 0 ..< the number of choices (`.promptTokens` comes once, as choice 0).
+        public var choice: Int
+        public var event: LocalEvent
+    }
+
+    /// The most choices one request may ask for (OpenAI's `n`).
+    public static var maxChoices: Int { Generator.maxChoices }
+
     /// Streams a generation with per-token detail. Cancelling the consumer (or dropping the
     /// stream) stops the sequence within one step. A prompt that does not fit the context
     /// throws `ProviderError` `.contextLengthExceeded` with both counts (never truncated).
@@ -130,11 +140,72 @@ extension LocalProvider {
     public func generate(_ input: LocalInput, options: GenerationOptions, topLogprobs: Int = 0, admission: Admission? = nil)
         -> AsyncThrowingStream<LocalEvent, Error>
     {
+        let (request, text) = Self.request(for: input, options: options)
+        return stream { emit in
+            try await self.serveChoices(
+                request, rawText: text, count: 1, topLogprobs: topLogprobs, admission: admission, emit: { emit($0.event) })
+        }
+    }
+
+    /// Streams `choices` continuations of one prompt (OpenAI's `n`), with per-token detail: the
+    /// prompt is processed once and every choice continues from it, decoded together in the
+    /// batch. Choice `i` samples with `options.seed + i` (each its own random seed when there is
+    /// none), follows the same stop strings, format and tools, and ends with its own `.finished`
+    /// (its usage counts the prompt; `cachedPromptTokens` shows the choices that reused it). The
+    /// stream ends after the last choice; a failure ends it for all. `admission` is asked once
+    /// for the whole request.
+    /// - Throws: `ProviderError` `.invalidRequest` when `choices` is outside 1...``maxChoices``,
+    ///   as ``generate(_:options:topLogprobs:admission:)`` otherwise.
+    public func generate(
+        _ input: LocalInput, options: GenerationOptions, choices: Int, topLogprobs: Int = 0, admission: Admission? = nil
+    ) -> AsyncThrowingStream<LocalChoiceEvent, Error> {
+        let (request, text) = Self.request(for: input, options: options)
+        return stream { emit in
+            try await self.serveChoices(request, rawText: text, count: choices, topLogprobs: topLogprobs, admission: admission, emit: emit)
+        }
+    }
+
+    /// `choices` replies to one conversation, the prompt processed once (see
+    /// ``generate(_:options:choices:topLogprobs:admission:)``): each reply's text, tool calls,
+    /// usage and finish reason, in choice order.
+    /// - Throws: `ProviderError`.
+    public func respond(to request: ChatRequest, choices: Int) async throws -> [ChatResponse] {
+        let events = stream { emit in
+            try await self.serveChoices(request, rawText: nil, count: choices, topLogprobs: 0, admission: nil, emit: emit)
+        }
+        var replies = (0..<max(0, choices)).map { _ in
+            (text: "", calls: ToolCallCollector(), usage: Usage?.none, reason: HearthProviders.FinishReason.stop)
+        }
+        for try await item in events where replies.indices.contains(item.choice) {
+            switch item.event {
+            case .promptTokens: break
+            case .token(let token): replies[item.choice].text += token.text
+            case .toolCall(let step): replies[item.choice].calls.add(step)
+            case .finished(let usage, let reason):
+                replies[item.choice].usage = usage
+                replies[item.choice].reason = reason
+            }
+        }
+        return replies.map { ChatResponse(text: $0.text, toolCalls: $0.calls.calls, usage: $0.usage, finishReason: $0.reason, provider: id) }
+    }
+
+    /// The request an input stands for, and its raw text (`/v1/completions`), if any.
+    private static func request(for input: LocalInput, options: GenerationOptions) -> (ChatRequest, String?) {
+        switch input {
+        case .chat(let messages): return (ChatRequest(messages: messages, options: options), nil)
+        case .text(let text): return (ChatRequest(messages: [], options: options, continuation: ""), text)
+        }
+    }
+
+    /// A stream fed by `body` on a task of its own; the consumer's cancellation cancels it and
+    /// errors reach the consumer as `ProviderError`.
+    private func stream<Event: Sendable>(
+        _ body: @escaping @Sendable (_ emit: @escaping @Sendable (Event) -> Void) async throws -> Void
+    ) -> AsyncThrowingStream<Event, Error> {
         AsyncThrowingStream { continuation in
             let task = Task {
                 do {
-                    try await self.serveDetailed(
-                        input, options: options, topLogprobs: topLogprobs, admission: admission, into: continuation)
+                    try await body { continuation.yield($0) }
                     continuation.finish()
                 } catch {
                     continuation.finish(throwing: self.providerError(error))
@@ -144,21 +215,20 @@ extension LocalProvider {
         }
     }
 
-    private func serveDetailed(
-        _ input: LocalInput, options: GenerationOptions, topLogprobs: Int, admission: Admission?,
-        into continuation: AsyncThrowingStream<LocalEvent, Error>.Continuation
+    private func serveChoices(
+        _ request: ChatRequest, rawText: String?, count: Int, topLogprobs: Int, admission: Admission?,
+        emit: @escaping @Sendable (LocalChoiceEvent) -> Void
     ) async throws {
         let started = DispatchTime.now()
+        guard (1...Self.maxChoices).contains(count) else {
+            throw ProviderError(
+                .invalidRequest, provider: id, message: "choices must be between 1 and \(Self.maxChoices), got \(count)",
+                underlying: InvalidGenerationOption(field: "n", message: "must be between 1 and \(Self.maxChoices)"))
+        }
         let generator = try await loadedGenerator()
         try Task.checkCancellation()
         let tokens: [Int32]
-        let request: ChatRequest
-        switch input {
-        case .chat(let messages):
-            request = ChatRequest(messages: messages, options: options)
-            tokens = try prompt(for: request, generator: generator).tokens
-        case .text(let text):
-            request = ChatRequest(messages: [], options: options, continuation: "")
+        if let text = rawText {
             tokens = try encodeWithin(text, limit: generator.context - 1, generator: generator)
             guard !tokens.isEmpty else {
                 throw ProviderError(.invalidRequest, provider: id, message: "the prompt is empty")
@@ -168,36 +238,45 @@ extension LocalProvider {
                     .contextLengthExceeded(tokens: tokens.count, limit: generator.context), provider: id,
                     message: "the prompt is \(tokens.count) tokens but the context holds \(generator.context)")
             }
+        } else {
+            tokens = try prompt(for: request, generator: generator).tokens
         }
         // Parameters first: a schema that cannot be compiled is refused before the prompt is announced.
         var parameters = try parametersFor(request, promptTokens: tokens.count, generator: generator)
-        continuation.yield(.promptTokens(tokens.count))
-        if case .text = input { parameters.stripLeadingSpace = false }
+        emit(LocalChoiceEvent(choice: 0, event: .promptTokens(tokens.count)))
+        if rawText != nil { parameters.stripLeadingSpace = false }
         parameters.topLogprobs = max(0, topLogprobs)
         let tokenizer = generator.model.tokenizer
         func piece(_ id: Int32) -> String { String(decoding: tokenizer.bytes(of: id) ?? [], as: UTF8.self) }
         // Wait for the caller's go-ahead (its fair share of the slots), holding it until the
-        // sequence has ended.
+        // sequences have ended.
         let release = try await admission?()
         defer { release?() }
         try Task.checkCancellation()
         var firstToken: Double?
-        var scanner = toolScanner(request, generator: generator)
-        func emitCalls(_ outputs: [ToolCallScanner.Output]) -> String {
+        // Per choice: its seed, its tool-call scanner, and its stop flag — set when the reply
+        // repeats a call exactly: the sequence stops like a cancellation and still ends with its
+        // summary, reported as the calls' end.
+        let choices = (0..<count).map { index in
+            var choice = parameters
+            choice.sampling.seed = parameters.sampling.seed.map { $0 &+ UInt64(index) }
+            return choice
+        }
+        var scanners = (0..<count).map { _ in toolScanner(request, generator: generator) }
+        let stops = (0..<count).map { _ in CancellationFlag() }
+        func emitCalls(_ outputs: [ToolCallScanner.Output], choice: Int) -> String {
             var text = ""
             for output in outputs {
                 switch output {
                 case .text(let piece): text += piece
-                case .call(let step): continuation.yield(.toolCall(step))
+                case .call(let step): emit(LocalChoiceEvent(choice: choice, event: .toolCall(step)))
                 }
             }
             return text
         }
-        // Set when the reply repeats a call exactly: the sequence stops like a cancellation and
-        // still ends with its summary, reported as the calls' end.
-        let stopped = CancellationFlag()
-        for try await event in generator.generate(prompt: tokens, parameters: parameters, stop: stopped) {
-            switch event {
+        for try await item in generator.generate(prompt: tokens, choices: choices, stops: stops) {
+            let index = item.choice
+            switch item.event {
             case .token(let token):
                 if firstToken == nil {
                     firstToken = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
@@ -206,31 +285,32 @@ extension LocalProvider {
                 // (after this token's event), text stays on the token.
                 var callEvents: [ToolCallScanner.Output] = []
                 var text = token.text
-                if scanner != nil {
-                    let outputs = scanner?.feed(token.text) ?? []
+                if scanners[index] != nil {
+                    let outputs = scanners[index]?.feed(token.text) ?? []
                     text = outputs.reduce(into: "") { if case .text(let piece) = $1 { $0 += piece } }
                     callEvents = outputs.filter { if case .call = $0 { true } else { false } }
-                    if scanner?.repeatedCall == true { stopped.set() }
+                    if scanners[index]?.repeatedCall == true { stops[index].set() }
                 }
-                continuation.yield(
-                    .token(
-                        LocalToken(
-                            text: text, piece: piece(token.id), logprob: Double(token.logprob),
-                            topLogprobs: token.topLogprobs.map { (piece($0.id), Double($0.logprob)) })))
-                _ = emitCalls(callEvents)
+                emit(
+                    LocalChoiceEvent(
+                        choice: index,
+                        event: .token(
+                            LocalToken(
+                                text: text, piece: piece(token.id), logprob: Double(token.logprob),
+                                topLogprobs: token.topLogprobs.map { (piece($0.id), Double($0.logprob)) }))))
+                _ = emitCalls(callEvents, choice: index)
             case .done(let summary):
-                let rest = emitCalls(scanner?.finish() ?? [])
+                let rest = emitCalls(scanners[index]?.finish() ?? [], choice: index)
                 if !rest.isEmpty {
-                    continuation.yield(.token(LocalToken(text: rest, piece: "", logprob: 0, topLogprobs: [])))
+                    emit(LocalChoiceEvent(choice: index, event: .token(LocalToken(text: rest, piece: "", logprob: 0, topLogprobs: []))))
                 }
-                let reason = Self.finishReason(summary.finishReason, stopped: stopped.isSet, madeCalls: scanner?.madeCalls == true)
-                continuation.yield(
-                    .finished(
-                        Usage(
-                            promptTokens: summary.promptTokens, completionTokens: summary.completionTokens,
-                            cachedPromptTokens: summary.cachedPromptTokens, timeToFirstToken: firstToken,
-                            tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil),
-                        reason))
+                let reason = Self.finishReason(
+                    summary.finishReason, stopped: stops[index].isSet, madeCalls: scanners[index]?.madeCalls == true)
+                let usage = Usage(
+                    promptTokens: summary.promptTokens, completionTokens: summary.completionTokens,
+                    cachedPromptTokens: summary.cachedPromptTokens, timeToFirstToken: firstToken,
+                    tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil)
+                emit(LocalChoiceEvent(choice: index, event: .finished(usage, reason)))
             }
         }
     }

@@ -33,6 +33,9 @@ struct RouteOutcome: Sendable {
     var firstToken: Duration?
     /// The error that ended it (status is then not 200).
     var error: APIError?
+    /// Each choice's answer when the request asked for several (`n` > 1; the fields above then
+    /// hold the whole answer's usage and end, and no text).
+    var choices: [ChoiceOutcome] = []
 
     init() {}
 
@@ -41,6 +44,30 @@ struct RouteOutcome: Sendable {
         status = failure.status
         code = failure.code
         error = failure
+    }
+}
+
+/// One choice's answer of a request for several.
+struct ChoiceOutcome: Sendable {
+    var text = ""
+    var tokens: [LocalProvider.LocalToken] = []
+    var toolCalls = ToolCallCollector()
+    var reason = FinishReason.stop
+    var finished = false
+
+    /// Takes one of the choice's events (text, a call's step, its end).
+    mutating func add(_ event: RouteEvent) {
+        switch event {
+        case .text(let piece, let token):
+            text += piece
+            // Log-probabilities describe the text: a call's tokens (empty text) are left out.
+            if let token, !(piece.isEmpty && toolCalls.hasOpenCall) { tokens.append(token) }
+        case .toolCall(let step): toolCalls.add(step)
+        case .finished(_, let reason):
+            self.reason = reason
+            finished = true
+        default: break
+        }
     }
 }
 
@@ -96,6 +123,9 @@ extension HearthServer {
                 if job.logprobs != nil {
                     throw APIError.invalid("logprobs", "'\(name)' is a cloud route; log-probabilities are served by local routes only.")
                 }
+                if job.choices > 1 {
+                    throw APIError.invalid("n", "'\(name)' is a cloud route; several choices (n > 1) are served by local routes only.")
+                }
             }
             if let filter = gateway.configuration.contentFilter, try await filter.screens(Self.inputText(job)) {
                 throw APIError(
@@ -119,9 +149,11 @@ extension HearthServer {
             if client.tokensPerDay != nil, case .local(let provider) = route.target {
                 prompt = try await provider.promptTokenCount(job.input)
             }
-            let (reservation, cap) = try gateway.limiter.reserve(client, prompt: prompt, reply: job.options.maxTokens ?? client.maxTokens)
+            // Several choices share the prompt and each may write the whole reply.
+            let reply = (job.options.maxTokens ?? client.maxTokens).map { $0 * job.choices }
+            let (reservation, cap) = try gateway.limiter.reserve(client, prompt: prompt, reply: reply)
             call.reservation = reservation
-            if job.options.maxTokens == nil, let cap { job.options.maxTokens = cap }
+            if job.options.maxTokens == nil, let cap { job.options.maxTokens = max(1, cap / job.choices) }
         } catch {
             return await refuse(error, call: call, headers: headers)
         }
@@ -253,6 +285,7 @@ extension HearthServer {
     ) async -> RouteOutcome {
         var outcome = RouteOutcome()
         var screen = filter.map { OutputScreen(filter: $0) }
+        var choiceScreens: [Int: OutputScreen] = [:]
         var previous: ContinuousClock.Instant?
         var settled = false
         do {
@@ -270,7 +303,12 @@ extension HearthServer {
                     outcome.usage.completionTokens += 1
                 }
                 let out: [RouteEvent]
-                if var current = screen {
+                if case .choice(let index, let inner) = raw, let filter {
+                    // Each choice is screened on its own; one cut ends the whole answer.
+                    var current = choiceScreens[index] ?? OutputScreen(filter: filter)
+                    out = current.pass(inner).map { if case .filtered = $0 { $0 } else { .choice(index, $0) } }
+                    choiceScreens[index] = current
+                } else if var current = screen {
                     out = current.pass(raw)
                     screen = current
                 } else {
@@ -304,6 +342,9 @@ extension HearthServer {
                         outcome.filtered = true
                         stream.cancel(CancellationError())
                         last = true
+                    case .choice(let index, let inner):
+                        if outcome.choices.count <= index { outcome.choices += Array(repeating: ChoiceOutcome(), count: index + 1 - outcome.choices.count) }
+                        outcome.choices[index].add(inner)
                     }
                     if last {
                         settled = true
@@ -370,6 +411,7 @@ extension HearthServer {
         switch event {
         case .text: return true
         case .toolCall(.arguments): return !local
+        case .choice(_, let inner): return isGenerated(inner, local: local)
         default: return false
         }
     }

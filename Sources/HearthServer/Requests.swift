@@ -33,6 +33,8 @@ struct GenerationJob: Sendable {
     /// The request field of each tool's schema (`tools[0].function.parameters`,
     /// `tools[0].input_schema`): the `param` of a 400 for a schema the local model cannot enforce.
     var toolSchemaParams: [String] = []
+    /// OpenAI `n`: how many choices to generate from the one prompt (chat and text completions).
+    var choices = 1
 }
 
 /// Parses and validates request bodies; every failure is a 4xx ``APIError`` naming the field.
@@ -118,14 +120,16 @@ struct RequestParser {
         let maxTokens = try f.int("max_tokens", in: 1...maxTokensLimit)
         let maxCompletion = try f.int("max_completion_tokens", in: 1...maxTokensLimit)
         o.maxTokens = maxCompletion ?? maxTokens
-        if let n = try f.int("n", in: Int.min...Int.max), n != 1 {
-            throw APIError.invalid("n", "Only n = 1 is supported (one choice per request), got \(n).")
-        }
         let format = try openAIFormat(f)
         o.responseFormat = format?.format
         tools.apply(to: &o)
         try validated(o, tools: tools)
         return (o, format?.param)
+    }
+
+    /// OpenAI `n`: 1 (the default) up to ``LocalProvider/maxChoices`` choices from one prompt.
+    static func choices(_ f: Fields) throws -> Int {
+        try f.int("n", in: 1...LocalProvider.maxChoices) ?? 1
     }
 
     func streamFlags(_ f: Fields) throws -> (stream: Bool, includeUsage: Bool) {
@@ -177,7 +181,8 @@ struct RequestParser {
         let (stream, includeUsage) = try streamFlags(f)
         return GenerationJob(
             endpoint: .chatCompletions, input: .chat(messages), options: options, stream: stream, includeUsage: includeUsage,
-            logprobs: logprobs, model: model, formatParam: formatParam, toolSchemaParams: tools.schemaParams)
+            logprobs: logprobs, model: model, formatParam: formatParam, toolSchemaParams: tools.schemaParams,
+            choices: try Self.choices(f))
     }
 
     /// A message's content: a string, or an array of `{"type": partType, "text": …}` parts.
@@ -225,7 +230,8 @@ struct RequestParser {
         if try f.bool("echo") == true { throw APIError.invalid("echo", "'echo' is not supported.") }
         if try f.string("suffix") != nil { throw APIError.invalid("suffix", "'suffix' is not supported.") }
         if let bestOf = try f.int("best_of", in: Int.min...Int.max), bestOf != 1 {
-            throw APIError.invalid("best_of", "Only best_of = 1 is supported.")
+            throw APIError.invalid(
+                "best_of", "'best_of' is not supported (no server-side ranking of choices); use 'n' for several choices.")
         }
         if f.value("tools") != nil || f.value("tool_choice") != nil {
             throw APIError.invalid("tools", "Tools are served by /v1/chat/completions, /v1/messages and /v1/responses, not by legacy completions.")
@@ -236,7 +242,7 @@ struct RequestParser {
         let (stream, includeUsage) = try streamFlags(f)
         return GenerationJob(
             endpoint: .completions, input: .text(prompt), options: options, stream: stream, includeUsage: includeUsage,
-            logprobs: logprobs, model: model, formatParam: formatParam)
+            logprobs: logprobs, model: model, formatParam: formatParam, choices: try Self.choices(f))
     }
 
     /// `POST /v1/messages` (Anthropic Messages).

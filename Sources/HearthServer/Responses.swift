@@ -27,6 +27,12 @@ struct ResponseRenderer {
     var itemOpen = false
     /// The tool calls streamed so far.
     var calls = ToolCallCollector()
+    /// The choice this renderer streams (its `index`: chat and text completions).
+    var choice = 0
+    /// With several choices (`n` > 1): one renderer per choice, each keeping its own offsets
+    /// and calls; and which choices have sent their end.
+    var choiceRenderers: [ResponseRenderer] = []
+    var endedChoices: Set<Int> = []
 
     init(job: GenerationJob, requestID: String, reportsProvider: Bool = false) {
         self.job = job
@@ -134,7 +140,12 @@ struct ResponseRenderer {
                 event("response.in_progress", ["response": response]),
             ]
         case .chatCompletions:
-            return [chatChunk(delta: ["role": "assistant", "content": ""], logprobs: nil, finish: nil)]
+            // Every choice opens with its role.
+            return (0..<max(1, job.choices)).map { index in
+                var renderer = self
+                renderer.choice = index
+                return renderer.chatChunk(delta: ["role": "assistant", "content": ""], logprobs: nil, finish: nil)
+            }
         case .completions:
             return []
         case .messages:
@@ -153,7 +164,7 @@ struct ResponseRenderer {
         var pairs: [(String, JSONValue)] = [
             ("id", .string(id)), ("object", "chat.completion.chunk"), ("created", .int(created)), ("model", .string(job.model)),
             ("system_fingerprint", "hearth"),
-            ("choices", [["index": 0, "delta": delta, "logprobs": logprobs ?? .null, "finish_reason": .optional(finish)]]),
+            ("choices", [["index": .int(choice), "delta": delta, "logprobs": logprobs ?? .null, "finish_reason": .optional(finish)]]),
         ]
         if job.includeUsage { pairs.append(("usage", .null)) }
         return Self.frame(.object(pairs))
@@ -163,7 +174,7 @@ struct ResponseRenderer {
         var pairs: [(String, JSONValue)] = [
             ("id", .string(id)), ("object", "text_completion"), ("created", .int(created)), ("model", .string(job.model)),
             ("system_fingerprint", "hearth"),
-            ("choices", [["text": .string(text), "index": 0, "logprobs": logprobs ?? .null, "finish_reason": .optional(finish)]]),
+            ("choices", [["text": .string(text), "index": .int(choice), "logprobs": logprobs ?? .null, "finish_reason": .optional(finish)]]),
         ]
         if job.includeUsage { pairs.append(("usage", .null)) }
         return Self.frame(.object(pairs))
@@ -242,7 +253,36 @@ struct ResponseRenderer {
             return streamEnd(usage: usage, reason: reason, text: text)
         case .filtered:
             return streamEnd(usage: Usage(promptTokens: promptTokens, completionTokens: pieces), reason: .stop, text: text, filtered: true)
+        case .choice(let index, let inner):
+            return choiceFrames(index, inner)
         }
+    }
+
+    /// The frames of one choice's event (`n` > 1), rendered by that choice's own renderer; its
+    /// `finished` sends only its finish chunk (the answer's end sends usage and `[DONE]`).
+    mutating func choiceFrames(_ index: Int, _ event: RouteEvent) -> [Data] {
+        guard index >= 0, index < max(1, job.choices) else { return [] }
+        if choiceRenderers.isEmpty {
+            choiceRenderers = (0..<max(1, job.choices)).map { index in
+                var renderer = self
+                renderer.choice = index
+                return renderer
+            }
+        }
+        if case .finished(_, let reason) = event {
+            endedChoices.insert(index)
+            return [choiceRenderers[index].finishChunk(finishName(reason))]
+        }
+        choiceRenderers[index].pieces = 0
+        let frames = choiceRenderers[index].frames(for: event, text: "")
+        pieces += choiceRenderers[index].pieces
+        return frames
+    }
+
+    /// The chunk that ends this renderer's choice with `finish`.
+    func finishChunk(_ finish: String) -> Data {
+        job.endpoint == .chatCompletions
+            ? chatChunk(delta: [:], logprobs: nil, finish: finish) : completionChunk(text: "", logprobs: nil, finish: finish)
     }
 
     /// A stream event saying which provider serves (and, after a failover, which one failed and
@@ -290,10 +330,17 @@ struct ResponseRenderer {
             frames.append(event(reason == .length || filtered ? "response.incomplete" : "response.completed", ["response": response]))
             return frames
         case .chatCompletions, .completions:
-            var frames = [
-                job.endpoint == .chatCompletions
-                    ? chatChunk(delta: [:], logprobs: nil, finish: finish) : completionChunk(text: "", logprobs: nil, finish: finish)
-            ]
+            var frames: [Data]
+            if job.choices > 1 {
+                // Each choice sent its own end; those the filter cut end here.
+                frames = (0..<job.choices).filter { !endedChoices.contains($0) }.map { index in
+                    var renderer = self
+                    renderer.choice = index
+                    return renderer.finishChunk(finish)
+                }
+            } else {
+                frames = [finishChunk(finish)]
+            }
             if job.includeUsage {
                 frames.append(
                     Self.frame(
@@ -395,9 +442,12 @@ struct ResponseRenderer {
 
     /// The whole answer (`hearth: {served_by, switched, cache}` added when the server reports providers).
     func body(_ outcome: RouteOutcome) -> JSONValue {
-        let body = plainBody(
-            text: outcome.text, calls: outcome.toolCalls, tokens: outcome.tokens, usage: outcome.usage, reason: outcome.reason,
-            filtered: outcome.filtered)
+        let body =
+            job.choices > 1
+            ? choicesBody(outcome)
+            : plainBody(
+                text: outcome.text, calls: outcome.toolCalls, tokens: outcome.tokens, usage: outcome.usage, reason: outcome.reason,
+                filtered: outcome.filtered)
         guard reportsProvider, case .object(var pairs) = body else { return body }
         var info: [(String, JSONValue)] = [("served_by", .string(outcome.servedBy))]
         if !outcome.switches.isEmpty {
@@ -420,34 +470,9 @@ struct ResponseRenderer {
         let calls = collector.calls
         let hasText = !text.isEmpty || calls.isEmpty
         switch job.endpoint {
-        case .chatCompletions:
-            let logprobs: JSONValue = job.logprobs != nil ? ["content": chatLogprobs(tokens), "refusal": nil] : .null
-            var message: [(String, JSONValue)] = [("role", "assistant"), ("content", hasText ? .string(text) : .null), ("refusal", nil)]
-            if !calls.isEmpty { message.append(("tool_calls", chatToolCalls(calls))) }
-            return [
-                "id": .string(id), "object": "chat.completion", "created": .int(created), "model": .string(job.model),
-                "system_fingerprint": "hearth",
-                "choices": [
-                    [
-                        "index": 0, "message": .object(message),
-                        "logprobs": logprobs, "finish_reason": .string(finish),
-                    ]
-                ],
-                "usage": openAIUsage(usage),
-            ]
-        case .completions:
-            return [
-                "id": .string(id), "object": "text_completion", "created": .int(created), "model": .string(job.model),
-                "system_fingerprint": "hearth",
-                "choices": [
-                    [
-                        "text": .string(text), "index": 0,
-                        "logprobs": job.logprobs != nil ? completionLogprobs(tokens, offset: 0) : .null,
-                        "finish_reason": .string(finish),
-                    ]
-                ],
-                "usage": openAIUsage(usage),
-            ]
+        case .chatCompletions, .completions:
+            let choice = choiceObject(index: 0, text: text, calls: collector, tokens: tokens, finish: finish)
+            return openAIBody(choices: [choice], usage: usage)
         case .messages:
             return [
                 "id": .string(id), "type": "message", "role": "assistant", "model": .string(job.model),
@@ -462,5 +487,46 @@ struct ResponseRenderer {
             let response = responseObject(status: "completed", output: output, usage: usage)
             return reason == .length || filtered ? incomplete(response, reason: filtered ? "content_filter" : "max_output_tokens") : response
         }
+    }
+
+    /// One choice of a chat or text completion: the message (text, or null content beside
+    /// calls) or the text, its log-probabilities when asked for, and its finish reason.
+    func choiceObject(index: Int, text: String, calls collector: ToolCallCollector, tokens: [LocalProvider.LocalToken], finish: String)
+        -> JSONValue
+    {
+        guard job.endpoint == .chatCompletions else {
+            return [
+                "text": .string(text), "index": .int(index),
+                "logprobs": job.logprobs != nil ? completionLogprobs(tokens, offset: 0) : .null,
+                "finish_reason": .string(finish),
+            ]
+        }
+        let calls = collector.calls
+        let logprobs: JSONValue = job.logprobs != nil ? ["content": chatLogprobs(tokens), "refusal": nil] : .null
+        var message: [(String, JSONValue)] = [
+            ("role", "assistant"), ("content", !text.isEmpty || calls.isEmpty ? .string(text) : .null), ("refusal", nil),
+        ]
+        if !calls.isEmpty { message.append(("tool_calls", chatToolCalls(calls))) }
+        return ["index": .int(index), "message": .object(message), "logprobs": logprobs, "finish_reason": .string(finish)]
+    }
+
+    /// A chat or text completion object around its choices.
+    func openAIBody(choices: [JSONValue], usage: Usage) -> JSONValue {
+        [
+            "id": .string(id), "object": job.endpoint == .chatCompletions ? "chat.completion" : "text_completion",
+            "created": .int(created), "model": .string(job.model), "system_fingerprint": "hearth", "choices": .array(choices),
+            "usage": openAIUsage(usage),
+        ]
+    }
+
+    /// The whole answer of a request for several choices: each choice in order (a choice the
+    /// output filter cut, or did not let finish, ends with `content_filter`), the usage once.
+    func choicesBody(_ outcome: RouteOutcome) -> JSONValue {
+        let choices = (0..<job.choices).map { index in
+            let choice = index < outcome.choices.count ? outcome.choices[index] : ChoiceOutcome()
+            let finish = finishName(choice.reason, filtered: outcome.filtered && !choice.finished)
+            return choiceObject(index: index, text: choice.text, calls: choice.toolCalls, tokens: choice.tokens, finish: finish)
+        }
+        return openAIBody(choices: choices, usage: outcome.usage)
     }
 }

@@ -56,7 +56,8 @@ final class ResponseCache: @unchecked Sendable {
     /// clients), or nil when the request is not deterministic.
     static func key(route: String, client: String?, job: GenerationJob) -> String? {
         let options = job.options
-        guard options.temperature == 0 || options.seed != nil, job.logprobs == nil else { return nil }
+        // Several choices (n > 1) are asked for their variety: never served from the cache.
+        guard options.temperature == 0 || options.seed != nil, job.logprobs == nil, job.choices == 1 else { return nil }
         var input: JSONValue
         switch job.input {
         case .chat(let messages):

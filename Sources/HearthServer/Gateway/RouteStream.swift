@@ -3,7 +3,7 @@ import HearthLocal
 import HearthProviders
 
 /// One event of a gateway route's answer, whichever provider gives it.
-enum RouteEvent: Sendable {
+indirect enum RouteEvent: Sendable {
     /// The provider (its id) whose text follows.
     case servedBy(String)
     /// The route failed over from one provider to the next, which continues the answer.
@@ -19,6 +19,10 @@ enum RouteEvent: Sendable {
     case finished(Usage, FinishReason)
     /// The output filter cut the answer here (what it let through came before); nothing follows.
     case filtered
+    /// An event of one of several choices (`n` > 1): its text, tool-call steps and its own
+    /// `finished`. The answer's `finished` (the prompt counted once, the choices' tokens summed)
+    /// follows the last choice's.
+    case choice(Int, RouteEvent)
 }
 
 /// How a route's answer began: the provider whose text comes first, and the prompt's length
@@ -49,6 +53,7 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
 
     /// Starts the local model on `job` (raw text and log-probabilities included).
     func start(local provider: LocalProvider, job: GenerationJob, admission: LocalProvider.Admission?) async throws -> RouteStart {
+        if job.choices > 1 { return try await start(choicesOf: provider, job: job, admission: admission) }
         let upstream = provider.generate(job.input, options: job.options, topLogprobs: job.logprobs ?? 0, admission: admission)
         let id = provider.id
         return try await run {
@@ -66,6 +71,39 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
                     self.continuation.yield(.finished(usage, reason))
                 }
             }
+        }
+    }
+
+    /// Starts the local model on a job of several choices: each choice's events as
+    /// ``RouteEvent/choice(_:_:)``, then the answer's `finished` with the prompt counted once.
+    func start(choicesOf provider: LocalProvider, job: GenerationJob, admission: LocalProvider.Admission?) async throws -> RouteStart {
+        let upstream = provider.generate(
+            job.input, options: job.options, choices: job.choices, topLogprobs: job.logprobs ?? 0, admission: admission)
+        let id = provider.id
+        return try await run {
+            // The answer's usage: the prompt as the first choice (which processed it) counts it,
+            // the completion tokens of every choice.
+            var first: (usage: Usage, reason: FinishReason)?
+            var completion = 0
+            for try await item in upstream {
+                switch item.event {
+                case .promptTokens(let count):
+                    self.continuation.yield(.servedBy(id))
+                    self.continuation.yield(.promptTokens(count))
+                    self.started(RouteStart(provider: id, promptTokens: count))
+                case .token(let token):
+                    self.continuation.yield(.choice(item.choice, .text(token.text, token: token)))
+                case .toolCall(let step):
+                    self.continuation.yield(.choice(item.choice, .toolCall(step)))
+                case .finished(let usage, let reason):
+                    self.continuation.yield(.choice(item.choice, .finished(usage, reason)))
+                    completion += usage.completionTokens
+                    if item.choice == 0 { first = (usage, reason) }
+                }
+            }
+            guard var answer = first else { return }
+            answer.usage.completionTokens = completion
+            self.continuation.yield(.finished(answer.usage, answer.reason))
         }
     }
 
