@@ -95,6 +95,38 @@ check("openai chat streaming = non-streaming (greedy)", "".join(parts) == text, 
 check("openai stream finish_reason", finish in ("stop", "length"), finish)
 check("openai stream include_usage", usage is not None and usage.completion_tokens > 0, usage)
 
+# n > 1: three choices from one prompt (choice i samples with seed + i), whole and streamed; the
+# client's own stream helper accumulates the chunks by their index.
+story = [{"role": "user", "content": "Tell me a short story."}]
+several = oa.chat.completions.create(model=MODEL, messages=story, max_tokens=16, temperature=1, seed=40, n=3)
+alone = oa.chat.completions.create(model=MODEL, messages=story, max_tokens=16, temperature=1, seed=41)
+check("openai n=3: three choices with indexes 0, 1, 2", [c.index for c in several.choices] == [0, 1, 2], several)
+check("openai n=3: choice 1 of seed 40 = the single reply of seed 41",
+      several.choices[1].message.content == alone.choices[0].message.content,
+      (several.choices[1].message.content, alone.choices[0].message.content))
+check("openai n=3: the choices differ", len({c.message.content for c in several.choices}) > 1, several.choices)
+check("openai n=3: usage counts the prompt once", several.usage.prompt_tokens == alone.usage.prompt_tokens,
+      (several.usage, alone.usage))
+with oa.chat.completions.stream(model=MODEL, messages=story, max_tokens=16, temperature=1, seed=40, n=3,
+                                stream_options={"include_usage": True}) as chat_stream:
+    for _ in chat_stream:
+        pass
+    streamed = chat_stream.get_final_completion()
+check("openai n=3 streamed (client-accumulated) = whole",
+      [c.message.content for c in streamed.choices] == [c.message.content for c in several.choices]
+      and [c.finish_reason for c in streamed.choices] == [c.finish_reason for c in several.choices],
+      (streamed.choices, several.choices))
+check("openai n=3 streamed usage = whole", streamed.usage is not None
+      and streamed.usage.completion_tokens == several.usage.completion_tokens
+      and streamed.usage.prompt_tokens == several.usage.prompt_tokens, (streamed.usage, several.usage))
+legacy = oa.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=8, temperature=1, seed=3, n=2)
+check("openai completions n=2", [c.index for c in legacy.choices] == [0, 1], legacy)
+try:
+    oa.completions.create(model=MODEL, prompt="Once", max_tokens=4, n=2, best_of=3)
+    check("openai completions best_of refused with 400", False, "accepted")
+except openai.BadRequestError as error:
+    check("openai completions best_of refused with 400", "best_of" in str(error), error)
+
 # --- openai: the Responses API (whole and streamed) -------------------------------------------
 resp = oa.responses.create(model=MODEL, instructions="You answer briefly.", input="Name three colours.",
                            max_output_tokens=24, temperature=0)
@@ -203,10 +235,10 @@ except openai.BadRequestError as error:
     check("openai 400 context_length_exceeded with counts",
           error.body.get("code") == "context_length_exceeded" and "tokens" in error.body.get("message", ""), error.body)
 try:
-    oa.chat.completions.create(model=MODEL, messages=messages, max_tokens=4, n=2)
-    check("openai 400 n=2", False, "no error")
+    oa.chat.completions.create(model=MODEL, messages=messages, max_tokens=4, n=9)
+    check("openai 400 n=9 (above the bound of 8)", False, "no error")
 except openai.BadRequestError as error:
-    check("openai 400 n=2 names the field", error.body.get("param") == "n", error.body)
+    check("openai 400 n=9 (above the bound of 8) names the field", error.body.get("param") == "n", error.body)
 
 # --- anthropic ------------------------------------------------------------------------------
 message = an.messages.create(model=MODEL, max_tokens=24, system="You answer briefly.",

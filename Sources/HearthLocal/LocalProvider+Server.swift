@@ -169,7 +169,7 @@ extension LocalProvider {
     /// ``generate(_:options:choices:topLogprobs:admission:)``): each reply's text, tool calls,
     /// usage and finish reason, in choice order.
     /// - Throws: `ProviderError`.
-    public func respond(to request: ChatRequest, choices: Int) async throws -> [ChatResponse] {
+    public func complete(_ request: ChatRequest, choices: Int) async throws -> [ChatResponse] {
         let events = stream { emit in
             try await self.serveChoices(request, rawText: nil, count: choices, topLogprobs: 0, admission: nil, emit: emit)
         }

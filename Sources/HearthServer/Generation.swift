@@ -127,7 +127,7 @@ extension HearthServer {
                     throw APIError.invalid("n", "'\(name)' is a cloud route; several choices (n > 1) are served by local routes only.")
                 }
             }
-            if let filter = gateway.configuration.contentFilter, try await filter.screens(Self.inputText(job)) {
+            if let filter = gateway.configuration.contentFilter, await filter.screens(Self.inputText(job)) {
                 throw APIError(
                     status: 400, message: "The request was refused by the content filter.", type: "invalid_request_error",
                     code: "content_filtered", param: endpoint == .completions ? "prompt" : endpoint == .responses ? "input" : "messages")

@@ -167,7 +167,7 @@ import Testing
         try await check(#"{"model":"tiny",\#(messages),"temperature":-1}"#, status: 400, param: "temperature")
         try await check(#"{"model":"tiny",\#(messages),"max_tokens":-5}"#, status: 400, param: "max_tokens")
         try await check(#"{"model":"tiny",\#(messages),"max_tokens":1e300}"#, status: 400, param: "max_tokens")
-        try await check(#"{"model":"tiny",\#(messages),"n":3}"#, status: 400, param: "n")
+        try await check(#"{"model":"tiny",\#(messages),"n":9}"#, status: 400, param: "n")
         try await check(#"{"model":"tiny",\#(messages),"n":9223372036854775807}"#, status: 400, param: "n")
         try await check(#"{"model":"tiny",\#(messages),"max_tokens":9223372036854775808}"#, status: 400, param: "max_tokens")
         try await check(#"{"model":"tiny","max_tokens":1e19,\#(messages)}"#, status: 400, param: "max_tokens", path: "/v1/messages")

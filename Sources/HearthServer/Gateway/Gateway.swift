@@ -69,9 +69,8 @@ public final class Gateway: Sendable {
                 file: "", key: "models.\(name).provider",
                 message: "names the local model, but the server has none; start it with --model (or route only to cloud providers).")
         }
-        try self.init(
-            configuration: configuration, local: local, ledger: try UsageLedger(path: configuration.usageDatabase, retentionDays: configuration.usageRetentionDays),
-            environment: environment, clock: clock)
+        let ledger = try UsageLedger(path: configuration.usageDatabase, retentionDays: configuration.usageRetentionDays)
+        self.init(configuration: configuration, local: local, ledger: ledger, environment: environment, clock: clock)
     }
 
     /// The plain server (`hearth serve` without `--config`): one local route named `alias`,
