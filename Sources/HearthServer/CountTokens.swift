@@ -13,6 +13,7 @@ extension HearthServer {
         do {
             let ordered = try RequestParser.ordered(context.body)
             var json = JSONValue(ordered)
+            try Fields(json).refuseUnknown(AcceptedFields.countTokens, anthropic: true)
             // The count takes no max_tokens; the messages reader requires one.
             if case .object(var pairs) = json, !pairs.contains(where: { $0.0 == "max_tokens" }) {
                 pairs.append(("max_tokens", .number(1)))

@@ -13,6 +13,7 @@ extension HearthServer {
         let caller = context.caller ?? GatewayAuthenticator.anonymous
         let client = caller.client
         let f = try Fields(try RequestParser.json(context.body))
+        try f.refuseUnknown(AcceptedFields.embeddings)
         let name = try RequestParser.requiredModel(f)
         let route = try gateway.route(name, for: client)
         let inputs = try Self.embeddingInputs(f)
@@ -23,7 +24,6 @@ extension HearthServer {
         case let other?: throw APIError.invalid("encoding_format", "'encoding_format' must be float or base64, got '\(other.prefix(40))'.")
         }
         let dimensions = try f.int("dimensions", in: 1...65536)
-        _ = try f.string("user")
         let provider: any EmbeddingProvider
         switch route.target {
         case .local(let local): provider = local

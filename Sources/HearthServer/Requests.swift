@@ -35,6 +35,8 @@ struct GenerationJob: Sendable {
     var toolSchemaParams: [String] = []
     /// OpenAI `n`: how many choices to generate from the one prompt (chat and text completions).
     var choices = 1
+    /// Responses API: the `metadata` pairs, echoed in the response object.
+    var metadata: [(String, String)] = []
 }
 
 /// Parses and validates request bodies; every failure is a 4xx ``APIError`` naming the field.
@@ -145,6 +147,10 @@ struct RequestParser {
     /// `POST /v1/chat/completions`.
     func chat(_ body: JSONValue) throws -> GenerationJob {
         let f = try Fields(body)
+        try f.refuseUnknown(AcceptedFields.chatCompletions)
+        if try f.bool("store") == true {
+            throw APIError.invalid("store", "'store': true is not supported: this server stores no completions.")
+        }
         let model = alias
         guard let items = try f.array("messages") else { throw APIError.invalid("messages", "'messages' is required.", code: "missing_field") }
         guard !items.isEmpty else { throw APIError.invalid("messages", "'messages' must contain at least one message.") }
@@ -152,6 +158,7 @@ struct RequestParser {
         var origins = MessageOrigins()
         for (index, item) in items.enumerated() {
             let m = try Fields(item, prefix: "messages[\(index)]")
+            try m.refuseUnknown(AcceptedFields.chatMessage)
             guard let roleName = try m.string("role") else { throw APIError.invalid(m.name("role"), "'\(m.name("role"))' is required.", code: "missing_field") }
             var message = ChatMessage(role: .user, content: try text(m, key: "content", partType: "text"))
             switch roleName {
@@ -214,6 +221,7 @@ struct RequestParser {
     /// `POST /v1/completions`.
     func completion(_ body: JSONValue) throws -> GenerationJob {
         let f = try Fields(body)
+        try f.refuseUnknown(AcceptedFields.completions)
         let model = alias
         let prompt: String
         switch f.value("prompt") {
@@ -248,6 +256,7 @@ struct RequestParser {
     /// `POST /v1/messages` (Anthropic Messages).
     func messages(_ body: JSONValue) throws -> GenerationJob {
         let f = try Fields(body)
+        try f.refuseUnknown(AcceptedFields.messages, anthropic: true)
         let model = alias
         guard let maxTokens = try f.int("max_tokens", in: 1...Int.max) else {
             throw APIError.invalid("max_tokens", "'max_tokens' is required.", code: "missing_field")
@@ -301,6 +310,7 @@ struct RequestParser {
     /// `function_call_output` input items. Reasoning is refused by name.
     func responses(_ body: JSONValue) throws -> GenerationJob {
         let f = try Fields(body)
+        try f.refuseUnknown(AcceptedFields.responses)
         var messages: [ChatMessage] = []
         var origins = MessageOrigins()
         let instructions = try f.string("instructions")
@@ -357,7 +367,20 @@ struct RequestParser {
         if let reasoning = f.value("reasoning"), reasoning != .null {
             throw APIError.invalid("reasoning", "'reasoning' is not supported: the served models do not reason in separate tokens.")
         }
-        _ = try f.bool("store")
+        if try f.bool("store") == true {
+            throw APIError.invalid("store", "'store': true is not supported: this server keeps no responses; send store: false.")
+        }
+        if let include = try f.array("include"), let first = include.first {
+            let shown = if case .string(let text) = first { "'\(text.prefix(60))'" } else { "that value" }
+            throw APIError.invalid("include", "'include': \(shown) is not supported (the response carries everything this server produces).")
+        }
+        switch try f.string("truncation") {
+        case nil, "disabled"?: break
+        case let other?:
+            throw APIError.invalid(
+                "truncation", "'truncation': '\(other.prefix(40))' is not supported; a conversation longer than the context is refused (truncation: disabled).")
+        }
+        let metadata = try Self.metadata(f)
         var o = GenerationOptions()
         o.temperature = try f.number("temperature", in: 0...2)
         o.topP = try f.number("top_p", in: 0...1)
@@ -368,7 +391,23 @@ struct RequestParser {
         try validated(o, tools: tools)
         return GenerationJob(
             endpoint: .responses, input: .chat(messages), options: o, stream: try f.bool("stream") ?? false, includeUsage: true,
-            logprobs: nil, model: alias, instructions: instructions, formatParam: format?.param, toolSchemaParams: tools.schemaParams)
+            logprobs: nil, model: alias, instructions: instructions, formatParam: format?.param, toolSchemaParams: tools.schemaParams,
+            metadata: metadata)
+    }
+
+    /// The Responses API's `metadata`: up to 16 string pairs (keys ≤ 64 characters, values ≤ 512),
+    /// as OpenAI bounds them; echoed in the response object.
+    static func metadata(_ f: Fields) throws -> [(String, String)] {
+        guard let value = f.value("metadata") else { return [] }
+        guard case .object(let pairs) = value else { throw f.wrongType("metadata", "an object of strings", value) }
+        guard pairs.count <= 16 else { throw APIError.invalid("metadata", "'metadata' holds at most 16 pairs, got \(pairs.count).") }
+        return try pairs.map { key, item in
+            guard case .string(let text) = item else { throw APIError.invalid("metadata.\(key.prefix(64))", "'metadata' values must be strings.", code: "invalid_type") }
+            guard key.count <= 64, text.count <= 512 else {
+                throw APIError.invalid("metadata", "'metadata' keys are at most 64 characters and values at most 512.")
+            }
+            return (key, text)
+        }
     }
 
     /// The provider layer's one validation (`GenerationOptions.validate()`, as the CLI, the

@@ -424,7 +424,7 @@ struct ResponseRenderer {
             "reasoning": ["effort": nil, "summary": nil], "store": false, "temperature": o.temperature.map { .number($0) } ?? 1,
             "text": ["format": textFormat], "tool_choice": responsesToolChoice, "tools": responsesTools,
             "top_p": o.topP.map { .number($0) } ?? 1, "truncation": "disabled",
-            "usage": usage.map { responsesUsage($0) } ?? .null, "metadata": [:],
+            "usage": usage.map { responsesUsage($0) } ?? .null, "metadata": .object(job.metadata.map { ($0.0, .string($0.1)) }),
         ]
     }
 

@@ -101,6 +101,7 @@ extension HearthServer {
 
     func tokenize(_ body: Data) async throws -> Response {
         let f = try Fields(try RequestParser.json(body))
+        try f.refuseUnknown(AcceptedFields.tokenize)
         let local = try localModel(f)
         guard let text = try f.string("content") ?? f.string("prompt") else {
             throw APIError.invalid("content", "'content' (the text to tokenize) is required.", code: "missing_field")
@@ -121,6 +122,7 @@ extension HearthServer {
 
     func detokenize(_ body: Data) async throws -> Response {
         let f = try Fields(try RequestParser.json(body))
+        try f.refuseUnknown(AcceptedFields.detokenize)
         let local = try localModel(f)
         guard let items = try f.array("tokens") else {
             throw APIError.invalid("tokens", "'tokens' (an array of token ids) is required.", code: "missing_field")
