@@ -139,6 +139,7 @@ struct RequestParser {
         var includeUsage = false
         if let options = f.value("stream_options") {
             let fields = try Fields(options, prefix: "stream_options")
+            try fields.refuseUnknown(["include_usage"])
             includeUsage = try fields.bool("include_usage") ?? false
         }
         return (stream, includeUsage)

@@ -221,7 +221,11 @@ import Testing
                 #expect((error?["message"] as? String)?.contains(wording) == true, "\(path): \(refused.body)")
             }
         }
-        // A chat message's own fields too.
+        // Nested objects' fields too: a chat message's, stream_options'.
+        let obfuscated = try await harness.send(
+            "/v1/chat/completions",
+            json: ["model": "tiny", "messages": Self.conversation, "stream": true, "stream_options": ["include_obfuscation": true]])
+        #expect(obfuscated.status == 400 && obfuscated.body.contains("stream_options.include_obfuscation"), "\(obfuscated.body)")
         let named = try await harness.send(
             "/v1/chat/completions", json: ["model": "tiny", "messages": [["role": "user", "content": "Hi", "name": "ann"]]])
         #expect(named.status == 400 && (named.json["error"] as? [String: Any])?["param"] as? String == "messages[0].name", "\(named.body)")
