@@ -98,6 +98,19 @@ struct SentencePieceModelFile {
     }
 }
 
+/// Writes protobuf's base-128 varints (for patching a model, and the tests' hand-made protos).
+enum ProtobufWire {
+    static func varint(_ value: UInt64) -> [UInt8] {
+        var v = value
+        var out: [UInt8] = []
+        repeat {
+            out.append(UInt8(v & 0x7f) | (v >= 0x80 ? 0x80 : 0))
+            v >>= 7
+        } while v != 0
+        return out
+    }
+}
+
 /// Reads protobuf's wire format from a range of a byte array; every read is bounds-checked and
 /// a malformed message is a typed error naming the offset.
 struct ProtobufReader {

@@ -65,7 +65,7 @@ public final class SystemSentencePieceModel: @unchecked Sendable {
             if field == 3 && wire == 2 {
                 let payload = try reader.lengthDelimited()
                 let patched = Array(bytes[payload]) + [0x18, 0x00]
-                output += [0x1a] + varint(UInt64(patched.count)) + patched
+                output += [0x1a] + ProtobufWire.varint(UInt64(patched.count)) + patched
                 sawNormalizer = true
             } else {
                 try reader.skip(wire: wire)
@@ -74,16 +74,6 @@ public final class SystemSentencePieceModel: @unchecked Sendable {
         }
         if !sawNormalizer { output += [0x1a, 0x02, 0x18, 0x00] }
         return output
-    }
-
-    private static func varint(_ value: UInt64) -> [UInt8] {
-        var v = value
-        var out: [UInt8] = []
-        repeat {
-            out.append(UInt8(v & 0x7f) | (v >= 0x80 ? 0x80 : 0))
-            v >>= 7
-        } while v != 0
-        return out
     }
 }
 #endif

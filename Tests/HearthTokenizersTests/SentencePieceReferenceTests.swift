@@ -136,15 +136,7 @@ import Testing
 
     /// A ModelProto written field by field.
     static func proto(pieces: [(String, Float, Int)], trainer: [UInt8] = [], normalizer: [UInt8]? = nil) -> Data {
-        func varint(_ v: UInt64) -> [UInt8] {
-            var v = v
-            var out: [UInt8] = []
-            repeat {
-                out.append(UInt8(v & 0x7f) | (v >= 0x80 ? 0x80 : 0))
-                v >>= 7
-            } while v != 0
-            return out
-        }
+        let varint = ProtobufWire.varint
         func field(_ number: UInt64, _ payload: [UInt8]) -> [UInt8] { varint(number << 3 | 2) + varint(UInt64(payload.count)) + payload }
         var out: [UInt8] = []
         for (piece, score, type) in pieces {
