@@ -63,7 +63,11 @@ public enum BLAS {
                 beta: beta)
         }
         #endif
-        sgemmBody(m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha, beta: beta)
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: gemmPanelFloats) { panel in
+            sgemmBody(
+                m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha,
+                beta: beta, panel: panel.baseAddress.unsafelyUnwrapped, fused: false)
+        }
     }
 
     /// The scalar reference of ``gemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)``:

@@ -8,22 +8,26 @@
 /// op(B) and broadcasts one element of each of the six rows of A. k goes in blocks of
 /// ``gemmDepthBlock`` so a panel of op(B) stays in L1 while every row block of A passes over it;
 /// op(B) is read in place when it is B (rows are contiguous) and packed per panel, on the stack,
-/// when it is Bᵀ or the panel is narrower than 16 columns. Nothing is allocated on the heap.
+/// into `panel` (``gemmPanelFloats`` floats the caller provides) when it is Bᵀ or the panel is
+/// narrower than 16 columns.
+///
+/// `fused`: accumulate with `addProduct` (one FMA per vector where the level has FMA). The
+/// baseline has no FMA instruction, and there `SIMD16.addProduct` becomes sixteen calls to
+/// `fmaf`, so the portable level passes false (a multiply, then an add).
 @inlinable @inline(__always)
 public func sgemmBody(
     m: Int, n: Int, k: Int,
     a: UnsafePointer<Float>, lda: Int,
     b: UnsafePointer<Float>, ldb: Int, transposeB: Bool,
     c: UnsafeMutablePointer<Float>, ldc: Int,
-    alpha: Float, beta: Float
+    alpha: Float, beta: Float, panel: UnsafeMutablePointer<Float>, fused: Bool
 ) {
     guard m > 0, n > 0 else { return }
     guard k > 0 else {
         for i in 0..<m { for j in 0..<n { c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j] } }
         return
     }
-    withUnsafeTemporaryAllocation(of: Float.self, capacity: gemmDepthBlock * 16) { panelBuffer in
-        let panel = panelBuffer.baseAddress.unsafelyUnwrapped
+    do {
         var kb = 0
         while kb < k {
             let kc = min(gemmDepthBlock, k - kb)
@@ -55,7 +59,7 @@ public func sgemmBody(
                     let mr = min(6, m - ib)
                     sgemmTile(
                         a: a + ib * lda + kb, lda: lda, rows: mr, b: bPanel, ldb: bStride, depth: kc,
-                        c: c + ib * ldc + jb, ldc: ldc, columns: nr, alpha: alpha, beta: scaleC)
+                        c: c + ib * ldc + jb, ldc: ldc, columns: nr, alpha: alpha, beta: scaleC, fused: fused)
                     ib += 6
                 }
                 jb += 16
@@ -68,12 +72,15 @@ public func sgemmBody(
 /// Depth (k) of one block of ``sgemmBody``: a 16-column panel of op(B) is 16 KiB.
 public let gemmDepthBlock = 256
 
+/// The floats of the panel buffer ``sgemmBody`` needs.
+public let gemmPanelFloats = gemmDepthBlock * 16
+
 /// One 6 × 16 block of C (`rows` ≤ 6 and `columns` ≤ 16 of it stored):
 /// C = alpha · A · B + beta · C over `depth`, B given as 16-float rows `ldb` apart.
 @inlinable @inline(__always)
 public func sgemmTile(
     a: UnsafePointer<Float>, lda: Int, rows: Int, b: UnsafePointer<Float>, ldb: Int, depth: Int,
-    c: UnsafeMutablePointer<Float>, ldc: Int, columns: Int, alpha: Float, beta: Float
+    c: UnsafeMutablePointer<Float>, ldc: Int, columns: Int, alpha: Float, beta: Float, fused: Bool
 ) {
     // Rows past the end repeat the last row (computed, never stored).
     let a0 = a, a1 = a + min(1, rows - 1) * lda, a2 = a + min(2, rows - 1) * lda
@@ -83,12 +90,21 @@ public func sgemmTile(
     let rb = UnsafeRawPointer(b)
     for p in 0..<depth {
         let v = rb.loadUnaligned(fromByteOffset: p * ldb * 4, as: SIMD16<Float>.self)
-        c0.addProduct(a0[p], v)
-        c1.addProduct(a1[p], v)
-        c2.addProduct(a2[p], v)
-        c3.addProduct(a3[p], v)
-        c4.addProduct(a4[p], v)
-        c5.addProduct(a5[p], v)
+        if fused {
+            c0.addProduct(a0[p], v)
+            c1.addProduct(a1[p], v)
+            c2.addProduct(a2[p], v)
+            c3.addProduct(a3[p], v)
+            c4.addProduct(a4[p], v)
+            c5.addProduct(a5[p], v)
+        } else {
+            c0 += v * a0[p]
+            c1 += v * a1[p]
+            c2 += v * a2[p]
+            c3 += v * a3[p]
+            c4 += v * a4[p]
+            c5 += v * a5[p]
+        }
     }
     @inline(__always)
     func store(_ acc: SIMD16<Float>, _ row: Int) {
@@ -96,7 +112,7 @@ public func sgemmTile(
         if columns == 16 {
             let raw = UnsafeMutableRawPointer(out)
             var result = acc * alpha
-            if beta != 0 { result.addProduct(beta, raw.loadUnaligned(as: SIMD16<Float>.self)) }
+            if beta != 0 { result += raw.loadUnaligned(as: SIMD16<Float>.self) * beta }
             raw.storeBytes(of: result, as: SIMD16<Float>.self)
         } else {
             for j in 0..<columns { out[j] = alpha * acc[j] + (beta == 0 ? 0 : beta * out[j]) }
