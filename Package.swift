@@ -23,6 +23,13 @@ func targetCPU(_ cpu: String, features: [String] = []) -> [SwiftSetting] {
     #endif
 }
 
+// The `SystemLibraries` trait (on by default): on Linux, BLAS products go to OpenBLAS and the
+// tests compare Hearth's Swift SentencePiece with libsentencepiece. Without it
+// (`swift build --disable-default-traits`, or `traits: []` on the dependency) nothing links
+// either library: Hearth's own GEMM does the BLAS products (docs/PLATFORMS.md). Apple platforms
+// use Accelerate either way.
+let systemLibraries: Set<String> = ["SystemLibraries"]
+
 let package = Package(
     name: "Hearth",
     platforms: [.macOS(.v15), .iOS(.v18)],
@@ -37,6 +44,12 @@ let package = Package(
         .library(name: "HearthLocal", targets: ["HearthLocal"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
         .executable(name: "hearth", targets: ["hearth"]),
+    ],
+    traits: [
+        .trait(
+            name: "SystemLibraries",
+            description: "Link OpenBLAS (BLAS on Linux) and libsentencepiece (the tests' reference tokenizer)."),
+        .default(enabledTraits: ["SystemLibraries"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -55,7 +68,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
-        // System libraries, found through pkg-config (scripts/setup.sh installs them).
+        // System libraries, found through pkg-config (scripts/setup.sh installs them); OpenBLAS and
+        // libsentencepiece only with the SystemLibraries trait.
         .systemLibrary(
             name: "CBLAS", path: "Sources/CBLAS", pkgConfig: "openblas",
             providers: [.apt(["libopenblas-dev"]), .brew(["openblas"])]),
@@ -78,11 +92,13 @@ let package = Package(
         .target(
             name: "HearthKernels",
             dependencies: [
-                .target(name: "CBLAS", condition: .when(platforms: [.linux])), "CHearthCPU", "HearthKernelsCommon",
+                .target(name: "CBLAS", condition: .when(platforms: [.linux], traits: systemLibraries)), "CHearthCPU", "HearthKernelsCommon",
                 "HearthKernelsAVX2", "HearthKernelsAVX512", "HearthKernelsAVX512VNNI",
             ]),
         .target(name: "HearthFormats", dependencies: ["HearthKernels"]),
-        .target(name: "HearthTokenizers", dependencies: ["CSentencePieceShim"]),
+        .target(
+            name: "HearthTokenizers",
+            dependencies: [.target(name: "CSentencePieceShim", condition: .when(platforms: [.linux], traits: systemLibraries))]),
         // Structured output: JSON Schema, regular expressions and GBNF grammars compiled to token
         // masks (depends on nothing; it sees a vocabulary only as token byte strings).
         .target(name: "HearthConstraints"),

@@ -5,6 +5,11 @@
 # median pp/tg of each binary and their ratio.
 #
 #   benchmarks/one_build.sh OLD_BINARY NEW_BINARY [ROUNDS=4] [MODEL...]
+#
+# PROMPT and GEN (environment) set the prompt and generated token counts (default 128 and 32).
+# Also issue 30's measurement: the OpenBLAS build against the build without the SystemLibraries
+# trait (Hearth's own GEMM), e.g. PROMPT=512 benchmarks/one_build.sh .build/release/hearth \
+#   .build-no-system-libraries-release/release/hearth 4 models/gemma-3-270m-q4_k_m.gguf
 set -euo pipefail
 cd "$(dirname "$0")/.."
 old="$1" new="$2" rounds="${3:-4}"
@@ -15,7 +20,7 @@ for m in "${models[@]}"; do
   out=$(mktemp)
   for round in $(seq "$rounds"); do
     for b in "$old" "$new"; do
-      env -u HEARTH_CPU "$b" bench --model "$m" -p 128 -n 32 -t 2 -r 3 --json 2>/dev/null \
+      env -u HEARTH_CPU "$b" bench --model "$m" -p "${PROMPT:-128}" -n "${GEN:-32}" -t 2 -r 3 --json 2>/dev/null \
         | python3 -c 'import json,sys;d=json.load(sys.stdin);print(sys.argv[1], d["pp"]["tokens_per_second"], d["tg"]["tokens_per_second"], d.get("kernel_level","-"))' "$b" | tee -a "$out"
     done
   done

@@ -1,10 +1,16 @@
 #if canImport(Accelerate)
 import Accelerate
-#elseif canImport(CBLAS)
+#elseif SystemLibraries && canImport(CBLAS)
 import CBLAS
 #endif
+import HearthKernelsCommon
+#if arch(x86_64)
+import HearthKernelsAVX2
+import HearthKernelsAVX512
+#endif
 
-/// The BLAS bridge: OpenBLAS's CBLAS on Linux, Accelerate on Apple platforms.
+/// The BLAS bridge: Accelerate on Apple platforms; on Linux OpenBLAS's CBLAS with the
+/// `SystemLibraries` trait, else Hearth's own Swift GEMM.
 /// All matrices are row-major Float.
 public enum BLAS {
     /// C(m×n) = alpha · A(m×k) · op(B) + beta · C, where op(B) is B(k×n) or, with
@@ -17,24 +23,74 @@ public enum BLAS {
         alpha: Float = 1, beta: Float = 0
     ) {
         guard m > 0, n > 0, k > 0 else { return }
-        #if canImport(Accelerate) || canImport(CBLAS)
+        #if canImport(Accelerate) || (SystemLibraries && canImport(CBLAS))
         cblas_sgemm(
             CblasRowMajor, CblasNoTrans, transposeB ? CblasTrans : CblasNoTrans,
             blasInt(m), blasInt(n), blasInt(k), alpha, a, blasInt(lda), b, blasInt(ldb), beta, c, blasInt(ldc))
         #else
-        for i in 0..<m {
-            for j in 0..<n {
-                var sum: Float = 0
-                for p in 0..<k { sum += a[i * lda + p] * (transposeB ? b[j * ldb + p] : b[p * ldb + j]) }
-                c[i * ldc + j] = alpha * sum + (beta == 0 ? 0 : beta * c[i * ldc + j])
-            }
+        gemm(m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha, beta: beta)
+        #endif
+    }
+
+    /// Whether `sgemm` calls a system BLAS (Accelerate, or OpenBLAS with the `SystemLibraries`
+    /// trait) rather than Hearth's own ``gemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)``.
+    public static var isSystemLibrary: Bool {
+        #if canImport(Accelerate) || (SystemLibraries && canImport(CBLAS))
+        return true
+        #else
+        return false
+        #endif
+    }
+
+    /// Hearth's own GEMM (same contract as ``sgemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:)``),
+    /// single-threaded, register-tiled at each kernel level (`sgemmBody` in HearthKernelsCommon).
+    public static func gemm(
+        m: Int, n: Int, k: Int,
+        a: UnsafePointer<Float>, lda: Int,
+        b: UnsafePointer<Float>, ldb: Int, transposeB: Bool,
+        c: UnsafeMutablePointer<Float>, ldc: Int,
+        alpha: Float = 1, beta: Float = 0, level: KernelLevel = .current
+    ) {
+        #if arch(x86_64)
+        if level >= .avx512 {
+            return hearthSgemmAVX512(
+                m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha,
+                beta: beta)
+        }
+        if level >= .avx2 {
+            return hearthSgemmAVX2(
+                m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha,
+                beta: beta)
         }
         #endif
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: gemmPanelFloats) { panel in
+            sgemmBody(
+                m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha,
+                beta: beta, panel: panel.baseAddress.unsafelyUnwrapped, fused: false)
+        }
+    }
+
+    /// The scalar reference of ``gemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)``:
+    /// every element a dot product summed in Double.
+    public static func gemmReference(
+        m: Int, n: Int, k: Int,
+        a: UnsafePointer<Float>, lda: Int,
+        b: UnsafePointer<Float>, ldb: Int, transposeB: Bool,
+        c: UnsafeMutablePointer<Float>, ldc: Int,
+        alpha: Float = 1, beta: Float = 0
+    ) {
+        for i in 0..<m {
+            for j in 0..<n {
+                var sum: Double = 0
+                for p in 0..<k { sum += Double(a[i * lda + p]) * Double(transposeB ? b[j * ldb + p] : b[p * ldb + j]) }
+                c[i * ldc + j] = Float(Double(alpha) * sum + (beta == 0 ? 0 : Double(beta) * Double(c[i * ldc + j])))
+            }
+        }
     }
 
     /// Asks BLAS to use one thread per call: Hearth parallelises above BLAS with its own pool.
     public static func useSingleThread() {
-        #if canImport(CBLAS) && !canImport(Accelerate)
+        #if SystemLibraries && canImport(CBLAS) && !canImport(Accelerate)
         openblas_set_num_threads(1)
         #endif
     }

@@ -1,69 +1,166 @@
-import CSentencePieceShim
 import Foundation
 
-/// A SentencePiece `tokenizer.model` loaded into libsentencepiece.
+/// A SentencePiece `tokenizer.model`, loaded and run in Swift: unigram and BPE models,
+/// the model's normalizer (precompiled NFKC-style character map, whitespace rules,
+/// `add_dummy_prefix`), user-defined pieces, byte fallback and UNUSED pieces, giving the ids
+/// libsentencepiece gives (Tests/HearthTokenizersTests/SentencePieceReferenceTests.swift).
 ///
-/// `@unchecked Sendable`: after loading, libsentencepiece's processor is only read
-/// (`Encode` and lookups are const and thread-safe).
-public final class SentencePieceModel: @unchecked Sendable {
-    /// What a vocabulary entry is.
+/// Immutable after loading, so it is `Sendable`.
+public final class SentencePieceModel: Sendable {
+    /// What a vocabulary entry is (ModelProto.SentencePiece.Type).
     public enum PieceKind: Int32, Sendable {
         case normal = 1, unknown = 2, control = 3, userDefined = 4, unused = 5, byte = 6
     }
 
-    private let handle: OpaquePointer
+    /// The algorithm of the model (TrainerSpec.model_type); Hearth runs unigram and BPE.
+    public enum Algorithm: String, Sendable {
+        case unigram, bpe
+    }
+
     /// Number of pieces in the model's vocabulary.
     public let vocabularySize: Int
     /// Piece strings by id (as stored, with `▁` for spaces and `<0xNN>` for bytes).
     public let pieces: [String]
     /// Piece kinds by id.
     public let kinds: [PieceKind]
-    /// Special ids (-1 when the model has none).
+    /// Piece scores by id (log-probabilities for unigram, merge priority for BPE).
+    public let scores: [Float]
+    /// Special ids (-1 when the model has none), as libsentencepiece reports them: the id of
+    /// the trainer spec's `<s>`, `</s>`, `<pad>` piece when that piece is a control piece, and of
+    /// `<unk>` when it is the unknown piece.
     public let bosID: Int32, eosID: Int32, unkID: Int32, padID: Int32
-    /// Whether the model's normalizer prepends `▁` to the input (`add_dummy_prefix`).
+    /// Whether the normalizer prepends `▁` to the input (`add_dummy_prefix`, after
+    /// `disableDummyPrefix`).
     public let addsDummyPrefix: Bool
+    /// The model's algorithm.
+    public let algorithm: Algorithm
+
+    private let vocabulary: SentencePieceVocabulary
+    private let normalizer: SentencePieceNormalizer
+    private let unigram: UnigramEncoder?
+    private let bpe: BPEPieceEncoder?
+    private let byteFallback: Bool
+    /// Whose arithmetic the unigram search follows (tests choose `.legacy` to compare with an
+    /// old libsentencepiece).
+    let compatibility: SentencePieceCompatibility
+    /// `<0xNN>` piece ids by byte.
+    private let byteIDs: [Int32]
 
     /// Loads a serialized ModelProto. With `disableDummyPrefix` the normalizer's
-    /// `add_dummy_prefix` is switched off in the proto before loading (what HF's
-    /// non-legacy Llama tokenizer does).
-    public init(protoBytes: Data, disableDummyPrefix: Bool = false, path: String? = nil) throws {
-        let (patched, dummyPrefix) = try SentencePieceProto.withDummyPrefix(
-            disabled: disableDummyPrefix, in: protoBytes, path: path)
-        var error = [CChar](repeating: 0, count: 512)
-        let loaded = patched.withUnsafeBytes { raw in
-            hearth_spm_load(raw.baseAddress, raw.count, &error, error.count)
-        }
-        guard let loaded else {
-            let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            throw TokenizerError(
+    /// `add_dummy_prefix` is off (what HF's non-legacy Llama tokenizer does).
+    ///
+    /// - Throws: `TokenizerError` `.invalidModel` for a broken protobuf or a model
+    ///   libsentencepiece would refuse (an empty or repeated piece, no or two unknown pieces,
+    ///   byte pieces without `byte_fallback` or fewer than 256 with it, a broken normalization
+    ///   map); `.unsupported` for the word and character model types.
+    public convenience init(protoBytes: Data, disableDummyPrefix: Bool = false, path: String? = nil) throws {
+        try self.init(protoBytes: protoBytes, disableDummyPrefix: disableDummyPrefix, path: path, compatibility: .current)
+    }
+
+    init(protoBytes: Data, disableDummyPrefix: Bool, path: String?, compatibility: SentencePieceCompatibility) throws {
+        self.compatibility = compatibility
+        let file = try SentencePieceModelFile(bytes: [UInt8](protoBytes), path: path)
+        func invalid(_ message: String) -> TokenizerError {
+            TokenizerError(
                 .invalidModel, "cannot load SentencePiece model: \(message)", path: path,
                 remedy: "Check that tokenizer.model is a SentencePiece model file")
         }
-        handle = loaded
-        addsDummyPrefix = dummyPrefix && !disableDummyPrefix
-        let size = Int(hearth_spm_vocab_size(loaded))
-        vocabularySize = size
-        var pieces: [String] = []
-        var kinds: [PieceKind] = []
-        pieces.reserveCapacity(size)
-        kinds.reserveCapacity(size)
-        var buffer = [CChar](repeating: 0, count: 256)
-        for id in 0..<Int32(size) {
-            var length = Int(hearth_spm_piece(loaded, id, &buffer, buffer.count))
-            if length > buffer.count {
-                buffer = [CChar](repeating: 0, count: length)
-                length = Int(hearth_spm_piece(loaded, id, &buffer, buffer.count))
-            }
-            let bytes = buffer.prefix(max(0, length)).map { UInt8(bitPattern: $0) }
-            pieces.append(String(decoding: bytes, as: UTF8.self))
-            kinds.append(PieceKind(rawValue: hearth_spm_kind(loaded, id)) ?? .normal)
+        switch file.modelType {
+        case .unigram: algorithm = .unigram
+        case .bpe: algorithm = .bpe
+        case .word, .character:
+            throw TokenizerError(
+                .unsupported, "SentencePiece \(file.modelType == .word ? "word" : "char") models are not supported",
+                path: path, key: "trainer_spec.model_type", remedy: "Use a unigram or BPE tokenizer.model")
         }
+
+        let count = file.pieceRanges.count
+        var kinds = file.kinds
+        var totalBytes = 0
+        for range in file.pieceRanges { totalBytes += range.count }
+        // BPE keeps every piece in one table; unigram keeps CONTROL, UNKNOWN and BYTE apart.
+        let separateReserved = algorithm == .unigram
+        var normal = ByteTrie(totalBytes: totalBytes)
+        var reserved = ByteTrie(totalBytes: separateReserved ? 64 : 0)
+        var userDefinedBytes = 0
+        for (range, kind) in zip(file.pieceRanges, kinds) where kind == .userDefined { userDefinedBytes += range.count }
+        var userDefined = ByteTrie(totalBytes: userDefinedBytes)
+        var pieces: [String] = []
+        pieces.reserveCapacity(count)
+        var unknown: Int32 = -1
+        var byteIDs = [Int32](repeating: -1, count: 256)
+        try file.bytes.withUnsafeBufferPointer { all in
+            for id in 0..<count {
+                let range = file.pieceRanges[id]
+                let bytes = UnsafeBufferPointer(rebasing: all[range])
+                let piece = String(decoding: bytes, as: UTF8.self)
+                pieces.append(piece)
+                guard bytes.count < 8000 else { throw invalid("piece \(id) is too long") }
+                guard !bytes.isEmpty else { throw invalid("piece \(id) must not be empty") }
+                // A lone NUL piece (written by some converters) is unused under byte fallback and
+                // skipped when unused; any other NUL is refused.
+                if bytes.count == 1 && bytes[0] == 0 {
+                    if file.byteFallback { kinds[id] = .unused }
+                    if kinds[id] == .unused { continue }
+                }
+                guard !bytes.contains(0) else { throw invalid("piece \(id) must not include a null character") }
+                let kind = kinds[id]
+                let isNormal = kind == .normal || kind == .userDefined || kind == .unused
+                if isNormal || !separateReserved {
+                    if normal.insert(bytes, value: Int32(id)) != nil { throw invalid("\(piece) is already defined") }
+                } else if reserved.insert(bytes, value: Int32(id)) != nil {
+                    throw invalid("\(piece) is already defined")
+                }
+                if kind == .userDefined { userDefined.insert(bytes, value: Int32(id)) }
+                if kind == .unknown {
+                    guard unknown < 0 else { throw invalid("unk is already defined") }
+                    unknown = Int32(id)
+                }
+                if kind == .byte {
+                    guard file.byteFallback else {
+                        throw invalid("byte piece \(piece) is found although `byte_fallback` is false")
+                    }
+                    guard let byte = Self.byteValue(piece) else { throw invalid("byte piece \(piece) is invalid") }
+                    byteIDs[Int(byte)] = Int32(id)
+                }
+                if separateReserved && !file.scores[id].isFinite { throw invalid("the score of piece \(id) is NaN or Inf") }
+            }
+        }
+        guard unknown >= 0 || file.byteFallback else { throw invalid("unk is not defined") }
+        if file.byteFallback && byteIDs.contains(-1) {
+            throw invalid("there are not 256 byte pieces although `byte_fallback` is true")
+        }
+        if algorithm == .unigram && normal.isEmpty { throw invalid("no entry is found in the trie") }
+
+        vocabularySize = count
         self.pieces = pieces
         self.kinds = kinds
-        bosID = hearth_spm_bos_id(loaded)
-        eosID = hearth_spm_eos_id(loaded)
-        unkID = hearth_spm_unk_id(loaded)
-        padID = hearth_spm_pad_id(loaded)
+        scores = file.scores
+        byteFallback = file.byteFallback
+        self.byteIDs = byteIDs
+        let vocabulary = SentencePieceVocabulary(
+            pieces: normal, reserved: reserved, scores: file.scores, kinds: kinds, unknownID: unknown)
+        self.vocabulary = vocabulary
+        normalizer = try SentencePieceNormalizer(file: file, userDefined: userDefined, path: path)
+        addsDummyPrefix = file.addDummyPrefix && !disableDummyPrefix
+        if algorithm == .unigram {
+            var encoder = UnigramEncoder(vocabulary: vocabulary)
+            encoder.compatibility = compatibility
+            unigram = encoder
+        } else {
+            unigram = nil
+        }
+        bpe = algorithm == .bpe ? BPEPieceEncoder(vocabulary: vocabulary, userDefined: userDefined) : nil
+
+        func special(_ piece: String, _ kind: PieceKind) -> Int32 {
+            var piece = piece
+            let id = piece.withUTF8 { vocabulary.id(of: $0) }
+            return id >= 0 && kinds[Int(id)] == kind ? id : -1
+        }
+        bosID = special(file.bosPiece, .control)
+        eosID = special(file.eosPiece, .control)
+        padID = special(file.padPiece, .control)
+        unkID = special(file.unknownPiece, .unknown)
     }
 
     /// Loads `tokenizer.model` from disk.
@@ -74,135 +171,55 @@ public final class SentencePieceModel: @unchecked Sendable {
         try self.init(protoBytes: data, disableDummyPrefix: disableDummyPrefix, path: path)
     }
 
-    deinit { hearth_spm_free(handle) }
+    private static func byteValue(_ piece: String) -> UInt8? {
+        guard piece.utf8.count == 6, piece.hasPrefix("<0x"), piece.hasSuffix(">") else { return nil }
+        return UInt8(piece.dropFirst(3).dropLast(), radix: 16)
+    }
 
-    /// Encodes UTF-8 text with the model's own normalizer (no BOS/EOS).
+    /// Encodes UTF-8 text with the model's own normalizer (no BOS/EOS), as libsentencepiece's
+    /// `Encode`: an unknown piece becomes its `<0xNN>` byte pieces when the model has byte
+    /// fallback, and a run of unknown pieces is one unknown id otherwise.
     public func encode(_ text: String) throws -> [Int32] {
-        let count = text.utf8.count
-        if count == 0 { return [] }
-        var ids = [Int32](repeating: 0, count: count + 8)
-        var n = text.withCString { hearth_spm_encode(handle, $0, count, &ids, ids.count) }
-        if n > Int64(ids.count) {
-            ids = [Int32](repeating: 0, count: Int(n))
-            n = text.withCString { hearth_spm_encode(handle, $0, count, &ids, ids.count) }
-        }
-        guard n >= 0 else { throw TokenizerError(.encodingFailed, "SentencePiece could not encode the text") }
-        return Array(ids.prefix(Int(n)))
+        encode(text, addDummyPrefix: addsDummyPrefix)
     }
 
-    /// Looks up a piece string's id.
-    public func id(ofPiece piece: String) -> Int32? {
-        pieces.firstIndex(of: piece).map(Int32.init)
-    }
-}
-
-/// Just enough of protobuf's wire format to flip `NormalizerSpec.add_dummy_prefix`
-/// (ModelProto field 3 → NormalizerSpec field 3) without the generated protobuf code.
-enum SentencePieceProto {
-    /// Returns the (possibly patched) proto and whether the original adds a dummy prefix.
-    static func withDummyPrefix(disabled: Bool, in data: Data, path: String?) throws -> (Data, Bool) {
-        let bytes = [UInt8](data)
-        var reader = Reader(bytes: bytes, path: path)
-        var output: [UInt8] = []
-        output.reserveCapacity(bytes.count + 8)
-        var addsDummyPrefix = true
-        var sawNormalizer = false
-        while !reader.atEnd {
-            let start = reader.position
-            let key = try reader.varint()
-            let field = key >> 3, wire = Int(key & 7)
-            if field == 3 && wire == 2 {
-                let payload = try reader.lengthDelimited()
-                sawNormalizer = true
-                addsDummyPrefix = try readDummyPrefix(payload, path: path) ?? true
-                if disabled {
-                    let patched = payload + [0x18, 0x00]  // field 3, varint 0: last value wins
-                    output += encodeVarint(key) + encodeVarint(UInt64(patched.count)) + patched
+    /// Encodes like ``encode(_:)`` with `add_dummy_prefix` set to `addDummyPrefix` instead of
+    /// the model's own setting (HF's non-legacy rule turns it off after the start of the text).
+    public func encode(_ text: String, addDummyPrefix: Bool) -> [Int32] {
+        var text = text
+        var normalized: [UInt8] = []
+        text.withUTF8 { normalizer.normalize($0, addDummyPrefix: addDummyPrefix, into: &normalized) }
+        var pieces: [EncodedPiece] = []
+        var ids: [Int32] = []
+        normalized.withUnsafeBufferPointer { bytes in
+            if let unigram { unigram.encode(bytes, into: &pieces) } else { bpe?.encode(bytes, into: &pieces) }
+            ids.reserveCapacity(pieces.count)
+            var previousIsUnknown = false
+            for piece in pieces {
+                let isControl = piece.id >= 0 && kinds[Int(piece.id)] == .control
+                if isControl {
+                    ids.append(piece.id)
+                    previousIsUnknown = false
                     continue
                 }
-            } else {
-                try reader.skip(wire: wire)
+                let isUnknown = piece.id == vocabulary.unknownID || (piece.id >= 0 && kinds[Int(piece.id)] == .unknown)
+                if isUnknown && byteFallback {
+                    for k in Int(piece.start)..<Int(piece.end) {
+                        let id = byteIDs[Int(bytes[k])]
+                        ids.append(id >= 0 ? id : vocabulary.unknownID)
+                    }
+                } else if !(isUnknown && previousIsUnknown) {
+                    ids.append(piece.id)
+                }
+                previousIsUnknown = isUnknown
             }
-            output += bytes[start..<reader.position]
         }
-        if disabled && !sawNormalizer {
-            output += [0x1a, 0x02, 0x18, 0x00]
-        }
-        return (disabled ? Data(output) : data, addsDummyPrefix)
+        return ids
     }
 
-    private static func readDummyPrefix(_ payload: [UInt8], path: String?) throws -> Bool? {
-        var reader = Reader(bytes: payload, path: path)
-        var value: Bool?
-        while !reader.atEnd {
-            let key = try reader.varint()
-            if key >> 3 == 3 && key & 7 == 0 {
-                value = try reader.varint() != 0
-            } else {
-                try reader.skip(wire: Int(key & 7))
-            }
-        }
-        return value
-    }
-
-    private static func encodeVarint(_ value: UInt64) -> [UInt8] {
-        var v = value
-        var out: [UInt8] = []
-        repeat {
-            var byte = UInt8(v & 0x7f)
-            v >>= 7
-            if v != 0 { byte |= 0x80 }
-            out.append(byte)
-        } while v != 0
-        return out
-    }
-
-    struct Reader {
-        let bytes: [UInt8]
-        let path: String?
-        var position = 0
-
-        var atEnd: Bool { position >= bytes.count }
-
-        func corrupt() -> TokenizerError {
-            TokenizerError(
-                .invalidModel, "tokenizer.model is not a valid SentencePiece protobuf (byte \(position))", path: path)
-        }
-
-        mutating func varint() throws -> UInt64 {
-            var result: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                guard position < bytes.count, shift < 64 else { throw corrupt() }
-                let byte = bytes[position]
-                position += 1
-                result |= UInt64(byte & 0x7f) << shift
-                if byte & 0x80 == 0 { return result }
-                shift += 7
-            }
-        }
-
-        mutating func lengthDelimited() throws -> [UInt8] {
-            let length = try varint()
-            guard length <= UInt64(bytes.count - position) else { throw corrupt() }
-            let end = position + Int(length)
-            defer { position = end }
-            return Array(bytes[position..<end])
-        }
-
-        mutating func skip(wire: Int) throws {
-            switch wire {
-            case 0: _ = try varint()
-            case 1: try advance(8)
-            case 2: _ = try lengthDelimited()
-            case 5: try advance(4)
-            default: throw corrupt()
-            }
-        }
-
-        mutating func advance(_ n: Int) throws {
-            guard n <= bytes.count - position else { throw corrupt() }
-            position += n
-        }
+    /// Looks up a piece string's id (CONTROL, UNKNOWN and BYTE pieces first, as libsentencepiece).
+    public func id(ofPiece piece: String) -> Int32? {
+        var piece = piece
+        return piece.withUTF8 { vocabulary.reserved.lookup($0) ?? vocabulary.pieces.lookup($0) }
     }
 }

@@ -9,8 +9,6 @@ import Foundation
 public final class SentencePieceTokenizer: Tokenizer {
     /// The SentencePiece model with its own normalizer settings.
     public let model: SentencePieceModel
-    /// The same model with `add_dummy_prefix` off, for non-legacy segments.
-    private let modelWithoutPrefix: SentencePieceModel
     /// The checkpoint's tokenizer configuration.
     public let config: TokenizerConfig
     public let vocabularySize: Int
@@ -41,7 +39,6 @@ public final class SentencePieceTokenizer: Tokenizer {
                 remedy: "Download the checkpoint's tokenizer.model next to config.json")
         }
         model = try SentencePieceModel(protoBytes: proto, path: modelPath)
-        modelWithoutPrefix = try SentencePieceModel(protoBytes: proto, disableDummyPrefix: true, path: modelPath)
         config = try TokenizerConfig.parse(files: files)
         legacy = config.legacy ?? true
 
@@ -113,7 +110,7 @@ public final class SentencePieceTokenizer: Tokenizer {
                     // start gets the prefix space, and only when it does not start with one already.
                     let startsWithSpace = piece.hasPrefix(" ") || piece.hasPrefix("\u{2581}")
                     let prefix = atStart && !startsWithSpace && model.addsDummyPrefix && (config.addPrefixSpace ?? true)
-                    ids += try modelWithoutPrefix.encode(prefix ? " " + piece : piece)
+                    ids += model.encode(prefix ? " " + piece : piece, addDummyPrefix: false)
                 }
             }
         }

@@ -168,8 +168,7 @@ struct BenchStructured: ParsableCommand {
     }
 
     private func format(_ v: Double, digits: Int = 1) -> String { String(format: "%.\(digits)f", v) }
-
-    private func milliseconds(since start: DispatchTime) -> Double {
-        Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e6
-    }
 }
+
+/// Milliseconds since `start`.
+func milliseconds(since start: DispatchTime) -> Double { elapsed(since: start) * 1e3 }

@@ -8,7 +8,8 @@ struct Hearth: AsyncParsableCommand {
         commandName: "hearth",
         abstract: "A pure-Swift, CPU-only inference engine for Phi-style language models.",
         subcommands: [
-            Generate.self, Tokenize.self, Embed.self, Inspect.self, Quantize.self, Bench.self, BenchStructured.self, Perplexity.self, Chat.self,
+            Generate.self, Tokenize.self, Embed.self, Inspect.self, Quantize.self, Bench.self, BenchStructured.self, BenchTokenizer.self,
+            Perplexity.self, Chat.self,
             Serve.self,
         ])
 }

@@ -179,7 +179,11 @@ final class LineEditor {
     private func readByte() -> UInt8? {
         var byte: UInt8 = 0
         while true {
+            #if canImport(Glibc)
             let n = Glibc.read(STDIN_FILENO, &byte, 1)
+            #else
+            let n = Darwin.read(STDIN_FILENO, &byte, 1)
+            #endif
             if n == 1 { return byte }
             if n < 0 && errno == EINTR { continue }
             return nil

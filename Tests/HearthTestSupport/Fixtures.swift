@@ -158,3 +158,65 @@ public struct TokenizerJSONCases: Decodable, Sendable {
         return Fixtures.directory.appendingPathComponent(entry.directory)
     }
 }
+
+/// `sentencepiece/ids.json` (scripts/make_sentencepiece_fixtures.py): for every SentencePiece
+/// model of `Tests/Fixtures/sentencepiece/` and phi3-mha's tokenizer.model, the ids the PyPI
+/// `sentencepiece` package gives for each case of the large multilingual text; for the first
+/// cases also with `add_dummy_prefix` off, and for the 32k model the whole text (the cases joined
+/// by "\n\n") as one input. The file stores ids as base64 of little-endian uint16.
+public struct SentencePieceCases: Sendable {
+    public struct Model: Sendable {
+        /// Path relative to `Tests/Fixtures`.
+        public let file: String
+        public let pieces: Int
+        public let ids: [[Int32]]
+        /// For the first `ids_no_dummy_prefix.count` cases.
+        public let idsWithoutDummyPrefix: [[Int32]]
+        public let wholeText: [Int32]?
+        public let bos: Int32, eos: Int32, unk: Int32, pad: Int32
+    }
+
+    public let sentencepiece: String
+    public let cases: [String]
+    public let models: [String: Model]
+
+    /// The cases joined as the generator joined them.
+    public var wholeText: String { cases.joined(separator: "\n\n") }
+
+    private struct File: Decodable {
+        struct Model: Decodable {
+            let file: String
+            let pieces: Int
+            let ids: [String]
+            let ids_no_dummy_prefix: [String]
+            let whole_text: String?
+            let bos: Int32, eos: Int32, unk: Int32, pad: Int32
+        }
+        let sentencepiece: String
+        let cases: [String]
+        let models: [String: Model]
+    }
+
+    struct BadIDs: Error {}
+
+    static func unpack(_ base64: String) throws -> [Int32] {
+        guard let data = Data(base64Encoded: base64), data.count % 2 == 0 else { throw BadIDs() }
+        return stride(from: 0, to: data.count, by: 2).map { Int32(UInt16(data[$0]) | UInt16(data[$0 + 1]) << 8) }
+    }
+
+    public static func load() throws -> SentencePieceCases {
+        let data = try Data(contentsOf: Fixtures.directory.appendingPathComponent("sentencepiece/ids.json"))
+        let file = try JSONDecoder().decode(File.self, from: data)
+        var models: [String: Model] = [:]
+        for (name, m) in file.models {
+            models[name] = Model(
+                file: m.file, pieces: m.pieces, ids: try m.ids.map(unpack),
+                idsWithoutDummyPrefix: try m.ids_no_dummy_prefix.map(unpack), wholeText: try m.whole_text.map(unpack),
+                bos: m.bos, eos: m.eos, unk: m.unk, pad: m.pad)
+        }
+        return SentencePieceCases(sentencepiece: file.sentencepiece, cases: file.cases, models: models)
+    }
+
+    /// The path of a model's file.
+    public func path(of model: Model) -> String { Fixtures.directory.appendingPathComponent(model.file).path }
+}

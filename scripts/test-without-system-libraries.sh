@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The build an app gets on a platform without OpenBLAS or libsentencepiece: builds everything
+# and runs the whole test suite with the package's default traits off (no `SystemLibraries`:
+# Hearth's own GEMM does the BLAS products, the tokenizer tests check the committed ids of the
+# PyPI sentencepiece package), then shows with `ldd` that neither library is linked into the
+# `hearth` binary or the test bundle. A second full build, in its own scratch path so the default
+# build is left alone; it prints how long the build and the tests took.
+#
+# Usage: scripts/test-without-system-libraries.sh [--scratch-path DIR] [-- swift test arguments]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scratch=".build-no-system-libraries"
+if [ "${1:-}" = "--scratch-path" ]; then scratch="$2"; shift 2; fi
+[ "${1:-}" = "--" ] && shift
+flags=(--disable-default-traits --scratch-path "$scratch")
+
+start=$(date +%s)
+swift build --build-tests "${flags[@]}"
+built=$(date +%s)
+swift test --skip-build --no-parallel "${flags[@]}" "$@"
+tested=$(date +%s)
+
+bin="$(swift build --show-bin-path "${flags[@]}")"
+status=0
+for file in "$bin/hearth" "$bin/HearthPackageTests.xctest"; do
+    [ -f "$file" ] || { echo "missing $file" >&2; status=1; continue; }
+    linked="$(ldd "$file")"
+    if grep -Ei 'openblas|libblas|sentencepiece' <<< "$linked"; then
+        echo "FAIL: $file links a system library the SystemLibraries trait should have kept out" >&2
+        status=1
+    else
+        echo "ldd $(basename "$file"): no OpenBLAS, no libsentencepiece ($(wc -l <<< "$linked") libraries)"
+    fi
+done
+echo "without system libraries: build $((built - start)) s, tests $((tested - built)) s"
+exit $status
