@@ -9,7 +9,7 @@ struct Hearth: AsyncParsableCommand {
         abstract: "A pure-Swift, CPU-only inference engine for Phi-style language models.",
         subcommands: [
             Generate.self, Tokenize.self, Embed.self, Inspect.self, Quantize.self, Bench.self, BenchStructured.self, Perplexity.self, Chat.self,
-            Serve.self,
+            Serve.self, Pull.self, ListModels.self, RemoveModel.self,
         ])
 }
 

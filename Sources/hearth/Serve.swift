@@ -14,7 +14,7 @@ struct Serve: AsyncParsableCommand {
             --grace seconds to finish, then the server exits 0. See docs/SERVER.md.
             """)
 
-    @Option(name: .long, help: "Path to the model (.gguf, .hqf or a checkpoint directory; default: the model named in models/registry.json).")
+    @Option(name: .long, help: "The model: a path (.gguf, .hqf or a checkpoint directory), ORG/REPO[:QUANT] from the Hugging Face cache (pulled if missing), or a registry short name (default: the model named in models/registry.json).")
     var model: String?
 
     @Option(name: .long, help: "Address to bind; 127.0.0.1 (loopback) unless you mean to expose the server.")
@@ -130,7 +130,7 @@ struct Serve: AsyncParsableCommand {
         var provider: LocalProvider?
         var name = alias ?? "hearth"
         if needsModel || model != nil {
-            let path = try model ?? DefaultModel.path()
+            let path = try await ModelNames.resolvedPath(model)
             name = alias ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
             var settings = LocalProvider.Configuration(
                 modelPath: path, context: ctx, threads: threads, parallel: parallel, promptStyle: promptStyle.style)
