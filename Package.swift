@@ -107,7 +107,7 @@ let package = Package(
         .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthTestSupport"]),
         // `dashscope-fake` is built for the CLI test that points `hearth chat --provider bailian` at it.
-        .testTarget(name: "HearthCLITests", dependencies: ["hearth", "dashscope-fake", "hub-fake", "HearthTestSupport"]),
+        .testTarget(name: "HearthCLITests", dependencies: ["hearth", "dashscope-fake", "hub-fake", "HearthTestSupport", "HearthFakeServers"]),
 
         // The provider protocol and router (no engine import), and the cloud providers.
         .target(name: "HearthProviders"),

@@ -302,7 +302,9 @@ public final class FakeHub: Sendable {
             offset += bytes.count
             if let dropAt, offset >= dropAt { return .close }  // mid-body: the client sees the connection end
         }
-        return .close
+        // Closing at once could drop bytes still queued for the socket: let the client, which
+        // was told `Connection: close`, end the connection once it has read the whole body.
+        return .waitForClientClose
     }
 
     private func json(_ out: RawResponder, _ value: Any, headers: [(String, String)]) async throws {
