@@ -14,6 +14,9 @@ enum ModelNames {
         case hub(ModelReference, ExpectedFile?)
     }
 
+    /// Whether a `--model` value is a path (it exists on disk) rather than a name.
+    static func isPath(_ text: String) -> Bool { FileManager.default.fileExists(atPath: text) }
+
     /// The registry table, when `models/registry.json` is found.
     static func registry() -> ModelRegistry? {
         guard let dir = DefaultModel.directory() else { return nil }

@@ -86,17 +86,8 @@ final class TransferProgress: @unchecked Sendable {
         FileHandle.standardError.write(Data(((terminal ? "\r\u{1B}[2K" : "") + text + "\n").utf8))
     }
 
-    /// `253.1 MB`.
-    static func size(_ bytes: Int64) -> String {
-        let units = ["B", "kB", "MB", "GB", "TB"]
-        var value = Double(bytes)
-        var unit = 0
-        while value >= 1000 && unit < units.count - 1 {
-            value /= 1000
-            unit += 1
-        }
-        return unit == 0 ? "\(bytes) B" : String(format: "%.1f", value) + " " + units[unit]
-    }
+    /// `241.4 MiB` (the CLI's one byte format, `formatBytes`).
+    static func size(_ bytes: Int64) -> String { formatBytes(Int(clamping: bytes)) }
 
     static func duration(_ seconds: Double) -> String {
         guard seconds.isFinite else { return "?" }

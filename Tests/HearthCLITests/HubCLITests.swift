@@ -45,7 +45,7 @@ import Testing
         let path = try #require(info["path"] as? String)
         #expect(path.hasPrefix(cache.appendingPathComponent("models--test--gemma3-tiny/snapshots/").path))
         // Not a terminal: one line per file, each saying how it was checked.
-        #expect(pulled.stderr.contains("test/gemma3-tiny/model.safetensors: 1.4 MB, sha256 verified"), "\(pulled.stderr)")
+        #expect(pulled.stderr.contains("test/gemma3-tiny/model.safetensors: 1.3 MiB, sha256 verified"), "\(pulled.stderr)")
         #expect(pulled.stderr.contains("test/gemma3-tiny/config.json:") && pulled.stderr.contains("git blob id verified"))
         #expect(!pulled.stderr.contains("\r"))
 
