@@ -39,6 +39,17 @@ enum ModelNames {
             }
             throw ValidationError("\(text) is in models/registry.json but not installed: run scripts/fetch-default-model.sh")
         }
+        // A value shaped like a path (absolute, relative to a folder that exists here, or with a
+        // model file's extension) is a missing file, not a repository to fetch.
+        let firstComponent = text.split(separator: "/").first.map(String.init) ?? text
+        var isDirectory: ObjCBool = false
+        let pathLike = text.hasPrefix("/") || text.hasPrefix(".") || text.hasPrefix("~")
+            || [".gguf", ".hqf", ".safetensors"].contains(where: text.lowercased().hasSuffix)
+            || (text.contains("/") && FileManager.default.fileExists(atPath: firstComponent, isDirectory: &isDirectory) && isDirectory.boolValue)
+        if pathLike {
+            throw ValidationError(
+                "model path does not exist: \(text) (give a checkpoint directory, a .gguf or .hqf file, or a model name: ORG/REPO[:QUANT] or a short name from models/registry.json)")
+        }
         if let reference = ModelReference(parsing: text) { return .hub(reference, nil) }
         let names = table?.models.map(\.name).joined(separator: ", ") ?? "none found"
         throw ValidationError(
