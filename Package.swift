@@ -43,6 +43,7 @@ let package = Package(
         .library(name: "HearthCloud", targets: ["HearthCloud"]),
         .library(name: "HearthLocal", targets: ["HearthLocal"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
+        .library(name: "HearthHub", targets: ["HearthHub"]),
         .executable(name: "hearth", targets: ["hearth"]),
     ],
     traits: [
@@ -111,6 +112,7 @@ let package = Package(
                 "HearthEngine", "HearthFormats", "HearthTokenizers", "HearthKernels",
                 "HearthLocal", "HearthProviders", "HearthCloud",  // hearth chat
                 "HearthServer", .product(name: "Logging", package: "swift-log"),  // hearth serve
+                "HearthHub",  // hearth pull, list, rm; model names wherever a path is accepted
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 
@@ -121,7 +123,7 @@ let package = Package(
         .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthTestSupport"]),
         // `dashscope-fake` is built for the CLI test that points `hearth chat --provider bailian` at it.
-        .testTarget(name: "HearthCLITests", dependencies: ["hearth", "dashscope-fake", "HearthTestSupport"]),
+        .testTarget(name: "HearthCLITests", dependencies: ["hearth", "dashscope-fake", "hub-fake", "HearthTestSupport", "HearthFakeServers"]),
 
         // The provider protocol and router (no engine import), and the cloud providers.
         .target(name: "HearthProviders"),
@@ -180,6 +182,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),  // the fake hub's sha256 and git blob ids
             ],
             path: "Tests/HearthFakeServers"),
         // The DashScope fakes as a program (scripts/check-dashscope-fakes.sh, the CLI tests).
@@ -188,6 +191,22 @@ let package = Package(
             dependencies: ["HearthFakeServers", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Tests/DashScopeFake"),
         .testTarget(name: "HearthLocalTests", dependencies: ["HearthLocal", "HearthTestSupport"]),
+        // Models by name: the Hugging Face hub client and its cache layout (shared with Python's
+        // huggingface_hub), over AsyncHTTPClient; sha256 through swift-crypto. No engine import.
+        .target(
+            name: "HearthHub",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        .testTarget(name: "HearthHubTests", dependencies: ["HearthHub", "HearthFakeServers", "HearthTestSupport"]),
+        // The fake hub as a program (scripts/check-hub.sh points huggingface_hub at it; the CLI tests).
+        .executableTarget(
+            name: "hub-fake",
+            dependencies: ["HearthFakeServers", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Tests/HubFake"),
         .testTarget(
             name: "HearthCloudTests",
             dependencies: [

@@ -126,7 +126,14 @@ public final class LanguageModel: Sendable {
         }
         var parts: Parts
         if !isDirectory.boolValue && GGUFFile.isGGUF(path: url.path) {
-            parts = try Self.loadGGUF(try GGUFFile(path: url.path))
+            // The first part of a split set (`…-00001-of-0000N.gguf`) brings the other parts.
+            if GGUFSplit.partPaths(first: url.path).map({ $0.count > 1 }) == true {
+                let split = try GGUFSplit(path: url.path)
+                parts = try Self.loadGGUF(split.first, store: split)
+            } else {
+                let gguf = try GGUFFile(path: url.path)
+                parts = try Self.loadGGUF(gguf, store: gguf)
+            }
         } else if !isDirectory.boolValue && HQFFile.isHQF(path: url.path) {
             parts = try Self.loadHQF(try HQFFile(path: url.path), tokenizer: tokenizer)
         } else if isDirectory.boolValue || Self.looksLikeSafetensors(url) {
@@ -217,12 +224,12 @@ public final class LanguageModel: Sendable {
     /// A GGUF file: family from `general.architecture`, tokenizer from its vocabulary.
     /// q4_0/q4_1/q8_0 tensors are rearranged (losslessly) into the kernels' layout; the
     /// other block types are used in place.
-    private static func loadGGUF(_ gguf: GGUFFile) throws -> Parts {
+    private static func loadGGUF(_ gguf: GGUFFile, store: any TensorStore) throws -> Parts {
         let family = try ModelFamilies.family(for: gguf)
         let options = try family.options(gguf: gguf)
         var config = HFConfig()
         config.architectures = [try gguf.metadata.string("general.architecture") ?? "?"]
-        let weights = try ModelWeights(options: options, store: gguf) { family.ggufTensorName($0) }
+        let weights = try ModelWeights(options: options, store: store) { family.ggufTensorName($0) }
         return Parts(
             path: URL(fileURLWithPath: gguf.file.path), config: config, configText: "", generationConfigText: nil,
             architecture: config.architectures?.first ?? "?", options: options,

@@ -43,6 +43,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// engine's default, 32, which keeps running sequences' pace; up to `batch`, which
         /// admits a wave of new requests sooner at the cost of those steps' latency).
         public var prefillWhileDecoding: Int?
+        /// Shared with the other models of a server that serves several: unloads the least
+        /// recently used beyond its limit when this one is about to be used (nil: stay loaded).
+        public var residency: ModelResidency?
 
         public init(
             modelPath: String, quantize: DType? = nil, context: Int? = nil, threads: Int? = nil, batch: Int = 128,
@@ -384,7 +387,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
 
     /// The generator, loading the model on first use (once, even with concurrent callers).
     func loadedGenerator() async throws -> Generator {
-        try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Generator, Error>) in
+        configuration.residency?.willUse(self)
+        return try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Generator, Error>) in
             lock.lock()
             switch state {
             case .loaded(let generator):

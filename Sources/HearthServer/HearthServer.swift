@@ -109,7 +109,15 @@ public final class HearthServer: @unchecked Sendable {
 
     /// Creates a server; `local` may be nil only with a `gateway` whose routes are all cloud
     /// providers (it then starts without loading a model).
-    public init(local: LocalProvider?, options: ServerOptions, logger: Logger = Logger(label: "hearth.serve"), gateway: Gateway?) {
+    ///
+    /// `models` are further local models, each served under its own name beside
+    /// ``ServerOptions/alias`` (`hearth serve --model A --model B`; with a gateway, its `local`
+    /// routes name them). They load on first use; give them a shared ``ModelResidency`` to bound
+    /// how many stay loaded.
+    public init(
+        local: LocalProvider?, options: ServerOptions, logger: Logger = Logger(label: "hearth.serve"), gateway: Gateway?,
+        models: [String: LocalProvider] = [:]
+    ) {
         self.local = local ?? gateway?.local
         self.options = options
         self.logger = logger
@@ -117,7 +125,7 @@ public final class HearthServer: @unchecked Sendable {
         if let gateway {
             self.gateway = gateway
         } else if let local {
-            self.gateway = Gateway.plain(alias: options.alias, apiKey: options.apiKey, local: local)
+            self.gateway = Gateway.plain(alias: options.alias, apiKey: options.apiKey, local: local, others: models)
         } else {
             // Neither a model nor routes: a server with no model routes (every generation is a 404).
             self.gateway = Gateway.plain(alias: options.alias, apiKey: options.apiKey, local: nil)
@@ -135,6 +143,30 @@ public final class HearthServer: @unchecked Sendable {
 
     /// Generation requests admitted and not finished (local and cloud routes).
     public var inFlightCount: Int { lock.withLock { admitted.local + admitted.cloud } }
+
+    /// The local models' load, summed, for the server-wide gauges; each model's own (loaded,
+    /// running, waiting, KV-cache use) goes to the per-model gauges as it is read.
+    func localModelLoad() -> (running: Int, waiting: Int, kvCacheUsage: Double) {
+        var models: [(String, LocalProvider)] = []
+        for name in gateway.routeNames {
+            if let route = gateway.routes[name], case .local(let provider) = route.target,
+                !models.contains(where: { $0.1 === provider })
+            {
+                models.append((name, provider))
+            }
+        }
+        if models.isEmpty, let local { models = [(options.alias, local)] }
+        var total = (running: 0, waiting: 0, kvCacheUsage: 0.0)
+        for (name, provider) in models {
+            let load = provider.schedulerLoad ?? (0, 0)
+            let usage = provider.kvCacheUsage ?? 0
+            metrics.recordModel(name, loaded: provider.isResident, running: load.running, waiting: load.waiting, kvCacheUsage: usage)
+            total.running += load.running
+            total.waiting += load.waiting
+            total.kvCacheUsage = max(total.kvCacheUsage, usage)
+        }
+        return total
+    }
 
     /// Starts a graceful shutdown (as SIGTERM does).
     public func shutdown() async {

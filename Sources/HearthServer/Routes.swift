@@ -62,11 +62,11 @@ extension HearthServer {
     }
 
     func metricsResponse() -> Response {
-        let load = local?.schedulerLoad ?? (0, 0)
+        let load = localModelLoad()  // all local models; per model under hearth_model_*
         metrics.running.set(to: Double(load.running))
-        // Waiting: in the model's queue, or held by the server's fair queue before it.
+        // Waiting: in the models' queues, or held by the server's fair queue before them.
         metrics.waiting.set(to: Double(load.waiting + (localQueue?.waitingCount ?? 0)))
-        metrics.kvCacheUsage.set(to: local?.kvCacheUsage ?? 0)
+        metrics.kvCacheUsage.set(to: load.kvCacheUsage)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(string: metrics.render())))

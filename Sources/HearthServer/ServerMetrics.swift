@@ -50,6 +50,19 @@ final class ServerMetrics: Sendable {
         ).increment()
     }
 
+    /// One local model's state, labelled with its name (a server can serve several).
+    func recordModel(_ model: String, loaded: Bool, running: Int, waiting: Int, kvCacheUsage: Double) {
+        let labels = [("model", model)]
+        registry.makeGauge(name: "hearth_model_loaded", labels: labels, help: "1 while the model is loaded (or loading), 0 when it is not.")
+            .set(to: loaded ? 1 : 0)
+        registry.makeGauge(name: "hearth_model_requests_running", labels: labels, help: "Requests decoding on this model now.")
+            .set(to: Double(running))
+        registry.makeGauge(name: "hearth_model_requests_waiting", labels: labels, help: "Requests waiting for a slot of this model.")
+            .set(to: Double(waiting))
+        registry.makeGauge(name: "hearth_model_kv_cache_usage_ratio", labels: labels, help: "Share of this model's KV cache holding tokens, 0 to 1.")
+            .set(to: kvCacheUsage)
+    }
+
     /// The text exposition format.
     func render() -> String { registry.emitToString() }
 }

@@ -22,7 +22,7 @@ struct Bench: ParsableCommand {
             prints prompt and aggregate decode tokens/s per level.
             """)
 
-    @Option(name: .long, help: "Model: Hugging Face or MLX checkpoint directory, .hqf or .gguf file.")
+    @Option(name: .long, help: "Model: Hugging Face or MLX checkpoint directory, .hqf or .gguf file, or a model name (ORG/REPO[:QUANT], a registry short name).")
     var model: String
 
     @Option(name: .long, help: "Quantize float weights at load: q4_0, q4_1 or q8_0.")
@@ -106,7 +106,7 @@ struct Bench: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let threads = workers.threads ?? WorkerPool.defaultThreadCount
-            let lm = try LanguageModel(path: model, quantize: quantize, threads: threads)
+            let lm = try LanguageModel(path: try ModelNames.path(model), quantize: quantize, threads: threads)
             let pool = WorkerPool(threads: threads)
             var rng = SeededGenerator(seed: 1234)
             let vocab = Int32(lm.options.vocabSize)

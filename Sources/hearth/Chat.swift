@@ -17,7 +17,7 @@ struct Chat: ParsableCommand {
             Chats are saved as they go under ~/.local/share/hearth/chats (or $HEARTH_HOME/chats).
             """)
 
-    @Option(name: .long, help: "Path to a local model (default: the model named in models/registry.json).")
+    @Option(name: .long, help: "A local model: a path, ORG/REPO[:QUANT] from the Hugging Face cache (pulled if missing), or a registry short name such as phi3.5-mini (default: the model named in models/registry.json).")
     var model: String?
 
     @Option(name: .long, help: "Who answers: local, openai, anthropic, spark, deepseek, qwen, dashscope (Qwen's native API) or bailian (Bailian's real-time dialog); cloud keys from the environment or ~/.config/hearth/providers.json.")
@@ -83,7 +83,7 @@ struct Chat: ParsableCommand {
 
         let modelPath: String?
         if let model {
-            modelPath = model
+            modelPath = try ModelNames.path(model)
         } else if provider == "local" {
             modelPath = try DefaultModel.path()
         } else {

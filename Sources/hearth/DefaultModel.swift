@@ -25,14 +25,14 @@ enum DefaultModel {
     /// The default model's path, or an error saying how to install it.
     static func path() throws -> String {
         struct Registry: Decodable {
-            struct Entry: Decodable { let name: String, file: String }
+            struct Entry: Decodable { let name: String, file: String? }
             let `default`: String
             let models: [Entry]
         }
         guard let dir = directory(),
             let data = FileManager.default.contents(atPath: dir.appendingPathComponent("registry.json").path),
             let registry = try? JSONDecoder().decode(Registry.self, from: data),
-            let file = registry.models.first(where: { $0.name == registry.default })?.file
+            let file = registry.models.first(where: { $0.name == registry.default })?.file ?? nil
         else {
             throw ValidationError("no --model given and no models/registry.json found; pass --model PATH or set HEARTH_MODELS")
         }

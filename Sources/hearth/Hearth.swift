@@ -10,7 +10,7 @@ struct Hearth: AsyncParsableCommand {
         subcommands: [
             Generate.self, Tokenize.self, Embed.self, Inspect.self, Quantize.self, Bench.self, BenchStructured.self, BenchTokenizer.self,
             Perplexity.self, Chat.self,
-            Serve.self,
+            Serve.self, Pull.self, ListModels.self, RemoveModel.self,
         ])
 }
 

@@ -7,11 +7,11 @@ import HearthTokenizers
 
 /// Options shared by commands that load a model.
 struct ModelOptions: ParsableArguments {
-    @Option(name: .long, help: "Path to a model: a Hugging Face checkpoint directory (config.json, *.safetensors, tokenizer.model), a .gguf file, or a .hqf file from `hearth quantize` (default: the model named in models/registry.json).")
+    @Option(name: .long, help: "The model: a path (a Hugging Face checkpoint directory, a .gguf file, or a .hqf file from `hearth quantize`), a Hugging Face repository ORG/REPO[:QUANT] (from the shared cache, pulled if missing), or a short name from models/registry.json (default: the registry's default model).")
     var model: String?
 
-    /// The model path, falling back to the default model.
-    func path() throws -> String { try model ?? DefaultModel.path() }
+    /// The model path, falling back to the default model; a name resolves through the hub cache.
+    func path() throws -> String { try ModelNames.path(model) }
 
     @Option(name: .long, help: "Quantize float weights at load: q4_0, q4_1 or q8_0 (default: run them as stored).")
     var quantize: DType?

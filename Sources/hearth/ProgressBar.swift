@@ -1,4 +1,5 @@
 import Foundation
+import HearthHub
 
 /// A one-line progress bar on stderr (only when stderr is a terminal).
 /// `@unchecked Sendable`: updates are serialised by `lock`.
@@ -32,5 +33,65 @@ final class ProgressBar: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+    }
+}
+
+/// Download progress for `hearth pull` and `--model NAME`: on a terminal, a bar per file with
+/// bytes, rate and time left; otherwise one line per file when it is done (or found cached),
+/// so logs stay readable. `@unchecked Sendable`: state is guarded by `lock`.
+final class TransferProgress: @unchecked Sendable {
+    private let label: String
+    private let lock = NSLock()
+    private let terminal = isatty(STDERR_FILENO) != 0
+    private var started: [String: (time: Date, from: Int64)] = [:]
+    private var lastDraw = Date.distantPast
+
+    /// `label` prefixes each file name (the repository).
+    init(label: String) { self.label = label }
+
+    /// Handles one event from the hub client.
+    func report(_ event: HubProgress) {
+        lock.lock()
+        defer { lock.unlock() }
+        switch event {
+        case .cached(let path, let bytes):
+            line("\(label)/\(path): already in the cache (\(Self.size(bytes)))")
+        case .started(let path, let total, let resumedAt):
+            started[path] = (Date(), resumedAt)
+            if resumedAt > 0 { line("\(label)/\(path): resuming at \(Self.size(resumedAt)) of \(Self.size(total))") }
+        case .advanced(let path, let done, let total):
+            guard terminal, Date().timeIntervalSince(lastDraw) > 0.1 || done == total else { return }
+            lastDraw = Date()
+            let begin = started[path] ?? (Date(), 0)
+            let elapsed = max(Date().timeIntervalSince(begin.time), 0.001)
+            let rate = Double(done - begin.from) / elapsed
+            let fraction = total > 0 ? Double(done) / Double(total) : 1
+            let width = 24
+            let filled = Int(Double(width) * fraction)
+            let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
+            let eta = rate > 0 ? Self.duration(Double(total - done) / rate) : "?"
+            let name = path.count > 40 ? "…" + path.suffix(39) : path
+            FileHandle.standardError.write(Data(
+                "\r\u{1B}[2K\(name) \(bar) \(Int(fraction * 100))% \(Self.size(done))/\(Self.size(total)) \(Self.size(Int64(rate)))/s ETA \(eta)".utf8))
+        case .retrying(let path, let attempt, let delay, let reason):
+            line("\(label)/\(path): \(reason); retrying in \(Self.duration(delay)) (attempt \(attempt + 1))")
+        case .finished(let path, let bytes, let check):
+            let begin = started[path] ?? (Date(), 0)
+            let elapsed = max(Date().timeIntervalSince(begin.time), 0.001)
+            line("\(label)/\(path): \(Self.size(bytes)), \(check) verified, \(Self.size(Int64(Double(bytes - begin.from) / elapsed)))/s")
+        }
+    }
+
+    private func line(_ text: String) {
+        FileHandle.standardError.write(Data(((terminal ? "\r\u{1B}[2K" : "") + text + "\n").utf8))
+    }
+
+    /// `241.4 MiB` (the CLI's one byte format, `formatBytes`).
+    static func size(_ bytes: Int64) -> String { formatBytes(Int(clamping: bytes)) }
+
+    static func duration(_ seconds: Double) -> String {
+        guard seconds.isFinite else { return "?" }
+        let s = Int(seconds.rounded())
+        return s >= 3600 ? "\(s / 3600)h\(s % 3600 / 60)m" : s >= 60 ? "\(s / 60)m\(s % 60)s" : "\(s)s"
     }
 }

@@ -14,8 +14,14 @@ struct Serve: AsyncParsableCommand {
             --grace seconds to finish, then the server exits 0. See docs/SERVER.md.
             """)
 
-    @Option(name: .long, help: "Path to the model (.gguf, .hqf or a checkpoint directory; default: the model named in models/registry.json).")
-    var model: String?
+    @Option(name: .long, help: "A model: a path (.gguf, .hqf or a checkpoint directory), ORG/REPO[:QUANT] from the Hugging Face cache (pulled if missing), or a registry short name (default: the model named in models/registry.json). Repeat to serve several: each request's `model` picks one by that name (a path by its file name without extension).")
+    var model: [String] = []
+
+    @Option(name: .long, help: "Serve every .gguf and .hqf file and checkpoint folder in this directory too, each under its name without extension.")
+    var models: String?
+
+    @Option(name: .long, help: "With several models: how many stay loaded at once; using another unloads the least recently used (models load on first use).")
+    var maxLoaded: Int = 3
 
     @Option(name: .long, help: "Address to bind; 127.0.0.1 (loopback) unless you mean to expose the server.")
     var host: String = "127.0.0.1"
@@ -96,6 +102,32 @@ struct Serve: AsyncParsableCommand {
         if maxConnections < 1 || maxCloudInFlight < 1 { throw ValidationError("--max-connections and --max-cloud-in-flight must be at least 1") }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("--log-level takes trace, debug, info, notice, warning, error or critical") }
         if let alias, alias.isEmpty || alias.count > 256 { throw ValidationError("--alias must be 1 to 256 characters") }
+        if alias != nil && (model.count > 1 || models != nil) {
+            throw ValidationError("--alias names the one model; with several, each is named by its --model value")
+        }
+        if !(1...64).contains(maxLoaded) { throw ValidationError("--max-loaded must be between 1 and 64") }
+    }
+
+    /// The models to serve, in order: each `--model`, then each model in `--models DIR`.
+    func servedModels() throws -> [(name: String, text: String)] {
+        var list = model.map { (name: $0, text: $0) }
+        if let models {
+            let dir = URL(fileURLWithPath: models)
+            guard let entries = try? FileManager.default.contentsOfDirectory(atPath: dir.path) else {
+                throw ValidationError("cannot read --models \(models)")
+            }
+            for entry in entries.sorted() where !entry.hasPrefix(".") {
+                let url = dir.appendingPathComponent(entry)
+                var isDirectory: ObjCBool = false
+                FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
+                let isModel = isDirectory.boolValue
+                    ? FileManager.default.fileExists(atPath: url.appendingPathComponent("config.json").path)
+                    : ["gguf", "hqf"].contains(url.pathExtension.lowercased())
+                // Of a split GGUF set, the first part stands for the set.
+                if isModel, !entry.contains("-of-") || entry.contains("-00001-of-") { list.append((name: url.path, text: url.path)) }
+            }
+        }
+        return list
     }
 
     func key() throws -> String? {
@@ -129,17 +161,33 @@ struct Serve: AsyncParsableCommand {
         let needsModel = configuration.map { $0.routes.values.contains { $0.provider == .local } } ?? true
         var provider: LocalProvider?
         var name = alias ?? "hearth"
-        if needsModel || model != nil {
-            let path = try model ?? DefaultModel.path()
-            name = alias ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
-            var settings = LocalProvider.Configuration(
-                modelPath: path, context: ctx, threads: threads, parallel: parallel, promptStyle: promptStyle.style)
-            settings.prefillWhileDecoding = prefillWhileDecoding
-            provider = LocalProvider(configuration: settings)
+        // Several models: one provider each, named as given, sharing one residency limit.
+        var localModels: [(name: String, provider: LocalProvider)] = []
+        let named = try servedModels()
+        let residency = named.count > 1 ? ModelResidency(maxLoaded: maxLoaded) : nil
+        if needsModel || !named.isEmpty {
+            let requested: [(name: String?, text: String?)] = named.isEmpty ? [(nil, nil)] : named.map { ($0.name, $0.text) }
+            for (given, text) in requested {
+                let path = try await ModelNames.resolvedPath(text)
+                var settings = LocalProvider.Configuration(
+                    modelPath: path, context: ctx, threads: threads, parallel: parallel, promptStyle: promptStyle.style)
+                settings.prefillWhileDecoding = prefillWhileDecoding
+                settings.residency = residency
+                let modelName = alias ?? given.flatMap { ModelNames.isPath($0) ? nil : $0 }
+                    ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+                if localModels.contains(where: { $0.name == modelName }) {
+                    throw ValidationError("two models would be served as \(modelName): give them distinct names")
+                }
+                localModels.append((modelName, LocalProvider(configuration: settings)))
+            }
+            name = localModels.first?.name ?? name
+            provider = localModels.first?.provider
         }
+        let others = Dictionary(localModels.dropFirst().map { ($0.name, $0.provider) }, uniquingKeysWith: { a, _ in a })
         var gateway: Gateway?
         if let configuration {
-            do { gateway = try Gateway(configuration: configuration, local: provider) } catch {
+            let all = Dictionary(localModels.map { ($0.name, $0.provider) }, uniquingKeysWith: { a, _ in a })
+            do { gateway = try Gateway(configuration: configuration, local: provider, localModels: all) } catch {
                 FileHandle.standardError.write(Data("error: \(error)\n".utf8))
                 throw ExitCode(1)
             }
@@ -149,8 +197,8 @@ struct Serve: AsyncParsableCommand {
             host: host, port: port, apiKey: gateway == nil ? try key() : nil, maxQueue: maxQueue, alias: name,
             maxBodyBytes: maxBodyBytes, requestTimeout: requestTimeout, drainGrace: grace, idleTimeout: idleTimeout,
             writeTimeout: writeTimeout, maxConnections: maxConnections, maxCloudInFlight: maxCloudInFlight)
-        let server = HearthServer(local: provider, options: options, logger: logger, gateway: gateway)
-        let served = name
+        let server = HearthServer(local: provider, options: options, logger: logger, gateway: gateway, models: others)
+        let served = ([name] + others.keys.sorted()).joined(separator: ", ")
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
         do {
             try await server.run { port in

@@ -1,10 +1,18 @@
 import Foundation
 
 /// Runs `executable` with `arguments` to the end; its exit status, standard output and error.
-public func runProcess(_ executable: URL, _ arguments: [String]) throws -> (status: Int32, stdout: Data, stderr: Data) {
+/// `environment` adds to (or, with a nil value, removes from) this process's environment.
+public func runProcess(
+    _ executable: URL, _ arguments: [String], environment: [String: String?] = [:]
+) throws -> (status: Int32, stdout: Data, stderr: Data) {
     let process = Process()
     process.executableURL = executable
     process.arguments = arguments
+    if !environment.isEmpty {
+        var merged = ProcessInfo.processInfo.environment
+        for (name, value) in environment { merged[name] = value }
+        process.environment = merged
+    }
     let out = Pipe(), err = Pipe()
     process.standardOutput = out
     process.standardError = err

@@ -45,6 +45,9 @@ public final class Gateway: Sendable {
     let ledger: UsageLedger?
     /// The model `hearth serve` loaded; nil when every route is a cloud provider.
     let local: LocalProvider?
+    /// Every local model the server serves, by name (`hearth serve --model A --model B`);
+    /// a `local` route's `model` names one of them.
+    let localModels: [String: LocalProvider]
     let cache: ResponseCache?
     let routes: [String: ModelRoute]
     /// Route names in a stable order (`GET /v1/models`).
@@ -60,8 +63,10 @@ public final class Gateway: Sendable {
     ///   - clock: the time for limits, signatures, tokens and the cache (tests move it by hand).
     /// - Throws: ``GatewayConfigurationError`` when the usage database cannot be opened, or a
     ///   route names the local provider and there is no local model.
+    ///   - localModels: every local model the server serves, by name, when it serves several;
+    ///     a `local` route's `model` picks one (without it, the route gets `local`).
     public convenience init(
-        configuration: GatewayConfiguration, local: LocalProvider?,
+        configuration: GatewayConfiguration, local: LocalProvider?, localModels: [String: LocalProvider] = [:],
         environment: [String: String] = ProcessInfo.processInfo.environment, clock: GatewayClock = .system
     ) throws {
         if local == nil, let name = configuration.routes.values.filter({ $0.provider == .local }).map(\.name).sorted().first {
@@ -69,17 +74,27 @@ public final class Gateway: Sendable {
                 file: "", key: "models.\(name).provider",
                 message: "names the local model, but the server has none; start it with --model (or route only to cloud providers).")
         }
+        for route in configuration.routes.values.sorted(by: { $0.name < $1.name }) where route.provider == .local {
+            if let model = route.model, localModels[model] == nil {
+                throw GatewayConfigurationError(
+                    file: "", key: "models.\(route.name).model",
+                    message: "names '\(model.prefix(80))', which this server does not serve; serve it with --model (served: \(localModels.keys.sorted().joined(separator: ", "))).")
+            }
+        }
         let ledger = try UsageLedger(path: configuration.usageDatabase, retentionDays: configuration.usageRetentionDays)
-        self.init(configuration: configuration, local: local, ledger: ledger, environment: environment, clock: clock)
+        self.init(
+            configuration: configuration, local: local, ledger: ledger, environment: environment, clock: clock, localModels: localModels)
     }
 
     /// The plain server (`hearth serve` without `--config`): one local route named `alias`,
     /// `apiKey` as its one client (none: every request is anonymous), no limits, no ledger.
-    static func plain(alias: String, apiKey: String?, local: LocalProvider?) -> Gateway {
+    /// `others` are further local models, each a route of its own name.
+    static func plain(alias: String, apiKey: String?, local: LocalProvider?, others: [String: LocalProvider] = [:]) -> Gateway {
         let clients = apiKey.map { [GatewayConfiguration.Client(name: "default", keyDigest: Array(SHA256.hash(data: Array($0.utf8))))] }
-        let configuration = GatewayConfiguration(
-            clients: clients ?? [], routes: local == nil ? [:] : [alias: GatewayConfiguration.Route(name: alias, provider: .local)])
-        return Gateway(configuration: configuration, local: local, ledger: nil, environment: [:], clock: .system)
+        var routes = local == nil ? [:] : [alias: GatewayConfiguration.Route(name: alias, provider: .local)]
+        for name in others.keys where name != alias { routes[name] = GatewayConfiguration.Route(name: name, provider: .local, model: name) }
+        let configuration = GatewayConfiguration(clients: clients ?? [], routes: routes)
+        return Gateway(configuration: configuration, local: local, ledger: nil, environment: [:], clock: .system, localModels: others)
     }
 
     /// Builds the gateway from parsed parts. `providers` serve the routes of those names in
@@ -87,11 +102,12 @@ public final class Gateway: Sendable {
     /// route's fallbacks stay as configured.
     init(
         configuration: GatewayConfiguration, local: LocalProvider?, ledger: UsageLedger?, environment: [String: String],
-        clock: GatewayClock, providers: [String: any LanguageModelProvider] = [:]
+        clock: GatewayClock, providers: [String: any LanguageModelProvider] = [:], localModels: [String: LocalProvider] = [:]
     ) {
         self.configuration = configuration
         self.clock = clock
         self.local = local
+        self.localModels = localModels
         self.ledger = ledger
         authenticator = GatewayAuthenticator(configuration: configuration, clock: clock)
         limiter = RateLimiter(clock: clock)
@@ -103,14 +119,16 @@ public final class Gateway: Sendable {
         // Keys only from the server's environment (no providers.json).
         let credentials = CloudCredentials.environmentOnly(environment)
         var routes: [String: ModelRoute] = [:]
+        // A local route's model: the served model it names, else the server's first.
+        func localModel(_ route: GatewayConfiguration.Route) -> LocalProvider? { route.model.flatMap { localModels[$0] } ?? local }
         for (name, route) in configuration.routes {
-            if route.provider == .local, route.fallback.isEmpty, let local {
-                routes[name] = ModelRoute(name: name, target: .local(local), chain: [local.id])
+            if route.provider == .local, route.fallback.isEmpty, let model = localModel(route) {
+                routes[name] = ModelRoute(name: name, target: .local(model), chain: [model.id])
                 continue
             }
             var chain: [any LanguageModelProvider] = []
             for next in [route] + route.fallback.compactMap({ configuration.routes[$0] }) {
-                guard let provider = providers[next.name] ?? Self.provider(next, credentials: credentials, local: local) else { continue }
+                guard let provider = providers[next.name] ?? Self.provider(next, credentials: credentials, local: localModel(next)) else { continue }
                 if !chain.contains(where: { $0.id == provider.id }) { chain.append(provider) }
             }
             routes[name] = ModelRoute(

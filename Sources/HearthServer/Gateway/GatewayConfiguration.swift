@@ -396,10 +396,9 @@ struct ConfigReader {
         guard let provider = GatewayConfiguration.ProviderKind(rawValue: providerName) else {
             throw fail("\(key).provider", "'\(providerName.prefix(40))' is not a provider; use one of \(kinds).")
         }
+        // For the local provider, `model` names one of the models `hearth serve` serves (checked
+        // when the gateway is built); without it, the first.
         let model = try string(r["model"], "\(key).model")
-        if provider == .local, model != nil {
-            throw fail("\(key).model", "is for cloud providers; the local provider serves the model `hearth serve` loaded.")
-        }
         return GatewayConfiguration.Route(
             name: name, provider: provider, model: model, fallback: try strings(r["fallback"], "\(key).fallback") ?? [],
             timeoutSeconds: try number(r["timeout_seconds"], "\(key).timeout_seconds", above: 0) ?? 30,
