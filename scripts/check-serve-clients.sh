@@ -23,13 +23,7 @@ require_model "$model"
 venv=".build/serve-clients-venv"
 private_venv "$venv" openai anthropic
 
-work="$(mktemp -d)"
-server_pid=""
-cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+server_scratch
 key="hk-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 printf '%s\n' "$key" > "$work/key"
 

@@ -21,13 +21,7 @@ binary="$(hearth_binary "$binary")"
 venv=".build/serve-models-venv"
 private_venv "$venv" openai==3.57.0
 
-work="$(mktemp -d)"
-server_pid=""
-cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+server_scratch
 
 "$binary" serve --model Tests/Fixtures/phi3-mha --model Tests/Fixtures/llama-tiny --model Tests/Fixtures/gemma3-tiny \
     --max-loaded 2 --port 0 --ctx 64 --parallel 1 --threads 2 > "$work/out" 2> "$work/log" &

@@ -38,13 +38,7 @@ ls "$schemas"/*.json > /dev/null 2>&1 || { echo "no schemas in $schemas" >&2; ex
 venv=".build/structured-venv"
 private_venv "$venv" openai pydantic "jsonschema[format-nongpl]"
 
-work="$(mktemp -d)"
-server_pid=""
-cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+server_scratch
 key="hk-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 printf '%s\n' "$key" > "$work/key"
 

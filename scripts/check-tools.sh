@@ -26,13 +26,7 @@ require_model "$model"
 venv=".build/tools-venv"
 private_venv "$venv" openai==3.57.0 anthropic==2.14.0 openai-agents==0.24.0 jsonschema==4.26.0
 
-work="$(mktemp -d)"
-server_pid=""
-cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
-    rm -rf "$work"
-}
-trap cleanup EXIT
+server_scratch
 key="hk-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 printf '%s\n' "$key" > "$work/key"
 

@@ -28,6 +28,18 @@ private_venv() {
     fi
 }
 
+# A scratch folder `$work`, removed when the script exits, and `$server_pid` (set it when the
+# server starts), killed then.
+server_scratch() {
+    work="$(mktemp -d)"
+    server_pid=""
+    trap server_cleanup EXIT
+}
+server_cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true
+    rm -rf "$work"
+}
+
 # Waits for `hearth serve` (pid $1, stdout in $2, stderr in $3) to print its URL and prints it
 # (`http://127.0.0.1:PORT/v1`); fails with the server's log if it exits or 60 s pass.
 server_url() {
