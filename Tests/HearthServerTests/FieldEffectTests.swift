@@ -33,6 +33,32 @@ import Testing
         return (parts.compactMap { $0["text"] as? String }.joined(), json)
     }
 
+    /// Greedy tokens two runs must agree on: those before the first step whose two best tokens
+    /// are within 0.01 nats (there a cached prefix or another kernel level's summation order may
+    /// decide, and everything after depends on it). Chat's count serves the Anthropic and
+    /// Responses requests too (the same conversation renders the same prompt).
+    static func clearGreedyTokens(_ harness: ServerHarness, completions: Bool) async throws -> Int {
+        let path = completions ? "/v1/completions" : "/v1/chat/completions"
+        let fields: [String: Any] = completions ? ["temperature": 0, "logprobs": 2] : ["temperature": 0, "logprobs": true, "top_logprobs": 2]
+        let logprobs = ((try await reply(harness, path, fields).json["choices"] as? [[String: Any]])?.first?["logprobs"]) as? [String: Any]
+        let best: [[Double]]
+        if completions {
+            best = (logprobs?["top_logprobs"] as? [[String: Double]] ?? []).map { $0.values.sorted(by: >) }
+        } else {
+            best = (logprobs?["content"] as? [[String: Any]] ?? []).map { entry in
+                (entry["top_logprobs"] as? [[String: Any]] ?? []).compactMap { $0["logprob"] as? Double }
+            }
+        }
+        let clear = best.firstIndex { $0.count < 2 || $0[0] - $0[1] < 0.01 } ?? best.count
+        #expect(clear >= 2, "\(path): too few clear greedy tokens to compare (\(clear))")
+        return max(1, clear)
+    }
+
+    /// The length field of `path` set to `count`.
+    static func limit(_ path: String, _ count: Int) -> [String: Any] {
+        [path == "/v1/responses" ? "max_output_tokens" : "max_tokens": count]
+    }
+
     /// Fields that narrow sampling to the most likely token: with them a temperature-1 reply is
     /// the greedy one (without them it is a random draw, which is not, over 12 tokens of these
     /// random-weight models). (`min_p` < 1 keeps the near-ties these flat distributions have:
@@ -54,14 +80,20 @@ import Testing
     @Test func samplingFieldsChangeTheReply() async throws {
         let harness = try await ServerHarness(context: 512)
         defer { Task { try? await harness.stop() } }
-        // The greedy reply of each API (the same conversation renders the same prompt).
+        // The greedy reply of each API over its clear tokens (the same conversation renders the same prompt).
+        let chatClear = try await Self.clearGreedyTokens(harness, completions: false)
+        let completionsClear = try await Self.clearGreedyTokens(harness, completions: true)
+        func clear(_ path: String) -> Int { path == "/v1/completions" ? completionsClear : chatClear }
         var greedy: [String: String] = [:]
         for path in ["/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/responses"] {
-            greedy[path] = try await Self.reply(harness, path, ["temperature": 0]).text
+            var fields = Self.limit(path, clear(path))
+            fields["temperature"] = 0
+            greedy[path] = try await Self.reply(harness, path, fields).text
         }
         #expect(greedy["/v1/chat/completions"] == greedy["/v1/messages"] && greedy["/v1/messages"] == greedy["/v1/responses"])
         for (path, field, value) in Self.greedyMakers {
-            var fields: [String: Any] = ["temperature": 1]
+            var fields = Self.limit(path, clear(path))
+            fields["temperature"] = 1
             fields[field] = value
             let text = try await Self.reply(harness, path, fields).text
             #expect(text == greedy[path], "\(path) \(field)=\(value) did not make the reply greedy")
@@ -70,7 +102,10 @@ import Testing
             let base: [String: Any] = ["temperature": 1, "seed": 3]
             let drawn = try await Self.reply(harness, path, base).text
             #expect(try await Self.reply(harness, path, base).text == drawn, "\(path): a seeded draw repeats")
-            #expect(drawn != greedy[path], "\(path): the seeded draw is the greedy reply: the checks below show nothing")
+            var short = Self.limit(path, clear(path))
+            short.merge(base) { $1 }
+            let shortDraw = try await Self.reply(harness, path, short).text
+            #expect(shortDraw != greedy[path], "\(path): the seeded draw is the greedy reply: the greedy checks above show nothing")
             for (field, value) in Self.drawChangers {
                 var fields = base
                 fields[field] = value
@@ -84,8 +119,14 @@ import Testing
     @Test func lengthAndStopFieldsCutTheReply() async throws {
         let harness = try await ServerHarness(context: 512)
         defer { Task { try? await harness.stop() } }
+        let chatClear = try await Self.clearGreedyTokens(harness, completions: false)
+        let completionsClear = try await Self.clearGreedyTokens(harness, completions: true)
         for path in ["/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/responses"] {
-            let full = try await Self.reply(harness, path, ["temperature": 0])
+            // The greedy reply over its clear tokens: the stop string is taken from them, so the
+            // reply it cuts is made of tokens every run agrees on.
+            var greedyFields = Self.limit(path, path == "/v1/completions" ? completionsClear : chatClear)
+            greedyFields["temperature"] = 0
+            let full = try await Self.reply(harness, path, greedyFields)
             // Length: the limit field gives that many tokens.
             let limitField = path == "/v1/responses" ? "max_output_tokens" : "max_tokens"
             let short = try await Self.reply(harness, path, ["temperature": 0, limitField: 3]).json
@@ -97,12 +138,12 @@ import Testing
             }
             // Stop strings: the reply ends before the first occurrence (not included).
             guard path != "/v1/responses" else { continue }  // the Responses API has no stop field
-            // A few characters from the middle of the reply.
-            guard full.text.count >= 6 else {
+            // The clear reply's last character: the reply ends before its first occurrence.
+            guard full.text.count >= 2, let last = full.text.last else {
                 Issue.record("\(path): the greedy reply is too short to cut: '\(full.text)'")
                 continue
             }
-            let stop = String(full.text.dropFirst(full.text.count / 2).prefix(3))
+            let stop = String(last)
             let stopField = path == "/v1/messages" ? "stop_sequences" : "stop"
             let cut = try await Self.reply(harness, path, ["temperature": 0, stopField: [stop]]).text
             let expected = full.text.components(separatedBy: stop).first ?? ""
