@@ -13,17 +13,29 @@ struct ClientGone: Error {}
 struct RouteOutcome: Sendable {
     var status = 200
     var code: String?
-    var text = ""
-    var tokens: [LocalProvider.LocalToken] = []
+    /// The answer's text, per-token detail, tool calls and end (one choice's reading of them;
+    /// with several choices, each is in ``choices``).
+    var answer = ChoiceOutcome()
+    var text: String {
+        get { answer.text }
+        set { answer.text = newValue }
+    }
+    var tokens: [LocalProvider.LocalToken] { answer.tokens }
     /// The tool calls of the answer, reassembled from their events.
-    var toolCalls = ToolCallCollector()
+    var toolCalls: ToolCallCollector {
+        get { answer.toolCalls }
+        set { answer.toolCalls = newValue }
+    }
+    var reason: FinishReason {
+        get { answer.reason }
+        set { answer.reason = newValue }
+    }
     /// The local model answers (it reports the prompt's length first): its tokens arrive as
     /// text events, a call's included; a cloud provider's call fragments are counted apart.
     var local = false
     var usage = Usage(promptTokens: 0, completionTokens: 0)
     /// The provider reported usage (a cloud stream cut short may not have).
     var usageReported = false
-    var reason = FinishReason.stop
     var servedBy = ""
     var switches: [(from: String, to: String, reason: String)] = []
     /// The output filter cut the answer.
@@ -325,18 +337,14 @@ extension HearthServer {
                     case .promptTokens(let count):
                         outcome.usage.promptTokens = count
                         outcome.local = true
-                    case .text(let text, let token):
-                        outcome.text += text
-                        // Log-probabilities describe the text: a call's tokens (empty text) are left out.
-                        if let token, !(text.isEmpty && outcome.toolCalls.hasOpenCall) { outcome.tokens.append(token) }
-                    case .toolCall(let step):
-                        outcome.toolCalls.add(step)
-                    case .finished(let usage, let reason):
+                    case .text, .toolCall:
+                        outcome.answer.add(event)
+                    case .finished(let usage, _):
                         if usage.promptTokens > 0 || usage.completionTokens > 0 {
                             outcome.usage = usage
                             outcome.usageReported = true
                         }
-                        outcome.reason = reason
+                        outcome.answer.add(event)
                         last = true
                     case .filtered:
                         outcome.filtered = true
