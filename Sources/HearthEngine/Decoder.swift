@@ -37,7 +37,7 @@ public final class Decoder {
     /// Creates a decoder with a cache of `context` positions stored as `kvType` (f16 or f32).
     /// `sequences` slots of `context` positions each are allocated up front (see ``KVCache``).
     public init(
-        weights: ModelWeights, options: DecoderOptions, context: Int, maxBatch: Int = 64, kvType: DType = .f16,
+        weights: ModelWeights, options: DecoderOptions, context: Int, maxBatch: Int = Generator.defaultBatch, kvType: DType = .f16,
         sequences: Int = 1, pool: WorkerPool
     ) throws {
         self.options = options
@@ -178,8 +178,10 @@ public final class Decoder {
     /// order, valid until the next call. `lengths` gives, per sequence, the length its whole
     /// prompt will reach when a prompt is processed in several steps (LongRoPE chooses its
     /// factors by it, as for a prompt processed at once); by default the run's own end.
+    /// `shouldStop` is asked before each layer: when it answers true the step ends there,
+    /// throwing `.cancelled`, and every slot of the batch keeps exactly what it held before.
     public func forward(
-        batch items: [BatchItem], logitsFor: [Int], lengths: [Int: Int] = [:]
+        batch items: [BatchItem], logitsFor: [Int], lengths: [Int: Int] = [:], shouldStop: () -> Bool = { false }
     ) throws -> UnsafeBufferPointer<Float> {
         guard logitsFor.count <= cache.sequences, logitsFor.allSatisfy({ items.indices.contains($0) }) else {
             throw EngineError(.invalidOption, "logits are kept for at most one item per sequence")
@@ -188,7 +190,9 @@ public final class Decoder {
         guard Set(logitsFor.map { items[$0].sequence }).count == logitsFor.count else {
             throw EngineError(.invalidOption, "logits are kept for at most one item per sequence")
         }
-        forwardBatch(items.map(\.token), segments: segments, outputRows: logitsFor, output: .logits(nil), cache: cache)
+        try forwardBatch(
+            items.map(\.token), segments: segments, outputRows: logitsFor, output: .logits(nil), cache: cache,
+            shouldStop: shouldStop)
         return UnsafeBufferPointer(start: lastLogits, count: logitsFor.count * options.vocabSize)
     }
 
@@ -213,7 +217,9 @@ public final class Decoder {
             throw EngineError(.invalidOption, "hidden states asked for rows outside the batch")
         }
         let segments = try segments(of: items, lengths: lengths, cache: cache)
-        forwardBatch(items.map(\.token), segments: segments, outputRows: rows, output: .hiddenStates(hidden), cache: cache)
+        try forwardBatch(
+            items.map(\.token), segments: segments, outputRows: rows, output: .hiddenStates(hidden), cache: cache,
+            shouldStop: { false })
     }
 
     /// The runs of consecutive positions of one sequence each that make up `items`, checked
@@ -288,7 +294,9 @@ public final class Decoder {
             let logitsOut = allLogits.map { $0.baseAddress! + done * o.vocabSize }
             let segment = Segment(
                 sequence: sequence, first: 0, count: n, position: start + done, ropeEnd: start + tokens.count)
-            forwardBatch(chunk, segments: [segment], outputRows: outputRows, output: .logits(logitsOut), cache: cache)
+            try forwardBatch(
+                chunk, segments: [segment], outputRows: outputRows, output: .logits(logitsOut), cache: cache,
+                shouldStop: shouldStop)
             done += n
         }
     }
@@ -304,10 +312,13 @@ public final class Decoder {
 
     /// One batch of `n ≤ maxBatch` tokens made of `segments` (runs of consecutive positions of
     /// one sequence each) over the slots of `cache` (the decoder's own, or a scratch cache of
-    /// at most `context` positions per slot); the rows `outputRows` go to `output`.
+    /// at most `context` positions per slot); the rows `outputRows` go to `output`. When
+    /// `shouldStop` (asked before each layer) answers true, the slots are cut back to where the
+    /// batch began and it throws `.cancelled`.
     private func forwardBatch(
-        _ tokens: [Int32], segments: [Segment], outputRows: [Int], output: BatchOutput, cache: KVCache
-    ) {
+        _ tokens: [Int32], segments: [Segment], outputRows: [Int], output: BatchOutput, cache: KVCache,
+        shouldStop: () -> Bool
+    ) throws {
         let o = options
         let n = tokens.count
         let dim = o.hiddenSize, hd = o.headDim, qDim = o.headCount * hd, kvDim = o.kvHeadCount * hd
@@ -349,6 +360,11 @@ public final class Decoder {
         let shortTokens = segments.filter { $0.count < Self.blasAttentionThreshold }.flatMap { $0.first..<($0.first + $0.count) }
 
         for l in 0..<o.layerCount {
+            if shouldStop() {
+                // Layers before this one stored this batch's keys and values: drop them all.
+                for segment in segments { cache.truncate(to: segment.position, sequence: segment.sequence) }
+                throw EngineError(.cancelled, "cancelled")
+            }
             let layer = weights.layers[l]
             let sliding = o.isSliding(l)
             let rope = sliding ? ropes.sliding : ropes.full

@@ -128,11 +128,16 @@ public final class Generator: @unchecked Sendable {
         var lastUsed: UInt64 = 0
     }
 
+    /// Tokens per step when a caller does not choose (every command's `--batch` and
+    /// `LocalProvider`'s default): llama.cpp's micro-batch, where prompt processing is fastest.
+    /// A step checks for cancellation between layers, so a large batch does not delay Ctrl-C.
+    public static let defaultBatch = 512
+
     /// Creates a generator with `sequences` KV slots of `context` tokens each (default: the
     /// model's context, capped), `threads` workers and batches of up to `batch` tokens. All
     /// slots are allocated now: `cacheBytes` is what the cache will ever take.
     public init(
-        model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = 64, kvType: DType = .f16,
+        model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = Generator.defaultBatch, kvType: DType = .f16,
         sequences: Int = 1
     ) throws {
         let context = context ?? model.defaultContext
@@ -274,7 +279,6 @@ public final class Generator: @unchecked Sendable {
     }
 
     private func validate(prompt: [Int32], parameters: GenerationParameters) throws {
-        try parameters.sampling.validate()
         guard !prompt.isEmpty else { throw EngineError(.invalidOption, "the prompt is empty") }
         guard parameters.maxTokens >= 0 else {
             throw EngineError(.invalidOption, "max tokens must be ≥ 0, got \(parameters.maxTokens)")
@@ -435,7 +439,17 @@ public final class Generator: @unchecked Sendable {
         }
         let logits: UnsafeBufferPointer<Float>
         do {
-            logits = try decoder.forward(batch: items, logitsFor: logitsFor, lengths: lengths)
+            // A step of a long prompt can take a while: when every request in it is cancelled,
+            // it ends between layers (each slot keeps what it held before the step).
+            logits = try decoder.forward(
+                batch: items, logitsFor: logitsFor, lengths: lengths,
+                shouldStop: { fed.allSatisfy { $0.job.isCancelled() } })
+        } catch let error as EngineError where error.code == .cancelled {
+            for entry in fed {
+                entry.job.run.summary.finishReason = .cancelled
+                finish(entry.job, .success(entry.job.run.finish()))
+            }
+            return
         } catch {
             for entry in fed {
                 slots[entry.job.slot].tokens = []

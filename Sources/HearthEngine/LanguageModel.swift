@@ -137,7 +137,9 @@ public final class LanguageModel: Sendable {
         } else if !isDirectory.boolValue && HQFFile.isHQF(path: url.path) {
             parts = try Self.loadHQF(try HQFFile(path: url.path), tokenizer: tokenizer)
         } else if isDirectory.boolValue || Self.looksLikeSafetensors(url) {
-            parts = try Self.loadCheckpoint(isDirectory.boolValue ? url : url.deletingLastPathComponent(), tokenizer: tokenizer)
+            parts = try Self.loadCheckpoint(
+                isDirectory.boolValue ? url : url.deletingLastPathComponent(), tokenizer: tokenizer,
+                threads: threads ?? WorkerPool.defaultThreadCount)
         } else {
             throw FormatError(
                 .invalidHeader,
@@ -174,7 +176,7 @@ public final class LanguageModel: Sendable {
     }
 
     /// A Hugging Face checkpoint directory.
-    private static func loadCheckpoint(_ url: URL, tokenizer source: TokenizerSource) throws -> Parts {
+    private static func loadCheckpoint(_ url: URL, tokenizer source: TokenizerSource, threads: Int) throws -> Parts {
         let configURL = url.appendingPathComponent("config.json")
         guard let configData = FileManager.default.contents(atPath: configURL.path) else {
             throw FormatError(
@@ -187,7 +189,7 @@ public final class LanguageModel: Sendable {
         let options = try family.options(from: config)
         // MLX-quantized checkpoints (config.json `quantization`) come through MLXCheckpoint.
         let store = try MLXCheckpoint.store(
-            for: try SafetensorsCheckpoint(directory: url), configJSON: configData, path: configURL.path)
+            for: try SafetensorsCheckpoint(directory: url), configJSON: configData, path: configURL.path, threads: threads)
         let weights = try ModelWeights(options: options, store: store, normOffset: family.normWeightOffset) {
             family.tensorName($0)
         }

@@ -3,6 +3,14 @@ import HearthFormats
 import HearthKernels
 
 /// Sampling settings. Temperature 0 is greedy decoding.
+///
+/// The engine does not refuse values: the one rule set for them is the provider layer's
+/// `GenerationOptions.validate()`, which every entry point applies once (the CLI's flags, the
+/// REPL's `/set`, `LocalProvider`, the server as it parses a request). Out of range, a value
+/// reads as the nearest setting that means something: a temperature ≤ 0 (or not finite) is
+/// greedy; top-k ≤ 0, top-p ≥ 1 and min-p ≤ 0 are off, top-p ≤ 0 and min-p ≥ 1 keep only the
+/// most likely token; a repetition penalty that is not a positive number is off, as are
+/// presence and frequency penalties that are not finite.
 public struct SamplingOptions: Sendable, Codable, Equatable {
     /// Softmax temperature; 0 picks the most likely token.
     public var temperature: Float = 0.8
@@ -27,19 +35,6 @@ public struct SamplingOptions: Sendable, Codable, Equatable {
     public var logitBias: [Int32: Float] = [:]
 
     public init() {}
-
-    /// Checks ranges; throws `EngineError.invalidOption` naming the bad value.
-    public func validate() throws {
-        guard temperature >= 0, temperature.isFinite else {
-            throw EngineError(.invalidOption, "temperature must be ≥ 0, got \(temperature)")
-        }
-        guard topK >= 0 else { throw EngineError(.invalidOption, "top-k must be ≥ 0, got \(topK)") }
-        guard topP > 0, topP <= 1 else { throw EngineError(.invalidOption, "top-p must be in (0, 1], got \(topP)") }
-        guard minP >= 0, minP < 1 else { throw EngineError(.invalidOption, "min-p must be in [0, 1), got \(minP)") }
-        guard repetitionPenalty > 0, repetitionPenalty.isFinite else {
-            throw EngineError(.invalidOption, "repetition penalty must be > 0, got \(repetitionPenalty)")
-        }
-    }
 }
 
 extension SamplingOptions {
@@ -129,9 +124,11 @@ public struct Sampler {
             let word = id >> 6
             return word < allowed.count && allowed[word] >> UInt64(id & 63) & 1 == 1
         }
+        // Values without a meaning read as off (see ``SamplingOptions``).
         let penalty = options.repetitionPenalty
-        let penalised = penalty != 1 ? Set(recent.suffix(options.repetitionWindow)) : []
-        let presence = options.presencePenalty, frequency = options.frequencyPenalty
+        let penalised = penalty != 1 && penalty > 0 && penalty.isFinite ? Set(recent.suffix(max(0, options.repetitionWindow))) : []
+        let presence = options.presencePenalty.isFinite ? options.presencePenalty : 0
+        let frequency = options.frequencyPenalty.isFinite ? options.frequencyPenalty : 0
         let counted = presence != 0 || frequency != 0
         @inline(__always) func adjusted(_ id: Int) -> Float {
             var v = logits[id]
@@ -140,7 +137,7 @@ public struct Sampler {
             if counted, let n = generated[Int32(id)] { v -= presence + frequency * Float(n) }
             return v
         }
-        if options.temperature == 0 {
+        if !(options.temperature > 0) || !options.temperature.isFinite {
             var best = -1
             var bestValue = -Float.infinity
             for i in 0..<logits.count where isAllowed(i) {

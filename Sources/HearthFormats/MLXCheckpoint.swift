@@ -33,10 +33,13 @@ public final class MLXCheckpoint: TensorStore {
     }
 
     /// The store for a checkpoint directory: an `MLXCheckpoint` when `configJSON` (its
-    /// config.json) has MLX quantization settings, else `base` itself. Threads: all cores.
-    public static func store(for base: SafetensorsCheckpoint, configJSON: Data, path: String) throws -> TensorStore {
+    /// config.json) has MLX quantization settings, else `base` itself; its weights are
+    /// repacked on `threads` threads (default: all cores).
+    public static func store(
+        for base: SafetensorsCheckpoint, configJSON: Data, path: String, threads: Int = WorkerPool.defaultThreadCount
+    ) throws -> TensorStore {
         guard let quantization = try MLXQuantizationConfig.parse(configJSON: configJSON, path: path) else { return base }
-        return MLXCheckpoint(base: base, quantization: quantization, threads: WorkerPool.defaultThreadCount)
+        return MLXCheckpoint(base: base, quantization: quantization, threads: threads)
     }
 
     /// A one-line description of the conversion: parameters, scale types, f16 exactness.

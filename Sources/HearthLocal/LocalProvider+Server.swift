@@ -140,7 +140,16 @@ extension LocalProvider {
     public func generate(_ input: LocalInput, options: GenerationOptions, topLogprobs: Int = 0, admission: Admission? = nil)
         -> AsyncThrowingStream<LocalEvent, Error>
     {
-        let (request, text) = Self.request(for: input, options: options)
+        generate(input, options: options, checked: false, topLogprobs: topLogprobs, admission: admission)
+    }
+
+    /// ``generate(_:options:topLogprobs:admission:)`` of options the caller has checked
+    /// (`GenerationOptions.validate()`) when `checked`: the server checks each request once, as
+    /// it parses it.
+    package func generate(
+        _ input: LocalInput, options: GenerationOptions, checked: Bool, topLogprobs: Int = 0, admission: Admission? = nil
+    ) -> AsyncThrowingStream<LocalEvent, Error> {
+        let (request, text) = Self.request(for: input, options: options, checked: checked)
         return stream { emit in
             try await self.serveChoices(
                 request, rawText: text, count: 1, topLogprobs: topLogprobs, admission: admission, emit: { emit($0.event) })
@@ -159,7 +168,16 @@ extension LocalProvider {
     public func generate(
         _ input: LocalInput, options: GenerationOptions, choices: Int, topLogprobs: Int = 0, admission: Admission? = nil
     ) -> AsyncThrowingStream<LocalChoiceEvent, Error> {
-        let (request, text) = Self.request(for: input, options: options)
+        generate(input, options: options, checked: false, choices: choices, topLogprobs: topLogprobs, admission: admission)
+    }
+
+    /// ``generate(_:options:choices:topLogprobs:admission:)`` of options the caller has
+    /// checked when `checked` (see ``generate(_:options:checked:topLogprobs:admission:)``).
+    package func generate(
+        _ input: LocalInput, options: GenerationOptions, checked: Bool, choices: Int, topLogprobs: Int = 0,
+        admission: Admission? = nil
+    ) -> AsyncThrowingStream<LocalChoiceEvent, Error> {
+        let (request, text) = Self.request(for: input, options: options, checked: checked)
         return stream { emit in
             try await self.serveChoices(request, rawText: text, count: choices, topLogprobs: topLogprobs, admission: admission, emit: emit)
         }
@@ -190,11 +208,15 @@ extension LocalProvider {
     }
 
     /// The request an input stands for, and its raw text (`/v1/completions`), if any.
-    private static func request(for input: LocalInput, options: GenerationOptions) -> (ChatRequest, String?) {
+    private static func request(for input: LocalInput, options: GenerationOptions, checked: Bool) -> (ChatRequest, String?) {
+        var request: ChatRequest
+        var text: String?
         switch input {
-        case .chat(let messages): return (ChatRequest(messages: messages, options: options), nil)
-        case .text(let text): return (ChatRequest(messages: [], options: options, continuation: ""), text)
+        case .chat(let messages): request = ChatRequest(messages: messages, options: options)
+        case .text(let raw): (request, text) = (ChatRequest(messages: [], options: options, continuation: ""), raw)
         }
+        request.optionsChecked = checked
+        return (request, text)
     }
 
     /// A stream fed by `body` on a task of its own; the consumer's cancellation cancels it and

@@ -20,7 +20,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// The model: a checkpoint directory or a `.hqf` file.
         public var modelPath: String
         /// Quantize float weights at load (nil: run as stored).
-        public var quantize: DType?
+        public var quantize: WeightQuantization?
         /// KV cache size in tokens (nil: the model's, capped at 4096).
         public var context: Int?
         /// Worker threads (nil: all cores).
@@ -48,7 +48,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         public var residency: ModelResidency?
 
         public init(
-            modelPath: String, quantize: DType? = nil, context: Int? = nil, threads: Int? = nil, batch: Int = 128,
+            modelPath: String, quantize: WeightQuantization? = nil, context: Int? = nil, threads: Int? = nil,
+            batch: Int = Generator.defaultBatch,
             parallel: Int = 1, promptStyle: PromptStyle = .automatic, endsRepetitiveReplies: Bool = false
         ) {
             self.modelPath = modelPath
@@ -59,6 +60,25 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
             self.threads = threads
             self.batch = batch
             self.parallel = parallel
+        }
+    }
+
+    /// Block types float weights can be quantized to at load (``Configuration/quantize``).
+    public enum WeightQuantization: String, Sendable, CaseIterable {
+        /// 4.5 bits per weight: 32 weights share one f16 scale.
+        case q4_0
+        /// 5 bits per weight: 32 weights share an f16 scale and minimum.
+        case q4_1
+        /// 8.5 bits per weight: 32 weights share one f16 scale.
+        case q8_0
+
+        /// The kernel module's block type.
+        var dtype: DType {
+            switch self {
+            case .q4_0: return .q4_0
+            case .q4_1: return .q4_1
+            case .q8_0: return .q8_0
+            }
         }
     }
 
@@ -97,7 +117,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
 
     /// Creates a provider around an already loaded model, serving up to `parallel` requests at once.
     public init(
-        id: String = "local", model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = 128,
+        id: String = "local", model: LanguageModel, context: Int? = nil, threads: Int? = nil,
+        batch: Int = Generator.defaultBatch,
         parallel: Int = 1, embeddingPooling: EmbeddingPooling = .mean
     ) throws {
         self.id = id
@@ -303,7 +324,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         let o = request.options
         var p = GenerationParameters()
         do {
-            try o.validate()
+            if !request.optionsChecked { try o.validate() }
             try request.messages.validateToolResults()
         } catch {
             throw ProviderError(.invalidRequest, provider: id, message: error.message, underlying: error)
@@ -312,7 +333,6 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
             temperature: o.temperature, topK: o.topK, topP: o.topP, minP: o.minP, repetitionPenalty: o.repetitionPenalty,
             presencePenalty: o.presencePenalty, frequencyPenalty: o.frequencyPenalty, seed: o.seed,
             modelDefaults: generator.model.generationConfig)
-        do { try s.validate() } catch { throw providerError(error) }
         let vocabulary = generator.model.options.vocabSize
         if let bad = o.logitBias.keys.first(where: { Int($0) >= vocabulary }) {
             throw ProviderError(
@@ -413,7 +433,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 let result: Result<Generator, ProviderError>
                 do {
                     let model = try LanguageModel(
-                        path: configuration.modelPath, quantize: configuration.quantize, threads: configuration.threads)
+                        path: configuration.modelPath, quantize: configuration.quantize?.dtype, threads: configuration.threads)
                     let generator = try Generator(
                         model: model, context: configuration.context, threads: configuration.threads,
                         batch: configuration.batch, sequences: configuration.parallel)

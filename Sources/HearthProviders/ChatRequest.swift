@@ -30,6 +30,10 @@ public struct ChatRequest: Sendable {
     /// same messages plus the text already shown, and its stream carries **only the text that
     /// follows** it, so the consumer sees one continuous answer.
     public var continuation: String?
+    /// Set by a caller inside this package that has already run `options.validate()` on this
+    /// request (the server, as it parses it), so the provider does not check it again: a
+    /// request is validated once on its way through.
+    package var optionsChecked = false
 
     /// Creates a request.
     public init(

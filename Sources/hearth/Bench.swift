@@ -22,11 +22,7 @@ struct Bench: ParsableCommand {
             prints prompt and aggregate decode tokens/s per level.
             """)
 
-    @Option(name: .long, help: "Model: Hugging Face or MLX checkpoint directory, .hqf or .gguf file, or a model name (ORG/REPO[:QUANT], a registry short name).")
-    var model: String
-
-    @Option(name: .long, help: "Quantize float weights at load: q4_0, q4_1 or q8_0.")
-    var quantize: DType?
+    @OptionGroup var model: ModelOptions
 
     @Option(name: [.customShort("p"), .long], help: "Prompt tokens for the pp test (0 skips it).")
     var prompt: Int = 512
@@ -39,8 +35,8 @@ struct Bench: ParsableCommand {
 
     @OptionGroup var workers: ThreadsOption
 
-    @Option(name: [.customShort("b"), .long], help: "Prompt tokens per batch in the pp test.")
-    var batch: Int = 512
+    @OptionGroup var batching: BatchOption
+    var batch: Int { batching.batch }
 
     @OptionGroup var kernels: KernelOptions
 
@@ -58,7 +54,6 @@ struct Bench: ParsableCommand {
     func validate() throws {
         if prompt < 0 || generate < 0 { throw ValidationError("-p and -n must be ≥ 0") }
         if repetitions < 1 { throw ValidationError("-r must be ≥ 1") }
-        if batch < 1 || batch > 4096 { throw ValidationError("--batch must be between 1 and 4096") }
         if let parallel {
             let levels = parallelLevels ?? []
             guard !levels.isEmpty, levels.count == parallel.split(separator: ",").count,
@@ -106,7 +101,7 @@ struct Bench: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let threads = workers.threads ?? WorkerPool.defaultThreadCount
-            let lm = try LanguageModel(path: try ModelNames.path(model), quantize: quantize, threads: threads)
+            let lm = try model.load(threads: threads)
             let pool = WorkerPool(threads: threads)
             var rng = SeededGenerator(seed: 1234)
             let vocab = Int32(lm.options.vocabSize)

@@ -17,8 +17,7 @@ struct Chat: ParsableCommand {
             Chats are saved as they go under ~/.local/share/hearth/chats (or $HEARTH_HOME/chats).
             """)
 
-    @Option(name: .long, help: "A local model: a path, ORG/REPO[:QUANT] from the Hugging Face cache (pulled if missing), or a registry short name such as phi3.5-mini (default: the model named in models/registry.json).")
-    var model: String?
+    @OptionGroup var source: ModelOption
 
     @Option(name: .long, help: "Who answers: local, openai, anthropic, spark, deepseek, qwen, dashscope (Qwen's native API) or bailian (Bailian's real-time dialog); cloud keys from the environment or ~/.config/hearth/providers.json.")
     var provider: String = "local"
@@ -41,8 +40,7 @@ struct Chat: ParsableCommand {
         case base, instruct
     }
 
-    @Option(name: .long, help: "Prompt tokens per prefill batch; Ctrl-C is noticed between batches.")
-    var batch: Int = 64
+    @OptionGroup var batching: BatchOption
 
     @Option(name: .long, help: "Directory for saved chats (default: $HEARTH_HOME/chats or ~/.local/share/hearth/chats).")
     var sessionsDir: String?
@@ -55,7 +53,6 @@ struct Chat: ParsableCommand {
 
     func validate() throws {
         if let maxTokens, maxTokens < 1 { throw ValidationError("--max-tokens must be ≥ 1") }
-        if batch < 1 || batch > 4096 { throw ValidationError("--batch must be between 1 and 4096") }
         if let name { try ChatStore.validate(name: name) }
         if !ChatProviders.names.contains(provider) {
             throw ValidationError("--provider takes one of: \(ChatProviders.names.joined(separator: ", "))")
@@ -82,8 +79,8 @@ struct Chat: ParsableCommand {
         options.maxTokens = maxTokens
 
         let modelPath: String?
-        if let model {
-            modelPath = try ModelNames.path(model)
+        if source.model != nil {
+            modelPath = try source.path()
         } else if provider == "local" {
             modelPath = try DefaultModel.path()
         } else {
@@ -95,8 +92,11 @@ struct Chat: ParsableCommand {
         case .instruct: style = .chatTemplate
         case nil: style = .automatic
         }
-        let local = ChatProviders.Local(
-            path: modelPath, context: context.ctx, threads: workers.threads, batch: batch, promptStyle: style)
+        let local = modelPath.map {
+            LocalProvider.Configuration(
+                modelPath: $0, context: context.ctx, threads: workers.threads, batch: batching.batch, promptStyle: style,
+                endsRepetitiveReplies: true)
+        }
         let session = ChatSession(
             output: output, store: store, name: sessionName, messages: messages, options: options, local: local)
         try session.start(provider: provider, resumed: resume)

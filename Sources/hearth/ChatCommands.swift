@@ -118,7 +118,7 @@ extension ChatSession {
         func number(_ v: Double?) -> String { v.map { String(format: "%g", $0) } ?? "provider default" }
         func source(_ set: Any?) -> String { set == nil ? "" : " (set)" }
         var lines = ["provider: \(providerName)"]
-        if let path = localSettings.path { lines.append("local model: \(path)") }
+        if let path = localSettings?.modelPath { lines.append("local model: \(path)") }
         if let summary = local?.loadedModelSummary { lines.append("  \(summary)") }
         if provider is LocalProvider, let reason = local?.dialogueReason { lines.append("  prompt: User:/Assistant: dialogue (\(reason))") }
         let sent = requestOptions
@@ -150,7 +150,7 @@ extension ChatSession {
             if let local, provider is LocalProvider { snapshot = try blocking { try await local.snapshot() } }
             let saved = ConversationFile(
                 conversation: .init(
-                    messages: messages, options: options, provider: providerName, model: localSettings.path, savedAt: Date()),
+                    messages: messages, options: options, provider: providerName, model: localSettings?.modelPath, savedAt: Date()),
                 snapshot: snapshot)
             let data = try saved.encoded()
             try store.ensureDirectory()

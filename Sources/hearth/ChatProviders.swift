@@ -8,15 +8,6 @@ import HearthProviders
 enum ChatProviders {
     static let names = ["local", "openai", "anthropic", "spark", "deepseek", "qwen", "dashscope", "bailian"]
 
-    /// How to make the local provider.
-    struct Local {
-        var path: String?
-        var context: Int?
-        var threads: Int?
-        var batch: Int
-        var promptStyle: LocalProvider.PromptStyle = .automatic
-    }
-
     /// Makes a cloud provider from the environment and ~/.config/hearth/providers.json.
     static func cloud(_ name: String) throws -> any LanguageModelProvider {
         let credentials = try CloudCredentials.load()

@@ -11,7 +11,8 @@ final class ChatSession {
     let name: String
     var messages: [ChatMessage]
     var options: GenerationOptions
-    let localSettings: ChatProviders.Local
+    /// How to make the local provider (nil: no local model was given or installed).
+    let localSettings: LocalProvider.Configuration?
     var local: LocalProvider?
     var provider: (any LanguageModelProvider)?
     let runner = TurnRunner()
@@ -23,7 +24,7 @@ final class ChatSession {
 
     init(
         output: ChatOutput, store: ChatStore, name: String, messages: [ChatMessage], options: GenerationOptions,
-        local: ChatProviders.Local
+        local: LocalProvider.Configuration?
     ) {
         self.output = output
         self.store = store
@@ -225,14 +226,11 @@ final class ChatSession {
 
     private func loadLocal() throws -> LocalProvider {
         if let local { return local }
-        guard let path = localSettings.path else {
+        guard let configuration = localSettings else {
             throw ChatError("no local model: pass --model PATH or install the default with scripts/fetch-default-model.sh")
         }
-        let local = LocalProvider(
-            configuration: .init(
-                modelPath: path, context: localSettings.context, threads: localSettings.threads, batch: localSettings.batch,
-                promptStyle: localSettings.promptStyle, endsRepetitiveReplies: true))
-        let spinner = output.spinner("loading \(URL(fileURLWithPath: path).lastPathComponent)")
+        let local = LocalProvider(configuration: configuration)
+        let spinner = output.spinner("loading \(URL(fileURLWithPath: configuration.modelPath).lastPathComponent)")
         defer { spinner.stop() }
         try blocking { try await local.prewarm(nil) }
         self.local = local

@@ -24,11 +24,8 @@ struct Embed: ParsableCommand {
 
     @OptionGroup var workers: ThreadsOption
 
-    @Option(name: .long, help: "Longest text in tokens; a longer one is refused (default: the longest given, at most the model's context capped at 4096).")
-    var ctx: Int?
-
-    @Option(name: .long, help: "Tokens per forward pass: texts up to this long run whole, several per pass; longer ones alone, in chunks.")
-    var batch: Int = 256
+    @OptionGroup var context: ContextOption
+    @OptionGroup var batching: BatchOption
 
     @Flag(name: .long, help: "Add \"timings\" to the JSON: seconds to load the model and to embed (the forward passes and pooling, after tokenizing), and tokens per second.")
     var timings = false
@@ -36,8 +33,6 @@ struct Embed: ParsableCommand {
     func validate() throws {
         if text.isEmpty { throw ValidationError("give at least one --text") }
         if text.contains(where: \.isEmpty) { throw ValidationError("--text must not be empty") }
-        if let ctx, ctx < 1 { throw ValidationError("--ctx must be at least 1") }
-        if batch < 1 || batch > 4096 { throw ValidationError("--batch must be between 1 and 4096") }
     }
 
     /// The JSON printed (OpenAI's embeddings reply, less its `object` fields).
@@ -74,8 +69,9 @@ struct Embed: ParsableCommand {
             let loaded = clock.now
             let sequences = try text.map { try lm.tokenizer.encode($0, addSpecialTokens: true) }
             let longest = sequences.map(\.count).max() ?? 1
-            let context = ctx ?? min(lm.defaultContext, longest)
-            let generator = try Generator(model: lm, context: context, threads: workers.threads, batch: batch)
+            // Texts longer than --ctx are refused; by default the cache is sized for the longest one given.
+            let context = context.ctx ?? min(lm.defaultContext, longest)
+            let generator = try Generator(model: lm, context: context, threads: workers.threads, batch: batching.batch)
             let embedStart = clock.now
             let vectors = try generator.embeddings(for: sequences, pooling: pooling)
             let end = clock.now

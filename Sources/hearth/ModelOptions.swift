@@ -5,13 +5,28 @@ import HearthProviders
 import HearthKernels
 import HearthTokenizers
 
-/// Options shared by commands that load a model.
-struct ModelOptions: ParsableArguments {
-    @Option(name: .long, help: "The model: a path (a Hugging Face checkpoint directory, a .gguf file, or a .hqf file from `hearth quantize`), a Hugging Face repository ORG/REPO[:QUANT] (from the shared cache, pulled if missing), or a short name from models/registry.json (default: the registry's default model).")
+/// `--model`, declared once for every command that takes a model (`serve`, which takes it
+/// several times, repeats it with ``help``).
+struct ModelOption: ParsableArguments {
+    /// The help text of `--model`.
+    static let help = "The model: a path (a Hugging Face checkpoint directory, a .gguf file, or a .hqf file from `hearth quantize`), a Hugging Face repository ORG/REPO[:QUANT] (from the shared cache, pulled if missing), or a short name from models/registry.json (default: the registry's default model)."
+
+    @Option(name: .long, help: ArgumentHelp(ModelOption.help))
     var model: String?
 
     /// The model path, falling back to the default model; a name resolves through the hub cache.
     func path() throws -> String { try ModelNames.path(model) }
+}
+
+/// Options shared by commands that load a model: which one, quantized how, with which tokenizer.
+struct ModelOptions: ParsableArguments {
+    @OptionGroup var source: ModelOption
+
+    /// The model as given (nil: the default model).
+    var model: String? { source.model }
+
+    /// The model path, falling back to the default model; a name resolves through the hub cache.
+    func path() throws -> String { try source.path() }
 
     @Option(name: .long, help: "Quantize float weights at load: q4_0, q4_1 or q8_0 (default: run them as stored).")
     var quantize: DType?
@@ -91,21 +106,27 @@ struct KernelOptions: ParsableArguments {
     var precision: ActivationPrecision { ActivationPrecision(rawValue: activationBits) ?? .wide }
 }
 
-/// Options for running the model: threads, context, prefill batch, KV type and kernel path.
-struct RuntimeOptions: ParsableArguments {
-    @OptionGroup var workers: ThreadsOption
-    @OptionGroup var context: ContextOption
-    @OptionGroup var kernels: KernelOptions
-
-    @Option(name: .long, help: "Prompt tokens processed per batch during prefill.")
-    var batch: Int = 512
-
-    var threads: Int? { workers.threads }
-    var ctx: Int? { context.ctx }
+/// `-b/--batch`: tokens per forward step, one default for every command and for
+/// `LocalProvider` (``Generator/defaultBatch``).
+struct BatchOption: ParsableArguments {
+    @Option(name: [.customShort("b"), .long], help: "Tokens per forward step: prompt tokens processed together (and, when serving, the decode tokens of other requests beside them). Larger is faster on long prompts; cancellation (Ctrl-C, a closed connection) is noticed between layers of a step either way (default \(Generator.defaultBatch), llama.cpp's micro-batch).")
+    var batch: Int = Generator.defaultBatch
 
     func validate() throws {
         if batch < 1 || batch > 4096 { throw ValidationError("--batch must be between 1 and 4096") }
     }
+}
+
+/// Options for running the model: threads, context, batch, KV type and kernel path.
+struct RuntimeOptions: ParsableArguments {
+    @OptionGroup var workers: ThreadsOption
+    @OptionGroup var context: ContextOption
+    @OptionGroup var kernels: KernelOptions
+    @OptionGroup var batching: BatchOption
+
+    var threads: Int? { workers.threads }
+    var ctx: Int? { context.ctx }
+    var batch: Int { batching.batch }
 }
 
 extension DType: ExpressibleByArgument {}

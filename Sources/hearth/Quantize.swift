@@ -8,8 +8,8 @@ struct Quantize: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Quantize a checkpoint into one memory-mappable .hqf file (config and tokenizer inside).")
 
-    @Option(name: .long, help: "The checkpoint to quantize (F32, F16 or BF16 safetensors): a directory, or a model name (ORG/REPO, a registry short name).")
-    var model: String
+    /// The checkpoint to quantize: F32, F16 or BF16 safetensors.
+    @OptionGroup var source: ModelOption
 
     @Option(name: .long, help: "The .hqf file to write.")
     var output: String
@@ -26,7 +26,7 @@ struct Quantize: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let started = Date()
-            let lm = try LanguageModel(path: try ModelNames.path(model))
+            let lm = try LanguageModel(path: try source.path(), threads: workers.threads)
             let plan = try QuantizationPlan(type: type)
             let o = lm.options
             var entries: [(name: String, dtype: DType, layout: WeightLayout, shape: [Int], length: Int)] = []

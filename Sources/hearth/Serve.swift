@@ -14,7 +14,8 @@ struct Serve: AsyncParsableCommand {
             --grace seconds to finish, then the server exits 0. See docs/SERVER.md.
             """)
 
-    @Option(name: .long, help: "A model: a path (.gguf, .hqf or a checkpoint directory), ORG/REPO[:QUANT] from the Hugging Face cache (pulled if missing), or a registry short name (default: the model named in models/registry.json). Repeat to serve several: each request's `model` picks one by that name (a path by its file name without extension).")
+    // `--model` as every command declares it (`ModelOption.help`), but repeatable.
+    @Option(name: .long, help: ArgumentHelp(ModelOption.help + " Repeat to serve several: each request's `model` picks one by that name (a path by its file name without extension)."))
     var model: [String] = []
 
     @Option(name: .long, help: "Serve every .gguf and .hqf file and checkpoint folder in this directory too, each under its name without extension.")
@@ -40,6 +41,7 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var context: ContextOption
     @OptionGroup var workers: ThreadsOption
+    @OptionGroup var batching: BatchOption
     var ctx: Int? { context.ctx }
     var threads: Int? { workers.threads }
 
@@ -70,7 +72,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Requests to cloud routes (--config) in flight at once, a pool of their own beside the local model's slots.")
     var maxCloudInFlight: Int = 64
 
-    @Option(name: .long, help: "Prompt tokens a decode step may spend on new requests while others are generating: 128 (the whole batch) admits a burst of new requests sooner (time to first token); 32 keeps running streams' pace steadier (inter-token latency).")
+    @Option(name: .long, help: "Prompt tokens a decode step may spend on new requests while others are generating (at most --batch): more admits a burst of new requests sooner (time to first token); 32 keeps running streams' pace steadier (inter-token latency).")
     var prefillWhileDecoding: Int = 128
 
     @Option(name: .long, help: "How conversations become prompts: automatic (base models get the User:/Assistant: dialogue and its stop rules, instruction-tuned models their chat template), chat-template or dialogue.")
@@ -89,15 +91,14 @@ struct Serve: AsyncParsableCommand {
         }
         if !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
         if !(1...256).contains(parallel) { throw ValidationError("--parallel must be between 1 and 256") }
-        if let ctx, ctx < 16 { throw ValidationError("--ctx must be at least 16") }
-        if let threads, !(1...512).contains(threads) { throw ValidationError("--threads must be between 1 and 512") }
+        if parallel > batching.batch { throw ValidationError("--parallel must be at most --batch (each step holds a token of every running request)") }
         if !(0...100_000).contains(maxQueue) { throw ValidationError("--max-queue must be between 0 and 100000") }
         if maxBodyBytes < 1024 { throw ValidationError("--max-body-bytes must be at least 1024") }
         if !(requestTimeout > 0) || !(grace >= 0) || !(idleTimeout > 0) || !(writeTimeout > 0) {
             throw ValidationError("--request-timeout, --idle-timeout and --write-timeout must be positive, --grace at least 0")
         }
-        if !(1...4096).contains(prefillWhileDecoding) {
-            throw ValidationError("--prefill-while-decoding must be between 1 and 4096")
+        if !(1...batching.batch).contains(prefillWhileDecoding) {
+            throw ValidationError("--prefill-while-decoding must be between 1 and --batch (\(batching.batch))")
         }
         if maxConnections < 1 || maxCloudInFlight < 1 { throw ValidationError("--max-connections and --max-cloud-in-flight must be at least 1") }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("--log-level takes trace, debug, info, notice, warning, error or critical") }
@@ -170,7 +171,8 @@ struct Serve: AsyncParsableCommand {
             for (given, text) in requested {
                 let path = try await ModelNames.resolvedPath(text)
                 var settings = LocalProvider.Configuration(
-                    modelPath: path, context: ctx, threads: threads, parallel: parallel, promptStyle: promptStyle.style)
+                    modelPath: path, context: ctx, threads: threads, batch: batching.batch, parallel: parallel,
+                    promptStyle: promptStyle.style)
                 settings.prefillWhileDecoding = prefillWhileDecoding
                 settings.residency = residency
                 let modelName = alias ?? given.flatMap { ModelNames.isPath($0) ? nil : $0 }

@@ -63,7 +63,7 @@ import Testing
         #expect(none.status != 0 && none.stderr.contains("--text"))
         let pooling = try Self.run(try Self.debugBinary(), ["embed", "--model", model, "--text", "x", "--pooling", "max"])
         #expect(pooling.status != 0)
-        let long = try Self.run(try Self.debugBinary(), ["embed", "--model", model, "--text", "one two three four five six", "--ctx", "3"])
+        let long = try Self.run(try Self.debugBinary(), ["embed", "--model", model, "--text", String(repeating: "one two three four five six ", count: 5), "--ctx", "16"])
         #expect(long.status == 1 && long.stderr.contains("context"), "\(long.stderr)")
         #expect(long.stdout.isEmpty)
         let help = try Self.run(try Self.debugBinary(), ["embed", "--help"])

@@ -47,14 +47,18 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
             return try await start(local: provider, job: job, admission: admission)
         case .router(let router):
             guard case .chat(let messages) = job.input else { throw APIError.invalid("model", "Cloud routes take chat requests only.") }
-            return try await start(router: router, request: ChatRequest(messages: messages, options: job.options))
+            var request = ChatRequest(messages: messages, options: job.options)
+            request.optionsChecked = true  // checked once, as the request was parsed
+            return try await start(router: router, request: request)
         }
     }
 
     /// Starts the local model on `job` (raw text and log-probabilities included).
     func start(local provider: LocalProvider, job: GenerationJob, admission: LocalProvider.Admission?) async throws -> RouteStart {
         if job.choices > 1 { return try await start(choicesOf: provider, job: job, admission: admission) }
-        let upstream = provider.generate(job.input, options: job.options, topLogprobs: job.logprobs ?? 0, admission: admission)
+        // Options were checked once, as the request was parsed.
+        let upstream = provider.generate(
+            job.input, options: job.options, checked: true, topLogprobs: job.logprobs ?? 0, admission: admission)
         let id = provider.id
         return try await run {
             for try await event in upstream {
@@ -78,7 +82,8 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
     /// ``RouteEvent/choice(_:_:)``, then the answer's `finished` with the prompt counted once.
     func start(choicesOf provider: LocalProvider, job: GenerationJob, admission: LocalProvider.Admission?) async throws -> RouteStart {
         let upstream = provider.generate(
-            job.input, options: job.options, choices: job.choices, topLogprobs: job.logprobs ?? 0, admission: admission)
+            job.input, options: job.options, checked: true, choices: job.choices, topLogprobs: job.logprobs ?? 0,
+            admission: admission)
         let id = provider.id
         return try await run {
             // The answer's usage: the prompt as the first choice (which processed it) counts it,
