@@ -201,10 +201,11 @@ public final class Decoder {
     /// the final hidden states — after the final norm, before the output head, which is skipped
     /// — of the items at `rows`, `(rows.count, hiddenSize)` row after row into `hidden`.
     /// `cache` must have this decoder's layers, width and type and at most `context` positions
-    /// per slot. What embeddings pool.
+    /// per slot. What embeddings pool. `shouldStop` is asked before each layer, as by
+    /// ``forward(batch:logitsFor:lengths:shouldStop:)``.
     func hiddenStates(
         batch items: [BatchItem], rows: [Int], lengths: [Int: Int] = [:], cache: KVCache,
-        into hidden: UnsafeMutablePointer<Float>
+        into hidden: UnsafeMutablePointer<Float>, shouldStop: () -> Bool = { false }
     ) throws {
         guard cache.layerCount == self.cache.layerCount, cache.width == self.cache.width,
             cache.type == self.cache.type, cache.capacity <= self.cache.capacity
@@ -219,7 +220,7 @@ public final class Decoder {
         let segments = try segments(of: items, lengths: lengths, cache: cache)
         try forwardBatch(
             items.map(\.token), segments: segments, outputRows: rows, output: .hiddenStates(hidden), cache: cache,
-            shouldStop: { false })
+            shouldStop: shouldStop)
     }
 
     /// The runs of consecutive positions of one sequence each that make up `items`, checked

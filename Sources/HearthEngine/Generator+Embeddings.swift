@@ -29,7 +29,7 @@ extension Generator {
     /// Safe while requests generate: every pass holds the generator's lock, the one the
     /// scheduler holds for each decode step, so passes and steps take turns (a long embedding
     /// call slows running chats by its passes, never stalls them for the whole call).
-    /// `isCancelled` is checked between passes.
+    /// `isCancelled` is checked before each layer of a pass.
     ///
     /// Throws ``EngineError``: `.invalidOption` for no sequences or an empty one,
     /// `.invalidToken` for an id outside the vocabulary, `.contextLengthExceeded` for a
@@ -83,7 +83,8 @@ extension Generator {
                 // The decoder's buffers are shared with the scheduler's decode steps.
                 lock.lock()
                 defer { lock.unlock() }
-                try decoder.hiddenStates(batch: items, rows: rows, lengths: lengths, cache: scratch, into: base)
+                try decoder.hiddenStates(
+                    batch: items, rows: rows, lengths: lengths, cache: scratch, into: base, shouldStop: isCancelled)
             }
             // Pooling: sum of the rows of each sequence (in Double: sums over thousands of rows).
             for (i, owner) in rowOwner.enumerated() {

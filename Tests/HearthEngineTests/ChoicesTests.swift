@@ -141,7 +141,7 @@ import Testing
             _ = try await Self.collect(generator.generate(prompt: prompt, choices: many), count: many.count)
         }
         var bad = Self.sampled(seed: 1)
-        bad.sampling.temperature = -1
+        bad.maxTokens = -1
         await #expect(throws: EngineError.self) {
             _ = try await Self.collect(generator.generate(prompt: prompt, choices: [Self.sampled(seed: 1), bad]), count: 2)
         }
