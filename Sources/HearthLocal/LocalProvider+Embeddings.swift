@@ -33,7 +33,7 @@ extension LocalProvider: EmbeddingProvider {
         do {
             (vectors, tokens) = try await withTaskCancellationHandler {
                 try await Self.onThread { () throws -> ([[Float]], Int) in
-                    let sequences = try self.tokens(of: inputs, generator: generator)
+                    let sequences = try self.tokens(of: inputs, generator: generator, isCancelled: { stop.isSet })
                     let vectors = try generator.embeddings(for: sequences, pooling: pooling, isCancelled: { stop.isSet })
                     return (vectors, sequences.reduce(0) { $0 + $1.count })
                 }
@@ -46,10 +46,12 @@ extension LocalProvider: EmbeddingProvider {
         return EmbeddingResponse(vectors: vectors, promptTokens: tokens, provider: id)
     }
 
-    /// The token ids of each input, checked against the context.
-    private func tokens(of inputs: [EmbeddingInput], generator: Generator) throws -> [[Int32]] {
+    /// The token ids of each input, checked against the context; `isCancelled` is asked
+    /// before each input (thousands of texts take a while to tokenize).
+    private func tokens(of inputs: [EmbeddingInput], generator: Generator, isCancelled: () -> Bool) throws -> [[Int32]] {
         var sequences: [[Int32]] = []
         for (index, input) in inputs.enumerated() {
+            if isCancelled() { throw ProviderError(.cancelled, provider: id, message: "the request was cancelled") }
             let tokens: [Int32]
             switch input {
             case .text(let text):

@@ -165,8 +165,9 @@ import Testing
         let generator = try Generator(model: model, context: 32, threads: 1)
         #expect(throws: EngineError.self) { _ = try generator.run(prompt: [1, 99999], parameters: .init()) { _ in } }
         #expect(throws: EngineError.self) { _ = try generator.run(prompt: [], parameters: .init()) { _ in } }
+        // (Sampling values are not refused by the engine — SamplingOutOfRangeTests — but lengths are.)
         var parameters = GenerationParameters()
-        parameters.sampling.topP = 0
+        parameters.maxTokens = -1
         #expect(throws: EngineError.self) { _ = try generator.run(prompt: [1, 5], parameters: parameters) { _ in } }
         #expect(throws: EngineError.self) { _ = try Generator(model: model, context: 0) }
     }
