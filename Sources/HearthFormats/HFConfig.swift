@@ -95,7 +95,7 @@ public struct RopeScalingConfig: Decodable, Sendable, Equatable {
 }
 
 /// The part of a Hugging Face `config.json` every model family reads: which architecture it
-/// is, its BOS/EOS ids, the common dimensions and RoPE. Everything else is a family's own:
+/// is, its EOS ids, the common dimensions and RoPE. Everything else is a family's own:
 /// each family file decodes a private `Decodable` struct of its keys from the same file with
 /// ``decode(_:)``, so a new key is one edit in one family file.
 ///
@@ -103,10 +103,6 @@ public struct RopeScalingConfig: Decodable, Sendable, Equatable {
 public struct HFConfig: Decodable, Sendable {
     /// `architectures`: the transformers class names (`LlamaForCausalLM`…); empty when absent.
     public var architectures: [String] = []
-    /// `model_type` (`llama`, `phi3`…).
-    public var modelType: String?
-    /// `bos_token_id`.
-    public var bosTokenId: IntList?
     /// `eos_token_id`: one id or a list; generation stops at any of them.
     public var eosTokenId: IntList?
     /// `hidden_size`: the residual stream's width.
@@ -144,8 +140,6 @@ public struct HFConfig: Decodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case architectures
-        case modelType = "model_type"
-        case bosTokenId = "bos_token_id"
         case eosTokenId = "eos_token_id"
         case hiddenSize = "hidden_size"
         case intermediateSize = "intermediate_size"
@@ -179,8 +173,6 @@ public struct HFConfig: Decodable, Sendable {
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         architectures = try c.decodeIfPresent([String].self, forKey: .architectures) ?? []
-        modelType = try c.decodeIfPresent(String.self, forKey: .modelType)
-        bosTokenId = try c.decodeIfPresent(IntList.self, forKey: .bosTokenId)
         eosTokenId = try c.decodeIfPresent(IntList.self, forKey: .eosTokenId)
         hiddenSize = try c.decodeIfPresent(Int.self, forKey: .hiddenSize)
         intermediateSize = try c.decodeIfPresent(Int.self, forKey: .intermediateSize)
