@@ -133,8 +133,8 @@ public struct HFConfig: Decodable, Sendable {
     /// per layer type, its `full_attention` entry).
     public var ropeScaling: RopeScalingConfig?
 
-    /// The file's bytes, for the families' own keys (``decode(_:)``); empty for GGUF files.
-    public private(set) var json = Data("{}".utf8)
+    /// The file's bytes, for the families' own keys (``decode(_:)``); `{}` for GGUF files.
+    private var json = Data("{}".utf8)
     /// Where the configuration came from, for errors.
     public private(set) var path = "config.json"
 
