@@ -102,3 +102,41 @@ import Testing
         #expect(posed.scaling.name == "longrope")
     }
 }
+
+/// GGUF files reach their family by `general.architecture`, whose keys the family reads.
+@Suite struct GGUFFamilyTests {
+    /// The header of a one-layer Llama GGUF file (64 wide, 4 heads of 16) with `freqs`
+    /// `rope_freqs` values, opened from a temporary file.
+    private func llamaFile(freqs: Int) throws -> GGUFFile {
+        var b = GGUFBuilder()
+        b.string("general.architecture", "llama")
+        b.uint32("llama.embedding_length", 64)
+        b.uint32("llama.attention.head_count", 4)
+        b.uint32("llama.block_count", 1)
+        b.uint32("llama.feed_forward_length", 128)
+        b.f32Tensor("rope_freqs.weight", values: (0..<freqs).map { 1 + Float($0) / 2 })
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-\(UUID().uuidString).gguf")
+        try Data(b.bytes()).write(to: url)
+        defer { try? FileManager.default.removeItem(at: url) }
+        return try GGUFFile(path: url.path)
+    }
+
+    @Test func llamaRopeFreqsAreFrequencyFactors() throws {
+        let gguf = try llamaFile(freqs: 8)
+        let family = try ModelFamilies.family(for: gguf)
+        #expect(ObjectIdentifier(family) == ObjectIdentifier(LlamaFamily.self))
+        let options = try family.options(gguf: gguf)
+        #expect(options.headDim == 16 && options.rope.style == .interleaved)
+        #expect(options.rope.scaling == .frequencyFactors((0..<8).map { 1 + Float($0) / 2 }))
+    }
+
+    /// One divisor per rotating pair, or the file is refused (a short table would be read past its end).
+    @Test func ropeFreqsOfTheWrongLengthAreRefused() throws {
+        do {
+            _ = try LlamaFamily.options(gguf: try llamaFile(freqs: 5))
+            Issue.record("5 rope_freqs for 8 rotary frequencies were accepted")
+        } catch let error as FormatError {
+            #expect(error.code == .shapeMismatch && error.key == "rope_freqs.weight")
+        }
+    }
+}
