@@ -71,6 +71,10 @@ public struct DecoderOptions: Sendable, Equatable {
         /// Llama 3's frequency remapping: low frequencies divided by `factor`, high ones kept,
         /// a smooth blend between.
         case llama3(factor: Float, lowFrequencyFactor: Float, highFrequencyFactor: Float, originalContext: Int)
+        /// One fixed divisor per rotating pair: inv_freq[i] = 1 / (factors[i] · θ^(2i/rotaryDims)).
+        /// Llama 3 GGUF files store their remapped frequencies this way (`rope_freqs`,
+        /// rotaryDims/2 values), for every position.
+        case frequencyFactors([Float])
     }
 
     public var hiddenSize: Int
@@ -196,9 +200,9 @@ extension DecoderOptions.Scaling {
         switch self {
         case .none: return "none"
         case .linear: return "linear"
-        case .longRoPE(let short, let long, let original, _):
-            return short == long && original == Int.max ? "frequency-factors" : "longrope"
+        case .longRoPE: return "longrope"
         case .llama3: return "llama3"
+        case .frequencyFactors: return "frequency-factors"
         }
     }
 }

@@ -184,8 +184,8 @@ public final class LanguageModel: Sendable {
                 remedy: "Download the whole checkpoint directory, not only the weights")
         }
         let configText = String(decoding: configData, as: UTF8.self)
-        let config = try decodeJSON(HFConfig.self, from: configData, path: configURL.path)
-        let family = try ModelFamilies.family(for: config, path: configURL.path)
+        let config = try HFConfig(json: configData, path: configURL.path)
+        let family = try ModelFamilies.family(for: config)
         let options = try family.options(from: config)
         // MLX-quantized checkpoints (config.json `quantization`) come through MLXCheckpoint.
         let store = try MLXCheckpoint.store(
@@ -199,7 +199,7 @@ public final class LanguageModel: Sendable {
             generationConfigText: FileManager.default.contents(
                 atPath: url.appendingPathComponent("generation_config.json").path
             ).map { String(decoding: $0, as: UTF8.self) },
-            architecture: config.architectures?.first ?? "?", options: options, weights: weights,
+            architecture: config.architectures.first ?? "?", options: options, weights: weights,
             tokenizer: try TokenizerLoader.load(files: files, source: source), tokenizerFiles: files,
             fallbackChatTemplate: family.fallbackChatTemplate, name: url.lastPathComponent)
     }
@@ -207,8 +207,8 @@ public final class LanguageModel: Sendable {
     /// A Hearth `.hqf` file: canonical tensor names, load-time fixes already applied.
     private static func loadHQF(_ hqf: HQFFile, tokenizer source: TokenizerSource) throws -> Parts {
         let url = URL(fileURLWithPath: hqf.file.path)
-        let config = try decodeJSON(HFConfig.self, from: Data(hqf.header.config.utf8), path: url.path + " (config.json)")
-        let family = try ModelFamilies.family(for: config, path: url.path)
+        let config = try HFConfig(json: Data(hqf.header.config.utf8), path: url.path + " (config.json)")
+        let family = try ModelFamilies.family(for: config)
         let options = try family.options(from: config)
         let weights = try ModelWeights(options: options, store: hqf) { $0.huggingFaceName }
         let files = TokenizerFiles(
@@ -218,7 +218,7 @@ public final class LanguageModel: Sendable {
             addedTokens: try hqf.embeddedFile("added_tokens.json"), origin: url.path)
         return Parts(
             path: url, config: config, configText: hqf.header.config, generationConfigText: hqf.header.generationConfig,
-            architecture: config.architectures?.first ?? "?", options: options, weights: weights,
+            architecture: config.architectures.first ?? "?", options: options, weights: weights,
             tokenizer: try TokenizerLoader.load(files: files, source: source), tokenizerFiles: files,
             fallbackChatTemplate: family.fallbackChatTemplate, name: url.deletingPathExtension().lastPathComponent)
     }
@@ -229,12 +229,11 @@ public final class LanguageModel: Sendable {
     private static func loadGGUF(_ gguf: GGUFFile, store: any TensorStore) throws -> Parts {
         let family = try ModelFamilies.family(for: gguf)
         let options = try family.options(gguf: gguf)
-        var config = HFConfig()
-        config.architectures = [try gguf.metadata.string("general.architecture") ?? "?"]
+        let config = HFConfig(architectures: [try gguf.metadata.string("general.architecture") ?? "?"])
         let weights = try ModelWeights(options: options, store: store) { family.ggufTensorName($0) }
         return Parts(
             path: URL(fileURLWithPath: gguf.file.path), config: config, configText: "", generationConfigText: nil,
-            architecture: config.architectures?.first ?? "?", options: options,
+            architecture: config.architectures.first ?? "?", options: options,
             weights: weights.repackedForKernels(options: options), tokenizer: try GGUFTokenizer.make(gguf),
             tokenizerFiles: TokenizerFiles(sentencePieceModel: nil, config: nil, addedTokens: nil, origin: gguf.file.path),
             name: [try gguf.metadata.string("general.name"), try gguf.metadata.string("general.finetune")]

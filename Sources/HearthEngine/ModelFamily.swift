@@ -2,9 +2,11 @@ import HearthFormats
 import HearthTokenizers
 
 /// A model family: everything Hearth knows about one architecture, in one file
-/// (`Families/<Name>.swift`): how its Hugging Face `config.json` and its GGUF metadata map to
-/// `DecoderOptions`, its tensor names in both formats, load-time weight fixes and the prompt
-/// format for files that ship no chat template. Registered with one line in `ModelFamilies.all`.
+/// (`Families/<Name>.swift`): its own `config.json` keys (a private `Decodable` struct), how
+/// its config and its GGUF metadata map to `DecoderOptions`, its tensor names in both formats,
+/// load-time weight fixes and the prompt format for files that ship no chat template.
+/// Registered with one line in `ModelFamilies.all`; `docs/adding-a-family.patch` is a whole
+/// family added that way.
 ///
 /// Shared steps (the config prelude, GGUF hyperparameters, activation names, LongRoPE's
 /// attention factor) live in `Families/FamilySupport.swift`.
@@ -13,7 +15,9 @@ public protocol ModelFamily: Sendable {
     static var architectures: [String] { get }
     /// The GGUF `general.architecture` value this family handles (nil: no GGUF support).
     static var ggufArchitecture: String? { get }
-    /// Validates a Hugging Face configuration and derives the forward-pass options.
+    /// Validates a Hugging Face configuration and derives the forward-pass options: the keys
+    /// every family reads are `config`'s properties, the family's own come from
+    /// `config.decode(_:)` of a private struct in the family's file.
     static func options(from config: HFConfig) throws -> DecoderOptions
     /// Derives the forward-pass options from GGUF metadata (and tensors such as rope factors).
     static func options(gguf: GGUFFile) throws -> DecoderOptions
@@ -55,16 +59,16 @@ public enum ModelFamilies {
         LlamaFamily.self,
     ]
 
-    /// The family for a configuration, or a `FormatError` naming the architecture.
-    public static func family(for config: HFConfig, path: String) throws -> any ModelFamily.Type {
-        let names = config.architectures ?? []
+    /// The family for a configuration (its `architectures`), or a `FormatError` naming them.
+    public static func family(for config: HFConfig) throws -> any ModelFamily.Type {
+        let names = config.architectures
         for name in names {
             if let family = all.first(where: { $0.architectures.contains(name) }) { return family }
         }
         let supported = all.flatMap { $0.architectures }.joined(separator: ", ")
         throw FormatError(
             .unsupportedArchitecture,
-            "unsupported architecture \(names.isEmpty ? "(none given)" : names.joined(separator: ", "))", path: path,
+            "unsupported architecture \(names.isEmpty ? "(none given)" : names.joined(separator: ", "))", path: config.path,
             key: "architectures", remedy: "Hearth runs: \(supported)")
     }
 

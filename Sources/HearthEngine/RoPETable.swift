@@ -24,9 +24,10 @@ struct RoPEFrequencies {
         case .none: break
         case .linear(let factor): positionScale = 1 / factor
         case .longRoPE(let short, let long, let original, let attention):
-            let divisors = endPosition > original ? long : short
-            for i in 0..<half { base[i] = 1 / (divisors[i] * powf(rope.theta, Float(2 * i) / Float(rope.rotaryDims))) }
+            base = Self.divided(rope, by: endPosition > original ? long : short)
             magnitude = attention
+        case .frequencyFactors(let factors):
+            base = Self.divided(rope, by: factors)
         case .llama3(let factor, let low, let high, let original):
             let lowWavelength = Float(original) / low
             let highWavelength = Float(original) / high
@@ -44,6 +45,12 @@ struct RoPEFrequencies {
         inverseFrequencies = base
         self.magnitude = magnitude
         self.positionScale = positionScale
+    }
+
+    /// inv_freq[i] = 1 / (divisors[i] · θ^(2i/rotaryDims)): θ's frequencies each divided by
+    /// its own factor (LongRoPE's short or long factors, Llama 3 GGUF files' `rope_freqs`).
+    private static func divided(_ rope: DecoderOptions.RoPE, by divisors: [Float]) -> [Float] {
+        (0..<rope.rotaryDims / 2).map { i in 1 / (divisors[i] * powf(rope.theta, Float(2 * i) / Float(rope.rotaryDims))) }
     }
 
     /// Writes cos and sin (half values each) for `position`.

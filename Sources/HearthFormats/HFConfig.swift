@@ -27,7 +27,7 @@ public struct IntList: Codable, Sendable, Equatable {
 
 /// RoPE scaling as written in `config.json`, either the classic `rope_scaling` object or
 /// the newer `rope_parameters` one (transformers ≥ 5), normalised into one shape.
-public struct RopeScalingConfig: Codable, Sendable, Equatable {
+public struct RopeScalingConfig: Decodable, Sendable, Equatable {
     /// `longrope`/`su`, `linear`, `dynamic`, `yarn`, `llama3`, `default`…
     public var type: String
     /// LongRoPE per-frequency factors used while the sequence fits the original context.
@@ -44,8 +44,9 @@ public struct RopeScalingConfig: Codable, Sendable, Equatable {
     public var ropeTheta: Double?
     /// `partial_rotary_factor` given inside `rope_parameters`.
     public var partialRotaryFactor: Double?
-    /// Llama 3 scaling: low- and high-frequency factors.
+    /// Llama 3 scaling: the low-frequency factor.
     public var lowFrequencyFactor: Double?
+    /// Llama 3 scaling: the high-frequency factor.
     public var highFrequencyFactor: Double?
 
     enum CodingKeys: String, CodingKey {
@@ -62,6 +63,7 @@ public struct RopeScalingConfig: Codable, Sendable, Equatable {
         case highFrequencyFactor = "high_freq_factor"
     }
 
+    /// A scaling of `type` with the given values (tests and callers that build configs in code).
     public init(
         type: String, shortFactor: [Double]? = nil, longFactor: [Double]? = nil, factor: Double? = nil,
         originalMaxPositionEmbeddings: Int? = nil, attentionFactor: Double? = nil
@@ -74,6 +76,7 @@ public struct RopeScalingConfig: Codable, Sendable, Equatable {
         self.attentionFactor = attentionFactor
     }
 
+    /// Decodes either shape; `rope_type` wins over the older `type`, and a missing one is `default`.
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         type =
@@ -89,68 +92,55 @@ public struct RopeScalingConfig: Codable, Sendable, Equatable {
         lowFrequencyFactor = try c.decodeIfPresent(Double.self, forKey: .lowFrequencyFactor)
         highFrequencyFactor = try c.decodeIfPresent(Double.self, forKey: .highFrequencyFactor)
     }
-
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(type, forKey: .ropeType)
-        try c.encodeIfPresent(shortFactor, forKey: .shortFactor)
-        try c.encodeIfPresent(longFactor, forKey: .longFactor)
-        try c.encodeIfPresent(factor, forKey: .factor)
-        try c.encodeIfPresent(originalMaxPositionEmbeddings, forKey: .originalMaxPositionEmbeddings)
-        try c.encodeIfPresent(attentionFactor, forKey: .attentionFactor)
-        try c.encodeIfPresent(ropeTheta, forKey: .ropeTheta)
-        try c.encodeIfPresent(partialRotaryFactor, forKey: .partialRotaryFactor)
-        try c.encodeIfPresent(lowFrequencyFactor, forKey: .lowFrequencyFactor)
-        try c.encodeIfPresent(highFrequencyFactor, forKey: .highFrequencyFactor)
-    }
 }
 
-/// The fields of a Hugging Face `config.json` that Hearth's model families read.
-/// Families validate the values they need; everything optional here has a family default.
-public struct HFConfig: Codable, Sendable {
-    public var architectures: [String]?
-    public var modelType: String?
-    public var hiddenSize: Int?
-    public var intermediateSize: Int?
-    public var numHiddenLayers: Int?
-    public var numAttentionHeads: Int?
-    public var numKeyValueHeads: Int?
-    public var headDim: Int?
-    public var vocabSize: Int?
-    public var rmsNormEps: Double?
-    public var layerNormEps: Double?
-    public var ropeTheta: Double?
-    public var partialRotaryFactor: Double?
-    public var maxPositionEmbeddings: Int?
-    public var originalMaxPositionEmbeddings: Int?
-    public var tieWordEmbeddings: Bool?
-    public var hiddenAct: String?
-    public var slidingWindow: Int?
-    public var bosTokenId: IntList?
+/// The part of a Hugging Face `config.json` every model family reads: which architecture it
+/// is, its EOS ids, the common dimensions and RoPE. Everything else is a family's own:
+/// each family file decodes a private `Decodable` struct of its keys from the same file with
+/// ``decode(_:)``, so a new key is one edit in one family file.
+///
+/// Values are as written (nil when absent); families validate them and supply defaults.
+public struct HFConfig: Decodable, Sendable {
+    /// `architectures`: the transformers class names (`LlamaForCausalLM`…); empty when absent.
+    public var architectures: [String] = []
+    /// `eos_token_id`: one id or a list; generation stops at any of them.
     public var eosTokenId: IntList?
-    public var padTokenId: IntList?
-    /// Classic `rope_scaling` and newer `rope_parameters`, merged (`rope_parameters` wins).
+    /// `hidden_size`: the residual stream's width.
+    public var hiddenSize: Int?
+    /// `intermediate_size`: the MLP's inner width.
+    public var intermediateSize: Int?
+    /// `num_hidden_layers`.
+    public var numHiddenLayers: Int?
+    /// `num_attention_heads`: query heads.
+    public var numAttentionHeads: Int?
+    /// `num_key_value_heads`: key/value heads (grouped-query attention); absent means one per query head.
+    public var numKeyValueHeads: Int?
+    /// `head_dim`; absent means hidden_size / num_attention_heads unless the family says otherwise.
+    public var headDim: Int?
+    /// `vocab_size`.
+    public var vocabSize: Int?
+    /// `max_position_embeddings`: the trained context, in positions.
+    public var maxPositionEmbeddings: Int?
+    /// `tie_word_embeddings`: the output projection reuses the token embeddings.
+    public var tieWordEmbeddings: Bool?
+    /// `rope_theta` (or `rope_parameters.rope_theta`, which wins): the RoPE frequency base.
+    public var ropeTheta: Double?
+    /// `partial_rotary_factor` (or inside `rope_parameters`): the rotating share of each head.
+    public var partialRotaryFactor: Double?
+    /// `original_max_position_embeddings` (or inside `rope_parameters`): the context before extension.
+    public var originalMaxPositionEmbeddings: Int?
+    /// Classic `rope_scaling` and newer `rope_parameters`, merged (`rope_parameters` wins; given
+    /// per layer type, its `full_attention` entry).
     public var ropeScaling: RopeScalingConfig?
-    /// `rope_parameters` given per layer type (Gemma 3: `full_attention`, `sliding_attention`).
-    public var ropeParametersByLayerType: [String: RopeScalingConfig]?
-    /// Per-layer attention kinds (`sliding_attention`, `full_attention`).
-    public var layerTypes: [String]?
-    /// Older Gemma 3 configs: every n-th layer is global.
-    public var slidingWindowPattern: Int?
-    /// Older Gemma 3 configs: RoPE base of sliding layers.
-    public var ropeLocalBaseFreq: Double?
-    /// Gemma: attention scale is query_pre_attn_scalar^-0.5.
-    public var queryPreAttnScalar: Double?
-    /// Gemma's name for the MLP activation.
-    public var hiddenActivation: String?
-    /// Gemma 2's final logit soft-capping (unsupported when set).
-    public var finalLogitSoftcapping: Double?
-    /// Phi-2 with per-head q/k LayerNorm (unsupported when true).
-    public var qkLayernorm: Bool?
+
+    /// The file's bytes, for the families' own keys (``decode(_:)``); `{}` for GGUF files.
+    private var json = Data("{}".utf8)
+    /// Where the configuration came from, for errors.
+    public private(set) var path = "config.json"
 
     enum CodingKeys: String, CodingKey {
         case architectures
-        case modelType = "model_type"
+        case eosTokenId = "eos_token_id"
         case hiddenSize = "hidden_size"
         case intermediateSize = "intermediate_size"
         case numHiddenLayers = "num_hidden_layers"
@@ -158,35 +148,32 @@ public struct HFConfig: Codable, Sendable {
         case numKeyValueHeads = "num_key_value_heads"
         case headDim = "head_dim"
         case vocabSize = "vocab_size"
-        case rmsNormEps = "rms_norm_eps"
-        case layerNormEps = "layer_norm_eps"
+        case maxPositionEmbeddings = "max_position_embeddings"
+        case tieWordEmbeddings = "tie_word_embeddings"
         case ropeTheta = "rope_theta"
         case partialRotaryFactor = "partial_rotary_factor"
-        case maxPositionEmbeddings = "max_position_embeddings"
         case originalMaxPositionEmbeddings = "original_max_position_embeddings"
-        case tieWordEmbeddings = "tie_word_embeddings"
-        case hiddenAct = "hidden_act"
-        case slidingWindow = "sliding_window"
-        case bosTokenId = "bos_token_id"
-        case eosTokenId = "eos_token_id"
-        case padTokenId = "pad_token_id"
         case ropeScaling = "rope_scaling"
         case ropeParameters = "rope_parameters"
-        case layerTypes = "layer_types"
-        case slidingWindowPattern = "sliding_window_pattern"
-        case ropeLocalBaseFreq = "rope_local_base_freq"
-        case queryPreAttnScalar = "query_pre_attn_scalar"
-        case hiddenActivation = "hidden_activation"
-        case finalLogitSoftcapping = "final_logit_softcapping"
-        case qkLayernorm = "qk_layernorm"
     }
 
-    public init() {}
+    /// A configuration that names only its architectures (GGUF files, whose dimensions are in
+    /// their own metadata).
+    public init(architectures: [String]) { self.architectures = architectures }
 
+    /// Decodes `config.json`'s bytes; `path` names the file in errors.
+    /// - Throws: `FormatError` naming the file and key when a value has the wrong type.
+    public init(json: Data, path: String) throws {
+        self = try decodeJSON(HFConfig.self, from: json, path: path)
+        self.json = json
+        self.path = path
+    }
+
+    /// Decodes the shared keys (use ``init(json:path:)`` to keep the bytes for ``decode(_:)``).
     public init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        architectures = try c.decodeIfPresent([String].self, forKey: .architectures)
-        modelType = try c.decodeIfPresent(String.self, forKey: .modelType)
+        architectures = try c.decodeIfPresent([String].self, forKey: .architectures) ?? []
+        eosTokenId = try c.decodeIfPresent(IntList.self, forKey: .eosTokenId)
         hiddenSize = try c.decodeIfPresent(Int.self, forKey: .hiddenSize)
         intermediateSize = try c.decodeIfPresent(Int.self, forKey: .intermediateSize)
         numHiddenLayers = try c.decodeIfPresent(Int.self, forKey: .numHiddenLayers)
@@ -194,30 +181,16 @@ public struct HFConfig: Codable, Sendable {
         numKeyValueHeads = try c.decodeIfPresent(Int.self, forKey: .numKeyValueHeads)
         headDim = try c.decodeIfPresent(Int.self, forKey: .headDim)
         vocabSize = try c.decodeIfPresent(Int.self, forKey: .vocabSize)
-        rmsNormEps = try c.decodeIfPresent(Double.self, forKey: .rmsNormEps)
-        layerNormEps = try c.decodeIfPresent(Double.self, forKey: .layerNormEps)
+        maxPositionEmbeddings = try c.decodeIfPresent(Int.self, forKey: .maxPositionEmbeddings)
+        tieWordEmbeddings = try c.decodeIfPresent(Bool.self, forKey: .tieWordEmbeddings)
         ropeTheta = try c.decodeIfPresent(Double.self, forKey: .ropeTheta)
         partialRotaryFactor = try c.decodeIfPresent(Double.self, forKey: .partialRotaryFactor)
-        maxPositionEmbeddings = try c.decodeIfPresent(Int.self, forKey: .maxPositionEmbeddings)
         originalMaxPositionEmbeddings = try c.decodeIfPresent(Int.self, forKey: .originalMaxPositionEmbeddings)
-        tieWordEmbeddings = try c.decodeIfPresent(Bool.self, forKey: .tieWordEmbeddings)
-        hiddenAct = try c.decodeIfPresent(String.self, forKey: .hiddenAct)
-        slidingWindow = try c.decodeIfPresent(Int.self, forKey: .slidingWindow)
-        bosTokenId = try c.decodeIfPresent(IntList.self, forKey: .bosTokenId)
-        eosTokenId = try c.decodeIfPresent(IntList.self, forKey: .eosTokenId)
-        padTokenId = try c.decodeIfPresent(IntList.self, forKey: .padTokenId)
-        layerTypes = try c.decodeIfPresent([String].self, forKey: .layerTypes)
-        slidingWindowPattern = try c.decodeIfPresent(Int.self, forKey: .slidingWindowPattern)
-        ropeLocalBaseFreq = try c.decodeIfPresent(Double.self, forKey: .ropeLocalBaseFreq)
-        queryPreAttnScalar = try c.decodeIfPresent(Double.self, forKey: .queryPreAttnScalar)
-        hiddenActivation = try c.decodeIfPresent(String.self, forKey: .hiddenActivation)
-        finalLogitSoftcapping = try c.decodeIfPresent(Double.self, forKey: .finalLogitSoftcapping)
-        qkLayernorm = try c.decodeIfPresent(Bool.self, forKey: .qkLayernorm)
         let classic = try c.decodeIfPresent(RopeScalingConfig.self, forKey: .ropeScaling)
-        // `rope_parameters` is flat, or a map per layer type (Gemma 3).
-        var modern: RopeScalingConfig?
+        // `rope_parameters` is flat, or a map per layer type (Gemma 3), whose full-attention
+        // entry is the model's RoPE.
+        let modern: RopeScalingConfig?
         if let byType = try? c.decodeIfPresent([String: RopeScalingConfig].self, forKey: .ropeParameters) {
-            ropeParametersByLayerType = byType
             modern = byType["full_attention"]
         } else {
             modern = try c.decodeIfPresent(RopeScalingConfig.self, forKey: .ropeParameters)
@@ -232,35 +205,16 @@ public struct HFConfig: Codable, Sendable {
         }
     }
 
-    public func encode(to encoder: Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encodeIfPresent(architectures, forKey: .architectures)
-        try c.encodeIfPresent(modelType, forKey: .modelType)
-        try c.encodeIfPresent(hiddenSize, forKey: .hiddenSize)
-        try c.encodeIfPresent(intermediateSize, forKey: .intermediateSize)
-        try c.encodeIfPresent(numHiddenLayers, forKey: .numHiddenLayers)
-        try c.encodeIfPresent(numAttentionHeads, forKey: .numAttentionHeads)
-        try c.encodeIfPresent(numKeyValueHeads, forKey: .numKeyValueHeads)
-        try c.encodeIfPresent(headDim, forKey: .headDim)
-        try c.encodeIfPresent(vocabSize, forKey: .vocabSize)
-        try c.encodeIfPresent(rmsNormEps, forKey: .rmsNormEps)
-        try c.encodeIfPresent(layerNormEps, forKey: .layerNormEps)
-        try c.encodeIfPresent(ropeTheta, forKey: .ropeTheta)
-        try c.encodeIfPresent(partialRotaryFactor, forKey: .partialRotaryFactor)
-        try c.encodeIfPresent(maxPositionEmbeddings, forKey: .maxPositionEmbeddings)
-        try c.encodeIfPresent(originalMaxPositionEmbeddings, forKey: .originalMaxPositionEmbeddings)
-        try c.encodeIfPresent(tieWordEmbeddings, forKey: .tieWordEmbeddings)
-        try c.encodeIfPresent(hiddenAct, forKey: .hiddenAct)
-        try c.encodeIfPresent(slidingWindow, forKey: .slidingWindow)
-        try c.encodeIfPresent(bosTokenId, forKey: .bosTokenId)
-        try c.encodeIfPresent(eosTokenId, forKey: .eosTokenId)
-        try c.encodeIfPresent(padTokenId, forKey: .padTokenId)
-        try c.encodeIfPresent(ropeScaling, forKey: .ropeScaling)
+    /// Decodes a family's own keys from the same file (a private `Decodable` struct in the
+    /// family's file), with errors that name the file and key.
+    /// - Throws: `FormatError` `.invalidValue`/`.missingKey`/`.invalidJSON`.
+    public func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try decodeJSON(type, from: json, path: path)
     }
 
     /// Reads and decodes `config.json`, turning decoding failures into `FormatError`s that name the key.
     public static func load(from url: URL) throws -> HFConfig {
-        try decodeJSONFile(HFConfig.self, at: url)
+        try HFConfig(json: readJSONFile(url), path: url.path)
     }
 }
 
@@ -294,15 +248,18 @@ public struct GenerationConfig: Codable, Sendable {
 
 /// Decodes a JSON file, mapping every failure to a `FormatError` naming the file and key.
 public func decodeJSONFile<T: Decodable>(_ type: T.Type, at url: URL) throws -> T {
-    let data: Data
+    try decodeJSON(type, from: readJSONFile(url), path: url.path)
+}
+
+/// A checkpoint's JSON file's bytes, or a `FormatError` naming it.
+private func readJSONFile(_ url: URL) throws -> Data {
     do {
-        data = try Data(contentsOf: url)
+        return try Data(contentsOf: url)
     } catch {
         throw FormatError(
             FileManager.default.fileExists(atPath: url.path) ? .ioError : .fileNotFound, "cannot read file",
             path: url.path, remedy: "Check that the checkpoint directory is complete")
     }
-    return try decodeJSON(type, from: data, path: url.path)
 }
 
 /// Decodes JSON, mapping every failure to a `FormatError` naming `path` and the key.

@@ -94,8 +94,8 @@ struct Inspect: ParsableCommand {
         switch scaling {
         case .none: return "none"
         case .linear(let factor): return "linear ×\(factor)"
-        case .longRoPE(let short, _, _, _) where scaling.name == "frequency-factors":
-            return "per-frequency divisors (\(short.count) rope_freqs)"
+        case .frequencyFactors(let factors):
+            return "per-frequency divisors (\(factors.count) rope_freqs)"
         case .longRoPE(_, _, let original, let attention):
             return "longrope (original context \(original), attention factor \(attention))"
         case .llama3(let factor, _, _, let original):

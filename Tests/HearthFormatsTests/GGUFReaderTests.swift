@@ -1,5 +1,6 @@
 import Foundation
 import HearthKernels
+import HearthTestSupport
 import Testing
 
 @testable import HearthFormats

@@ -1,5 +1,6 @@
 import Foundation
 import HearthFormats
+import HearthTestSupport
 import Testing
 
 /// Split GGUF sets (`gguf-split`'s NAME-0000i-of-0000N.gguf) read as one tensor store.

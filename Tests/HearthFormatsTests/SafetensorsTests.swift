@@ -137,6 +137,33 @@ import Testing
         #expect(Array(try file.bytes(at: 0, count: bytes.count)) == bytes)
     }
 
+    /// `rope_parameters` per layer type (Gemma 3) gives the full-attention entry as the model's
+    /// RoPE; a family's own keys decode from the same bytes, with errors naming file and key.
+    @Test func configKeepsItsBytesForTheFamilysKeys() throws {
+        let url = Fixtures.checkpoint("gemma3-tiny").appendingPathComponent("config.json")
+        let config = try HFConfig.load(from: url)
+        #expect(config.architectures == ["Gemma3ForCausalLM"])
+        #expect(config.eosTokenId == IntList([1023]))
+        #expect(config.ropeScaling?.type == "default")
+        #expect(config.ropeTheta == 1_000_000)
+        struct Own: Decodable {
+            let rms_norm_eps: Double
+            let query_pre_attn_scalar: Int
+        }
+        let own = try config.decode(Own.self)
+        #expect(own.rms_norm_eps == 1e-6 && own.query_pre_attn_scalar == 24)
+        struct Wrong: Decodable { let sliding_window: String }
+        do {
+            _ = try config.decode(Wrong.self)
+            Issue.record("a number decoded as a string")
+        } catch let error as FormatError {
+            #expect(error.code == .invalidValue && error.key == "sliding_window" && error.path == url.path)
+        }
+        // A GGUF file's stand-in has its architecture and nothing else.
+        let bare = HFConfig(architectures: ["llama"])
+        #expect(bare.hiddenSize == nil && bare.ropeScaling == nil)
+    }
+
     @Test func configFormsDecode() throws {
         let classic = try HFConfig.load(from: Fixtures.checkpoint("phi3-mha").appendingPathComponent("config.json"))
         #expect(classic.ropeScaling == nil)

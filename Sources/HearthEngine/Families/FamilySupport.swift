@@ -3,8 +3,9 @@ import HearthFormats
 import HearthKernels
 
 // The steps model families share, in one place: the config.json prelude (dimensions and
-// the heads / kv-heads / head-dim checks), the GGUF hyperparameter reader, transformers'
-// activation names, rotary dimensions and LongRoPE's attention factor.
+// the heads / kv-heads / head-dim checks), defaults for the families' own config keys, the
+// GGUF hyperparameter reader, transformers' activation names, rotary dimensions and
+// LongRoPE's attention factor.
 
 /// Reads a required positive integer from a configuration, with a clear error.
 func required(_ value: Int?, _ key: String, path: String = "config.json") throws -> Int {
@@ -24,27 +25,28 @@ struct ConfigPrelude {
     let kvHeads, headDim: Int
 
     init(_ config: HFConfig, defaultHeadDim: Int? = nil) throws {
-        hidden = try required(config.hiddenSize, "hidden_size")
-        heads = try required(config.numAttentionHeads, "num_attention_heads")
-        kvHeads = try required(config.numKeyValueHeads ?? heads, "num_key_value_heads")
+        let path = config.path
+        hidden = try required(config.hiddenSize, "hidden_size", path: path)
+        heads = try required(config.numAttentionHeads, "num_attention_heads", path: path)
+        kvHeads = try required(config.numKeyValueHeads ?? heads, "num_key_value_heads", path: path)
         guard heads % kvHeads == 0 else {
             throw FormatError(
                 .invalidValue, "num_attention_heads \(heads) is not a multiple of num_key_value_heads \(kvHeads)",
-                path: "config.json", key: "num_key_value_heads")
+                path: path, key: "num_key_value_heads")
         }
         if let explicit = config.headDim ?? defaultHeadDim {
-            headDim = try required(explicit, "head_dim")
+            headDim = try required(explicit, "head_dim", path: path)
         } else {
             guard hidden % heads == 0 else {
                 throw FormatError(
                     .invalidValue, "hidden_size \(hidden) is not divisible by num_attention_heads \(heads)",
-                    path: "config.json", key: "hidden_size")
+                    path: path, key: "hidden_size")
             }
             headDim = hidden / heads
         }
-        layers = try required(config.numHiddenLayers, "num_hidden_layers")
-        ffn = try required(config.intermediateSize, "intermediate_size")
-        vocab = try required(config.vocabSize, "vocab_size")
+        layers = try required(config.numHiddenLayers, "num_hidden_layers", path: path)
+        ffn = try required(config.intermediateSize, "intermediate_size", path: path)
+        vocab = try required(config.vocabSize, "vocab_size", path: path)
     }
 
     /// The options with these dimensions and the family's choices.
@@ -56,6 +58,14 @@ struct ConfigPrelude {
             hiddenSize: hidden, layerCount: layers, headCount: heads, kvHeadCount: kvHeads, headDim: headDim,
             ffnSize: ffn, vocabSize: vocab, norm: norm, mlp: mlp, rope: rope, tiedEmbeddings: tiedEmbeddings,
             maxContext: maxContext, slidingWindow: slidingWindow)
+    }
+}
+
+extension KeyedDecodingContainer {
+    /// The value at `key`, or `fallback` when the key is absent or null: how a family's private
+    /// configuration gives transformers' defaults.
+    func decode<T: Decodable>(_ key: Key, default fallback: T) throws -> T {
+        try decodeIfPresent(T.self, forKey: key) ?? fallback
     }
 }
 
@@ -104,7 +114,15 @@ extension DecoderOptions {
 /// Reads `{arch}.…` hyperparameters with errors that name the key.
 struct GGUFHyperparameters {
     let gguf: GGUFFile
+    /// The file's `general.architecture`: the prefix of its hyperparameter keys (the registry
+    /// chose the family by it, so each family names its GGUF architecture once, in
+    /// `ggufArchitecture`).
     let arch: String
+
+    init(_ gguf: GGUFFile) throws {
+        self.gguf = gguf
+        arch = try gguf.metadata.require("general.architecture", gguf.metadata.string)
+    }
 
     func int(_ key: String) throws -> Int {
         let value = try gguf.metadata.require("\(arch).\(key)", gguf.metadata.int)
@@ -125,6 +143,18 @@ struct GGUFHyperparameters {
         var v = [Float](repeating: 0, count: t.elementCount)
         v.withUnsafeMutableBufferPointer { if let p = $0.baseAddress { m.dequantizeRow(0, into: p) } }
         return v
+    }
+
+    /// Per-frequency RoPE divisors (`rope_freqs`, `rope_factors_long`…): one f32 per rotating
+    /// pair, nil when the file has none.
+    func ropeFactors(_ name: String, rotaryDims: Int) throws -> [Float]? {
+        guard let factors = try vector(name) else { return nil }
+        guard factors.count == rotaryDims / 2 else {
+            throw FormatError(
+                .shapeMismatch, "has \(factors.count) values for \(rotaryDims / 2) rotary frequencies",
+                path: gguf.file.path, key: name)
+        }
+        return factors
     }
 
     /// The common core: dimensions, heads, context.

@@ -11,45 +11,82 @@ public enum Gemma3Family: ModelFamily {
     public static let ggufArchitecture: String? = "gemma3"
     public static let normWeightOffset: Float = 1
 
+    /// The keys of a Gemma 3 `config.json` beyond `HFConfig`'s, with transformers' defaults.
+    private struct Configuration: Decodable {
+        var rmsNormEps = 1e-6
+        /// `hidden_activation`, else `hidden_act`.
+        var activation = "gelu_pytorch_tanh"
+        var slidingWindow: Int?
+        /// Per-layer attention kinds (`sliding_attention`, `full_attention`).
+        var layerTypes: [String]?
+        /// Older configs without `layer_types`: every n-th layer is global.
+        var slidingWindowPattern = 6
+        /// RoPE base of sliding layers: `rope_parameters.sliding_attention.rope_theta`, else
+        /// the older `rope_local_base_freq`.
+        var slidingRoPETheta = 10_000.0
+        /// The attention scale is query_pre_attn_scalar^-0.5 (nil: head_dim's).
+        var queryPreAttnScalar: Double?
+        /// Gemma 2's final logit soft-capping (unsupported when set).
+        var finalLogitSoftcapping: Double?
+
+        enum CodingKeys: String, CodingKey {
+            case rmsNormEps = "rms_norm_eps", hiddenActivation = "hidden_activation", hiddenAct = "hidden_act"
+            case slidingWindow = "sliding_window", layerTypes = "layer_types"
+            case slidingWindowPattern = "sliding_window_pattern", ropeParameters = "rope_parameters"
+            case ropeLocalBaseFreq = "rope_local_base_freq", queryPreAttnScalar = "query_pre_attn_scalar"
+            case finalLogitSoftcapping = "final_logit_softcapping"
+        }
+
+        init(from decoder: any Swift.Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            rmsNormEps = try c.decode(.rmsNormEps, default: rmsNormEps)
+            activation = try c.decodeIfPresent(String.self, forKey: .hiddenActivation) ?? c.decode(.hiddenAct, default: activation)
+            slidingWindow = try c.decodeIfPresent(Int.self, forKey: .slidingWindow)
+            layerTypes = try c.decodeIfPresent([String].self, forKey: .layerTypes)
+            slidingWindowPattern = try c.decode(.slidingWindowPattern, default: slidingWindowPattern)
+            // `rope_parameters` per layer type (the full-attention entry is `HFConfig.ropeScaling`).
+            let byType = try? c.decodeIfPresent([String: RopeScalingConfig].self, forKey: .ropeParameters)
+            slidingRoPETheta =
+                try byType?["sliding_attention"]?.ropeTheta ?? c.decode(.ropeLocalBaseFreq, default: slidingRoPETheta)
+            queryPreAttnScalar = try c.decodeIfPresent(Double.self, forKey: .queryPreAttnScalar)
+            finalLogitSoftcapping = try c.decodeIfPresent(Double.self, forKey: .finalLogitSoftcapping)
+        }
+    }
+
     public static func options(from config: HFConfig) throws -> DecoderOptions {
-        if let cap = config.finalLogitSoftcapping {
+        let own = try config.decode(Configuration.self)
+        if let cap = own.finalLogitSoftcapping {
             throw FormatError(
-                .invalidValue, "final logit soft-capping (\(cap)) is not supported", path: "config.json",
+                .invalidValue, "final logit soft-capping (\(cap)) is not supported", path: config.path,
                 key: "final_logit_softcapping")
         }
         let c = try ConfigPrelude(config, defaultHeadDim: 256)
-        // Which layers slide: `layer_types`, or every layer but each n-th (`sliding_window_pattern`, default 6).
+        // Which layers slide: `layer_types`, or every layer but each n-th (`sliding_window_pattern`).
         let sliding: [Bool]
-        if let types = config.layerTypes {
+        if let types = own.layerTypes {
             guard types.count == c.layers else {
-                throw FormatError(.invalidValue, "has \(types.count) entries for \(c.layers) layers", path: "config.json", key: "layer_types")
+                throw FormatError(.invalidValue, "has \(types.count) entries for \(c.layers) layers", path: config.path, key: "layer_types")
             }
             sliding = types.map { $0 == "sliding_attention" }
         } else {
-            let pattern = config.slidingWindowPattern ?? 6
-            sliding = (0..<c.layers).map { ($0 + 1) % max(pattern, 1) != 0 }
+            sliding = (0..<c.layers).map { ($0 + 1) % max(own.slidingWindowPattern, 1) != 0 }
         }
-        let fullParameters = config.ropeParametersByLayerType?["full_attention"]
-        let slidingParameters = config.ropeParametersByLayerType?["sliding_attention"]
-        let fullTheta = Float(fullParameters?.ropeTheta ?? config.ropeTheta ?? 1_000_000)
-        let slidingTheta = Float(slidingParameters?.ropeTheta ?? config.ropeLocalBaseFreq ?? 10_000)
         var fullScaling = DecoderOptions.Scaling.none
-        if let scaling = fullParameters ?? config.ropeScaling, scaling.type == "linear", let factor = scaling.factor {
+        if let scaling = config.ropeScaling, scaling.type == "linear", let factor = scaling.factor {
             fullScaling = .linear(factor: Float(factor))
         }
         return c.options(
-            norm: .rms(eps: Float(config.rmsNormEps ?? 1e-6)),
-            mlp: .gated(try activation(config.hiddenActivation ?? config.hiddenAct ?? "gelu_pytorch_tanh")),
-            rope: .init(theta: fullTheta, rotaryDims: c.headDim, scaling: fullScaling),
+            norm: .rms(eps: Float(own.rmsNormEps)), mlp: .gated(try activation(own.activation)),
+            rope: .init(theta: Float(config.ropeTheta ?? 1_000_000), rotaryDims: c.headDim, scaling: fullScaling),
             tiedEmbeddings: config.tieWordEmbeddings ?? true,
-            maxContext: config.maxPositionEmbeddings ?? 32768, slidingWindow: config.slidingWindow
+            maxContext: config.maxPositionEmbeddings ?? 32768, slidingWindow: own.slidingWindow
         ).with {
             $0.slidingLayers = sliding
-            $0.slidingRoPE = .init(theta: slidingTheta, rotaryDims: c.headDim)
+            $0.slidingRoPE = .init(theta: Float(own.slidingRoPETheta), rotaryDims: c.headDim)
             $0.qkNorm = true
             $0.sandwichNorms = true
             $0.embeddingScale = Float(Double(c.hidden).squareRoot())
-            $0.attentionScale = Float(1 / (config.queryPreAttnScalar ?? Double(c.headDim)).squareRoot())
+            $0.attentionScale = Float(1 / (own.queryPreAttnScalar ?? Double(c.headDim)).squareRoot())
         }
     }
 
@@ -64,7 +101,7 @@ public enum Gemma3Family: ModelFamily {
     }
 
     public static func options(gguf: GGUFFile) throws -> DecoderOptions {
-        let h = GGUFHyperparameters(gguf: gguf, arch: "gemma3")
+        let h = try GGUFHyperparameters(gguf)
         var o = try h.base(norm: .rms(eps: try h.optionalFloat("attention.layer_norm_rms_epsilon") ?? 1e-6), mlp: .gated(.geluTanh))
         // llama.cpp: every 6th layer is global; sliding layers use base 10000.
         let pattern = try h.optionalInt("attention.sliding_window_pattern") ?? 6

@@ -9,16 +9,34 @@ public enum Phi2Family: ModelFamily {
     /// Phi-2 ships no chat template; its model card's QA format.
     public static let fallbackChatTemplate: ChatTemplate? = ChatTemplate(format: .instruct)
 
+    /// The keys of a Phi-2 `config.json` beyond `HFConfig`'s, with transformers' defaults.
+    private struct Configuration: Decodable {
+        var layerNormEps = 1e-5
+        var hiddenAct = "gelu_new"
+        /// Per-head q/k LayerNorm (unsupported when true).
+        var qkLayernorm = false
+
+        enum CodingKeys: String, CodingKey {
+            case layerNormEps = "layer_norm_eps", hiddenAct = "hidden_act", qkLayernorm = "qk_layernorm"
+        }
+
+        init(from decoder: any Swift.Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            layerNormEps = try c.decode(.layerNormEps, default: layerNormEps)
+            hiddenAct = try c.decode(.hiddenAct, default: hiddenAct)
+            qkLayernorm = try c.decode(.qkLayernorm, default: qkLayernorm)
+        }
+    }
+
     public static func options(from config: HFConfig) throws -> DecoderOptions {
-        if config.qkLayernorm == true {
-            throw FormatError(
-                .invalidValue, "per-head q/k LayerNorm is not supported", path: "config.json", key: "qk_layernorm")
+        let own = try config.decode(Configuration.self)
+        if own.qkLayernorm {
+            throw FormatError(.invalidValue, "per-head q/k LayerNorm is not supported", path: config.path, key: "qk_layernorm")
         }
         let c = try ConfigPrelude(config)
         let rotaryDims = try rotaryDimensions(headDim: c.headDim, factor: config.partialRotaryFactor ?? 0.5)
         return c.options(
-            norm: .layer(eps: Float(config.layerNormEps ?? 1e-5)),
-            mlp: .plain(try activation(config.hiddenAct ?? "gelu_new")),
+            norm: .layer(eps: Float(own.layerNormEps)), mlp: .plain(try activation(own.hiddenAct)),
             rope: .init(theta: Float(config.ropeTheta ?? 10000), rotaryDims: rotaryDims),
             tiedEmbeddings: config.tieWordEmbeddings ?? false, maxContext: config.maxPositionEmbeddings ?? 2048
         ).with { $0.parallelResidual = true }
@@ -41,7 +59,7 @@ public enum Phi2Family: ModelFamily {
     }
 
     public static func options(gguf: GGUFFile) throws -> DecoderOptions {
-        let h = GGUFHyperparameters(gguf: gguf, arch: "phi2")
+        let h = try GGUFHyperparameters(gguf)
         return try h.base(norm: .layer(eps: try h.optionalFloat("attention.layer_norm_epsilon") ?? 1e-5), mlp: .plain(.geluTanh))
             .with { $0.parallelResidual = true }
     }

@@ -9,16 +9,34 @@ public enum Phi3Family: ModelFamily {
     public static let architectures = ["Phi3ForCausalLM"]
     public static let ggufArchitecture: String? = "phi3"
 
+    /// The keys of a Phi-3 `config.json` beyond `HFConfig`'s, with transformers' defaults.
+    private struct Configuration: Decodable {
+        var rmsNormEps = 1e-5
+        /// Phi-3-mini-4k's attention window (nil: none).
+        var slidingWindow: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case rmsNormEps = "rms_norm_eps", slidingWindow = "sliding_window"
+        }
+
+        init(from decoder: any Swift.Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            rmsNormEps = try c.decode(.rmsNormEps, default: rmsNormEps)
+            slidingWindow = try c.decodeIfPresent(Int.self, forKey: .slidingWindow)
+        }
+    }
+
     public static func options(from config: HFConfig) throws -> DecoderOptions {
+        let own = try config.decode(Configuration.self)
         let c = try ConfigPrelude(config)
         let rotaryDims = try rotaryDimensions(headDim: c.headDim, factor: config.partialRotaryFactor ?? 1)
         let maxContext = config.maxPositionEmbeddings ?? 4096
         let scaling = try ropeScaling(config, rotaryDims: rotaryDims, maxContext: maxContext)
         return c.options(
-            norm: .rms(eps: Float(config.rmsNormEps ?? 1e-5)), mlp: .gated(.silu),
+            norm: .rms(eps: Float(own.rmsNormEps)), mlp: .gated(.silu),
             rope: .init(theta: Float(config.ropeTheta ?? 10000), rotaryDims: rotaryDims, scaling: scaling),
             tiedEmbeddings: config.tieWordEmbeddings ?? false, maxContext: maxContext,
-            slidingWindow: config.slidingWindow)
+            slidingWindow: own.slidingWindow)
     }
 
     /// LongRoPE (`longrope`, formerly `su`) as transformers implements it.
@@ -34,7 +52,7 @@ public enum Phi3Family: ModelFamily {
             else {
                 throw FormatError(
                     .invalidValue, "longrope needs short_factor and long_factor of \(rotaryDims / 2) values each",
-                    path: "config.json", key: "rope_scaling")
+                    path: config.path, key: "rope_scaling")
             }
             let original = scaling.originalMaxPositionEmbeddings ?? config.originalMaxPositionEmbeddings ?? maxContext
             let attention = scaling.attentionFactor ?? longRoPEAttentionFactor(context: maxContext, original: original)
@@ -43,15 +61,18 @@ public enum Phi3Family: ModelFamily {
                 attentionFactor: Float(attention))
         default:
             throw FormatError(
-                .invalidValue, "unsupported rope scaling type '\(scaling.type)'", path: "config.json",
+                .invalidValue, "unsupported rope scaling type '\(scaling.type)'", path: config.path,
                 key: "rope_scaling.type", remedy: "Phi-3 checkpoints use longrope or none")
         }
     }
 
     public static func options(gguf: GGUFFile) throws -> DecoderOptions {
-        let h = GGUFHyperparameters(gguf: gguf, arch: "phi3")
+        let h = try GGUFHyperparameters(gguf)
         var o = try h.base(norm: .rms(eps: try h.optionalFloat("attention.layer_norm_rms_epsilon") ?? 1e-5), mlp: .gated(.silu))
-        if let long = try h.vector("rope_factors_long.weight"), let short = try h.vector("rope_factors_short.weight") {
+        let rotaryDims = o.rope.rotaryDims
+        if let long = try h.ropeFactors("rope_factors_long.weight", rotaryDims: rotaryDims),
+            let short = try h.ropeFactors("rope_factors_short.weight", rotaryDims: rotaryDims)
+        {
             let original = try h.optionalInt("rope.scaling.original_context_length") ?? o.maxContext
             let attention = try h.optionalFloat("rope.scaling.attn_factor")
                 ?? Float(longRoPEAttentionFactor(context: o.maxContext, original: original))
