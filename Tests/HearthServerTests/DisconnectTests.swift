@@ -195,24 +195,26 @@ extension GatewayTests {
     /// mid-generation stops at once, is recorded as 499, and the next request is answered.
     @Test func clientDisconnectCancelsANonStreamingGatewayAnswer() async throws {
         let s = try await Self.setup(context: 4096)
-        let connection = try RawConnection(port: s.harness.port)
-        var body = Self.chat("local", "Tell me a long story.", maxTokens: 4000, temperature: 1)
-        body["seed"] = 3
-        body["min_p"] = 0
-        body["top_k"] = 0
-        try connection.post("/v1/chat/completions", json: body, headers: [("Authorization", "Bearer \(Self.opsKey)")])
-        let admin = [("authorization", "Bearer \(Self.opsKey)")]
-        #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_running", is: 1, headers: admin) == 1)
-        connection.close()
-        let closed = ContinuousClock.now
-        #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_admitted", is: 0, headers: admin) == 0)
-        #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_running", is: 0, headers: admin) == 0)
-        let elapsed = ContinuousClock.now - closed
-        #expect(elapsed < .seconds(2), "the slot was freed \(elapsed) after the client left")
-        #expect(
-            try await ServerTests.waitFor(s.harness, #"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, is: 1, headers: admin) == 1)
-        let next = try await s.send("/v1/chat/completions", Self.chat("local", "Hello", maxTokens: 3), key: Self.opsKey)
-        #expect(next.status == 200 && Self.usage(next).completion > 0)
-        try await s.stop()
+        try await withCleanup({ try? await s.stop() }) {
+            let connection = try RawConnection(port: s.harness.port)
+            var body = Self.chat("local", "Tell me a long story.", maxTokens: 4000, temperature: 1)
+            body["seed"] = 3
+            body["min_p"] = 0
+            body["top_k"] = 0
+            try connection.post("/v1/chat/completions", json: body, headers: [("Authorization", "Bearer \(Self.opsKey)")])
+            let admin = [("authorization", "Bearer \(Self.opsKey)")]
+            #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_running", is: 1, headers: admin) == 1)
+            connection.close()
+            let closed = ContinuousClock.now
+            #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_admitted", is: 0, headers: admin) == 0)
+            #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_running", is: 0, headers: admin) == 0)
+            let elapsed = ContinuousClock.now - closed
+            #expect(elapsed < .seconds(2), "the slot was freed \(elapsed) after the client left")
+            #expect(
+                try await ServerTests.waitFor(s.harness, #"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, is: 1, headers: admin) == 1)
+            let next = try await s.send("/v1/chat/completions", Self.chat("local", "Hello", maxTokens: 3), key: Self.opsKey)
+            #expect(next.status == 200 && Self.usage(next).completion > 0)
+            try await s.stop()
+        }
     }
 }

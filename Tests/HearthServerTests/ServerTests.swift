@@ -308,49 +308,53 @@ import Testing
     /// Graceful shutdown: /health turns 503 and new work is refused while an in-flight stream finishes.
     @Test func shutdownDrainsInFlightRequests() async throws {
         let harness = try await ServerHarness(context: 4096, parallel: 1)
-        var request = HTTPClientRequest(url: harness.base + "/v1/completions")
-        request.method = .POST
-        let body = try JSONSerialization.data(withJSONObject: [
-            "model": "tiny", "prompt": "Once upon a time", "max_tokens": 500, "stream": true, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
-        ] as [String: Any])
-        request.body = .bytes(ByteBuffer(bytes: body))
-        let response = try await ServerHarness.client.execute(request, timeout: .seconds(60))
-        let stop = Task { try await harness.stop() }
-        var sawDraining = false
-        for _ in 0..<100 {
-            let health = try? await harness.send(.GET, "/health", timeout: 5)
-            if health?.status == 503 {
-                sawDraining = true
-                break
+        try await withCleanup({ try? await harness.stop() }) {
+            var request = HTTPClientRequest(url: harness.base + "/v1/completions")
+            request.method = .POST
+            let body = try JSONSerialization.data(withJSONObject: [
+                "model": "tiny", "prompt": "Once upon a time", "max_tokens": 500, "stream": true, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
+            ] as [String: Any])
+            request.body = .bytes(ByteBuffer(bytes: body))
+            let response = try await ServerHarness.client.execute(request, timeout: .seconds(60))
+            let stop = Task { try await harness.stop() }
+            var sawDraining = false
+            for _ in 0..<100 {
+                let health = try? await harness.send(.GET, "/health", timeout: 5)
+                if health?.status == 503 {
+                    sawDraining = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(5))
             }
-            try await Task.sleep(for: .milliseconds(5))
+            let collected = try await response.body.collect(upTo: 64 << 20)
+            let text = String(buffer: collected)
+            #expect(text.hasSuffix("data: [DONE]\n\n"))
+            try await stop.value
+            #expect(sawDraining)
+            #expect(text.contains("\"finish_reason\":\"length\""), "the in-flight stream was not allowed to finish")
+            #expect(harness.server.inFlightCount == 0)
         }
-        let collected = try await response.body.collect(upTo: 64 << 20)
-        let text = String(buffer: collected)
-        #expect(text.hasSuffix("data: [DONE]\n\n"))
-        try await stop.value
-        #expect(sawDraining)
-        #expect(text.contains("\"finish_reason\":\"length\""), "the in-flight stream was not allowed to finish")
-        #expect(harness.server.inFlightCount == 0)
     }
 
     /// Past the grace period, in-flight streams are cancelled (an error event ends them) and `run` returns.
     @Test func shutdownCancelsWhatOutlastsTheGracePeriod() async throws {
         let harness = try await ServerHarness(
             context: 4096, parallel: 1, options: ServerOptions(port: 0, alias: "tiny", drainGrace: 0.3))
-        var request = HTTPClientRequest(url: harness.base + "/v1/completions")
-        request.method = .POST
-        let body = try JSONSerialization.data(withJSONObject: [
-            "model": "tiny", "prompt": "Once upon a time", "max_tokens": 4000, "stream": true, "temperature": 1, "seed": 5, "min_p": 0,
-            "top_k": 0,
-        ] as [String: Any])
-        request.body = .bytes(ByteBuffer(bytes: body))
-        let response = try await ServerHarness.client.execute(request, timeout: .seconds(60))
-        let started = ContinuousClock.now
-        try await harness.stop()
-        #expect(ContinuousClock.now - started < .seconds(5))
-        let text = String(buffer: try await response.body.collect(upTo: 64 << 20))
-        #expect(text.contains("\"error\""), "\(text.suffix(300))")
-        #expect(!text.contains("\"finish_reason\":\"length\""))
+        try await withCleanup({ try? await harness.stop() }) {
+            var request = HTTPClientRequest(url: harness.base + "/v1/completions")
+            request.method = .POST
+            let body = try JSONSerialization.data(withJSONObject: [
+                "model": "tiny", "prompt": "Once upon a time", "max_tokens": 4000, "stream": true, "temperature": 1, "seed": 5, "min_p": 0,
+                "top_k": 0,
+            ] as [String: Any])
+            request.body = .bytes(ByteBuffer(bytes: body))
+            let response = try await ServerHarness.client.execute(request, timeout: .seconds(60))
+            let started = ContinuousClock.now
+            try await harness.stop()
+            #expect(ContinuousClock.now - started < .seconds(5))
+            let text = String(buffer: try await response.body.collect(upTo: 64 << 20))
+            #expect(text.contains("\"error\""), "\(text.suffix(300))")
+            #expect(!text.contains("\"finish_reason\":\"length\""))
+        }
     }
 }
