@@ -117,6 +117,28 @@ import Testing
         #expect(filtered && text == before)
     }
 
+    /// The screen should decide as the whole text does. It does not yet: it checks the text so
+    /// far as if it were all of it, so the end of a piece and the start of the tail it rescans
+    /// look like word boundaries. Both cut a reply the whole-text check lets through (an
+    /// over-block, never a leak). Recorded as known issues: when the screen is fixed these
+    /// blocks fail and should become plain expectations.
+    @Test func streamedMatchesShouldAgreeWithTheWholeText() throws {
+        let filter = try Self.filter(["pineapple"], window: 9)
+        // A piece ends after "pineapple"; the next starts with the "s" of "pineapples".
+        #expect(!filter.blocks("I like pineapples a lot"))
+        withKnownIssue("OutputScreen: the end of a piece counts as a word boundary") {
+            let (text, filtered, _) = Self.screen(["I like pineapple", "s a lot"], filter)
+            #expect(!filtered && text == "I like pineapples a lot")
+        }
+        // "Xpineapple" went out (no match: no boundary before it); the rescanned tail is the
+        // last 9 characters sent, "pineapple", whose start now looks like a boundary.
+        #expect(!filter.blocks("Xpineapple 123456789"))
+        withKnownIssue("OutputScreen: the start of the rescanned tail counts as a word boundary") {
+            let (text, filtered, _) = Self.screen(["Xpineapple 12345678", "9"], filter)
+            #expect(!filtered && text == "Xpineapple 123456789")
+        }
+    }
+
     /// A clean reply goes out whole, in order, however it is split; the held window goes out
     /// at the end.
     @Test func aCleanReplyGoesOutWhole() throws {
