@@ -1,5 +1,6 @@
 import Foundation
 import HearthServer
+import HearthTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -123,67 +124,69 @@ extension ServerTests {
     /// tokens could have been generated, the request counts as 499, and the next request is correct.
     @Test func clientDisconnectCancelsANonStreamingGeneration() async throws {
         let harness = try await ServerHarness(context: 4096, parallel: 1)
-        defer { Task { try? await harness.stop() } }
-        let expected = try await harness.send(
-            "/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 6, "temperature": 0])
-        #expect(expected.status == 200)
+        try await withCleanup({ try? await harness.stop() }) {
+            let expected = try await harness.send(
+                "/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 6, "temperature": 0])
+            #expect(expected.status == 200)
 
-        let connection = try RawConnection(port: harness.port)
-        try connection.post(
-            "/v1/chat/completions",
-            json: [
-                "model": "tiny", "messages": [["role": "user", "content": "Tell me a long story."]], "max_tokens": 4000, "stream": false,
-                "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0,
-            ])
-        // Generating: the sequence holds the only slot.
-        #expect(try await Self.waitFor(harness, "hearth_requests_running", is: 1) == 1)
-        connection.close()
-        let closed = ContinuousClock.now
-        // The server's count and the scheduler's running count (the sequence slot) both return to 0.
-        let admitted = try await Self.waitFor(harness, "hearth_requests_admitted", is: 0)
-        let running = try await Self.waitFor(harness, "hearth_requests_running", is: 0)
-        let elapsed = ContinuousClock.now - closed
-        #expect(admitted == 0)
-        #expect(running == 0)
-        #expect(elapsed < .seconds(2), "the slot was freed \(elapsed) after the client left")
-        // 499: the generation was cut short (a natural end would have been counted as 200).
-        #expect(try await Self.waitFor(harness, #"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, is: 1) == 1)
-        #expect(try await harness.metric(#"hearth_requests_total{endpoint="/v1/chat/completions",status="200"}"#) == 1)
-        // The sequence stopped early: its slot holds far fewer than prompt + 4000 tokens.
-        let usage = try #require(try await harness.metric("hearth_kv_cache_usage_ratio"))
-        #expect(usage < 0.9, "cache usage \(usage): the generation ran on after the client left")
+            let connection = try RawConnection(port: harness.port)
+            try connection.post(
+                "/v1/chat/completions",
+                json: [
+                    "model": "tiny", "messages": [["role": "user", "content": "Tell me a long story."]], "max_tokens": 4000, "stream": false,
+                    "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0,
+                ])
+            // Generating: the sequence holds the only slot.
+            #expect(try await Self.waitFor(harness, "hearth_requests_running", is: 1) == 1)
+            connection.close()
+            let closed = ContinuousClock.now
+            // The server's count and the scheduler's running count (the sequence slot) both return to 0.
+            let admitted = try await Self.waitFor(harness, "hearth_requests_admitted", is: 0)
+            let running = try await Self.waitFor(harness, "hearth_requests_running", is: 0)
+            let elapsed = ContinuousClock.now - closed
+            #expect(admitted == 0)
+            #expect(running == 0)
+            #expect(elapsed < .seconds(2), "the slot was freed \(elapsed) after the client left")
+            // 499: the generation was cut short (a natural end would have been counted as 200).
+            #expect(try await Self.waitFor(harness, #"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, is: 1) == 1)
+            #expect(try await harness.metric(#"hearth_requests_total{endpoint="/v1/chat/completions",status="200"}"#) == 1)
+            // The sequence stopped early: its slot holds far fewer than prompt + 4000 tokens.
+            let usage = try #require(try await harness.metric("hearth_kv_cache_usage_ratio"))
+            #expect(usage < 0.9, "cache usage \(usage): the generation ran on after the client left")
 
-        let next = try await harness.send(
-            "/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 6, "temperature": 0])
-        #expect(next.status == 200)
-        #expect(next.json["choices"] != nil)
-        #expect(next.body.contains(
-            ((expected.json["choices"] as? [[String: Any]])?.first?["message"] as? [String: Any])?["content"] as? String ?? "<none>"))
-        try await harness.stop()
+            let next = try await harness.send(
+                "/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 6, "temperature": 0])
+            #expect(next.status == 200)
+            #expect(next.json["choices"] != nil)
+            #expect(next.body.contains(
+                ((expected.json["choices"] as? [[String: Any]])?.first?["message"] as? [String: Any])?["content"] as? String ?? "<none>"))
+            try await harness.stop()
+        }
     }
 
     /// A client that leaves while its request waits for a slot gives up its place in the queue;
     /// the request holding the slot is untouched and completes.
     @Test func clientDisconnectWhileQueuedFreesItsPlace() async throws {
         let harness = try await ServerHarness(context: 4096, parallel: 1)
-        defer { Task { try? await harness.stop() } }
-        let long = #"{"model":"tiny","messages":[{"role":"user","content":"Tell me a long story."}],"max_tokens":4000,"stream":false,"#
-            + #""temperature":1,"seed":3,"min_p":0,"top_k":0}"#
-        let running = Task { try await harness.send(.POST, "/v1/chat/completions", body: long) }
-        #expect(try await Self.waitFor(harness, "hearth_requests_running", is: 1) == 1)
-        let queued = try RawConnection(port: harness.port)
-        try queued.post("/v1/chat/completions", json: parse(long))
-        #expect(try await Self.waitFor(harness, "hearth_requests_waiting", is: 1) == 1)
-        queued.close()
-        #expect(try await Self.waitFor(harness, "hearth_requests_waiting", is: 0) == 0)
-        #expect(try await Self.waitFor(harness, #"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, is: 1) == 1)
-        #expect(try await harness.metric("hearth_requests_running") == 1, "the running request was disturbed")
-        let reply = try await running.value
-        #expect(reply.status == 200)
-        let usage = reply.json["usage"] as? [String: Any]
-        #expect(usage?["completion_tokens"] as? Int ?? 0 > 0)
-        #expect(try await Self.waitFor(harness, "hearth_requests_admitted", is: 0) == 0)
-        try await harness.stop()
+        try await withCleanup({ try? await harness.stop() }) {
+            let long = #"{"model":"tiny","messages":[{"role":"user","content":"Tell me a long story."}],"max_tokens":4000,"stream":false,"#
+                + #""temperature":1,"seed":3,"min_p":0,"top_k":0}"#
+            let running = Task { try await harness.send(.POST, "/v1/chat/completions", body: long) }
+            #expect(try await Self.waitFor(harness, "hearth_requests_running", is: 1) == 1)
+            let queued = try RawConnection(port: harness.port)
+            try queued.post("/v1/chat/completions", json: parse(long))
+            #expect(try await Self.waitFor(harness, "hearth_requests_waiting", is: 1) == 1)
+            queued.close()
+            #expect(try await Self.waitFor(harness, "hearth_requests_waiting", is: 0) == 0)
+            #expect(try await Self.waitFor(harness, #"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, is: 1) == 1)
+            #expect(try await harness.metric("hearth_requests_running") == 1, "the running request was disturbed")
+            let reply = try await running.value
+            #expect(reply.status == 200)
+            let usage = reply.json["usage"] as? [String: Any]
+            #expect(usage?["completion_tokens"] as? Int ?? 0 > 0)
+            #expect(try await Self.waitFor(harness, "hearth_requests_admitted", is: 0) == 0)
+            try await harness.stop()
+        }
     }
 }
 
@@ -192,24 +195,26 @@ extension GatewayTests {
     /// mid-generation stops at once, is recorded as 499, and the next request is answered.
     @Test func clientDisconnectCancelsANonStreamingGatewayAnswer() async throws {
         let s = try await Self.setup(context: 4096)
-        let connection = try RawConnection(port: s.harness.port)
-        var body = Self.chat("local", "Tell me a long story.", maxTokens: 4000, temperature: 1)
-        body["seed"] = 3
-        body["min_p"] = 0
-        body["top_k"] = 0
-        try connection.post("/v1/chat/completions", json: body, headers: [("Authorization", "Bearer \(Self.opsKey)")])
-        let admin = [("authorization", "Bearer \(Self.opsKey)")]
-        #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_running", is: 1, headers: admin) == 1)
-        connection.close()
-        let closed = ContinuousClock.now
-        #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_admitted", is: 0, headers: admin) == 0)
-        #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_running", is: 0, headers: admin) == 0)
-        let elapsed = ContinuousClock.now - closed
-        #expect(elapsed < .seconds(2), "the slot was freed \(elapsed) after the client left")
-        #expect(
-            try await ServerTests.waitFor(s.harness, #"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, is: 1, headers: admin) == 1)
-        let next = try await s.send("/v1/chat/completions", Self.chat("local", "Hello", maxTokens: 3), key: Self.opsKey)
-        #expect(next.status == 200 && Self.usage(next).completion > 0)
-        try await s.stop()
+        try await withCleanup({ try? await s.stop() }) {
+            let connection = try RawConnection(port: s.harness.port)
+            var body = Self.chat("local", "Tell me a long story.", maxTokens: 4000, temperature: 1)
+            body["seed"] = 3
+            body["min_p"] = 0
+            body["top_k"] = 0
+            try connection.post("/v1/chat/completions", json: body, headers: [("Authorization", "Bearer \(Self.opsKey)")])
+            let admin = [("authorization", "Bearer \(Self.opsKey)")]
+            #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_running", is: 1, headers: admin) == 1)
+            connection.close()
+            let closed = ContinuousClock.now
+            #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_admitted", is: 0, headers: admin) == 0)
+            #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_running", is: 0, headers: admin) == 0)
+            let elapsed = ContinuousClock.now - closed
+            #expect(elapsed < .seconds(2), "the slot was freed \(elapsed) after the client left")
+            #expect(
+                try await ServerTests.waitFor(s.harness, #"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, is: 1, headers: admin) == 1)
+            let next = try await s.send("/v1/chat/completions", Self.chat("local", "Hello", maxTokens: 3), key: Self.opsKey)
+            #expect(next.status == 200 && Self.usage(next).completion > 0)
+            try await s.stop()
+        }
     }
 }

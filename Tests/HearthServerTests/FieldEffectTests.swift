@@ -79,102 +79,105 @@ import Testing
 
     @Test func samplingFieldsChangeTheReply() async throws {
         let harness = try await ServerHarness(context: 512)
-        defer { Task { try? await harness.stop() } }
-        // The greedy reply of each API over its clear tokens (the same conversation renders the same prompt).
-        let chatClear = try await Self.clearGreedyTokens(harness, completions: false)
-        let completionsClear = try await Self.clearGreedyTokens(harness, completions: true)
-        func clear(_ path: String) -> Int { path == "/v1/completions" ? completionsClear : chatClear }
-        var greedy: [String: String] = [:]
-        for path in ["/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/responses"] {
-            var fields = Self.limit(path, clear(path))
-            fields["temperature"] = 0
-            greedy[path] = try await Self.reply(harness, path, fields).text
-        }
-        #expect(greedy["/v1/chat/completions"] == greedy["/v1/messages"] && greedy["/v1/messages"] == greedy["/v1/responses"])
-        for (path, field, value) in Self.greedyMakers {
-            var fields = Self.limit(path, clear(path))
-            fields["temperature"] = 1
-            fields[field] = value
-            let text = try await Self.reply(harness, path, fields).text
-            #expect(text == greedy[path], "\(path) \(field)=\(value) did not make the reply greedy")
-        }
-        for path in ["/v1/chat/completions", "/v1/completions"] {
-            let base: [String: Any] = ["temperature": 1, "seed": 3]
-            let drawn = try await Self.reply(harness, path, base).text
-            #expect(try await Self.reply(harness, path, base).text == drawn, "\(path): a seeded draw repeats")
-            var short = Self.limit(path, clear(path))
-            short.merge(base) { $1 }
-            let shortDraw = try await Self.reply(harness, path, short).text
-            #expect(shortDraw != greedy[path], "\(path): the seeded draw is the greedy reply: the greedy checks above show nothing")
-            for (field, value) in Self.drawChangers {
-                var fields = base
+        try await withCleanup({ try? await harness.stop() }) {
+            // The greedy reply of each API over its clear tokens (the same conversation renders the same prompt).
+            let chatClear = try await Self.clearGreedyTokens(harness, completions: false)
+            let completionsClear = try await Self.clearGreedyTokens(harness, completions: true)
+            func clear(_ path: String) -> Int { path == "/v1/completions" ? completionsClear : chatClear }
+            var greedy: [String: String] = [:]
+            for path in ["/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/responses"] {
+                var fields = Self.limit(path, clear(path))
+                fields["temperature"] = 0
+                greedy[path] = try await Self.reply(harness, path, fields).text
+            }
+            #expect(greedy["/v1/chat/completions"] == greedy["/v1/messages"] && greedy["/v1/messages"] == greedy["/v1/responses"])
+            for (path, field, value) in Self.greedyMakers {
+                var fields = Self.limit(path, clear(path))
+                fields["temperature"] = 1
                 fields[field] = value
                 let text = try await Self.reply(harness, path, fields).text
-                #expect(text != drawn, "\(path) \(field)=\(value) left the seeded draw unchanged")
+                #expect(text == greedy[path], "\(path) \(field)=\(value) did not make the reply greedy")
             }
+            for path in ["/v1/chat/completions", "/v1/completions"] {
+                let base: [String: Any] = ["temperature": 1, "seed": 3]
+                let drawn = try await Self.reply(harness, path, base).text
+                #expect(try await Self.reply(harness, path, base).text == drawn, "\(path): a seeded draw repeats")
+                var short = Self.limit(path, clear(path))
+                short.merge(base) { $1 }
+                let shortDraw = try await Self.reply(harness, path, short).text
+                #expect(shortDraw != greedy[path], "\(path): the seeded draw is the greedy reply: the greedy checks above show nothing")
+                for (field, value) in Self.drawChangers {
+                    var fields = base
+                    fields[field] = value
+                    let text = try await Self.reply(harness, path, fields).text
+                    #expect(text != drawn, "\(path) \(field)=\(value) left the seeded draw unchanged")
+                }
+            }
+            try await harness.stop()
         }
-        try await harness.stop()
     }
 
     @Test func lengthAndStopFieldsCutTheReply() async throws {
         let harness = try await ServerHarness(context: 512)
-        defer { Task { try? await harness.stop() } }
-        let chatClear = try await Self.clearGreedyTokens(harness, completions: false)
-        let completionsClear = try await Self.clearGreedyTokens(harness, completions: true)
-        for path in ["/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/responses"] {
-            // The greedy reply over its clear tokens: the stop string is taken from them, so the
-            // reply it cuts is made of tokens every run agrees on.
-            var greedyFields = Self.limit(path, path == "/v1/completions" ? completionsClear : chatClear)
-            greedyFields["temperature"] = 0
-            let full = try await Self.reply(harness, path, greedyFields)
-            // Length: the limit field gives that many tokens.
-            let limitField = path == "/v1/responses" ? "max_output_tokens" : "max_tokens"
-            let short = try await Self.reply(harness, path, ["temperature": 0, limitField: 3]).json
-            let usage = short["usage"] as? [String: Any]
-            #expect((usage?["completion_tokens"] ?? usage?["output_tokens"]) as? Int == 3, "\(path) \(limitField): \(short)")
-            if path == "/v1/chat/completions" || path == "/v1/completions" {
-                let other = try await Self.reply(harness, path, ["temperature": 0, "max_completion_tokens": 4]).json
-                #expect((other["usage"] as? [String: Any])?["completion_tokens"] as? Int == 4, "\(path) max_completion_tokens")
+        try await withCleanup({ try? await harness.stop() }) {
+            let chatClear = try await Self.clearGreedyTokens(harness, completions: false)
+            let completionsClear = try await Self.clearGreedyTokens(harness, completions: true)
+            for path in ["/v1/chat/completions", "/v1/completions", "/v1/messages", "/v1/responses"] {
+                // The greedy reply over its clear tokens: the stop string is taken from them, so the
+                // reply it cuts is made of tokens every run agrees on.
+                var greedyFields = Self.limit(path, path == "/v1/completions" ? completionsClear : chatClear)
+                greedyFields["temperature"] = 0
+                let full = try await Self.reply(harness, path, greedyFields)
+                // Length: the limit field gives that many tokens.
+                let limitField = path == "/v1/responses" ? "max_output_tokens" : "max_tokens"
+                let short = try await Self.reply(harness, path, ["temperature": 0, limitField: 3]).json
+                let usage = short["usage"] as? [String: Any]
+                #expect((usage?["completion_tokens"] ?? usage?["output_tokens"]) as? Int == 3, "\(path) \(limitField): \(short)")
+                if path == "/v1/chat/completions" || path == "/v1/completions" {
+                    let other = try await Self.reply(harness, path, ["temperature": 0, "max_completion_tokens": 4]).json
+                    #expect((other["usage"] as? [String: Any])?["completion_tokens"] as? Int == 4, "\(path) max_completion_tokens")
+                }
+                // Stop strings: the reply ends before the first occurrence (not included).
+                guard path != "/v1/responses" else { continue }  // the Responses API has no stop field
+                // The clear reply's last character: the reply ends before its first occurrence.
+                guard full.text.count >= 2, let last = full.text.last else {
+                    Issue.record("\(path): the greedy reply is too short to cut: '\(full.text)'")
+                    continue
+                }
+                let stop = String(last)
+                let stopField = path == "/v1/messages" ? "stop_sequences" : "stop"
+                let cut = try await Self.reply(harness, path, ["temperature": 0, stopField: [stop]]).text
+                let expected = full.text.components(separatedBy: stop).first ?? ""
+                #expect(cut == expected, "\(path) \(stopField) '\(stop)': '\(cut)' from '\(full.text)'")
             }
-            // Stop strings: the reply ends before the first occurrence (not included).
-            guard path != "/v1/responses" else { continue }  // the Responses API has no stop field
-            // The clear reply's last character: the reply ends before its first occurrence.
-            guard full.text.count >= 2, let last = full.text.last else {
-                Issue.record("\(path): the greedy reply is too short to cut: '\(full.text)'")
-                continue
-            }
-            let stop = String(last)
-            let stopField = path == "/v1/messages" ? "stop_sequences" : "stop"
-            let cut = try await Self.reply(harness, path, ["temperature": 0, stopField: [stop]]).text
-            let expected = full.text.components(separatedBy: stop).first ?? ""
-            #expect(cut == expected, "\(path) \(stopField) '\(stop)': '\(cut)' from '\(full.text)'")
+            try await harness.stop()
         }
-        try await harness.stop()
     }
 
     @Test func promptFieldsChangeThePrompt() async throws {
         let harness = try await ServerHarness(context: 512)
-        defer { Task { try? await harness.stop() } }
-        // Anthropic `system`, Responses `instructions`: the prompt grows by the system turn.
-        let plain = try await Self.reply(harness, "/v1/messages", ["temperature": 0]).json
-        let withSystem = try await Self.reply(harness, "/v1/messages", ["temperature": 0, "system": "You are a poet."]).json
-        let tokens = { (json: [String: Any]) in (json["usage"] as? [String: Any])?["input_tokens"] as? Int ?? 0 }
-        #expect(tokens(withSystem) > tokens(plain))
-        let responsesPlain = try await Self.reply(harness, "/v1/responses", ["temperature": 0]).json
-        let responsesInstructed = try await Self.reply(harness, "/v1/responses", ["temperature": 0, "instructions": "You are a poet."]).json
-        #expect(tokens(responsesInstructed) > tokens(responsesPlain))
-        #expect(responsesInstructed["instructions"] as? String == "You are a poet.")
-        // Responses `metadata` is echoed; `store`, `include` and `truncation` take only what this server does.
-        let tagged = try await Self.reply(harness, "/v1/responses", ["temperature": 0, "metadata": ["topic": "sea"], "store": false, "include": [], "truncation": "disabled"]).json
-        #expect((tagged["metadata"] as? [String: String]) == ["topic": "sea"])
-        for (field, value) in [("store", true), ("include", ["message.output_text.logprobs"]), ("truncation", "auto"), ("metadata", ["k": 1])] as [(String, Any)] {
-            let refused = try await harness.send("/v1/responses", json: ["model": "tiny", "input": "Hi", field: value])
-            #expect(refused.status == 400, "\(field): \(refused.body)")
-            #expect(((refused.json["error"] as? [String: Any])?["param"] as? String)?.hasPrefix(field) == true, "\(refused.body)")
+        try await withCleanup({ try? await harness.stop() }) {
+            // Anthropic `system`, Responses `instructions`: the prompt grows by the system turn.
+            let plain = try await Self.reply(harness, "/v1/messages", ["temperature": 0]).json
+            let withSystem = try await Self.reply(harness, "/v1/messages", ["temperature": 0, "system": "You are a poet."]).json
+            let tokens = { (json: [String: Any]) in (json["usage"] as? [String: Any])?["input_tokens"] as? Int ?? 0 }
+            #expect(tokens(withSystem) > tokens(plain))
+            let responsesPlain = try await Self.reply(harness, "/v1/responses", ["temperature": 0]).json
+            let responsesInstructed = try await Self.reply(harness, "/v1/responses", ["temperature": 0, "instructions": "You are a poet."]).json
+            #expect(tokens(responsesInstructed) > tokens(responsesPlain))
+            #expect(responsesInstructed["instructions"] as? String == "You are a poet.")
+            // Responses `metadata` is echoed; `store`, `include` and `truncation` take only what this server does.
+            let tagged = try await Self.reply(harness, "/v1/responses", ["temperature": 0, "metadata": ["topic": "sea"], "store": false, "include": [], "truncation": "disabled"]).json
+            #expect((tagged["metadata"] as? [String: String]) == ["topic": "sea"])
+            for (field, value) in [("store", true), ("include", ["message.output_text.logprobs"]), ("truncation", "auto"), ("metadata", ["k": 1])] as [(String, Any)] {
+                let refused = try await harness.send("/v1/responses", json: ["model": "tiny", "input": "Hi", field: value])
+                #expect(refused.status == 400, "\(field): \(refused.body)")
+                #expect(((refused.json["error"] as? [String: Any])?["param"] as? String)?.hasPrefix(field) == true, "\(refused.body)")
+            }
+            let stored = try await harness.send("/v1/chat/completions", json: ["model": "tiny", "messages": Self.conversation, "store": true])
+            #expect(stored.status == 400 && stored.body.contains("store"), "\(stored.body)")
+            try await harness.stop()
         }
-        let stored = try await harness.send("/v1/chat/completions", json: ["model": "tiny", "messages": Self.conversation, "store": true])
-        #expect(stored.status == 400 && stored.body.contains("store"), "\(stored.body)")
-        try await harness.stop()
     }
 
     /// `/tokenize`'s `add_special` adds the BOS token, `prompt` is `content`'s other name, and
@@ -182,94 +185,97 @@ import Testing
     /// does (`echo: false`) or refused outright (`suffix`, `reasoning`) say so by name.
     @Test func tokenizeFieldsAndRefusedValues() async throws {
         let harness = try await ServerHarness(context: 512)
-        defer { Task { try? await harness.stop() } }
-        func ids(_ body: [String: Any]) async throws -> [Int] {
-            try await harness.send("/tokenize", json: body).json["tokens"] as? [Int] ?? []
+        try await withCleanup({ try? await harness.stop() }) {
+            func ids(_ body: [String: Any]) async throws -> [Int] {
+                try await harness.send("/tokenize", json: body).json["tokens"] as? [Int] ?? []
+            }
+            let plain = try await ids(["content": "Hello there"])
+            let special = try await ids(["content": "Hello there", "add_special": true])
+            #expect(special.count == plain.count + 1 && Array(special.dropFirst()) == plain, "\(special) vs \(plain)")
+            #expect(try await ids(["prompt": "Hello there"]) == plain)
+            // SentencePiece encodes a leading "▁" word boundary; decoding may give it back as a space.
+            let text = try await harness.send("/detokenize", json: ["tokens": plain, "model": "tiny"]).json["content"] as? String
+            #expect(text == "Hello there" || text == " Hello there", "\(text ?? "nil")")
+            let otherModel = try await harness.send("/tokenize", json: ["content": "Hi", "model": "other"])
+            #expect(otherModel.status == 404, "\(otherModel.body)")
+            let otherDetokenize = try await harness.send("/detokenize", json: ["tokens": plain, "model": "other"])
+            #expect(otherDetokenize.status == 404, "\(otherDetokenize.body)")
+            let echoed = try await harness.send("/v1/completions", json: ["model": "tiny", "prompt": "Hi", "max_tokens": 2, "echo": false])
+            #expect(echoed.status == 200, "\(echoed.body)")
+            let refusals: [(String, [String: Any])] = [
+                ("/v1/completions", ["model": "tiny", "prompt": "Hi", "echo": true]),
+                ("/v1/completions", ["model": "tiny", "prompt": "Hi", "suffix": "end"]),
+                ("/v1/responses", ["model": "tiny", "input": "Hi", "reasoning": ["effort": "low"]]),
+            ]
+            for (path, body) in refusals {
+                let refused = try await harness.send(path, json: body)
+                let field = body.keys.first { !["model", "prompt", "input"].contains($0) } ?? ""
+                #expect(refused.status == 400 && (refused.json["error"] as? [String: Any])?["param"] as? String == field, "\(refused.body)")
+            }
+            try await harness.stop()
         }
-        let plain = try await ids(["content": "Hello there"])
-        let special = try await ids(["content": "Hello there", "add_special": true])
-        #expect(special.count == plain.count + 1 && Array(special.dropFirst()) == plain, "\(special) vs \(plain)")
-        #expect(try await ids(["prompt": "Hello there"]) == plain)
-        // SentencePiece encodes a leading "▁" word boundary; decoding may give it back as a space.
-        let text = try await harness.send("/detokenize", json: ["tokens": plain, "model": "tiny"]).json["content"] as? String
-        #expect(text == "Hello there" || text == " Hello there", "\(text ?? "nil")")
-        let otherModel = try await harness.send("/tokenize", json: ["content": "Hi", "model": "other"])
-        #expect(otherModel.status == 404, "\(otherModel.body)")
-        let otherDetokenize = try await harness.send("/detokenize", json: ["tokens": plain, "model": "other"])
-        #expect(otherDetokenize.status == 404, "\(otherDetokenize.body)")
-        let echoed = try await harness.send("/v1/completions", json: ["model": "tiny", "prompt": "Hi", "max_tokens": 2, "echo": false])
-        #expect(echoed.status == 200, "\(echoed.body)")
-        let refusals: [(String, [String: Any])] = [
-            ("/v1/completions", ["model": "tiny", "prompt": "Hi", "echo": true]),
-            ("/v1/completions", ["model": "tiny", "prompt": "Hi", "suffix": "end"]),
-            ("/v1/responses", ["model": "tiny", "input": "Hi", "reasoning": ["effort": "low"]]),
-        ]
-        for (path, body) in refusals {
-            let refused = try await harness.send(path, json: body)
-            let field = body.keys.first { !["model", "prompt", "input"].contains($0) } ?? ""
-            #expect(refused.status == 400 && (refused.json["error"] as? [String: Any])?["param"] as? String == field, "\(refused.body)")
-        }
-        try await harness.stop()
     }
 
     /// Text completions stream as SSE; `stream_options.include_usage` adds one usage chunk.
     @Test func completionsStreamWithAndWithoutUsage() async throws {
         let harness = try await ServerHarness(context: 512)
-        defer { Task { try? await harness.stop() } }
-        let body: [String: Any] = ["model": "tiny", "prompt": "The sea is", "max_tokens": 4, "temperature": 0, "stream": true]
-        var withUsage = body
-        withUsage["stream_options"] = ["include_usage": true]
-        for (request, usageChunks) in [(body, 0), (withUsage, 1)] {
-            let reply = try await harness.send("/v1/completions", json: request)
-            let (payloads, wellFramed) = sseData(reply.body)
-            #expect(reply.status == 200 && wellFramed && payloads.last == "[DONE]", "\(reply.body)")
-            let chunks = payloads.dropLast().map(parse)
-            let text = chunks.compactMap { (($0["choices"] as? [[String: Any]])?.first?["text"] as? String) }.joined()
-            #expect(text == (try await Self.reply(harness, "/v1/completions", ["temperature": 0, "max_tokens": 4]).text))
-            #expect(chunks.filter { $0["usage"] is [String: Any] }.count == usageChunks, "\(reply.body)")
+        try await withCleanup({ try? await harness.stop() }) {
+            let body: [String: Any] = ["model": "tiny", "prompt": "The sea is", "max_tokens": 4, "temperature": 0, "stream": true]
+            var withUsage = body
+            withUsage["stream_options"] = ["include_usage": true]
+            for (request, usageChunks) in [(body, 0), (withUsage, 1)] {
+                let reply = try await harness.send("/v1/completions", json: request)
+                let (payloads, wellFramed) = sseData(reply.body)
+                #expect(reply.status == 200 && wellFramed && payloads.last == "[DONE]", "\(reply.body)")
+                let chunks = payloads.dropLast().map(parse)
+                let text = chunks.compactMap { (($0["choices"] as? [[String: Any]])?.first?["text"] as? String) }.joined()
+                #expect(text == (try await Self.reply(harness, "/v1/completions", ["temperature": 0, "max_tokens": 4]).text))
+                #expect(chunks.filter { $0["usage"] is [String: Any] }.count == usageChunks, "\(reply.body)")
+            }
+            try await harness.stop()
         }
-        try await harness.stop()
     }
 
     /// A field no endpoint defines is a 400 naming it, in each API's words; a null one is absent.
     @Test func unknownFieldsAreRefusedByName() async throws {
         let harness = try await ServerHarness(context: 512)
-        defer { Task { try? await harness.stop() } }
-        let requests: [(String, [String: Any])] = [
-            ("/v1/chat/completions", ["model": "tiny", "messages": Self.conversation, "max_tokens": 2]),
-            ("/v1/completions", ["model": "tiny", "prompt": "Hi", "max_tokens": 2]),
-            ("/v1/messages", ["model": "tiny", "messages": Self.conversation, "max_tokens": 2]),
-            ("/v1/messages/count_tokens", ["model": "tiny", "messages": Self.conversation]),
-            ("/v1/responses", ["model": "tiny", "input": "Hi", "max_output_tokens": 2]),
-            ("/v1/embeddings", ["model": "tiny", "input": "Hi"]),
-            ("/tokenize", ["content": "Hi"]),
-            ("/detokenize", ["tokens": [5]]),
-        ]
-        for (path, body) in requests {
-            var withNull = body
-            withNull["user"] = NSNull()
-            let accepted = try await harness.send(path, json: withNull)
-            #expect(accepted.status == 200, "\(path) with a null field: \(accepted.body)")
-            for field in ["user", "frobnicate"] {
-                var bad = body
-                bad[field] = "x"
-                let refused = try await harness.send(path, json: bad)
-                #expect(refused.status == 400, "\(path) \(field): \(refused.body)")
-                let error = refused.json["error"] as? [String: Any]
-                #expect(error?["param"] as? String == field, "\(path): \(refused.body)")
-                #expect(error?["code"] as? String == "unknown_parameter", "\(path): \(refused.body)")
-                let wording = path.hasPrefix("/v1/messages") ? "Extra inputs are not permitted" : "Unrecognized request argument"
-                #expect((error?["message"] as? String)?.contains(wording) == true, "\(path): \(refused.body)")
+        try await withCleanup({ try? await harness.stop() }) {
+            let requests: [(String, [String: Any])] = [
+                ("/v1/chat/completions", ["model": "tiny", "messages": Self.conversation, "max_tokens": 2]),
+                ("/v1/completions", ["model": "tiny", "prompt": "Hi", "max_tokens": 2]),
+                ("/v1/messages", ["model": "tiny", "messages": Self.conversation, "max_tokens": 2]),
+                ("/v1/messages/count_tokens", ["model": "tiny", "messages": Self.conversation]),
+                ("/v1/responses", ["model": "tiny", "input": "Hi", "max_output_tokens": 2]),
+                ("/v1/embeddings", ["model": "tiny", "input": "Hi"]),
+                ("/tokenize", ["content": "Hi"]),
+                ("/detokenize", ["tokens": [5]]),
+            ]
+            for (path, body) in requests {
+                var withNull = body
+                withNull["user"] = NSNull()
+                let accepted = try await harness.send(path, json: withNull)
+                #expect(accepted.status == 200, "\(path) with a null field: \(accepted.body)")
+                for field in ["user", "frobnicate"] {
+                    var bad = body
+                    bad[field] = "x"
+                    let refused = try await harness.send(path, json: bad)
+                    #expect(refused.status == 400, "\(path) \(field): \(refused.body)")
+                    let error = refused.json["error"] as? [String: Any]
+                    #expect(error?["param"] as? String == field, "\(path): \(refused.body)")
+                    #expect(error?["code"] as? String == "unknown_parameter", "\(path): \(refused.body)")
+                    let wording = path.hasPrefix("/v1/messages") ? "Extra inputs are not permitted" : "Unrecognized request argument"
+                    #expect((error?["message"] as? String)?.contains(wording) == true, "\(path): \(refused.body)")
+                }
             }
+            // Nested objects' fields too: a chat message's, stream_options'.
+            let obfuscated = try await harness.send(
+                "/v1/chat/completions",
+                json: ["model": "tiny", "messages": Self.conversation, "stream": true, "stream_options": ["include_obfuscation": true]])
+            #expect(obfuscated.status == 400 && obfuscated.body.contains("stream_options.include_obfuscation"), "\(obfuscated.body)")
+            let named = try await harness.send(
+                "/v1/chat/completions", json: ["model": "tiny", "messages": [["role": "user", "content": "Hi", "name": "ann"]]])
+            #expect(named.status == 400 && (named.json["error"] as? [String: Any])?["param"] as? String == "messages[0].name", "\(named.body)")
+            try await harness.stop()
         }
-        // Nested objects' fields too: a chat message's, stream_options'.
-        let obfuscated = try await harness.send(
-            "/v1/chat/completions",
-            json: ["model": "tiny", "messages": Self.conversation, "stream": true, "stream_options": ["include_obfuscation": true]])
-        #expect(obfuscated.status == 400 && obfuscated.body.contains("stream_options.include_obfuscation"), "\(obfuscated.body)")
-        let named = try await harness.send(
-            "/v1/chat/completions", json: ["model": "tiny", "messages": [["role": "user", "content": "Hi", "name": "ann"]]])
-        #expect(named.status == 400 && (named.json["error"] as? [String: Any])?["param"] as? String == "messages[0].name", "\(named.body)")
-        try await harness.stop()
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import HearthServer
+import HearthTestSupport
 import Testing
 
 /// The order in which answers came back.
@@ -36,39 +37,40 @@ extension SecurityTests {
     static func answerOrder(_ requests: [(client: String, name: String)]) async throws -> [String] {
         let (harness, upstream, directory) = try await Self.gateway(
             "[\(Self.client("a")), \(Self.client("b"))]", parallel: 1, context: 4096)
-        defer { Task { try? await harness.stop(); await upstream.stop(); try? FileManager.default.removeItem(at: directory) } }
-        let admin = Self.auth("a")
-        // A's long answer holds the only slot until its connection is closed.
-        let holder = try RawConnection(port: harness.port)
-        try holder.post(
-            "/v1/chat/completions",
-            json: ["model": "local", "messages": [Self.user], "max_tokens": 4000, "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0],
-            headers: Self.auth("a"))
-        #expect(try await ServerTests.waitFor(harness, "hearth_requests_running", is: 1, headers: admin) == 1)
+        return try await withCleanup({ try? await harness.stop(); await upstream.stop(); try? FileManager.default.removeItem(at: directory) }) {
+            let admin = Self.auth("a")
+            // A's long answer holds the only slot until its connection is closed.
+            let holder = try RawConnection(port: harness.port)
+            try holder.post(
+                "/v1/chat/completions",
+                json: ["model": "local", "messages": [Self.user], "max_tokens": 4000, "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0],
+                headers: Self.auth("a"))
+            #expect(try await ServerTests.waitFor(harness, "hearth_requests_running", is: 1, headers: admin) == 1)
 
-        let arrivals = Arrivals()
-        // Long enough (24 tokens, sampled without cut-offs) that an answer's order is its turn's order.
-        let short = String(
-            decoding: try JSONSerialization.data(withJSONObject: [
-                "model": "local", "messages": [Self.user], "max_tokens": 24, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
-            ] as [String: Any]), as: UTF8.self)
-        var queued: [Task<Int, Error>] = []
-        for (index, (client, name)) in requests.enumerated() {
-            queued.append(
-                Task {
-                    let reply = try await harness.send(.POST, "/v1/chat/completions", body: short, headers: Self.auth(client))
-                    arrivals.append(name)
-                    return reply.status
-                })
-            // Queued in this order, each one waiting (held by the server or the engine: the metric counts both).
-            let waiting = Double(index + 1)
-            #expect(try await ServerTests.waitFor(harness, "hearth_requests_waiting", is: waiting, headers: admin) == waiting)
+            let arrivals = Arrivals()
+            // Long enough (24 tokens, sampled without cut-offs) that an answer's order is its turn's order.
+            let short = String(
+                decoding: try JSONSerialization.data(withJSONObject: [
+                    "model": "local", "messages": [Self.user], "max_tokens": 24, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
+                ] as [String: Any]), as: UTF8.self)
+            var queued: [Task<Int, Error>] = []
+            for (index, (client, name)) in requests.enumerated() {
+                queued.append(
+                    Task {
+                        let reply = try await harness.send(.POST, "/v1/chat/completions", body: short, headers: Self.auth(client))
+                        arrivals.append(name)
+                        return reply.status
+                    })
+                // Queued in this order, each one waiting (held by the server or the engine: the metric counts both).
+                let waiting = Double(index + 1)
+                #expect(try await ServerTests.waitFor(harness, "hearth_requests_waiting", is: waiting, headers: admin) == waiting)
+            }
+            holder.close()
+            for task in queued { #expect(try await task.value == 200) }
+            #expect(try await ServerTests.waitFor(harness, "hearth_requests_waiting", is: 0, headers: admin) == 0)
+            #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 0, headers: admin) == 0)
+            try await harness.stop()
+            return arrivals.names
         }
-        holder.close()
-        for task in queued { #expect(try await task.value == 200) }
-        #expect(try await ServerTests.waitFor(harness, "hearth_requests_waiting", is: 0, headers: admin) == 0)
-        #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 0, headers: admin) == 0)
-        try await harness.stop()
-        return arrivals.names
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import HearthServer
+import HearthTestSupport
 import Testing
 
 extension SecurityTests {
@@ -30,18 +31,19 @@ extension SecurityTests {
     @Test func aBacktrackingRequestIsRefusedAndTheServerStaysHealthy() async throws {
         let (harness, upstream, directory) = try await Self.gateway(
             "[\(Self.client("a"))]", blocked: "pineapple\n\(Self.catastrophic)\n")
-        defer { Task { try? await harness.stop(); await upstream.stop(); try? FileManager.default.removeItem(at: directory) } }
-        let hostile = String(repeating: "a", count: 64) + "!"
-        let started = ContinuousClock.now
-        let refused = try await harness.send("/v1/chat/completions", json: GatewayTests.chat("local", hostile, maxTokens: 2), headers: Self.auth("a"))
-        let elapsed = ContinuousClock.now - started
-        #expect(refused.status == 400, "\(refused.body)")
-        #expect((refused.json["error"] as? [String: Any])?["code"] as? String == "content_filtered", "\(refused.body)")
-        #expect(elapsed < .seconds(3), "the refusal took \(elapsed) (limit 0.25 s per check)")
-        #expect(try await harness.send(.GET, "/health").status == 200)
-        let next = try await harness.send("/v1/chat/completions", json: GatewayTests.chat("local", "Hello there", maxTokens: 2), headers: Self.auth("a"))
-        #expect(next.status == 200, "\(next.body)")
-        try await harness.stop()
+        try await withCleanup({ try? await harness.stop(); await upstream.stop(); try? FileManager.default.removeItem(at: directory) }) {
+            let hostile = String(repeating: "a", count: 64) + "!"
+            let started = ContinuousClock.now
+            let refused = try await harness.send("/v1/chat/completions", json: GatewayTests.chat("local", hostile, maxTokens: 2), headers: Self.auth("a"))
+            let elapsed = ContinuousClock.now - started
+            #expect(refused.status == 400, "\(refused.body)")
+            #expect((refused.json["error"] as? [String: Any])?["code"] as? String == "content_filtered", "\(refused.body)")
+            #expect(elapsed < .seconds(3), "the refusal took \(elapsed) (limit 0.25 s per check)")
+            #expect(try await harness.send(.GET, "/health").status == 200)
+            let next = try await harness.send("/v1/chat/completions", json: GatewayTests.chat("local", "Hello there", maxTokens: 2), headers: Self.auth("a"))
+            #expect(next.status == 200, "\(next.body)")
+            try await harness.stop()
+        }
     }
 
     /// `usage_retention_days` prunes rows of `requests` older than the retention (checked at the
@@ -52,29 +54,30 @@ extension SecurityTests {
         let clock = ManualClock(noon)
         let (harness, upstream, directory) = try await Self.gateway(
             "[\(Self.client("a", #", "admin": true"#))]", extra: #""usage_retention_days": 2,"#, clock: clock)
-        defer { Task { try? await harness.stop(); await upstream.stop(); try? FileManager.default.removeItem(at: directory) } }
-        let database = try DatabaseQueue(path: directory.appendingPathComponent("usage.sqlite").path)
-        func ask() async throws {
-            let reply = try await harness.send("/v1/chat/completions", json: GatewayTests.chat("local", "Hi", maxTokens: 2), headers: Self.auth("a"))
-            #expect(reply.status == 200, "\(reply.body)")
+        try await withCleanup({ try? await harness.stop(); await upstream.stop(); try? FileManager.default.removeItem(at: directory) }) {
+            let database = try DatabaseQueue(path: directory.appendingPathComponent("usage.sqlite").path)
+            func ask() async throws {
+                let reply = try await harness.send("/v1/chat/completions", json: GatewayTests.chat("local", "Hi", maxTokens: 2), headers: Self.auth("a"))
+                #expect(reply.status == 200, "\(reply.body)")
+            }
+            func rows() async throws -> [Double] {
+                try await database.read { try Double.fetchAll($0, sql: "SELECT at FROM requests ORDER BY at") }
+            }
+            try await ask()  // day 0, noon
+            clock.advance(86_400)
+            try await ask()  // day 1, noon: day 0's row is 1 day old and stays
+            #expect(try await rows() == [noon.timeIntervalSince1970, noon.timeIntervalSince1970 + 86_400])
+            clock.advance(86_400 * 1.5 + 3_600)
+            try await ask()  // day 3, 01:00: day 0's row is 3 days old (pruned), day 1's 1.5 days (kept)
+            #expect(
+                try await rows() == [noon.timeIntervalSince1970 + 86_400, noon.timeIntervalSince1970 + 86_400 * 2.5 + 3_600],
+                "rows of requests older than 2 days must be pruned")
+            // The totals keep every day.
+            let requests: Int? = try await database.read { try Int.fetchOne($0, sql: "SELECT SUM(requests) FROM usage") }
+            #expect(requests == 3)
+            let days: Int? = try await database.read { try Int.fetchOne($0, sql: "SELECT COUNT(DISTINCT day) FROM usage") }
+            #expect(days == 3)
+            try await harness.stop()
         }
-        func rows() async throws -> [Double] {
-            try await database.read { try Double.fetchAll($0, sql: "SELECT at FROM requests ORDER BY at") }
-        }
-        try await ask()  // day 0, noon
-        clock.advance(86_400)
-        try await ask()  // day 1, noon: day 0's row is 1 day old and stays
-        #expect(try await rows() == [noon.timeIntervalSince1970, noon.timeIntervalSince1970 + 86_400])
-        clock.advance(86_400 * 1.5 + 3_600)
-        try await ask()  // day 3, 01:00: day 0's row is 3 days old (pruned), day 1's 1.5 days (kept)
-        #expect(
-            try await rows() == [noon.timeIntervalSince1970 + 86_400, noon.timeIntervalSince1970 + 86_400 * 2.5 + 3_600],
-            "rows of requests older than 2 days must be pruned")
-        // The totals keep every day.
-        let requests: Int? = try await database.read { try Int.fetchOne($0, sql: "SELECT SUM(requests) FROM usage") }
-        #expect(requests == 3)
-        let days: Int? = try await database.read { try Int.fetchOne($0, sql: "SELECT COUNT(DISTINCT day) FROM usage") }
-        #expect(days == 3)
-        try await harness.stop()
     }
 }

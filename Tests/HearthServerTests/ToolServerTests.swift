@@ -1,6 +1,7 @@
 import Foundation
 import HearthLocal
 import HearthProviders
+import HearthTestSupport
 @testable import HearthServer
 import Testing
 
@@ -83,153 +84,157 @@ final class ToolScriptedProvider: LanguageModelProvider, @unchecked Sendable {
 
     @Test func badToolInputIs400NamingTheFieldInEveryAPI() async throws {
         let harness = try await ServerHarness()
-        let chat = "/v1/chat/completions"
-        // A named tool that does not exist; duplicate names; a malformed schema; an unenforceable one.
-        let unknown = try await Self.refusal(harness, chat, Self.chatTools(["tool_choice": ["type": "function", "function": ["name": "nope"]]]))
-        #expect(unknown.param == "tool_choice.function.name")
-        #expect(unknown.message.contains("nope"), "\(unknown.message)")
-        let twice = try await Self.refusal(harness, chat, Self.chatTools(names: ["get_weather", "get_weather"]))
-        #expect(twice.param == "tools[1].function.name")
-        #expect(twice.message.contains("tools[1].function.name"), "\(twice.message)")
-        var malformed = Self.chatTools()
-        malformed["tools"] = [["type": "function", "function": ["name": "f", "parameters": ["type": "string"]]]]
-        #expect(try await Self.refusal(harness, chat, malformed).param == "tools[0].function.parameters.type")
-        malformed["tools"] = [["type": "function", "function": ["name": "f", "parameters": "not a schema"]]]
-        #expect(try await Self.refusal(harness, chat, malformed).param == "tools[0].function.parameters")
-        var unenforceable = Self.chatTools()
-        unenforceable["tools"] = [
-            ["type": "function", "function": ["name": "ok", "parameters": Self.weatherTool]],
-            ["type": "function", "function": ["name": "f", "parameters": ["type": "object", "properties": ["a": ["type": "string", "not": ["const": "x"]]]]]],
-        ]
-        let unsupported = try await Self.refusal(harness, chat, unenforceable)
-        #expect(unsupported.param == "tools[1].function.parameters")
-        #expect(unsupported.code == "unsupported_tool_schema")
-        #expect(unsupported.message.contains("/properties/a"), "\(unsupported.message)")
-        unenforceable["stream"] = true
-        #expect(try await Self.refusal(harness, chat, unenforceable).code == "unsupported_tool_schema")
-        // A tool result answering no call; a call id used twice; a bad role; a hosted tool type.
-        var orphan = Self.chatTools()
-        orphan["messages"] = [["role": "user", "content": "hi"], ["role": "tool", "tool_call_id": "call_x", "content": "42"]]
-        let result = try await Self.refusal(harness, chat, orphan)
-        #expect(result.param == "messages[1].tool_call_id")
-        #expect(result.message.contains("call_x"), "\(result.message)")
-        orphan["messages"] = [["role": "user", "content": "hi"], ["role": "tool", "content": "42"]]
-        #expect(try await Self.refusal(harness, chat, orphan).param == "messages[1].tool_call_id")
-        #expect(try await Self.refusal(harness, chat, Self.chatTools(["tool_choice": "sometimes"])).param == "tool_choice")
-        #expect(try await Self.refusal(harness, chat, Self.chatTools(["tool_choice": "required", "tools": [Any]()])).param == "tool_choice")
-        var custom = Self.chatTools()
-        custom["tools"] = [["type": "custom", "custom": ["name": "x"]]]
-        #expect(try await Self.refusal(harness, chat, custom).param == "tools[0].type")
-        #expect(try await Self.refusal(harness, "/v1/completions", ["model": "tiny", "prompt": "x", "tools": [Any]()]).param == "tools")
-
-        // Anthropic Messages.
-        let anthropicTools: [[String: Any]] = [["name": "get_weather", "input_schema": Self.weatherTool], ["name": "get_time", "input_schema": ["type": "object"]]]
-        func messages(_ extra: [String: Any]) -> [String: Any] {
-            var body: [String: Any] = ["model": "tiny", "max_tokens": 8, "messages": [["role": "user", "content": "hi"]], "tools": anthropicTools]
-            body.merge(extra) { $1 }
-            return body
-        }
-        #expect(try await Self.refusal(harness, "/v1/messages", messages(["tool_choice": ["type": "tool", "name": "nope"]])).param == "tool_choice.name")
-        #expect(try await Self.refusal(harness, "/v1/messages", messages(["tool_choice": ["type": "maybe"]])).param == "tool_choice.type")
-        #expect(
-            try await Self.refusal(harness, "/v1/messages", messages(["tools": [anthropicTools[0], anthropicTools[0]]])).param == "tools[1].name")
-        #expect(try await Self.refusal(harness, "/v1/messages", messages(["tools": [["name": "x"]]])).param == "tools[0].input_schema")
-        let schema = try await Self.refusal(
-            harness, "/v1/messages", messages(["tools": [["name": "x", "input_schema": ["type": "object", "properties": ["a": ["not": ["const": 1]]]]]]]))
-        #expect(schema.param == "tools[0].input_schema" && schema.code == "unsupported_tool_schema")
-        let toolResult = try await Self.refusal(
-            harness, "/v1/messages",
-            messages([
-                "messages": [
-                    ["role": "user", "content": "hi"],
-                    ["role": "assistant", "content": [["type": "tool_use", "id": "toolu_1", "name": "get_time", "input": [:]]]],
-                    ["role": "user", "content": [["type": "tool_result", "tool_use_id": "toolu_1", "content": "noon"], ["type": "tool_result", "tool_use_id": "toolu_9", "content": "?"]]],
-                ]
-            ]))
-        #expect(toolResult.param == "messages[2].content[1].tool_use_id", "\(toolResult.message)")
-        #expect(toolResult.message.contains("toolu_9"), "\(toolResult.message)")
-        #expect(
-            try await Self.refusal(
-                harness, "/v1/messages",
-                messages(["messages": [["role": "user", "content": [["type": "tool_use", "id": "t", "name": "get_time", "input": [:]]]]]])
-            ).param == "messages[0].content[0].type")
-
-        // Responses.
-        func responses(_ extra: [String: Any]) -> [String: Any] {
-            var body: [String: Any] = [
-                "model": "tiny", "input": "hi", "max_output_tokens": 8,
-                "tools": [["type": "function", "name": "get_weather", "parameters": Self.weatherTool]],
+        try await withCleanup({ try? await harness.stop() }) {
+            let chat = "/v1/chat/completions"
+            // A named tool that does not exist; duplicate names; a malformed schema; an unenforceable one.
+            let unknown = try await Self.refusal(harness, chat, Self.chatTools(["tool_choice": ["type": "function", "function": ["name": "nope"]]]))
+            #expect(unknown.param == "tool_choice.function.name")
+            #expect(unknown.message.contains("nope"), "\(unknown.message)")
+            let twice = try await Self.refusal(harness, chat, Self.chatTools(names: ["get_weather", "get_weather"]))
+            #expect(twice.param == "tools[1].function.name")
+            #expect(twice.message.contains("tools[1].function.name"), "\(twice.message)")
+            var malformed = Self.chatTools()
+            malformed["tools"] = [["type": "function", "function": ["name": "f", "parameters": ["type": "string"]]]]
+            #expect(try await Self.refusal(harness, chat, malformed).param == "tools[0].function.parameters.type")
+            malformed["tools"] = [["type": "function", "function": ["name": "f", "parameters": "not a schema"]]]
+            #expect(try await Self.refusal(harness, chat, malformed).param == "tools[0].function.parameters")
+            var unenforceable = Self.chatTools()
+            unenforceable["tools"] = [
+                ["type": "function", "function": ["name": "ok", "parameters": Self.weatherTool]],
+                ["type": "function", "function": ["name": "f", "parameters": ["type": "object", "properties": ["a": ["type": "string", "not": ["const": "x"]]]]]],
             ]
-            body.merge(extra) { $1 }
-            return body
-        }
-        #expect(try await Self.refusal(harness, "/v1/responses", responses(["tool_choice": ["type": "function", "name": "nope"]])).param == "tool_choice.name")
-        #expect(try await Self.refusal(harness, "/v1/responses", responses(["tools": [["type": "web_search"]]])).param == "tools[0].type")
-        let output = try await Self.refusal(
-            harness, "/v1/responses",
-            responses(["input": [["role": "user", "content": "hi"], ["type": "function_call_output", "call_id": "call_zz", "output": "1"]]]))
-        #expect(output.param == "input[1].call_id", "\(output.message)")
-        #expect(
-            try await Self.refusal(harness, "/v1/responses", responses(["input": [["type": "reasoning", "summary": [Any]()]]])).param
-                == "input[0].type")
+            let unsupported = try await Self.refusal(harness, chat, unenforceable)
+            #expect(unsupported.param == "tools[1].function.parameters")
+            #expect(unsupported.code == "unsupported_tool_schema")
+            #expect(unsupported.message.contains("/properties/a"), "\(unsupported.message)")
+            unenforceable["stream"] = true
+            #expect(try await Self.refusal(harness, chat, unenforceable).code == "unsupported_tool_schema")
+            // A tool result answering no call; a call id used twice; a bad role; a hosted tool type.
+            var orphan = Self.chatTools()
+            orphan["messages"] = [["role": "user", "content": "hi"], ["role": "tool", "tool_call_id": "call_x", "content": "42"]]
+            let result = try await Self.refusal(harness, chat, orphan)
+            #expect(result.param == "messages[1].tool_call_id")
+            #expect(result.message.contains("call_x"), "\(result.message)")
+            orphan["messages"] = [["role": "user", "content": "hi"], ["role": "tool", "content": "42"]]
+            #expect(try await Self.refusal(harness, chat, orphan).param == "messages[1].tool_call_id")
+            #expect(try await Self.refusal(harness, chat, Self.chatTools(["tool_choice": "sometimes"])).param == "tool_choice")
+            #expect(try await Self.refusal(harness, chat, Self.chatTools(["tool_choice": "required", "tools": [Any]()])).param == "tool_choice")
+            var custom = Self.chatTools()
+            custom["tools"] = [["type": "custom", "custom": ["name": "x"]]]
+            #expect(try await Self.refusal(harness, chat, custom).param == "tools[0].type")
+            #expect(try await Self.refusal(harness, "/v1/completions", ["model": "tiny", "prompt": "x", "tools": [Any]()]).param == "tools")
 
-        // Nothing was admitted for any of them, and the server still answers.
-        #expect(try await harness.metric("hearth_requests_admitted") == 0)
-        #expect(try await harness.send(.GET, "/health").status == 200)
-        let fine = try await harness.send(chat, json: ["model": "tiny", "messages": [["role": "user", "content": "hi"]], "max_tokens": 2])
-        #expect(fine.status == 200)
-        try await harness.stop()
+            // Anthropic Messages.
+            let anthropicTools: [[String: Any]] = [["name": "get_weather", "input_schema": Self.weatherTool], ["name": "get_time", "input_schema": ["type": "object"]]]
+            func messages(_ extra: [String: Any]) -> [String: Any] {
+                var body: [String: Any] = ["model": "tiny", "max_tokens": 8, "messages": [["role": "user", "content": "hi"]], "tools": anthropicTools]
+                body.merge(extra) { $1 }
+                return body
+            }
+            #expect(try await Self.refusal(harness, "/v1/messages", messages(["tool_choice": ["type": "tool", "name": "nope"]])).param == "tool_choice.name")
+            #expect(try await Self.refusal(harness, "/v1/messages", messages(["tool_choice": ["type": "maybe"]])).param == "tool_choice.type")
+            #expect(
+                try await Self.refusal(harness, "/v1/messages", messages(["tools": [anthropicTools[0], anthropicTools[0]]])).param == "tools[1].name")
+            #expect(try await Self.refusal(harness, "/v1/messages", messages(["tools": [["name": "x"]]])).param == "tools[0].input_schema")
+            let schema = try await Self.refusal(
+                harness, "/v1/messages", messages(["tools": [["name": "x", "input_schema": ["type": "object", "properties": ["a": ["not": ["const": 1]]]]]]]))
+            #expect(schema.param == "tools[0].input_schema" && schema.code == "unsupported_tool_schema")
+            let toolResult = try await Self.refusal(
+                harness, "/v1/messages",
+                messages([
+                    "messages": [
+                        ["role": "user", "content": "hi"],
+                        ["role": "assistant", "content": [["type": "tool_use", "id": "toolu_1", "name": "get_time", "input": [:]]]],
+                        ["role": "user", "content": [["type": "tool_result", "tool_use_id": "toolu_1", "content": "noon"], ["type": "tool_result", "tool_use_id": "toolu_9", "content": "?"]]],
+                    ]
+                ]))
+            #expect(toolResult.param == "messages[2].content[1].tool_use_id", "\(toolResult.message)")
+            #expect(toolResult.message.contains("toolu_9"), "\(toolResult.message)")
+            #expect(
+                try await Self.refusal(
+                    harness, "/v1/messages",
+                    messages(["messages": [["role": "user", "content": [["type": "tool_use", "id": "t", "name": "get_time", "input": [:]]]]]])
+                ).param == "messages[0].content[0].type")
+
+            // Responses.
+            func responses(_ extra: [String: Any]) -> [String: Any] {
+                var body: [String: Any] = [
+                    "model": "tiny", "input": "hi", "max_output_tokens": 8,
+                    "tools": [["type": "function", "name": "get_weather", "parameters": Self.weatherTool]],
+                ]
+                body.merge(extra) { $1 }
+                return body
+            }
+            #expect(try await Self.refusal(harness, "/v1/responses", responses(["tool_choice": ["type": "function", "name": "nope"]])).param == "tool_choice.name")
+            #expect(try await Self.refusal(harness, "/v1/responses", responses(["tools": [["type": "web_search"]]])).param == "tools[0].type")
+            let output = try await Self.refusal(
+                harness, "/v1/responses",
+                responses(["input": [["role": "user", "content": "hi"], ["type": "function_call_output", "call_id": "call_zz", "output": "1"]]]))
+            #expect(output.param == "input[1].call_id", "\(output.message)")
+            #expect(
+                try await Self.refusal(harness, "/v1/responses", responses(["input": [["type": "reasoning", "summary": [Any]()]]])).param
+                    == "input[0].type")
+
+            // Nothing was admitted for any of them, and the server still answers.
+            #expect(try await harness.metric("hearth_requests_admitted") == 0)
+            #expect(try await harness.send(.GET, "/health").status == 200)
+            let fine = try await harness.send(chat, json: ["model": "tiny", "messages": [["role": "user", "content": "hi"]], "max_tokens": 2])
+            #expect(fine.status == 200)
+            try await harness.stop()
+        }
     }
 
     /// Valid tool conversations — calls in history (content null), their results, tool_choice
     /// none — are accepted by every API on the local model.
     @Test func toolConversationsAreAcceptedInEveryAPI() async throws {
         let harness = try await ServerHarness(context: 2048)
-        var chat = Self.chatTools(["tool_choice": "none", "parallel_tool_calls": false])
-        chat["messages"] = [
-            ["role": "user", "content": "Weather in Paris?"],
-            [
-                "role": "assistant", "content": NSNull(),
-                "tool_calls": [["id": "call_1", "type": "function", "function": ["name": "get_weather", "arguments": #"{"city":"Paris","unit":"celsius"}"#]]],
-            ],
-            ["role": "tool", "tool_call_id": "call_1", "content": "18 C"],
-        ]
-        let reply = try await harness.send("/v1/chat/completions", json: chat)
-        #expect(reply.status == 200, "\(reply.body)")
-        let choice = (reply.json["choices"] as? [[String: Any]])?.first
-        #expect((choice?["message"] as? [String: Any])?["tool_calls"] == nil)
-
-        let messages: [String: Any] = [
-            "model": "tiny", "max_tokens": 4, "tool_choice": ["type": "none"],
-            "tools": [["name": "get_weather", "description": "Weather.", "input_schema": Self.weatherTool]],
-            "messages": [
+        try await withCleanup({ try? await harness.stop() }) {
+            var chat = Self.chatTools(["tool_choice": "none", "parallel_tool_calls": false])
+            chat["messages"] = [
                 ["role": "user", "content": "Weather in Paris?"],
                 [
-                    "role": "assistant",
-                    "content": [["type": "text", "text": "Checking."], ["type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": ["city": "Paris", "unit": "celsius"]]],
+                    "role": "assistant", "content": NSNull(),
+                    "tool_calls": [["id": "call_1", "type": "function", "function": ["name": "get_weather", "arguments": #"{"city":"Paris","unit":"celsius"}"#]]],
                 ],
-                ["role": "user", "content": [["type": "tool_result", "tool_use_id": "toolu_1", "content": [["type": "text", "text": "18 C"]]], ["type": "text", "text": "Thanks"]]],
-            ],
-        ]
-        let anthropic = try await harness.send("/v1/messages", json: messages)
-        #expect(anthropic.status == 200, "\(anthropic.body)")
+                ["role": "tool", "tool_call_id": "call_1", "content": "18 C"],
+            ]
+            let reply = try await harness.send("/v1/chat/completions", json: chat)
+            #expect(reply.status == 200, "\(reply.body)")
+            let choice = (reply.json["choices"] as? [[String: Any]])?.first
+            #expect((choice?["message"] as? [String: Any])?["tool_calls"] == nil)
 
-        let responses: [String: Any] = [
-            "model": "tiny", "max_output_tokens": 4, "tool_choice": "none", "parallel_tool_calls": true,
-            "tools": [["type": "function", "name": "get_weather", "parameters": Self.weatherTool, "strict": true]],
-            "input": [
-                ["role": "user", "content": "Weather in Paris?"],
-                ["type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": #"{"city":"Paris","unit":"celsius"}"#],
-                ["type": "function_call_output", "call_id": "call_1", "output": "18 C"],
-            ],
-        ]
-        let response = try await harness.send("/v1/responses", json: responses)
-        #expect(response.status == 200, "\(response.body)")
-        #expect(response.json["tool_choice"] as? String == "none")
-        let echoed = (response.json["tools"] as? [[String: Any]])?.first
-        #expect(echoed?["name"] as? String == "get_weather")
-        #expect(((echoed?["parameters"] as? [String: Any])?["required"] as? [String]) == ["city", "unit"])
-        try await harness.stop()
+            let messages: [String: Any] = [
+                "model": "tiny", "max_tokens": 4, "tool_choice": ["type": "none"],
+                "tools": [["name": "get_weather", "description": "Weather.", "input_schema": Self.weatherTool]],
+                "messages": [
+                    ["role": "user", "content": "Weather in Paris?"],
+                    [
+                        "role": "assistant",
+                        "content": [["type": "text", "text": "Checking."], ["type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": ["city": "Paris", "unit": "celsius"]]],
+                    ],
+                    ["role": "user", "content": [["type": "tool_result", "tool_use_id": "toolu_1", "content": [["type": "text", "text": "18 C"]]], ["type": "text", "text": "Thanks"]]],
+                ],
+            ]
+            let anthropic = try await harness.send("/v1/messages", json: messages)
+            #expect(anthropic.status == 200, "\(anthropic.body)")
+
+            let responses: [String: Any] = [
+                "model": "tiny", "max_output_tokens": 4, "tool_choice": "none", "parallel_tool_calls": true,
+                "tools": [["type": "function", "name": "get_weather", "parameters": Self.weatherTool, "strict": true]],
+                "input": [
+                    ["role": "user", "content": "Weather in Paris?"],
+                    ["type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": #"{"city":"Paris","unit":"celsius"}"#],
+                    ["type": "function_call_output", "call_id": "call_1", "output": "18 C"],
+                ],
+            ]
+            let response = try await harness.send("/v1/responses", json: responses)
+            #expect(response.status == 200, "\(response.body)")
+            #expect(response.json["tool_choice"] as? String == "none")
+            let echoed = (response.json["tools"] as? [[String: Any]])?.first
+            #expect(echoed?["name"] as? String == "get_weather")
+            #expect(((echoed?["parameters"] as? [String: Any])?["required"] as? [String]) == ["city", "unit"])
+            try await harness.stop()
+        }
     }
 
     /// A short schema: a call is a few dozen tokens.
@@ -255,86 +260,88 @@ final class ToolScriptedProvider: LanguageModelProvider, @unchecked Sendable {
     /// in the text; tokens counted.
     @Test func localModelCallsToolsInEveryAPI() async throws {
         let harness = try await ServerHarness(context: 2048)
-        let tools: [[String: Any]] = [
-            ["type": "function", "function": ["name": "get_weather", "description": "Weather.", "parameters": Self.shortTool]],
-            ["type": "function", "function": ["name": "get_time", "parameters": ["type": "object", "properties": [:], "additionalProperties": false]]],
-        ]
-        let base: [String: Any] = [
-            "model": "tiny", "messages": [["role": "user", "content": "Weather in Paris?"]], "max_tokens": 400, "temperature": 1.0, "seed": 3,
-            "parallel_tool_calls": false, "tools": tools, "tool_choice": ["type": "function", "function": ["name": "get_weather"]],
-        ]
-        let whole = try await harness.send("/v1/chat/completions", json: base)
-        #expect(whole.status == 200, "\(whole.body)")
-        let choice = (whole.json["choices"] as? [[String: Any]])?.first
-        #expect(choice?["finish_reason"] as? String == "tool_calls", "\(whole.body)")
-        let message = choice?["message"] as? [String: Any]
-        let calls = message?["tool_calls"] as? [[String: Any]] ?? []
-        #expect(!calls.isEmpty, "\(whole.body)")
-        for call in calls {
-            let function = call["function"] as? [String: Any]
-            #expect(function?["name"] as? String == "get_weather")
-            #expect((call["id"] as? String)?.isEmpty == false)
-            Self.checkArguments(function?["arguments"], whole.body)
-        }
-        #expect(((whole.json["usage"] as? [String: Any])?["completion_tokens"] as? Int ?? 0) > 0)
-
-        var streamed = base
-        streamed["stream"] = true
-        streamed["tool_choice"] = "required"
-        let reply = try await harness.send("/v1/chat/completions", json: streamed)
-        var content = ""
-        var finish: String?
-        var arguments: [Int: String] = [:]
-        var names: [Int: String] = [:]
-        for payload in sseData(reply.body).payloads where payload != "[DONE]" {
-            guard let choice = (parse(payload)["choices"] as? [[String: Any]])?.first else { continue }
-            finish = choice["finish_reason"] as? String ?? finish
-            let delta = choice["delta"] as? [String: Any] ?? [:]
-            content += delta["content"] as? String ?? ""
-            for call in delta["tool_calls"] as? [[String: Any]] ?? [] {
-                let index = call["index"] as? Int ?? -1
-                let function = call["function"] as? [String: Any] ?? [:]
-                if let name = function["name"] as? String { names[index] = name }
-                arguments[index, default: ""] += function["arguments"] as? String ?? ""
+        try await withCleanup({ try? await harness.stop() }) {
+            let tools: [[String: Any]] = [
+                ["type": "function", "function": ["name": "get_weather", "description": "Weather.", "parameters": Self.shortTool]],
+                ["type": "function", "function": ["name": "get_time", "parameters": ["type": "object", "properties": [:], "additionalProperties": false]]],
+            ]
+            let base: [String: Any] = [
+                "model": "tiny", "messages": [["role": "user", "content": "Weather in Paris?"]], "max_tokens": 400, "temperature": 1.0, "seed": 3,
+                "parallel_tool_calls": false, "tools": tools, "tool_choice": ["type": "function", "function": ["name": "get_weather"]],
+            ]
+            let whole = try await harness.send("/v1/chat/completions", json: base)
+            #expect(whole.status == 200, "\(whole.body)")
+            let choice = (whole.json["choices"] as? [[String: Any]])?.first
+            #expect(choice?["finish_reason"] as? String == "tool_calls", "\(whole.body)")
+            let message = choice?["message"] as? [String: Any]
+            let calls = message?["tool_calls"] as? [[String: Any]] ?? []
+            #expect(!calls.isEmpty, "\(whole.body)")
+            for call in calls {
+                let function = call["function"] as? [String: Any]
+                #expect(function?["name"] as? String == "get_weather")
+                #expect((call["id"] as? String)?.isEmpty == false)
+                Self.checkArguments(function?["arguments"], whole.body)
             }
-        }
-        #expect(finish == "tool_calls", "\(reply.body)")
-        #expect(content.isEmpty, "a call leaked into the content: \(content)")
-        #expect(!names.isEmpty)
-        for (index, name) in names {
-            #expect(["get_weather", "get_time"].contains(name))
-            if name == "get_weather" { Self.checkArguments(arguments[index], reply.body) } else { #expect(parse(arguments[index] ?? "").isEmpty) }
-        }
+            #expect(((whole.json["usage"] as? [String: Any])?["completion_tokens"] as? Int ?? 0) > 0)
 
-        let anthropic: [String: Any] = [
-            "model": "tiny", "max_tokens": 400, "temperature": 1.0, "top_k": 40, "stream": true,
-            "messages": [["role": "user", "content": "Weather in Paris?"]],
-            "tools": [["name": "get_weather", "input_schema": Self.shortTool]], "tool_choice": ["type": "any", "disable_parallel_tool_use": true],
-        ]
-        let events = try await harness.send("/v1/messages", json: anthropic)
-        var partial = ""
-        var stop: String?
-        for payload in sseData(events.body).payloads {
-            let event = parse(payload)
-            if let delta = event["delta"] as? [String: Any] {
-                partial += delta["partial_json"] as? String ?? ""
-                stop = delta["stop_reason"] as? String ?? stop
-                #expect(delta["type"] as? String != "text_delta", "text in a forced call: \(payload)")
+            var streamed = base
+            streamed["stream"] = true
+            streamed["tool_choice"] = "required"
+            let reply = try await harness.send("/v1/chat/completions", json: streamed)
+            var content = ""
+            var finish: String?
+            var arguments: [Int: String] = [:]
+            var names: [Int: String] = [:]
+            for payload in sseData(reply.body).payloads where payload != "[DONE]" {
+                guard let choice = (parse(payload)["choices"] as? [[String: Any]])?.first else { continue }
+                finish = choice["finish_reason"] as? String ?? finish
+                let delta = choice["delta"] as? [String: Any] ?? [:]
+                content += delta["content"] as? String ?? ""
+                for call in delta["tool_calls"] as? [[String: Any]] ?? [] {
+                    let index = call["index"] as? Int ?? -1
+                    let function = call["function"] as? [String: Any] ?? [:]
+                    if let name = function["name"] as? String { names[index] = name }
+                    arguments[index, default: ""] += function["arguments"] as? String ?? ""
+                }
             }
-        }
-        #expect(stop == "tool_use", "\(events.body)")
-        Self.checkArguments(partial, events.body)
+            #expect(finish == "tool_calls", "\(reply.body)")
+            #expect(content.isEmpty, "a call leaked into the content: \(content)")
+            #expect(!names.isEmpty)
+            for (index, name) in names {
+                #expect(["get_weather", "get_time"].contains(name))
+                if name == "get_weather" { Self.checkArguments(arguments[index], reply.body) } else { #expect(parse(arguments[index] ?? "").isEmpty) }
+            }
 
-        let responses: [String: Any] = [
-            "model": "tiny", "max_output_tokens": 400, "input": "Weather in Paris?", "tool_choice": "required", "temperature": 0,
-            "parallel_tool_calls": false,
-            "tools": [["type": "function", "name": "get_weather", "parameters": Self.shortTool]],
-        ]
-        let response = try await harness.send("/v1/responses", json: responses)
-        let items = (response.json["output"] as? [[String: Any]] ?? []).filter { $0["type"] as? String == "function_call" }
-        #expect(!items.isEmpty, "\(response.body)")
-        for item in items { Self.checkArguments(item["arguments"], response.body) }
-        try await harness.stop()
+            let anthropic: [String: Any] = [
+                "model": "tiny", "max_tokens": 400, "temperature": 1.0, "top_k": 40, "stream": true,
+                "messages": [["role": "user", "content": "Weather in Paris?"]],
+                "tools": [["name": "get_weather", "input_schema": Self.shortTool]], "tool_choice": ["type": "any", "disable_parallel_tool_use": true],
+            ]
+            let events = try await harness.send("/v1/messages", json: anthropic)
+            var partial = ""
+            var stop: String?
+            for payload in sseData(events.body).payloads {
+                let event = parse(payload)
+                if let delta = event["delta"] as? [String: Any] {
+                    partial += delta["partial_json"] as? String ?? ""
+                    stop = delta["stop_reason"] as? String ?? stop
+                    #expect(delta["type"] as? String != "text_delta", "text in a forced call: \(payload)")
+                }
+            }
+            #expect(stop == "tool_use", "\(events.body)")
+            Self.checkArguments(partial, events.body)
+
+            let responses: [String: Any] = [
+                "model": "tiny", "max_output_tokens": 400, "input": "Weather in Paris?", "tool_choice": "required", "temperature": 0,
+                "parallel_tool_calls": false,
+                "tools": [["type": "function", "name": "get_weather", "parameters": Self.shortTool]],
+            ]
+            let response = try await harness.send("/v1/responses", json: responses)
+            let items = (response.json["output"] as? [[String: Any]] ?? []).filter { $0["type"] as? String == "function_call" }
+            #expect(!items.isEmpty, "\(response.body)")
+            for item in items { Self.checkArguments(item["arguments"], response.body) }
+            try await harness.stop()
+        }
     }
 
     /// The parser maps each API's tool fields onto the provider protocol (key order of schemas
