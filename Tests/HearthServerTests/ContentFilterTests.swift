@@ -117,25 +117,41 @@ import Testing
         #expect(filtered && text == before)
     }
 
-    /// The screen should decide as the whole text does. It does not yet: it checks the text so
-    /// far as if it were all of it, so the end of a piece and the start of the tail it rescans
-    /// look like word boundaries. Both cut a reply the whole-text check lets through (an
-    /// over-block, never a leak). Recorded as known issues: when the screen is fixed these
-    /// blocks fail and should become plain expectations.
-    @Test func streamedMatchesShouldAgreeWithTheWholeText() throws {
+    /// The screen decides as the whole text does: the end of a piece is not a word boundary
+    /// (the next piece may continue the word), nor is the start of the tail it rescans (it
+    /// keeps one character of what went out before it as context).
+    @Test func streamedMatchesAgreeWithTheWholeText() throws {
         let filter = try Self.filter(["pineapple"], window: 9)
         // A piece ends after "pineapple"; the next starts with the "s" of "pineapples".
         #expect(!filter.blocks("I like pineapples a lot"))
-        withKnownIssue("OutputScreen: the end of a piece counts as a word boundary") {
-            let (text, filtered, _) = Self.screen(["I like pineapple", "s a lot"], filter)
-            #expect(!filtered && text == "I like pineapples a lot")
-        }
+        var (text, filtered, _) = Self.screen(["I like pineapple", "s a lot"], filter)
+        #expect(!filtered && text == "I like pineapples a lot")
+        // ...and when the reply does end there, it is a match after all.
+        (text, filtered, _) = Self.screen(["I like pineapple"], filter)
+        #expect(filtered && text == "I like ")
+        (text, filtered, _) = Self.screen(["I like pineapple", " a lot"], filter)
+        #expect(filtered && text == "I like ")
         // "Xpineapple" went out (no match: no boundary before it); the rescanned tail is the
-        // last 9 characters sent, "pineapple", whose start now looks like a boundary.
+        // last 9 characters sent, "pineapple", whose start is not a boundary in the text.
         #expect(!filter.blocks("Xpineapple 123456789"))
-        withKnownIssue("OutputScreen: the start of the rescanned tail counts as a word boundary") {
-            let (text, filtered, _) = Self.screen(["Xpineapple 12345678", "9"], filter)
-            #expect(!filtered && text == "Xpineapple 123456789")
+        (text, filtered, _) = Self.screen(["Xpineapple 12345678", "9"], filter)
+        #expect(!filtered && text == "Xpineapple 123456789")
+        // Every split of replies that pass whole, and of one that does not, agrees with the whole text.
+        let replies = ["pineapples and Xpineapple, not pineapplepie", "we sell pineapple juice", "Pineapple!"]
+        for reply in replies {
+            let chars = Array(reply)
+            for first in 1..<chars.count {
+                for second in first..<chars.count {
+                    let pieces = [String(chars[..<first]), String(chars[first..<second]), String(chars[second...])]
+                        .filter { !$0.isEmpty }
+                    let (sent, cut, _) = Self.screen(pieces, filter)
+                    if let at = filter.firstMatch(in: reply) {
+                        #expect(cut && sent == String(chars[..<at]), "\(pieces)")
+                    } else {
+                        #expect(!cut && sent == reply, "\(pieces)")
+                    }
+                }
+            }
         }
     }
 

@@ -68,14 +68,25 @@ public struct ContentFilter: Sendable {
     /// The offset (in `Character`s) where the first blocked entry starts in `text`, or nil.
     /// A check that runs past ``timeLimit`` (a pattern that backtracks on hostile text) stops
     /// and reports a match at the start: the filter fails closed.
-    public func firstMatch(in text: String) -> Int? {
-        let range = NSRange(text.startIndex..., in: text)
+    public func firstMatch(in text: String) -> Int? { scan(text, from: 0, final: true).definite }
+
+    /// Where blocked entries start in `text`, found from character `from` on: the characters
+    /// before it are context only (word boundaries and look-behinds see them; no match starts
+    /// there). Unless `final`, the text may go on, so a match that reaches its end — a word
+    /// boundary at the end of what has arrived — is only `provisional`: more text may undo it.
+    /// `definite` is the earliest match that more text cannot undo (a timeout counts as one,
+    /// at `from`: fail closed).
+    func scan(_ text: String, from: Int, final: Bool) -> (definite: Int?, provisional: Int?) {
+        let first = text.index(text.startIndex, offsetBy: min(max(0, from), text.count))
+        let range = NSRange(first..., in: text)
+        let end = (text as NSString).length
         let deadline = Date().addingTimeInterval(timeLimit)
-        var earliest: Int?
+        var definite: Int?, provisional: Int?
         for pattern in patterns {
             var found: NSRange?
             var timedOut = false
-            pattern.expression.enumerateMatches(in: text, options: [.reportProgress], range: range) { match, _, stop in
+            pattern.expression.enumerateMatches(in: text, options: [.reportProgress, .withTransparentBounds], range: range) {
+                match, _, stop in
                 if let match {
                     found = match.range
                     stop.pointee = true
@@ -84,12 +95,16 @@ public struct ContentFilter: Sendable {
                     stop.pointee = true
                 }
             }
-            if timedOut || Date() > deadline { return 0 }
+            if timedOut || Date() > deadline { return (from, nil) }
             guard let found, let start = Range(found, in: text)?.lowerBound else { continue }
             let offset = text.distance(from: text.startIndex, to: start)
-            if earliest.map({ offset < $0 }) ?? true { earliest = offset }
+            if !final && NSMaxRange(found) == end {
+                if provisional.map({ offset < $0 }) ?? true { provisional = offset }
+            } else if definite.map({ offset < $0 }) ?? true {
+                definite = offset
+            }
         }
-        return earliest
+        return (definite, provisional)
     }
 
     /// Whether `text` contains a blocked entry, checked on a thread of its own rather than the
@@ -106,15 +121,20 @@ public struct ContentFilter: Sendable {
 
 /// The output filter as a transform on a route's events: text is held back ``ContentFilter/window``
 /// characters before it goes out, and each piece is checked against the held text plus the last
-/// window of what went out (linear in the reply, never a rescan of all of it). On a match the
+/// window of what went out (linear in the reply, never a rescan of all of it), deciding as a
+/// check of the whole text would: one more character of what went out is kept as context (a
+/// word boundary at the start of the rescanned tail sees it), and a match that reaches the end
+/// of what has arrived is only provisional (the next piece may continue the word): the text
+/// from its start is held until more text, or the end of the text, settles it. On a match the
 /// text before it goes out, then ``RouteEvent/filtered``.
 ///
-/// A tool call is held whole: the held text goes out when it starts, its events are kept until
-/// it finishes, and then its name and arguments are checked together — a call goes out
-/// complete or, on a match, not at all (the client never gets half a call's JSON).
+/// A tool call is held whole: the held text goes out when it starts (checked as ending there),
+/// its events are kept until it finishes, and then its name and arguments are checked together
+/// — a call goes out complete or, on a match, not at all (the client never gets half a call's JSON).
 struct OutputScreen {
     let filter: ContentFilter
     private var held = ""
+    /// The last `window + 1` characters that went out (the first of them context only).
     private var sentTail = ""
     /// The events of calls begun and not yet finished, and their name and arguments so far.
     private var heldCalls: [RouteEvent] = []
@@ -126,22 +146,25 @@ struct OutputScreen {
         switch event {
         case .text(let text, _):
             held += text
-            let scanned = sentTail + held
-            if let cut = filter.firstMatch(in: scanned) {
-                let keep = String(held.prefix(max(0, cut - sentTail.count)))
-                held = ""
-                return (keep.isEmpty ? [] : [.text(keep, token: nil)]) + [.filtered]
+            let found = scan(final: false)
+            if let cut = found.definite {
+                // An earlier provisional match would move the cut: wait for the text that settles it.
+                if let open = found.provisional, open < cut { return [] }
+                return cutAt(cut)
             }
-            guard held.count > filter.window else { return [] }
-            let out = String(held.dropLast(filter.window))
-            held = String(held.suffix(filter.window))
-            sentTail = String((sentTail + out).suffix(filter.window))
+            var sendable = held.count - filter.window
+            if let open = found.provisional { sendable = min(sendable, open - sentTail.count) }
+            guard sendable > 0 else { return [] }
+            let out = String(held.prefix(sendable))
+            held = String(held.dropFirst(sendable))
+            sent(out)
             return [.text(out, token: nil)]
         case .toolCall(let step):
             var out: [RouteEvent] = []
-            if !held.isEmpty {  // already checked as it arrived
+            if !held.isEmpty {  // the text ends here: settle what was provisional
+                if let cut = scan(final: true).definite { return cutAt(cut) }
                 out.append(.text(held, token: nil))
-                sentTail = String((sentTail + held).suffix(filter.window))
+                sent(held)
                 held = ""
             }
             heldCalls.append(event)
@@ -158,6 +181,7 @@ struct OutputScreen {
             }
             return out
         case .finished:
+            if !held.isEmpty, let cut = scan(final: true).definite { return cutAt(cut) }
             let out = held
             held = ""
             let calls = heldCalls
@@ -166,5 +190,22 @@ struct OutputScreen {
         default:
             return [event]
         }
+    }
+
+    /// The held text checked with what went out before it; offsets count from the start of `sentTail`.
+    private func scan(final: Bool) -> (definite: Int?, provisional: Int?) {
+        filter.scan(sentTail + held, from: sentTail.count > filter.window ? 1 : 0, final: final)
+    }
+
+    /// The held text before offset `cut` (of `sentTail + held`) goes out, then the filter's end.
+    private mutating func cutAt(_ cut: Int) -> [RouteEvent] {
+        let keep = String(held.prefix(max(0, cut - sentTail.count)))
+        held = ""
+        return (keep.isEmpty ? [] : [.text(keep, token: nil)]) + [.filtered]
+    }
+
+    /// Records `text` as gone out.
+    private mutating func sent(_ text: String) {
+        sentTail = String((sentTail + text).suffix(filter.window + 1))
     }
 }
