@@ -14,7 +14,9 @@ struct Bench: ParsableCommand {
         abstract: "Measure prompt processing (pp) and generation (tg) speed with llama-bench semantics.",
         discussion: """
             pp: p random prompt tokens processed from an empty cache in batches of --batch.
-            tg: n single-token decode steps from an empty cache. Tokenization and sampling are
+            tg: n single-token decode steps from an empty cache. With -d D (llama-bench's depth)
+            both start from a cache already holding D random tokens (processed once, untimed):
+            "pp512 @ d8192", "tg128 @ d8192". Tokenization and sampling are
             excluded. One warm-up of each, then r repetitions; mean ± sample standard deviation.
             With --parallel 1,2,4,8 (llama-batched-bench semantics): for each level N, N sequences
             each get their own p-token prompt (processed together in mixed batches of --batch
@@ -29,6 +31,9 @@ struct Bench: ParsableCommand {
 
     @Option(name: [.customShort("n"), .long], help: "Generated tokens for the tg test (0 skips it).")
     var generate: Int = 128
+
+    @Option(name: [.customShort("d"), .long], help: "Tokens already in the cache before each test (llama-bench's depth): pp and tg then measure at that position in a long conversation.")
+    var depth: Int = 0
 
     @Option(name: [.customShort("r"), .long], help: "Repetitions of each test.")
     var repetitions: Int = 5
@@ -52,7 +57,8 @@ struct Bench: ParsableCommand {
     }
 
     func validate() throws {
-        if prompt < 0 || generate < 0 { throw ValidationError("-p and -n must be ≥ 0") }
+        if prompt < 0 || generate < 0 || depth < 0 { throw ValidationError("-p, -n and -d must be ≥ 0") }
+        if depth > 0 && parallel != nil { throw ValidationError("-d is not measured with --parallel") }
         if repetitions < 1 { throw ValidationError("-r must be ≥ 1") }
         if let parallel {
             let levels = parallelLevels ?? []
@@ -80,6 +86,8 @@ struct Bench: ParsableCommand {
 
     struct Report: Encodable {
         let model: String, architecture: String, pp: Stat?, tg: Stat?, prompt_tokens: Int, generated_tokens: Int
+        /// Tokens in the cache before each test (-d).
+        let depth: Int
         let peak_rss_bytes: Int, load_seconds: Double, threads: Int, model_bytes: Int, weight_bytes_per_token: Int
         let kv_cache_bytes: Int, parameters: Int, weight_types: [String: Int], kernel: String
         /// The kernel level in use (KernelLevel.current) and the best this CPU runs.
@@ -110,14 +118,14 @@ struct Bench: ParsableCommand {
             func measurePP(_ decoder: Decoder) throws -> Double {
                 let tokens = randomTokens(prompt)
                 let start = DispatchTime.now()
-                _ = try decoder.forward(tokens, from: 0)
+                _ = try decoder.forward(tokens, from: depth)
                 return Double(prompt) / elapsed(since: start)
             }
             func measureTG(_ decoder: Decoder) throws -> Double {
                 var token = randomTokens(1)[0]
                 let start = DispatchTime.now()
                 for i in 0..<generate {
-                    _ = try decoder.forward([token], from: i)
+                    _ = try decoder.forward([token], from: depth + i)
                     token = (token &+ 1) % vocab
                 }
                 return Double(generate) / elapsed(since: start)
@@ -134,6 +142,8 @@ struct Bench: ParsableCommand {
             } else {
                 let decoder = try makeDecoder(lm, maxBatch: batch, sequences: 1, pool: pool)
                 kvCacheBytes = decoder.cache.byteCount
+                // The depth, once: each test starts at `depth` (the cache is cut back to it).
+                if depth > 0 { _ = try decoder.forward(randomTokens(depth), from: 0) }
                 if prompt > 0 {
                     _ = try measurePP(decoder)
                     pp = Stat(try (0..<repetitions).map { _ in try measurePP(decoder) })
@@ -145,7 +155,7 @@ struct Bench: ParsableCommand {
             }
             let report = Report(
                 model: lm.path.lastPathComponent, architecture: lm.architecture, pp: pp, tg: tg, prompt_tokens: prompt,
-                generated_tokens: generate, peak_rss_bytes: peakRSSBytes(), load_seconds: lm.loadSeconds,
+                generated_tokens: generate, depth: depth, peak_rss_bytes: peakRSSBytes(), load_seconds: lm.loadSeconds,
                 threads: threads, model_bytes: lm.weightBytesByType.values.reduce(0, +),
                 weight_bytes_per_token: lm.weightBytesPerToken, kv_cache_bytes: kvCacheBytes,
                 parameters: lm.parameterCount,
@@ -164,8 +174,9 @@ struct Bench: ParsableCommand {
             func row(_ test: String, _ s: Stat) {
                 table += "| \(lm.architecture) \(types) | \(size) | \(params) | CPU (\(KernelLevel.current.rawValue), a\(kernels.activationBits)) | \(threads) | \(test) | \(String(format: "%.2f ± %.2f", s.tokens_per_second, s.stddev)) |\n"
             }
-            if let pp { row("pp\(prompt)", pp) }
-            if let tg { row("tg\(generate)", tg) }
+            let at = depth > 0 ? " @ d\(depth)" : ""
+            if let pp { row("pp\(prompt)\(at)", pp) }
+            if let tg { row("tg\(generate)\(at)", tg) }
             for level in levels ?? [] {
                 row("pp\(prompt) × \(level.sequences) seq", level.pp)
                 row("tg\(generate) × \(level.sequences) seq (aggregate)", level.tg)
@@ -177,10 +188,10 @@ struct Bench: ParsableCommand {
 }
 
 extension Bench {
-    /// A decoder of `sequences` slots of p + n positions with the command's kernel options.
+    /// A decoder of `sequences` slots of d + p + n positions with the command's kernel options.
     func makeDecoder(_ lm: LanguageModel, maxBatch: Int, sequences: Int, pool: WorkerPool) throws -> Decoder {
         let decoder = try Decoder(
-            weights: lm.weights, options: lm.options, context: max(1, prompt + generate), maxBatch: maxBatch,
+            weights: lm.weights, options: lm.options, context: max(1, depth + prompt + generate), maxBatch: maxBatch,
             kvType: kernels.kvType, sequences: sequences, pool: pool)
         decoder.quantizedBatchPath = kernels.batchPath
         decoder.activationPrecision = kernels.precision
