@@ -180,23 +180,17 @@ public struct KernelTable: Sendable {
                 hearthAttentionValuesF16AVX512(s, values: values, stride: stride, first: first, last: last, headDim: headDim, into: out)
             }
             halfToFloats = { src, count, out in hearthHalfToFloatAVX512(src, count: count, into: out) }
+            // In-register kernels for q5_0/q4_K/q6_K; the other ggml types keep the AVX2 level's.
+            let dequantizeBelow = dequantizeGGML, dotRowsBelow = dotRowsGGML
             dequantizeGGML = { src, kind, blocks, out in
-                if kind <= GGMLKind.q6_K {
-                    hearthDequantizeGGMLAVX512(src, kind: kind, blocks: blocks, into: out)
-                } else {
-                    hearthDequantizeGGMLAVX2(src, kind: kind, blocks: blocks, into: out)
-                }
+                guard kind <= GGMLKind.q6_K else { return dequantizeBelow(src, kind, blocks, out) }
+                hearthDequantizeGGMLAVX512(src, kind: kind, blocks: blocks, into: out)
             }
             dotRowsGGML = { w, kind, x, rows, y, scratch in
-                if kind <= GGMLKind.q6_K {
-                    hearthDotRowsGGMLAVX512(
-                        w.data, kind: kind, rowBytes: w.rowBytes, blocks: w.blocksPerRow, x: x, rowStart: rows.lowerBound,
-                        rowEnd: rows.upperBound, y: y)
-                } else {
-                    hearthDotRowsGGMLAVX2(
-                        w.data, kind: kind, rowBytes: w.rowBytes, blocks: w.blocksPerRow, x: x, rowStart: rows.lowerBound,
-                        rowEnd: rows.upperBound, y: y, scratch: scratch)
-                }
+                guard kind <= GGMLKind.q6_K else { return dotRowsBelow(w, kind, x, rows, y, scratch) }
+                hearthDotRowsGGMLAVX512(
+                    w.data, kind: kind, rowBytes: w.rowBytes, blocks: w.blocksPerRow, x: x, rowStart: rows.lowerBound,
+                    rowEnd: rows.upperBound, y: y)
             }
             quantizeActivations16 = { x, start, end, cols, quants, scales, sums in
                 hearthQuantizeActivations16AVX512(x, rowStart: start, rowEnd: end, cols: cols, quants: quants, scales: scales, sums: sums)
