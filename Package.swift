@@ -89,7 +89,7 @@ let package = Package(
         .target(name: "HearthKernelsCommon"),
         .target(name: "HearthKernelsAVX2", dependencies: ["HearthKernelsCommon", "CHearthCPU"], swiftSettings: targetCPU("haswell")),
         .target(name: "HearthKernelsAVX512", dependencies: ["HearthKernelsCommon"], swiftSettings: targetCPU("skylake-avx512")),
-        .target(name: "HearthKernelsAVX512VNNI", dependencies: ["HearthKernelsCommon", "HearthKernelsAVX2", "CHearthCPU"], swiftSettings: targetCPU("cascadelake", features: ["fast-dpwssd"])),
+        .target(name: "HearthKernelsAVX512VNNI", dependencies: ["HearthKernelsCommon", "CHearthCPU"], swiftSettings: targetCPU("cascadelake", features: ["fast-dpwssd"])),
         .target(
             name: "HearthKernels",
             dependencies: [
