@@ -121,16 +121,11 @@ public struct KernelTable: Sendable {
 
         #if arch(x86_64)
         if avx2 {
-            attentionScoresF16 = { q, keys, stride, first, last, headDim, scale, s in
-                hearthAttentionScoresF16AVX2(
-                    q, keys: keys, stride: stride, first: first, last: last, headDim: headDim, scale: scale, into: s)
-            }
-            attentionValuesF16 = { s, values, stride, first, last, headDim, out in
-                hearthAttentionValuesF16AVX2(s, values: values, stride: stride, first: first, last: last, headDim: headDim, into: out)
-            }
-            dotFloats = { a, b, n in hearthDotFloatsAVX2(a, b, n) }
-            sigmoidActivation = { x, n, silu in hearthSigmoidActivationAVX2(x, n, silu: silu) }
-            dequantizeGGML = { src, kind, blocks, out in hearthDequantizeGGMLAVX2(src, kind: kind, blocks: blocks, into: out) }
+            attentionScoresF16 = hearthAttentionScoresF16AVX2
+            attentionValuesF16 = hearthAttentionValuesF16AVX2
+            dotFloats = hearthDotFloatsAVX2
+            sigmoidActivation = hearthSigmoidActivationAVX2
+            dequantizeGGML = hearthDequantizeGGMLAVX2
             dotRowsGGML = { w, kind, x, rows, y, scratch in
                 if kind <= GGMLKind.q6_K {
                     hearthDotRowsGGMLFusedAVX2(
@@ -142,12 +137,8 @@ public struct KernelTable: Sendable {
                         rowEnd: rows.upperBound, y: y, scratch: scratch)
                 }
             }
-            quantizeActivations16 = { x, start, end, cols, quants, scales, sums in
-                hearthQuantizeActivations16AVX2(x, rowStart: start, rowEnd: end, cols: cols, quants: quants, scales: scales, sums: sums)
-            }
-            quantizeActivations8 = { x, start, end, cols, quants, scales, sums in
-                hearthQuantizeActivationsAVX2(x, rowStart: start, rowEnd: end, cols: cols, quants: quants, scales: scales, sums: sums)
-            }
+            quantizeActivations16 = hearthQuantizeActivations16AVX2
+            quantizeActivations8 = hearthQuantizeActivationsAVX2
             quantizedMatMul = { w, act, batch, groups, y, ldy in
                 guard let kind = w.dtype.tileKind else {
                     return quantizedMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
@@ -165,21 +156,12 @@ public struct KernelTable: Sendable {
                         w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
                 }
             }
-            sgemm = { m, n, k, a, lda, b, ldb, transposeB, c, ldc, alpha, beta in
-                hearthSgemmAVX2(
-                    m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha,
-                    beta: beta)
-            }
+            sgemm = hearthSgemmAVX2
         }
         if avx512 {
-            attentionScoresF16 = { q, keys, stride, first, last, headDim, scale, s in
-                hearthAttentionScoresF16AVX512(
-                    q, keys: keys, stride: stride, first: first, last: last, headDim: headDim, scale: scale, into: s)
-            }
-            attentionValuesF16 = { s, values, stride, first, last, headDim, out in
-                hearthAttentionValuesF16AVX512(s, values: values, stride: stride, first: first, last: last, headDim: headDim, into: out)
-            }
-            halfToFloats = { src, count, out in hearthHalfToFloatAVX512(src, count: count, into: out) }
+            attentionScoresF16 = hearthAttentionScoresF16AVX512
+            attentionValuesF16 = hearthAttentionValuesF16AVX512
+            halfToFloats = hearthHalfToFloatAVX512
             // In-register kernels for q5_0/q4_K/q6_K; the other ggml types keep the AVX2 level's.
             let dequantizeBelow = dequantizeGGML, dotRowsBelow = dotRowsGGML
             dequantizeGGML = { src, kind, blocks, out in
@@ -192,17 +174,9 @@ public struct KernelTable: Sendable {
                     w.data, kind: kind, rowBytes: w.rowBytes, blocks: w.blocksPerRow, x: x, rowStart: rows.lowerBound,
                     rowEnd: rows.upperBound, y: y)
             }
-            quantizeActivations16 = { x, start, end, cols, quants, scales, sums in
-                hearthQuantizeActivations16AVX512(x, rowStart: start, rowEnd: end, cols: cols, quants: quants, scales: scales, sums: sums)
-            }
-            quantizeActivations8 = { x, start, end, cols, quants, scales, sums in
-                hearthQuantizeActivationsAVX512(x, rowStart: start, rowEnd: end, cols: cols, quants: quants, scales: scales, sums: sums)
-            }
-            sgemm = { m, n, k, a, lda, b, ldb, transposeB, c, ldc, alpha, beta in
-                hearthSgemmAVX512(
-                    m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha,
-                    beta: beta)
-            }
+            quantizeActivations16 = hearthQuantizeActivations16AVX512
+            quantizeActivations8 = hearthQuantizeActivationsAVX512
+            sgemm = hearthSgemmAVX512
         }
         if vnni {
             quantizedMatMul = { w, act, batch, groups, y, ldy in
