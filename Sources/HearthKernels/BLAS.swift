@@ -4,23 +4,20 @@ import Accelerate
 import CBLAS
 #endif
 import HearthKernelsCommon
-#if arch(x86_64)
-import HearthKernelsAVX2
-import HearthKernelsAVX512
-#endif
 
 /// The BLAS bridge: Accelerate on Apple platforms; on Linux OpenBLAS's CBLAS with the
 /// `SystemLibraries` trait, else Hearth's own Swift GEMM.
 /// All matrices are row-major Float.
 public enum BLAS {
     /// C(m×n) = alpha · A(m×k) · op(B) + beta · C, where op(B) is B(k×n) or, with
-    /// `transposeB`, Bᵀ for B stored as (n×k).
+    /// `transposeB`, Bᵀ for B stored as (n×k). `level` (default ``KernelLevel/current``) picks
+    /// the kernel level of Hearth's own GEMM; a system BLAS chooses its own code.
     public static func sgemm(
         m: Int, n: Int, k: Int,
         a: UnsafePointer<Float>, lda: Int,
         b: UnsafePointer<Float>, ldb: Int, transposeB: Bool,
         c: UnsafeMutablePointer<Float>, ldc: Int,
-        alpha: Float = 1, beta: Float = 0
+        alpha: Float = 1, beta: Float = 0, level: KernelLevel = .current
     ) {
         guard m > 0, n > 0, k > 0 else { return }
         #if canImport(Accelerate) || (SystemLibraries && canImport(CBLAS))
@@ -28,7 +25,9 @@ public enum BLAS {
             CblasRowMajor, CblasNoTrans, transposeB ? CblasTrans : CblasNoTrans,
             blasInt(m), blasInt(n), blasInt(k), alpha, a, blasInt(lda), b, blasInt(ldb), beta, c, blasInt(ldc))
         #else
-        gemm(m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha, beta: beta)
+        gemm(
+            m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha, beta: beta,
+            level: level)
         #endif
     }
 
@@ -42,7 +41,7 @@ public enum BLAS {
         #endif
     }
 
-    /// Hearth's own GEMM (same contract as ``sgemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:)``),
+    /// Hearth's own GEMM (same contract as ``sgemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)``),
     /// single-threaded, register-tiled at each kernel level (`sgemmBody` in HearthKernelsCommon).
     public static func gemm(
         m: Int, n: Int, k: Int,
@@ -51,23 +50,7 @@ public enum BLAS {
         c: UnsafeMutablePointer<Float>, ldc: Int,
         alpha: Float = 1, beta: Float = 0, level: KernelLevel = .current
     ) {
-        #if arch(x86_64)
-        if level >= .avx512 {
-            return hearthSgemmAVX512(
-                m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha,
-                beta: beta)
-        }
-        if level >= .avx2 {
-            return hearthSgemmAVX2(
-                m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha,
-                beta: beta)
-        }
-        #endif
-        withUnsafeTemporaryAllocation(of: Float.self, capacity: gemmPanelFloats) { panel in
-            sgemmBody(
-                m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha,
-                beta: beta, panel: panel.baseAddress.unsafelyUnwrapped, fused: false)
-        }
+        KernelTable.at(level).sgemm(m, n, k, a, lda, b, ldb, transposeB, c, ldc, alpha, beta)
     }
 
     /// The scalar reference of ``gemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)``:

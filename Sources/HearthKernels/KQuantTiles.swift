@@ -1,8 +1,8 @@
 import HearthKernelsCommon
 
 // The interleaved16 tiles of q5_0, q5_1 and the K-quants q4_K, q5_K, q6_K (layout: ``KTile``):
-// the lossless repack from GGUF blocks, the row dequantizer, and the scalar tile reader the
-// reference and portable integer kernels share.
+// the lossless repack from GGUF blocks, the row dequantizer, and the tile reader of the portable
+// integer kernel (the scalar reference reads tiles on its own: TileReference.swift).
 
 /// Where a type's quants live inside its tile.
 struct KernelTileGeometry {
@@ -157,7 +157,7 @@ func dequantizeKernelTile(_ tile: UnsafeRawPointer, dtype: DType, row r: Int, in
 /// Unpacks sub-block `s` of a q5_0, q5_1, q4_K, q5_K or q6_K tile into exact integer weights
 /// and per-row factors: w[r][e] = `scale[r]`·`values[32r + e]` + `minimum[r]`, with the
 /// integer sub-block scales of the K-quants folded into the values (|value| ≤ 127·32).
-/// The reference and portable integer kernels both read tiles through this.
+/// The portable integer kernel reads tiles through this.
 func unpackKernelTile(
     _ tile: UnsafeRawPointer, dtype: DType, sub s: Int, values: UnsafeMutablePointer<Int16>,
     scale: UnsafeMutablePointer<Float>, minimum: UnsafeMutablePointer<Float>
@@ -188,8 +188,8 @@ func unpackKernelTile(
     }
 }
 
-/// The integer matmul over q5_0, q5_1, q4_K, q5_K or q6_K tiles with plain loops (the reference
-/// twin of the SIMD kernels, and the portable level's kernel for these types): per sub-block,
+/// The integer matmul over q5_0, q5_1, q4_K, q5_K or q6_K tiles with plain loops (the portable
+/// level's kernel for these types; its reference is `tileMatMulReference`): per sub-block,
 /// the exact integer dot of the unpacked weights with the 8-bit activations, then
 /// y += scale·d_a·Σ + minimum·d_a·Σa. No allocation (stack buffers).
 @inline(__always)

@@ -1,7 +1,4 @@
 import HearthKernelsCommon
-#if arch(x86_64)
-import HearthKernelsAVX2
-#endif
 
 /// How batched products over quantized weights are computed.
 public enum QuantizedBatchPath: String, Sendable, CaseIterable {
@@ -52,28 +49,31 @@ public final class MatMulScratch: @unchecked Sendable {
 /// take the integer path: x is quantized once to 8-bit blocks, then every weight byte is
 /// read once per token tile. Float weights use a SIMD dot for one vector and BLAS `sgemm`
 /// on dequantized slabs for a batch.
+///
+/// `level` (default ``KernelLevel/current``) picks another level's kernels (``KernelTable``), for tests.
 public func matmul(
     _ w: WeightMatrix, x: UnsafePointer<Float>, batch: Int, y: UnsafeMutablePointer<Float>, ldy: Int? = nil,
-    pool: WorkerPool, scratch: MatMulScratch
+    pool: WorkerPool, scratch: MatMulScratch, level: KernelLevel = .current
 ) {
     let ldy = ldy ?? w.rows
+    let kernels = KernelTable.at(level)
     if w.layout == .interleaved16 && (batch == 1 || scratch.quantizedBatchPath == .integer) {
         let act = scratch.activations
         if batch == 1 {
-            act.quantize(x, rows: 1, cols: w.cols)
+            act.quantize(x, rows: 1, cols: w.cols, level: level)
         } else {
             pool.parallelFor(batch) { rows in
-                act.quantizeRows(x, rows: rows, cols: w.cols)
+                act.quantizeRows(x, rows: rows, cols: w.cols, level: level)
             }
         }
         pool.parallelFor((w.rows + 15) / 16) { groups in
-            quantizedMatMul(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+            kernels.quantizedMatMul(w, act, batch, groups, y, ldy)
         }
         return
     }
     if batch == 1 {
         pool.parallelChunks(w.rows, granularity: 16) { rows, worker in
-            matvecRows(w, x: x, y: y, rows: rows, scratch: scratch.slab(worker))
+            matvecRows(w, x: x, y: y, rows: rows, scratch: scratch.slab(worker), kernels: kernels)
         }
         return
     }
@@ -90,26 +90,26 @@ public func matmul(
                 b = w.row(r).assumingMemoryBound(to: Float.self)
             } else {
                 let slab = scratch.slab(worker)
-                for i in 0..<n { w.dequantizeRow(r + i, into: slab + i * w.cols) }
+                for i in 0..<n { w.dequantizeRow(r + i, into: slab + i * w.cols, level: level) }
                 b = UnsafePointer(slab)
             }
             BLAS.sgemm(
                 m: batch, n: n, k: w.cols, a: x, lda: w.cols, b: b, ldb: w.cols, transposeB: true,
-                c: y + r, ldc: ldy)
+                c: y + r, ldc: ldy, level: level)
             r += n
         }
     }
 }
 
-/// Matrix–vector product for a range of rows: y[r] = W[r] · x.
+/// Matrix–vector product for a range of rows with the kernels of one level: y[r] = W[r] · x.
 @inline(__always)
 func matvecRows(
     _ w: WeightMatrix, x: UnsafePointer<Float>, y: UnsafeMutablePointer<Float>, rows: Range<Int>,
-    scratch: UnsafeMutablePointer<Float>
+    scratch: UnsafeMutablePointer<Float>, kernels: KernelTable
 ) {
     switch w.dtype {
     case .f32:
-        for r in rows { y[r] = dotFloatsAtLevel(w.row(r).assumingMemoryBound(to: Float.self), x, w.cols) }
+        for r in rows { y[r] = kernels.dotFloats(w.row(r).assumingMemoryBound(to: Float.self), x, w.cols) }
     case .f16:
         for r in rows { y[r] = dotF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
     case .bf16:
@@ -117,30 +117,23 @@ func matvecRows(
     case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_a:
         // ggml block types (most of a K-quant GGUF file): fused or dequantize-then-dot per level.
         if let kind = w.dtype.ggmlKind {
-            dotRowsGGML(w, kind: kind, x: x, rows: rows, y: y, scratch: scratch)
+            kernels.dotRowsGGML(w, kind, x, rows, y, scratch)
             return
         }
         // Row-layout block types without an integer kernel: dequantize each row into the
         // worker's scratch (at least `cols` floats), then a SIMD dot.
         for r in rows {
-            w.dequantizeRow(r, into: scratch)
-            y[r] = dotFloatsAtLevel(scratch, x, w.cols)
+            w.dequantizeRow(r, into: scratch, level: kernels.level)
+            y[r] = kernels.dotFloats(scratch, x, w.cols)
         }
     }
 }
 
-/// ``dotFloats`` as the current kernel level compiles it.
+/// Dot product of two Float vectors with `level`'s build of ``dotFloats`` (default: the current level's).
 @inline(__always)
-func dotFloatsAtLevel(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {
-    #if arch(x86_64)
-    if KernelLevel.current >= .avx2 { return hearthDotFloatsAVX2(a, b, n) }
-    #endif
-    return dotFloats(a, b, n)
+public func dotF32(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int, level: KernelLevel = .current) -> Float {
+    KernelTable.at(level).dotFloats(a, b, n)
 }
-
-/// Dot product of two Float vectors (baseline build of ``dotFloats``).
-@inline(__always)
-public func dotF32(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int) -> Float { dotFloats(a, b, n) }
 
 @inline(__always)
 func dotF16(_ a: UnsafePointer<UInt16>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {

@@ -1,6 +1,3 @@
-#if arch(x86_64)
-import HearthKernelsAVX2
-#endif
 import Foundation
 
 /// out = x / sqrt(mean(x²) + eps) · weight, over `dim` elements. `out` may alias `x`.
@@ -88,17 +85,14 @@ public func applyRoPEInterleaved(
     }
 }
 
-/// x[i] = act(x[i]) for the MLP activations.
-public func applyActivation(_ x: UnsafeMutablePointer<Float>, _ n: Int, gelu: Bool, tanhApproximation: Bool) {
+/// x[i] = act(x[i]) for the MLP activations (SiLU, GELU, tanh-GELU), with `level`'s kernels
+/// (default: the current level's).
+public func applyActivation(
+    _ x: UnsafeMutablePointer<Float>, _ n: Int, gelu: Bool, tanhApproximation: Bool, level: KernelLevel = .current
+) {
     if !gelu || tanhApproximation {
         // SiLU and tanh-GELU are both x·σ(·): one vectorised exp per element.
-        #if arch(x86_64)
-        if KernelLevel.current >= .avx2 {
-            hearthSigmoidActivationAVX2(x, n, silu: !gelu)
-            return
-        }
-        #endif
-        sigmoidActivation(x, n, silu: !gelu)
+        KernelTable.at(level).sigmoidActivation(x, n, !gelu)
     } else {
         for i in 0..<n { x[i] = 0.5 * x[i] * (1 + erff(x[i] * 0.707_106_78)) }
     }

@@ -1,8 +1,4 @@
 import HearthKernelsCommon
-#if arch(x86_64)
-import HearthKernelsAVX2
-import HearthKernelsAVX512
-#endif
 
 /// A batch of activation vectors quantized to 8- or 16-bit blocks of 32 (scale d,
 /// q = round(x/d)), the second operand of the integer dot products. Buffers are sized once.
@@ -55,44 +51,21 @@ public final class QuantizedActivations: @unchecked Sendable {
     public func activation(_ index: Int) -> Int32 { bits == 16 ? Int32(wide[index]) : Int32(quants[index]) }
 
     /// Quantizes `rows` vectors of `cols` floats (cols a multiple of 32, within capacity).
-    public func quantize(_ x: UnsafePointer<Float>, rows: Int, cols: Int) {
-        quantizeRows(x, rows: 0..<rows, cols: cols)
+    public func quantize(_ x: UnsafePointer<Float>, rows: Int, cols: Int, level: KernelLevel = .current) {
+        quantizeRows(x, rows: 0..<rows, cols: cols, level: level)
     }
 
     /// Quantizes rows `rows` only (workers split a batch between them) to `bits` bits, with
-    /// the current kernel level's build of ``quantizeActivationRows16`` / ``quantizeActivationRows``.
-    public func quantizeRows(_ x: UnsafePointer<Float>, rows: Range<Int>, cols: Int) {
+    /// `level`'s build (default: the current level's, ``KernelTable``) of
+    /// ``quantizeActivationRows16`` / ``quantizeActivationRows``.
+    public func quantizeRows(_ x: UnsafePointer<Float>, rows: Range<Int>, cols: Int, level: KernelLevel = .current) {
+        let kernels = KernelTable.at(level)
         if bits == 16 {
-            #if arch(x86_64)
-            if KernelLevel.current >= .avx512 {
-                hearthQuantizeActivations16AVX512(
-                    x, rowStart: rows.lowerBound, rowEnd: rows.upperBound, cols: cols, quants: wide, scales: scales, sums: sums)
-                return
-            }
-            if KernelLevel.current >= .avx2 {
-                hearthQuantizeActivations16AVX2(
-                    x, rowStart: rows.lowerBound, rowEnd: rows.upperBound, cols: cols, quants: wide, scales: scales, sums: sums)
-                return
-            }
-            #endif
-            quantizeActivationRows16(x, rows: rows, cols: cols, quants: wide, scales: scales, sums: sums)
+            kernels.quantizeActivations16(x, rows.lowerBound, rows.upperBound, cols, wide, scales, sums)
             return
         }
-        defer { fillHalfSums(rows: rows, cols: cols) }
-        #if arch(x86_64)
-        switch KernelLevel.current {
-        case .avx512, .avx512vnni:
-            hearthQuantizeActivationsAVX512(
-                x, rowStart: rows.lowerBound, rowEnd: rows.upperBound, cols: cols, quants: quants, scales: scales, sums: sums)
-            return
-        case .avx2:
-            hearthQuantizeActivationsAVX2(
-                x, rowStart: rows.lowerBound, rowEnd: rows.upperBound, cols: cols, quants: quants, scales: scales, sums: sums)
-            return
-        case .portable: break
-        }
-        #endif
-        quantizeActivationRows(x, rows: rows, cols: cols, quants: quants, scales: scales, sums: sums)
+        kernels.quantizeActivations8(x, rows.lowerBound, rows.upperBound, cols, quants, scales, sums)
+        fillHalfSums(rows: rows, cols: cols)
     }
 
     /// ``halfSums`` of rows `rows` from the 8-bit quants.

@@ -1,8 +1,4 @@
 import HearthKernelsCommon
-#if arch(x86_64)
-import HearthKernelsAVX2
-import HearthKernelsAVX512VNNI
-#endif
 
 /// The zero point a block type's stored quants carry: q4_0 stores q+8 (as 0…15) and
 /// Hearth stores q8_0 quants as q+128 (unsigned) so both feed unsigned×signed dot products.
@@ -25,8 +21,8 @@ public func quantizedMatMulReference(
     y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
     if KernelTileGeometry(w.dtype) != nil {
-        // q5_0, q5_1 and the K-quants: the plain-loop kernel over the exact unpacked integers.
-        quantizedMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+        // q5_0, q5_1 and the K-quants: read from the tile layout on its own (TileReference.swift).
+        tileMatMulReference(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
         return
     }
     let blocks = w.blocksPerRow
@@ -71,55 +67,20 @@ public func quantizedMatMulReference(
     }
 }
 
-/// The quantized matmul of the current kernel level (``KernelLevel/current``) for the row
-/// groups `groups`: AVX-512 VNNI (`vpdpwssd` for 16-bit activations, `vpdpbusd` for 8-bit), AVX2
-/// (`vpmaddwd` / `vpmaddubsw`, also used at the AVX-512 level) or the portable kernel. `level` (default: the current one) must be one this CPU runs
-/// (``KernelLevel/supported``); tests pass each in turn.
+/// The quantized matmul of `level` (default ``KernelLevel/current``; its ``KernelTable``) for
+/// the row groups `groups`: AVX-512 VNNI (`vpdpwssd` for 16-bit activations, `vpdpbusd` for
+/// 8-bit), AVX2 (`vpmaddwd` / `vpmaddubsw`, also used at the AVX-512 level) or the portable
+/// kernel. A level this CPU cannot run gives the best one below it that it can
+/// (``KernelTable/at(_:)``); tests pass each level in ``KernelLevel/supported`` in turn.
 public func quantizedMatMul(
     _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>,
     y: UnsafeMutablePointer<Float>, ldy: Int, level: KernelLevel = KernelLevel.current
 ) {
-    #if arch(x86_64)
-    if act.bits == 16, level >= .avx2, KernelLevel.supported.contains(level), let kind = w.dtype.tileKind {
-        // 16-bit activations: `vpdpwssd` with AVX-512 VNNI, else the AVX2 `vpmaddwd` kernel.
-        let run = level >= .avx512vnni ? hearthQuantizedMatMul16AVX512VNNI : hearthQuantizedMatMul16AVX2
-        run(
-            w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.wide, act.scales, act.sums,
-            w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
-        return
-    }
-    if act.bits == 8, level >= .avx512vnni, KernelLevel.supported.contains(level), let kind = w.dtype.tileKind {
-        if kind <= TileKind.q8_a {
-            hearthQuantizedMatMulAVX512VNNI(
-                tiles: w.data, tileBytes: w.dtype.interleavedTileBytes, blocks: w.blocksPerRow, rows: w.rows, kind: kind,
-                quants: act.quants, scales: act.scales, sums: act.sums, cols: w.cols, batch: batch,
-                groupStart: groups.lowerBound, groupEnd: groups.upperBound, y: y, ldy: ldy)
-            return
-        }
-        hearthQuantizedMatMul8AVX512VNNI(
-            w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales, act.sums,
-            act.halfSums, w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
-        return
-    }
-    if act.bits == 8, level >= .avx2, KernelLevel.supported.contains(level), let kind = w.dtype.tileKind {
-        let run = kind >= TileKind.q4_K ? hearthQuantizedMatMulKAVX2 : hearthQuantizedMatMulAVX2
-        run(
-            w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales, act.sums,
-            w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
-        return
-    }
-    #endif
-    quantizedMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+    KernelTable.at(level).quantizedMatMul(w, act, batch, groups, y, ldy)
 }
 
 /// Which quantized kernel the current level uses (for `bench` and `inspect`).
-public var quantizedKernelName: String {
-    switch KernelLevel.current {
-    case .avx512vnni: return "avx512-vnni"
-    case .avx2, .avx512: return "avx2"
-    case .portable: return "portable"
-    }
-}
+public var quantizedKernelName: String { KernelTable.current.quantizedKernelName }
 
 extension DType {
     /// The level modules' code for an interleaved16 tile type (``TileKind``), or nil.

@@ -54,10 +54,11 @@ public struct WeightMatrix: @unchecked Sendable {
         data + (g * blocksPerRow + b) * dtype.interleavedTileBytes
     }
 
-    /// Writes row `r` as Float into `out` (`cols` elements).
-    public func dequantizeRow(_ r: Int, into out: UnsafeMutablePointer<Float>) {
+    /// Writes row `r` as Float into `out` (`cols` elements), with `level`'s dequantizers
+    /// (default: the current level's).
+    public func dequantizeRow(_ r: Int, into out: UnsafeMutablePointer<Float>, level: KernelLevel = .current) {
         switch layout {
-        case .rows: dequantize(row(r), dtype: dtype, count: cols, into: out)
+        case .rows: dequantize(row(r), dtype: dtype, count: cols, into: out, level: level)
         case .interleaved16:
             for b in 0..<blocksPerRow {
                 dequantizeInterleaved(tile(group: r / 16, block: b), dtype: dtype, row: r % 16, into: out + b * dtype.blockSize)
@@ -66,8 +67,11 @@ public struct WeightMatrix: @unchecked Sendable {
     }
 }
 
-/// Converts `count` elements stored row-major as `dtype` at `src` to Float.
-public func dequantize(_ src: UnsafeRawPointer, dtype: DType, count: Int, into out: UnsafeMutablePointer<Float>) {
+/// Converts `count` elements stored row-major as `dtype` at `src` to Float, with `level`'s
+/// dequantizers for the ggml-only block types (default: the current level's).
+public func dequantize(
+    _ src: UnsafeRawPointer, dtype: DType, count: Int, into out: UnsafeMutablePointer<Float>, level: KernelLevel = .current
+) {
     switch dtype {
     case .f32:
         out.update(from: src.assumingMemoryBound(to: Float.self), count: count)
@@ -80,7 +84,7 @@ public func dequantize(_ src: UnsafeRawPointer, dtype: DType, count: Int, into o
     case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_a:
         let n = dtype.blockSize
         if let kind = dtype.ggmlKind {
-            dequantizeGGML(src, kind: kind, blocks: count / n, into: out)
+            dequantizeGGML(src, kind: kind, blocks: count / n, into: out, level: level)
             return
         }
         for block in 0..<(count / n) {

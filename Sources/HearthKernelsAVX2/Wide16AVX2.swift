@@ -298,17 +298,7 @@ public func hearthQuantizedMatMul16AVX2(
             wideKernel(kind: k, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
                        sums: sums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, unpacked: unpacked, factors: factors)
         }
-        switch kind {
-        case TileKind.q4_0: run(TileKind.q4_0)
-        case TileKind.q4_1: run(TileKind.q4_1)
-        case TileKind.q8_0: run(TileKind.q8_0)
-        case TileKind.q8_a: run(TileKind.q8_a)
-        case TileKind.q5_0: run(TileKind.q5_0)
-        case TileKind.q5_1: run(TileKind.q5_1)
-        case TileKind.q4_K: run(TileKind.q4_K)
-        case TileKind.q5_K: run(TileKind.q5_K)
-        default: run(TileKind.q6_K)
-        }
+        withConstantTileKind(kind, run)
       }
     }
 }

@@ -28,6 +28,24 @@ public enum TileKind {
     public static let q6_K: Int32 = 8
 }
 
+/// Calls `body` once, with `kind` as the constant of its case, so that a kernel body inlined into
+/// `body` is compiled once per tile kind with the kind folded (the 16-bit kernels' entry points
+/// of the AVX2 and AVX-512 VNNI levels dispatch through this).
+@_transparent
+public func withConstantTileKind(_ kind: Int32, _ body: (Int32) -> Void) {
+    switch kind {
+    case TileKind.q4_0: body(TileKind.q4_0)
+    case TileKind.q4_1: body(TileKind.q4_1)
+    case TileKind.q8_0: body(TileKind.q8_0)
+    case TileKind.q8_a: body(TileKind.q8_a)
+    case TileKind.q5_0: body(TileKind.q5_0)
+    case TileKind.q5_1: body(TileKind.q5_1)
+    case TileKind.q4_K: body(TileKind.q4_K)
+    case TileKind.q5_K: body(TileKind.q5_K)
+    default: body(TileKind.q6_K)
+    }
+}
+
 /// Byte offsets inside the interleaved16 tiles of the 5-bit and K-quant types (docs/KERNELS.md).
 ///
 /// Every 32-column sub-block keeps q4_0's nibble arrangement (256 bytes: chunk k, byte 4r + j

@@ -9,10 +9,11 @@ import Testing
 
     @Test(arguments: [false, true])
     func matchesLibm(silu: Bool) {
-        for level in [false, true] {
+        // The common body as compiled for the baseline, then every level's kernel in this process.
+        for level in [nil] + KernelLevel.supported {
             var x = Self.inputs
-            if level {
-                applyActivation(&x, x.count, gelu: !silu, tanhApproximation: true)
+            if let level {
+                applyActivation(&x, x.count, gelu: !silu, tanhApproximation: true, level: level)
             } else {
                 sigmoidActivation(&x, x.count, silu: silu)
             }
@@ -27,8 +28,8 @@ import Testing
                 // ≈ |argument|·2⁻²³ in e^argument, as with libm's expf on the same argument).
                 let argument = silu ? abs(d) : abs(2 * u)
                 let tolerance = Float(4e-6 + 2.4e-7 * argument) * abs(expected) + 1e-35  // below: the clamped tail, zero for any purpose
-                #expect(x[i].isFinite, "\(v)")
-                #expect(abs(x[i] - expected) <= tolerance, "silu \(silu) x \(v): \(x[i]) vs \(expected)")
+                #expect(x[i].isFinite, "\(v) at \(level?.rawValue ?? "body")")
+                #expect(abs(x[i] - expected) <= tolerance, "silu \(silu) \(level?.rawValue ?? "body") x \(v): \(x[i]) vs \(expected)")
             }
         }
     }

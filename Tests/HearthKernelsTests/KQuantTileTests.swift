@@ -95,26 +95,29 @@ import Testing
     }
 
     /// A q5_0 matrix whose columns are not a multiple of 256 (Gemma 3's 640) and the matmul
-    /// entry point (activation quantization, row split) give the float product within rounding.
+    /// entry point (activation quantization, row split) give the float product within rounding,
+    /// at every level this CPU runs.
     @Test func matmulThroughEntryPoint() throws {
         let rows = 50, cols = 640
         let (source, _) = randomGGUFMatrix(.q5_0, rows: rows, cols: cols, seed: 5)
         let w = try #require(Quantizer.repackInterleaved(source))
         let x = (0..<(2 * cols)).map { Float(($0 % 11) - 5) / 8 }
-        var y = [Float](repeating: .nan, count: 2 * rows)
         let pool = WorkerPool(threads: 2)
-        matmul(w, x: x, batch: 2, y: &y, pool: pool, scratch: MatMulScratch(threads: 2, maxCols: cols, maxBatch: 2))
         var row = [Float](repeating: 0, count: cols)
-        for r in 0..<rows {
-            row.withUnsafeMutableBufferPointer { source.dequantizeRow(r, into: $0.baseAddress!) }
-            for t in 0..<2 {
-                var exact: Double = 0, magnitude: Double = 0
-                for c in 0..<cols {
-                    exact += Double(row[c]) * Double(x[t * cols + c])
-                    magnitude += abs(Double(row[c]) * Double(x[t * cols + c]))
+        for level in KernelLevel.supported {
+            var y = [Float](repeating: .nan, count: 2 * rows)
+            matmul(w, x: x, batch: 2, y: &y, pool: pool, scratch: MatMulScratch(threads: 2, maxCols: cols, maxBatch: 2), level: level)
+            for r in 0..<rows {
+                row.withUnsafeMutableBufferPointer { source.dequantizeRow(r, into: $0.baseAddress!) }
+                for t in 0..<2 {
+                    var exact: Double = 0, magnitude: Double = 0
+                    for c in 0..<cols {
+                        exact += Double(row[c]) * Double(x[t * cols + c])
+                        magnitude += abs(Double(row[c]) * Double(x[t * cols + c]))
+                    }
+                    // 16-bit activations (the default): |error| ≤ Σ|w|·d_a/2 ≤ magnitude/32767.
+                    #expect(abs(Double(y[t * rows + r]) - exact) <= magnitude / 30000 + 1e-6, "\(level) r\(r) t\(t)")
                 }
-                // 16-bit activations (the default): |error| ≤ Σ|w|·d_a/2 ≤ magnitude/32767.
-                #expect(abs(Double(y[t * rows + r]) - exact) <= magnitude / 30000 + 1e-6, "r\(r) t\(t)")
             }
         }
     }

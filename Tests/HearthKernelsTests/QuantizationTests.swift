@@ -121,42 +121,58 @@ import HearthKernelsCommon
         } }
     }
 
+    /// Every level's 8- and 16-bit activation quantizer stays within half a step, and its sums are its quants' sums.
     @Test(arguments: [8, 16])
     func activationQuantizationBound(bits: Int) {
         let cols = 256
         let x = randomMatrix(rows: 2, cols: cols, seed: 9)
-        let act = QuantizedActivations(maxRows: 2, maxCols: cols)
-        act.bits = bits
-        x.withUnsafeBufferPointer { act.quantize($0.baseAddress!, rows: 2, cols: cols) }
-        for i in 0..<(2 * cols) {
-            let d = act.scales[i / 32]
-            let amax = x[(i / 32 * 32)..<(i / 32 * 32 + 32)].map(abs).max() ?? 0
-            #expect(abs(d - amax / (bits == 16 ? 32767 : 127)) <= 1e-7)
-            // Half a step, plus the float rounding of q·d.
-            #expect(abs(Float(act.activation(i)) * d - x[i]) <= d / 2 * 1.001 + abs(x[i]) * 2.4e-7)
+        for level in KernelLevel.supported {
+            let act = QuantizedActivations(maxRows: 2, maxCols: cols)
+            act.bits = bits
+            x.withUnsafeBufferPointer { act.quantize($0.baseAddress!, rows: 2, cols: cols, level: level) }
+            for i in 0..<(2 * cols) {
+                let d = act.scales[i / 32]
+                let amax = x[(i / 32 * 32)..<(i / 32 * 32 + 32)].map(abs).max() ?? 0
+                #expect(abs(d - amax / (bits == 16 ? 32767 : 127)) <= 1e-7, "\(level)")
+                // Half a step, plus the float rounding of q·d.
+                #expect(abs(Float(act.activation(i)) * d - x[i]) <= d / 2 * 1.001 + abs(x[i]) * 2.4e-7, "\(level) \(i)")
+            }
+            // Σq per block and per 16 columns agree with the quants.
+            for block in 0..<(2 * cols / 32) {
+                let sum = (0..<32).reduce(Int32(0)) { $0 + act.activation(32 * block + $1) }
+                #expect(act.sums[block] == Float(sum), "\(level) block \(block)")
+            }
+            if bits == 8 {
+                for half in 0..<(2 * cols / 16) {
+                    let sum = (0..<16).reduce(Int32(0)) { $0 + act.activation(16 * half + $1) }
+                    #expect(act.halfSums[half] == Float(sum), "\(level) half \(half)")
+                }
+            }
         }
     }
 
-    /// The current level's 16-bit activation quantizer (AVX-512, AVX2 or portable) equals the
-    /// portable body bit for bit — scales, sums, and quants, exact halves included (row 2 has
-    /// d = 1, so its k + ½ values are ties that must round away from zero).
+    /// Every level's 16-bit activation quantizer (AVX-512, AVX2, portable) equals the portable
+    /// body bit for bit — scales, sums, and quants, exact halves included (row 2 has d = 1, so
+    /// its k + ½ values are ties that must round away from zero).
     @Test func activationQuantization16MatchesPortable() {
         let rows = 3, cols = 96
         var x = randomMatrix(rows: rows, cols: cols, seed: 21)
         for i in 0..<cols { x[2 * cols + i] = Float(i % 9) - 4 + (i % 2 == 0 ? 0.5 : 0) }
         for b in 0..<(cols / 32) { x[2 * cols + b * 32] = b == 1 ? -32767 : 32767 }
-        let act = QuantizedActivations(maxRows: rows, maxCols: cols)
-        act.bits = 16
-        x.withUnsafeBufferPointer { act.quantize($0.baseAddress!, rows: rows, cols: cols) }
         var q = [Int16](repeating: 0, count: rows * cols)
         var scales = [Float](repeating: 0, count: rows * cols / 32), sums = scales
         x.withUnsafeBufferPointer {
             quantizeActivationRows16($0.baseAddress!, rows: 0..<rows, cols: cols, quants: &q, scales: &scales, sums: &sums)
         }
-        for i in 0..<(rows * cols) { #expect(act.wide[i] == q[i], "quant \(i) at \(KernelLevel.current)") }
-        for i in 0..<(rows * cols / 32) {
-            #expect(act.scales[i] == scales[i], "scale \(i)")
-            #expect(act.sums[i] == sums[i], "sum \(i)")
+        for level in KernelLevel.supported {
+            let act = QuantizedActivations(maxRows: rows, maxCols: cols)
+            act.bits = 16
+            x.withUnsafeBufferPointer { act.quantize($0.baseAddress!, rows: rows, cols: cols, level: level) }
+            for i in 0..<(rows * cols) { #expect(act.wide[i] == q[i], "quant \(i) at \(level)") }
+            for i in 0..<(rows * cols / 32) {
+                #expect(act.scales[i] == scales[i], "scale \(i) at \(level)")
+                #expect(act.sums[i] == sums[i], "sum \(i) at \(level)")
+            }
         }
         // -1.5 → -2 and 0.5 → 1 (half away from zero), -3 stays.
         #expect([q[2 * cols + 1], q[2 * cols + 2], q[2 * cols + 4]] == [-3, -2, 1])

@@ -1,0 +1,207 @@
+import HearthKernelsCommon
+#if arch(x86_64)
+import HearthKernelsAVX2
+import HearthKernelsAVX512
+import HearthKernelsAVX512VNNI
+#endif
+
+/// Every operation whose machine code depends on the kernel level, as one table per level
+/// (llama.cpp's per-type CPU traits are the model: the choice is data, made once).
+///
+/// ``current`` is the table of ``KernelLevel/current``, built once, and every dispatched operation
+/// (attention over an f16 cache, f16 loads, float dots, the sigmoid activations, the ggml
+/// dequantizers and row dots, activation quantization, the quantized matmul, GEMM) reads its
+/// kernel from a table instead of testing the level itself. Each public operation takes an
+/// optional `level:` that picks another level's table (``at(_:)``), so one test process checks
+/// every level in ``KernelLevel/supported``. The entry is one indirect call per operation; the
+/// operations are coarse (a range of rows, of positions, of row groups), so no hot loop pays
+/// for it.
+public struct KernelTable: Sendable {
+    /// The level whose kernels these are.
+    public let level: KernelLevel
+
+    /// s[j] = scale · (q · key j) over an f16 cache for j in `first...last`
+    /// (q, keys, stride, first, last, headDim, scale, s).
+    private(set) var attentionScoresF16:
+        @Sendable (UnsafePointer<Float>, UnsafeRawPointer, Int, Int, Int, Int, Float, UnsafeMutablePointer<Float>) -> Void
+    /// out = Σ_j s[j] · value j over an f16 cache (s, values, stride, first, last, headDim, out).
+    private(set) var attentionValuesF16:
+        @Sendable (UnsafePointer<Float>, UnsafeRawPointer, Int, Int, Int, Int, UnsafeMutablePointer<Float>) -> Void
+    /// `count` f16 values to Float (src, count, out).
+    private(set) var halfToFloats: @Sendable (UnsafeRawPointer, Int, UnsafeMutablePointer<Float>) -> Void
+    /// Σ a[i]·b[i] over `n` floats.
+    private(set) var dotFloats: @Sendable (UnsafePointer<Float>, UnsafePointer<Float>, Int) -> Float
+    /// x = x·σ(x) (SiLU, `silu` true) or the tanh-GELU x·σ(1.5958(x + 0.0447x³)), in place.
+    private(set) var sigmoidActivation: @Sendable (UnsafeMutablePointer<Float>, Int, Bool) -> Void
+    /// `blocks` ggml blocks of a ``GGMLKind`` to Float (src, kind, blocks, out).
+    private(set) var dequantizeGGML: @Sendable (UnsafeRawPointer, Int32, Int, UnsafeMutablePointer<Float>) -> Void
+    /// y[r] = W[r]·x for a range of rows of a row-layout ggml matrix (w, kind, x, rows, y, scratch of `cols` floats).
+    private(set) var dotRowsGGML:
+        @Sendable (WeightMatrix, Int32, UnsafePointer<Float>, Range<Int>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>)
+            -> Void
+    /// Rows of x to 16-bit blocks (x, rowStart, rowEnd, cols, quants, scales, sums).
+    private(set) var quantizeActivations16:
+        @Sendable (UnsafePointer<Float>, Int, Int, Int, UnsafeMutablePointer<Int16>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>)
+            -> Void
+    /// Rows of x to 8-bit blocks (x, rowStart, rowEnd, cols, quants, scales, sums).
+    private(set) var quantizeActivations8:
+        @Sendable (UnsafePointer<Float>, Int, Int, Int, UnsafeMutablePointer<Int8>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>)
+            -> Void
+    /// The integer matmul over interleaved16 tiles (w, act, batch, groups, y, ldy).
+    private(set) var quantizedMatMul:
+        @Sendable (WeightMatrix, QuantizedActivations, Int, Range<Int>, UnsafeMutablePointer<Float>, Int) -> Void
+    /// C = alpha·A·op(B) + beta·C (m, n, k, a, lda, b, ldb, transposeB, c, ldc, alpha, beta).
+    private(set) var sgemm:
+        @Sendable (Int, Int, Int, UnsafePointer<Float>, Int, UnsafePointer<Float>, Int, Bool, UnsafeMutablePointer<Float>, Int, Float, Float)
+            -> Void
+    /// The quantized kernel family's name (for `bench` and `inspect`).
+    public let quantizedKernelName: String
+
+    /// The table of ``KernelLevel/current``, chosen once.
+    public static let current = lookup(.current)
+
+    /// The tables of the levels this CPU runs, lowest first (index: position in ``KernelLevel/supported``).
+    private static let tables: [KernelTable] = KernelLevel.supported.map(KernelTable.init(level:))
+
+    /// The table of `level` if this CPU runs it; otherwise of the best level below it that it
+    /// runs (a level the CPU cannot run is never chosen, so no illegal instruction).
+    @inline(__always)
+    public static func at(_ level: KernelLevel) -> KernelTable {
+        level == KernelLevel.current ? current : lookup(level)
+    }
+
+    private static func lookup(_ level: KernelLevel) -> KernelTable {
+        tables.last { $0.level <= level } ?? tables[0]
+    }
+
+    // The per-level choices, written once. A level with nothing of its own for an operation takes
+    // the level below's kernel.
+    private init(level: KernelLevel) {
+        self.level = level
+        #if arch(x86_64)
+        let avx2 = level >= .avx2, avx512 = level >= .avx512, vnni = level >= .avx512vnni
+        #else
+        let avx2 = false, avx512 = false, vnni = false
+        #endif
+
+        attentionScoresF16 = { q, keys, stride, first, last, headDim, scale, s in
+            HearthKernelsCommon.attentionScoresF16(q, keys: keys, stride: stride, positions: first...last, headDim: headDim, scale: scale, into: s)
+        }
+        attentionValuesF16 = { s, values, stride, first, last, headDim, out in
+            HearthKernelsCommon.attentionValuesF16(s, values: values, stride: stride, positions: first...last, headDim: headDim, into: out)
+        }
+        halfToFloats = { src, count, out in
+            let h = src.assumingMemoryBound(to: UInt16.self)
+            for i in 0..<count { out[i] = halfToFloat(h[i]) }
+        }
+        dotFloats = { a, b, n in HearthKernelsCommon.dotFloats(a, b, n) }
+        sigmoidActivation = { x, n, silu in HearthKernelsCommon.sigmoidActivation(x, n, silu: silu) }
+        dequantizeGGML = { src, kind, blocks, out in GGMLKind.dequantize(src, kind: kind, blocks: blocks, into: out) }
+        dotRowsGGML = { w, kind, x, rows, y, scratch in
+            dotRowsDequantizing(
+                w.data, kind: kind, rowBytes: w.rowBytes, blocks: w.blocksPerRow, x: x, rows: rows, y: y, scratch: scratch)
+        }
+        quantizeActivations16 = { x, start, end, cols, quants, scales, sums in
+            quantizeActivationRows16(x, rows: start..<end, cols: cols, quants: quants, scales: scales, sums: sums)
+        }
+        quantizeActivations8 = { x, start, end, cols, quants, scales, sums in
+            quantizeActivationRows(x, rows: start..<end, cols: cols, quants: quants, scales: scales, sums: sums)
+        }
+        quantizedMatMul = { w, act, batch, groups, y, ldy in
+            quantizedMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+        }
+        sgemm = { m, n, k, a, lda, b, ldb, transposeB, c, ldc, alpha, beta in
+            withUnsafeTemporaryAllocation(of: Float.self, capacity: gemmPanelFloats) { panel in
+                sgemmBody(
+                    m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha,
+                    beta: beta, panel: panel.baseAddress.unsafelyUnwrapped, fused: false)
+            }
+        }
+        quantizedKernelName = vnni ? "avx512-vnni" : avx2 ? "avx2" : "portable"
+
+        #if arch(x86_64)
+        if avx2 {
+            attentionScoresF16 = hearthAttentionScoresF16AVX2
+            attentionValuesF16 = hearthAttentionValuesF16AVX2
+            dotFloats = hearthDotFloatsAVX2
+            sigmoidActivation = hearthSigmoidActivationAVX2
+            dequantizeGGML = hearthDequantizeGGMLAVX2
+            dotRowsGGML = { w, kind, x, rows, y, scratch in
+                if kind <= GGMLKind.q6_K {
+                    hearthDotRowsGGMLFusedAVX2(
+                        w.data, kind: kind, rowBytes: w.rowBytes, blocks: w.blocksPerRow, x: x, rowStart: rows.lowerBound,
+                        rowEnd: rows.upperBound, y: y)
+                } else {
+                    hearthDotRowsGGMLAVX2(
+                        w.data, kind: kind, rowBytes: w.rowBytes, blocks: w.blocksPerRow, x: x, rowStart: rows.lowerBound,
+                        rowEnd: rows.upperBound, y: y, scratch: scratch)
+                }
+            }
+            quantizeActivations16 = hearthQuantizeActivations16AVX2
+            quantizeActivations8 = hearthQuantizeActivationsAVX2
+            quantizedMatMul = { w, act, batch, groups, y, ldy in
+                guard let kind = w.dtype.tileKind else {
+                    return quantizedMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+                }
+                if act.bits == 16 {
+                    // `vpmaddwd` over int16 weights and activations.
+                    hearthQuantizedMatMul16AVX2(
+                        w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.wide, act.scales, act.sums,
+                        w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
+                } else {
+                    // `vpmaddubsw` + `vpmaddwd` over bytes.
+                    let run = kind >= TileKind.q4_K ? hearthQuantizedMatMulKAVX2 : hearthQuantizedMatMulAVX2
+                    run(
+                        w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales, act.sums,
+                        w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
+                }
+            }
+            sgemm = hearthSgemmAVX2
+        }
+        if avx512 {
+            attentionScoresF16 = hearthAttentionScoresF16AVX512
+            attentionValuesF16 = hearthAttentionValuesF16AVX512
+            halfToFloats = hearthHalfToFloatAVX512
+            // In-register kernels for q5_0/q4_K/q6_K; the other ggml types keep the AVX2 level's.
+            let dequantizeBelow = dequantizeGGML, dotRowsBelow = dotRowsGGML
+            dequantizeGGML = { src, kind, blocks, out in
+                guard kind <= GGMLKind.q6_K else { return dequantizeBelow(src, kind, blocks, out) }
+                hearthDequantizeGGMLAVX512(src, kind: kind, blocks: blocks, into: out)
+            }
+            dotRowsGGML = { w, kind, x, rows, y, scratch in
+                guard kind <= GGMLKind.q6_K else { return dotRowsBelow(w, kind, x, rows, y, scratch) }
+                hearthDotRowsGGMLAVX512(
+                    w.data, kind: kind, rowBytes: w.rowBytes, blocks: w.blocksPerRow, x: x, rowStart: rows.lowerBound,
+                    rowEnd: rows.upperBound, y: y)
+            }
+            quantizeActivations16 = hearthQuantizeActivations16AVX512
+            quantizeActivations8 = hearthQuantizeActivationsAVX512
+            sgemm = hearthSgemmAVX512
+        }
+        if vnni {
+            quantizedMatMul = { w, act, batch, groups, y, ldy in
+                guard let kind = w.dtype.tileKind else {
+                    return quantizedMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+                }
+                if act.bits == 16 {
+                    // `vpdpwssd` over int16 weights and activations.
+                    hearthQuantizedMatMul16AVX512VNNI(
+                        w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.wide, act.scales, act.sums,
+                        w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
+                } else if kind <= TileKind.q8_a {
+                    // `vpdpbusd`, each 32-column tile decoded in registers.
+                    hearthQuantizedMatMulAVX512VNNI(
+                        tiles: w.data, tileBytes: w.dtype.interleavedTileBytes, blocks: w.blocksPerRow, rows: w.rows,
+                        kind: kind, quants: act.quants, scales: act.scales, sums: act.sums, cols: w.cols, batch: batch,
+                        groupStart: groups.lowerBound, groupEnd: groups.upperBound, y: y, ldy: ldy)
+                } else {
+                    // `vpdpbusd`, units decoded once into L1 for a batch.
+                    hearthQuantizedMatMul8AVX512VNNI(
+                        w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales, act.sums,
+                        act.halfSums, w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
+                }
+            }
+        }
+        #endif
+    }
+}
