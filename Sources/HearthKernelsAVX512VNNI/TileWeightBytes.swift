@@ -1,0 +1,1 @@
+../HearthKernelsAVX2/TileWeightBytes.swift
