@@ -29,8 +29,8 @@ struct BenchStructured: ParsableCommand {
     @Option(name: .long, help: "Generations per schema whose steps are timed.")
     var seeds: Int = 2
 
-    @Option(name: .long, help: "Token limit of each generation.")
-    var maxTokens: Int = 160
+    @OptionGroup var length: MaxTokensOption
+    var maxTokens: Int { length.value(default: 160) }
 
     @Option(name: .long, help: "How many schemas (the first ones) the decode-speed comparison uses (0 skips it).")
     var decodeSchemas: Int = 6
@@ -39,7 +39,7 @@ struct BenchStructured: ParsableCommand {
     var json = false
 
     func validate() throws {
-        if seeds < 1 || maxTokens < 1 || decodeSchemas < 0 { throw ValidationError("--seeds and --max-tokens must be ≥ 1, --decode-schemas ≥ 0") }
+        if seeds < 1 || decodeSchemas < 0 { throw ValidationError("--seeds must be ≥ 1, --decode-schemas ≥ 0") }
     }
 
     struct Figures: Encodable {

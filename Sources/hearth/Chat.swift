@@ -27,8 +27,7 @@ struct Chat: ParsableCommand {
 
     @OptionGroup var sampling: SamplingFlags
 
-    @Option(name: .long, help: "Maximum tokens per reply (default: \(ChatSession.replyCap) in the chat; /set max_tokens default restores it).")
-    var maxTokens: Int?
+    @OptionGroup var length: MaxTokensOption
 
     @OptionGroup var context: ContextOption
     @OptionGroup var workers: ThreadsOption
@@ -52,7 +51,6 @@ struct Chat: ParsableCommand {
     var name: String?
 
     func validate() throws {
-        if let maxTokens, maxTokens < 1 { throw ValidationError("--max-tokens must be ≥ 1") }
         if let name { try ChatStore.validate(name: name) }
         if !ChatProviders.names.contains(provider) {
             throw ValidationError("--provider takes one of: \(ChatProviders.names.joined(separator: ", "))")
@@ -76,7 +74,7 @@ struct Chat: ParsableCommand {
             messages.insert(.system(system), at: 0)
         }
         var options = sampling.generationOptions
-        options.maxTokens = maxTokens
+        options.maxTokens = length.maxTokens  // unset: the chat's own cap
 
         let modelPath: String?
         if source.model != nil {

@@ -16,8 +16,8 @@ struct Generate: ParsableCommand {
     @Option(name: .long, help: "The prompt text.")
     var prompt: String
 
-    @Option(name: .long, help: "Maximum number of tokens to generate.")
-    var maxTokens: Int = 256
+    @OptionGroup var length: MaxTokensOption
+    var maxTokens: Int { length.value(default: 256) }
 
     @Option(name: .long, help: "Stop when this text is generated (repeatable; not printed).")
     var stop: [String] = []
@@ -69,7 +69,6 @@ struct Generate: ParsableCommand {
     var noParallelToolCalls = false
 
     func validate() throws {
-        if maxTokens < 0 { throw ValidationError("--max-tokens must be ≥ 0") }
         if tools != nil && (raw || json || [jsonSchema, grammar, regex].contains { $0 != nil }) {
             throw ValidationError("--tools cannot be combined with --raw, --json, --json-schema, --grammar or --regex.")
         }

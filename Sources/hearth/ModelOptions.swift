@@ -117,6 +117,20 @@ struct BatchOption: ParsableArguments {
     }
 }
 
+/// `--max-tokens`: the reply cap of a generating command; unset, each command's own default
+/// (named in the help).
+struct MaxTokensOption: ParsableArguments {
+    @Option(name: .long, help: "Most tokens to generate per reply (default: generate 256; chat \(ChatSession.replyCap), which /set max_tokens default restores; bench-structured 160).")
+    var maxTokens: Int?
+
+    func validate() throws {
+        if let maxTokens, maxTokens < 1 { throw ValidationError("--max-tokens must be ≥ 1") }
+    }
+
+    /// The cap given, else `fallback` (the command's default).
+    func value(default fallback: Int) -> Int { maxTokens ?? fallback }
+}
+
 /// Options for running the model: threads, context, batch, KV type and kernel path.
 struct RuntimeOptions: ParsableArguments {
     @OptionGroup var workers: ThreadsOption

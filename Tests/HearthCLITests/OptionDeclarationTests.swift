@@ -14,6 +14,7 @@ import Testing
         "ctx": "ContextOption", "batch": "BatchOption", "kv-type": "KernelOptions", "prefill-path": "KernelOptions",
         "activation-bits": "KernelOptions", "temperature": "SamplingFlags", "top-k": "SamplingFlags",
         "top-p": "SamplingFlags", "min-p": "SamplingFlags", "repeat-penalty": "SamplingFlags", "seed": "SamplingFlags",
+        "max-tokens": "MaxTokensOption",
     ]
 
     /// Declarations that share a name but not the meaning, each with its reason.
