@@ -50,6 +50,7 @@ enum OpenAIWire {
             if let value = options.topK { body["top_k"] = value }
             if let value = options.minP { body["min_p"] = value }
             if let value = options.repetitionPenalty { body["repetition_penalty"] = value }
+            if options.ignoreEOS == true { body["ignore_eos"] = true }
         }
         var pieces = RawJSONPieces()
         try tools(request, into: &body, pieces: &pieces, configuration: configuration)

@@ -341,6 +341,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 underlying: InvalidGenerationOption(field: "logit_bias", message: "token \(bad) is outside the vocabulary"))
         }
         s.logitBias = o.logitBias.mapValues { Float($0) }
+        // ignore_eos: the end tokens are banned (−100), so the reply runs to its length or a stop string.
+        if o.ignoreEOS == true { for id in generator.model.eosIDs { s.logitBias[id] = -100 } }
         p.sampling = s
         p.maxTokens = min(o.maxTokens ?? Int.max, generator.context - promptTokens)
         p.stop = o.stop + (usesDialogue(generator.model) ? ChatTemplate.dialogueStops : [])

@@ -39,6 +39,12 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
     public var toolChoice: ToolChoice?
     /// Whether one reply may make several calls (nil: the provider's default, which is yes).
     public var parallelToolCalls: Bool?
+    /// Keep generating past the end-of-sequence token, until `maxTokens` or a stop string
+    /// (llama.cpp's and vLLM's `ignore_eos`, what serving benchmarks send so every request
+    /// generates the same length): the local model never samples its end tokens. OpenAI-compatible
+    /// providers with extended sampling (vLLM, llama-server) get it as `ignore_eos`; `hearth serve`
+    /// refuses it on cloud routes.
+    public var ignoreEOS: Bool?
 
     /// Creates options; every argument defaults to "provider default".
     public init(
@@ -46,8 +52,9 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
         maxTokens: Int? = nil, stop: [String] = [], seed: Int? = nil, repetitionPenalty: Double? = nil,
         presencePenalty: Double? = nil, frequencyPenalty: Double? = nil, responseFormat: ResponseFormat? = nil,
         tools: [ToolDefinition] = [], toolChoice: ToolChoice? = nil, parallelToolCalls: Bool? = nil,
-        logitBias: [Int32: Double] = [:]
+        logitBias: [Int32: Double] = [:], ignoreEOS: Bool? = nil
     ) {
+        self.ignoreEOS = ignoreEOS
         self.logitBias = logitBias
         self.tools = tools
         self.toolChoice = toolChoice
@@ -82,6 +89,7 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
         tools = try c.decodeIfPresent([ToolDefinition].self, forKey: .tools) ?? []
         toolChoice = try c.decodeIfPresent(ToolChoice.self, forKey: .toolChoice)
         parallelToolCalls = try c.decodeIfPresent(Bool.self, forKey: .parallelToolCalls)
+        ignoreEOS = try c.decodeIfPresent(Bool.self, forKey: .ignoreEOS)
         logitBias = try c.decodeIfPresent([Int32: Double].self, forKey: .logitBias) ?? [:]
     }
 

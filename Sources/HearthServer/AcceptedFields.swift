@@ -8,7 +8,7 @@ enum AcceptedFields {
     static let openAISampling: Set<String> = [
         "model", "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty", "seed",
         "stop", "logit_bias", "max_tokens", "max_completion_tokens", "n", "response_format", "json_schema", "grammar", "stream",
-        "stream_options",
+        "stream_options", "ignore_eos",
     ]
     static let chatCompletions = openAISampling.union([
         "messages", "tools", "tool_choice", "parallel_tool_calls", "logprobs", "top_logprobs", "store",

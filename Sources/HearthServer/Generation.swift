@@ -138,6 +138,9 @@ extension HearthServer {
                 if job.choices > 1 {
                     throw APIError.invalid("n", "'\(name)' is a cloud route; several choices (n > 1) are served by local routes only.")
                 }
+                if job.options.ignoreEOS == true {
+                    throw APIError.invalid("ignore_eos", "'\(name)' is a cloud route; ignore_eos is served by local routes only.")
+                }
             }
             if let filter = gateway.configuration.contentFilter, await filter.screens(Self.inputText(job)) {
                 throw APIError(

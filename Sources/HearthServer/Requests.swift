@@ -119,6 +119,7 @@ struct RequestParser {
         o.seed = try f.int("seed", in: Int(Int64.min / 2)...Int(Int64.max / 2))
         o.stop = try f.stops("stop", limit: 4)
         o.logitBias = try Self.logitBias(f)
+        o.ignoreEOS = try f.bool("ignore_eos")
         let maxTokens = try f.int("max_tokens", in: 1...maxTokensLimit)
         let maxCompletion = try f.int("max_completion_tokens", in: 1...maxTokensLimit)
         o.maxTokens = maxCompletion ?? maxTokens

@@ -38,4 +38,39 @@ import Testing
             try await harness.stop()
         }
     }
+
+    /// `ignore_eos` (llama.cpp's and vLLM's extra): with the end token forced by a +100 bias the
+    /// reply ends at once; with `ignore_eos` it runs to `max_tokens` (finish `length`), on both
+    /// OpenAI endpoints. Refused on cloud routes (GatewayTests cover the route kinds).
+    @Test func ignoreEOSRunsToMaxTokens() async throws {
+        let harness = try await ServerHarness(context: 512)
+        try await withCleanup({ try? await harness.stop() }) {
+            // The fixture's end token (config.json eos_token_id).
+            let config = try JSONSerialization.jsonObject(
+                with: Data(contentsOf: Fixtures.checkpoint("phi3-mha").appendingPathComponent("config.json"))) as? [String: Any]
+            let eos = try #require(config?["eos_token_id"] as? Int)
+            for path in ["/v1/chat/completions", "/v1/completions"] {
+                func reply(ignoreEOS: Bool?) async throws -> (reason: String?, tokens: Int?) {
+                    var body: [String: Any] = ["model": "tiny", "max_tokens": 6, "temperature": 0, "logit_bias": ["\(eos)": 100]]
+                    if path == "/v1/completions" { body["prompt"] = "Once upon a time" } else {
+                        body["messages"] = [["role": "user", "content": "Say something."]]
+                    }
+                    if let ignoreEOS { body["ignore_eos"] = ignoreEOS }
+                    let answer = try await harness.send(path, json: body)
+                    #expect(answer.status == 200, "\(answer.body)")
+                    let choice = (answer.json["choices"] as? [[String: Any]])?.first
+                    return (choice?["finish_reason"] as? String, (answer.json["usage"] as? [String: Any])?["completion_tokens"] as? Int)
+                }
+                let ended = try await reply(ignoreEOS: nil)
+                #expect(ended.reason == "stop" && (ended.tokens ?? 99) <= 1, "\(path): \(ended)")
+                #expect(try await reply(ignoreEOS: false) == ended, "\(path): false is the default")
+                let ran = try await reply(ignoreEOS: true)
+                #expect(ran.reason == "length" && ran.tokens == 6, "\(path): \(ran)")
+            }
+            let bad = try await harness.send(
+                "/v1/chat/completions", json: ["model": "tiny", "messages": [["role": "user", "content": "x"]], "ignore_eos": "yes"])
+            #expect(bad.status == 400 && bad.body.contains("ignore_eos"), "\(bad.body)")
+            try await harness.stop()
+        }
+    }
 }

@@ -228,6 +228,13 @@ import Testing
                 "/v1/chat/completions", json: ["model": "cloud", "messages": [Self.user], "max_tokens": 8], headers: auth)
             #expect(reply.status == 200, "\(reply.body)")
             #expect(reply.body.contains("pineapple"))
+            // What only the local model serves is refused by name on a cloud route, never sent on and ignored.
+            for (field, value) in [("ignore_eos", true as Any), ("n", 2 as Any), ("logprobs", true as Any)] {
+                let refused = try await harness.send(
+                    "/v1/chat/completions", json: ["model": "cloud", "messages": [Self.user], "max_tokens": 8, field: value],
+                    headers: auth)
+                #expect(refused.status == 400 && refused.body.contains("\"param\":\"\(field)\""), "\(field): \(refused.body)")
+            }
             #expect(try await harness.send("/tokenize", json: ["content": "Hi"], headers: auth).status == 404)
             // A configuration that names the local model cannot start without one.
             let local = try GatewayConfiguration.parse(

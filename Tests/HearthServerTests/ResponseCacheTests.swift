@@ -70,6 +70,9 @@ import Testing
         vary("tool_choice required") { $0.tools = [ToolDefinition(name: "f")]; $0.toolChoice = .required }
         vary("a tool named required") { $0.tools = [ToolDefinition(name: "f")]; $0.toolChoice = .named("required") }
         vary("parallel_tool_calls") { $0.parallelToolCalls = false }
+        vary("logit_bias") { $0.logitBias = [5: 100] }
+        vary("logit_bias value") { $0.logitBias = [5: -100] }
+        vary("ignore_eos") { $0.ignoreEOS = true }
         variants.append(("route", Self.key(Self.job(base), route: "cloud")))
         variants.append(("client", Self.key(Self.job(base), client: "b")))
         variants.append(("shared", Self.key(Self.job(base), client: nil)))

@@ -82,6 +82,8 @@ final class ResponseCache: @unchecked Sendable {
             "stop": .array(options.stop.map { .string($0) }), "seed": integer(options.seed),
             "repetition_penalty": number(options.repetitionPenalty), "presence_penalty": number(options.presencePenalty),
             "frequency_penalty": number(options.frequencyPenalty),
+            "logit_bias": .array(options.logitBias.sorted { $0.key < $1.key }.map { [integer(Int($0.key)), number($0.value)] }),
+            "ignore_eos": options.ignoreEOS.map { .bool($0) } ?? .null,
             // A JSON answer is not a text answer: the format (schema text included) is part of the key.
             "response_format": options.constrainedFormat.map { .string(String(describing: $0)) } ?? .null,
             // Tools change the answer: their definitions (schema text as sent), the choice, parallel calls.
