@@ -81,6 +81,26 @@ import Testing
         _ = try LanguageModel(path: dir.path)
     }
 
+    /// An unknown activation names the key it was read from and the file, for every family that
+    /// reads one (Gemma 3 reads `hidden_activation` first, then `hidden_act`).
+    @Test(arguments: [("llama-tiny", "hidden_act"), ("phi2-tiny", "hidden_act"), ("gemma3-tiny", "hidden_activation")])
+    func unknownActivationsNameTheirKey(_ fixture: String, _ key: String) throws {
+        let dir = try Fixtures.copyOfCheckpoint(fixture)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let url = dir.appendingPathComponent("config.json")
+        var object = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        object.removeValue(forKey: "hidden_activation")
+        object[key] = "relu_squared"
+        try JSONSerialization.data(withJSONObject: object).write(to: url)
+        do {
+            _ = try LanguageModel(path: dir.path)
+            Issue.record("\(fixture): an unknown activation loaded")
+        } catch let error as FormatError {
+            #expect(error.code == .invalidValue && error.key == key && error.path == url.path, "\(fixture): \(error)")
+            #expect(error.message.contains("relu_squared"))
+        }
+    }
+
     /// Llama 3 GGUF files' `rope_freqs` divide each frequency by its own factor, at every
     /// position: the table transformers' formula gives, and the one these files had when they
     /// were read as LongRoPE with equal factors, an unreachable original context and no

@@ -70,13 +70,13 @@ extension KeyedDecodingContainer {
 }
 
 /// Maps transformers' activation names (`hidden_act`, `hidden_activation`).
-func activation(_ name: String) throws -> DecoderOptions.Activation {
+func activation(_ name: String, key: String = "hidden_act", path: String = "config.json") throws -> DecoderOptions.Activation {
     switch name {
     case "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_tanh": return .geluTanh
     case "gelu": return .gelu
     case "silu", "swish": return .silu
     default:
-        throw FormatError(.invalidValue, "unsupported activation '\(name)'", path: "config.json", key: "hidden_act")
+        throw FormatError(.invalidValue, "unsupported activation '\(name)'", path: path, key: key)
     }
 }
 

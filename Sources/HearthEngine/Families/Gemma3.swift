@@ -16,6 +16,8 @@ public enum Gemma3Family: ModelFamily {
         var rmsNormEps = 1e-6
         /// `hidden_activation`, else `hidden_act`.
         var activation = "gelu_pytorch_tanh"
+        /// The key `activation` came from (for errors).
+        var activationKey = "hidden_activation"
         var slidingWindow: Int?
         /// Per-layer attention kinds (`sliding_attention`, `full_attention`).
         var layerTypes: [String]?
@@ -40,7 +42,12 @@ public enum Gemma3Family: ModelFamily {
         init(from decoder: any Swift.Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             rmsNormEps = try c.decode(.rmsNormEps, default: rmsNormEps)
-            activation = try c.decodeIfPresent(String.self, forKey: .hiddenActivation) ?? c.decode(.hiddenAct, default: activation)
+            if let named = try c.decodeIfPresent(String.self, forKey: .hiddenActivation) {
+                activation = named
+            } else {
+                activation = try c.decode(.hiddenAct, default: activation)
+                activationKey = "hidden_act"
+            }
             slidingWindow = try c.decodeIfPresent(Int.self, forKey: .slidingWindow)
             layerTypes = try c.decodeIfPresent([String].self, forKey: .layerTypes)
             slidingWindowPattern = try c.decode(.slidingWindowPattern, default: slidingWindowPattern)
@@ -76,7 +83,7 @@ public enum Gemma3Family: ModelFamily {
             fullScaling = .linear(factor: Float(factor))
         }
         return c.options(
-            norm: .rms(eps: Float(own.rmsNormEps)), mlp: .gated(try activation(own.activation)),
+            norm: .rms(eps: Float(own.rmsNormEps)), mlp: .gated(try activation(own.activation, key: own.activationKey, path: config.path)),
             rope: .init(theta: Float(config.ropeTheta ?? 1_000_000), rotaryDims: c.headDim, scaling: fullScaling),
             tiedEmbeddings: config.tieWordEmbeddings ?? true,
             maxContext: config.maxPositionEmbeddings ?? 32768, slidingWindow: own.slidingWindow

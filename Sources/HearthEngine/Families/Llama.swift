@@ -43,7 +43,7 @@ public enum LlamaFamily: ModelFamily {
             }
         }
         return c.options(
-            norm: .rms(eps: Float(own.rmsNormEps)), mlp: .gated(try activation(own.hiddenAct)),
+            norm: .rms(eps: Float(own.rmsNormEps)), mlp: .gated(try activation(own.hiddenAct, path: config.path)),
             rope: .init(theta: Float(config.ropeTheta ?? 10000), rotaryDims: c.headDim, scaling: scaling),
             tiedEmbeddings: config.tieWordEmbeddings ?? false,
             maxContext: config.maxPositionEmbeddings ?? 4096, slidingWindow: own.slidingWindow)

@@ -36,7 +36,7 @@ public enum Phi2Family: ModelFamily {
         let c = try ConfigPrelude(config)
         let rotaryDims = try rotaryDimensions(headDim: c.headDim, factor: config.partialRotaryFactor ?? 0.5)
         return c.options(
-            norm: .layer(eps: Float(own.layerNormEps)), mlp: .plain(try activation(own.hiddenAct)),
+            norm: .layer(eps: Float(own.layerNormEps)), mlp: .plain(try activation(own.hiddenAct, path: config.path)),
             rope: .init(theta: Float(config.ropeTheta ?? 10000), rotaryDims: rotaryDims),
             tiedEmbeddings: config.tieWordEmbeddings ?? false, maxContext: config.maxPositionEmbeddings ?? 2048
         ).with { $0.parallelResidual = true }
