@@ -155,6 +155,26 @@ import Testing
         }
     }
 
+    /// A match that keeps growing at the end of the stream (`re:a+` over a run of a's) is
+    /// provisional only until it is longer than the window: the reply is cut while it streams, not held
+    /// back to its end (what is held stays bounded).
+    @Test func aGrowingMatchIsCutOnceLongerThanTheWindow() throws {
+        let filter = try Self.filter(["re:a+"], window: 9)
+        var screen = OutputScreen(filter: filter)
+        var sent = ""
+        var cutAfter: Int?
+        for i in 0..<200 {
+            let piece = i == 0 ? "x " : "a"
+            for event in screen.pass(.text(piece, token: nil)) {
+                if case .text(let text, _) = event { sent += text }
+                if case .filtered = event { cutAfter = i }
+            }
+            if cutAfter != nil { break }
+        }
+        #expect(sent == "x ")
+        #expect((cutAfter ?? 999) <= 10, "cut after \(String(describing: cutAfter)) pieces")
+    }
+
     /// A clean reply goes out whole, in order, however it is split; the held window goes out
     /// at the end.
     @Test func aCleanReplyGoesOutWhole() throws {

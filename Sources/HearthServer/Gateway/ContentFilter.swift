@@ -73,7 +73,10 @@ public struct ContentFilter: Sendable {
     /// Where blocked entries start in `text`, found from character `from` on: the characters
     /// before it are context only (word boundaries and look-behinds see them; no match starts
     /// there). Unless `final`, the text may go on, so a match that reaches its end — a word
-    /// boundary at the end of what has arrived — is only `provisional`: more text may undo it.
+    /// boundary at the end of what has arrived — is only `provisional`: more text may undo it;
+    /// but not once it is longer than ``window`` characters (the longest a match is screened for), so a
+    /// pattern that keeps matching as the text grows (`re:a+`) cannot hold the stream back
+    /// without bound.
     /// `definite` is the earliest match that more text cannot undo (a timeout counts as one,
     /// at `from`: fail closed).
     func scan(_ text: String, from: Int, final: Bool) -> (definite: Int?, provisional: Int?) {
@@ -98,7 +101,7 @@ public struct ContentFilter: Sendable {
             if timedOut || Date() > deadline { return (from, nil) }
             guard let found, let start = Range(found, in: text)?.lowerBound else { continue }
             let offset = text.distance(from: text.startIndex, to: start)
-            if !final && NSMaxRange(found) == end {
+            if !final && NSMaxRange(found) == end && found.length <= window {
                 if provisional.map({ offset < $0 }) ?? true { provisional = offset }
             } else if definite.map({ offset < $0 }) ?? true {
                 definite = offset
