@@ -28,7 +28,10 @@ public final class Decoder {
     private let valuesF32: UnsafeMutablePointer<Float>  // (threads, context × headDim) values as Float for BLAS
     private let cosTable: UnsafeMutablePointer<Float>  // (2, B, rotaryDims/2): full-attention then sliding layers
     private let sinTable: UnsafeMutablePointer<Float>  // (2, B, rotaryDims/2)
-    private let lastLogits: UnsafeMutablePointer<Float>  // (sequences, vocab): the rows a step asked for
+    /// (logitsRows, vocab): the rows a step asked for; grows (rarely) when a step asks for more
+    /// rows than it holds (speculative verification asks for several per sequence).
+    private var lastLogits: UnsafeMutablePointer<Float>
+    private var logitsRows: Int
     private var buffers: [UnsafeMutablePointer<Float>] = []
 
     /// Batches at least this long compute attention with BLAS matrix products.
@@ -74,11 +77,25 @@ public final class Decoder {
         let maxHalf = max(o.rope.rotaryDims, o.slidingRoPE?.rotaryDims ?? 0) / 2
         cosTable = buffer(2 * b * maxHalf)
         sinTable = buffer(2 * b * maxHalf)
-        lastLogits = buffer(sequences * o.vocabSize)
+        logitsRows = sequences
+        lastLogits = .allocate(capacity: sequences * o.vocabSize)
+        lastLogits.initialize(repeating: 0, count: sequences * o.vocabSize)
         self.buffers = buffers
     }
 
-    deinit { for p in buffers { p.deallocate() } }
+    deinit {
+        for p in buffers { p.deallocate() }
+        lastLogits.deallocate()
+    }
+
+    /// Makes room for `rows` rows of logits (the old ones are not kept: called before a step).
+    private func reserveLogitsRows(_ rows: Int) {
+        guard rows > logitsRows else { return }
+        lastLogits.deallocate()
+        lastLogits = .allocate(capacity: rows * options.vocabSize)
+        lastLogits.initialize(repeating: 0, count: rows * options.vocabSize)
+        logitsRows = rows
+    }
 
     /// Positions the cache can hold.
     public var context: Int { cache.capacity }
@@ -174,8 +191,8 @@ public final class Decoder {
     /// of others, each attending only to its own slot. A sequence's items must be adjacent
     /// and at consecutive positions starting at or before what its slot holds (its later
     /// entries are replaced); at most `maxBatch` items. Returns the logits of the items at
-    /// `logitsFor` (indices into `items`, at most one per sequence), row after row in that
-    /// order, valid until the next call. `lengths` gives, per sequence, the length its whole
+    /// `logitsFor` (distinct indices into `items`; several of one sequence when a speculative
+    /// step verifies drafted tokens), row after row in that order, valid until the next call. `lengths` gives, per sequence, the length its whole
     /// prompt will reach when a prompt is processed in several steps (LongRoPE chooses its
     /// factors by it, as for a prompt processed at once); by default the run's own end.
     /// `shouldStop` is asked before each layer: when it answers true the step ends there,
@@ -183,13 +200,11 @@ public final class Decoder {
     public func forward(
         batch items: [BatchItem], logitsFor: [Int], lengths: [Int: Int] = [:], shouldStop: () -> Bool = { false }
     ) throws -> UnsafeBufferPointer<Float> {
-        guard logitsFor.count <= cache.sequences, logitsFor.allSatisfy({ items.indices.contains($0) }) else {
-            throw EngineError(.invalidOption, "logits are kept for at most one item per sequence")
+        guard logitsFor.allSatisfy({ items.indices.contains($0) }), Set(logitsFor).count == logitsFor.count else {
+            throw EngineError(.invalidOption, "logits are asked for items outside the batch, or twice for one item")
         }
         let segments = try segments(of: items, lengths: lengths, cache: cache)
-        guard Set(logitsFor.map { items[$0].sequence }).count == logitsFor.count else {
-            throw EngineError(.invalidOption, "logits are kept for at most one item per sequence")
-        }
+        reserveLogitsRows(logitsFor.count)
         try forwardBatch(
             items.map(\.token), segments: segments, outputRows: logitsFor, output: .logits(nil), cache: cache,
             shouldStop: shouldStop)

@@ -328,10 +328,12 @@ extension LocalProvider {
                 }
                 let reason = Self.finishReason(
                     summary.finishReason, stopped: stops[index].isSet, madeCalls: scanners[index]?.madeCalls == true)
-                let usage = Usage(
+                var usage = Usage(
                     promptTokens: summary.promptTokens, completionTokens: summary.completionTokens,
                     cachedPromptTokens: summary.cachedPromptTokens, timeToFirstToken: firstToken,
                     tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil)
+                usage.draftedTokens = summary.draftedTokens
+                usage.acceptedDraftTokens = summary.acceptedDraftTokens
                 emit(LocalChoiceEvent(choice: index, event: .finished(usage, reason)))
             }
         }

@@ -46,6 +46,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// Shared with the other models of a server that serves several: unloads the least
         /// recently used beyond its limit when this one is about to be used (nil: stay loaded).
         public var residency: ModelResidency?
+        /// Speculative decoding for every request (``SpeculativeMode``; default prompt lookup,
+        /// adaptive). It changes how many tokens a step verifies, never which are generated.
+        public var speculative: SpeculativeMode = .lookup
 
         public init(
             modelPath: String, quantize: WeightQuantization? = nil, context: Int? = nil, threads: Int? = nil,
@@ -115,16 +118,18 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         self.configuration = configuration
     }
 
-    /// Creates a provider around an already loaded model, serving up to `parallel` requests at once.
+    /// Creates a provider around an already loaded model, serving up to `parallel` requests at once
+    /// (`speculative`: ``Configuration/speculative``).
     public init(
         id: String = "local", model: LanguageModel, context: Int? = nil, threads: Int? = nil,
         batch: Int = Generator.defaultBatch,
-        parallel: Int = 1, embeddingPooling: EmbeddingPooling = .mean
+        parallel: Int = 1, embeddingPooling: EmbeddingPooling = .mean, speculative: SpeculativeMode = .lookup
     ) throws {
         self.id = id
         var configuration = Configuration(
             modelPath: model.path.path, context: context, threads: threads, batch: batch, parallel: parallel)
         configuration.embeddingPooling = embeddingPooling
+        configuration.speculative = speculative
         self.configuration = configuration
         state = .loaded(
             try Generator(model: model, context: context, threads: threads, batch: batch, sequences: parallel))
@@ -215,12 +220,13 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
             case .done(let summary):
                 if let rest = repetitionGuard?.finish(), !rest.isEmpty { continuation.yield(.textDelta(rest)) }
                 emit(scanner?.finish() ?? [])
-                continuation.yield(
-                    .usage(
-                        Usage(
-                            promptTokens: summary.promptTokens, completionTokens: summary.completionTokens,
-                            cachedPromptTokens: summary.cachedPromptTokens, timeToFirstToken: firstToken,
-                            tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil)))
+                var usage = Usage(
+                    promptTokens: summary.promptTokens, completionTokens: summary.completionTokens,
+                    cachedPromptTokens: summary.cachedPromptTokens, timeToFirstToken: firstToken,
+                    tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil)
+                usage.draftedTokens = summary.draftedTokens
+                usage.acceptedDraftTokens = summary.acceptedDraftTokens
+                continuation.yield(.usage(usage))
                 continuation.yield(
                     .finished(Self.finishReason(summary.finishReason, stopped: stopped.isSet, madeCalls: scanner?.madeCalls == true)))
             }
@@ -346,6 +352,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         p.sampling = s
         p.maxTokens = min(o.maxTokens ?? Int.max, generator.context - promptTokens)
         p.stop = o.stop + (usesDialogue(generator.model) ? ChatTemplate.dialogueStops : [])
+        p.speculative = configuration.speculative
         p.stripLeadingSpace = request.continuation?.isEmpty ?? true
         if !o.tools.isEmpty {
             try applyTools(request, to: &p, generator: generator)

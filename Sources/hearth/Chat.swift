@@ -26,6 +26,7 @@ struct Chat: ParsableCommand {
     var system: String?
 
     @OptionGroup var sampling: SamplingFlags
+    @OptionGroup var speculation: SpeculativeOption
 
     @OptionGroup var length: MaxTokensOption
 
@@ -91,9 +92,11 @@ struct Chat: ParsableCommand {
         case nil: style = .automatic
         }
         let local = modelPath.map {
-            LocalProvider.Configuration(
+            var configuration = LocalProvider.Configuration(
                 modelPath: $0, context: context.ctx, threads: workers.threads, batch: batching.batch, promptStyle: style,
                 endsRepetitiveReplies: true)
+            configuration.speculative = speculation.speculative
+            return configuration
         }
         let session = ChatSession(
             output: output, store: store, name: sessionName, messages: messages, options: options, local: local)

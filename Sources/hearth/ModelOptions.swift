@@ -131,6 +131,16 @@ struct MaxTokensOption: ParsableArguments {
     func value(default fallback: Int) -> Int { maxTokens ?? fallback }
 }
 
+extension SpeculativeMode: ExpressibleByArgument {}
+
+/// `--speculative`: how tokens are drafted for verification several at a time.
+struct SpeculativeOption: ParsableArguments {
+    @Option(
+        name: .long,
+        help: "Speculative decoding: lookup (drafts tokens from repeats of the prompt and the reply so far, verified several at a time in one batched step; the draft length follows the acceptance rate and the measured cost of a step, and drafting pauses when it does not pay) or off. The generated tokens are the same either way. (default: lookup)")
+    var speculative: SpeculativeMode = .lookup
+}
+
 /// Options for running the model: threads, context, batch, KV type and kernel path.
 struct RuntimeOptions: ParsableArguments {
     @OptionGroup var workers: ThreadsOption
