@@ -71,12 +71,12 @@ public struct FusedAttentionShape: Sendable {
     @inlinable public var rows: Int { tokens * groupHeads }
 
     /// The first key token `t` sees (before `keyStart` is applied).
-    @inlinable func firstVisible(_ t: Int) -> Int {
+    @inlinable public func firstVisible(_ t: Int) -> Int {
         window > 0 ? max(keyStart, firstPosition + t - window + 1) : keyStart
     }
 
     /// One past the last key token `t` sees.
-    @inlinable func endVisible(_ t: Int) -> Int { min(keyEnd, firstPosition + t + 1) }
+    @inlinable public func endVisible(_ t: Int) -> Int { min(keyEnd, firstPosition + t + 1) }
 }
 
 /// Floats of scratch one call with up to `rows` query rows of `headDim` needs.
@@ -89,7 +89,7 @@ public func fusedAttentionScratchFloats(rows: Int, headDim: Int) -> Int {
 /// e^x for sixteen lanes (``exp8`` on each half); lanes below −87 (and −∞) give exactly 0, so
 /// masked scores and empty rows contribute nothing.
 @inlinable @inline(__always)
-func exp16(_ x: SIMD16<Float>) -> SIMD16<Float> {
+public func exp16(_ x: SIMD16<Float>) -> SIMD16<Float> {
     var e = SIMD16<Float>(lowHalf: exp8(x.lowHalf), highHalf: exp8(x.highHalf))
     e.replace(with: 0, where: x .< -87)
     return e
@@ -245,7 +245,7 @@ public func fusedAttentionBody(
 /// ln x for x > 0, to Float precision (the exponent split off, ln of the mantissa in [√½, √2)
 /// by the series 2·atanh((m−1)/(m+1)) to the 13th power: error below 1e-7 relative).
 @inlinable @inline(__always)
-func logApproximation(_ x: Float) -> Float {
+public func logApproximation(_ x: Float) -> Float {
     var e = Int(x.exponent)
     var m = Double(x.significand)
     if m > 1.414_213_562 {
@@ -259,8 +259,8 @@ func logApproximation(_ x: Float) -> Float {
 }
 
 /// Sᵀ block: `keyCount` ≤ 6 keys (rows `headDim` apart) against one 16-row query panel.
-@inlinable @inline(__always)
-func scoreBlock(
+@_transparent
+public func scoreBlock(
     keys: UnsafePointer<Float>, keyCount: Int, panel: UnsafePointer<Float>, headDim: Int,
     into s: UnsafeMutablePointer<Float>, ldS: Int, fused: Bool
 ) {
@@ -299,8 +299,8 @@ func scoreBlock(
 }
 
 /// Sᵀ[j][r] = q_r · k_j for a few rows (row-major scaled queries), four rows per pass over a key.
-@inlinable @inline(__always)
-func narrowScores(
+@_transparent
+public func narrowScores(
     _ q: UnsafePointer<Float>, rows: Int, keys: UnsafePointer<Float>, count: Int, headDim hd: Int,
     into s: UnsafeMutablePointer<Float>, ldS: Int, fused: Bool
 ) {
@@ -353,8 +353,8 @@ func narrowScores(
 
 /// O block += P · V: `rows` ≤ 6 query rows (P element (i, j) at `probabilities[j·ldS + i]`) ×
 /// 16 columns of V (rows `headDim` apart), over `count` keys; O rows `headDim` apart.
-@inlinable @inline(__always)
-func valueBlock(
+@_transparent
+public func valueBlock(
     probabilities p: UnsafePointer<Float>, ldS: Int, rows: Int, values: UnsafePointer<Float>, headDim: Int, count: Int,
     into o: UnsafeMutablePointer<Float>, fused: Bool
 ) {
