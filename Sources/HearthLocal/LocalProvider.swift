@@ -46,6 +46,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// Shared with the other models of a server that serves several: unloads the least
         /// recently used beyond its limit when this one is about to be used (nil: stay loaded).
         public var residency: ModelResidency?
+        /// Where GGUF weights rearranged for the kernels are kept between loads (default: the
+        /// environment's, ``RepackCache/init(environment:)``; `.disabled` rearranges in memory).
+        public var repackCache: RepackCache = .default
 
         public init(
             modelPath: String, quantize: WeightQuantization? = nil, context: Int? = nil, threads: Int? = nil,
@@ -435,7 +438,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 let result: Result<Generator, ProviderError>
                 do {
                     let model = try LanguageModel(
-                        path: configuration.modelPath, quantize: configuration.quantize?.dtype, threads: configuration.threads)
+                        path: configuration.modelPath, quantize: configuration.quantize?.dtype, threads: configuration.threads,
+                        repackCache: configuration.repackCache)
                     let generator = try Generator(
                         model: model, context: configuration.context, threads: configuration.threads,
                         batch: configuration.batch, sequences: configuration.parallel)

@@ -91,9 +91,11 @@ struct Chat: ParsableCommand {
         case nil: style = .automatic
         }
         let local = modelPath.map {
-            LocalProvider.Configuration(
+            var settings = LocalProvider.Configuration(
                 modelPath: $0, context: context.ctx, threads: workers.threads, batch: batching.batch, promptStyle: style,
                 endsRepetitiveReplies: true)
+            settings.repackCache = source.repackCache
+            return settings
         }
         let session = ChatSession(
             output: output, store: store, name: sessionName, messages: messages, options: options, local: local)
