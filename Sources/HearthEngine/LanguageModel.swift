@@ -262,6 +262,11 @@ public final class LanguageModel: Sendable {
         lap("repack")
         let tokenizer = try GGUFTokenizer.make(gguf)
         lap("tokenizer")
+        // What the load read from the mapping (header, vocabulary, norms — copied out — and,
+        // without the cache, the matrices it rearranged) is not read again: hand those pages
+        // back so they stop counting towards the process's memory. Matrices still used in
+        // place (f16, q2_K/q3_K) are read from the file again when first used.
+        gguf.file.dropPages(at: 0, count: gguf.file.size)
         return Parts(
             path: URL(fileURLWithPath: gguf.file.path), config: config, configText: "", generationConfigText: nil,
             architecture: config.architectures.first ?? "?", options: options,

@@ -167,7 +167,7 @@ extension ModelWeights {
         }
         do {
             let url = try cache.store(source: source, fingerprint: fingerprint, requests: requests, matrices: matrices)
-            RepackCache.logger.debug("repack cache written: \(url.path) (\(missReason))")
+            RepackCache.logger.debug("repack cache being written: \(url.path) (\(missReason))")
             return (weights, .written(path: url.path, reason: missReason))
         } catch {
             RepackCache.logger.debug("repack cache not written, weights rearranged in memory: \(error)")

@@ -67,7 +67,9 @@ public struct RepackCache: Sendable, Equatable {
         case disabled
         /// Mapped from the cache file at `path`.
         case hit(path: String)
-        /// Rearranged in memory and written to `path`; `reason` says why the cache had no usable copy.
+        /// Rearranged in memory and being written to `path` on a background thread (complete
+        /// by ``RepackCache/waitForPendingWrites()`` and at exit); `reason` says why the cache
+        /// had no usable copy.
         case written(path: String, reason: String)
         /// Rearranged in memory; the cache could not be used or written (`reason`).
         case unwritable(reason: String)
@@ -248,6 +250,8 @@ extension RepackCache {
     /// Returns the mapping and each request's offset in it.
     func lookup(source: MappedFile, fingerprint: String, requests: [RepackRequest]) -> Result<(MappedFile, [Int]), Miss> {
         guard let url = fileURL(forSource: source.path) else { return .failure(Miss(reason: "disabled")) }
+        // A file this process is still writing (the same model loaded twice) is waited for.
+        PendingWrites.shared.wait()
         let fd = open(url.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             return .failure(Miss(reason: errno == ENOENT ? "no cache file yet" : "cannot open the cache file: \(String(cString: strerror(errno)))"))
@@ -331,8 +335,13 @@ extension RepackCache {
 
     /// Writes the tiles of `matrices` (in `requests` order) as the cache file of `source`:
     /// to a temporary file in the cache directory, renamed over the cache file when complete.
-    /// Throws `FormatError(.ioError)` when the directory or file cannot be written.
-    func store(source: MappedFile, fingerprint: String, requests: [RepackRequest], matrices: [WeightMatrix]) throws -> URL {
+    /// The directory, the temporary file and its header are made before this returns (so a
+    /// directory that cannot be written throws `FormatError(.ioError)` here); the tiles are
+    /// written on a background thread unless `background` is false. ``waitForPendingWrites()``
+    /// waits for them, as the process does at exit.
+    func store(
+        source: MappedFile, fingerprint: String, requests: [RepackRequest], matrices: [WeightMatrix], background: Bool = true
+    ) throws -> URL {
         guard let directory, let url = fileURL(forSource: source.path) else {
             throw FormatError(.ioError, "the repack cache is disabled")
         }
@@ -366,27 +375,54 @@ extension RepackCache {
         guard fd >= 0 else {
             throw FormatError(.ioError, "cannot create the cache file: \(String(cString: strerror(errno)))", path: temporary.path)
         }
-        var published = false
-        defer {
-            close(fd)
-            if !published { unlink(temporary.path) }
-        }
-        func fail() -> FormatError {
-            FormatError(.ioError, "cannot write the cache file: \(String(cString: strerror(errno)))", path: temporary.path)
+        let failure: @Sendable (String) -> FormatError = { what in
+            FormatError(.ioError, "cannot \(what): \(String(cString: strerror(errno)))", path: temporary.path)
         }
         guard preamble.withUnsafeBytes({ Self.writeFully(fd, $0, at: 0) }),
             json.withUnsafeBytes({ Self.writeFully(fd, $0, at: Self.preambleBytes) })
-        else { throw fail() }
-        for (entry, m) in zip(entries, matrices) {
-            guard Self.writeFully(fd, m.data, count: m.byteCount, at: dataStart + entry.offset) else { throw fail() }
+        else {
+            let error = failure("write the cache file")
+            close(fd)
+            unlink(temporary.path)
+            throw error
         }
-        guard ftruncate(fd, off_t(dataStart + offset)) == 0 else { throw fail() }
-        guard rename(temporary.path, url.path) == 0 else {
-            throw FormatError(.ioError, "cannot rename the cache file into place: \(String(cString: strerror(errno)))", path: url.path)
+        let total = dataStart + offset
+        let tiles = zip(entries, matrices).map { (offset: dataStart + $0.offset, matrix: $1) }
+        let finish: @Sendable () -> Void = {
+            var published = false
+            defer {
+                close(fd)
+                if !published { unlink(temporary.path) }
+            }
+            for tile in tiles {
+                guard Self.writeFully(fd, tile.matrix.data, count: tile.matrix.byteCount, at: tile.offset) else {
+                    Self.logger.debug("repack cache not written: \(failure("write the cache file"))")
+                    return
+                }
+            }
+            guard ftruncate(fd, off_t(total)) == 0 else {
+                Self.logger.debug("repack cache not written: \(failure("size the cache file"))")
+                return
+            }
+            guard rename(temporary.path, url.path) == 0 else {
+                Self.logger.debug("repack cache not written: \(failure("rename the cache file into place"))")
+                return
+            }
+            published = true
+            Self.logger.debug("repack cache written: \(url.path)")
         }
-        published = true
+        if background {
+            PendingWrites.shared.start(finish)
+        } else {
+            finish()
+        }
         return url
     }
+
+    /// Waits until every cache file this process is writing in the background is complete
+    /// (or has failed). The process does this at exit, so a short command still leaves a
+    /// complete cache file behind.
+    public static func waitForPendingWrites() { PendingWrites.shared.wait() }
 
     /// Removes cache files whose source file is gone or has changed since they were written
     /// (they would never be used again), except `keeping`.
@@ -417,6 +453,41 @@ extension RepackCache {
             guard let pid = Int32(pidText), pid != getpid() else { continue }
             if kill(pid, 0) != 0 && errno == ESRCH { unlink(directory.appendingPathComponent(name).path) }
         }
+    }
+}
+
+/// The background cache writes of this process; waited for at exit.
+final class PendingWrites: @unchecked Sendable {
+    static let shared = PendingWrites()
+    private let condition = NSCondition()
+    private var running = 0
+    private var exitHookInstalled = false
+
+    /// Runs `work` on a new thread, counted until it returns.
+    func start(_ work: @escaping @Sendable () -> Void) {
+        condition.lock()
+        running += 1
+        if !exitHookInstalled {
+            exitHookInstalled = true
+            atexit { PendingWrites.shared.wait() }
+        }
+        condition.unlock()
+        let thread = Thread { [self] in
+            work()
+            condition.lock()
+            running -= 1
+            condition.broadcast()
+            condition.unlock()
+        }
+        thread.name = "hearth.repack-cache"
+        thread.start()
+    }
+
+    /// Blocks until no write is running.
+    func wait() {
+        condition.lock()
+        while running > 0 { condition.wait() }
+        condition.unlock()
     }
 }
 

@@ -160,9 +160,10 @@ struct Bench: ParsableCommand {
             let report = Report(
                 model: lm.path.lastPathComponent, architecture: lm.architecture, pp: pp, tg: tg, prompt_tokens: prompt,
                 generated_tokens: generate, depth: depth, peak_rss_bytes: peakRSSBytes(), load_seconds: lm.loadSeconds,
-                repack_cache: lm.repackCacheOutcome.name,
-                load_phases: Dictionary(lm.loadPhases.map { ($0.name, $0.seconds) }, uniquingKeysWith: +), threads: threads, model_bytes: lm.weightBytesByType.values.reduce(0, +),
-                weight_bytes_per_token: lm.weightBytesPerToken, kv_cache_bytes: kvCacheBytes,
+                threads: threads, model_bytes: lm.weightBytesByType.values.reduce(0, +),
+                weight_bytes_per_token: lm.weightBytesPerToken, repack_cache: lm.repackCacheOutcome.name,
+                load_phases: Dictionary(lm.loadPhases.map { ($0.name, $0.seconds) }, uniquingKeysWith: +),
+                kv_cache_bytes: kvCacheBytes,
                 parameters: lm.parameterCount,
                 weight_types: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
                 kernel: quantizedKernelName, kernel_level: KernelLevel.current.rawValue,

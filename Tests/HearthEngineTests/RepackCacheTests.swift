@@ -5,6 +5,7 @@ import HearthTestSupport
 import Testing
 
 @testable import HearthEngine
+@testable import HearthTokenizers
 
 #if canImport(Glibc)
 import Glibc
@@ -38,8 +39,11 @@ import Glibc
         #expect(differing.isEmpty, "\(what): matrices differ: \(differing.prefix(5))")
     }
 
+    /// Loads `path` through `cache`, and waits for the cache file it writes (if any) to be complete.
     func load(_ path: String, _ cache: RepackCache) throws -> LanguageModel {
-        try LanguageModel(path: path, threads: 2, repackCache: cache)
+        let model = try LanguageModel(path: path, threads: 2, repackCache: cache)
+        RepackCache.waitForPendingWrites()
+        return model
     }
 
     @Test func cachedRepackIsBitwiseTheFreshOneWithTheSameLogits() throws {
@@ -200,6 +204,25 @@ import Glibc
             let cache = RepackCache(directory: dir, minimumBytes: Int.max)
             #expect(try load(Self.model, cache).repackCacheOutcome == .notNeeded)
             #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).isEmpty)
+        }
+    }
+}
+
+/// The vocabulary's fast path (`VocabularyTokenizer.spacedBytes`, which made loading Gemma's
+/// 262k-token vocabulary faster) gives Foundation's bytes for every token of the default model.
+@Suite struct VocabularySpacingTests {
+    @Test func spacedBytesAreFoundationsForEveryGemmaToken() throws {
+        let gguf = try GGUFFile(path: RepackCacheTests.model)
+        let tokens = try gguf.metadata.require("tokenizer.ggml.tokens", gguf.metadata.strings)
+        #expect(tokens.count > 200_000)
+        var differing: [String] = []
+        for token in tokens where VocabularyTokenizer.spacedBytes(token) != Array(token.replacingOccurrences(of: "\u{2581}", with: " ").utf8) {
+            differing.append(token)
+        }
+        #expect(differing.isEmpty, "\(differing.prefix(5))")
+        // Cases beside the vocabulary: a combining mark after ▁, ▁ after a non-ASCII letter, ▁ runs.
+        for token in ["\u{2581}\u{0301}a", "é\u{2581}x", "\u{2581}\u{2581}", "a\u{2581}", "\u{2581}日本", "—\u{2581}", ""] {
+            #expect(VocabularyTokenizer.spacedBytes(token) == Array(token.replacingOccurrences(of: "\u{2581}", with: " ").utf8), "\(token)")
         }
     }
 }
