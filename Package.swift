@@ -105,7 +105,11 @@ let package = Package(
         .target(name: "HearthConstraints"),
         .testTarget(name: "HearthConstraintsTests", dependencies: ["HearthConstraints", "HearthTestSupport"]),
         .target(
-            name: "HearthEngine", dependencies: ["HearthKernels", "HearthFormats", "HearthTokenizers", "HearthConstraints"]),
+            name: "HearthEngine",
+            dependencies: [
+                "HearthKernels", "HearthFormats", "HearthTokenizers", "HearthConstraints",
+                .product(name: "Logging", package: "swift-log"),  // the repack cache's debug lines
+            ]),
         .executableTarget(
             name: "hearth",
             dependencies: [

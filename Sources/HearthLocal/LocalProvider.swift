@@ -49,6 +49,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// Speculative decoding for every request (``SpeculativeMode``; default prompt lookup,
         /// adaptive). It changes how many tokens a step verifies, never which are generated.
         public var speculative: SpeculativeMode = .lookup
+        /// Where GGUF weights rearranged for the kernels are kept between loads (default: the
+        /// environment's, ``RepackCache/init(environment:)``; `.disabled` rearranges in memory).
+        public var repackCache: RepackCache = .default
 
         public init(
             modelPath: String, quantize: WeightQuantization? = nil, context: Int? = nil, threads: Int? = nil,
@@ -442,7 +445,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 let result: Result<Generator, ProviderError>
                 do {
                     let model = try LanguageModel(
-                        path: configuration.modelPath, quantize: configuration.quantize?.dtype, threads: configuration.threads)
+                        path: configuration.modelPath, quantize: configuration.quantize?.dtype, threads: configuration.threads,
+                        repackCache: configuration.repackCache)
                     let generator = try Generator(
                         model: model, context: configuration.context, threads: configuration.threads,
                         batch: configuration.batch, sequences: configuration.parallel)

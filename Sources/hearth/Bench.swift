@@ -89,6 +89,10 @@ struct Bench: ParsableCommand {
         /// Tokens in the cache before each test (-d).
         let depth: Int
         let peak_rss_bytes: Int, load_seconds: Double, threads: Int, model_bytes: Int, weight_bytes_per_token: Int
+        /// What the load did with the repack cache: hit, written, unwritable, disabled or not-needed.
+        let repack_cache: String
+        /// Seconds per load phase (GGUF: open, tensors, repack, tokenizer).
+        let load_phases: [String: Double]
         let kv_cache_bytes: Int, parameters: Int, weight_types: [String: Int], kernel: String
         /// The kernel level in use (KernelLevel.current) and the best this CPU runs.
         let kernel_level: String, cpu_best_level: String, prefill_path: String, activation_bits: String
@@ -157,7 +161,9 @@ struct Bench: ParsableCommand {
                 model: lm.path.lastPathComponent, architecture: lm.architecture, pp: pp, tg: tg, prompt_tokens: prompt,
                 generated_tokens: generate, depth: depth, peak_rss_bytes: peakRSSBytes(), load_seconds: lm.loadSeconds,
                 threads: threads, model_bytes: lm.weightBytesByType.values.reduce(0, +),
-                weight_bytes_per_token: lm.weightBytesPerToken, kv_cache_bytes: kvCacheBytes,
+                weight_bytes_per_token: lm.weightBytesPerToken, repack_cache: lm.repackCacheOutcome.name,
+                load_phases: Dictionary(lm.loadPhases.map { ($0.name, $0.seconds) }, uniquingKeysWith: +),
+                kv_cache_bytes: kvCacheBytes,
                 parameters: lm.parameterCount,
                 weight_types: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
                 kernel: quantizedKernelName, kernel_level: KernelLevel.current.rawValue,
@@ -181,7 +187,7 @@ struct Bench: ParsableCommand {
                 row("pp\(prompt) × \(level.sequences) seq", level.pp)
                 row("tg\(generate) × \(level.sequences) seq (aggregate)", level.tg)
             }
-            table += "\npeak RSS \(formatBytes(report.peak_rss_bytes)), load \(String(format: "%.2f", report.load_seconds)) s, KV cache \(formatBytes(report.kv_cache_bytes)) \(kernels.kvType.rawValue)\n"
+            table += "\npeak RSS \(formatBytes(report.peak_rss_bytes)), load \(String(format: "%.2f", report.load_seconds)) s (\(lm.loadPhases.map { "\($0.name) \(String(format: "%.2f", $0.seconds))" }.joined(separator: ", ")); repack cache: \(lm.repackCacheOutcome)), KV cache \(formatBytes(report.kv_cache_bytes)) \(kernels.kvType.rawValue)\n"
             emit(table)
         }
     }

@@ -96,6 +96,7 @@ struct Chat: ParsableCommand {
                 modelPath: $0, context: context.ctx, threads: workers.threads, batch: batching.batch, promptStyle: style,
                 endsRepetitiveReplies: true)
             configuration.speculative = speculation.speculative
+            configuration.repackCache = source.repackCache
             return configuration
         }
         let session = ChatSession(
