@@ -101,7 +101,7 @@ import Testing
 
     static func generate(
         _ generator: Generator, _ prompt: [Int32], mode: SpeculativeMode, maxTokens: Int, temperature: Double = 0,
-        seed: Int? = nil, isCancelled: @escaping () -> Bool = { false }, onToken: @escaping (GeneratedToken) -> Void = { _ in }
+        seed: Int? = nil, topLogprobs: Int = 0, isCancelled: @escaping () -> Bool = { false }, onToken: @escaping (GeneratedToken) -> Void = { _ in }
     ) throws -> (tokens: [Int32], summary: GenerationSummary) {
         var parameters = GenerationParameters()
         parameters.maxTokens = maxTokens
@@ -110,7 +110,7 @@ import Testing
         sampling.seed = seed.map { UInt64($0) }
         parameters.sampling = sampling
         parameters.speculative = mode
-        parameters.topLogprobs = 2
+        parameters.topLogprobs = topLogprobs
         var tokens: [Int32] = []
         let summary = try generator.run(prompt: prompt, parameters: parameters, isCancelled: isCancelled) {
             tokens.append($0.id)
@@ -185,7 +185,7 @@ import Testing
             let prompt = try model.chatPrompt([ChatTurn(role: "user", content: text)])
             var margins: [Float] = []
             let plain = try Self.generate(
-                generator, prompt, mode: .off, maxTokens: 48,
+                generator, prompt, mode: .off, maxTokens: 48, topLogprobs: 2,
                 onToken: { token in
                     let top = token.topLogprobs.map { $0.logprob }
                     margins.append(top.count == 2 ? top[0] - top[1] : .infinity)
@@ -211,7 +211,7 @@ import Testing
         let prompt = try model.chatPrompt([ChatTurn(role: "user", content: Self.groundedPrompts[1])])
         var same = 0, accepted = 0
         var counts: [[Int32: Int]] = [[:], [:]]
-        let runs = 24, length = 24
+        let runs = 8, length = 16
         for seed in 0..<runs {
             let plain = try Self.generate(generator, prompt, mode: .off, maxTokens: length, temperature: 0.8, seed: seed)
             let fast = try Self.generate(generator, prompt, mode: .lookup, maxTokens: length, temperature: 0.8, seed: seed)
@@ -225,7 +225,7 @@ import Testing
         // Float differences between a batched and a single-row step can move a draw that lands
         // within rounding of a boundary of the cumulative distribution: allow one such run.
         #expect(same >= runs - 1, "\(same) of \(runs) seeds drew the same tokens")
-        #expect(accepted >= 50)
+        #expect(accepted >= 10)
         let statistic = Self.chiSquared(counts[0], counts[1])
         #expect(statistic.p > 0.001, "χ² \(statistic.value) with \(statistic.df) degrees of freedom")
     }
