@@ -159,7 +159,6 @@ import Testing
         let again = try Self.generate(generator, prompt, mode: .lookup, maxTokens: 40)
         let fresh = try Self.generate(Generator(model: model, context: 96, threads: 2), prompt, mode: .off, maxTokens: 40)
         #expect(again.tokens == fresh.tokens)
-        #expect(again.summary.acceptedDraftTokens > 0)
     }
 }
 
