@@ -223,13 +223,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
             case .done(let summary):
                 if let rest = repetitionGuard?.finish(), !rest.isEmpty { continuation.yield(.textDelta(rest)) }
                 emit(scanner?.finish() ?? [])
-                var usage = Usage(
-                    promptTokens: summary.promptTokens, completionTokens: summary.completionTokens,
-                    cachedPromptTokens: summary.cachedPromptTokens, timeToFirstToken: firstToken,
-                    tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil)
-                usage.draftedTokens = summary.draftedTokens
-                usage.acceptedDraftTokens = summary.acceptedDraftTokens
-                continuation.yield(.usage(usage))
+                continuation.yield(.usage(Self.usage(summary, timeToFirstToken: firstToken)))
                 continuation.yield(
                     .finished(Self.finishReason(summary.finishReason, stopped: stopped.isSet, madeCalls: scanner?.madeCalls == true)))
             }
@@ -489,5 +483,18 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
         }
+    }
+}
+
+extension LocalProvider {
+    /// The provider's usage figures for a finished generation.
+    static func usage(_ summary: GenerationSummary, timeToFirstToken: Double?) -> Usage {
+        var usage = Usage(
+            promptTokens: summary.promptTokens, completionTokens: summary.completionTokens,
+            cachedPromptTokens: summary.cachedPromptTokens, timeToFirstToken: timeToFirstToken,
+            tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil)
+        usage.draftedTokens = summary.draftedTokens
+        usage.acceptedDraftTokens = summary.acceptedDraftTokens
+        return usage
     }
 }

@@ -29,7 +29,7 @@ import Testing
     /// On random sequences over small alphabets (many repeats), grown token by token, the
     /// incremental index proposes exactly what a scan from the definition finds.
     @Test func lookupMatchesAScanOfTheHistory() {
-        var rng = SpeculationTestRandom(seed: 7)
+        var rng = SeededGenerator(seed: 7)
         var proposals = 0
         for alphabet in [2, 3, 5, 40] {
             var lookup = PromptLookup()
@@ -159,18 +159,5 @@ import Testing
         let again = try Self.generate(generator, prompt, mode: .lookup, maxTokens: 40)
         let fresh = try Self.generate(Generator(model: model, context: 96, threads: 2), prompt, mode: .off, maxTokens: 40)
         #expect(again.tokens == fresh.tokens)
-    }
-}
-
-/// A small deterministic generator for test data.
-struct SpeculationTestRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
