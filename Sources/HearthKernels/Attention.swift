@@ -1,3 +1,4 @@
+import Foundation
 import HearthKernelsCommon
 
 /// Attention over the KV cache for one query head: scores against a range of cached keys,
@@ -99,5 +100,96 @@ private func cachedElement(_ row: UnsafeRawPointer, _ i: Int, type: DType) -> Fl
     case 0: return sign * fraction * Float(sign: .plus, exponent: -24, significand: 1)  // subnormal: f·2⁻²⁴
     case 31: return fraction == 0 ? sign * .infinity : .nan
     default: return sign * (1 + fraction / 1024) * Float(sign: .plus, exponent: exponent - 15, significand: 1)
+    }
+}
+
+/// Fused attention of one query tile straight from the cache (``fusedAttentionBody``: online
+/// softmax over tiles of ``fusedAttentionKeyTile`` keys, no score row as long as the context):
+/// for row r = t·groupHeads + g, out = softmax(scale · q_r·Kᵀ over the keys it sees) · V.
+/// `keys`/`values` point at position 0 of the key/value head's rows, `stride` bytes apart, of
+/// `type`; tiles are converted with ``loadCached(_:type:count:into:level:)``, so any type it
+/// reads works. `logSumExp` (optional, `shape.rows` floats) receives m + ln Σe^(s−m) per row, for
+/// merging partial results over disjoint key ranges (``mergeAttention``). `scratch` holds
+/// ``fusedAttentionScratchFloats(rows:headDim:)`` floats for `shape.rows`.
+public func fusedAttention(
+    _ q: UnsafePointer<Float>, keys: UnsafeRawPointer, values: UnsafeRawPointer, stride: Int, type: DType,
+    shape: FusedAttentionShape, into out: UnsafeMutablePointer<Float>, logSumExp: UnsafeMutablePointer<Float>? = nil,
+    scratch: UnsafeMutablePointer<Float>, level: KernelLevel = .current
+) {
+    let hd = shape.headDim
+    KernelTable.at(level).fusedAttention(q, out, logSumExp, shape, scratch) { first, count, k, v in
+        for j in 0..<count {
+            loadCached(keys + (first + j) * stride, type: type, count: hd, into: k + j * hd, level: level)
+            loadCached(values + (first + j) * stride, type: type, count: hd, into: v + j * hd, level: level)
+        }
+    }
+}
+
+/// Joins `parts` partial attention results of the same `rows` over disjoint key ranges: part p's
+/// normalised output row r at `outputs + (p·rows + r)·headDim`, its log-sum-exp at
+/// `logSumExps[p·rows + r]`. Row r of the whole is Σ_p w_p·O_p with w_p = e^(lse_p − lse),
+/// lse = ln Σ_p e^(lse_p), written to `out + (r / groupHeads)·outStride + (r % groupHeads)·headDim`.
+public func mergeAttention(
+    _ outputs: UnsafePointer<Float>, logSumExps: UnsafePointer<Float>, parts: Int, rows: Int, headDim: Int,
+    groupHeads: Int, into out: UnsafeMutablePointer<Float>, outStride: Int
+) {
+    for r in 0..<rows {
+        var top = -Float.infinity
+        for p in 0..<parts { top = max(top, logSumExps[p * rows + r]) }
+        let dst = out + (r / groupHeads) * outStride + (r % groupHeads) * headDim
+        dst.update(repeating: 0, count: headDim)
+        guard top > -.infinity else { continue }
+        var total: Float = 0
+        for p in 0..<parts { total += expf(logSumExps[p * rows + r] - top) }
+        for p in 0..<parts {
+            let w = expf(logSumExps[p * rows + r] - top) / total
+            guard w > 0 else { continue }
+            let src = outputs + (p * rows + r) * headDim
+            for d in 0..<headDim { dst[d] += w * src[d] }
+        }
+    }
+}
+
+/// Scalar reference of ``fusedAttention(_:keys:values:stride:type:shape:into:logSumExp:scratch:level:)``,
+/// written from the definition: per row, every visible score in Double, the softmax in Double,
+/// the weighted sum of the values in Double (f16 decoded from its bit fields). Rows that see no
+/// key get zeros (and −∞ as log-sum-exp).
+public func fusedAttentionReference(
+    _ q: UnsafePointer<Float>, keys: UnsafeRawPointer, values: UnsafeRawPointer, stride: Int, type: DType,
+    shape: FusedAttentionShape, into out: UnsafeMutablePointer<Float>, logSumExp: UnsafeMutablePointer<Float>? = nil
+) {
+    let hd = shape.headDim
+    for t in 0..<shape.tokens {
+        let position = shape.firstPosition + t
+        var first = shape.keyStart
+        if shape.window > 0 { first = max(first, position - shape.window + 1) }
+        let end = min(shape.keyEnd, position + 1)
+        for g in 0..<shape.groupHeads {
+            let qr = q + t * shape.qStride + g * hd
+            let dst = out + t * shape.outStride + g * hd
+            let r = t * shape.groupHeads + g
+            guard first < end else {
+                for d in 0..<hd { dst[d] = 0 }
+                logSumExp?[r] = -.infinity
+                continue
+            }
+            var scores: [Double] = []
+            for j in first..<end {
+                var dot: Double = 0
+                for d in 0..<hd { dot += Double(qr[d]) * Double(cachedElement(keys + j * stride, d, type: type)) }
+                scores.append(dot * Double(shape.scale))
+            }
+            let top = scores.max() ?? 0
+            let weights = scores.map { Foundation.exp($0 - top) }
+            let total = weights.reduce(0, +)
+            for d in 0..<hd {
+                var sum: Double = 0
+                for (i, j) in (first..<end).enumerated() {
+                    sum += weights[i] * Double(cachedElement(values + j * stride, d, type: type))
+                }
+                dst[d] = Float(sum / total)
+            }
+            logSumExp?[r] = Float(top + Foundation.log(total))
+        }
     }
 }

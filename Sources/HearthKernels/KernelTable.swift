@@ -27,6 +27,13 @@ public struct KernelTable: Sendable {
     /// out = Σ_j s[j] · value j over an f16 cache (s, values, stride, first, last, headDim, out).
     private(set) var attentionValuesF16:
         @Sendable (UnsafePointer<Float>, UnsafeRawPointer, Int, Int, Int, Int, UnsafeMutablePointer<Float>) -> Void
+    /// Fused attention of one query tile over key/value tiles (q, out, logSumExp, shape, scratch,
+    /// load): ``fusedAttentionBody``.
+    private(set) var fusedAttention:
+        @Sendable (
+            UnsafePointer<Float>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>?, FusedAttentionShape,
+            UnsafeMutablePointer<Float>, (Int, Int, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void
+        ) -> Void
     /// `count` f16 values to Float (src, count, out).
     private(set) var halfToFloats: @Sendable (UnsafeRawPointer, Int, UnsafeMutablePointer<Float>) -> Void
     /// Σ a[i]·b[i] over `n` floats.
@@ -90,6 +97,9 @@ public struct KernelTable: Sendable {
         attentionValuesF16 = { s, values, stride, first, last, headDim, out in
             HearthKernelsCommon.attentionValuesF16(s, values: values, stride: stride, positions: first...last, headDim: headDim, into: out)
         }
+        fusedAttention = { q, out, logSumExp, shape, scratch, load in
+            fusedAttentionBody(q, out: out, logSumExp: logSumExp, shape: shape, scratch: scratch, load: load, fused: false)
+        }
         halfToFloats = { src, count, out in
             let h = src.assumingMemoryBound(to: UInt16.self)
             for i in 0..<count { out[i] = halfToFloat(h[i]) }
@@ -123,6 +133,7 @@ public struct KernelTable: Sendable {
         if avx2 {
             attentionScoresF16 = hearthAttentionScoresF16AVX2
             attentionValuesF16 = hearthAttentionValuesF16AVX2
+            fusedAttention = hearthFusedAttentionAVX2
             dotFloats = hearthDotFloatsAVX2
             sigmoidActivation = hearthSigmoidActivationAVX2
             dequantizeGGML = hearthDequantizeGGMLAVX2
@@ -161,6 +172,7 @@ public struct KernelTable: Sendable {
         if avx512 {
             attentionScoresF16 = hearthAttentionScoresF16AVX512
             attentionValuesF16 = hearthAttentionValuesF16AVX512
+            fusedAttention = hearthFusedAttentionAVX512
             halfToFloats = hearthHalfToFloatAVX512
             // In-register kernels for q5_0/q4_K/q6_K; the other ggml types keep the AVX2 level's.
             let dequantizeBelow = dequantizeGGML, dotRowsBelow = dotRowsGGML
