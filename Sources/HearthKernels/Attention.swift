@@ -117,10 +117,27 @@ public func fusedAttention(
     scratch: UnsafeMutablePointer<Float>, level: KernelLevel = .current
 ) {
     let hd = shape.headDim
-    KernelTable.at(level).fusedAttention(q, out, logSumExp, shape, scratch) { first, count, k, v in
-        for j in 0..<count {
-            loadCached(keys + (first + j) * stride, type: type, count: hd, into: k + j * hd, level: level)
-            loadCached(values + (first + j) * stride, type: type, count: hd, into: v + j * hd, level: level)
+    let kernels = KernelTable.at(level)
+    // f16 and f32 rows convert through the level's kernel fetched once here (a table lookup per
+    // row cost more than the conversion); any other cache type goes through `loadCached`.
+    let halfToFloats = kernels.halfToFloats
+    kernels.fusedAttention(q, out, logSumExp, shape, scratch) { first, count, k, v in
+        switch type {
+        case .f16:
+            for j in 0..<count {
+                halfToFloats(keys + (first + j) * stride, hd, k + j * hd)
+                halfToFloats(values + (first + j) * stride, hd, v + j * hd)
+            }
+        case .f32:
+            for j in 0..<count {
+                (k + j * hd).update(from: (keys + (first + j) * stride).assumingMemoryBound(to: Float.self), count: hd)
+                (v + j * hd).update(from: (values + (first + j) * stride).assumingMemoryBound(to: Float.self), count: hd)
+            }
+        default:
+            for j in 0..<count {
+                loadCached(keys + (first + j) * stride, type: type, count: hd, into: k + j * hd, level: level)
+                loadCached(values + (first + j) * stride, type: type, count: hd, into: v + j * hd, level: level)
+            }
         }
     }
 }
