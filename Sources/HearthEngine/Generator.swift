@@ -447,6 +447,7 @@ public final class Generator: @unchecked Sendable {
             }
             lengths[job.slot] = job.ropeLength + drafts.count
         }
+        let generatedRows = items.count  // decode inputs and drafts first: 16-bit rows under `.mixed`
         var budget = decoder.maxBatch - items.count
         if !decoding.isEmpty { budget = min(budget, max(1, interleavedPrefillTokens)) }
         for job in prefilling where budget > 0 {
@@ -465,7 +466,7 @@ public final class Generator: @unchecked Sendable {
             // A step of a long prompt can take a while: when every request in it is cancelled,
             // it ends between layers (each slot keeps what it held before the step).
             logits = try decoder.forward(
-                batch: items, logitsFor: logitsFor, lengths: lengths,
+                batch: items, logitsFor: logitsFor, generatedRows: generatedRows, lengths: lengths,
                 shouldStop: { fed.allSatisfy { $0.job.isCancelled() } })
         } catch let error as EngineError where error.code == .cancelled {
             for entry in fed {

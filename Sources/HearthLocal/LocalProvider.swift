@@ -52,6 +52,10 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// Where GGUF weights rearranged for the kernels are kept between loads (default: the
         /// environment's, ``RepackCache/init(environment:)``; `.disabled` rearranges in memory).
         public var repackCache: RepackCache = .default
+        /// Bits of the activations the integer kernels multiply (``ActivationPrecision``; default
+        /// `.wide`, the exact path; `.mixed`: 8-bit prompts where the CPU has AVX-512 VNNI, about
+        /// twice as fast there, 16 bits for generated tokens).
+        public var activationPrecision: ActivationPrecision = .default
 
         public init(
             modelPath: String, quantize: WeightQuantization? = nil, context: Int? = nil, threads: Int? = nil,
@@ -136,6 +140,14 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         self.configuration = configuration
         state = .loaded(
             try Generator(model: model, context: context, threads: threads, batch: batch, sequences: parallel))
+    }
+
+    /// How this provider's model computes on this CPU: the kernel level (``KernelLevel``), the
+    /// configured ``ActivationPrecision`` and what it means here
+    /// (``ActivationPrecision/summary(level:)``). For the server's model metadata.
+    public var computePath: (kernels: String, activationBits: String, activations: String) {
+        let precision = configuration.activationPrecision
+        return (KernelLevel.current.rawValue, precision.rawValue, precision.summary())
     }
 
     public var availability: ProviderAvailability {
@@ -445,6 +457,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                         model: model, context: configuration.context, threads: configuration.threads,
                         batch: configuration.batch, sequences: configuration.parallel)
                     if let tokens = configuration.prefillWhileDecoding { generator.interleavedPrefillTokens = max(1, tokens) }
+                    generator.activationPrecision = configuration.activationPrecision
                     result = .success(generator)
                 } catch {
                     result = .failure(self.providerError(error))

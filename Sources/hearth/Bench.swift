@@ -96,6 +96,8 @@ struct Bench: ParsableCommand {
         let kv_cache_bytes: Int, parameters: Int, weight_types: [String: Int], kernel: String
         /// The kernel level in use (KernelLevel.current) and the best this CPU runs.
         let kernel_level: String, cpu_best_level: String, prefill_path: String, activation_bits: String
+        /// What `activation_bits` means on this CPU (``ActivationPrecision/summary(level:)``).
+        let activations: String
         /// With --parallel: one entry per level.
         let parallel: [ParallelLevel]?
     }
@@ -168,7 +170,7 @@ struct Bench: ParsableCommand {
                 weight_types: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
                 kernel: quantizedKernelName, kernel_level: KernelLevel.current.rawValue,
                 cpu_best_level: KernelLevel.best.rawValue, prefill_path: kernels.prefillPath,
-                activation_bits: kernels.activationBits, parallel: levels)
+                activation_bits: kernels.activationBits, activations: kernels.precision.summary(), parallel: levels)
             if json {
                 emit(try jsonLine(report))
                 return
@@ -229,7 +231,7 @@ extension Bench {
             let all = Array(0..<sequences)
             let decodeStart = DispatchTime.now()
             for _ in 0..<generate {
-                _ = try decoder.forward(batch: step, logitsFor: all)
+                _ = try decoder.forward(batch: step, logitsFor: all, generatedRows: step.count)
                 for i in step.indices {
                     step[i].position += 1
                     step[i].token = (step[i].token &+ 1) % vocab

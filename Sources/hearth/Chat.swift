@@ -27,6 +27,7 @@ struct Chat: ParsableCommand {
 
     @OptionGroup var sampling: SamplingFlags
     @OptionGroup var speculation: SpeculativeOption
+    @OptionGroup var activation: ActivationOption
 
     @OptionGroup var length: MaxTokensOption
 
@@ -96,6 +97,7 @@ struct Chat: ParsableCommand {
                 modelPath: $0, context: context.ctx, threads: workers.threads, batch: batching.batch, promptStyle: style,
                 endsRepetitiveReplies: true)
             configuration.speculative = speculation.speculative
+            configuration.activationPrecision = activation.precision
             configuration.repackCache = source.repackCache
             return configuration
         }

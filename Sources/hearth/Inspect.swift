@@ -20,6 +20,8 @@ struct Inspect: ParsableCommand {
             let text: String
         }
         let path, name, architecture, norm, mlp, activation, rope_scaling, tokenizer, kernels, best_kernels: String
+        /// The default activation bits of the integer kernels and what they mean on this CPU.
+        let activation_bits, activations: String
         let base_model_reason, quantization, chat_template: String?
         let instruction_tuned, tied_embeddings, adds_bos: Bool
         let parameters, hidden_size, layers, heads, kv_heads, head_dim, ffn_size, vocab_size, rotary_dims: Int
@@ -49,6 +51,7 @@ struct Inspect: ParsableCommand {
             path: lm.path.path, name: lm.name, architecture: lm.architecture, norm: o.norm.name, mlp: o.mlp.shape,
             activation: o.mlp.activationName, rope_scaling: o.rope.scaling.name, tokenizer: tokenizer.kind,
             kernels: KernelLevel.current.rawValue, best_kernels: KernelLevel.best.rawValue,
+            activation_bits: ActivationPrecision.default.rawValue, activations: ActivationPrecision.default.summary(),
             base_model_reason: lm.baseModelReason, quantization: lm.quantizationSummary,
             chat_template: lm.chatTemplate?.format.rawValue, instruction_tuned: lm.baseModelReason == nil,
             tied_embeddings: o.tiedEmbeddings, adds_bos: tokenizer.addsBOS, parameters: lm.parameterCount,
@@ -87,6 +90,7 @@ struct Inspect: ParsableCommand {
         lines.append("chat template:   \(r.chat_template ?? "none (use --raw)")")
         let cpu = KernelLevel.cpuName
         lines.append("kernels:         \(r.kernels) (best on this CPU: \(r.best_kernels)\(cpu.isEmpty ? "" : ", \(cpu)"); HEARTH_CPU forces a lower one)")
+        lines.append("activations:     \(r.activations) (the default; --activation-bits 16, mixed or 8)")
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -12,7 +12,7 @@ import Testing
     static let shared = [
         "model": "ModelOption", "quantize": "ModelOptions", "tokenizer": "ModelOptions", "threads": "ThreadsOption",
         "ctx": "ContextOption", "batch": "BatchOption", "kv-type": "KernelOptions", "prefill-path": "KernelOptions",
-        "activation-bits": "KernelOptions", "temperature": "SamplingFlags", "top-k": "SamplingFlags",
+        "activation-bits": "ActivationOption", "temperature": "SamplingFlags", "top-k": "SamplingFlags",
         "top-p": "SamplingFlags", "min-p": "SamplingFlags", "repeat-penalty": "SamplingFlags", "seed": "SamplingFlags",
         "max-tokens": "MaxTokensOption",
     ]

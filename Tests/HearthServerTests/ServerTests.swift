@@ -144,7 +144,13 @@ import Testing
             }
             #expect(joined == Array(sample.utf8) || joined == Array((" " + sample).utf8), "\(entries)")
             let models = try await harness.send(.GET, "/v1/models")
-            #expect(((models.json["data"] as? [[String: Any]])?.first)?["id"] as? String == "tiny")
+            let entry = (models.json["data"] as? [[String: Any]])?.first
+            #expect(entry?["id"] as? String == "tiny")
+            // The local model says how it computes: the default activation bits and the kernel level.
+            let meta = entry?["meta"] as? [String: Any]
+            #expect(meta?["activation_bits"] as? String == "16", "\(models.body)")
+            #expect((meta?["activations"] as? String)?.hasPrefix("16: ") == true, "\(models.body)")
+            #expect((meta?["kernels"] as? String)?.isEmpty == false, "\(models.body)")
             try await harness.stop()
         }
     }
