@@ -34,7 +34,9 @@ public final class Decoder {
     /// Batches at least this long compute attention with BLAS matrix products.
     public static let blasAttentionThreshold = 8
 
-    /// Creates a decoder with a cache of `context` positions stored as `kvType` (f16 or f32).
+    /// Creates a decoder with a cache of `context` positions stored as `kvType` (f16, f32, q8_0
+    /// or q4_0; the quantized types need a head dimension that is a multiple of 32, else this
+    /// throws `EngineError` `.invalidOption`).
     /// `sequences` slots of `context` positions each are allocated up front (see ``KVCache``).
     public init(
         weights: ModelWeights, options: DecoderOptions, context: Int, maxBatch: Int = Generator.defaultBatch, kvType: DType = .f16,
@@ -46,7 +48,8 @@ public final class Decoder {
         self.maxBatch = max(1, maxBatch)
         let o = options
         cache = try KVCache(
-            layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim, sequences: sequences, type: kvType)
+            layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim, sequences: sequences, type: kvType,
+            headDim: o.headDim)
         let widest = max(o.hiddenSize, o.ffnSize, o.headCount * o.headDim)
         scratch = MatMulScratch(threads: pool.threadCount, maxCols: widest, maxBatch: self.maxBatch, slabRows: 64)
         BLAS.useSingleThread()
@@ -208,7 +211,7 @@ public final class Decoder {
         into hidden: UnsafeMutablePointer<Float>, shouldStop: () -> Bool = { false }
     ) throws {
         guard cache.layerCount == self.cache.layerCount, cache.width == self.cache.width,
-            cache.type == self.cache.type, cache.capacity <= self.cache.capacity
+            cache.headDim == self.cache.headDim, cache.type == self.cache.type, cache.capacity <= self.cache.capacity
         else {
             throw EngineError(
                 .invalidOption,
@@ -467,11 +470,10 @@ public final class Decoder {
     ) {
         let o = options
         let hd = o.headDim, qDim = o.headCount * hd
-        let elementBytes = cache.type == .f16 ? 2 : 4
         pool.parallelChunks(o.headCount) { heads, worker in
             let s = scores + worker * cache.capacity
             for h in heads {
-                let kvOffset = (h / o.groupSize) * hd * elementBytes
+                let kvOffset = cache.headOffset(h / o.groupSize)
                 for t in tokens {
                     let position = positions[t], slot = slots[t]
                     let first = window.map { max(0, position - $0 + 1) } ?? 0
@@ -495,7 +497,6 @@ public final class Decoder {
     private func batchedAttention(layer l: Int, segment: Segment, scale: Float, window: Int?, cache: KVCache) {
         let o = options
         let hd = o.headDim, qDim = o.headCount * hd
-        let elementBytes = cache.type == .f16 ? 2 : 4
         let n = segment.count, p = segment.position, slot = segment.sequence
         let qRows = qkv + segment.first * o.qkvWidth, out = att + segment.first * qDim
         let end = p + n
@@ -508,10 +509,10 @@ public final class Decoder {
             for kvh in kvHeads {
                 for j in lo..<end {
                     loadCached(
-                        cache.key(l, j, sequence: slot) + kvh * hd * elementBytes, type: cache.type, count: hd,
+                        cache.key(l, j, sequence: slot) + cache.headOffset(kvh), type: cache.type, count: hd,
                         into: k + (j - lo) * hd)
                     loadCached(
-                        cache.value(l, j, sequence: slot) + kvh * hd * elementBytes, type: cache.type, count: hd,
+                        cache.value(l, j, sequence: slot) + cache.headOffset(kvh), type: cache.type, count: hd,
                         into: v + (j - lo) * hd)
                 }
                 for h in (kvh * o.groupSize)..<((kvh + 1) * o.groupSize) {

@@ -2,10 +2,53 @@ import HearthKernelsCommon
 
 /// Attention over the KV cache for one query head: scores against a range of cached keys,
 /// and the score-weighted sum of the cached values. Keys and values are rows `stride` bytes
-/// apart (position j at `base + j·stride`), stored as f16 or f32. f16 goes through the level's
-/// build of the kernel (``KernelTable``; AVX-512: sixteen lanes with `vcvtph2ps`; AVX2 and
-/// portable: the HearthKernelsCommon loops compiled for each); f32 through the float dot.
+/// apart (position j at `base + j·stride`), stored as f16, f32, or one quantized record per
+/// head (q8_0/q4_0: headDim/32 f16 scales, then the quants; HearthKernelsCommon's KVBlocks.swift).
+/// f16 goes through the level's build of the kernel (``KernelTable``; AVX-512: sixteen lanes with
+/// `vcvtph2ps`; AVX2 and portable: the HearthKernelsCommon loops compiled for each); f32 through
+/// the float dot; q8_0/q4_0 keys through integer dot products with the query quantized once to
+/// 8-bit blocks (AVX-512 VNNI: `vpdpbusd`), values through a float sum of s[j]·d·q per block.
 /// `level` (default ``KernelLevel/current``) picks another level's kernels, for tests.
+
+extension DType {
+    /// Whether the KV cache can store this type: f16, f32, q8_0 or q4_0.
+    public var isKVCacheType: Bool { self == .f16 || self == .f32 || self == .q8_0 || self == .q4_0 }
+
+    /// The quantized KV record kind (`KVKind`) of q8_0 and q4_0; nil for the float types.
+    var kvKind: Int32? { self == .q8_0 ? KVKind.q8_0 : self == .q4_0 ? KVKind.q4_0 : nil }
+
+    /// Bytes the KV cache spends on one head of `headDim` elements of this type (a quantized
+    /// head is headDim/32 blocks), or nil when the type is not a KV cache type or a quantized
+    /// head is not a whole number of blocks.
+    public func kvHeadBytes(headDim: Int) -> Int? {
+        switch self {
+        case .f32: return 4 * headDim
+        case .f16: return 2 * headDim
+        case .q8_0, .q4_0:
+            guard headDim > 0, headDim % 32 == 0, let kind = kvKind else { return nil }
+            return KVKind.recordBytes(kind, count: headDim)
+        default: return nil
+        }
+    }
+}
+
+/// Runs `body` with `q` (headDim floats) quantized to 8-bit blocks: quants padded with zeros to a
+/// multiple of 64 and scales padded with zeros to a multiple of 16, on the stack.
+@inline(__always)
+private func withQuantizedQuery<R>(
+    _ q: UnsafePointer<Float>, headDim: Int, _ body: (UnsafePointer<Int8>, UnsafePointer<Float>) -> R
+) -> R {
+    let quantCount = (headDim + 63) / 64 * 64, scaleCount = max(16, (headDim / 32 + 15) / 16 * 16)
+    return withUnsafeTemporaryAllocation(of: Int8.self, capacity: quantCount) { quants in
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: scaleCount) { scales in
+            let qp = quants.baseAddress.unsafelyUnwrapped, sp = scales.baseAddress.unsafelyUnwrapped
+            qp.initialize(repeating: 0, count: quantCount)
+            sp.initialize(repeating: 0, count: scaleCount)
+            quantizeKVQuery(q, count: headDim, quants: qp, scales: sp)
+            return body(qp, sp)
+        }
+    }
+}
 
 /// s[j] = scale · (q · key j) for j in `positions`.
 public func attentionScores(
@@ -15,6 +58,13 @@ public func attentionScores(
     let kernels = KernelTable.at(level)
     if type == .f16 {
         kernels.attentionScoresF16(q, keys, stride, positions.lowerBound, positions.upperBound, headDim, scale, s)
+        return
+    }
+    if let kind = type.kvKind {
+        withQuantizedQuery(q, headDim: headDim) { quants, scales in
+            kernels.attentionScoresKV(
+                quants, scales, keys, stride, positions.lowerBound, positions.upperBound, headDim, scale, kind, s)
+        }
         return
     }
     for j in positions { s[j] = kernels.dotFloats(q, (keys + j * stride).assumingMemoryBound(to: Float.self), headDim) * scale }
@@ -30,6 +80,10 @@ public func attentionValues(
         kernels.attentionValuesF16(s, values, stride, positions.lowerBound, positions.upperBound, headDim, out)
         return
     }
+    if let kind = type.kvKind {
+        KernelTable.at(level).attentionValuesKV(s, values, stride, positions.lowerBound, positions.upperBound, headDim, kind, out)
+        return
+    }
     out.update(repeating: 0, count: headDim)
     for j in positions {
         let v = (values + j * stride).assumingMemoryBound(to: Float.self)
@@ -37,7 +91,8 @@ public func attentionValues(
     }
 }
 
-/// Converts `count` cached elements of `type` (f32 or f16) to Float.
+/// Converts `count` cached elements of `type` to Float. For q8_0 and q4_0, `src` is one record
+/// of `count` elements (a head: `count` a multiple of 32; ``KVCache``'s `headOffset`).
 public func loadCached(
     _ src: UnsafeRawPointer, type: DType, count: Int, into out: UnsafeMutablePointer<Float>, level: KernelLevel = .current
 ) {
@@ -46,23 +101,35 @@ public func loadCached(
         return
     }
     let kernels = KernelTable.at(level)
+    if let kind = type.kvKind {
+        kernels.dequantizeKV(src, count, kind, out)
+        return
+    }
     kernels.halfToFloats(src, count, out)
 }
 
-/// Stores `count` floats as `type` (f32 or f16, round to nearest even).
+/// Stores `count` floats as `type` (f32; f16, round to nearest even; q8_0/q4_0, one record of
+/// `count` elements, a multiple of 32: see HearthKernelsCommon's `quantizeKVRecord`).
 @inline(__always)
-public func storeCached(_ x: UnsafePointer<Float>, type: DType, count: Int, into dst: UnsafeMutableRawPointer) {
+public func storeCached(
+    _ x: UnsafePointer<Float>, type: DType, count: Int, into dst: UnsafeMutableRawPointer, level: KernelLevel = .current
+) {
     if type == .f32 {
         dst.assumingMemoryBound(to: Float.self).update(from: x, count: count)
+    } else if let kind = type.kvKind {
+        KernelTable.at(level).quantizeKV(x, count, kind, dst)
     } else {
         let h = dst.assumingMemoryBound(to: UInt16.self)
         for i in 0..<count { h[i] = floatToHalf(x[i]) }
     }
 }
 
-/// Scalar reference of ``attentionScores(_:keys:stride:positions:headDim:scale:type:into:level:)``
-/// for an f16 or f32 cache: each score a dot product summed in Double from the stored values,
-/// written from the definition (not through any kernel), the twin the level kernels are tested against.
+/// Scalar reference of ``attentionScores(_:keys:stride:positions:headDim:scale:type:into:level:)``:
+/// each score the dot product of the Float query with the stored keys as the cache holds them
+/// (f32, f16, q8_0 or q4_0 decoded from their definitions), summed in Double, written from the
+/// definition (not through any kernel), the twin the level kernels are tested against. For a
+/// quantized cache the kernels also round the query to 8 bits, which this reference does not:
+/// tests bound that difference separately (half a query step per element).
 public func attentionScoresReference(
     _ q: UnsafePointer<Float>, keys: UnsafeRawPointer, stride: Int, positions: ClosedRange<Int>, headDim: Int,
     scale: Float, type: DType, into s: UnsafeMutablePointer<Float>
@@ -70,7 +137,7 @@ public func attentionScoresReference(
     for j in positions {
         let row = keys + j * stride
         var sum: Double = 0
-        for i in 0..<headDim { sum += Double(q[i]) * Double(cachedElement(row, i, type: type)) }
+        for i in 0..<headDim { sum += Double(q[i]) * Double(cachedElementReference(row, i, type: type, headDim: headDim)) }
         s[j] = Float(sum * Double(scale))
     }
 }
@@ -83,15 +150,30 @@ public func attentionValuesReference(
 ) {
     for i in 0..<headDim {
         var sum: Double = 0
-        for j in positions { sum += Double(s[j]) * Double(cachedElement(values + j * stride, i, type: type)) }
+        for j in positions {
+            sum += Double(s[j]) * Double(cachedElementReference(values + j * stride, i, type: type, headDim: headDim))
+        }
         out[i] = Float(sum)
     }
 }
 
 /// Element `i` of a cached row of `type` (f16 decoded bit by bit from its IEEE fields, so the
-/// references share no code with the kernels' conversion), as Float.
-private func cachedElement(_ row: UnsafeRawPointer, _ i: Int, type: DType) -> Float {
+/// references share no code with the kernels' conversion; q8_0/q4_0 from the record layout:
+/// headDim/32 f16 scales, then the quants), as Float.
+public func cachedElementReference(_ row: UnsafeRawPointer, _ i: Int, type: DType, headDim: Int) -> Float {
     if type == .f32 { return row.loadUnaligned(fromByteOffset: 4 * i, as: Float.self) }
+    let blocks = headDim / 32, b = i / 32, e = i % 32
+    if type == .q8_0 {
+        let d = cachedElementReference(row, b, type: .f16, headDim: headDim)
+        let stored = row.load(fromByteOffset: 2 * blocks + i, as: UInt8.self)
+        return d * Float(Int(stored) - 128)
+    }
+    if type == .q4_0 {
+        let d = cachedElementReference(row, b, type: .f16, headDim: headDim)
+        let byte = row.load(fromByteOffset: 2 * blocks + 16 * b + e % 16, as: UInt8.self)
+        let nibble = e < 16 ? byte % 16 : byte / 16
+        return d * Float(Int(nibble) - 8)
+    }
     let bits = row.loadUnaligned(fromByteOffset: 2 * i, as: UInt16.self)
     let sign: Float = bits & 0x8000 != 0 ? -1 : 1
     let exponent = Int((bits >> 10) & 0x1f), fraction = Float(bits & 0x3ff)

@@ -69,3 +69,74 @@ public func hearthHalfToFloatAVX512(_ src: UnsafeRawPointer, count: Int, into ou
     }
 }
 #endif
+
+#if arch(x86_64)
+/// out = Σ_{j in first...last} s[j] · value j over quantized value records (`KVKind` `kind`,
+/// layout in HearthKernelsCommon's KVBlocks.swift) `stride` bytes apart: per key, the head's
+/// block scales are converted with one `vcvtph2ps` and multiplied by s[j]; each block's 32
+/// quants are widened to int32, offset by the zero point, converted and added with one FMA per
+/// 16 elements. headDim ≤ 512.
+@inline(never)
+public func hearthAttentionValuesKVAVX512(
+    _ s: UnsafePointer<Float>, values: UnsafeRawPointer, stride: Int, first: Int, last: Int, headDim n: Int, kind: Int32,
+    into out: UnsafeMutablePointer<Float>
+) {
+    out.update(repeating: 0, count: n)
+    let ro = UnsafeMutableRawPointer(out)
+    let blocks = n / 32
+    let scaleMask = UInt16(truncatingIfNeeded: (1 << blocks) - 1)
+    let quantOffset = 2 * blocks
+    let zero = _mm512_set1_epi32(KVKind.zero(kind))
+    let low = _mm512_set1_epi32(15)
+    for j in first...last {
+        let v = values + j * stride
+        let w = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(scaleMask, v)), _mm512_set1_ps(s[j]))
+        for b in 0..<blocks {
+            let wb = _mm512_permutexvar_ps(_mm512_set1_epi32(Int32(b)), w)
+            let lo: SIMD8<Int64>, hi: SIMD8<Int64>
+            if kind == KVKind.q8_0 {
+                let p = v + quantOffset + 32 * b
+                lo = _mm512_cvtepu8_epi32(p.loadUnaligned(as: SIMD2<Int64>.self))
+                hi = _mm512_cvtepu8_epi32(p.loadUnaligned(fromByteOffset: 16, as: SIMD2<Int64>.self))
+            } else {
+                let x = _mm512_cvtepu8_epi32((v + quantOffset + 16 * b).loadUnaligned(as: SIMD2<Int64>.self))
+                lo = _mm512_and_si512(x, low)
+                hi = _mm512_srli_epi32(x, 4)
+            }
+            let o = ro + 128 * b
+            let a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(lo, zero)), wb, _mm512_loadu_ps(UnsafeRawPointer(o)))
+            _mm512_storeu_ps(o, a0)
+            let a1 = _mm512_fmadd_ps(
+                _mm512_cvtepi32_ps(_mm512_sub_epi32(hi, zero)), wb, _mm512_loadu_ps(UnsafeRawPointer(o + 64)))
+            _mm512_storeu_ps(o + 64, a1)
+        }
+    }
+}
+
+/// Decodes one quantized KV record (`count` elements of `KVKind` `kind`) to Float.
+@inline(never)
+public func hearthDequantizeKVAVX512(_ src: UnsafeRawPointer, count: Int, kind: Int32, into out: UnsafeMutablePointer<Float>) {
+    let ro = UnsafeMutableRawPointer(out)
+    let blocks = count / 32
+    var b = 0
+    let zero = _mm512_set1_epi32(KVKind.zero(kind))
+    let low = _mm512_set1_epi32(15)
+    let quantOffset = 2 * blocks
+    while b < blocks {
+        let d = _mm512_set1_ps(halfToFloat(src.loadUnaligned(fromByteOffset: 2 * b, as: UInt16.self)))
+        let lo: SIMD8<Int64>, hi: SIMD8<Int64>
+        if kind == KVKind.q8_0 {
+            let p = src + quantOffset + 32 * b
+            lo = _mm512_cvtepu8_epi32(p.loadUnaligned(as: SIMD2<Int64>.self))
+            hi = _mm512_cvtepu8_epi32(p.loadUnaligned(fromByteOffset: 16, as: SIMD2<Int64>.self))
+        } else {
+            let x = _mm512_cvtepu8_epi32((src + quantOffset + 16 * b).loadUnaligned(as: SIMD2<Int64>.self))
+            lo = _mm512_and_si512(x, low)
+            hi = _mm512_srli_epi32(x, 4)
+        }
+        _mm512_storeu_ps(ro + 128 * b, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(lo, zero)), d))
+        _mm512_storeu_ps(ro + 128 * b + 64, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(hi, zero)), d))
+        b += 1
+    }
+}
+#endif

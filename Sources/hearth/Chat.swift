@@ -40,6 +40,7 @@ struct Chat: ParsableCommand {
     }
 
     @OptionGroup var batching: BatchOption
+    @OptionGroup var kv: KVTypeOption
 
     @Option(name: .long, help: "Directory for saved chats (default: $HEARTH_HOME/chats or ~/.local/share/hearth/chats).")
     var sessionsDir: String?
@@ -91,9 +92,11 @@ struct Chat: ParsableCommand {
         case nil: style = .automatic
         }
         let local = modelPath.map {
-            LocalProvider.Configuration(
+            var settings = LocalProvider.Configuration(
                 modelPath: $0, context: context.ctx, threads: workers.threads, batch: batching.batch, promptStyle: style,
                 endsRepetitiveReplies: true)
+            settings.kvType = kv.kvType
+            return settings
         }
         let session = ChatSession(
             output: output, store: store, name: sessionName, messages: messages, options: options, local: local)

@@ -206,7 +206,8 @@ struct Generate: ParsableCommand {
         options.parallelToolCalls = noParallelToolCalls ? false : nil
         do { try options.validate() } catch { throw ValidationError(error.message) }
         let lm = try model.load(threads: runtime.threads, showProgress: true)
-        let provider = try LocalProvider(model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch)
+        let provider = try LocalProvider(
+            model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch, kvType: runtime.kernels.kvType)
         let request = ChatRequest(messages: [.user(prompt)], options: options)
         let finish = try blocking { () async throws -> HearthProviders.FinishReason in
             var calls = ToolCallCollector()

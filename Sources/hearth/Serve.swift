@@ -42,6 +42,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var context: ContextOption
     @OptionGroup var workers: ThreadsOption
     @OptionGroup var batching: BatchOption
+    @OptionGroup var kv: KVTypeOption
     var ctx: Int? { context.ctx }
     var threads: Int? { workers.threads }
 
@@ -174,6 +175,7 @@ struct Serve: AsyncParsableCommand {
                     modelPath: path, context: ctx, threads: threads, batch: batching.batch, parallel: parallel,
                     promptStyle: promptStyle.style)
                 settings.prefillWhileDecoding = prefillWhileDecoding
+                settings.kvType = kv.kvType
                 settings.residency = residency
                 let modelName = alias ?? given.flatMap { ModelNames.isPath($0) ? nil : $0 }
                     ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
