@@ -31,10 +31,12 @@ public enum KVKind {
 }
 
 /// Quantizes `count` floats (a multiple of 32) into one record of `kind` at `dst`.
-/// q8_0: d = max|x|/127 (rounded to f16), q = round(x/d). q4_0: d = m/−8 for the element m of
-/// largest magnitude (rounded to f16), q = clamp(round(x/d) + 8, 0, 15), as ggml's q4_0. The
-/// quants are computed with the stored (f16-rounded) scale, so decoding sees the scale they were
-/// rounded against.
+/// q8_0: d = max|x|/127 (rounded to f16), q = round(x/d). q4_0: the scale with the least squared
+/// error among ggml's rule (d = m/−8 for the element m of largest magnitude) and eleven others
+/// (m/t for t in −8.5…−6.5, each refined to the least-squares scale of its quants), so never
+/// worse than ggml's; q = clamp(round(x/d) + 8, 0, 15). The quants are always computed with the
+/// stored (f16-rounded) scale, so decoding sees the scale they were rounded against. A key or
+/// value is stored once and read at every later step, so the search is cheap where it is paid.
 @inlinable @inline(__always)
 public func quantizeKVRecord(_ x: UnsafePointer<Float>, count: Int, kind: Int32, into dst: UnsafeMutableRawPointer) {
     let blocks = count / 32
@@ -56,7 +58,39 @@ public func quantizeKVRecord(_ x: UnsafePointer<Float>, count: Int, kind: Int32,
         } else {
             var extreme: Float = 0
             for i in 0..<32 where abs(src[i]) > abs(extreme) { extreme = src[i] }
-            let h = floatToHalf(extreme / -8)
+            // Squared error of the block at the f16 scale `h` (quants rounded against it).
+            @inline(__always) func error(_ h: UInt16) -> Float {
+                let d = halfToFloat(h)
+                let id: Float = d != 0 ? 1 / d : 0
+                var e: Float = 0
+                for i in 0..<32 {
+                    let q = max(0, min(15, (src[i] * id).rounded() + 8)) - 8
+                    let r = src[i] - d * q
+                    e += r * r
+                }
+                return e
+            }
+            var h = floatToHalf(extreme / -8)
+            var best = error(h)
+            if extreme != 0 {
+                for t in 0...10 {
+                    // Quants at d0 = m/divisor, then the scale that fits them best: Σx·q / Σq².
+                    let id0 = (-8.5 + 0.2 * Float(t)) / extreme
+                    var xq: Float = 0, qq: Float = 0
+                    for i in 0..<32 {
+                        let q = max(0, min(15, (src[i] * id0).rounded() + 8)) - 8
+                        xq += src[i] * q
+                        qq += q * q
+                    }
+                    guard qq > 0 else { continue }
+                    let candidate = floatToHalf(xq / qq)
+                    let e = error(candidate)
+                    if e < best {
+                        best = e
+                        h = candidate
+                    }
+                }
+            }
             scales[b] = h
             let d = halfToFloat(h)
             let id: Float = d != 0 ? 1 / d : 0

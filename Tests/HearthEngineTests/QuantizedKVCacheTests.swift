@@ -1,0 +1,152 @@
+import Foundation
+import HearthKernels
+import HearthTestSupport
+import Testing
+
+@testable import HearthEngine
+
+/// The quantized KV cache (q8_0, q4_0) on the real default model against the f16 cache, teacher-
+/// forced along a text: the next-token distributions stay within a KL-divergence bound, and
+/// where the f16 cache's top choice is clear (top-1 ahead of top-2 by more than a logit) the
+/// quantized cache picks the same token. Plus the memory per token, snapshots, and the combos
+/// refused with typed errors.
+@Suite(.serialized) struct QuantizedKVCacheTests {
+    static let modelPath = Fixtures.root.appendingPathComponent("models/gemma-3-270m-q4_k_m.gguf").path
+    static let model = Result { try LanguageModel(path: modelPath, threads: 2) }
+
+    /// Per-position logits of `tokens` with a cache of `kvType`, computed in steps of `batch`
+    /// tokens (batch 4: every step takes the decode attention path, the integer dots; 64: the
+    /// prompt path, which loads the rows with `loadCached`).
+    static func logits(_ tokens: [Int32], kvType: DType, batch: Int) throws -> [Float] {
+        let generator = try Generator(model: try model.get(), context: 512, threads: 2, batch: batch, kvType: kvType)
+        return try generator.logits(for: tokens)
+    }
+
+    struct Comparison {
+        var meanKLD = 0.0
+        var clearPositions = 0
+        var clearAgreement = 0
+    }
+
+    /// KL(p_f16 ‖ p_quantized) per position (Double), and top-1 agreement where f16's margin is clear.
+    static func compare(_ reference: [Float], _ other: [Float], vocab: Int) -> Comparison {
+        var result = Comparison()
+        let positions = reference.count / vocab
+        for p in 0..<positions {
+            let a = reference[(p * vocab)..<((p + 1) * vocab)], b = other[(p * vocab)..<((p + 1) * vocab)]
+            let maxA = Double(a.max() ?? 0), maxB = Double(b.max() ?? 0)
+            let sumA = a.reduce(0.0) { $0 + exp(Double($1) - maxA) }, sumB = b.reduce(0.0) { $0 + exp(Double($1) - maxB) }
+            var kld = 0.0
+            for (x, y) in zip(a, b) {
+                let la = Double(x) - maxA - log(sumA), lb = Double(y) - maxB - log(sumB)
+                kld += exp(la) * (la - lb)
+            }
+            result.meanKLD += kld / Double(positions)
+            let sorted = a.sorted(by: >)
+            if sorted[0] - sorted[1] > 1 {
+                result.clearPositions += 1
+                let topA = a.indices.max { a[$0] < a[$1] }, topB = b.indices.max { b[$0] < b[$1] }
+                if topA.map({ $0 - a.startIndex }) == topB.map({ $0 - b.startIndex }) { result.clearAgreement += 1 }
+            }
+        }
+        return result
+    }
+
+    static func text() throws -> [Int32] {
+        let corpus = try String(contentsOf: Fixtures.directory.appendingPathComponent("corpus.txt"), encoding: .utf8)
+        return Array(try model.get().tokenizer.encode(corpus, addSpecialTokens: true).prefix(320))
+    }
+
+    /// Bounds: measured on this text (320 tokens) — see the comments at each bound; each is about
+    /// twice the measurement, far below the distance of an unrelated distribution (KLD ≫ 1).
+    @Test(arguments: [4, 64])
+    func quantizedCacheStaysCloseToF16(batch: Int) throws {
+        let tokens = try Self.text()
+        let vocab = try Self.model.get().options.vocabSize
+        let f16 = try Self.logits(tokens, kvType: .f16, batch: batch)
+        for type in [DType.q8_0, .q4_0] {
+            let result = Self.compare(f16, try Self.logits(tokens, kvType: type, batch: batch), vocab: vocab)
+            print("kv \(type) batch \(batch): mean KLD \(result.meanKLD), clear \(result.clearAgreement)/\(result.clearPositions)")
+            #expect(result.clearPositions >= 50)
+            let agreement = Double(result.clearAgreement) / Double(max(1, result.clearPositions))
+            if type == .q8_0 {
+                #expect(result.meanKLD <= 0.002, "q8_0 batch \(batch): mean KLD \(result.meanKLD)")
+                #expect(agreement >= 0.99, "q8_0 batch \(batch): \(result.clearAgreement)/\(result.clearPositions)")
+            } else {
+                #expect(result.meanKLD <= 0.05, "q4_0 batch \(batch): mean KLD \(result.meanKLD)")
+                #expect(agreement >= 0.93, "q4_0 batch \(batch): \(result.clearAgreement)/\(result.clearPositions)")
+            }
+        }
+    }
+
+    /// A quantized cache takes 34/64 (q8_0) and 18/64 (q4_0) of f16's bytes per token.
+    @Test func memoryPerToken() throws {
+        let model = try Self.model.get()
+        let o = model.options
+        var bytes: [DType: Int] = [:]
+        for type in [DType.f16, .q8_0, .q4_0] {
+            let generator = try Generator(model: model, context: 64, threads: 1, batch: 4, kvType: type)
+            bytes[type] = generator.cacheBytesPerToken
+            #expect(generator.cacheBytes == 64 * generator.cacheBytesPerToken)
+            #expect(generator.cacheType == type)
+        }
+        let f16 = 2 * o.layerCount * o.kvHeadCount * o.headDim * 2
+        #expect(bytes[.f16] == f16)
+        #expect(bytes[.q8_0] == f16 * 34 / 64)
+        #expect(bytes[.q4_0] == f16 * 18 / 64)
+    }
+
+    /// A snapshot of a quantized cache holds its bytes as they are: restored, the generator
+    /// continues exactly as the original; a snapshot of another KV type is refused.
+    @Test(arguments: [DType.q8_0, .q4_0])
+    func snapshotsRoundTrip(kvType: DType) throws {
+        let model = try LanguageModel(path: Fixtures.checkpoint("gemma3-tiny").path)
+        var parameters = GenerationParameters()
+        parameters.maxTokens = 8
+        parameters.sampling.temperature = 0
+        func generate(_ g: Generator, _ prompt: [Int32]) throws -> (ids: [Int32], cached: Int) {
+            var ids: [Int32] = []
+            let summary = try g.run(prompt: prompt, parameters: parameters) { ids.append($0.id) }
+            return (ids, summary.cachedPromptTokens)
+        }
+        let prompt: [Int32] = [2, 450, 496, 173, 701, 432, 204, 975, 278, 366, 203]
+        let original = try Generator(model: model, context: 64, threads: 2, batch: 4, kvType: kvType)
+        let first = try generate(original, prompt)
+        let data = original.snapshot()
+        let restored = try Generator(model: model, context: 96, threads: 2, batch: 4, kvType: kvType)
+        try restored.restore(data)
+        #expect(restored.cachedTokenCount == original.cachedTokenCount)
+        let followUp = prompt + first.ids + [450, 496]
+        let fromSnapshot = try generate(restored, followUp)
+        let fromOriginal = try generate(original, followUp)
+        #expect(fromSnapshot.cached == original.cachedTokenCount)
+        #expect(fromSnapshot.ids == fromOriginal.ids)
+        // The bytes are the cache's own: a snapshot is as large as the quantized rows, not f16 rows.
+        let f16 = try Generator(model: model, context: 64, threads: 2, batch: 4, kvType: .f16)
+        _ = try generate(f16, prompt)
+        #expect(data.count < f16.snapshot().count)
+        do {
+            try f16.restore(data)
+            Issue.record("a \(kvType) snapshot restored into an f16 cache")
+        } catch let error as EngineError {
+            #expect(error.code == .invalidSnapshot)
+        }
+    }
+
+    /// Heads that are not a whole number of 32-element blocks (phi3-mha: 16) refuse a quantized
+    /// cache with a typed error; other cache types are refused too.
+    @Test func badCombinationsAreRefused() throws {
+        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        for type in [DType.q8_0, .q4_0, .q4_K, .bf16] {
+            do {
+                _ = try Generator(model: model, context: 32, threads: 1, kvType: type)
+                Issue.record("a \(type) cache was accepted for 16-wide heads")
+            } catch let error as EngineError {
+                #expect(error.code == .invalidOption, "\(type)")
+            }
+        }
+        #expect(throws: EngineError.self) { _ = try KVCache(layers: 1, capacity: 4, width: 64, type: .q8_0, headDim: 48) }
+        #expect(throws: EngineError.self) { _ = try KVCache(layers: 1, capacity: 4, width: 96, type: .q8_0, headDim: 64) }
+        _ = try KVCache(layers: 1, capacity: 4, width: 96, type: .q4_0, headDim: 32)
+    }
+}
