@@ -17,11 +17,17 @@ import PackageDescription
 func targetCPU(_ cpu: String, features: [String] = []) -> [SwiftSetting] {
     #if arch(x86_64)
     let featureFlags = features.flatMap { ["-Xcc", "-Xclang", "-Xcc", "-target-feature", "-Xcc", "-Xclang", "-Xcc", "+\($0)"] }
-    return [.unsafeFlags(["-target-cpu", cpu] + featureFlags)]
+    return [.unsafeFlags(["-target-cpu", cpu] + featureFlags)] + optimizedInDebug
     #else
-    return []
+    return optimizedInDebug
     #endif
 }
+
+// The kernels and the engine are compiled optimized in debug builds too: at -Onone the SIMD
+// kernels run 10-100x slower, which made the test suite's real-model and server tests slow
+// and timing-sensitive (a stalled-reader test could not fill a socket in time). Everything else
+// (providers, server, CLI) stays at -Onone for debugging. `-O` after SwiftPM's `-Onone` wins.
+let optimizedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
 
 // The `SystemLibraries` trait (on by default): on Linux, BLAS products go to OpenBLAS and the
 // tests compare Hearth's Swift SentencePiece with libsentencepiece. Without it
@@ -86,7 +92,7 @@ let package = Package(
         // CPU feature detection (CPUID/XGETBV, getauxval, sysctl) for the kernel dispatch.
         .target(name: "CHearthCPU", path: "Sources/CHearthCPU"),
         // Kernel bodies shared by every level (compiled for the baseline here, inlined into each level).
-        .target(name: "HearthKernelsCommon"),
+        .target(name: "HearthKernelsCommon", swiftSettings: optimizedInDebug),
         .target(name: "HearthKernelsAVX2", dependencies: ["HearthKernelsCommon", "CHearthCPU"], swiftSettings: targetCPU("haswell")),
         .target(name: "HearthKernelsAVX512", dependencies: ["HearthKernelsCommon"], swiftSettings: targetCPU("skylake-avx512")),
         .target(name: "HearthKernelsAVX512VNNI", dependencies: ["HearthKernelsCommon", "CHearthCPU"], swiftSettings: targetCPU("cascadelake", features: ["fast-dpwssd"])),
@@ -95,7 +101,8 @@ let package = Package(
             dependencies: [
                 .target(name: "CBLAS", condition: .when(platforms: [.linux], traits: systemLibraries)), "CHearthCPU", "HearthKernelsCommon",
                 "HearthKernelsAVX2", "HearthKernelsAVX512", "HearthKernelsAVX512VNNI",
-            ]),
+            ],
+            swiftSettings: optimizedInDebug),
         .target(name: "HearthFormats", dependencies: ["HearthKernels"]),
         .target(
             name: "HearthTokenizers",
@@ -105,7 +112,12 @@ let package = Package(
         .target(name: "HearthConstraints"),
         .testTarget(name: "HearthConstraintsTests", dependencies: ["HearthConstraints", "HearthTestSupport"]),
         .target(
-            name: "HearthEngine", dependencies: ["HearthKernels", "HearthFormats", "HearthTokenizers", "HearthConstraints"]),
+            name: "HearthEngine",
+            dependencies: [
+                "HearthKernels", "HearthFormats", "HearthTokenizers", "HearthConstraints",
+                .product(name: "Logging", package: "swift-log"),  // the repack cache's debug lines
+            ],
+            swiftSettings: optimizedInDebug),
         .executableTarget(
             name: "hearth",
             dependencies: [

@@ -47,6 +47,9 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORK = HERE / "work"
 LOGS = WORK / "logs"
+# Hearth's repack cache during a run (HEARTH_REPACK_CACHE_DIR for every Hearth process): the
+# harness's own, emptied before each file's first Hearth load so that load is measured cold.
+REPACK_CACHE = WORK / "repack-cache"
 RESULTS_MD = HERE / "RESULTS.md"
 LAST_RUN = WORK / "last-run.json"
 SCHEMA = 2   # 2: one entry per GGUF (model × quant type), --models
@@ -958,9 +961,19 @@ def ensure_hqf(binary: Path, model: dict, ckpt: Path, timings: dict) -> tuple[Pa
     return hqf, ""
 
 
-def bench_hearth(binary: Path, model_file: Path, a: argparse.Namespace, tag: str, bits: str = "16") -> dict:
-    cmd = [str(binary), "bench", "--model", str(model_file.relative_to(REPO)), "-p", str(a.prompt), "-n", str(a.gen),
-           "-r", str(a.reps), "-t", str(a.threads), "--json", "--activation-bits", bits]
+def clear_repack_cache() -> None:
+    """Empty the repack cache directory Hearth uses in this run ($HEARTH_REPACK_CACHE_DIR,
+    which the harness sets to REPACK_CACHE unless it was set already)."""
+    d = Path(os.environ.get("HEARTH_REPACK_CACHE_DIR") or REPACK_CACHE)
+    shutil.rmtree(d, ignore_errors=True)
+    d.mkdir(parents=True, exist_ok=True)
+
+
+def bench_hearth(binary: Path, model_file: Path, a: argparse.Namespace, tag: str, bits: str = "16",
+                 sizes: tuple[int, int, int] | None = None) -> dict:
+    prompt, gen, reps = sizes or (a.prompt, a.gen, a.reps)
+    cmd = [str(binary), "bench", "--model", str(model_file.relative_to(REPO)), "-p", str(prompt), "-n", str(gen),
+           "-r", str(reps), "-t", str(a.threads), "--json", "--activation-bits", bits]
     r = run_measured(cmd, LOGS / f"hearth-{tag}.log", a.timeout)
     res = last_json_line(r["stdout"]) if r["returncode"] == 0 else None
     if res is not None and not (isinstance(res.get("pp"), dict) or isinstance(res.get("tg"), dict)):
@@ -1143,6 +1156,9 @@ def summarize(model: dict, runs: list[dict], stats: dict) -> list[dict]:
         row["discarded_attempts"] = sum(len(r.get("discarded_attempts") or []) for r in mine)
         row["engine_peak_rss_bytes"] = max((r["result"].get("peak_rss_bytes") or 0) for r in ok) or None
         row["load_seconds"] = statistics.fmean(r["result"].get("load_seconds") or 0.0 for r in ok)
+        if engine == "hearth":
+            outcomes = sorted({r["result"].get("repack_cache") or "?" for r in ok})
+            row["repack_cache"] = ",".join(outcomes)
         res0 = ok[0]["result"]
         g = stats["gguf"].get(file)
         if g:
@@ -1173,6 +1189,8 @@ def summarize(model: dict, runs: list[dict], stats: dict) -> list[dict]:
         for test in ("pp", "tg"):
             if test in r and test in base:
                 r[f"{test}_ratio"] = r[test]["tokens_per_second"] / base[test]["tokens_per_second"]
+        if r.get("load_seconds") and base.get("load_seconds"):
+            r["load_ratio"] = r["load_seconds"] / base["load_seconds"]
         if r.get("peak_rss_bytes") and base.get("peak_rss_bytes"):
             r["rss_ratio"] = r["peak_rss_bytes"] / base["peak_rss_bytes"]
     return rows
@@ -1211,6 +1229,19 @@ def _ratio(r: dict, k: str) -> str:
     if r.get(k) is not None:
         return f"{r[k]:.2f}×"
     return "1" if r["engine"] == "llama.cpp" and r.get("ok_runs") else "—"
+
+
+def _seconds(x) -> str:
+    return f"{x:.2f} s" if isinstance(x, (int, float)) else "—"
+
+
+def _first_load(model: dict) -> str:
+    f = model.get("hearth_first_load")
+    if not f:
+        return "—"
+    if not f.get("ok"):
+        return "failed"
+    return f"{_seconds(f.get('load_seconds'))} ({f.get('repack_cache') or '?'})"
 
 
 def _share(r: dict) -> str:
@@ -1288,21 +1319,30 @@ def write_results_md(run: dict) -> str:
              f"each engine's decode bandwidth as a share of membw's {s['threads']}-thread figure.")
     L.append("")
     L.append(f"| model / type | Hearth file | {pp} ×llama.cpp | {tg} ×llama.cpp | peak RSS ×llama.cpp | "
-             f"Hearth of membw | llama.cpp of membw |")
-    L.append("|---|---|---|---|---|---|---|")
+             f"load ×llama.cpp | load Hearth / llama.cpp | Hearth first load | Hearth of membw | llama.cpp of membw |")
+    L.append("|---|---|---|---|---|---|---|---|---|---|")
     for model in run["models"]:
         base = next((r for r in model["summary"] if r["engine"] == "llama.cpp"), None)
         hrows = [r for r in model["summary"] if r["engine"] == "hearth"]
+        base_load = _seconds(base.get("load_seconds")) if base else "—"
         if not hrows:
-            L.append(f"| {model['name']} | — | — | — | — | — | {_share(base) if base else '—'} |")
+            L.append(f"| {model['name']} | — | — | — | — | — | — / {base_load} | — | — | {_share(base) if base else '—'} |")
         for r in hrows:
+            first = _first_load(model) if r["file"] == model.get("gguf") else "—"
             if r.get("ok_runs", 0) == 0:
                 L.append(f"| {model['name']} | `{Path(r['file']).name}`{_variant(r)} | not run | not run | — | — | "
-                         f"{_share(base) if base else '—'} |")
+                         f"— / {base_load} | {first} | — | {_share(base) if base else '—'} |")
                 continue
             L.append(f"| {model['name']} | `{Path(r['file']).name}`{_variant(r)} | {_ratio(r, 'pp_ratio')} | "
-                     f"{_ratio(r, 'tg_ratio')} | {_ratio(r, 'rss_ratio')} | {_share(r)} | "
+                     f"{_ratio(r, 'tg_ratio')} | {_ratio(r, 'rss_ratio')} | {_ratio(r, 'load_ratio')} | "
+                     f"{_seconds(r.get('load_seconds'))} / {base_load} | {first} | {_share(r)} | "
                      f"{_share(base) if base else '—'} |")
+    L.append("")
+    L.append("*load*: seconds from the start of the model load to a model ready to run (Hearth: `load_seconds` of "
+             "`hearth bench`, its repack cache warm; llama.cpp: `llama_model_load_from_file` + "
+             "`llama_init_from_model`, mmap), mean over the rounds. *Hearth first load*: the same file loaded once "
+             "more before the rounds with Hearth's repack cache emptied (it rearranges the weights and writes "
+             "the cache the rounds then map; docs/REPACK-CACHE.md), and what the cache did.")
     L.append("")
     L.append("## Results")
     L.append("")
@@ -1324,7 +1364,9 @@ def write_results_md(run: dict) -> str:
                 continue
             wb = r.get("weight_bytes_per_token")
             dec = r.get("decode_gb_s")
-            load = f"{r['load_seconds']:.1f} s" if r.get("load_seconds") is not None else "—"
+            load = f"{r['load_seconds']:.2f} s" if r.get("load_seconds") is not None else "—"
+            if r.get("repack_cache"):
+                load += f" (cache: {r['repack_cache']})"
             L.append(f"| {r['engine']}{_variant(r)} | `{r['file']}` | {bpw} | {fmt_ts(r.get('pp'))} | "
                      f"{fmt_ts(r.get('tg'))} | {_ratio(r, 'pp_ratio')} | {_ratio(r, 'tg_ratio')} | "
                      f"{fmt_gib(r.get('peak_rss_bytes'))} | {_ratio(r, 'rss_ratio')} | {load} | "
@@ -1525,6 +1567,7 @@ def main(argv: list[str]) -> int:
         hearth["note"] = "skipped (--skip-hearth)"
     else:
         hbin, why = find_hearth(a.hearth_bin)
+        os.environ.setdefault("HEARTH_REPACK_CACHE_DIR", str(REPACK_CACHE))
         if hbin is None:
             hearth["note"] = f"not run: {why}"
         else:
@@ -1607,6 +1650,20 @@ def main(argv: list[str]) -> int:
         if p["gguf"] is not None or p["hqf"] is not None:
             warm_page_cache([p["gguf"], p["hqf"]])
         hearth_gguf_ok = True
+        first_load = None
+        if "hearth" in order and p["gguf"] is not None:
+            # Hearth's first load of the file: its repack cache emptied first, so the load
+            # rearranges the weights and writes the cache the rounds below then map.
+            clear_repack_cache()
+            log(f"[{model['name']}] hearth first load of {p['gguf'].name} (repack cache emptied)")
+            e = measured(lambda: bench_hearth(hbin, p["gguf"], a, f"{model['name']}-first-load", "16", (16, 1, 1)),
+                         a, "this bench")
+            res = e.get("result") or {}
+            first_load = {"ok": e["ok"], "load_seconds": res.get("load_seconds"), "repack_cache": res.get("repack_cache"),
+                          "wall_seconds": e["wall_seconds"], "maxrss_bytes": e["maxrss_bytes"], "log": e["log"],
+                          "error": e.get("error")}
+            if not e["ok"]:
+                hearth_gguf_ok = False
         for rnd in range(1, a.rounds + 1):
             if "llama.cpp" in order and p["gguf"] is not None:
                 log(f"[{model['name']}] round {rnd}/{a.rounds}: llama.cpp {p['gguf'].name}")
@@ -1642,7 +1699,8 @@ def main(argv: list[str]) -> int:
                            "llama_ftype": model.get("llama_ftype"), "gguf": model["gguf"],
                            "made_here": "source" in model,
                            "checkpoint": f"benchmarks/work/{model['source']['checkpoint']}" if "source" in model else None,
-                           "stats": p["stats"], "runs": runs, "summary": summary, "skipped": p["skipped"]})
+                           "stats": p["stats"], "runs": runs, "summary": summary, "skipped": p["skipped"],
+                           "hearth_first_load": first_load})
     timings["bench_s"] = time.time() - t0
     timings["waiting_for_idle_s"] = IDLE_WAIT["seconds"]
     timings["total_s"] = time.time() - t_start

@@ -23,16 +23,27 @@ public final class Decoder {
     private let proj: UnsafeMutablePointer<Float>  // (B, dim) block output before the residual add
     private let ffnIn: UnsafeMutablePointer<Float>  // (B, ffnInWidth) gate | up (or up) per token
     private let act: UnsafeMutablePointer<Float>  // (B, ffn) activated hidden
-    private let scores: UnsafeMutablePointer<Float>  // (threads, batch × context) attention scores per worker
-    private let keysF32: UnsafeMutablePointer<Float>  // (threads, context × headDim) keys as Float for BLAS
-    private let valuesF32: UnsafeMutablePointer<Float>  // (threads, context × headDim) values as Float for BLAS
+    private let attentionScratch: UnsafeMutablePointer<Float>  // (threads, fusedAttentionScratchFloats) per worker
+    private let splitOutputs: UnsafeMutablePointer<Float>  // (threads, threads, tileRows, headDim) partial outputs
+    private let splitLogSumExps: UnsafeMutablePointer<Float>  // (threads, threads, tileRows) their log-sum-exps
     private let cosTable: UnsafeMutablePointer<Float>  // (2, B, rotaryDims/2): full-attention then sliding layers
     private let sinTable: UnsafeMutablePointer<Float>  // (2, B, rotaryDims/2)
-    private let lastLogits: UnsafeMutablePointer<Float>  // (sequences, vocab): the rows a step asked for
+    /// (logitsRows, vocab): the rows a step asked for; grows (rarely) when a step asks for more
+    /// rows than it holds (speculative verification asks for several per sequence).
+    private var lastLogits: UnsafeMutablePointer<Float>
+    private var logitsRows: Int
     private var buffers: [UnsafeMutablePointer<Float>] = []
 
-    /// Batches at least this long compute attention with BLAS matrix products.
-    public static let blasAttentionThreshold = 8
+    /// Query tokens per fused-attention call: a tile of about 96 query rows (tokens × the
+    /// query heads of a KV group), so the queries, the output and one key/value tile stay in L2.
+    let queryTileTokens: Int
+    /// Query rows of one fused-attention call (`queryTileTokens` × group size).
+    let tileRows: Int
+    /// Floats of one worker's fused-attention scratch.
+    let attentionScratchFloats: Int
+    /// A run whose (token, KV head) items are fewer than the workers has its keys split across
+    /// the workers (partial softmaxes merged) once it sees at least this many keys.
+    static let splitAttentionKeys = 256
 
     /// Creates a decoder with a cache of `context` positions stored as `kvType` (f16, f32, q8_0
     /// or q4_0; the quantized types need a head dimension that is a multiple of 32, else this
@@ -69,19 +80,35 @@ public final class Decoder {
         proj = buffer(b * o.hiddenSize)
         ffnIn = buffer(b * o.ffnInWidth)
         act = buffer(b * o.ffnSize)
-        let scoreRows = self.maxBatch >= Self.blasAttentionThreshold ? self.maxBatch : 1
-        scores = buffer(pool.threadCount * scoreRows * context)
-        let blasRows = self.maxBatch >= Self.blasAttentionThreshold ? context * o.headDim : 0
-        keysF32 = buffer(pool.threadCount * blasRows)
-        valuesF32 = buffer(pool.threadCount * blasRows)
+        queryTileTokens = max(1, 96 / o.groupSize)
+        tileRows = queryTileTokens * o.groupSize
+        attentionScratchFloats = fusedAttentionScratchFloats(rows: tileRows, headDim: o.headDim)
+        let threads = pool.threadCount
+        attentionScratch = buffer(threads * attentionScratchFloats)
+        splitOutputs = buffer(threads * threads * tileRows * o.headDim)
+        splitLogSumExps = buffer(threads * threads * tileRows)
         let maxHalf = max(o.rope.rotaryDims, o.slidingRoPE?.rotaryDims ?? 0) / 2
         cosTable = buffer(2 * b * maxHalf)
         sinTable = buffer(2 * b * maxHalf)
-        lastLogits = buffer(sequences * o.vocabSize)
+        logitsRows = sequences
+        lastLogits = .allocate(capacity: sequences * o.vocabSize)
+        lastLogits.initialize(repeating: 0, count: sequences * o.vocabSize)
         self.buffers = buffers
     }
 
-    deinit { for p in buffers { p.deallocate() } }
+    deinit {
+        for p in buffers { p.deallocate() }
+        lastLogits.deallocate()
+    }
+
+    /// Makes room for `rows` rows of logits (the old ones are not kept: called before a step).
+    private func reserveLogitsRows(_ rows: Int) {
+        guard rows > logitsRows else { return }
+        lastLogits.deallocate()
+        lastLogits = .allocate(capacity: rows * options.vocabSize)
+        lastLogits.initialize(repeating: 0, count: rows * options.vocabSize)
+        logitsRows = rows
+    }
 
     /// Positions the cache can hold.
     public var context: Int { cache.capacity }
@@ -95,6 +122,11 @@ public final class Decoder {
     /// Bits of the quantized activations the integer kernels multiply (``ActivationPrecision``;
     /// 16 by default).
     public var activationPrecision: ActivationPrecision = .wide
+
+    /// How attention reads a q8_0/q4_0 cache's keys: integer dot products against queries
+    /// quantized once per call to 8 bits (true, the default), or each 64-key tile converted to
+    /// Float (false; `hearth bench --kv-key-dots float`, to measure one against the other).
+    public var quantizedKeyDots = true
 
     /// The activation bits of a product over `n` tokens: the layers' (`head` false) or the
     /// output head's.
@@ -177,8 +209,8 @@ public final class Decoder {
     /// of others, each attending only to its own slot. A sequence's items must be adjacent
     /// and at consecutive positions starting at or before what its slot holds (its later
     /// entries are replaced); at most `maxBatch` items. Returns the logits of the items at
-    /// `logitsFor` (indices into `items`, at most one per sequence), row after row in that
-    /// order, valid until the next call. `lengths` gives, per sequence, the length its whole
+    /// `logitsFor` (distinct indices into `items`; several of one sequence when a speculative
+    /// step verifies drafted tokens), row after row in that order, valid until the next call. `lengths` gives, per sequence, the length its whole
     /// prompt will reach when a prompt is processed in several steps (LongRoPE chooses its
     /// factors by it, as for a prompt processed at once); by default the run's own end.
     /// `shouldStop` is asked before each layer: when it answers true the step ends there,
@@ -186,13 +218,11 @@ public final class Decoder {
     public func forward(
         batch items: [BatchItem], logitsFor: [Int], lengths: [Int: Int] = [:], shouldStop: () -> Bool = { false }
     ) throws -> UnsafeBufferPointer<Float> {
-        guard logitsFor.count <= cache.sequences, logitsFor.allSatisfy({ items.indices.contains($0) }) else {
-            throw EngineError(.invalidOption, "logits are kept for at most one item per sequence")
+        guard logitsFor.allSatisfy({ items.indices.contains($0) }), Set(logitsFor).count == logitsFor.count else {
+            throw EngineError(.invalidOption, "logits are asked for items outside the batch, or twice for one item")
         }
         let segments = try segments(of: items, lengths: lengths, cache: cache)
-        guard Set(logitsFor.map { items[$0].sequence }).count == logitsFor.count else {
-            throw EngineError(.invalidOption, "logits are kept for at most one item per sequence")
-        }
+        reserveLogitsRows(logitsFor.count)
         try forwardBatch(
             items.map(\.token), segments: segments, outputRows: logitsFor, output: .logits(nil), cache: cache,
             shouldStop: shouldStop)
@@ -359,9 +389,9 @@ public final class Decoder {
             }
         }
         guard let ropes else { return }
-        // Tokens of short runs (decode steps) share one attention pass; long runs use BLAS.
-        let longSegments = segments.filter { $0.count >= Self.blasAttentionThreshold }
-        let shortTokens = segments.filter { $0.count < Self.blasAttentionThreshold }.flatMap { $0.first..<($0.first + $0.count) }
+        // The attention work of the batch, once for full-attention and once for sliding layers.
+        let fullItems = attentionItems(segments, window: nil)
+        let slidingItems = o.slidingWindow.map { attentionItems(segments, window: $0) } ?? fullItems
 
         for l in 0..<o.layerCount {
             if shouldStop() {
@@ -396,14 +426,9 @@ public final class Decoder {
 
             // Causal multi-head attention over each sequence's cache: att = softmax(q·Kᵀ·scale) · V.
             let window = sliding ? o.slidingWindow : nil
-            for segment in longSegments {
-                batchedAttention(layer: l, segment: segment, scale: scale, window: window, cache: cache)
-            }
-            if !shortTokens.isEmpty {
-                vectorAttention(
-                    layer: l, tokens: shortTokens, slots: slotOf, positions: positionOf, scale: scale, window: window,
-                    cache: cache)
-            }
+            attention(
+                layer: l, items: sliding ? slidingItems : fullItems, segments: segments, scale: scale, window: window,
+                cache: cache)
 
             // Output projection: proj = att · Woᵀ (+ bias), normed again with sandwich norms.
             matmul(layer.attnOutput, x: att, batch: n, y: proj, pool: pool, scratch: scratch)
@@ -462,79 +487,115 @@ public final class Decoder {
         addBias(out, weights.outputBias, rows: outputRows.count, width: o.vocabSize)
     }
 
-    /// Attention for tokens of short runs (decode steps of one or many sequences): per head,
-    /// each token's scores against its own sequence's cached keys, softmax, weighted sum of
-    /// values. Heads are split across workers.
-    private func vectorAttention(
-        layer l: Int, tokens: [Int], slots: [Int], positions: [Int], scale: Float, window: Int?, cache: KVCache
+    /// One call of fused attention: a query tile of `tokens` consecutive tokens of a run against
+    /// one KV head, over the keys `keyStart..<keyEnd` (all it sees, or one worker's share).
+    struct AttentionItem {
+        var segment: Int
+        var kvHead: Int
+        /// First token of the tile, counted from the run's first.
+        var token: Int
+        var tokens: Int
+        var keyStart: Int
+        var keyEnd: Int
+        /// The share of the keys (0..<parts) when a tile's keys are split across workers; −1: not split.
+        var part: Int
+        /// Index of the split tile (its slot in the split buffers).
+        var split: Int
+    }
+
+    /// The fused-attention calls of a batch for layers with `window` (nil: full attention):
+    /// every run cut into query tiles of ``queryTileTokens`` tokens per KV head, the longest key
+    /// spans first (the causal tiles near the end cost most, so the workers finish together).
+    /// When there are fewer tiles than workers (decode), a tile seeing at least
+    /// ``splitAttentionKeys`` keys is cut into one key range per worker.
+    private func attentionItems(_ segments: [Segment], window: Int?) -> [AttentionItem] {
+        var items: [AttentionItem] = []
+        for (s, segment) in segments.enumerated() {
+            var t = 0
+            while t < segment.count {
+                let tokens = min(queryTileTokens, segment.count - t)
+                let first = window.map { max(0, segment.position + t - $0 + 1) } ?? 0
+                let end = segment.position + t + tokens
+                for kvh in 0..<options.kvHeadCount {
+                    items.append(
+                        AttentionItem(
+                            segment: s, kvHead: kvh, token: t, tokens: tokens, keyStart: first, keyEnd: end, part: -1,
+                            split: -1))
+                }
+                t += tokens
+            }
+        }
+        let threads = pool.threadCount
+        if items.count < threads {
+            var split: [AttentionItem] = []
+            for (i, item) in items.enumerated() {
+                let span = item.keyEnd - item.keyStart
+                guard span >= Self.splitAttentionKeys else {
+                    split.append(item)
+                    continue
+                }
+                for p in 0..<threads {
+                    var part = item
+                    part.keyStart = item.keyStart + span * p / threads
+                    part.keyEnd = item.keyStart + span * (p + 1) / threads
+                    part.part = p
+                    part.split = i
+                    split.append(part)
+                }
+            }
+            return split
+        }
+        return items.sorted { $0.keyEnd - $0.keyStart > $1.keyEnd - $1.keyStart }
+    }
+
+    /// Causal multi-head attention of every run of the batch over its own sequence's cache:
+    /// fused attention (online softmax over key/value tiles, all query heads of a KV group
+    /// against each loaded tile) per item, spread over the workers; split items' partial
+    /// results are merged afterwards.
+    private func attention(
+        layer l: Int, items: [AttentionItem], segments: [Segment], scale: Float, window: Int?, cache: KVCache
     ) {
         let o = options
-        let hd = o.headDim, qDim = o.headCount * hd
-        pool.parallelChunks(o.headCount) { heads, worker in
-            let s = scores + worker * cache.capacity
-            for h in heads {
-                let kvOffset = cache.headOffset(h / o.groupSize)
-                for t in tokens {
-                    let position = positions[t], slot = slots[t]
-                    let first = window.map { max(0, position - $0 + 1) } ?? 0
-                    let q = qkv + t * o.qkvWidth + h * hd
-                    attentionScores(
-                        q, keys: cache.key(l, 0, sequence: slot) + kvOffset, stride: cache.rowBytes,
-                        positions: first...position, headDim: hd, scale: scale, type: cache.type, into: s)
-                    softmax(s + first, position - first + 1)
-                    attentionValues(
-                        s, values: cache.value(l, 0, sequence: slot) + kvOffset, stride: cache.rowBytes,
-                        positions: first...position, headDim: hd, type: cache.type, into: att + t * qDim + h * hd)
+        let hd = o.headDim, qDim = o.headCount * hd, g = o.groupSize
+        let threads = pool.threadCount
+        let splitStride = threads * tileRows
+        pool.parallelChunks(items.count) { range, worker in
+            let scratch = attentionScratch + worker * attentionScratchFloats
+            for item in items[range] {
+                let segment = segments[item.segment]
+                let row = segment.first + item.token
+                let shape = FusedAttentionShape(
+                    tokens: item.tokens, groupHeads: g, headDim: hd, firstPosition: segment.position + item.token,
+                    keyStart: item.keyStart, keyEnd: item.keyEnd, window: window ?? 0, scale: scale, qStride: o.qkvWidth,
+                    outStride: qDim)
+                let q = qkv + row * o.qkvWidth + item.kvHead * g * hd
+                let keys = cache.key(l, 0, sequence: segment.sequence) + cache.headOffset(item.kvHead)
+                let values = cache.value(l, 0, sequence: segment.sequence) + cache.headOffset(item.kvHead)
+                if item.part < 0 {
+                    fusedAttention(
+                        q, keys: keys, values: values, stride: cache.rowBytes, type: cache.type, shape: shape,
+                        into: att + row * qDim + item.kvHead * g * hd, scratch: scratch, integerKeyDots: quantizedKeyDots)
+                } else {
+                    // Part p's rows go contiguously (rows × headDim) into the split tile's slot.
+                    var partShape = shape
+                    partShape.outStride = g * hd
+                    let rows = shape.rows
+                    fusedAttention(
+                        q, keys: keys, values: values, stride: cache.rowBytes, type: cache.type, shape: partShape,
+                        into: splitOutputs + (item.split * splitStride + item.part * rows) * hd,
+                        logSumExp: splitLogSumExps + item.split * splitStride + item.part * rows, scratch: scratch,
+                        integerKeyDots: quantizedKeyDots)
                 }
             }
         }
-    }
-
-    /// Attention for a run of consecutive tokens of one sequence (prefill): per key/value
-    /// head, the cached keys and values are converted to Float once, then each query head of
-    /// the group does S = Q·Kᵀ and O = S·V with BLAS, masking causally (and by the sliding
-    /// window) between the two.
-    private func batchedAttention(layer l: Int, segment: Segment, scale: Float, window: Int?, cache: KVCache) {
-        let o = options
-        let hd = o.headDim, qDim = o.headCount * hd
-        let n = segment.count, p = segment.position, slot = segment.sequence
-        let qRows = qkv + segment.first * o.qkvWidth, out = att + segment.first * qDim
-        let end = p + n
-        let lo = window.map { max(0, p - $0 + 1) } ?? 0
-        let span = end - lo
-        pool.parallelChunks(o.kvHeadCount) { kvHeads, worker in
-            let s = scores + worker * maxBatch * cache.capacity
-            let k = keysF32 + worker * cache.capacity * hd
-            let v = valuesF32 + worker * cache.capacity * hd
-            for kvh in kvHeads {
-                for j in lo..<end {
-                    loadCached(
-                        cache.key(l, j, sequence: slot) + cache.headOffset(kvh), type: cache.type, count: hd,
-                        into: k + (j - lo) * hd)
-                    loadCached(
-                        cache.value(l, j, sequence: slot) + cache.headOffset(kvh), type: cache.type, count: hd,
-                        into: v + (j - lo) * hd)
-                }
-                for h in (kvh * o.groupSize)..<((kvh + 1) * o.groupSize) {
-                    // S = Q_h · Kᵀ · scale: (n, span)
-                    BLAS.sgemm(
-                        m: n, n: span, k: hd, a: qRows + h * hd, lda: o.qkvWidth, b: k, ldb: hd, transposeB: true,
-                        c: s, ldc: span, alpha: scale)
-                    for t in 0..<n {
-                        let row = s + t * span
-                        let position = p + t
-                        let first = (window.map { max(0, position - $0 + 1) } ?? 0) - lo
-                        let last = position - lo
-                        if first > 0 { row.update(repeating: 0, count: first) }
-                        softmax(row + first, last - first + 1)
-                        if last + 1 < span { (row + last + 1).update(repeating: 0, count: span - last - 1) }
-                    }
-                    // O_h = S · V: (n, hd), written into the head's columns of att.
-                    BLAS.sgemm(
-                        m: n, n: hd, k: span, a: s, lda: span, b: v, ldb: hd, transposeB: false, c: out + h * hd,
-                        ldc: qDim)
-                }
-            }
+        // Join the split tiles' parts (their items are adjacent, parts 0..<threads).
+        for item in items where item.part == 0 {
+            let segment = segments[item.segment]
+            let row = segment.first + item.token
+            mergeAttention(
+                splitOutputs + item.split * splitStride * hd, logSumExps: splitLogSumExps + item.split * splitStride,
+                parts: threads, rows: item.tokens * g, headDim: hd, groupHeads: g,
+                into: att + row * qDim + item.kvHead * g * hd, outStride: qDim)
         }
     }
 

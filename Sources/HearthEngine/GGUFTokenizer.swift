@@ -27,7 +27,8 @@ enum GGUFTokenizer {
         }
         let bos = try id("tokenizer.ggml.bos_token_id"), eos = try id("tokenizer.ggml.eos_token_id")
         var stops: [Int32] = try [id("tokenizer.ggml.eot_token_id"), id("tokenizer.ggml.eom_token_id")].compactMap { $0 }
-        for (i, text) in tokens.enumerated() where endOfGenerationTexts.contains(text) { stops.append(Int32(i)) }
+        let endTexts = Set(endOfGenerationTexts)
+        for (i, text) in tokens.enumerated() where endTexts.contains(text) { stops.append(Int32(i)) }
         func text(_ id: Int32?) -> String? { id.flatMap { Int($0) < tokens.count && $0 >= 0 ? tokens[Int($0)] : nil } }
         var template = try md.string("tokenizer.chat_template").flatMap {
             ChatTemplate(jinja: $0, bosToken: text(bos), eosToken: text(eos))

@@ -25,6 +25,9 @@ public struct GenerationParameters: Sendable {
     /// being continued (a failover mid-answer). The matcher starts after them; they must be a
     /// prefix the grammar allows (check with `ConstraintMatcher.advance(bytes:)` first).
     public var constraintPrefix: [UInt8] = []
+    /// Speculative decoding (``SpeculativeMode``): prompt lookup by default. It changes how
+    /// many tokens a step verifies, never which tokens are generated.
+    public var speculative: SpeculativeMode = .lookup
 
     public init() {}
 }
@@ -60,6 +63,10 @@ public struct GenerationSummary: Sendable {
     public var completionTokens: Int
     public var prefillSeconds: Double
     public var decodeSeconds: Double
+    /// Tokens drafted for speculative verification, and how many of them were accepted (each
+    /// accepted one is a generated token that took no step of its own).
+    public var draftedTokens = 0
+    public var acceptedDraftTokens = 0
 
     /// Prompt tokens processed per second (cached ones excluded).
     public var prefillTokensPerSecond: Double {
@@ -108,6 +115,8 @@ public final class Generator: @unchecked Sendable {
     /// The slot of the most recent request (what a snapshot saves).
     var lastSequence = 0
     private var useClock: UInt64 = 0
+    /// What a decode step costs per row, timed as steps run (speculative draft lengths follow it).
+    private var stepCosts = StepCosts()
 
     private let queue = NSLock()
     private var pending: [Job] = []
@@ -361,6 +370,9 @@ public final class Generator: @unchecked Sendable {
         var forks: [Job] = []
         /// A choice forked from another's prompt (copies a cached prefix of any length).
         var isFork = false
+        /// Speculative decoding: the n-gram index of the sequence and the draft length control.
+        var lookup = PromptLookup()
+        var drafting = DraftControl()
 
         init(
             prompt: [Int32], parameters: GenerationParameters, tokenizer: any Tokenizer, isCancelled: @escaping () -> Bool,
@@ -418,17 +430,28 @@ public final class Generator: @unchecked Sendable {
         guard !active.isEmpty else { return }
 
         // Decode tokens first (one per running sequence), then prompt chunks in arrival order.
+        // A decoding sequence may add drafted tokens after its input (speculative decoding);
+        // each gets a row of logits to verify it.
         var items: [Decoder.BatchItem] = []
         var logitsFor: [Int] = []
-        var fed: [(job: Job, count: Int, logitsRow: Int?)] = []
+        var fed: [Fed] = []
         var lengths: [Int: Int] = [:]
         let decoding = active.filter { $0.input.count == 1 }
         let prefilling = active.filter { $0.input.count > 1 }
+        var draftBudget = max(0, min(decoder.maxBatch - decoding.count, Self.speculativeRows - decoding.count))
+        var rows = decoding.count
+        let started = DispatchTime.now()
         for job in decoding {
-            fed.append((job, 1, logitsFor.count))
-            logitsFor.append(items.count)
-            items.append(.init(sequence: job.slot, position: job.position, token: job.input.first ?? 0))
-            lengths[job.slot] = job.ropeLength
+            let input = job.input.first ?? 0
+            let drafts = draftBudget > 0 ? self.drafts(for: job, limit: draftBudget, others: rows - 1) : []
+            draftBudget -= drafts.count
+            rows += drafts.count
+            fed.append(Fed(job: job, count: 1 + drafts.count, logitsRow: logitsFor.count, drafts: drafts))
+            for (i, token) in ([input] + drafts).enumerated() {
+                logitsFor.append(items.count)
+                items.append(.init(sequence: job.slot, position: job.position + i, token: token))
+            }
+            lengths[job.slot] = job.ropeLength + drafts.count
         }
         var budget = decoder.maxBatch - items.count
         if !decoding.isEmpty { budget = min(budget, max(1, interleavedPrefillTokens)) }
@@ -436,7 +459,7 @@ public final class Generator: @unchecked Sendable {
             let n = min(job.input.count, budget)
             budget -= n
             let completes = n == job.input.count
-            fed.append((job, n, completes ? logitsFor.count : nil))
+            fed.append(Fed(job: job, count: n, logitsRow: completes ? logitsFor.count : nil))
             if completes { logitsFor.append(items.count + n - 1) }
             for (i, token) in job.input.prefix(n).enumerated() {
                 items.append(.init(sequence: job.slot, position: job.position + i, token: token))
@@ -463,19 +486,100 @@ public final class Generator: @unchecked Sendable {
             }
             return
         }
+        defer {
+            // A step of decode tokens only (with their drafts) times the cost of a row.
+            if prefilling.isEmpty { stepCosts.record(rows: items.count, seconds: seconds(since: started)) }
+        }
         let vocab = model.options.vocabSize
-        for (job, count, row) in fed {
-            slots[job.slot].tokens += job.input.prefix(count)
-            job.position += count
-            job.input = job.input.dropFirst(count)
-            guard let row, let base = logits.baseAddress else { continue }
-            let rowLogits = UnsafeBufferPointer(start: base + row * vocab, count: vocab)
+        for entry in fed {
+            let job = entry.job
+            guard let base = logits.baseAddress, let row = entry.logitsRow else {
+                slots[job.slot].tokens += job.input.prefix(entry.count)
+                job.position += entry.count
+                job.input = job.input.dropFirst(entry.count)
+                continue
+            }
+            let rowLogits = { (i: Int) in UnsafeBufferPointer(start: base + (row + i) * vocab, count: vocab) }
+            if !entry.drafts.isEmpty {
+                verify(job, drafts: entry.drafts, logits: rowLogits)
+                continue
+            }
+            slots[job.slot].tokens += job.input.prefix(entry.count)
+            job.position += entry.count
+            job.input = job.input.dropFirst(entry.count)
             if !job.prefilled {
                 job.prefilled = true
                 job.run.summary.prefillSeconds = seconds(since: job.admitted)
-                if !job.forks.isEmpty { startForks(of: job, logits: rowLogits) }
+                if !job.forks.isEmpty { startForks(of: job, logits: rowLogits(0)) }
             }
-            advance(job, rowLogits)
+            advance(job, rowLogits(0))
+        }
+    }
+
+    /// What a step fed for one job: `count` items from its input (and drafts), whose logits
+    /// (when any) start at row `logitsRow`: one row, or one per fed token when it drafted.
+    private struct Fed {
+        var job: Job
+        var count: Int
+        var logitsRow: Int?
+        var drafts: [Int32] = []
+    }
+
+    /// The most rows a step of decoding sequences and their drafts may have (each sequence's
+    /// draft length is chosen by what a row costs, ``StepCosts``, within this).
+    static let speculativeRows = 32
+
+    /// Tokens `job` drafts this step (at most `limit`, beside `others` rows of the step): none
+    /// unless its request asked for speculation, the text repeats and a draft pays by its
+    /// acceptance rate and ``stepCosts``; never past the context, the token limit or
+    /// (LongRoPE) the original context while the sequence is still inside it.
+    private func drafts(for job: Job, limit: Int, others: Int) -> [Int32] {
+        let mode = job.parameters.speculative
+        guard mode != .off else { return [] }
+        // The input token is at job.position; drafts follow it.
+        let filled = job.position + 1
+        var most = min(limit, DraftControl.longestDraft, decoder.context - 1 - job.position)
+        most = min(most, job.parameters.maxTokens - job.run.summary.completionTokens - 1)
+        if case .longRoPE(_, _, let original, _) = model.options.rope.scaling, filled <= original {
+            most = min(most, original - filled)
+        }
+        guard most > 0 else { return [] }
+        let proposed = job.lookup.drafts(job.run.history, limit: most)
+        guard !proposed.isEmpty else { return [] }
+        let k = job.drafting.length(limit: proposed.count, others: others, costs: stepCosts)
+        return Array(proposed.prefix(k))
+    }
+
+    /// Verifies a speculative step of `job`: its input and `drafts` were fed at consecutive
+    /// positions, `logits(i)` the model's logits after the i-th of them. The sampler picks each
+    /// next token from them in turn, exactly as plain decoding would; a drafted token is kept
+    /// while the pick equals it. The first pick that differs (or the pick after the last draft)
+    /// becomes the next input, and the slot is cut back to the tokens kept.
+    private func verify(_ job: Job, drafts: [Int32], logits: (Int) -> UnsafeBufferPointer<Float>) {
+        slots[job.slot].tokens += job.input.prefix(1)
+        job.position += 1
+        job.input = []
+        var accepted = 0
+        for i in 0...drafts.count {
+            let outcome = job.run.next(logits(i), eos: model.eosIDs, context: decoder.context, onToken: job.onToken)
+            if case .feed(let token) = outcome, i < drafts.count, token == drafts[i] {
+                // The pick is the drafted token, whose keys and values the step already stored.
+                accepted += 1
+                slots[job.slot].tokens.append(token)
+                job.position += 1
+                continue
+            }
+            job.drafting.record(drafted: drafts.count, accepted: accepted)
+            job.run.summary.draftedTokens += drafts.count
+            job.run.summary.acceptedDraftTokens += accepted
+            decoder.cache.truncate(to: job.position, sequence: job.slot)
+            switch outcome {
+            case .finished:
+                finish(job, .success(job.run.finish()))
+            case .feed(let token):
+                feed(job, token)
+            }
+            return
         }
     }
 
@@ -486,17 +590,22 @@ public final class Generator: @unchecked Sendable {
         case .finished:
             finish(job, .success(job.run.finish()))
         case .feed(let token):
-            let length = job.run.history.count
-            if decoder.needsRecompute(cached: length - 1, end: length) {
-                // LongRoPE crossed its original context: the whole sequence again, with the long factors.
-                slots[job.slot].tokens = []
-                job.input = job.run.history[...]
-                job.position = 0
-            } else {
-                job.input = [token]
-            }
-            job.ropeLength = length
+            feed(job, token)
         }
+    }
+
+    /// Makes `token` (just sampled and appended to the history) `job`'s next input.
+    private func feed(_ job: Job, _ token: Int32) {
+        let length = job.run.history.count
+        if decoder.needsRecompute(cached: length - 1, end: length) {
+            // LongRoPE crossed its original context: the whole sequence again, with the long factors.
+            slots[job.slot].tokens = []
+            job.input = job.run.history[...]
+            job.position = 0
+        } else {
+            job.input = [token]
+        }
+        job.ropeLength = length
     }
 
     /// The leader of a group has processed the prompt (its slot holds exactly the prompt's keys

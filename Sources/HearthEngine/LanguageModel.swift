@@ -46,6 +46,13 @@ public final class LanguageModel: Sendable {
     public let parameterCount: Int
     /// Seconds the load took.
     public let loadSeconds: Double
+    /// What the load did with the repack cache (GGUF files; `.notNeeded` for other formats).
+    public let repackCacheOutcome: RepackCache.Outcome
+    /// Where a GGUF load's time went, phase by phase (empty for other formats): `open`
+    /// (mapping and header), `tensors` (tensor views, norms and biases converted to f32),
+    /// `repack` (rearranging into the kernels' layout, or checking and mapping the repack
+    /// cache), `tokenizer`; in seconds.
+    public let loadPhases: [(name: String, seconds: Double)]
 
     /// Files of the checkpoint that `hearth quantize` embeds in an HQF file.
     public let tokenizerFiles: TokenizerFiles
@@ -68,6 +75,10 @@ public final class LanguageModel: Sendable {
         var name: String
         /// Whether the files carry a chat template of their own (nil: the tokenizer's template is).
         var ownChatTemplate: Bool? = nil
+        /// What the load did with the repack cache.
+        var repackOutcome: RepackCache.Outcome = .notNeeded
+        /// Seconds per load phase (GGUF).
+        var phases: [(name: String, seconds: Double)] = []
     }
 
     private init(parts: Parts, started: Date) throws {
@@ -103,6 +114,8 @@ public final class LanguageModel: Sendable {
         parameters += weights.namedVectors().reduce(0) { $0 + $1.vector.count }
         weightBytesByType = bytes
         parameterCount = parameters
+        repackCacheOutcome = parts.repackOutcome
+        loadPhases = parts.phases
         loadSeconds = Date().timeIntervalSince(started)
     }
 
@@ -111,10 +124,12 @@ public final class LanguageModel: Sendable {
     /// With `quantize`, float weights are quantized in memory at load (q4_0, q4_1 or q8_0).
     /// `tokenizer` picks the tokenizer file of a checkpoint or HQF file: by default
     /// `tokenizer.model` (SentencePiece) when present, else `tokenizer.json`; GGUF files always
-    /// use their own vocabulary.
+    /// use their own vocabulary. GGUF weights rearranged into the kernels' layout are kept in
+    /// `repackCache` (default: the environment's, see ``RepackCache/init(environment:)``), so
+    /// a second load of the same unchanged file maps them instead of rearranging them.
     public convenience init(
         path: String, quantize: DType? = nil, threads: Int? = nil, progress: (@Sendable (Double) -> Void)? = nil,
-        tokenizer: TokenizerSource = .automatic
+        tokenizer: TokenizerSource = .automatic, repackCache: RepackCache = .default
     ) throws {
         let started = Date()
         let url = URL(fileURLWithPath: path)
@@ -129,10 +144,12 @@ public final class LanguageModel: Sendable {
             // The first part of a split set (`…-00001-of-0000N.gguf`) brings the other parts.
             if GGUFSplit.partPaths(first: url.path).map({ $0.count > 1 }) == true {
                 let split = try GGUFSplit(path: url.path)
-                parts = try Self.loadGGUF(split.first, store: split)
+                parts = try Self.loadGGUF(split.first, store: split, cache: .disabled)
             } else {
                 let gguf = try GGUFFile(path: url.path)
-                parts = try Self.loadGGUF(gguf, store: gguf)
+                let opened = Date().timeIntervalSince(started)
+                parts = try Self.loadGGUF(gguf, store: gguf, cache: repackCache)
+                parts.phases.insert(("open", opened), at: 0)
             }
         } else if !isDirectory.boolValue && HQFFile.isHQF(path: url.path) {
             parts = try Self.loadHQF(try HQFFile(path: url.path), tokenizer: tokenizer)
@@ -224,22 +241,42 @@ public final class LanguageModel: Sendable {
     }
 
     /// A GGUF file: family from `general.architecture`, tokenizer from its vocabulary.
-    /// q4_0/q4_1/q8_0 tensors are rearranged (losslessly) into the kernels' layout; the
-    /// other block types are used in place.
-    private static func loadGGUF(_ gguf: GGUFFile, store: any TensorStore) throws -> Parts {
+    /// Block-type tensors with a kernel layout (q4_0/q4_1/q8_0, q5_0/q5_1, q4_K/q5_K/q6_K) are
+    /// rearranged (losslessly) into it, or mapped from `cache` when it holds them for this
+    /// file (single files only: `store` is `gguf`); the other types are used in place.
+    private static func loadGGUF(_ gguf: GGUFFile, store: any TensorStore, cache: RepackCache) throws -> Parts {
         let family = try ModelFamilies.family(for: gguf)
         let options = try family.options(gguf: gguf)
         let config = HFConfig(architectures: [try gguf.metadata.string("general.architecture") ?? "?"])
+        var clock = Date()
+        var phases: [(name: String, seconds: Double)] = []
+        func lap(_ name: String) {
+            let now = Date()
+            phases.append((name, now.timeIntervalSince(clock)))
+            clock = now
+        }
         let weights = try ModelWeights(options: options, store: store) { family.ggufTensorName($0) }
+        lap("tensors")
+        let repacked = weights.repackedForKernels(
+            options: options, source: (store as? GGUFFile) === gguf ? gguf.file : nil, cache: cache)
+        lap("repack")
+        let tokenizer = try GGUFTokenizer.make(gguf)
+        lap("tokenizer")
+        // What the load read from the mapping (header, vocabulary, norms — copied out — and,
+        // without the cache, the matrices it rearranged) is not read again: hand those pages
+        // back so they stop counting towards the process's memory. Matrices still used in
+        // place (f16, q2_K/q3_K) are read from the file again when first used.
+        gguf.file.dropPages(at: 0, count: gguf.file.size)
         return Parts(
             path: URL(fileURLWithPath: gguf.file.path), config: config, configText: "", generationConfigText: nil,
             architecture: config.architectures.first ?? "?", options: options,
-            weights: weights.repackedForKernels(options: options), tokenizer: try GGUFTokenizer.make(gguf),
+            weights: repacked.weights, tokenizer: tokenizer,
             tokenizerFiles: TokenizerFiles(sentencePieceModel: nil, config: nil, addedTokens: nil, origin: gguf.file.path),
             name: [try gguf.metadata.string("general.name"), try gguf.metadata.string("general.finetune")]
                 .compactMap { $0 }.joined(separator: " ").nonEmpty
                 ?? URL(fileURLWithPath: gguf.file.path).deletingPathExtension().lastPathComponent,
-            ownChatTemplate: try gguf.metadata.string("tokenizer.chat_template") != nil)
+            ownChatTemplate: try gguf.metadata.string("tokenizer.chat_template") != nil, repackOutcome: repacked.outcome,
+            phases: phases)
     }
 
     /// Name parts that mark an instruction-tuned model (`gemma-3-270m-it`, `Phi-3-mini-instruct`…).

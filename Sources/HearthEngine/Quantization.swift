@@ -82,37 +82,110 @@ extension ModelWeights {
 }
 
 extension ModelWeights {
-    /// Rearranges row-layout q4_0/q4_1/q8_0 matrices (GGUF) into the interleaved16 layout
-    /// the integer kernels read; lossless. Other matrices are kept as they are.
-    public func repackedForKernels(options: DecoderOptions) -> ModelWeights {
-        func repack(_ w: WeightMatrix) -> WeightMatrix {
-            // The mapped file pages the repack has read are not used again: hand them back as it
-            // goes, so they stop counting towards the process's memory (peak RSS ≈ one copy, even
-            // while a big matrix is being rearranged).
-            guard let file = w.owner as? MappedFile, let base = file.base else {
-                return Quantizer.repackInterleaved(w) ?? w
-            }
-            let start = base.distance(to: w.data)
-            return Quantizer.repackInterleaved(w) { offset, count in
-                file.dropPages(at: start + offset, count: count)
-            } ?? w
-        }
-        func repack(_ p: LayerWeights.Projections) -> LayerWeights.Projections {
+    /// The weights with every distinct matrix replaced by `transform(matrix)`: the token
+    /// embedding, the output (only when it is not the embedding itself) and each layer's
+    /// projections, in that order.
+    func mapMatrices(_ transform: (WeightMatrix) throws -> WeightMatrix) rethrows -> ModelWeights {
+        func map(_ p: LayerWeights.Projections) throws -> LayerWeights.Projections {
             switch p {
-            case .fused(let w): return .fused(repack(w))
-            case .separate(let ws): return .separate(ws.map(repack))
+            case .fused(let w): return .fused(try transform(w))
+            case .separate(let ws): return .separate(try ws.map(transform))
             }
         }
         var result = self
         let tied = output.data == tokenEmbedding.data
-        result.tokenEmbedding = repack(tokenEmbedding)
-        result.output = tied ? result.tokenEmbedding : repack(output)
+        result.tokenEmbedding = try transform(tokenEmbedding)
+        result.output = tied ? result.tokenEmbedding : try transform(output)
         for l in layers.indices {
-            result.layers[l].qkv = repack(layers[l].qkv)
-            result.layers[l].attnOutput = repack(layers[l].attnOutput)
-            result.layers[l].ffnIn = repack(layers[l].ffnIn)
-            result.layers[l].down = repack(layers[l].down)
+            result.layers[l].qkv = try map(layers[l].qkv)
+            result.layers[l].attnOutput = try transform(layers[l].attnOutput)
+            result.layers[l].ffnIn = try map(layers[l].ffnIn)
+            result.layers[l].down = try transform(layers[l].down)
         }
         return result
+    }
+
+    /// Rearranges row-layout q4_0/q4_1/q8_0, q5_0/q5_1 and K-quant matrices (GGUF) into the
+    /// interleaved16 layout the integer kernels read; lossless. Other matrices are kept as they are.
+    public func repackedForKernels(options: DecoderOptions) -> ModelWeights {
+        mapMatrices(Self.repackInMemory)
+    }
+
+    /// ``repackedForKernels(options:)`` through `cache`: the matrices of `source` (a single
+    /// GGUF file's mapping) come from the cache file when it checks out against `source`;
+    /// otherwise they are rearranged in memory and the cache file is (re)written. Matrices
+    /// of other files (split GGUF sets) are always rearranged in memory.
+    public func repackedForKernels(
+        options: DecoderOptions, source: MappedFile?, cache: RepackCache
+    ) -> (weights: ModelWeights, outcome: RepackCache.Outcome) {
+        var candidates: [WeightMatrix] = []
+        var seen = Set<UnsafeRawPointer>()
+        if let source {
+            _ = mapMatrices { w in
+                if w.owner === source, Quantizer.canRepackInterleaved(w), seen.insert(w.data).inserted { candidates.append(w) }
+                return w
+            }
+        }
+        guard let source, let base = source.base, !candidates.isEmpty else {
+            return (mapMatrices(Self.repackInMemory), .notNeeded)
+        }
+        guard cache.directory != nil else { return (mapMatrices(Self.repackInMemory), .disabled) }
+        let bytes = candidates.reduce(0) { $0 + ($1.dtype.matrixBytes(rows: $1.rows, cols: $1.cols, layout: .interleaved16) ?? 0) }
+        guard bytes >= cache.minimumBytes else { return (mapMatrices(Self.repackInMemory), .notNeeded) }
+        let requests = candidates.map {
+            RepackRequest(sourceOffset: base.distance(to: $0.data), dtype: $0.dtype, rows: $0.rows, cols: $0.cols)
+        }
+        guard let fingerprint = RepackCache.fingerprint(of: source) else {
+            let reason = "cannot read \(source.path) again to fingerprint it"
+            RepackCache.logger.debug("repack cache not used: \(reason)")
+            return (mapMatrices(Self.repackInMemory), .unwritable(reason: reason))
+        }
+        let missReason: String
+        switch cache.lookup(source: source, fingerprint: fingerprint, requests: requests) {
+        case .success(let (file, offsets)):
+            var cached: [UnsafeRawPointer: WeightMatrix] = [:]
+            for (w, offset) in zip(candidates, offsets) {
+                guard let data = file.base.map({ $0 + offset }) else { continue }
+                cached[w.data] = WeightMatrix(
+                    rows: w.rows, cols: w.cols, dtype: w.dtype, layout: .interleaved16, data: data, owner: file)
+            }
+            let weights = mapMatrices { cached[$0.data] ?? Self.repackInMemory($0) }
+            RepackCache.logger.debug("repack cache hit: \(file.path)")
+            return (weights, .hit(path: file.path))
+        case .failure(let miss):
+            missReason = miss.reason
+        }
+        var repacked: [UnsafeRawPointer: WeightMatrix] = [:]
+        let weights = mapMatrices { w in
+            let r = Self.repackInMemory(w)
+            if w.owner === source { repacked[w.data] = r }
+            return r
+        }
+        let matrices = candidates.compactMap { repacked[$0.data] }
+        guard matrices.count == candidates.count, matrices.allSatisfy({ $0.layout == .interleaved16 }) else {
+            return (weights, .unwritable(reason: "a matrix could not be rearranged"))
+        }
+        do {
+            let url = try cache.store(source: source, fingerprint: fingerprint, requests: requests, matrices: matrices)
+            RepackCache.logger.debug("repack cache being written: \(url.path) (\(missReason))")
+            return (weights, .written(path: url.path, reason: missReason))
+        } catch {
+            RepackCache.logger.debug("repack cache not written, weights rearranged in memory: \(error)")
+            return (weights, .unwritable(reason: "\(error)"))
+        }
+    }
+
+    /// Rearranges one matrix into memory (or returns it as it is when it has no kernel
+    /// layout to go to). The mapped file pages the repack has read are not used again: they
+    /// are handed back as it goes, so they stop counting towards the process's memory (peak
+    /// RSS ≈ one copy, even while a big matrix is being rearranged).
+    static func repackInMemory(_ w: WeightMatrix) -> WeightMatrix {
+        guard let file = w.owner as? MappedFile, let base = file.base else {
+            return Quantizer.repackInterleaved(w) ?? w
+        }
+        let start = base.distance(to: w.data)
+        return Quantizer.repackInterleaved(w) { offset, count in
+            file.dropPages(at: start + offset, count: count)
+        } ?? w
     }
 }

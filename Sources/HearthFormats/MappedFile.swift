@@ -15,9 +15,41 @@ public final class MappedFile: @unchecked Sendable {
     public let base: UnsafeRawPointer?
     /// File size in bytes.
     public let size: Int
+    /// The file's identity when it was mapped (device, inode, size, modification time).
+    public let status: FileStatus
 
-    /// Maps `path`. Throws `FormatError` with `.fileNotFound` or `.ioError`.
-    public init(path: String) throws {
+    /// What identifies a file's version on disk: a file replaced (new inode), rewritten
+    /// (new modification time) or resized no longer matches.
+    public struct FileStatus: Sendable, Equatable, Codable {
+        public var device: UInt64
+        public var inode: UInt64
+        public var size: Int
+        /// Modification time in nanoseconds since the epoch.
+        public var modified: Int64
+
+        /// The status of an open file descriptor, or nil when `fstat` fails.
+        public init?(descriptor fd: Int32) {
+            var info = stat()
+            guard fstat(fd, &info) == 0 else { return nil }
+            self.init(info)
+        }
+
+        init(_ info: stat) {
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
+            size = Int(info.st_size)
+            #if canImport(Darwin)
+            modified = Int64(info.st_mtimespec.tv_sec) * 1_000_000_000 + Int64(info.st_mtimespec.tv_nsec)
+            #else
+            modified = Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec)
+            #endif
+        }
+    }
+
+    /// Maps `path`. With `hugePageAligned`, the mapping starts on a 2 MiB boundary, so file
+    /// offsets that are multiples of 2 MiB can be mapped with huge pages when the page cache
+    /// holds them in 2 MiB folios. Throws `FormatError` with `.fileNotFound` or `.ioError`.
+    public init(path: String, hugePageAligned: Bool = false) throws {
         self.path = path
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else {
@@ -35,11 +67,12 @@ public final class MappedFile: @unchecked Sendable {
             throw FormatError(.ioError, "not a regular file", path: path, remedy: "Pass a model file or directory")
         }
         size = Int(info.st_size)
+        status = FileStatus(info)
         if size == 0 {
             base = nil
             return
         }
-        let mapped = mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0)
+        let mapped = hugePageAligned ? Self.mapAligned(fd: fd, size: size) : mmap(nil, size, PROT_READ, MAP_PRIVATE, fd, 0)
         guard let mapped, mapped != MAP_FAILED else {
             throw FormatError(.ioError, "cannot map file: \(String(cString: strerror(errno)))", path: path)
         }
@@ -49,6 +82,28 @@ public final class MappedFile: @unchecked Sendable {
         _ = madvise(mapped, size, 14 /* MADV_HUGEPAGE */)
         #endif
         base = UnsafeRawPointer(mapped)
+    }
+
+    /// Maps `fd` read-only at a 2 MiB-aligned address: reserves 2 MiB more address space
+    /// than needed, maps the file over its aligned part, and returns the rest.
+    private static func mapAligned(fd: Int32, size: Int) -> UnsafeMutableRawPointer? {
+        let huge = 2 << 20
+        guard let reserved = mmap(nil, size + huge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), reserved != MAP_FAILED
+        else { return MAP_FAILED }
+        let start = (Int(bitPattern: reserved) + huge - 1) / huge * huge
+        let lead = start - Int(bitPattern: reserved)
+        guard let aligned = UnsafeMutableRawPointer(bitPattern: start),
+            let mapped = mmap(aligned, size, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0), mapped != MAP_FAILED
+        else {
+            munmap(reserved, size + huge)
+            return MAP_FAILED
+        }
+        if lead > 0 { munmap(reserved, lead) }
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let end = (start + size + pageSize - 1) / pageSize * pageSize
+        let tail = Int(bitPattern: reserved) + size + huge - end
+        if tail > 0, let tailStart = UnsafeMutableRawPointer(bitPattern: end) { munmap(tailStart, tail) }
+        return mapped
     }
 
     deinit {

@@ -1,3 +1,4 @@
+import Foundation
 import HearthKernelsCommon
 
 /// Attention over the KV cache for one query head: scores against a range of cached keys,
@@ -38,7 +39,8 @@ extension DType {
 private func withQuantizedQuery<R>(
     _ q: UnsafePointer<Float>, headDim: Int, _ body: (UnsafePointer<Int8>, UnsafePointer<Float>) -> R
 ) -> R {
-    let quantCount = (headDim + 63) / 64 * 64, scaleCount = max(16, (headDim / 32 + 15) / 16 * 16)
+    let quantCount = FusedAttentionQueryQuants.quantBytes(headDim: headDim)
+    let scaleCount = FusedAttentionQueryQuants.scaleFloats(headDim: headDim)
     return withUnsafeTemporaryAllocation(of: Int8.self, capacity: quantCount) { quants in
         withUnsafeTemporaryAllocation(of: Float.self, capacity: scaleCount) { scales in
             let qp = quants.baseAddress.unsafelyUnwrapped, sp = scales.baseAddress.unsafelyUnwrapped
@@ -181,5 +183,172 @@ public func cachedElementReference(_ row: UnsafeRawPointer, _ i: Int, type: DTyp
     case 0: return sign * fraction * Float(sign: .plus, exponent: -24, significand: 1)  // subnormal: f·2⁻²⁴
     case 31: return fraction == 0 ? sign * .infinity : .nan
     default: return sign * (1 + fraction / 1024) * Float(sign: .plus, exponent: exponent - 15, significand: 1)
+    }
+}
+
+/// Fused attention of one query tile straight from the cache (``fusedAttentionBody``: online
+/// softmax over tiles of ``fusedAttentionKeyTile`` keys, no score row as long as the context):
+/// for row r = t·groupHeads + g, out = softmax(scale · q_r·Kᵀ over the keys it sees) · V.
+/// `keys`/`values` point at position 0 of the key/value head's rows, `stride` bytes apart, of
+/// `type`. f16 and f32 tiles are converted to Float and multiplied in Float. q8_0/q4_0 keys
+/// (one record per head, ``KVCache``) are dotted with integer kernels against the queries
+/// quantized once per call to 8-bit blocks (`attentionScoresKV`, AVX-512 VNNI: `vpdpbusd`), or,
+/// with `integerKeyDots` false, converted to Float per tile like the values always are; the
+/// cache is never converted as a whole. `logSumExp` (optional, `shape.rows` floats) receives
+/// m + ln Σe^(s−m) per row, for merging partial results over disjoint key ranges
+/// (``mergeAttention``). `scratch` holds ``fusedAttentionScratchFloats(rows:headDim:)`` floats for
+/// `shape.rows`.
+public func fusedAttention(
+    _ q: UnsafePointer<Float>, keys: UnsafeRawPointer, values: UnsafeRawPointer, stride: Int, type: DType,
+    shape: FusedAttentionShape, into out: UnsafeMutablePointer<Float>, logSumExp: UnsafeMutablePointer<Float>? = nil,
+    scratch: UnsafeMutablePointer<Float>, integerKeyDots: Bool = true, level: KernelLevel = .current
+) {
+    let hd = shape.headDim
+    let kernels = KernelTable.at(level)
+    // Each conversion kernel is fetched once here (a table lookup per row cost more than the
+    // conversion of an f16 row).
+    if let kind = type.kvKind {
+        let dequantize = kernels.dequantizeKV
+        guard integerKeyDots else {
+            kernels.fusedAttention(q, out, logSumExp, shape, scratch, false, { _, _, _, _ in }) { first, count, k, v in
+                for j in 0..<count {
+                    dequantize(keys + (first + j) * stride, hd, kind, k + j * hd)
+                    dequantize(values + (first + j) * stride, hd, kind, v + j * hd)
+                }
+            }
+            return
+        }
+        // The queries as 8-bit blocks, once per call, in the caller's part of the scratch
+        // (``FusedAttentionQueryQuants``): per row quants and block scales, then one tile of
+        // scores. Per key tile and row the level's integer dots fill the tile, scattered into Sᵀ.
+        let rows = shape.rows, g = shape.groupHeads
+        let quantBytes = FusedAttentionQueryQuants.quantBytes(headDim: hd)
+        let scaleFloats = FusedAttentionQueryQuants.scaleFloats(headDim: hd)
+        let region = scratch + fusedAttentionBodyScratchFloats(rows: rows, headDim: hd)
+        let scales = region + rows * quantBytes / 4, tile = scales + rows * scaleFloats
+        let scoresKV = kernels.attentionScoresKV
+        region.withMemoryRebound(to: Int8.self, capacity: rows * quantBytes) { quants in
+            quants.update(repeating: 0, count: rows * quantBytes)
+            scales.update(repeating: 0, count: rows * scaleFloats)
+            for r in 0..<rows {
+                quantizeKVQuery(
+                    q + (r / g) * shape.qStride + (r % g) * hd, count: hd, quants: quants + r * quantBytes,
+                    scales: scales + r * scaleFloats)
+            }
+            kernels.fusedAttention(
+                q, out, logSumExp, shape, scratch, true,
+                { first, count, s, ldS in
+                    let tileKeys = keys + first * stride
+                    for r in 0..<rows {
+                        scoresKV(
+                            quants + r * quantBytes, scales + r * scaleFloats, tileKeys, stride, 0, count - 1, hd,
+                            shape.scale, kind, tile)
+                        for j in 0..<count { s[j * ldS + r] = tile[j] }
+                    }
+                }
+            ) { first, count, _, v in
+                for j in 0..<count { dequantize(values + (first + j) * stride, hd, kind, v + j * hd) }
+            }
+        }
+        return
+    }
+    let halfToFloats = kernels.halfToFloats
+    kernels.fusedAttention(q, out, logSumExp, shape, scratch, false, { _, _, _, _ in }) { first, count, k, v in
+        if type == .f16 {
+            for j in 0..<count {
+                halfToFloats(keys + (first + j) * stride, hd, k + j * hd)
+                halfToFloats(values + (first + j) * stride, hd, v + j * hd)
+            }
+        } else {
+            for j in 0..<count {
+                (k + j * hd).update(from: (keys + (first + j) * stride).assumingMemoryBound(to: Float.self), count: hd)
+                (v + j * hd).update(from: (values + (first + j) * stride).assumingMemoryBound(to: Float.self), count: hd)
+            }
+        }
+    }
+}
+
+/// Joins `parts` partial attention results of the same `rows` over disjoint key ranges: part p's
+/// normalised output row r at `outputs + (p·rows + r)·headDim`, its log-sum-exp at
+/// `logSumExps[p·rows + r]`. Row r of the whole is Σ_p w_p·O_p with w_p = e^(lse_p − lse),
+/// lse = ln Σ_p e^(lse_p), written to `out + (r / groupHeads)·outStride + (r % groupHeads)·headDim`.
+public func mergeAttention(
+    _ outputs: UnsafePointer<Float>, logSumExps: UnsafePointer<Float>, parts: Int, rows: Int, headDim: Int,
+    groupHeads: Int, into out: UnsafeMutablePointer<Float>, outStride: Int
+) {
+    for r in 0..<rows {
+        var top = -Float.infinity
+        for p in 0..<parts { top = max(top, logSumExps[p * rows + r]) }
+        let dst = out + (r / groupHeads) * outStride + (r % groupHeads) * headDim
+        dst.update(repeating: 0, count: headDim)
+        guard top > -.infinity else { continue }
+        var total: Float = 0
+        for p in 0..<parts { total += expf(logSumExps[p * rows + r] - top) }
+        for p in 0..<parts {
+            let w = expf(logSumExps[p * rows + r] - top) / total
+            guard w > 0 else { continue }
+            let src = outputs + (p * rows + r) * headDim
+            for d in 0..<headDim { dst[d] += w * src[d] }
+        }
+    }
+}
+
+/// Scalar reference of ``fusedAttention(_:keys:values:stride:type:shape:into:logSumExp:scratch:integerKeyDots:level:)``,
+/// written from the definition: per row, every visible score in Double, the softmax in Double,
+/// the weighted sum of the values in Double (f16 decoded from its bit fields, q8_0/q4_0 from
+/// their record layout). Rows that see no key get zeros (and −∞ as log-sum-exp). With
+/// `eightBitQueries`, each query is first rounded as the integer key dots round it — per block of
+/// 32, d = max|q|/127 and q = round(q · (1/d)) in Float — so the kernels' one deliberate
+/// approximation is modelled rather than hidden in the tolerance.
+public func fusedAttentionReference(
+    _ q: UnsafePointer<Float>, keys: UnsafeRawPointer, values: UnsafeRawPointer, stride: Int, type: DType,
+    shape: FusedAttentionShape, into out: UnsafeMutablePointer<Float>, logSumExp: UnsafeMutablePointer<Float>? = nil,
+    eightBitQueries: Bool = false
+) {
+    let hd = shape.headDim
+    // Element d of query row `qr`, as the score uses it.
+    func query(_ qr: UnsafePointer<Float>, _ d: Int) -> Double {
+        guard eightBitQueries else { return Double(qr[d]) }
+        let block = qr + d / 32 * 32
+        var amax: Float = 0
+        for i in 0..<32 { amax = max(amax, abs(block[i])) }
+        let step = amax / 127
+        guard step != 0 else { return 0 }
+        return Double(step) * Double(max(-127, min(127, (qr[d] * (1 / step)).rounded())))
+    }
+    for t in 0..<shape.tokens {
+        let position = shape.firstPosition + t
+        var first = shape.keyStart
+        if shape.window > 0 { first = max(first, position - shape.window + 1) }
+        let end = min(shape.keyEnd, position + 1)
+        for g in 0..<shape.groupHeads {
+            let qr = q + t * shape.qStride + g * hd
+            let dst = out + t * shape.outStride + g * hd
+            let r = t * shape.groupHeads + g
+            guard first < end else {
+                for d in 0..<hd { dst[d] = 0 }
+                logSumExp?[r] = -.infinity
+                continue
+            }
+            var scores: [Double] = []
+            for j in first..<end {
+                var dot: Double = 0
+                for d in 0..<hd {
+                    dot += query(qr, d) * Double(cachedElementReference(keys + j * stride, d, type: type, headDim: hd))
+                }
+                scores.append(dot * Double(shape.scale))
+            }
+            let top = scores.max() ?? 0
+            let weights = scores.map { Foundation.exp($0 - top) }
+            let total = weights.reduce(0, +)
+            for d in 0..<hd {
+                var sum: Double = 0
+                for (i, j) in (first..<end).enumerated() {
+                    sum += weights[i] * Double(cachedElementReference(values + j * stride, d, type: type, headDim: hd))
+                }
+                dst[d] = Float(sum / total)
+            }
+            logSumExp?[r] = Float(top + Foundation.log(total))
+        }
     }
 }

@@ -54,71 +54,98 @@ struct KernelTileGeometry {
         return q
     }
 
-    /// Stores quant `q` of element `e` of sub-block `s`, row `r` (the tile starts zeroed).
+    /// Stores the 32 quants `q` (unsigned, < 64) of sub-block `s`, row `r`: whole words and
+    /// bytes, every byte of the row's share of the sub-block written (no read-modify-write).
     @inline(__always)
-    func place(_ q: UInt8, _ tile: UnsafeMutableRawPointer, sub s: Int, row r: Int, element e: Int) {
-        let k = (e % 16) / 4, j = e % 4
-        let at = nibbles + 256 * s + 64 * k + 4 * r + j
-        let old = tile.load(fromByteOffset: at, as: UInt8.self)
-        tile.storeBytes(of: old | (e < 16 ? q & 0x0f : (q & 0x0f) << 4), toByteOffset: at, as: UInt8.self)
+    func placeSubBlock(_ q: UnsafePointer<UInt8>, _ tile: UnsafeMutableRawPointer, sub s: Int, row r: Int) {
+        let at = tile + nibbles + 256 * s + 4 * r
+        for k in 0..<4 {
+            var word: UInt32 = 0
+            for j in 0..<4 {
+                let byte = UInt32(q[4 * k + j] & 0x0f) | UInt32(q[16 + 4 * k + j] & 0x0f) << 4
+                word |= byte << UInt32(8 * j)
+            }
+            at.storeBytes(of: word.littleEndian, toByteOffset: 64 * k, as: UInt32.self)
+        }
         guard let high else { return }
-        let plane = tile + high + planeBytes * s
-        let h = q >> 4
-        let (offset, shift) = highBits == 1 ? (4 * r + j, e < 16 ? k : 4 + k) : ((e < 16 ? 0 : 64) + 4 * r + j, 2 * k)
-        let bits = plane.load(fromByteOffset: offset, as: UInt8.self)
-        plane.storeBytes(of: bits | h << UInt8(shift), toByteOffset: offset, as: UInt8.self)
+        let plane = tile + high + planeBytes * s + 4 * r
+        for j in 0..<4 {
+            if highBits == 1 {
+                var bits: UInt8 = 0
+                for k in 0..<4 {
+                    bits |= ((q[4 * k + j] >> 4) & 1) << UInt8(k) | ((q[16 + 4 * k + j] >> 4) & 1) << UInt8(4 + k)
+                }
+                plane.storeBytes(of: bits, toByteOffset: j, as: UInt8.self)
+            } else {
+                var low: UInt8 = 0, upper: UInt8 = 0
+                for k in 0..<4 {
+                    low |= ((q[4 * k + j] >> 4) & 3) << UInt8(2 * k)
+                    upper |= ((q[16 + 4 * k + j] >> 4) & 3) << UInt8(2 * k)
+                }
+                plane.storeBytes(of: low, toByteOffset: j, as: UInt8.self)
+                plane.storeBytes(of: upper, toByteOffset: 64 + j, as: UInt8.self)
+            }
+        }
     }
 }
 
 extension Quantizer {
-    /// Places one GGUF block of q5_0, q5_1, q4_K, q5_K or q6_K as row `r` of a zeroed tile.
+    /// Places one GGUF block of q5_0, q5_1, q4_K, q5_K or q6_K as row `r` of a tile: each
+    /// 32-weight sub-block's quants are gathered, then stored whole (``KernelTileGeometry/placeSubBlock``).
     static func interleaveGGML(block p: UnsafeRawPointer, dtype: DType, row r: Int, into tile: UnsafeMutableRawPointer) {
         guard let geometry = KernelTileGeometry(dtype) else { return }
         func copyHalf(_ from: Int, _ to: Int) {
             tile.storeBytes(of: p.loadUnaligned(fromByteOffset: from, as: UInt16.self), toByteOffset: to, as: UInt16.self)
         }
-        switch dtype {
-        case .q5_0, .q5_1:
-            copyHalf(0, 2 * r)
-            if dtype == .q5_1 { copyHalf(2, 32 + 2 * r) }
-            let header = dtype == .q5_1 ? 4 : 2
-            let qh = UInt32(littleEndian: p.loadUnaligned(fromByteOffset: header, as: UInt32.self))
-            for i in 0..<16 {
-                let b = p.load(fromByteOffset: header + 4 + i, as: UInt8.self)
-                geometry.place((b & 0x0f) | UInt8((qh >> UInt32(i)) & 1) << 4, tile, sub: 0, row: r, element: i)
-                geometry.place((b >> 4) | UInt8((qh >> UInt32(i + 16)) & 1) << 4, tile, sub: 0, row: r, element: i + 16)
-            }
-        case .q4_K, .q5_K:
-            copyHalf(0, 2 * r)
-            copyHalf(2, KTile.kDmin + 2 * r)
-            let nibbles = dtype == .q4_K ? 16 : 48
-            for s in 0..<8 {
-                let (sc, mn) = GGMLBlocks.scaleMinK4(p + 4, s)
-                tile.storeBytes(of: sc, toByteOffset: KTile.kScales + 16 * s + r, as: UInt8.self)
-                tile.storeBytes(of: mn, toByteOffset: KTile.kMins + 16 * s + r, as: UInt8.self)
-                let c = s / 2, h = s % 2
-                for l in 0..<32 {
-                    var q = (p.load(fromByteOffset: nibbles + 32 * c + l, as: UInt8.self) >> UInt8(4 * h)) & 0x0f
-                    if dtype == .q5_K { q |= ((p.load(fromByteOffset: 16 + l, as: UInt8.self) >> UInt8(s)) & 1) << 4 }
-                    geometry.place(q, tile, sub: s, row: r, element: l)
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 32) { buffer in
+            guard let q = buffer.baseAddress else { return }
+            let bytes = p.assumingMemoryBound(to: UInt8.self)
+            switch dtype {
+            case .q5_0, .q5_1:
+                copyHalf(0, 2 * r)
+                if dtype == .q5_1 { copyHalf(2, 32 + 2 * r) }
+                let header = dtype == .q5_1 ? 4 : 2
+                let qh = UInt32(littleEndian: p.loadUnaligned(fromByteOffset: header, as: UInt32.self))
+                for i in 0..<16 {
+                    let b = bytes[header + 4 + i]
+                    q[i] = (b & 0x0f) | UInt8((qh >> UInt32(i)) & 1) << 4
+                    q[i + 16] = (b >> 4) | UInt8((qh >> UInt32(i + 16)) & 1) << 4
                 }
-            }
-        case .q6_K:
-            copyHalf(208, 2 * r)
-            for g in 0..<16 {
-                tile.storeBytes(of: p.load(fromByteOffset: 192 + g, as: UInt8.self), toByteOffset: KTile.q6Scales + 16 * g + r, as: UInt8.self)
-            }
-            for c in 0..<2 {
-                for s in 0..<4 {
+                geometry.placeSubBlock(q, tile, sub: 0, row: r)
+            case .q4_K, .q5_K:
+                copyHalf(0, 2 * r)
+                copyHalf(2, KTile.kDmin + 2 * r)
+                let nibbles = dtype == .q4_K ? 16 : 48
+                for s in 0..<8 {
+                    let (sc, mn) = GGMLBlocks.scaleMinK4(p + 4, s)
+                    tile.storeBytes(of: sc, toByteOffset: KTile.kScales + 16 * s + r, as: UInt8.self)
+                    tile.storeBytes(of: mn, toByteOffset: KTile.kMins + 16 * s + r, as: UInt8.self)
+                    let c = s / 2, shift = UInt8(4 * (s % 2))
                     for l in 0..<32 {
-                        let low = (p.load(fromByteOffset: 64 * c + 32 * (s % 2) + l, as: UInt8.self) >> UInt8(4 * (s / 2))) & 0x0f
-                        let high = (p.load(fromByteOffset: 128 + 32 * c + l, as: UInt8.self) >> UInt8(2 * s)) & 3
-                        geometry.place(low | high << 4, tile, sub: 4 * c + s, row: r, element: l)
+                        q[l] = (bytes[nibbles + 32 * c + l] >> shift) & 0x0f
+                        if dtype == .q5_K { q[l] |= ((bytes[16 + l] >> UInt8(s)) & 1) << 4 }
+                    }
+                    geometry.placeSubBlock(q, tile, sub: s, row: r)
+                }
+            case .q6_K:
+                copyHalf(208, 2 * r)
+                for g in 0..<16 {
+                    tile.storeBytes(of: bytes[192 + g], toByteOffset: KTile.q6Scales + 16 * g + r, as: UInt8.self)
+                }
+                for c in 0..<2 {
+                    for s in 0..<4 {
+                        let lowShift = UInt8(4 * (s / 2)), highShift = UInt8(2 * s)
+                        for l in 0..<32 {
+                            let low = (bytes[64 * c + 32 * (s % 2) + l] >> lowShift) & 0x0f
+                            let high = (bytes[128 + 32 * c + l] >> highShift) & 3
+                            q[l] = low | high << 4
+                        }
+                        geometry.placeSubBlock(q, tile, sub: 4 * c + s, row: r)
                     }
                 }
+            default:
+                break
             }
-        default:
-            break
         }
     }
 }

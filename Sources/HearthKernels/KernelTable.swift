@@ -41,6 +41,14 @@ public struct KernelTable: Sendable {
     private(set) var dequantizeKV: @Sendable (UnsafeRawPointer, Int, Int32, UnsafeMutablePointer<Float>) -> Void
     /// Floats to one quantized KV record (x, count, kind, dst).
     private(set) var quantizeKV: @Sendable (UnsafePointer<Float>, Int, Int32, UnsafeMutableRawPointer) -> Void
+    /// Fused attention of one query tile over key/value tiles (q, out, logSumExp, shape, scratch,
+    /// scoresKeys, keyScores, load): ``fusedAttentionBody``.
+    private(set) var fusedAttention:
+        @Sendable (
+            UnsafePointer<Float>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>?, FusedAttentionShape,
+            UnsafeMutablePointer<Float>, Bool, (Int, Int, UnsafeMutablePointer<Float>, Int) -> Void,
+            (Int, Int, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void
+        ) -> Void
     /// `count` f16 values to Float (src, count, out).
     private(set) var halfToFloats: @Sendable (UnsafeRawPointer, Int, UnsafeMutablePointer<Float>) -> Void
     /// Σ a[i]·b[i] over `n` floats.
@@ -115,6 +123,11 @@ public struct KernelTable: Sendable {
         }
         dequantizeKV = { src, count, kind, out in dequantizeKVRecord(src, count: count, kind: kind, into: out) }
         quantizeKV = { x, count, kind, dst in quantizeKVRecord(x, count: count, kind: kind, into: dst) }
+        fusedAttention = { q, out, logSumExp, shape, scratch, scoresKeys, keyScores, load in
+            fusedAttentionBody(
+                q, out: out, logSumExp: logSumExp, shape: shape, scratch: scratch, scoresKeys: scoresKeys,
+                keyScores: keyScores, load: load, fused: false)
+        }
         halfToFloats = { src, count, out in
             let h = src.assumingMemoryBound(to: UInt16.self)
             for i in 0..<count { out[i] = halfToFloat(h[i]) }
@@ -152,6 +165,7 @@ public struct KernelTable: Sendable {
             attentionValuesKV = hearthAttentionValuesKVAVX2
             dequantizeKV = hearthDequantizeKVAVX2
             quantizeKV = hearthQuantizeKVAVX2
+            fusedAttention = hearthFusedAttentionAVX2
             dotFloats = hearthDotFloatsAVX2
             sigmoidActivation = hearthSigmoidActivationAVX2
             dequantizeGGML = hearthDequantizeGGMLAVX2
@@ -190,6 +204,7 @@ public struct KernelTable: Sendable {
         if avx512 {
             attentionScoresF16 = hearthAttentionScoresF16AVX512
             attentionValuesF16 = hearthAttentionValuesF16AVX512
+            fusedAttention = hearthFusedAttentionAVX512
             halfToFloats = hearthHalfToFloatAVX512
             // Heads up to 512 wide (16 blocks: one vector of scales); wider ones keep the AVX2 kernel.
             let valuesBelow = attentionValuesKV

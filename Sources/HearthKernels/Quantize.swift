@@ -106,18 +106,15 @@ public enum Quantizer {
                 tile.storeBytes(of: p.loadUnaligned(fromByteOffset: 2, as: UInt16.self), toByteOffset: 32 + 2 * r, as: UInt16.self)
             }
             // Element e (< 16) is the low nibble of byte e; element e + 16 the high nibble.
+            // Four bytes of a row go together: copied a word at a time.
             for k in 0..<4 {
-                for j in 0..<4 {
-                    let byte = p.load(fromByteOffset: header + 4 * k + j, as: UInt8.self)
-                    tile.storeBytes(of: byte, toByteOffset: quants + 64 * k + 4 * r + j, as: UInt8.self)
-                }
+                let word = p.loadUnaligned(fromByteOffset: header + 4 * k, as: UInt32.self)
+                tile.storeBytes(of: word, toByteOffset: quants + 64 * k + 4 * r, as: UInt32.self)
             }
         case .q8_0:
             for k in 0..<8 {
-                for j in 0..<4 {
-                    let q = p.load(fromByteOffset: 2 + 4 * k + j, as: UInt8.self)
-                    tile.storeBytes(of: q ^ 0x80, toByteOffset: 32 + 64 * k + 4 * r + j, as: UInt8.self)
-                }
+                let word = p.loadUnaligned(fromByteOffset: 2 + 4 * k, as: UInt32.self)
+                tile.storeBytes(of: word ^ 0x8080_8080, toByteOffset: 32 + 64 * k + 4 * r, as: UInt32.self)
             }
         case .q8_a:
             // Minimum after the scales; the unsigned quants as they are.
@@ -206,13 +203,21 @@ struct UncheckedPointer: @unchecked Sendable {
 }
 
 extension Quantizer {
+    /// Whether ``repackInterleaved(_:consumed:)`` rearranges `w`: a row-layout matrix of a
+    /// type with a kernel layout (q8_a excepted: it is made interleaved).
+    public static func canRepackInterleaved(_ w: WeightMatrix) -> Bool {
+        w.layout == .rows && w.dtype.hasKernelLayout && w.dtype != .q8_a
+            && w.dtype.matrixBytes(rows: w.rows, cols: w.cols, layout: .interleaved16) != nil
+    }
+
     /// Rearranges a row-layout q4_0/q4_1/q8_0/q5_0/q5_1/q4_K/q5_K/q6_K matrix (as in GGUF
     /// files) into the interleaved16 kernel layout — a lossless rearrangement of bits.
     /// Returns nil for other types.
+
     public static func repackInterleaved(
         _ w: WeightMatrix, consumed: (@Sendable (_ offset: Int, _ count: Int) -> Void)? = nil
     ) -> WeightMatrix? {
-        guard w.layout == .rows, w.dtype.hasKernelLayout, w.dtype != .q8_a,
+        guard canRepackInterleaved(w),
             let bytes = w.dtype.matrixBytes(rows: w.rows, cols: w.cols, layout: .interleaved16)
         else { return nil }
         let buffer = OwnedBuffer(count: bytes)

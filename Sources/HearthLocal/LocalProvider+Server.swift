@@ -334,10 +334,7 @@ extension LocalProvider {
                 }
                 let reason = Self.finishReason(
                     summary.finishReason, stopped: stops[index].isSet, madeCalls: scanners[index]?.madeCalls == true)
-                let usage = Usage(
-                    promptTokens: summary.promptTokens, completionTokens: summary.completionTokens,
-                    cachedPromptTokens: summary.cachedPromptTokens, timeToFirstToken: firstToken,
-                    tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil)
+                let usage = Self.usage(summary, timeToFirstToken: firstToken)
                 emit(LocalChoiceEvent(choice: index, event: .finished(usage, reason)))
             }
         }

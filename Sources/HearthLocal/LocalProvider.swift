@@ -49,6 +49,12 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// Shared with the other models of a server that serves several: unloads the least
         /// recently used beyond its limit when this one is about to be used (nil: stay loaded).
         public var residency: ModelResidency?
+        /// Speculative decoding for every request (``SpeculativeMode``; default prompt lookup,
+        /// adaptive). It changes how many tokens a step verifies, never which are generated.
+        public var speculative: SpeculativeMode = .lookup
+        /// Where GGUF weights rearranged for the kernels are kept between loads (default: the
+        /// environment's, ``RepackCache/init(environment:)``; `.disabled` rearranges in memory).
+        public var repackCache: RepackCache = .default
 
         public init(
             modelPath: String, quantize: WeightQuantization? = nil, context: Int? = nil, threads: Int? = nil,
@@ -118,17 +124,20 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         self.configuration = configuration
     }
 
-    /// Creates a provider around an already loaded model, serving up to `parallel` requests at once.
+    /// Creates a provider around an already loaded model, serving up to `parallel` requests at once
+    /// (`kvType`: ``Configuration/kvType``; `speculative`: ``Configuration/speculative``).
     public init(
         id: String = "local", model: LanguageModel, context: Int? = nil, threads: Int? = nil,
         batch: Int = Generator.defaultBatch,
-        parallel: Int = 1, embeddingPooling: EmbeddingPooling = .mean, kvType: DType = .f16
+        parallel: Int = 1, embeddingPooling: EmbeddingPooling = .mean, kvType: DType = .f16,
+        speculative: SpeculativeMode = .lookup
     ) throws {
         self.id = id
         var configuration = Configuration(
             modelPath: model.path.path, context: context, threads: threads, batch: batch, parallel: parallel)
         configuration.embeddingPooling = embeddingPooling
         configuration.kvType = kvType
+        configuration.speculative = speculative
         self.configuration = configuration
         state = .loaded(
             try Generator(
@@ -220,12 +229,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
             case .done(let summary):
                 if let rest = repetitionGuard?.finish(), !rest.isEmpty { continuation.yield(.textDelta(rest)) }
                 emit(scanner?.finish() ?? [])
-                continuation.yield(
-                    .usage(
-                        Usage(
-                            promptTokens: summary.promptTokens, completionTokens: summary.completionTokens,
-                            cachedPromptTokens: summary.cachedPromptTokens, timeToFirstToken: firstToken,
-                            tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil)))
+                continuation.yield(.usage(Self.usage(summary, timeToFirstToken: firstToken)))
                 continuation.yield(
                     .finished(Self.finishReason(summary.finishReason, stopped: stopped.isSet, madeCalls: scanner?.madeCalls == true)))
             }
@@ -351,6 +355,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         p.sampling = s
         p.maxTokens = min(o.maxTokens ?? Int.max, generator.context - promptTokens)
         p.stop = o.stop + (usesDialogue(generator.model) ? ChatTemplate.dialogueStops : [])
+        p.speculative = configuration.speculative
         p.stripLeadingSpace = request.continuation?.isEmpty ?? true
         if !o.tools.isEmpty {
             try applyTools(request, to: &p, generator: generator)
@@ -440,7 +445,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 let result: Result<Generator, ProviderError>
                 do {
                     let model = try LanguageModel(
-                        path: configuration.modelPath, quantize: configuration.quantize?.dtype, threads: configuration.threads)
+                        path: configuration.modelPath, quantize: configuration.quantize?.dtype, threads: configuration.threads,
+                        repackCache: configuration.repackCache)
                     let generator = try Generator(
                         model: model, context: configuration.context, threads: configuration.threads,
                         batch: configuration.batch, kvType: configuration.kvType, sequences: configuration.parallel)
@@ -483,5 +489,18 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
         }
+    }
+}
+
+extension LocalProvider {
+    /// The provider's usage figures for a finished generation.
+    static func usage(_ summary: GenerationSummary, timeToFirstToken: Double?) -> Usage {
+        var usage = Usage(
+            promptTokens: summary.promptTokens, completionTokens: summary.completionTokens,
+            cachedPromptTokens: summary.cachedPromptTokens, timeToFirstToken: timeToFirstToken,
+            tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil)
+        usage.draftedTokens = summary.draftedTokens
+        usage.acceptedDraftTokens = summary.acceptedDraftTokens
+        return usage
     }
 }

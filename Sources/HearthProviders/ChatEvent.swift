@@ -23,6 +23,10 @@ public struct Usage: Sendable, Equatable, Codable {
     public var timeToFirstToken: Double?
     /// Generated tokens per second after the first one; `nil` when unknown.
     public var tokensPerSecond: Double?
+    /// Speculative decoding (the local engine): tokens drafted for verification, and how many
+    /// of them were accepted; `nil` when the provider does not say.
+    public var draftedTokens: Int?
+    public var acceptedDraftTokens: Int?
 
     /// Creates usage figures.
     public init(

@@ -481,6 +481,8 @@ extension HearthServer {
             metrics.promptTokens.increment(by: Int64(usage.promptTokens))
             metrics.cachedPromptTokens.increment(by: Int64(usage.cachedPromptTokens ?? 0))
             metrics.generatedTokens.increment(by: Int64(usage.completionTokens))
+            metrics.draftedTokens.increment(by: Int64(usage.draftedTokens ?? 0))
+            metrics.acceptedDraftTokens.increment(by: Int64(usage.acceptedDraftTokens ?? 0))
             metrics.requestDuration.record(Self.seconds(ContinuousClock.now - call.started))
         }
         metrics.countRequest(endpoint: call.endpoint.rawValue, status: outcome.status)

@@ -12,6 +12,8 @@ final class ServerMetrics: Sendable {
     let promptTokens: Counter
     let generatedTokens: Counter
     let cachedPromptTokens: Counter
+    let draftedTokens: Counter
+    let acceptedDraftTokens: Counter
     let rejected: Counter
     let timeToFirstToken: ValueHistogram
     let timePerOutputToken: ValueHistogram
@@ -28,6 +30,11 @@ final class ServerMetrics: Sendable {
         cachedPromptTokens = registry.makeCounter(
             name: "hearth_prompt_tokens_cached_total", help: "Prompt tokens served from the KV cache (prefix reuse).")
         generatedTokens = registry.makeCounter(name: "hearth_generation_tokens_total", help: "Tokens generated.")
+        draftedTokens = registry.makeCounter(
+            name: "hearth_speculative_draft_tokens_total", help: "Tokens drafted for speculative verification (prompt lookup).")
+        acceptedDraftTokens = registry.makeCounter(
+            name: "hearth_speculative_accepted_tokens_total",
+            help: "Drafted tokens the model accepted: generated tokens that took no decode step of their own.")
         rejected = registry.makeCounter(
             name: "hearth_requests_rejected_total", help: "Generation requests refused with 503 because the queue was full or the server was not ready.")
         let latency: [Double] = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5, 5, 10]

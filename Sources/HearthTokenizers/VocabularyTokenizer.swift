@@ -42,6 +42,42 @@ public final class VocabularyTokenizer: Tokenizer {
     private let innerSpacePieces: [InnerSpacePiece]?
 
     /// Builds the tokenizer. Arrays must have equal, non-zero length.
+    /// The token's UTF-8 with every U+2581 (▁) made a space, as
+    /// `token.replacingOccurrences(of: "\u{2581}", with: " ")` gives it. Byte by byte where
+    /// that is the same — every ▁ with only ASCII, another ▁ or the token's ends beside it,
+    /// so no combining or prepended mark can join it — which is almost every token and much
+    /// faster on a 262k vocabulary; through Foundation otherwise.
+    static func spacedBytes(_ token: String) -> [UInt8] {
+        func foundation() -> [UInt8] { Array(token.replacingOccurrences(of: "\u{2581}", with: " ").utf8) }
+        let bytes = Array(token.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        // Whether the last character written was ASCII or a ▁ (or nothing yet), and whether it was a ▁.
+        var previousPlain = true, previousSpace = false
+        var i = 0
+        while i < bytes.count {
+            let b = bytes[i]
+            if b < 0x80 {
+                out.append(b)
+                previousPlain = true
+                previousSpace = false
+                i += 1
+            } else if i + 2 < bytes.count && b == 0xE2 && bytes[i + 1] == 0x96 && bytes[i + 2] == 0x81 {
+                guard previousPlain else { return foundation() }
+                out.append(0x20)
+                previousPlain = true
+                previousSpace = true
+                i += 3
+            } else {
+                if previousSpace { return foundation() }
+                out.append(b)
+                previousPlain = false
+                i += 1
+            }
+        }
+        return out
+    }
+
     public init(
         tokens: [String], scores: [Float]?, types: [Int32]?, bos: Int32?, eos: Int32?, unknown: Int32?,
         addBOS: Bool, addEOS: Bool, addSpacePrefix: Bool, extraStopTokens: [Int32] = [], chatTemplate: ChatTemplate?
@@ -88,7 +124,7 @@ public final class VocabularyTokenizer: Tokenizer {
                 tokenBytes.append(Array(token.utf8))
                 if !token.isEmpty { specials.append((Array(token.utf8), id, false)) }
             case .normal:
-                tokenBytes.append(Array(token.replacingOccurrences(of: "\u{2581}", with: " ").utf8))
+                tokenBytes.append(Self.spacedBytes(token))
             }
         }
         table = PieceTable(pieces: tokens)

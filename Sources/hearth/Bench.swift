@@ -45,6 +45,9 @@ struct Bench: ParsableCommand {
 
     @OptionGroup var kernels: KernelOptions
 
+    @Option(name: .long, help: "With --kv-type q8_0 or q4_0: how attention reads the quantized keys, integer (dot products against 8-bit queries; the default, as every other command) or float (each 64-key tile converted to Float), to measure one against the other.")
+    var kvKeyDots: String = "integer"
+
     @Option(name: .long, help: "Comma-separated numbers of sequences decoded together (e.g. 1,2,4,8): measure batched decoding of that many sequences, each with its own prompt, instead of pp/tg.")
     var parallel: String?
 
@@ -58,6 +61,7 @@ struct Bench: ParsableCommand {
 
     func validate() throws {
         if prompt < 0 || generate < 0 || depth < 0 { throw ValidationError("-p, -n and -d must be ≥ 0") }
+        if kvKeyDots != "integer" && kvKeyDots != "float" { throw ValidationError("--kv-key-dots takes integer or float") }
         if depth > 0 && parallel != nil { throw ValidationError("-d is not measured with --parallel") }
         if repetitions < 1 { throw ValidationError("-r must be ≥ 1") }
         if let parallel {
@@ -89,6 +93,10 @@ struct Bench: ParsableCommand {
         /// Tokens in the cache before each test (-d).
         let depth: Int
         let peak_rss_bytes: Int, load_seconds: Double, threads: Int, model_bytes: Int, weight_bytes_per_token: Int
+        /// What the load did with the repack cache: hit, written, unwritable, disabled or not-needed.
+        let repack_cache: String
+        /// Seconds per load phase (GGUF: open, tensors, repack, tokenizer).
+        let load_phases: [String: Double]
         let kv_cache_bytes: Int, parameters: Int, weight_types: [String: Int], kernel: String
         /// The kernel level in use (KernelLevel.current) and the best this CPU runs.
         let kernel_level: String, cpu_best_level: String, prefill_path: String, activation_bits: String
@@ -157,7 +165,9 @@ struct Bench: ParsableCommand {
                 model: lm.path.lastPathComponent, architecture: lm.architecture, pp: pp, tg: tg, prompt_tokens: prompt,
                 generated_tokens: generate, depth: depth, peak_rss_bytes: peakRSSBytes(), load_seconds: lm.loadSeconds,
                 threads: threads, model_bytes: lm.weightBytesByType.values.reduce(0, +),
-                weight_bytes_per_token: lm.weightBytesPerToken, kv_cache_bytes: kvCacheBytes,
+                weight_bytes_per_token: lm.weightBytesPerToken, repack_cache: lm.repackCacheOutcome.name,
+                load_phases: Dictionary(lm.loadPhases.map { ($0.name, $0.seconds) }, uniquingKeysWith: +),
+                kv_cache_bytes: kvCacheBytes,
                 parameters: lm.parameterCount,
                 weight_types: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
                 kernel: quantizedKernelName, kernel_level: KernelLevel.current.rawValue,
@@ -181,7 +191,7 @@ struct Bench: ParsableCommand {
                 row("pp\(prompt) × \(level.sequences) seq", level.pp)
                 row("tg\(generate) × \(level.sequences) seq (aggregate)", level.tg)
             }
-            table += "\npeak RSS \(formatBytes(report.peak_rss_bytes)), load \(String(format: "%.2f", report.load_seconds)) s, KV cache \(formatBytes(report.kv_cache_bytes)) \(kernels.kvType.rawValue)\n"
+            table += "\npeak RSS \(formatBytes(report.peak_rss_bytes)), load \(String(format: "%.2f", report.load_seconds)) s (\(lm.loadPhases.map { "\($0.name) \(String(format: "%.2f", $0.seconds))" }.joined(separator: ", ")); repack cache: \(lm.repackCacheOutcome)), KV cache \(formatBytes(report.kv_cache_bytes)) \(kernels.kvType.rawValue)\n"
             emit(table)
         }
     }
@@ -195,6 +205,7 @@ extension Bench {
             kvType: kernels.kvType, sequences: sequences, pool: pool)
         decoder.quantizedBatchPath = kernels.batchPath
         decoder.activationPrecision = kernels.precision
+        decoder.quantizedKeyDots = kvKeyDots == "integer"
         return decoder
     }
 

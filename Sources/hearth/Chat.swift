@@ -26,6 +26,7 @@ struct Chat: ParsableCommand {
     var system: String?
 
     @OptionGroup var sampling: SamplingFlags
+    @OptionGroup var speculation: SpeculativeOption
 
     @OptionGroup var length: MaxTokensOption
 
@@ -92,11 +93,13 @@ struct Chat: ParsableCommand {
         case nil: style = .automatic
         }
         let local = modelPath.map {
-            var settings = LocalProvider.Configuration(
+            var configuration = LocalProvider.Configuration(
                 modelPath: $0, context: context.ctx, threads: workers.threads, batch: batching.batch, promptStyle: style,
                 endsRepetitiveReplies: true)
-            settings.kvType = kv.kvType
-            return settings
+            configuration.speculative = speculation.speculative
+            configuration.repackCache = source.repackCache
+            configuration.kvType = kv.kvType
+            return configuration
         }
         let session = ChatSession(
             output: output, store: store, name: sessionName, messages: messages, options: options, local: local)

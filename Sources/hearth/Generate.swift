@@ -12,6 +12,7 @@ struct Generate: ParsableCommand {
     @OptionGroup var model: ModelOptions
     @OptionGroup var runtime: RuntimeOptions
     @OptionGroup var sampling: SamplingFlags
+    @OptionGroup var speculation: SpeculativeOption
 
     @Option(name: .long, help: "The prompt text.")
     var prompt: String
@@ -154,6 +155,7 @@ struct Generate: ParsableCommand {
             parameters.stop = stop
             parameters.topLogprobs = topLogprobs
             parameters.stripLeadingSpace = !raw
+            parameters.speculative = speculation.speculative
             if let format {
                 do { try ResponseFormatGrammar.apply(format, to: &parameters, model: lm) } catch {
                     throw ValidationError("\(formatFlag): \(error)")
@@ -176,7 +178,8 @@ struct Generate: ParsableCommand {
                             done: true, finish_reason: summary.finishReason.rawValue,
                             prompt_tokens: summary.promptTokens, completion_tokens: summary.completionTokens,
                             prefill_tokens_per_second: summary.prefillTokensPerSecond,
-                            decode_tokens_per_second: summary.decodeTokensPerSecond)))
+                            decode_tokens_per_second: summary.decodeTokensPerSecond,
+                            drafted_tokens: summary.draftedTokens, accepted_draft_tokens: summary.acceptedDraftTokens)))
             } else {
                 emit("\n")
             }
@@ -193,6 +196,8 @@ struct Generate: ParsableCommand {
     struct DoneLine: Encodable {
         let done: Bool, finish_reason: String, prompt_tokens: Int, completion_tokens: Int
         let prefill_tokens_per_second: Double, decode_tokens_per_second: Double
+        /// Speculative decoding: tokens drafted and accepted (each accepted one took no step of its own).
+        let drafted_tokens: Int, accepted_draft_tokens: Int
     }
 
     /// Generates through `LocalProvider` (the same path as `hearth serve`), printing text as it
@@ -207,7 +212,8 @@ struct Generate: ParsableCommand {
         do { try options.validate() } catch { throw ValidationError(error.message) }
         let lm = try model.load(threads: runtime.threads, showProgress: true)
         let provider = try LocalProvider(
-            model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch, kvType: runtime.kernels.kvType)
+            model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch, kvType: runtime.kernels.kvType,
+            speculative: speculation.speculative)
         let request = ChatRequest(messages: [.user(prompt)], options: options)
         let finish = try blocking { () async throws -> HearthProviders.FinishReason in
             var calls = ToolCallCollector()

@@ -14,8 +14,17 @@ struct ModelOption: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp(ModelOption.help))
     var model: String?
 
+    /// The help text of `--no-repack-cache`.
+    static let repackCacheHelp = "Rearrange a GGUF's weights into the kernels' layout in memory on every load, without the repack cache (default: keep the rearranged copy in $HEARTH_REPACK_CACHE_DIR, else $XDG_CACHE_HOME/hearth/repack or ~/.cache/hearth/repack, so the next load of the unchanged file maps it; HEARTH_REPACK_CACHE=off also disables it; see docs/REPACK-CACHE.md)."
+
+    @Flag(name: .long, help: ArgumentHelp(ModelOption.repackCacheHelp))
+    var noRepackCache = false
+
     /// The model path, falling back to the default model; a name resolves through the hub cache.
     func path() throws -> String { try ModelNames.path(model) }
+
+    /// The repack cache to load GGUF files through.
+    var repackCache: RepackCache { noRepackCache ? .disabled : .default }
 }
 
 /// Options shared by commands that load a model: which one, quantized how, with which tokenizer.
@@ -56,7 +65,8 @@ struct ModelOptions: ParsableArguments {
         var progress: (@Sendable (Double) -> Void)?
         if let bar { progress = { bar.update($0) } }
         return try LanguageModel(
-            path: try path(), quantize: quantize, threads: threads, progress: progress, tokenizer: tokenizer.source)
+            path: try path(), quantize: quantize, threads: threads, progress: progress, tokenizer: tokenizer.source,
+            repackCache: source.repackCache)
     }
 }
 
@@ -140,6 +150,16 @@ struct MaxTokensOption: ParsableArguments {
 
     /// The cap given, else `fallback` (the command's default).
     func value(default fallback: Int) -> Int { maxTokens ?? fallback }
+}
+
+extension SpeculativeMode: ExpressibleByArgument {}
+
+/// `--speculative`: how tokens are drafted for verification several at a time.
+struct SpeculativeOption: ParsableArguments {
+    @Option(
+        name: .long,
+        help: "Speculative decoding: lookup (drafts tokens from repeats of the prompt and the reply so far, verified several at a time in one batched step; the draft length follows the acceptance rate and the measured cost of a step, and drafting pauses when it does not pay) or off. The generated tokens are the same either way. (default: lookup)")
+    var speculative: SpeculativeMode = .lookup
 }
 
 /// Options for running the model: threads, context, batch, KV type and kernel path.

@@ -26,7 +26,7 @@ struct Quantize: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let started = Date()
-            let lm = try LanguageModel(path: try source.path(), threads: workers.threads)
+            let lm = try LanguageModel(path: try source.path(), threads: workers.threads, repackCache: source.repackCache)
             let plan = try QuantizationPlan(type: type)
             let o = lm.options
             var entries: [(name: String, dtype: DType, layout: WeightLayout, shape: [Int], length: Int)] = []

@@ -43,6 +43,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var workers: ThreadsOption
     @OptionGroup var batching: BatchOption
     @OptionGroup var kv: KVTypeOption
+    @OptionGroup var speculation: SpeculativeOption
     var ctx: Int? { context.ctx }
     var threads: Int? { workers.threads }
 
@@ -176,6 +177,7 @@ struct Serve: AsyncParsableCommand {
                     promptStyle: promptStyle.style)
                 settings.prefillWhileDecoding = prefillWhileDecoding
                 settings.kvType = kv.kvType
+                settings.speculative = speculation.speculative
                 settings.residency = residency
                 let modelName = alias ?? given.flatMap { ModelNames.isPath($0) ? nil : $0 }
                     ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent

@@ -165,11 +165,13 @@ import Glibc
         defer { try? FileManager.default.removeItem(at: home) }
         let chat = try ChatPTY(
             binary: try binary(),
-            arguments: ["chat", "--model", Self.fixture, "--ctx", "4096", "--batch", "16", "--threads", "2"],
+            arguments: ["chat", "--model", Self.fixture, "--ctx", "4096", "--batch", "1", "--threads", "2"],
             environment: environment(home))
         try chat.expect(">>> ")
-        // A long prompt (thousands of tokens): Ctrl-C during prefill.
-        chat.send(String(repeating: "lorem ipsum dolor sit amet ", count: 120) + "\r")
+        // A long prompt (~3,300 tokens), one token per step so that prefill lasts over a second
+        // even with the optimized kernels (at --batch 16 it takes 0.1 s, before the spinner shows):
+        // Ctrl-C during prefill.
+        chat.send(String(repeating: "lorem ipsum dolor sit amet ", count: 220) + "\r")
         try chat.expect("thinking", timeout: 5)  // the spinner: prompt processing is under way
         let start = DispatchTime.now()
         chat.send("\u{03}")

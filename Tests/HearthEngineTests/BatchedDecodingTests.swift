@@ -81,7 +81,7 @@ import Testing
         #expect(refused((0..<5).map { .init(sequence: 0, position: $0, token: 1) }))  // over maxBatch
         #expect(refused([.init(sequence: 0, position: 0, token: 1), .init(sequence: 1, position: 0, token: 1),
                          .init(sequence: 0, position: 1, token: 1)]))  // not adjacent
-        #expect(refused([.init(sequence: 0, position: 0, token: 1), .init(sequence: 0, position: 1, token: 1)], [0, 1]))
+        #expect(refused([.init(sequence: 0, position: 0, token: 1), .init(sequence: 0, position: 1, token: 1)], [1, 1]))
         #expect(refused([.init(sequence: 0, position: 0, token: 1)], [3]))
         _ = try d.forward([1, 2, 3, 4], from: 0, sequence: 1)
         _ = try d.forward([1, 2, 3, 4], from: 4, sequence: 1)

@@ -1,0 +1,164 @@
+/// How a generation proposes tokens for the model to verify several at a time (speculative
+/// decoding). Verified tokens are exactly the tokens plain decoding would sample: each drafted
+/// token is accepted only when the sampler, run on the model's logits at its position, picks
+/// that very token, so greedy output is plain greedy output and sampled output keeps its
+/// distribution (and, with a seed, its draws).
+public enum SpeculativeMode: String, Sendable, CaseIterable, Codable {
+    /// Prompt lookup: drafts are the tokens that followed the latest earlier occurrence of the
+    /// sequence's last few tokens in the prompt or the reply so far. Costs nothing when nothing
+    /// repeats; pays on summaries, extraction, rewrites and edits of a given text.
+    case lookup
+    /// Plain decoding: one token per step.
+    case off
+}
+
+/// Prompt-lookup drafting: an index of the sequence's n-grams (n from ``longest`` down to
+/// ``shortest``) to the position that followed their latest occurrence, updated as the
+/// sequence grows, so a lookup costs a few hash probes however long the context is.
+struct PromptLookup {
+    /// The longest and shortest n-grams matched (the longest match found is used).
+    static let longest = 4
+    static let shortest = 2
+
+    /// Per n (index n − shortest): hash of the n tokens ending before position f → f (latest).
+    private var tables = [[UInt64: Int]](repeating: [:], count: longest - shortest + 1)
+    /// Follow positions below this are indexed.
+    private var indexed = 1
+
+    /// Up to `limit` tokens that followed the latest earlier occurrence of the longest suffix
+    /// of `history` (n-grams of ``longest`` … ``shortest`` tokens) seen before; empty when none repeats.
+    mutating func drafts(_ history: [Int32], limit: Int) -> [Int32] {
+        guard limit > 0, history.count > Self.shortest else { return [] }
+        // Index every follow position f < count: the n-gram history[f-n..<f] was followed by history[f].
+        while indexed < history.count {
+            let f = indexed
+            for n in Self.shortest...Self.longest where f >= n {
+                tables[n - Self.shortest][Self.hash(history, f - n, f)] = f
+            }
+            indexed += 1
+        }
+        let count = history.count
+        for n in stride(from: Self.longest, through: Self.shortest, by: -1) where count > n {
+            guard let f = tables[n - Self.shortest][Self.hash(history, count - n, count)], f < count else { continue }
+            // A hash collision is not a match: compare the tokens.
+            var same = true
+            for i in 0..<n where history[f - n + i] != history[count - n + i] {
+                same = false
+                break
+            }
+            guard same else { continue }
+            return Array(history[f..<min(count, f + limit)])
+        }
+        return []
+    }
+
+    private static func hash(_ tokens: [Int32], _ start: Int, _ end: Int) -> UInt64 {
+        var h: UInt64 = 0x9E37_79B9_7F4A_7C15 &* UInt64(end - start)
+        for i in start..<end {
+            h = (h ^ UInt64(UInt32(bitPattern: tokens[i]))) &* 0xBF58_476D_1CE4_E5B9
+            h ^= h >> 31
+        }
+        return h
+    }
+}
+
+/// What one decode step costs by the number of rows it verifies: a line `t(r) = a + b·r`
+/// fitted to the steps the generator has timed (least squares with exponential forgetting),
+/// so the draft length follows what this machine, model and batch actually pay for a row.
+/// Until steps of two different widths are seen the slope is a prior fraction of the step.
+struct StepCosts {
+    /// The prior cost of one more row, as a fraction of a one-row step.
+    static let priorRowShare = 0.3
+    private static let forgetting = 0.97
+    private var n = 0.0, sumR = 0.0, sumRR = 0.0, sumT = 0.0, sumRT = 0.0
+
+    /// Records a decode step of `rows` rows that took `seconds`.
+    mutating func record(rows: Int, seconds: Double) {
+        guard seconds.isFinite, seconds > 0, rows > 0 else { return }
+        let f = Self.forgetting, r = Double(rows)
+        n = f * n + 1
+        sumR = f * sumR + r
+        sumRR = f * sumRR + r * r
+        sumT = f * sumT + seconds
+        sumRT = f * sumRT + r * seconds
+    }
+
+    /// The fitted (a, b), or nil before any step was timed.
+    var line: (a: Double, b: Double)? {
+        guard n > 0 else { return nil }
+        let meanR = sumR / n, meanT = sumT / n
+        let varR = sumRR / n - meanR * meanR
+        var b = meanT / meanR * Self.priorRowShare
+        if varR > 0.05 { b = max(0, (sumRT / n - meanR * meanT) / varR) }
+        return (max(meanT - b * meanR, 1e-9), b)
+    }
+
+    /// Seconds a step of `rows` rows takes by the fit (relative figures when nothing was timed).
+    func seconds(rows: Int) -> Double {
+        guard let (a, b) = line else { return 1 + Self.priorRowShare * Double(rows - 1) }
+        return a + b * Double(rows)
+    }
+}
+
+/// One sequence's drafting state: how often its drafted tokens are accepted (a per-position
+/// acceptance rate, counts decayed so it follows the text), from which the generator picks
+/// the draft length that maximises tokens per second against ``StepCosts``. When no length
+/// pays, drafting pauses for a number of steps that doubles with each such pause in a row (up
+/// to ``longestPause``), after which the rate is pulled halfway back to the prior so that one
+/// probe can tell whether the text has become predictable again.
+struct DraftControl {
+    static let longestDraft = 16
+    static let longestPause = 64
+    private static let prior = 0.5, priorWeight = 2.0, decay = 0.8
+
+    private var accepted = 0.0, tried = 0.0
+    private var pause = 0, pauses = 0
+
+    /// The estimated chance that a drafted token is accepted, given those before it were.
+    var acceptance: Double { (accepted + Self.prior * Self.priorWeight) / (tried + Self.priorWeight) }
+
+    /// Tokens a verification of `k` drafts is expected to yield (the drafts accepted plus the
+    /// model's own next token): 1 + α + … + α^k.
+    static func expectedTokens(_ k: Int, acceptance α: Double) -> Double {
+        var sum = 1.0, term = 1.0
+        for _ in 0..<max(0, k) {
+            term *= α
+            sum += term
+        }
+        return sum
+    }
+
+    /// The number of tokens to draft this step, at most `limit`, when `others` rows decode
+    /// beside this sequence: the length with the most tokens per second by `costs`, or 0 when
+    /// none beats not drafting (counts a paused step).
+    mutating func length(limit: Int, others: Int, costs: StepCosts) -> Int {
+        if pause > 0 {
+            pause -= 1
+            if pause == 0 {
+                accepted *= 0.5
+                tried *= 0.5
+            }
+            return 0
+        }
+        let rows = others + 1
+        let plain = Double(rows) / costs.seconds(rows: rows)
+        var best = (k: 0, rate: plain)
+        for k in stride(from: 1, through: min(limit, Self.longestDraft), by: 1) {
+            let rate = (Double(others) + Self.expectedTokens(k, acceptance: acceptance)) / costs.seconds(rows: rows + k)
+            if rate > best.rate { best = (k, rate) }
+        }
+        if best.k == 0 {
+            pauses += 1
+            pause = min(Self.longestPause, 2 << min(pauses, 5))
+        }
+        return best.k
+    }
+
+    /// Records one verification: `drafted` tokens proposed, `accepted` of them taken.
+    mutating func record(drafted: Int, accepted taken: Int) {
+        guard drafted > 0 else { return }
+        accepted = Self.decay * accepted + Double(taken)
+        tried = Self.decay * tried + Double(min(taken + 1, drafted))
+        if taken > 0 { pauses = 0 }
+    }
+}

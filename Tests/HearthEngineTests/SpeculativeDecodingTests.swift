@@ -1,0 +1,163 @@
+import Foundation
+import HearthKernels
+import HearthTestSupport
+import Testing
+
+@testable import HearthEngine
+
+/// Speculative decoding (prompt lookup): drafts are verified by the sampler itself, so the
+/// tokens are plain decoding's. Here: the n-gram index, the draft-length choice, several logits
+/// rows per sequence, and a speculative step cancelled between layers, cut short by the context
+/// or crossing LongRoPE's original context, on tiny checkpoints. The default model (greedy
+/// before the first near-tie, seeded sampling and its distribution) is checked through the
+/// release binary in HearthCLITests/SpeculativeRealModelTests.swift.
+@Suite struct SpeculativeDecodingTests {
+    // MARK: - The n-gram index against a search written from the definition
+
+    /// The latest earlier occurrence of the longest suffix of 4 … 2 tokens, found by scanning.
+    static func referenceDrafts(_ history: [Int32], limit: Int) -> [Int32] {
+        let count = history.count
+        for n in stride(from: 4, through: 2, by: -1) where count > n {
+            let suffix = Array(history[(count - n)...])
+            for f in stride(from: count - 1, through: n, by: -1) where Array(history[(f - n)..<f]) == suffix {
+                return Array(history[f..<min(count, f + limit)])
+            }
+        }
+        return []
+    }
+
+    /// On random sequences over small alphabets (many repeats), grown token by token, the
+    /// incremental index proposes exactly what a scan from the definition finds.
+    @Test func lookupMatchesAScanOfTheHistory() {
+        var rng = SeededGenerator(seed: 7)
+        var proposals = 0
+        for alphabet in [2, 3, 5, 40] {
+            var lookup = PromptLookup()
+            var history: [Int32] = []
+            for _ in 0..<400 {
+                history.append(Int32(rng.next() % UInt64(alphabet)))
+                let limit = Int(rng.next() % 9) + 1
+                let got = lookup.drafts(history, limit: limit)
+                #expect(got == Self.referenceDrafts(history, limit: limit), "alphabet \(alphabet) at \(history.count)")
+                proposals += got.isEmpty ? 0 : 1
+            }
+        }
+        #expect(proposals > 500)
+    }
+
+    /// The draft length maximises expected tokens per second: long drafts when they are accepted
+    /// and rows are cheap, none (and a pause) when rows are dear and drafts are rejected.
+    @Test func draftLengthFollowsAcceptanceAndCost() {
+        var cheap = StepCosts()
+        for _ in 0..<20 {
+            cheap.record(rows: 1, seconds: 0.010)
+            cheap.record(rows: 9, seconds: 0.0108)
+        }
+        var dear = StepCosts()
+        for _ in 0..<20 {
+            dear.record(rows: 1, seconds: 0.010)
+            dear.record(rows: 9, seconds: 0.050)
+        }
+        var good = DraftControl()
+        for _ in 0..<10 { good.record(drafted: 8, accepted: 8) }
+        #expect(good.acceptance > 0.9)
+        #expect(good.length(limit: 16, others: 0, costs: cheap) == 16)
+        var bad = DraftControl()
+        for _ in 0..<10 { bad.record(drafted: 4, accepted: 0) }
+        #expect(bad.length(limit: 16, others: 0, costs: dear) == 0)
+        // Paused: the next steps draft nothing whatever the costs, then it probes again.
+        #expect(bad.length(limit: 16, others: 0, costs: cheap) == 0)
+        // Expected tokens: 1 + α + α² … (α = 0.5, k = 3: 1.875).
+        #expect(abs(DraftControl.expectedTokens(3, acceptance: 0.5) - 1.875) < 1e-12)
+    }
+
+    // MARK: - The decoder: several rows of logits per sequence
+
+    /// A step that asks for the logits of every fed token of a sequence (what verification
+    /// needs) gets the rows `forwardAll` computes for the same tokens.
+    @Test func severalRowsPerSequenceMatchForwardAll() throws {
+        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-gqa-longrope").path)
+        let pool = WorkerPool(threads: 2)
+        let vocab = model.options.vocabSize
+        let prompt: [Int32] = [5, 9, 14, 3, 22, 9, 14]
+        let more: [Int32] = [3, 22, 9, 40]
+        let reference = try Decoder(weights: model.weights, options: model.options, context: 32, sequences: 1, pool: pool)
+        let all = try reference.forwardAll(prompt + more, from: 0)
+        let d = try Decoder(weights: model.weights, options: model.options, context: 32, sequences: 2, pool: pool)
+        _ = try d.forward(prompt, from: 0, sequence: 1)
+        let items = more.enumerated().map { Decoder.BatchItem(sequence: 1, position: prompt.count + $0.offset, token: $0.element) }
+        let rows = Array(try d.forward(batch: items, logitsFor: Array(items.indices), lengths: [1: 11]))
+        #expect(rows.count == more.count * vocab)
+        for r in 0..<more.count {
+            let got = rows[(r * vocab)..<((r + 1) * vocab)]
+            let want = all[((prompt.count + r) * vocab)..<((prompt.count + r + 1) * vocab)]
+            let worst = zip(got, want).map { abs($0 - $1) }.max() ?? 0
+            #expect(worst < 1e-3, "row \(r): \(worst)")
+        }
+        #expect((try? d.forward(batch: items, logitsFor: [0, 0])) == nil)  // one row asked twice
+    }
+
+    // MARK: - Tiny checkpoints: exact agreement at the edges of a step
+
+    static func generate(
+        _ generator: Generator, _ prompt: [Int32], mode: SpeculativeMode, maxTokens: Int, temperature: Double = 0,
+        seed: Int? = nil, topLogprobs: Int = 0, isCancelled: @escaping () -> Bool = { false }, onToken: @escaping (GeneratedToken) -> Void = { _ in }
+    ) throws -> (tokens: [Int32], summary: GenerationSummary) {
+        var parameters = GenerationParameters()
+        parameters.maxTokens = maxTokens
+        var sampling = SamplingOptions()
+        sampling.temperature = Float(temperature)
+        sampling.seed = seed.map { UInt64($0) }
+        parameters.sampling = sampling
+        parameters.speculative = mode
+        parameters.topLogprobs = topLogprobs
+        var tokens: [Int32] = []
+        let summary = try generator.run(prompt: prompt, parameters: parameters, isCancelled: isCancelled) {
+            tokens.append($0.id)
+            onToken($0)
+        }
+        return (tokens, summary)
+    }
+
+    /// A looping greedy continuation on random tiny weights: drafts are accepted, and the
+    /// context ends the reply mid-draft at the same token as plain decoding; on the LongRoPE
+    /// checkpoint (original context 16) drafts never cross into the long factors, so the
+    /// switch recomputes the sequence exactly as plain decoding does.
+    @Test(arguments: ["phi3-gqa-longrope", "gemma3-tiny", "phi3-mha"])
+    func contextEndAndLongRoPEMatchPlainDecoding(_ name: String) throws {
+        let model = try LanguageModel(path: Fixtures.checkpoint(name).path)
+        let prompt: [Int32] = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6]
+        for context in [24, 40] {
+            let plain = try Self.generate(Generator(model: model, context: context, threads: 2), prompt, mode: .off, maxTokens: 1000)
+            let fast = try Self.generate(Generator(model: model, context: context, threads: 2), prompt, mode: .lookup, maxTokens: 1000)
+            #expect(plain.summary.finishReason == fast.summary.finishReason)
+            #expect(plain.tokens == fast.tokens, "\(name) at context \(context)")
+            #expect(fast.tokens.count + prompt.count <= context)
+            #expect(plain.summary.draftedTokens == 0)
+        }
+    }
+
+    /// A request cancelled while its speculative steps run ends `cancelled`, its slot holding
+    /// exactly the tokens it kept, so the same prompt afterwards (reusing the slot's prefix)
+    /// generates what a fresh generator generates.
+    @Test func cancelledSpeculativeStepLeavesTheSlotConsistent() throws {
+        let model = try LanguageModel(path: Fixtures.checkpoint("gemma3-tiny").path)
+        let prompt: [Int32] = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6, 7]
+        let generator = try Generator(model: model, context: 96, threads: 2)
+        var count = 0, checks = 0
+        let first = try Self.generate(
+            generator, prompt, mode: .lookup, maxTokens: 60,
+            isCancelled: {
+                // Past the 12th token: let the step start, then stop it between its layers.
+                guard count >= 12 else { return false }
+                checks += 1
+                return checks >= 3
+            }, onToken: { _ in count += 1 })
+        #expect(first.summary.finishReason == .cancelled)
+        #expect(generator.slots[0].tokens.count == generator.decoder.cache.counts[0])
+        #expect(Array(generator.slots[0].tokens.prefix(prompt.count)) == prompt)
+        let again = try Self.generate(generator, prompt, mode: .lookup, maxTokens: 40)
+        let fresh = try Self.generate(Generator(model: model, context: 96, threads: 2), prompt, mode: .off, maxTokens: 40)
+        #expect(again.tokens == fresh.tokens)
+    }
+}
