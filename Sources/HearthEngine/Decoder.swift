@@ -123,10 +123,10 @@ public final class Decoder {
     /// 16 by default).
     public var activationPrecision: ActivationPrecision = .wide
 
-    /// How attention reads a q8_0/q4_0 cache's keys: integer dot products against queries
-    /// quantized once per call to 8 bits (true, the default), or each 64-key tile converted to
-    /// Float (false; `hearth bench --kv-key-dots float`, to measure one against the other).
-    public var quantizedKeyDots = true
+    /// How attention reads a q8_0/q4_0 cache's keys (``QuantizedKeyDots``: by default integer
+    /// dots for decode steps, Float tiles for prompts; `hearth bench --kv-key-dots` measures the
+    /// others).
+    public var quantizedKeyDots: QuantizedKeyDots = .automatic
 
     /// The activation bits of a product over `n` tokens: the layers' (`head` false) or the
     /// output head's.
@@ -574,7 +574,7 @@ public final class Decoder {
                 if item.part < 0 {
                     fusedAttention(
                         q, keys: keys, values: values, stride: cache.rowBytes, type: cache.type, shape: shape,
-                        into: att + row * qDim + item.kvHead * g * hd, scratch: scratch, integerKeyDots: quantizedKeyDots)
+                        into: att + row * qDim + item.kvHead * g * hd, scratch: scratch, keyDots: quantizedKeyDots)
                 } else {
                     // Part p's rows go contiguously (rows × headDim) into the split tile's slot.
                     var partShape = shape
@@ -584,7 +584,7 @@ public final class Decoder {
                         q, keys: keys, values: values, stride: cache.rowBytes, type: cache.type, shape: partShape,
                         into: splitOutputs + (item.split * splitStride + item.part * rows) * hd,
                         logSumExp: splitLogSumExps + item.split * splitStride + item.part * rows, scratch: scratch,
-                        integerKeyDots: quantizedKeyDots)
+                        keyDots: quantizedKeyDots)
                 }
             }
         }

@@ -186,14 +186,36 @@ public func cachedElementReference(_ row: UnsafeRawPointer, _ i: Int, type: DTyp
     }
 }
 
+/// How fused attention dots a q8_0/q4_0 cache's keys with the queries.
+public enum QuantizedKeyDots: String, Sendable, CaseIterable {
+    /// Integer dots for narrow query tiles (a decode step: at most ``fusedAttentionNarrowRows``
+    /// rows), keys converted to Float for wide ones (prompts), where the Float register-tiled
+    /// product is faster — as measured (benchmarks/RESULTS.md, "Long context": Gemma 3 270M,
+    /// q8_0 at depth 8192, tg64 94.4 integer vs 83.4 Float tokens/s, pp4096 390.6 vs 479.8).
+    case automatic = "auto"
+    /// Integer dots against 8-bit queries for every tile.
+    case integer
+    /// Every key tile converted to Float (`dequantizeKV`).
+    case float
+
+    /// Whether a call of `rows` query rows takes the integer dots.
+    @inlinable public func integer(rows: Int) -> Bool {
+        switch self {
+        case .automatic: return rows <= fusedAttentionNarrowRows
+        case .integer: return true
+        case .float: return false
+        }
+    }
+}
+
 /// Fused attention of one query tile straight from the cache (``fusedAttentionBody``: online
 /// softmax over tiles of ``fusedAttentionKeyTile`` keys, no score row as long as the context):
 /// for row r = t·groupHeads + g, out = softmax(scale · q_r·Kᵀ over the keys it sees) · V.
 /// `keys`/`values` point at position 0 of the key/value head's rows, `stride` bytes apart, of
 /// `type`. f16 and f32 tiles are converted to Float and multiplied in Float. q8_0/q4_0 keys
-/// (one record per head, ``KVCache``) are dotted with integer kernels against the queries
-/// quantized once per call to 8-bit blocks (`attentionScoresKV`, AVX-512 VNNI: `vpdpbusd`), or,
-/// with `integerKeyDots` false, converted to Float per tile like the values always are; the
+/// (one record per head) are, as `keyDots` says (``QuantizedKeyDots``), dotted with integer
+/// kernels against the queries quantized once per call to 8-bit blocks (`attentionScoresKV`,
+/// AVX-512 VNNI: `vpdpbusd`), or converted to Float per tile like the values always are; the
 /// cache is never converted as a whole. `logSumExp` (optional, `shape.rows` floats) receives
 /// m + ln Σe^(s−m) per row, for merging partial results over disjoint key ranges
 /// (``mergeAttention``). `scratch` holds ``fusedAttentionScratchFloats(rows:headDim:)`` floats for
@@ -201,7 +223,7 @@ public func cachedElementReference(_ row: UnsafeRawPointer, _ i: Int, type: DTyp
 public func fusedAttention(
     _ q: UnsafePointer<Float>, keys: UnsafeRawPointer, values: UnsafeRawPointer, stride: Int, type: DType,
     shape: FusedAttentionShape, into out: UnsafeMutablePointer<Float>, logSumExp: UnsafeMutablePointer<Float>? = nil,
-    scratch: UnsafeMutablePointer<Float>, integerKeyDots: Bool = true, level: KernelLevel = .current
+    scratch: UnsafeMutablePointer<Float>, keyDots: QuantizedKeyDots = .automatic, level: KernelLevel = .current
 ) {
     let hd = shape.headDim
     let kernels = KernelTable.at(level)
@@ -209,7 +231,7 @@ public func fusedAttention(
     // conversion of an f16 row).
     if let kind = type.kvKind {
         let dequantize = kernels.dequantizeKV
-        guard integerKeyDots else {
+        guard keyDots.integer(rows: shape.rows) else {
             kernels.fusedAttention(q, out, logSumExp, shape, scratch, false, { _, _, _, _ in }) { first, count, k, v in
                 for j in 0..<count {
                     dequantize(keys + (first + j) * stride, hd, kind, k + j * hd)
@@ -293,7 +315,7 @@ public func mergeAttention(
     }
 }
 
-/// Scalar reference of ``fusedAttention(_:keys:values:stride:type:shape:into:logSumExp:scratch:integerKeyDots:level:)``,
+/// Scalar reference of ``fusedAttention(_:keys:values:stride:type:shape:into:logSumExp:scratch:keyDots:level:)``,
 /// written from the definition: per row, every visible score in Double, the softmax in Double,
 /// the weighted sum of the values in Double (f16 decoded from its bit fields, q8_0/q4_0 from
 /// their record layout). Rows that see no key get zeros (and −∞ as log-sum-exp). With

@@ -86,29 +86,15 @@ public func hearthAttentionValuesKVAVX512(
     let blocks = n / 32
     let scaleMask = UInt16(truncatingIfNeeded: (1 << blocks) - 1)
     let quantOffset = 2 * blocks
-    let zero = _mm512_set1_epi32(KVKind.zero(kind))
-    let low = _mm512_set1_epi32(15)
     for j in first...last {
         let v = values + j * stride
         let w = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(scaleMask, v)), _mm512_set1_ps(s[j]))
         for b in 0..<blocks {
             let wb = _mm512_permutexvar_ps(_mm512_set1_epi32(Int32(b)), w)
-            let lo: SIMD8<Int64>, hi: SIMD8<Int64>
-            if kind == KVKind.q8_0 {
-                let p = v + quantOffset + 32 * b
-                lo = _mm512_cvtepu8_epi32(p.loadUnaligned(as: SIMD2<Int64>.self))
-                hi = _mm512_cvtepu8_epi32(p.loadUnaligned(fromByteOffset: 16, as: SIMD2<Int64>.self))
-            } else {
-                let x = _mm512_cvtepu8_epi32((v + quantOffset + 16 * b).loadUnaligned(as: SIMD2<Int64>.self))
-                lo = _mm512_and_si512(x, low)
-                hi = _mm512_srli_epi32(x, 4)
-            }
+            let (lo, hi) = kvBlockFloats(v + quantOffset, block: b, kind: kind)
             let o = ro + 128 * b
-            let a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(lo, zero)), wb, _mm512_loadu_ps(UnsafeRawPointer(o)))
-            _mm512_storeu_ps(o, a0)
-            let a1 = _mm512_fmadd_ps(
-                _mm512_cvtepi32_ps(_mm512_sub_epi32(hi, zero)), wb, _mm512_loadu_ps(UnsafeRawPointer(o + 64)))
-            _mm512_storeu_ps(o + 64, a1)
+            _mm512_storeu_ps(o, _mm512_fmadd_ps(lo, wb, _mm512_loadu_ps(UnsafeRawPointer(o))))
+            _mm512_storeu_ps(o + 64, _mm512_fmadd_ps(hi, wb, _mm512_loadu_ps(UnsafeRawPointer(o + 64))))
         }
     }
 }
@@ -118,25 +104,31 @@ public func hearthAttentionValuesKVAVX512(
 public func hearthDequantizeKVAVX512(_ src: UnsafeRawPointer, count: Int, kind: Int32, into out: UnsafeMutablePointer<Float>) {
     let ro = UnsafeMutableRawPointer(out)
     let blocks = count / 32
-    var b = 0
-    let zero = _mm512_set1_epi32(KVKind.zero(kind))
-    let low = _mm512_set1_epi32(15)
     let quantOffset = 2 * blocks
-    while b < blocks {
+    for b in 0..<blocks {
         let d = _mm512_set1_ps(halfToFloat(src.loadUnaligned(fromByteOffset: 2 * b, as: UInt16.self)))
-        let lo: SIMD8<Int64>, hi: SIMD8<Int64>
-        if kind == KVKind.q8_0 {
-            let p = src + quantOffset + 32 * b
-            lo = _mm512_cvtepu8_epi32(p.loadUnaligned(as: SIMD2<Int64>.self))
-            hi = _mm512_cvtepu8_epi32(p.loadUnaligned(fromByteOffset: 16, as: SIMD2<Int64>.self))
-        } else {
-            let x = _mm512_cvtepu8_epi32((src + quantOffset + 16 * b).loadUnaligned(as: SIMD2<Int64>.self))
-            lo = _mm512_and_si512(x, low)
-            hi = _mm512_srli_epi32(x, 4)
-        }
-        _mm512_storeu_ps(ro + 128 * b, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(lo, zero)), d))
-        _mm512_storeu_ps(ro + 128 * b + 64, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(hi, zero)), d))
-        b += 1
+        let (lo, hi) = kvBlockFloats(src + quantOffset, block: b, kind: kind)
+        _mm512_storeu_ps(ro + 128 * b, _mm512_mul_ps(lo, d))
+        _mm512_storeu_ps(ro + 128 * b + 64, _mm512_mul_ps(hi, d))
     }
+}
+
+/// Block `b` of a quantized KV record's quants (`quants`: the record past its scales) as Floats
+/// q − zero: elements 0–15 and 16–31 of the block (q8_0: bytes widened; q4_0: the low nibbles
+/// of the block's 16 bytes, then the high ones).
+@inline(__always)
+private func kvBlockFloats(_ quants: UnsafeRawPointer, block b: Int, kind: Int32) -> (SIMD16<Float>, SIMD16<Float>) {
+    let zero = _mm512_set1_epi32(KVKind.zero(kind))
+    let lo: SIMD8<Int64>, hi: SIMD8<Int64>
+    if kind == KVKind.q8_0 {
+        let p = quants + 32 * b
+        lo = _mm512_cvtepu8_epi32(p.loadUnaligned(as: SIMD2<Int64>.self))
+        hi = _mm512_cvtepu8_epi32(p.loadUnaligned(fromByteOffset: 16, as: SIMD2<Int64>.self))
+    } else {
+        let x = _mm512_cvtepu8_epi32((quants + 16 * b).loadUnaligned(as: SIMD2<Int64>.self))
+        lo = _mm512_and_si512(x, _mm512_set1_epi32(15))
+        hi = _mm512_srli_epi32(x, 4)
+    }
+    return (_mm512_cvtepi32_ps(_mm512_sub_epi32(lo, zero)), _mm512_cvtepi32_ps(_mm512_sub_epi32(hi, zero)))
 }
 #endif

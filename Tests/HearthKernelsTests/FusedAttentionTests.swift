@@ -44,16 +44,17 @@ import HearthKernelsCommon
         return bytes
     }
 
-    /// How a case runs: the cache type, and for q8_0/q4_0 whether keys take the integer dots.
+    /// How a case runs: the cache type, and for q8_0/q4_0 how the keys are dotted (integer or
+    /// Float for every tile, so both paths meet both score shapes; `.automatic` picks one of them).
     struct Storage: CustomStringConvertible, Sendable {
         var type: DType
-        var integerKeyDots = true
-        var description: String { type.isQuantized ? "\(type) \(integerKeyDots ? "integer" : "float") keys" : "\(type)" }
+        var keyDots = QuantizedKeyDots.integer
+        var description: String { type.isQuantized ? "\(type) \(keyDots) keys" : "\(type)" }
     }
 
     static let storages = [
-        Storage(type: .f16), Storage(type: .f32), Storage(type: .q8_0), Storage(type: .q8_0, integerKeyDots: false),
-        Storage(type: .q4_0), Storage(type: .q4_0, integerKeyDots: false),
+        Storage(type: .f16), Storage(type: .f32), Storage(type: .q8_0), Storage(type: .q8_0, keyDots: .float),
+        Storage(type: .q4_0), Storage(type: .q4_0, keyDots: .float),
     ]
 
     /// Tolerance: each output is a convex combination of values (|v| ≤ 4); Float scores (sums of
@@ -91,7 +92,7 @@ import HearthKernelsCommon
             values.withUnsafeBytes { v in
                 fusedAttentionReference(
                     q, keys: k.baseAddress!, values: v.baseAddress!, stride: stride, type: type, shape: shape, into: &expected,
-                    logSumExp: &expectedLSE, eightBitQueries: type.isQuantized && storage.integerKeyDots)
+                    logSumExp: &expectedLSE, eightBitQueries: type.isQuantized && storage.keyDots == .integer)
             }
         }
         var scratch = [Float](repeating: .nan, count: fusedAttentionScratchFloats(rows: rows, headDim: hd))
@@ -102,7 +103,7 @@ import HearthKernelsCommon
                 values.withUnsafeBytes { v in
                     fusedAttention(
                         q, keys: k.baseAddress!, values: v.baseAddress!, stride: stride, type: type, shape: shape, into: &out,
-                        logSumExp: &lse, scratch: &scratch, integerKeyDots: storage.integerKeyDots, level: level)
+                        logSumExp: &lse, scratch: &scratch, keyDots: storage.keyDots, level: level)
                 }
             }
             var worst: Float = 0
@@ -155,7 +156,7 @@ import HearthKernelsCommon
                                 fusedAttention(
                                     q, keys: k.baseAddress!, values: v.baseAddress!, stride: stride, type: type, shape: shape,
                                     into: out.baseAddress! + p * rows * hd, logSumExp: l.baseAddress! + p * rows,
-                                    scratch: &scratch, level: level)
+                                    scratch: &scratch, keyDots: .integer, level: level)
                             }
                         }
                     }

@@ -105,40 +105,22 @@ import HearthKernelsCommon
             }
         }
         let queryStep = (0..<(headDim / 32)).map { b in ((0..<32).map { abs(q[32 * b + $0]) }.max() ?? 0) / 127 }
-        for range in [0...(positions - 1), 5...5, 3...30] {
-            var expectedScores = [Float](repeating: 0, count: positions), expectedOut = [Float](repeating: 0, count: headDim)
-            cache.withUnsafeBytes { raw in
-                attentionScoresReference(
-                    q, keys: raw.baseAddress!, stride: stride, positions: range, headDim: headDim, scale: scale, type: type,
-                    into: &expectedScores)
-                attentionValuesReference(
-                    weights, values: raw.baseAddress!, stride: stride, positions: range, headDim: headDim, type: type,
-                    into: &expectedOut)
-            }
-            for level in KernelLevel.supported {
-                var scores = [Float](repeating: .nan, count: positions), out = [Float](repeating: .nan, count: headDim)
-                cache.withUnsafeBytes { raw in
-                    attentionScores(
-                        q, keys: raw.baseAddress!, stride: stride, positions: range, headDim: headDim, scale: scale, type: type,
-                        into: &scores, level: level)
-                    attentionValues(
-                        weights, values: raw.baseAddress!, stride: stride, positions: range, headDim: headDim, type: type,
-                        into: &out, level: level)
-                }
-                for j in range {
-                    var rounding: Float = 0, magnitude: Float = 0
-                    for i in 0..<headDim {
-                        let k = abs(decoded[j * headDim + i])
-                        rounding += k * queryStep[i / 32] / 2
-                        magnitude += abs(q[i]) * k
-                    }
-                    let bound = (rounding + 1e-5 * magnitude) * scale + 1e-30
-                    #expect(abs(scores[j] - expectedScores[j]) <= bound, "\(type) \(headDim) \(level) score \(j)")
-                }
+        KernelTableTests.attentionAtEveryLevel(
+            q: q, cache: cache, stride: stride, weights: weights, headDim: headDim, scale: scale, type: type
+        ) { level, range, scores, expectedScores, out, expectedOut in
+            for j in range {
+                var rounding: Float = 0, magnitude: Float = 0
                 for i in 0..<headDim {
-                    let magnitude = range.reduce(Float(0)) { $0 + abs(weights[$1] * decoded[$1 * headDim + i]) }
-                    #expect(abs(out[i] - expectedOut[i]) <= 2e-6 * magnitude + 1e-30, "\(type) \(headDim) \(level) value \(i)")
+                    let k = abs(decoded[j * headDim + i])
+                    rounding += k * queryStep[i / 32] / 2
+                    magnitude += abs(q[i]) * k
                 }
+                let bound = (rounding + 1e-5 * magnitude) * scale + 1e-30
+                #expect(abs(scores[j] - expectedScores[j]) <= bound, "\(type) \(headDim) \(level) score \(j)")
+            }
+            for i in 0..<headDim {
+                let magnitude = range.reduce(Float(0)) { $0 + abs(weights[$1] * decoded[$1 * headDim + i]) }
+                #expect(abs(out[i] - expectedOut[i]) <= 2e-6 * magnitude + 1e-30, "\(type) \(headDim) \(level) value \(i)")
             }
         }
     }
