@@ -45,7 +45,9 @@ public final class Decoder {
     /// the workers (partial softmaxes merged) once it sees at least this many keys.
     static let splitAttentionKeys = 256
 
-    /// Creates a decoder with a cache of `context` positions stored as `kvType` (f16 or f32).
+    /// Creates a decoder with a cache of `context` positions stored as `kvType` (f16, f32, q8_0
+    /// or q4_0; the quantized types need a head dimension that is a multiple of 32, else this
+    /// throws `EngineError` `.invalidOption`).
     /// `sequences` slots of `context` positions each are allocated up front (see ``KVCache``).
     public init(
         weights: ModelWeights, options: DecoderOptions, context: Int, maxBatch: Int = Generator.defaultBatch, kvType: DType = .f16,
@@ -57,7 +59,8 @@ public final class Decoder {
         self.maxBatch = max(1, maxBatch)
         let o = options
         cache = try KVCache(
-            layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim, sequences: sequences, type: kvType)
+            layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim, sequences: sequences, type: kvType,
+            headDim: o.headDim)
         let widest = max(o.hiddenSize, o.ffnSize, o.headCount * o.headDim)
         scratch = MatMulScratch(threads: pool.threadCount, maxCols: widest, maxBatch: self.maxBatch, slabRows: 64)
         BLAS.useSingleThread()
@@ -124,6 +127,11 @@ public final class Decoder {
     /// (tokens being generated, with their drafts) at `generatedBits`, the rest (prompt rows) at
     /// `promptBits`. Set at the start of each batch.
     private var rowBits = (generated: 0, generatedBits: 16, promptBits: 16)
+
+    /// How attention reads a q8_0/q4_0 cache's keys (``QuantizedKeyDots``: by default integer
+    /// dots for decode steps, Float tiles for prompts; `hearth bench --kv-key-dots` measures the
+    /// others).
+    public var quantizedKeyDots: QuantizedKeyDots = .automatic
 
     /// Whether extending a cache of `cached` positions to `end` positions needs every
     /// position recomputed: LongRoPE switches to its long factors once the sequence passes
@@ -237,7 +245,7 @@ public final class Decoder {
         into hidden: UnsafeMutablePointer<Float>, shouldStop: () -> Bool = { false }
     ) throws {
         guard cache.layerCount == self.cache.layerCount, cache.width == self.cache.width,
-            cache.type == self.cache.type, cache.capacity <= self.cache.capacity
+            cache.headDim == self.cache.headDim, cache.type == self.cache.type, cache.capacity <= self.cache.capacity
         else {
             throw EngineError(
                 .invalidOption,
@@ -554,7 +562,6 @@ public final class Decoder {
     ) {
         let o = options
         let hd = o.headDim, qDim = o.headCount * hd, g = o.groupSize
-        let headBytes = cache.rowBytes / o.kvHeadCount
         let threads = pool.threadCount
         let splitStride = threads * tileRows
         pool.parallelChunks(items.count) { range, worker in
@@ -567,12 +574,12 @@ public final class Decoder {
                     keyStart: item.keyStart, keyEnd: item.keyEnd, window: window ?? 0, scale: scale, qStride: o.qkvWidth,
                     outStride: qDim)
                 let q = qkv + row * o.qkvWidth + item.kvHead * g * hd
-                let keys = cache.key(l, 0, sequence: segment.sequence) + item.kvHead * headBytes
-                let values = cache.value(l, 0, sequence: segment.sequence) + item.kvHead * headBytes
+                let keys = cache.key(l, 0, sequence: segment.sequence) + cache.headOffset(item.kvHead)
+                let values = cache.value(l, 0, sequence: segment.sequence) + cache.headOffset(item.kvHead)
                 if item.part < 0 {
                     fusedAttention(
                         q, keys: keys, values: values, stride: cache.rowBytes, type: cache.type, shape: shape,
-                        into: att + row * qDim + item.kvHead * g * hd, scratch: scratch)
+                        into: att + row * qDim + item.kvHead * g * hd, scratch: scratch, keyDots: quantizedKeyDots)
                 } else {
                     // Part p's rows go contiguously (rows × headDim) into the split tile's slot.
                     var partShape = shape
@@ -581,7 +588,8 @@ public final class Decoder {
                     fusedAttention(
                         q, keys: keys, values: values, stride: cache.rowBytes, type: cache.type, shape: partShape,
                         into: splitOutputs + (item.split * splitStride + item.part * rows) * hd,
-                        logSumExp: splitLogSumExps + item.split * splitStride + item.part * rows, scratch: scratch)
+                        logSumExp: splitLogSumExps + item.split * splitStride + item.part * rows, scratch: scratch,
+                        keyDots: quantizedKeyDots)
                 }
             }
         }

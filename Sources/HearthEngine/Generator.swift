@@ -176,6 +176,12 @@ public final class Generator: @unchecked Sendable {
     /// Bytes held by the KV cache (all slots).
     public var cacheBytes: Int { decoder.cache.byteCount }
 
+    /// How the KV cache stores keys and values (`.f16`, `.f32`, `.q8_0` or `.q4_0`).
+    public var cacheType: DType { decoder.cache.type }
+
+    /// Bytes one token's keys and values take in the cache (every layer).
+    public var cacheBytesPerToken: Int { decoder.cache.bytesPerToken }
+
     /// Requests running and waiting for a slot.
     /// (Answers at once, also while a step runs.)
     public var load: (running: Int, waiting: Int) {

@@ -45,6 +45,9 @@ struct Bench: ParsableCommand {
 
     @OptionGroup var kernels: KernelOptions
 
+    @Option(name: .long, help: "With --kv-type q8_0 or q4_0: how attention reads the quantized keys: auto (the default, as every other command: integer dots for decode steps, Float tiles for prompts), integer (dot products against 8-bit queries everywhere) or float (every 64-key tile converted to Float), to measure one against another.")
+    var kvKeyDots: String = QuantizedKeyDots.automatic.rawValue
+
     @Option(name: .long, help: "Comma-separated numbers of sequences decoded together (e.g. 1,2,4,8): measure batched decoding of that many sequences, each with its own prompt, instead of pp/tg.")
     var parallel: String?
 
@@ -58,6 +61,7 @@ struct Bench: ParsableCommand {
 
     func validate() throws {
         if prompt < 0 || generate < 0 || depth < 0 { throw ValidationError("-p, -n and -d must be ≥ 0") }
+        if QuantizedKeyDots(rawValue: kvKeyDots) == nil { throw ValidationError("--kv-key-dots takes auto, integer or float") }
         if depth > 0 && parallel != nil { throw ValidationError("-d is not measured with --parallel") }
         if repetitions < 1 { throw ValidationError("-r must be ≥ 1") }
         if let parallel {
@@ -203,6 +207,7 @@ extension Bench {
             kvType: kernels.kvType, sequences: sequences, pool: pool)
         decoder.quantizedBatchPath = kernels.batchPath
         decoder.activationPrecision = kernels.precision
+        decoder.quantizedKeyDots = QuantizedKeyDots(rawValue: kvKeyDots) ?? .automatic
         return decoder
     }
 

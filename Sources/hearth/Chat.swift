@@ -42,6 +42,7 @@ struct Chat: ParsableCommand {
     }
 
     @OptionGroup var batching: BatchOption
+    @OptionGroup var kv: KVTypeOption
 
     @Option(name: .long, help: "Directory for saved chats (default: $HEARTH_HOME/chats or ~/.local/share/hearth/chats).")
     var sessionsDir: String?
@@ -99,6 +100,7 @@ struct Chat: ParsableCommand {
             configuration.speculative = speculation.speculative
             configuration.activationPrecision = activation.precision
             configuration.repackCache = source.repackCache
+            configuration.kvType = kv.kvType
             return configuration
         }
         let session = ChatSession(

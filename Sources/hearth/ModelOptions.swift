@@ -108,10 +108,22 @@ struct ActivationOption: ParsableArguments {
     var precision: ActivationPrecision { ActivationPrecision(rawValue: activationBits) ?? .default }
 }
 
+/// `--kv-type`: how the KV cache stores keys and values (every command that runs the model).
+struct KVTypeOption: ParsableArguments {
+    @Option(name: .long, help: "KV cache type: f16 (the default), f32, q8_0 (8-bit blocks of 32 per head: about half of f16's memory per token) or q4_0 (4-bit blocks: about a quarter). Attention reads quantized keys with integer dot products; accuracy per type in docs/ACCURACY.md.")
+    var kvType: DType = .f16
+
+    func validate() throws {
+        if !kvType.isKVCacheType { throw ValidationError("--kv-type takes f16, f32, q8_0 or q4_0") }
+    }
+}
+
 /// `--kv-type`, `--prefill-path` and `--activation-bits`: how the engine stores and multiplies.
 struct KernelOptions: ParsableArguments {
-    @Option(name: .long, help: "KV cache element type: f16 (half the memory; the default) or f32.")
-    var kvType: DType = .f16
+    @OptionGroup var kv: KVTypeOption
+
+    /// The KV cache type (`--kv-type`).
+    var kvType: DType { kv.kvType }
 
     @Option(name: .long, help: "Batched products over quantized weights: integer (quantized activations, see --activation-bits; the default) or sgemm (f32 activations: dequantize + BLAS).")
     var prefillPath: String = QuantizedBatchPath.integer.rawValue
@@ -119,7 +131,6 @@ struct KernelOptions: ParsableArguments {
     @OptionGroup var activation: ActivationOption
 
     func validate() throws {
-        if kvType != .f16 && kvType != .f32 { throw ValidationError("--kv-type takes f16 or f32") }
         if QuantizedBatchPath(rawValue: prefillPath) == nil { throw ValidationError("--prefill-path takes integer or sgemm") }
     }
 
