@@ -26,18 +26,10 @@ struct SpeculativeRealModelTests {
 
     /// Runs `hearth generate --json` and returns the token lines and the summary line.
     func generate(_ prompt: String, _ mode: String, _ extra: [String]) throws -> (tokens: [Line], done: Line) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: RealModel.binary)
-        process.arguments = ["generate", "--model", RealModel.model, "--prompt", prompt, "--json", "--speculative", mode,
-                             "--ctx", "1024", "-t", "2"] + extra
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        let lines = try String(decoding: data, as: UTF8.self).split(separator: "\n").map {
+        let output = try RealModel.run(
+            ["generate", "--model", RealModel.model, "--prompt", prompt, "--json", "--speculative", mode,
+             "--ctx", "1024", "-t", "2"] + extra)
+        let lines = try output.split(separator: "\n").map {
             try JSONDecoder().decode(Line.self, from: Data($0.utf8))
         }
         let done = try #require(lines.last)
