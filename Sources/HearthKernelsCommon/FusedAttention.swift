@@ -218,7 +218,10 @@ public func fusedAttentionBody(
             let mOld = rawM.loadUnaligned(fromByteOffset: 4 * pb, as: SIMD16<Float>.self)
             var mNew = mOld
             for j in 0..<count {
-                mNew = pointwiseMax(mNew, raw.loadUnaligned(fromByteOffset: 4 * (j * padded + pb), as: SIMD16<Float>.self))
+                // Not `pointwiseMax`: the stdlib's specialization is emitted under a shared symbol
+                // that a level module's copy (AVX-512 code) could stand in for on every CPU.
+                let s = raw.loadUnaligned(fromByteOffset: 4 * (j * padded + pb), as: SIMD16<Float>.self)
+                mNew.replace(with: s, where: s .> mNew)
             }
             // A row that has seen nothing yet subtracts 0 (its scores are all −∞).
             var reference = mNew
