@@ -23,55 +23,6 @@ import Testing
         return try generator.logits(for: tokens)
     }
 
-    struct Comparison {
-        var meanKLD = 0.0
-        var clearPositions = 0
-        var clearAgreement = 0
-    }
-
-    /// KL(p_f16 ‖ p_quantized) per position (Double), and top-1 agreement where f16's margin is
-    /// clear. One pass per row over buffer pointers (the tests build at -Onone, where sorting or
-    /// slicing a 262k-entry row per position took minutes).
-    static func compare(_ reference: [Float], _ other: [Float], vocab: Int) -> Comparison {
-        var result = Comparison()
-        let positions = reference.count / vocab
-        reference.withUnsafeBufferPointer { ra in
-            other.withUnsafeBufferPointer { rb in
-                for p in 0..<positions {
-                    let a = ra.baseAddress! + p * vocab, b = rb.baseAddress! + p * vocab
-                    var topA = 0, secondA = -Float.infinity, topB = 0
-                    for i in 1..<vocab {
-                        if a[i] > a[topA] {
-                            secondA = a[topA]
-                            topA = i
-                        } else if a[i] > secondA {
-                            secondA = a[i]
-                        }
-                        if b[i] > b[topB] { topB = i }
-                    }
-                    let maxA = Double(a[topA]), maxB = Double(b[topB])
-                    var sumA = 0.0, sumB = 0.0
-                    for i in 0..<vocab {
-                        sumA += exp(Double(a[i]) - maxA)
-                        sumB += exp(Double(b[i]) - maxB)
-                    }
-                    let logA = maxA + log(sumA), logB = maxB + log(sumB)
-                    var kld = 0.0
-                    for i in 0..<vocab {
-                        let la = Double(a[i]) - logA, lb = Double(b[i]) - logB
-                        kld += exp(la) * (la - lb)
-                    }
-                    result.meanKLD += kld / Double(positions)
-                    if a[topA] - secondA > 1 {
-                        result.clearPositions += 1
-                        if topA == topB { result.clearAgreement += 1 }
-                    }
-                }
-            }
-        }
-        return result
-    }
-
     static func text() throws -> [Int32] {
         let corpus = try String(contentsOf: Fixtures.directory.appendingPathComponent("corpus.txt"), encoding: .utf8)
         return Array(try model.get().tokenizer.encode(corpus, addSpecialTokens: true).prefix(320))
@@ -87,7 +38,7 @@ import Testing
         let vocab = try Self.model.get().options.vocabSize
         let f16 = try Self.logits(tokens, kvType: .f16, batch: batch)
         for type in [DType.q8_0, .q4_0] {
-            let result = Self.compare(f16, try Self.logits(tokens, kvType: type, batch: batch), vocab: vocab)
+            let result = LogitsComparison(f16, try Self.logits(tokens, kvType: type, batch: batch), vocab: vocab)
             print("kv \(type) batch \(batch): mean KLD \(result.meanKLD), clear \(result.clearAgreement)/\(result.clearPositions)")
             #expect(result.clearPositions >= 50)
             let agreement = Double(result.clearAgreement) / Double(max(1, result.clearPositions))
