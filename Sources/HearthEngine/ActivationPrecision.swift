@@ -9,14 +9,19 @@ import HearthKernels
 /// everywhere; on other CPUs they are no faster. docs/ACCURACY.md has what each costs, measured
 /// with the KL-divergence tool and against the exact math.
 ///
-/// The default is ``wide``. A path with 8-bit activations may become the default only where it
-/// meets the project's accuracy rule on the committed text: mean KL divergence against f32
-/// activations at most half llama.cpp's, clear-margin argmax agreement with the exact math at
-/// least llama.cpp's + 1 point, and perplexity within 0.5% of the exact one. ``mixed`` meets the
-/// first two and misses the third (docs/ACCURACY.md, "The activation budget").
+/// The default is ``balanced``: on the committed text it meets the project's accuracy rule —
+/// mean KL divergence against f32 activations at most half llama.cpp's, clear-margin argmax
+/// agreement with the exact math at least llama.cpp's + 1 point, and perplexity within 0.5% of
+/// the exact one (docs/ACCURACY.md, "The activation budget") — while ``mixed`` misses the third
+/// clause. ``wide`` is the exact path, one flag away.
 public enum ActivationPrecision: String, Sendable, CaseIterable {
-    /// 16 bits everywhere: within rounding of f32 activations (the exact path; the default).
+    /// 16 bits everywhere: within rounding of f32 activations (the exact path).
     case wide = "16"
+    /// ``mixed`` with the query/key/value projections kept at 16 bits: the attention output and
+    /// MLP products over prompt tokens at 8 bits where the CPU has AVX-512 VNNI; 16 bits for
+    /// q/k/v, for the tokens being generated, for the output head and on every other CPU. The
+    /// default.
+    case balanced
     /// 8 bits for the layers' products over prompt tokens where the CPU has AVX-512 VNNI; 16 bits for the tokens being generated (even when they share a batch
     /// with a prompt, or verify drafted tokens), for the output head (the logits) and on every
     /// other CPU.
@@ -24,16 +29,26 @@ public enum ActivationPrecision: String, Sendable, CaseIterable {
     /// 8 bits everywhere, as llama.cpp.
     case narrow = "8"
 
-    /// What the engine uses unless told otherwise: ``wide`` (see the rule above).
-    public static let `default`: ActivationPrecision = .wide
+    /// What the engine uses unless told otherwise: ``balanced`` (see the rule above).
+    public static let `default`: ActivationPrecision = .balanced
+
+    /// Which of a layer's products a bit width applies to.
+    public enum Product: Sendable {
+        /// The query, key and value projections.
+        case attentionInput
+        /// Every other layer product: the attention output projection and the MLP.
+        case other
+    }
 
     /// Bits of the layers' products over prompt tokens (and texts being embedded) at kernel
-    /// level `level`.
-    public func promptBits(level: KernelLevel = .current) -> Int {
+    /// level `level`: of the attention output projection and the MLP unless `product` says
+    /// otherwise.
+    public func promptBits(level: KernelLevel = .current, product: Product = .other) -> Int {
         switch self {
         case .wide: return 16
         case .narrow: return 8
         case .mixed: return level >= .avx512vnni ? 8 : 16
+        case .balanced: return level >= .avx512vnni && product == .other ? 8 : 16
         }
     }
 
@@ -54,6 +69,10 @@ public enum ActivationPrecision: String, Sendable, CaseIterable {
             return promptBits(level: level) == 8
                 ? "mixed: 8-bit prompts, 16-bit generation and head"
                 : "mixed: 16-bit everywhere (8-bit prompts need AVX-512 VNNI)"
+        case .balanced:
+            return promptBits(level: level) == 8
+                ? "balanced: 8-bit prompts but q/k/v, 16-bit q/k/v, generation and head"
+                : "balanced: 16-bit everywhere (8-bit prompts need AVX-512 VNNI)"
         }
     }
 }

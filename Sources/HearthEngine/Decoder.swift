@@ -120,13 +120,14 @@ public final class Decoder {
     }
 
     /// Bits of the quantized activations the integer kernels multiply (``ActivationPrecision``;
-    /// ``ActivationPrecision/default``, 16, unless set).
+    /// ``ActivationPrecision/default``, `balanced`, unless set).
     public var activationPrecision: ActivationPrecision = .default
 
     /// How the current batch's layer products split by precision: its first `generated` rows
     /// (tokens being generated, with their drafts) at `generatedBits`, the rest (prompt rows) at
-    /// `promptBits`. Set at the start of each batch.
-    private var rowBits = (generated: 0, generatedBits: 16, promptBits: 16)
+    /// `promptBits` (`attentionInputPromptBits` for the q/k/v projections). Set at the start of
+    /// each batch.
+    private var rowBits = (generated: 0, generatedBits: 16, promptBits: 16, attentionInputPromptBits: 16)
 
     /// How attention reads a q8_0/q4_0 cache's keys (``QuantizedKeyDots``: by default integer
     /// dots for decode steps, Float tiles for prompts; `hearth bench --kv-key-dots` measures the
@@ -332,7 +333,7 @@ public final class Decoder {
             let logitsOut = allLogits.map { $0.baseAddress! + done * o.vocabSize }
             let segment = Segment(
                 sequence: sequence, first: 0, count: n, position: start + done, ropeEnd: start + tokens.count)
-            // One token at a time is a decode step (16-bit under `.mixed`), more a prompt.
+            // One token at a time is a decode step (16-bit under `.mixed` and `.balanced`), more a prompt.
             try forwardBatch(
                 chunk, segments: [segment], outputRows: outputRows, output: .logits(logitsOut), cache: cache,
                 generatedRows: n == 1 ? 1 : 0, shouldStop: shouldStop)
@@ -363,7 +364,9 @@ public final class Decoder {
         let dim = o.hiddenSize, hd = o.headDim, qDim = o.headCount * hd, kvDim = o.kvHeadCount * hd
         let maxHalf = max(o.rope.rotaryDims, o.slidingRoPE?.rotaryDims ?? 0) / 2
         let scale = o.attentionScale ?? 1 / Float(hd).squareRoot()
-        rowBits = (generatedRows, activationPrecision.generationBits, activationPrecision.promptBits())
+        rowBits = (
+            generatedRows, activationPrecision.generationBits, activationPrecision.promptBits(),
+            activationPrecision.promptBits(product: .attentionInput))
 
         // Token embeddings → x (scaled, for Gemma).
         for (t, token) in tokens.enumerated() {
@@ -413,7 +416,7 @@ public final class Decoder {
             for t in 0..<n { normalize(x + t * dim, layer.attnNorm, layer.attnNormBias, dim, into: xb + t * dim) }
 
             // q, k, v projections: qkv = xb · Wqkvᵀ (+ bias).
-            project(layer.qkv, input: xb, n: n, output: qkv, width: o.qkvWidth, bias: layer.qkvBias)
+            project(layer.qkv, input: xb, n: n, output: qkv, width: o.qkvWidth, bias: layer.qkvBias, product: .attentionInput)
 
             // q/k norms, RoPE on q and k, then k and v into the cache at their positions.
             for t in 0..<n {
@@ -637,15 +640,15 @@ public final class Decoder {
     /// Runs fused or separate projections, writing their outputs side by side in rows of `width`.
     private func project(
         _ projections: LayerWeights.Projections, input: UnsafePointer<Float>, n: Int,
-        output: UnsafeMutablePointer<Float>, width: Int, bias: [Float]?
+        output: UnsafeMutablePointer<Float>, width: Int, bias: [Float]?, product: ActivationPrecision.Product = .other
     ) {
         switch projections {
         case .fused(let w):
-            multiply(w, x: input, batch: n, y: output, ldy: width)
+            multiply(w, x: input, batch: n, y: output, ldy: width, product: product)
         case .separate(let parts):
             var offset = 0
             for w in parts {
-                multiply(w, x: input, batch: n, y: output + offset, ldy: width)
+                multiply(w, x: input, batch: n, y: output + offset, ldy: width, product: product)
                 offset += w.rows
             }
         }
@@ -656,9 +659,11 @@ public final class Decoder {
     /// row's kind (``rowBits``): one call when they agree, else the generated rows and the
     /// prompt rows in two.
     private func multiply(
-        _ w: WeightMatrix, x: UnsafePointer<Float>, batch n: Int, y: UnsafeMutablePointer<Float>, ldy: Int
+        _ w: WeightMatrix, x: UnsafePointer<Float>, batch n: Int, y: UnsafeMutablePointer<Float>, ldy: Int,
+        product: ActivationPrecision.Product = .other
     ) {
-        let (generated, generatedBits, promptBits) = rowBits
+        let (generated, generatedBits, otherPromptBits, attentionInputPromptBits) = rowBits
+        let promptBits = product == .attentionInput ? attentionInputPromptBits : otherPromptBits
         if generated == 0 || generated == n || generatedBits == promptBits {
             scratch.activations.bits = generated == n ? generatedBits : promptBits
             matmul(w, x: x, batch: n, y: y, ldy: ldy, pool: pool, scratch: scratch)

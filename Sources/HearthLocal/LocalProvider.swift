@@ -56,8 +56,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// environment's, ``RepackCache/init(environment:)``; `.disabled` rearranges in memory).
         public var repackCache: RepackCache = .default
         /// Bits of the activations the integer kernels multiply (``ActivationPrecision``; default
-        /// `.wide`, the exact path; `.mixed`: 8-bit prompts where the CPU has AVX-512 VNNI, about
-        /// twice as fast there, 16 bits for generated tokens).
+        /// `.balanced`: 8-bit prompt products but q/k/v where the CPU has AVX-512 VNNI, 16 bits
+        /// for q/k/v and generated tokens; `.wide` is the exact path).
         public var activationPrecision: ActivationPrecision = .default
 
         public init(
