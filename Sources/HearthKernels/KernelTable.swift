@@ -198,7 +198,7 @@ public struct KernelTable: Sendable {
                 if act.bits == 16 {
                     // `vpdpwssd` over int16 weights and activations.
                     hearthQuantizedMatMul16AVX512VNNI(
-                        w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.wide, act.scales, act.sums,
+                        w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.wide, act.scales, act.scaledSums,
                         w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
                 } else if kind <= TileKind.q8_a {
                     // `vpdpbusd`, each 32-column tile decoded in registers.
@@ -207,10 +207,11 @@ public struct KernelTable: Sendable {
                         kind: kind, quants: act.quants, scales: act.scales, sums: act.sums, cols: w.cols, batch: batch,
                         groupStart: groups.lowerBound, groupEnd: groups.upperBound, y: y, ldy: ldy)
                 } else {
-                    // `vpdpbusd`, units decoded once into L1 for a batch.
+                    // `vpdpbusd`, each unit decoded in registers once for eight tokens of a batch.
                     hearthQuantizedMatMul8AVX512VNNI(
-                        w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales, act.sums,
-                        act.halfSums, w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
+                        w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales,
+                        act.scaledSums, act.scaledHalfSums, act.panels, w.cols, batch, groups.lowerBound, groups.upperBound, y,
+                        ldy)
                 }
             }
         }
