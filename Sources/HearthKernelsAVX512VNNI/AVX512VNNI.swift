@@ -15,6 +15,13 @@ import _Builtin_intrinsics.intel
 // the 16 rows' partial sums with no horizontal reduction. The stored quants keep their zero
 // point (q4_0 8, q5_0 16, q6_K 32, q8_0 128), folded into a per-unit correction −z·d·Σa; the
 // affine kinds add m·Σa instead. Both are one term c·(d_a·Σa) with c precomputed per unit.
+//
+// A single token's pass reads each unit's vectors straight from the tile. A batch takes the
+// register passes of TokenTiles.swift (eight tokens per pass over a group's weights): before,
+// 32 units were decoded into an L1 buffer and four tokens at a time streamed past them, each
+// token's 32 activation bytes and its sums reached through its own pointer and block index —
+// the Phi-3-mini-shaped Q5_K_M file ran pp512 at 0.75× llama.cpp (2 threads); with the register
+// passes over activation panels, 1.02× (benchmarks/RESULTS.md).
 
 /// The eight weight vectors of one unit.
 typealias UnitBytes = (

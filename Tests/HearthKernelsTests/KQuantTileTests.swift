@@ -52,7 +52,7 @@ import Testing
     /// activations, and each level this CPU runs equals the reference, for odd row and token counts.
     @Test(arguments: types)
     func kernelsMatchReference(_ dtype: DType) throws {
-        // 768 columns: 24 units, past the 16 units a batch kernel decodes into L1 at once.
+        // 768 columns: 24 units (several tiles of a K-quant row).
         let rows = 37, cols = 768, actBlocks = 768 / 32
         let (source, _) = randomGGUFMatrix(dtype, rows: rows, cols: cols, seed: 29)
         let w = try #require(Quantizer.repackInterleaved(source))
