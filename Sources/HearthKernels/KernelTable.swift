@@ -198,7 +198,7 @@ public struct KernelTable: Sendable {
                 if act.bits == 16 {
                     // `vpdpwssd` over int16 weights and activations.
                     hearthQuantizedMatMul16AVX512VNNI(
-                        w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.wide, act.scales, act.scaledSums,
+                        w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.wide, act.scales, act.sums,
                         w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
                 } else if kind <= TileKind.q8_a {
                     // `vpdpbusd`, each 32-column tile decoded in registers.

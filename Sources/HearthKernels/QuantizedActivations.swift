@@ -19,8 +19,9 @@ public final class QuantizedActivations: @unchecked Sendable {
     public let scales: UnsafeMutablePointer<Float>
     /// Per-block Σq as Float, `(rows, cols/32)` (for the weights' zero-point corrections).
     public let sums: UnsafeMutablePointer<Float>
-    /// d·Σq per block, `(rows, cols/32)`: the activation factor of the weights' offset terms,
-    /// multiplied once per quantization instead of once per product (the AVX-512 VNNI kernels).
+    /// d·Σq per block, `(rows, cols/32)`, filled for 8-bit activations: the activation factor of
+    /// the weights' offset terms, multiplied once per quantization instead of once per product
+    /// (the AVX-512 VNNI K-quant kernel).
     public let scaledSums: UnsafeMutablePointer<Float>
     /// d·Σq per 16 columns (d the 32-column block's scale), `(rows, cols/16)`, filled for 8-bit
     /// activations (q6_K's zero point applies per 16-column half, each with its own scale).
@@ -76,11 +77,10 @@ public final class QuantizedActivations: @unchecked Sendable {
         let kernels = KernelTable.at(level)
         if bits == 16 {
             kernels.quantizeActivations16(x, rows.lowerBound, rows.upperBound, cols, wide, scales, sums)
-            fillScaledSums(rows: rows, cols: cols, halves: false)
             return
         }
         kernels.quantizeActivations8(x, rows.lowerBound, rows.upperBound, cols, quants, scales, sums)
-        fillScaledSums(rows: rows, cols: cols, halves: true)
+        fillScaledSums(rows: rows, cols: cols)
         fillPanels(rows: rows, cols: cols)
     }
 
@@ -106,14 +106,13 @@ public final class QuantizedActivations: @unchecked Sendable {
         }
     }
 
-    /// ``scaledSums`` (and, with `halves`, ``scaledHalfSums`` from the 8-bit quants) of rows `rows`.
-    private func fillScaledSums(rows: Range<Int>, cols: Int, halves: Bool) {
+    /// ``scaledSums`` and ``scaledHalfSums`` (from the 8-bit quants) of rows `rows`.
+    private func fillScaledSums(rows: Range<Int>, cols: Int) {
         let blocks = cols / 32
         for r in rows {
             for b in 0..<blocks {
                 let i = r * blocks + b
                 scaledSums[i] = scales[i] * sums[i]
-                guard halves else { continue }
                 for h in 0..<2 {
                     let q = quants + r * cols + 32 * b + 16 * h
                     var sum: Int32 = 0

@@ -182,9 +182,9 @@ private func registerGroup(
     let stride = tileBytes / units, groupStart = tiles + g * blocks * tileBytes
     let last = end - 1
     let panel = panels + t / ActivationPanel.tokens * (cols / 32) * record
-    var lane = Eight<Int>(0)
+    var lane = Lanes8<Int>(0)
     lane.l1 = 1; lane.l2 = 2; lane.l3 = 3; lane.l4 = 4; lane.l5 = 5; lane.l6 = 6; lane.l7 = 7
-    var acc = Eight<SIMD16<Float>>(SIMD16<Float>())
+    var acc = Lanes8<SIMD16<Float>>(SIMD16<Float>())
     for ab in 0..<totalUnits {
         let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
         hearth_prefetch(groupStart + ab * stride + prefetchDistance, stride)
@@ -194,31 +194,31 @@ private func registerGroup(
         @_transparent func floats(_ offset: Int) -> UnsafePointer<Float> {
             (r + offset).assumingMemoryBound(to: Float.self)
         }
-        var s = Eight<SIMD8<Int64>>(_mm512_setzero_si512())
+        var s = Lanes8<SIMD8<Int64>>(_mm512_setzero_si512())
         // Written out per vector, so each one's shifts and offsets are constants.
         @_transparent func step(_ m: Int) {
-            stepEight(&s, count, weightVector(kind, tile, u, m), a, 8 * m, bytes: true)
+            stepPass(&s, count, weightVector(kind, tile, u, m), a, 8 * m)
         }
         step(0); step(1); step(2); step(3)
         if kind == TileKind.q6_K {
             // q6_K: the unit's lower 16 columns have their own scale (and offset sums).
-            flushEight(
+            flushPass(
                 &acc, s, count, f.d, f.c, lane, floats(ActivationPanel.scales), withOffset: true, lane,
                 floats(ActivationPanel.halfSums))
-            s = Eight<SIMD8<Int64>>(_mm512_setzero_si512())
+            s = Lanes8<SIMD8<Int64>>(_mm512_setzero_si512())
         }
         step(4); step(5); step(6); step(7)
         if kind == TileKind.q6_K {
-            flushEight(
+            flushPass(
                 &acc, s, count, f.dHigh, f.cHigh, lane, floats(ActivationPanel.scales), withOffset: true, lane,
                 floats(ActivationPanel.halfSums + 32))
         } else {
-            flushEight(
+            flushPass(
                 &acc, s, count, f.d, f.c, lane, floats(ActivationPanel.scales), withOffset: true, lane,
                 floats(ActivationPanel.sums))
         }
     }
-    storeEight(acc, rows: tokenRows(t, last: last), t: t, last: last, count: count, y: y, ldy: ldy, g: g, valid: valid)
+    storePass(acc, rows: tokenRows(t, last: last), t: t, last: last, count: count, y: y, ldy: ldy, g: g, valid: valid)
 }
 
 @_transparent

@@ -1,23 +1,25 @@
 #if arch(x86_64)
 import _Builtin_intrinsics.intel
 
-// The batch scheme both register-path kernels share (16-bit: Wide16VNNI.swift, 8-bit K-quant:
-// AVX512VNNI.swift): tokens in blocks of `tokenBlock`, and for each block every 16-row group
-// of the thread in turn, eight tokens per pass over the group's weights, each token adding its
-// products into its own register.
+// The passes of the 8-bit K-quant register kernel (AVX512VNNI.swift) over a batch: tokens in
+// blocks of `passBlock`, and for each block every 16-row group of the thread in turn, eight
+// tokens per pass over the group's weights, each token adding its products into its own
+// register. The 16-bit kernel (Wide16VNNI.swift) runs the same scheme with its own copy: built
+// from these shared pieces it kept eight token pointers and block indices on the stack in its
+// inner loops (4293 stack operands in its entry point against 367), so it was left as it was.
 
 /// Tokens per block of a batch: each 16-row group is multiplied against one block's
 /// activations (32 × `cols` values, in L2) before the next group.
-let tokenBlock = 32
+let passBlock = 32
 
-/// Eight tokens' values, one register each (unused ones stay idle when the count is smaller).
-struct Eight<Lane> {
+/// Lanes8 tokens' values, one register each (unused ones stay idle when the count is smaller).
+struct Lanes8<Lane> {
     var l0, l1, l2, l3, l4, l5, l6, l7: Lane
     @_transparent init(_ v: Lane) { (l0, l1, l2, l3, l4, l5, l6, l7) = (v, v, v, v, v, v, v, v) }
 
     /// `f` of each lane.
-    @_transparent func map<T>(_ f: (Lane) -> T) -> Eight<T> {
-        var r = Eight<T>(f(l0))
+    @_transparent func map<T>(_ f: (Lane) -> T) -> Lanes8<T> {
+        var r = Lanes8<T>(f(l0))
         r.l1 = f(l1); r.l2 = f(l2); r.l3 = f(l3); r.l4 = f(l4); r.l5 = f(l5); r.l6 = f(l6); r.l7 = f(l7)
         return r
     }
@@ -26,26 +28,22 @@ struct Eight<Lane> {
 /// The token indices of the pass from token `t`: t, t + 1, … capped at `last` (tokens past the
 /// end repeat the last one; their results are dropped).
 @_transparent
-func tokenRows(_ t: Int, last: Int) -> Eight<Int> {
+func tokenRows(_ t: Int, last: Int) -> Lanes8<Int> {
     // Written out: in these big kernels a call of the generic `min` was left out of line.
     @_transparent func capped(_ k: Int) -> Int { t + k < last ? t + k : last }
-    var row = Eight<Int>(t)
+    var row = Lanes8<Int>(t)
     row.l1 = capped(1); row.l2 = capped(2); row.l3 = capped(3)
     row.l4 = capped(4); row.l5 = capped(5); row.l6 = capped(6); row.l7 = capped(7)
     return row
 }
 
-/// s(j) += w · (token j's 32 bits at `at`, broadcast) for the first `count` tokens: `vpdpbusd`
-/// (unsigned weight bytes × four activation bytes) when `bytes`, else `vpdpwssd` (int16 pairs).
+/// s(j) = `vpdpbusd`(s(j), w, token j's four activation bytes at `at`, broadcast) for the first
+/// `count` tokens.
 @_transparent
-func stepEight(
-    _ s: inout Eight<SIMD8<Int64>>, _ count: Int, _ w: SIMD8<Int64>, _ a: Eight<UnsafePointer<Int32>>, _ at: Int,
-    bytes: Bool
-) {
+func stepPass(_ s: inout Lanes8<SIMD8<Int64>>, _ count: Int, _ w: SIMD8<Int64>, _ a: Lanes8<UnsafePointer<Int32>>, _ at: Int) {
     @_transparent func b(_ p: UnsafePointer<Int32>) -> SIMD8<Int64> { _mm512_set1_epi32(p[at]) }
-    // A function value here was called, not inlined.
     @_transparent func op(_ s: SIMD8<Int64>, _ w: SIMD8<Int64>, _ a: SIMD8<Int64>) -> SIMD8<Int64> {
-        bytes ? _mm512_dpbusd_epi32(s, w, a) : _mm512_dpwssd_epi32(s, w, a)
+        _mm512_dpbusd_epi32(s, w, a)
     }
     s.l0 = op(s.l0, w, b(a.l0))
     if count > 1 { s.l1 = op(s.l1, w, b(a.l1)) }
@@ -60,9 +58,9 @@ func stepEight(
 /// acc(j) += d·(Σ(j)·d_a(j)) [+ c·o(j)] for the first `count` tokens: `scales[i(j)]` the
 /// activation block's scale d_a, `offsets[o(j)]` its offset factor (d_a·Σa, when `withOffset`).
 @_transparent
-func flushEight(
-    _ acc: inout Eight<SIMD16<Float>>, _ s: Eight<SIMD8<Int64>>, _ count: Int, _ d: SIMD16<Float>, _ c: SIMD16<Float>,
-    _ i: Eight<Int>, _ scales: UnsafePointer<Float>, withOffset: Bool, _ o: Eight<Int>, _ offsets: UnsafePointer<Float>
+func flushPass(
+    _ acc: inout Lanes8<SIMD16<Float>>, _ s: Lanes8<SIMD8<Int64>>, _ count: Int, _ d: SIMD16<Float>, _ c: SIMD16<Float>,
+    _ i: Lanes8<Int>, _ scales: UnsafePointer<Float>, withOffset: Bool, _ o: Lanes8<Int>, _ offsets: UnsafePointer<Float>
 ) {
     @_transparent func one(_ a: inout SIMD16<Float>, _ sum: SIMD8<Int64>, _ k: Int, _ ko: Int) {
         a = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum) * SIMD16<Float>(repeating: scales[k]), a)
@@ -81,8 +79,8 @@ func flushEight(
 /// Stores the pass's token values: token j's 16 row values (`valid` of them) at
 /// `y + row(j)·ldy + g·16`, for the tokens the pass really holds (not the repeats).
 @_transparent
-func storeEight(
-    _ acc: Eight<SIMD16<Float>>, rows row: Eight<Int>, t: Int, last: Int, count: Int, y: UnsafeMutablePointer<Float>,
+func storePass(
+    _ acc: Lanes8<SIMD16<Float>>, rows row: Lanes8<Int>, t: Int, last: Int, count: Int, y: UnsafeMutablePointer<Float>,
     ldy: Int, g: Int, valid: Int
 ) {
     @_transparent func store(_ r: Int, _ v: SIMD16<Float>) {
@@ -103,7 +101,7 @@ func storeEight(
     if count > 7 && t + 7 <= last { store(row.l7, acc.l7) }
 }
 
-/// The passes of a batch, in order: blocks of ``tokenBlock`` tokens; for each, every group of
+/// The passes of a batch, in order: blocks of ``passBlock`` tokens; for each, every group of
 /// `groups` in turn, eight tokens per pass (five to seven padded to eight, three to four to
 /// four, one or two to two). A kernel switches on `count` to call its pass with a literal, so
 /// each call is specialised for it (a closure taking the pass was compiled once for all
@@ -122,7 +120,7 @@ struct TokenPasses {
     @_transparent mutating func next() -> (g: Int, t: Int, count: Int, end: Int)? {
         guard groups.lowerBound < groups.upperBound else { return nil }
         while first < batch {
-            let end = first + tokenBlock < batch ? first + tokenBlock : batch
+            let end = first + passBlock < batch ? first + passBlock : batch
             if t < end {
                 let left = end - t
                 let count = left > 4 ? 8 : left > 2 ? 4 : 2

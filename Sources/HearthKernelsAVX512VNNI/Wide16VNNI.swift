@@ -79,7 +79,7 @@ private func unitFactors(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int) -> U
     }
 }
 
-/// acc += d·(Σ·d_a) + c·sa for 16 rows, Σ the row sums as int32 lanes and sa = d_a·Σa.
+/// acc += d·(Σ·d_a) + c·(Σa·d_a) for 16 rows, Σ the row sums as int32 lanes.
 @_transparent
 private func accumulate(
     _ kind: Int32, _ acc: inout SIMD16<Float>, _ sum: SIMD8<Int64>, _ d: SIMD16<Float>, _ c: SIMD16<Float>, _ da: Float,
@@ -87,7 +87,7 @@ private func accumulate(
 ) {
     acc = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum) * SIMD16<Float>(repeating: da), acc)
     if kind != TileKind.q8_0 && kind != TileKind.q6_K {
-        acc = _mm512_fmadd_ps(c, SIMD16<Float>(repeating: sa), acc)
+        acc = _mm512_fmadd_ps(c, SIMD16<Float>(repeating: sa * da), acc)
     }
 }
 
@@ -136,6 +136,10 @@ private func storeRows(_ out: UnsafeMutablePointer<Float>, valid: Int, _ v: SIMD
     for r in 0..<valid { out[r] = v[r] }
 }
 
+/// Tokens per block of the batched path: each 16-row group is multiplied against one block's
+/// activations (32 × `cols` int16, in L2) before the next group, eight tokens per pass.
+private let tokenBlock = 32
+
 /// Vector m of unit `u` widened to int16 with q4_0's and q5_0's zero point subtracted in the
 /// bytes (so their offset term drops out of the flush; the other kinds as ``decodeWide``).
 @_transparent
@@ -155,6 +159,47 @@ private func hasOffset(_ kind: Int32) -> Bool {
         || kind == TileKind.q5_K
 }
 
+/// Eight tokens' values, one register each (unused ones stay idle when the count is smaller).
+private struct Eight<Lane> {
+    var l0, l1, l2, l3, l4, l5, l6, l7: Lane
+    @_transparent init(_ v: Lane) { (l0, l1, l2, l3, l4, l5, l6, l7) = (v, v, v, v, v, v, v, v) }
+}
+
+/// Adds w·a(token j) for pair vector w: a(j) the token's activation pair `at` (two int16 as one int32).
+@_transparent
+private func pairStep(_ s: inout Eight<SIMD8<Int64>>, _ count: Int, _ w: SIMD8<Int64>, _ a: Eight<UnsafePointer<Int32>>, _ at: Int) {
+    @_transparent func b(_ p: UnsafePointer<Int32>) -> SIMD8<Int64> { _mm512_set1_epi32(p[at]) }
+    s.l0 = _mm512_dpwssd_epi32(s.l0, w, b(a.l0))
+    if count > 1 { s.l1 = _mm512_dpwssd_epi32(s.l1, w, b(a.l1)) }
+    if count > 2 { s.l2 = _mm512_dpwssd_epi32(s.l2, w, b(a.l2)) }
+    if count > 3 { s.l3 = _mm512_dpwssd_epi32(s.l3, w, b(a.l3)) }
+    if count > 4 { s.l4 = _mm512_dpwssd_epi32(s.l4, w, b(a.l4)) }
+    if count > 5 { s.l5 = _mm512_dpwssd_epi32(s.l5, w, b(a.l5)) }
+    if count > 6 { s.l6 = _mm512_dpwssd_epi32(s.l6, w, b(a.l6)) }
+    if count > 7 { s.l7 = _mm512_dpwssd_epi32(s.l7, w, b(a.l7)) }
+}
+
+/// acc(j) += d·(Σ(j)·d_a(j)) [+ c·Σa(j)·d_a(j)] for each token, `i` its activation block.
+@_transparent
+private func flushEight(
+    _ kind: Int32, _ acc: inout Eight<SIMD16<Float>>, _ s: Eight<SIMD8<Int64>>, _ count: Int, _ d: SIMD16<Float>,
+    _ c: SIMD16<Float>, _ withOffset: Bool, _ i: Eight<Int>, _ scales: UnsafePointer<Float>, _ sums: UnsafePointer<Float>
+) {
+    @_transparent func one(_ a: inout SIMD16<Float>, _ sum: SIMD8<Int64>, _ k: Int) {
+        let da = scales[k]
+        a = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(sum) * SIMD16<Float>(repeating: da), a)
+        if withOffset && hasOffset(kind) { a = _mm512_fmadd_ps(c, SIMD16<Float>(repeating: sums[k] * da), a) }
+    }
+    one(&acc.l0, s.l0, i.l0)
+    if count > 1 { one(&acc.l1, s.l1, i.l1) }
+    if count > 2 { one(&acc.l2, s.l2, i.l2) }
+    if count > 3 { one(&acc.l3, s.l3, i.l3) }
+    if count > 4 { one(&acc.l4, s.l4, i.l4) }
+    if count > 5 { one(&acc.l5, s.l5, i.l5) }
+    if count > 6 { one(&acc.l6, s.l6, i.l6) }
+    if count > 7 { one(&acc.l7, s.l7, i.l7) }
+}
+
 /// One 16-row group for `count` (a constant: 1, 2, 4 or 8) tokens from token `t`, the weights
 /// decoded in registers once for all of them (the decode step of several sequences): each
 /// vector of four weights per row is permuted into two pair vectors (weights 2p, 2p + 1 of
@@ -170,10 +215,19 @@ private func registerGroup(
     let totalUnits = blocks * units, actBlocks = cols / 32
     let stride = tileBytes / units, groupStart = tiles + g * blocks * tileBytes
     let last = end - 1
-    let row = tokenRows(t, last: last)
+    var row = Eight<Int>(t)
+    row.l1 = min(t + 1, last); row.l2 = min(t + 2, last); row.l3 = min(t + 3, last)
+    row.l4 = min(t + 4, last); row.l5 = min(t + 5, last); row.l6 = min(t + 6, last); row.l7 = min(t + 7, last)
     // Each token's activations as int16 pairs (rows of `cols`, a multiple of 32, so aligned).
-    let a = row.map { UnsafeRawPointer(quants + $0 * cols).assumingMemoryBound(to: Int32.self) }
-    let blockIndex = row.map { $0 * actBlocks }
+    @_transparent func rowStart(_ r: Int) -> UnsafePointer<Int32> {
+        UnsafeRawPointer(quants + r * cols).assumingMemoryBound(to: Int32.self)
+    }
+    var a = Eight<UnsafePointer<Int32>>(rowStart(row.l0))
+    a.l1 = rowStart(row.l1); a.l2 = rowStart(row.l2); a.l3 = rowStart(row.l3)
+    a.l4 = rowStart(row.l4); a.l5 = rowStart(row.l5); a.l6 = rowStart(row.l6); a.l7 = rowStart(row.l7)
+    var blockIndex = row
+    blockIndex.l0 *= actBlocks; blockIndex.l1 *= actBlocks; blockIndex.l2 *= actBlocks; blockIndex.l3 *= actBlocks
+    blockIndex.l4 *= actBlocks; blockIndex.l5 *= actBlocks; blockIndex.l6 *= actBlocks; blockIndex.l7 *= actBlocks
 
     let evenLanes = SIMD16<Int32>(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
     let even = unsafeBitCast(evenLanes, to: SIMD8<Int64>.self)
@@ -183,23 +237,30 @@ private func registerGroup(
         let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
         hearth_prefetch(groupStart + ab * stride + prefetchDistance, stride)
         let f = unitFactors(kind, tile, u)
-        let i = blockIndex.map { $0 + ab }
+        var i = blockIndex
+        i.l0 += ab; i.l1 += ab; i.l2 += ab; i.l3 += ab; i.l4 += ab; i.l5 += ab; i.l6 += ab; i.l7 += ab
         var s = Eight<SIMD8<Int64>>(_mm512_setzero_si512())
         for m in 0..<8 {
             let w = decodeCentred(kind, tile, u, m)
             let at = 16 * ab + 2 * m  // the pair index of columns 4m, 4m + 1 of unit ab
-            stepEight(&s, count, _mm512_permutex2var_epi32(w.lo, even, w.hi), a, at, bytes: false)
-            stepEight(&s, count, _mm512_permutex2var_epi32(w.lo, odd, w.hi), a, at + 1, bytes: false)
+            pairStep(&s, count, _mm512_permutex2var_epi32(w.lo, even, w.hi), a, at)
+            pairStep(&s, count, _mm512_permutex2var_epi32(w.lo, odd, w.hi), a, at + 1)
             if kind == TileKind.q6_K && m == 3 {
                 // q6_K: the unit's lower 16 columns have their own scale.
-                flushEight(&acc, s, count, f.d, f.c, i, scales, withOffset: false, i, sums)
+                flushEight(kind, &acc, s, count, f.d, f.c, false, i, scales, sums)
                 s = Eight<SIMD8<Int64>>(_mm512_setzero_si512())
             }
         }
-        flushEight(
-            &acc, s, count, kind == TileKind.q6_K ? f.dHigh : f.d, f.c, i, scales, withOffset: hasOffset(kind), i, sums)
+        flushEight(kind, &acc, s, count, kind == TileKind.q6_K ? f.dHigh : f.d, f.c, true, i, scales, sums)
     }
-    storeEight(acc, rows: row, t: t, last: last, count: count, y: y, ldy: ldy, g: g, valid: valid)
+    storeRows(y + row.l0 * ldy + g * 16, valid: valid, acc.l0)
+    if count > 1 && t + 1 <= last { storeRows(y + row.l1 * ldy + g * 16, valid: valid, acc.l1) }
+    if count > 2 && t + 2 <= last { storeRows(y + row.l2 * ldy + g * 16, valid: valid, acc.l2) }
+    if count > 3 && t + 3 <= last { storeRows(y + row.l3 * ldy + g * 16, valid: valid, acc.l3) }
+    if count > 4 && t + 4 <= last { storeRows(y + row.l4 * ldy + g * 16, valid: valid, acc.l4) }
+    if count > 5 && t + 5 <= last { storeRows(y + row.l5 * ldy + g * 16, valid: valid, acc.l5) }
+    if count > 6 && t + 6 <= last { storeRows(y + row.l6 * ldy + g * 16, valid: valid, acc.l6) }
+    if count > 7 && t + 7 <= last { storeRows(y + row.l7 * ldy + g * 16, valid: valid, acc.l7) }
 }
 
 @_transparent
@@ -233,30 +294,41 @@ private func wideKernel(
         }
         return
     }
-    // A batch (several sequences' decode step, or a prompt): the passes of TokenTiles.swift.
-    var passes = TokenPasses(batch: batch, groups: groups)
-    while let p = passes.next() {
-        switch p.count {
-        case 8:
-            registerGroup(
-                kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: p.g, t: p.t, count: 8,
-                end: p.end, quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: validRows(p.g))
-        case 4:
-            registerGroup(
-                kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: p.g, t: p.t, count: 4,
-                end: p.end, quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: validRows(p.g))
-        default:
-            registerGroup(
-                kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: p.g, t: p.t, count: 2,
-                end: p.end, quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: validRows(p.g))
+    // A batch (several sequences' decode step, or a prompt): blocks of `tokenBlock` tokens; for
+    // each, every group of this thread in turn, eight tokens per pass over the group's weights
+    // (five to seven padded to eight, three to four, two).
+    var first = 0
+    while first < batch {
+        let end = min(first + tokenBlock, batch)
+        for g in groups {
+            var t = first
+            while t < end {
+                let left = end - t
+                if left > 4 {
+                    registerGroup(
+                        kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: g, t: t, count: 8,
+                        end: end, quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: validRows(g))
+                    t += 8
+                } else if left > 2 {
+                    registerGroup(
+                        kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: g, t: t, count: 4,
+                        end: end, quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: validRows(g))
+                    t += 4
+                } else {
+                    registerGroup(
+                        kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: g, t: t, count: 2,
+                        end: end, quants: quants, scales: scales, sums: sums, cols: cols, y: y, ldy: ldy, valid: validRows(g))
+                    t += 2
+                }
+            }
         }
+        first = end
     }
 }
 
 /// y[t·ldy + row] = W[row] · a[t] for the 16-row groups `groupStart..<groupEnd` of an
 /// interleaved16 matrix of any ``TileKind``, all `batch` tokens of 16-bit activations
-/// (arguments as `hearthQuantizedMatMul16AVX2`, except that `sums` holds d_a·Σa per block,
-/// HearthKernels' `QuantizedActivations.scaledSums`), with AVX-512 VNNI `vpdpwssd`.
+/// (arguments as `hearthQuantizedMatMul16AVX2`), with AVX-512 VNNI `vpdpwssd`.
 @inline(never)
 public func hearthQuantizedMatMul16AVX512VNNI(
     _ tiles: UnsafeRawPointer, _ tileBytes: Int, _ blocks: Int, _ rows: Int, _ kind: Int32,

@@ -141,7 +141,7 @@ import HearthKernelsCommon
             for block in 0..<(2 * cols / 32) {
                 let sum = (0..<32).reduce(Int32(0)) { $0 + act.activation(32 * block + $1) }
                 #expect(act.sums[block] == Float(sum), "\(level) block \(block)")
-                #expect(act.scaledSums[block] == act.scales[block] * Float(sum), "\(level) block \(block)")
+                if bits == 8 { #expect(act.scaledSums[block] == act.scales[block] * Float(sum), "\(level) block \(block)") }
             }
             if bits == 8 {
                 for half in 0..<(2 * cols / 16) {
