@@ -19,9 +19,9 @@ import _Builtin_intrinsics.intel
 // A single token's pass reads each unit's vectors straight from the tile. A batch takes the
 // register passes of TokenTiles.swift (eight tokens per pass over a group's weights): before,
 // 32 units were decoded into an L1 buffer and four tokens at a time streamed past them, each
-// token's 32 activation bytes and its sums reached through its own pointer and block index —
-// the Phi-3-mini-shaped Q5_K_M file ran pp512 at 0.75× llama.cpp (2 threads); with the register
-// passes over activation panels, 1.02× (benchmarks/RESULTS.md).
+// token's 32 activation bytes and its sums reached through its own pointer and block index.
+// The register passes over activation panels took the Phi-3-mini-shaped Q5_K_M file's pp512
+// from 0.86× to 0.99× llama.cpp in one run (2 threads; benchmarks/RESULTS.md).
 
 /// The eight weight vectors of one unit.
 typealias UnitBytes = (
