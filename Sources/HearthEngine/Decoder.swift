@@ -45,7 +45,9 @@ public final class Decoder {
     /// the workers (partial softmaxes merged) once it sees at least this many keys.
     static let splitAttentionKeys = 256
 
-    /// Creates a decoder with a cache of `context` positions stored as `kvType` (f16 or f32).
+    /// Creates a decoder with a cache of `context` positions stored as `kvType` (f16, f32, q8_0
+    /// or q4_0; the quantized types need a head dimension that is a multiple of 32, else this
+    /// throws `EngineError` `.invalidOption`).
     /// `sequences` slots of `context` positions each are allocated up front (see ``KVCache``).
     public init(
         weights: ModelWeights, options: DecoderOptions, context: Int, maxBatch: Int = Generator.defaultBatch, kvType: DType = .f16,
@@ -57,7 +59,8 @@ public final class Decoder {
         self.maxBatch = max(1, maxBatch)
         let o = options
         cache = try KVCache(
-            layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim, sequences: sequences, type: kvType)
+            layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim, sequences: sequences, type: kvType,
+            headDim: o.headDim)
         let widest = max(o.hiddenSize, o.ffnSize, o.headCount * o.headDim)
         scratch = MatMulScratch(threads: pool.threadCount, maxCols: widest, maxBatch: self.maxBatch, slabRows: 64)
         BLAS.useSingleThread()
@@ -117,18 +120,18 @@ public final class Decoder {
     }
 
     /// Bits of the quantized activations the integer kernels multiply (``ActivationPrecision``;
-    /// 16 by default).
-    public var activationPrecision: ActivationPrecision = .wide
+    /// ``ActivationPrecision/default``, 16, unless set).
+    public var activationPrecision: ActivationPrecision = .default
 
-    /// The activation bits of a product over `n` tokens: the layers' (`head` false) or the
-    /// output head's.
-    func activationBits(tokens n: Int, head: Bool) -> Int {
-        switch activationPrecision {
-        case .wide: return 16
-        case .narrow: return 8
-        case .mixed: return n > 1 && !head && KernelLevel.current >= .avx512vnni ? 8 : 16
-        }
-    }
+    /// How the current batch's layer products split by precision: its first `generated` rows
+    /// (tokens being generated, with their drafts) at `generatedBits`, the rest (prompt rows) at
+    /// `promptBits`. Set at the start of each batch.
+    private var rowBits = (generated: 0, generatedBits: 16, promptBits: 16)
+
+    /// How attention reads a q8_0/q4_0 cache's keys (``QuantizedKeyDots``: by default integer
+    /// dots for decode steps, Float tiles for prompts; `hearth bench --kv-key-dots` measures the
+    /// others).
+    public var quantizedKeyDots: QuantizedKeyDots = .automatic
 
     /// Whether extending a cache of `cached` positions to `end` positions needs every
     /// position recomputed: LongRoPE switches to its long factors once the sequence passes
@@ -207,17 +210,26 @@ public final class Decoder {
     /// factors by it, as for a prompt processed at once); by default the run's own end.
     /// `shouldStop` is asked before each layer: when it answers true the step ends there,
     /// throwing `.cancelled`, and every slot of the batch keeps exactly what it held before.
+    ///
+    /// The first `generatedRows` items are tokens being generated (a decode step's input and its
+    /// drafts), the rest prompt tokens: under ``ActivationPrecision/mixed`` the layers multiply
+    /// them at 16 and 8 bits respectively, so a generated token's row is computed as a single
+    /// token's would be whatever shares its batch.
     public func forward(
-        batch items: [BatchItem], logitsFor: [Int], lengths: [Int: Int] = [:], shouldStop: () -> Bool = { false }
+        batch items: [BatchItem], logitsFor: [Int], generatedRows: Int = 0, lengths: [Int: Int] = [:],
+        shouldStop: () -> Bool = { false }
     ) throws -> UnsafeBufferPointer<Float> {
         guard logitsFor.allSatisfy({ items.indices.contains($0) }), Set(logitsFor).count == logitsFor.count else {
             throw EngineError(.invalidOption, "logits are asked for items outside the batch, or twice for one item")
+        }
+        guard (0...items.count).contains(generatedRows) else {
+            throw EngineError(.invalidOption, "generatedRows (\(generatedRows)) is outside the batch's \(items.count) items")
         }
         let segments = try segments(of: items, lengths: lengths, cache: cache)
         reserveLogitsRows(logitsFor.count)
         try forwardBatch(
             items.map(\.token), segments: segments, outputRows: logitsFor, output: .logits(nil), cache: cache,
-            shouldStop: shouldStop)
+            generatedRows: generatedRows, shouldStop: shouldStop)
         return UnsafeBufferPointer(start: lastLogits, count: logitsFor.count * options.vocabSize)
     }
 
@@ -233,7 +245,7 @@ public final class Decoder {
         into hidden: UnsafeMutablePointer<Float>, shouldStop: () -> Bool = { false }
     ) throws {
         guard cache.layerCount == self.cache.layerCount, cache.width == self.cache.width,
-            cache.type == self.cache.type, cache.capacity <= self.cache.capacity
+            cache.headDim == self.cache.headDim, cache.type == self.cache.type, cache.capacity <= self.cache.capacity
         else {
             throw EngineError(
                 .invalidOption,
@@ -245,7 +257,7 @@ public final class Decoder {
         let segments = try segments(of: items, lengths: lengths, cache: cache)
         try forwardBatch(
             items.map(\.token), segments: segments, outputRows: rows, output: .hiddenStates(hidden), cache: cache,
-            shouldStop: shouldStop)
+            generatedRows: 0, shouldStop: shouldStop)
     }
 
     /// The runs of consecutive positions of one sequence each that make up `items`, checked
@@ -320,9 +332,10 @@ public final class Decoder {
             let logitsOut = allLogits.map { $0.baseAddress! + done * o.vocabSize }
             let segment = Segment(
                 sequence: sequence, first: 0, count: n, position: start + done, ropeEnd: start + tokens.count)
+            // One token at a time is a decode step (16-bit under `.mixed`), more a prompt.
             try forwardBatch(
                 chunk, segments: [segment], outputRows: outputRows, output: .logits(logitsOut), cache: cache,
-                shouldStop: shouldStop)
+                generatedRows: n == 1 ? 1 : 0, shouldStop: shouldStop)
             done += n
         }
     }
@@ -343,14 +356,14 @@ public final class Decoder {
     /// batch began and it throws `.cancelled`.
     private func forwardBatch(
         _ tokens: [Int32], segments: [Segment], outputRows: [Int], output: BatchOutput, cache: KVCache,
-        shouldStop: () -> Bool
+        generatedRows: Int, shouldStop: () -> Bool
     ) throws {
         let o = options
         let n = tokens.count
         let dim = o.hiddenSize, hd = o.headDim, qDim = o.headCount * hd, kvDim = o.kvHeadCount * hd
         let maxHalf = max(o.rope.rotaryDims, o.slidingRoPE?.rotaryDims ?? 0) / 2
         let scale = o.attentionScale ?? 1 / Float(hd).squareRoot()
-        scratch.activations.bits = activationBits(tokens: n, head: false)
+        rowBits = (generatedRows, activationPrecision.generationBits, activationPrecision.promptBits())
 
         // Token embeddings → x (scaled, for Gemma).
         for (t, token) in tokens.enumerated() {
@@ -423,7 +436,7 @@ public final class Decoder {
                 cache: cache)
 
             // Output projection: proj = att · Woᵀ (+ bias), normed again with sandwich norms.
-            matmul(layer.attnOutput, x: att, batch: n, y: proj, pool: pool, scratch: scratch)
+            multiply(layer.attnOutput, x: att, batch: n, y: proj, ldy: dim)
             addBias(proj, layer.attnOutputBias, rows: n, width: dim)
             if let post = layer.postAttnNorm {
                 for t in 0..<n { normalize(proj + t * dim, post, nil, dim, into: proj + t * dim) }
@@ -451,7 +464,7 @@ public final class Decoder {
                     for i in 0..<o.ffnSize { hidden[i] *= up[i] }
                 }
             }
-            matmul(layer.down, x: act, batch: n, y: proj, pool: pool, scratch: scratch)
+            multiply(layer.down, x: act, batch: n, y: proj, ldy: dim)
             addBias(proj, layer.downBias, rows: n, width: dim)
             if let post = layer.postFFNNorm {
                 for t in 0..<n { normalize(proj + t * dim, post, nil, dim, into: proj + t * dim) }
@@ -474,7 +487,7 @@ public final class Decoder {
             normalize(x + t * dim, weights.outputNorm, weights.outputNormBias, dim, into: xb + i * dim)
         }
         let out = logits ?? lastLogits
-        scratch.activations.bits = activationBits(tokens: outputRows.count, head: true)
+        scratch.activations.bits = activationPrecision.headBits
         matmul(weights.output, x: xb, batch: outputRows.count, y: out, pool: pool, scratch: scratch)
         addBias(out, weights.outputBias, rows: outputRows.count, width: o.vocabSize)
     }
@@ -549,7 +562,6 @@ public final class Decoder {
     ) {
         let o = options
         let hd = o.headDim, qDim = o.headCount * hd, g = o.groupSize
-        let headBytes = cache.rowBytes / o.kvHeadCount
         let threads = pool.threadCount
         let splitStride = threads * tileRows
         pool.parallelChunks(items.count) { range, worker in
@@ -562,12 +574,12 @@ public final class Decoder {
                     keyStart: item.keyStart, keyEnd: item.keyEnd, window: window ?? 0, scale: scale, qStride: o.qkvWidth,
                     outStride: qDim)
                 let q = qkv + row * o.qkvWidth + item.kvHead * g * hd
-                let keys = cache.key(l, 0, sequence: segment.sequence) + item.kvHead * headBytes
-                let values = cache.value(l, 0, sequence: segment.sequence) + item.kvHead * headBytes
+                let keys = cache.key(l, 0, sequence: segment.sequence) + cache.headOffset(item.kvHead)
+                let values = cache.value(l, 0, sequence: segment.sequence) + cache.headOffset(item.kvHead)
                 if item.part < 0 {
                     fusedAttention(
                         q, keys: keys, values: values, stride: cache.rowBytes, type: cache.type, shape: shape,
-                        into: att + row * qDim + item.kvHead * g * hd, scratch: scratch)
+                        into: att + row * qDim + item.kvHead * g * hd, scratch: scratch, keyDots: quantizedKeyDots)
                 } else {
                     // Part p's rows go contiguously (rows × headDim) into the split tile's slot.
                     var partShape = shape
@@ -576,7 +588,8 @@ public final class Decoder {
                     fusedAttention(
                         q, keys: keys, values: values, stride: cache.rowBytes, type: cache.type, shape: partShape,
                         into: splitOutputs + (item.split * splitStride + item.part * rows) * hd,
-                        logSumExp: splitLogSumExps + item.split * splitStride + item.part * rows, scratch: scratch)
+                        logSumExp: splitLogSumExps + item.split * splitStride + item.part * rows, scratch: scratch,
+                        keyDots: quantizedKeyDots)
                 }
             }
         }
@@ -628,14 +641,32 @@ public final class Decoder {
     ) {
         switch projections {
         case .fused(let w):
-            matmul(w, x: input, batch: n, y: output, ldy: width, pool: pool, scratch: scratch)
+            multiply(w, x: input, batch: n, y: output, ldy: width)
         case .separate(let parts):
             var offset = 0
             for w in parts {
-                matmul(w, x: input, batch: n, y: output + offset, ldy: width, pool: pool, scratch: scratch)
+                multiply(w, x: input, batch: n, y: output + offset, ldy: width)
                 offset += w.rows
             }
         }
         addBias(output, bias, rows: n, width: width)
+    }
+
+    /// A layer's product y = x · Wᵀ over the batch's `n` rows, at the activation bits of each
+    /// row's kind (``rowBits``): one call when they agree, else the generated rows and the
+    /// prompt rows in two.
+    private func multiply(
+        _ w: WeightMatrix, x: UnsafePointer<Float>, batch n: Int, y: UnsafeMutablePointer<Float>, ldy: Int
+    ) {
+        let (generated, generatedBits, promptBits) = rowBits
+        if generated == 0 || generated == n || generatedBits == promptBits {
+            scratch.activations.bits = generated == n ? generatedBits : promptBits
+            matmul(w, x: x, batch: n, y: y, ldy: ldy, pool: pool, scratch: scratch)
+            return
+        }
+        scratch.activations.bits = generatedBits
+        matmul(w, x: x, batch: generated, y: y, ldy: ldy, pool: pool, scratch: scratch)
+        scratch.activations.bits = promptBits
+        matmul(w, x: x + generated * w.cols, batch: n - generated, y: y + generated * ldy, ldy: ldy, pool: pool, scratch: scratch)
     }
 }

@@ -75,7 +75,8 @@ extension Generator {
             }
             // The scratch cache is this call's alone: made (or reused) outside the lock. A run
             // that continues a long sequence reads the positions its previous pass stored.
-            let scratch = try pass.cache(layers: layers, width: width, type: cacheType, reusing: &scratchCache)
+            let scratch = try pass.cache(
+                layers: layers, width: width, headDim: decoder.cache.headDim, type: cacheType, reusing: &scratchCache)
             for (slot, run) in pass.runs.enumerated() { scratch.counts[slot] = run.start }
             var hidden = [Float](repeating: 0, count: rows.count * dim)
             try hidden.withUnsafeMutableBufferPointer { out in
@@ -128,11 +129,12 @@ struct EmbeddingPlan {
 
         /// A scratch cache for this pass: `existing` when it is large enough and of the
         /// same shape, else a new one (kept in `existing` for the next pass).
-        func cache(layers: Int, width: Int, type: DType, reusing existing: inout KVCache?) throws -> KVCache {
+        func cache(layers: Int, width: Int, headDim: Int, type: DType, reusing existing: inout KVCache?) throws -> KVCache {
             if let cache = existing, cache.sequences >= runs.count, cache.capacity >= capacity {
                 return cache
             }
-            let cache = try KVCache(layers: layers, capacity: capacity, width: width, sequences: runs.count, type: type)
+            let cache = try KVCache(
+                layers: layers, capacity: capacity, width: width, sequences: runs.count, type: type, headDim: headDim)
             existing = cache
             return cache
         }

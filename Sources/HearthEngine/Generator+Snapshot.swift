@@ -11,10 +11,10 @@ import HearthKernels
 /// | 8 | magic `HRTHKV01` |
 /// | 4 | format version (``snapshotFormatVersion``) |
 /// | 8 | model identity: FNV-1a 64 of architecture, decoder options, weight types and sizes |
-/// | 4 × 5 | layers, width (kvHeads × headDim), kv type (0 f16, 1 f32), vocab, context capacity |
+/// | 4 × 5 | layers, width (kvHeads × headDim), kv type (0 f16, 1 f32, 2 q8_0, 3 q4_0), vocab, context capacity |
 /// | 4 | token count `n` |
 /// | 4 × n | the cached token ids |
-/// | per layer | `n` key rows then `n` value rows, `width` elements of the kv type each |
+/// | per layer | `n` key rows then `n` value rows, `width` elements of the kv type each, as the cache holds them (q8_0/q4_0: one record per head, ``KVCache``) |
 /// | 8 | checksum: ``snapshotChecksum(_:)`` of every byte before it |
 ///
 /// A snapshot restores into a generator of the same model and KV type whose context holds
@@ -24,6 +24,14 @@ extension Generator {
     public static let snapshotFormatVersion: UInt32 = 1
 
     static let snapshotMagic = Array("HRTHKV01".utf8)
+
+    /// The KV types by their code in a snapshot's header.
+    static let snapshotKVTypes: [UInt32: DType] = [0: .f16, 1: .f32, 2: .q8_0, 3: .q4_0]
+
+    /// A KV type's code in a snapshot's header.
+    static func snapshotKVTypeCode(_ type: DType) -> UInt32 {
+        snapshotKVTypes.first { $0.value == type }?.key ?? 0
+    }
 
     /// Identifies the model and its weights' layout: a snapshot made on another model, another
     /// quantization or another architecture revision is refused.
@@ -57,7 +65,7 @@ extension Generator {
         data.appendLE(modelIdentity)
         data.appendLE(UInt32(cache.layerCount))
         data.appendLE(UInt32(cache.width))
-        data.appendLE(UInt32(cache.type == .f16 ? 0 : 1))
+        data.appendLE(Self.snapshotKVTypeCode(cache.type))
         data.appendLE(UInt32(model.options.vocabSize))
         data.appendLE(UInt32(cache.capacity))
         data.appendLE(UInt32(n))
@@ -110,8 +118,7 @@ extension Generator {
         guard layers == cache.layerCount, width == cache.width else {
             throw Self.refuse("the snapshot's KV layout (\(layers) layers × \(width)) is not this model's (\(cache.layerCount) × \(cache.width))")
         }
-        let type: DType = kvType == 0 ? .f16 : .f32
-        guard kvType <= 1, type == cache.type else {
+        guard let type = Self.snapshotKVTypes[kvType], type == cache.type else {
             throw Self.refuse("the snapshot's KV type is not this cache's \(cache.type.rawValue); use the same --kv-type")
         }
         guard n < cache.capacity else {

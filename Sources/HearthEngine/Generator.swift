@@ -176,6 +176,12 @@ public final class Generator: @unchecked Sendable {
     /// Bytes held by the KV cache (all slots).
     public var cacheBytes: Int { decoder.cache.byteCount }
 
+    /// How the KV cache stores keys and values (`.f16`, `.f32`, `.q8_0` or `.q4_0`).
+    public var cacheType: DType { decoder.cache.type }
+
+    /// Bytes one token's keys and values take in the cache (every layer).
+    public var cacheBytesPerToken: Int { decoder.cache.bytesPerToken }
+
     /// Requests running and waiting for a slot.
     /// (Answers at once, also while a step runs.)
     public var load: (running: Int, waiting: Int) {
@@ -447,6 +453,7 @@ public final class Generator: @unchecked Sendable {
             }
             lengths[job.slot] = job.ropeLength + drafts.count
         }
+        let generatedRows = items.count  // decode inputs and drafts first: 16-bit rows under `.mixed`
         var budget = decoder.maxBatch - items.count
         if !decoding.isEmpty { budget = min(budget, max(1, interleavedPrefillTokens)) }
         for job in prefilling where budget > 0 {
@@ -465,7 +472,7 @@ public final class Generator: @unchecked Sendable {
             // A step of a long prompt can take a while: when every request in it is cancelled,
             // it ends between layers (each slot keeps what it held before the step).
             logits = try decoder.forward(
-                batch: items, logitsFor: logitsFor, lengths: lengths,
+                batch: items, logitsFor: logitsFor, generatedRows: generatedRows, lengths: lengths,
                 shouldStop: { fed.allSatisfy { $0.job.isCancelled() } })
         } catch let error as EngineError where error.code == .cancelled {
             for entry in fed {

@@ -27,12 +27,27 @@ public struct KernelTable: Sendable {
     /// out = Σ_j s[j] · value j over an f16 cache (s, values, stride, first, last, headDim, out).
     private(set) var attentionValuesF16:
         @Sendable (UnsafePointer<Float>, UnsafeRawPointer, Int, Int, Int, Int, UnsafeMutablePointer<Float>) -> Void
+    /// s[j] over a quantized (q8_0/q4_0) cache from an 8-bit query (qQuants, qScales, keys, stride, first, last,
+    /// headDim, scale, kind, s); see ``attentionScores(_:keys:stride:positions:headDim:scale:type:into:level:)``.
+    private(set) var attentionScoresKV:
+        @Sendable (
+            UnsafePointer<Int8>, UnsafePointer<Float>, UnsafeRawPointer, Int, Int, Int, Int, Float, Int32,
+            UnsafeMutablePointer<Float>
+        ) -> Void
+    /// out = Σ_j s[j] · value j over a quantized cache (s, values, stride, first, last, headDim, kind, out).
+    private(set) var attentionValuesKV:
+        @Sendable (UnsafePointer<Float>, UnsafeRawPointer, Int, Int, Int, Int, Int32, UnsafeMutablePointer<Float>) -> Void
+    /// One quantized KV record to Float (src, count, kind, out).
+    private(set) var dequantizeKV: @Sendable (UnsafeRawPointer, Int, Int32, UnsafeMutablePointer<Float>) -> Void
+    /// Floats to one quantized KV record (x, count, kind, dst).
+    private(set) var quantizeKV: @Sendable (UnsafePointer<Float>, Int, Int32, UnsafeMutableRawPointer) -> Void
     /// Fused attention of one query tile over key/value tiles (q, out, logSumExp, shape, scratch,
-    /// load): ``fusedAttentionBody``.
+    /// scoresKeys, keyScores, load): ``fusedAttentionBody``.
     private(set) var fusedAttention:
         @Sendable (
             UnsafePointer<Float>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>?, FusedAttentionShape,
-            UnsafeMutablePointer<Float>, (Int, Int, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void
+            UnsafeMutablePointer<Float>, Bool, (Int, Int, UnsafeMutablePointer<Float>, Int) -> Void,
+            (Int, Int, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void
         ) -> Void
     /// `count` f16 values to Float (src, count, out).
     private(set) var halfToFloats: @Sendable (UnsafeRawPointer, Int, UnsafeMutablePointer<Float>) -> Void
@@ -97,8 +112,21 @@ public struct KernelTable: Sendable {
         attentionValuesF16 = { s, values, stride, first, last, headDim, out in
             HearthKernelsCommon.attentionValuesF16(s, values: values, stride: stride, positions: first...last, headDim: headDim, into: out)
         }
-        fusedAttention = { q, out, logSumExp, shape, scratch, load in
-            fusedAttentionBody(q, out: out, logSumExp: logSumExp, shape: shape, scratch: scratch, load: load, fused: false)
+        attentionScoresKV = { qQuants, qScales, keys, stride, first, last, headDim, scale, kind, s in
+            HearthKernelsCommon.attentionScoresKV(
+                qQuants, qScales, keys: keys, stride: stride, positions: first...last, headDim: headDim, scale: scale,
+                kind: kind, into: s)
+        }
+        attentionValuesKV = { s, values, stride, first, last, headDim, kind, out in
+            HearthKernelsCommon.attentionValuesKV(
+                s, values: values, stride: stride, positions: first...last, headDim: headDim, kind: kind, into: out)
+        }
+        dequantizeKV = { src, count, kind, out in dequantizeKVRecord(src, count: count, kind: kind, into: out) }
+        quantizeKV = { x, count, kind, dst in quantizeKVRecord(x, count: count, kind: kind, into: dst) }
+        fusedAttention = { q, out, logSumExp, shape, scratch, scoresKeys, keyScores, load in
+            fusedAttentionBody(
+                q, out: out, logSumExp: logSumExp, shape: shape, scratch: scratch, scoresKeys: scoresKeys,
+                keyScores: keyScores, load: load, fused: false)
         }
         halfToFloats = { src, count, out in
             let h = src.assumingMemoryBound(to: UInt16.self)
@@ -133,6 +161,10 @@ public struct KernelTable: Sendable {
         if avx2 {
             attentionScoresF16 = hearthAttentionScoresF16AVX2
             attentionValuesF16 = hearthAttentionValuesF16AVX2
+            attentionScoresKV = hearthAttentionScoresKVAVX2
+            attentionValuesKV = hearthAttentionValuesKVAVX2
+            dequantizeKV = hearthDequantizeKVAVX2
+            quantizeKV = hearthQuantizeKVAVX2
             fusedAttention = hearthFusedAttentionAVX2
             dotFloats = hearthDotFloatsAVX2
             sigmoidActivation = hearthSigmoidActivationAVX2
@@ -174,6 +206,14 @@ public struct KernelTable: Sendable {
             attentionValuesF16 = hearthAttentionValuesF16AVX512
             fusedAttention = hearthFusedAttentionAVX512
             halfToFloats = hearthHalfToFloatAVX512
+            // Heads up to 512 wide (16 blocks: one vector of scales); wider ones keep the AVX2 kernel.
+            let valuesBelow = attentionValuesKV
+            attentionValuesKV = { s, values, stride, first, last, headDim, kind, out in
+                guard headDim <= 512 else { return valuesBelow(s, values, stride, first, last, headDim, kind, out) }
+                hearthAttentionValuesKVAVX512(
+                    s, values: values, stride: stride, first: first, last: last, headDim: headDim, kind: kind, into: out)
+            }
+            dequantizeKV = hearthDequantizeKVAVX512
             // In-register kernels for q5_0/q4_K/q6_K; the other ggml types keep the AVX2 level's.
             let dequantizeBelow = dequantizeGGML, dotRowsBelow = dotRowsGGML
             dequantizeGGML = { src, kind, blocks, out in
@@ -191,6 +231,15 @@ public struct KernelTable: Sendable {
             sgemm = hearthSgemmAVX512
         }
         if vnni {
+            let scoresBelow = attentionScoresKV
+            attentionScoresKV = { qQuants, qScales, keys, stride, first, last, headDim, scale, kind, s in
+                guard headDim <= 512 else {
+                    return scoresBelow(qQuants, qScales, keys, stride, first, last, headDim, scale, kind, s)
+                }
+                hearthAttentionScoresKVAVX512VNNI(
+                    qQuants, qScales, keys: keys, stride: stride, first: first, last: last, headDim: headDim, scale: scale,
+                    kind: kind, into: s)
+            }
             quantizedMatMul = { w, act, batch, groups, y, ldy in
                 guard let kind = w.dtype.tileKind else {
                     return quantizedMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)

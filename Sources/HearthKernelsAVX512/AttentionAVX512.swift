@@ -69,3 +69,66 @@ public func hearthHalfToFloatAVX512(_ src: UnsafeRawPointer, count: Int, into ou
     }
 }
 #endif
+
+#if arch(x86_64)
+/// out = Σ_{j in first...last} s[j] · value j over quantized value records (`KVKind` `kind`,
+/// layout in HearthKernelsCommon's KVBlocks.swift) `stride` bytes apart: per key, the head's
+/// block scales are converted with one `vcvtph2ps` and multiplied by s[j]; each block's 32
+/// quants are widened to int32, offset by the zero point, converted and added with one FMA per
+/// 16 elements. headDim ≤ 512.
+@inline(never)
+public func hearthAttentionValuesKVAVX512(
+    _ s: UnsafePointer<Float>, values: UnsafeRawPointer, stride: Int, first: Int, last: Int, headDim n: Int, kind: Int32,
+    into out: UnsafeMutablePointer<Float>
+) {
+    out.update(repeating: 0, count: n)
+    let ro = UnsafeMutableRawPointer(out)
+    let blocks = n / 32
+    let scaleMask = UInt16(truncatingIfNeeded: (1 << blocks) - 1)
+    let quantOffset = 2 * blocks
+    for j in first...last {
+        let v = values + j * stride
+        let w = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_maskz_loadu_epi16(scaleMask, v)), _mm512_set1_ps(s[j]))
+        for b in 0..<blocks {
+            let wb = _mm512_permutexvar_ps(_mm512_set1_epi32(Int32(b)), w)
+            let (lo, hi) = kvBlockFloats(v + quantOffset, block: b, kind: kind)
+            let o = ro + 128 * b
+            _mm512_storeu_ps(o, _mm512_fmadd_ps(lo, wb, _mm512_loadu_ps(UnsafeRawPointer(o))))
+            _mm512_storeu_ps(o + 64, _mm512_fmadd_ps(hi, wb, _mm512_loadu_ps(UnsafeRawPointer(o + 64))))
+        }
+    }
+}
+
+/// Decodes one quantized KV record (`count` elements of `KVKind` `kind`) to Float.
+@inline(never)
+public func hearthDequantizeKVAVX512(_ src: UnsafeRawPointer, count: Int, kind: Int32, into out: UnsafeMutablePointer<Float>) {
+    let ro = UnsafeMutableRawPointer(out)
+    let blocks = count / 32
+    let quantOffset = 2 * blocks
+    for b in 0..<blocks {
+        let d = _mm512_set1_ps(halfToFloat(src.loadUnaligned(fromByteOffset: 2 * b, as: UInt16.self)))
+        let (lo, hi) = kvBlockFloats(src + quantOffset, block: b, kind: kind)
+        _mm512_storeu_ps(ro + 128 * b, _mm512_mul_ps(lo, d))
+        _mm512_storeu_ps(ro + 128 * b + 64, _mm512_mul_ps(hi, d))
+    }
+}
+
+/// Block `b` of a quantized KV record's quants (`quants`: the record past its scales) as Floats
+/// q − zero: elements 0–15 and 16–31 of the block (q8_0: bytes widened; q4_0: the low nibbles
+/// of the block's 16 bytes, then the high ones).
+@inline(__always)
+private func kvBlockFloats(_ quants: UnsafeRawPointer, block b: Int, kind: Int32) -> (SIMD16<Float>, SIMD16<Float>) {
+    let zero = _mm512_set1_epi32(KVKind.zero(kind))
+    let lo: SIMD8<Int64>, hi: SIMD8<Int64>
+    if kind == KVKind.q8_0 {
+        let p = quants + 32 * b
+        lo = _mm512_cvtepu8_epi32(p.loadUnaligned(as: SIMD2<Int64>.self))
+        hi = _mm512_cvtepu8_epi32(p.loadUnaligned(fromByteOffset: 16, as: SIMD2<Int64>.self))
+    } else {
+        let x = _mm512_cvtepu8_epi32((quants + 16 * b).loadUnaligned(as: SIMD2<Int64>.self))
+        lo = _mm512_and_si512(x, _mm512_set1_epi32(15))
+        hi = _mm512_srli_epi32(x, 4)
+    }
+    return (_mm512_cvtepi32_ps(_mm512_sub_epi32(lo, zero)), _mm512_cvtepi32_ps(_mm512_sub_epi32(hi, zero)))
+}
+#endif

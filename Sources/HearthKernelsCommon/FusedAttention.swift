@@ -79,11 +79,37 @@ public struct FusedAttentionShape: Sendable {
     @inlinable public func endVisible(_ t: Int) -> Int { min(keyEnd, firstPosition + t + 1) }
 }
 
-/// Floats of scratch one call with up to `rows` query rows of `headDim` needs.
+/// Floats of scratch one call with up to `rows` query rows of `headDim` needs: what
+/// ``fusedAttentionBody`` uses (``fusedAttentionBodyScratchFloats(rows:headDim:)``), then room for
+/// the queries quantized to 8 bits when the keys are a quantized cache's
+/// (``FusedAttentionQueryQuants``).
 @inlinable
 public func fusedAttentionScratchFloats(rows: Int, headDim: Int) -> Int {
+    fusedAttentionBodyScratchFloats(rows: rows, headDim: headDim) + FusedAttentionQueryQuants.floats(rows: rows, headDim: headDim)
+}
+
+/// Floats of scratch ``fusedAttentionBody`` itself uses for `rows` query rows of `headDim`
+/// (packed queries, O, a K and a V tile, Sᵀ, m, l); the caller's part of the scratch follows.
+@inlinable
+public func fusedAttentionBodyScratchFloats(rows: Int, headDim: Int) -> Int {
     let padded = (rows + 15) / 16 * 16
     return 2 * padded * headDim + 2 * fusedAttentionKeyTile * headDim + fusedAttentionKeyTile * padded + 2 * padded
+}
+
+/// Where a fused-attention call over a quantized cache keeps its queries as 8-bit blocks (one
+/// quantization per call, for the integer key dots; HearthKernelsCommon's `quantizeKVQuery`):
+/// per row, `quantBytes(headDim)` quants (zero-padded to a multiple of 64, as the VNNI kernel
+/// loads 64 at a time) and `scaleFloats(headDim)` block scales (zero-padded to a multiple of 16:
+/// one vector), then one key tile of scores for the row being computed.
+public enum FusedAttentionQueryQuants {
+    /// Bytes of one row's quants.
+    @inlinable public static func quantBytes(headDim: Int) -> Int { (headDim + 63) / 64 * 64 }
+    /// Floats of one row's block scales.
+    @inlinable public static func scaleFloats(headDim: Int) -> Int { max(16, (headDim / 32 + 15) / 16 * 16) }
+    /// Floats the region takes for `rows` rows.
+    @inlinable public static func floats(rows: Int, headDim: Int) -> Int {
+        rows * (quantBytes(headDim: headDim) / 4 + scaleFloats(headDim: headDim)) + fusedAttentionKeyTile
+    }
 }
 
 /// e^x for sixteen lanes (``exp8`` on each half); lanes below −87 (and −∞) give exactly 0, so
@@ -100,12 +126,18 @@ public func exp16(_ x: SIMD16<Float>) -> SIMD16<Float> {
 /// per row (−∞ for an empty row) at index r = t·groupHeads + g, so that partial results over
 /// disjoint key ranges can be merged. `load(first, count, keys, values)` fills `count` rows of
 /// `headDim` Floats each for the positions `first…`. `scratch` holds
-/// ``fusedAttentionScratchFloats(rows:headDim:)`` floats. `fused`: use FMA (`addProduct`), as
+/// ``fusedAttentionBodyScratchFloats(rows:headDim:)`` floats. `fused`: use FMA (`addProduct`), as
 /// ``sgemmBody``.
+///
+/// With `scoresKeys`, `keyScores` computes each tile's scores instead of the Float products:
+/// `keyScores(first, count, s, ldS)` writes scale · q_r·k_j to `s[j·ldS + r]` for the tile's
+/// keys j (`first + j`) and every row r (how a quantized cache's keys are dotted with integer
+/// kernels); `load` then only needs to fill the values. Without, `keyScores` is not called.
 @inlinable @inline(__always)
 public func fusedAttentionBody(
     _ q: UnsafePointer<Float>, out: UnsafeMutablePointer<Float>, logSumExp: UnsafeMutablePointer<Float>?,
     shape: FusedAttentionShape, scratch: UnsafeMutablePointer<Float>,
+    scoresKeys: Bool, keyScores: (Int, Int, UnsafeMutablePointer<Float>, Int) -> Void,
     load: (Int, Int, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void, fused: Bool
 ) {
     let rows = shape.rows, hd = shape.headDim, g = shape.groupHeads
@@ -123,7 +155,9 @@ public func fusedAttentionBody(
     let narrow = rows <= fusedAttentionNarrowRows
 
     // Queries, scaled: narrow, row after row; wide, in panels of 16 rows (padding rows zero).
-    if narrow {
+    if scoresKeys {
+        // The caller scores the keys from its own form of the queries.
+    } else if narrow {
         for r in 0..<rows {
             let src = q + (r / g) * shape.qStride + (r % g) * hd
             for d in 0..<hd { qp[r * hd + d] = src[d] * shape.scale }
@@ -150,7 +184,9 @@ public func fusedAttentionBody(
         load(j0, count, kt, vt)
 
         // Sᵀ[j][r] = q_r · k_j (scaled queries).
-        if narrow {
+        if scoresKeys {
+            keyScores(j0, count, st, padded)
+        } else if narrow {
             narrowScores(qp, rows: rows, keys: kt, count: count, headDim: hd, into: st, ldS: padded, fused: fused)
         } else {
             var pb = 0
@@ -182,7 +218,10 @@ public func fusedAttentionBody(
             let mOld = rawM.loadUnaligned(fromByteOffset: 4 * pb, as: SIMD16<Float>.self)
             var mNew = mOld
             for j in 0..<count {
-                mNew = pointwiseMax(mNew, raw.loadUnaligned(fromByteOffset: 4 * (j * padded + pb), as: SIMD16<Float>.self))
+                // Not `pointwiseMax`: the stdlib's specialization is emitted under a shared symbol
+                // that a level module's copy (AVX-512 code) could stand in for on every CPU.
+                let s = raw.loadUnaligned(fromByteOffset: 4 * (j * padded + pb), as: SIMD16<Float>.self)
+                mNew.replace(with: s, where: s .> mNew)
             }
             // A row that has seen nothing yet subtracts 0 (its scores are all −∞).
             var reference = mNew

@@ -46,6 +46,12 @@ extension LocalProvider {
     /// Share of the KV cache's positions in use, 0…1 (nil before the model has loaded).
     public var kvCacheUsage: Double? { generatorIfLoaded?.cacheUsage }
 
+    /// The KV cache's storage: its type, bytes allocated (all slots) and bytes per token (nil
+    /// before the model has loaded).
+    public var kvCacheStorage: (type: String, bytes: Int, bytesPerToken: Int)? {
+        generatorIfLoaded.map { ($0.cacheType.rawValue, $0.cacheBytes, $0.cacheBytesPerToken) }
+    }
+
     /// Sequences decoded at once (the configured `parallel`).
     public var parallelSequences: Int { configuration.parallel }
 

@@ -25,6 +25,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         public var context: Int?
         /// Worker threads (nil: all cores).
         public var threads: Int?
+        /// How the KV cache stores keys and values: `.f16` (the default), `.f32`, `.q8_0` or
+        /// `.q4_0` (about half and a quarter of f16's memory per token; docs/ACCURACY.md).
+        public var kvType: DType = .f16
         /// Tokens per step (prompt chunks and decode tokens together); cancellation is checked between steps.
         public var batch: Int
         /// Requests served at once, each with its own KV slot of `context` tokens (all
@@ -52,6 +55,10 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// Where GGUF weights rearranged for the kernels are kept between loads (default: the
         /// environment's, ``RepackCache/init(environment:)``; `.disabled` rearranges in memory).
         public var repackCache: RepackCache = .default
+        /// Bits of the activations the integer kernels multiply (``ActivationPrecision``; default
+        /// `.wide`, the exact path; `.mixed`: 8-bit prompts where the CPU has AVX-512 VNNI, about
+        /// twice as fast there, 16 bits for generated tokens).
+        public var activationPrecision: ActivationPrecision = .default
 
         public init(
             modelPath: String, quantize: WeightQuantization? = nil, context: Int? = nil, threads: Int? = nil,
@@ -122,20 +129,31 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     }
 
     /// Creates a provider around an already loaded model, serving up to `parallel` requests at once
-    /// (`speculative`: ``Configuration/speculative``).
+    /// (`kvType`: ``Configuration/kvType``; `speculative`: ``Configuration/speculative``).
     public init(
         id: String = "local", model: LanguageModel, context: Int? = nil, threads: Int? = nil,
         batch: Int = Generator.defaultBatch,
-        parallel: Int = 1, embeddingPooling: EmbeddingPooling = .mean, speculative: SpeculativeMode = .lookup
+        parallel: Int = 1, embeddingPooling: EmbeddingPooling = .mean, kvType: DType = .f16,
+        speculative: SpeculativeMode = .lookup
     ) throws {
         self.id = id
         var configuration = Configuration(
             modelPath: model.path.path, context: context, threads: threads, batch: batch, parallel: parallel)
         configuration.embeddingPooling = embeddingPooling
+        configuration.kvType = kvType
         configuration.speculative = speculative
         self.configuration = configuration
         state = .loaded(
-            try Generator(model: model, context: context, threads: threads, batch: batch, sequences: parallel))
+            try Generator(
+                model: model, context: context, threads: threads, batch: batch, kvType: kvType, sequences: parallel))
+    }
+
+    /// How this provider's model computes on this CPU: the kernel level (``KernelLevel``), the
+    /// configured ``ActivationPrecision`` and what it means here
+    /// (``ActivationPrecision/summary(level:)``). For the server's model metadata.
+    public var computePath: (kernels: String, activationBits: String, activations: String) {
+        let precision = configuration.activationPrecision
+        return (KernelLevel.current.rawValue, precision.rawValue, precision.summary())
     }
 
     public var availability: ProviderAvailability {
@@ -443,8 +461,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                         repackCache: configuration.repackCache)
                     let generator = try Generator(
                         model: model, context: configuration.context, threads: configuration.threads,
-                        batch: configuration.batch, sequences: configuration.parallel)
+                        batch: configuration.batch, kvType: configuration.kvType, sequences: configuration.parallel)
                     if let tokens = configuration.prefillWhileDecoding { generator.interleavedPrefillTokens = max(1, tokens) }
+                    generator.activationPrecision = configuration.activationPrecision
                     result = .success(generator)
                 } catch {
                     result = .failure(self.providerError(error))

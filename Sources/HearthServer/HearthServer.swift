@@ -161,6 +161,9 @@ public final class HearthServer: @unchecked Sendable {
             let load = provider.schedulerLoad ?? (0, 0)
             let usage = provider.kvCacheUsage ?? 0
             metrics.recordModel(name, loaded: provider.isResident, running: load.running, waiting: load.waiting, kvCacheUsage: usage)
+            if let storage = provider.kvCacheStorage {
+                metrics.recordKVStorage(name, type: storage.type, bytes: storage.bytes, bytesPerToken: storage.bytesPerToken)
+            }
             total.running += load.running
             total.waiting += load.waiting
             total.kvCacheUsage = max(total.kvCacheUsage, usage)

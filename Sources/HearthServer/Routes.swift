@@ -80,6 +80,22 @@ extension HearthServer {
             pairs.append(("providers", .array((gateway.routes[name]?.chain ?? []).map { .string($0) })))
             entry = .object(pairs)
         }
+        // A local model says how it computes: kernel level and activation bits.
+        let provider: LocalProvider?
+        if let route = gateway.routes[name], case .local(let routed) = route.target {
+            provider = routed
+        } else {
+            provider = configured ? nil : local
+        }
+        if let compute = provider?.computePath, case .object(var pairs) = entry {
+            pairs.append((
+                "meta",
+                [
+                    "kernels": .string(compute.kernels), "activation_bits": .string(compute.activationBits),
+                    "activations": .string(compute.activations),
+                ]))
+            entry = .object(pairs)
+        }
         return entry
     }
 

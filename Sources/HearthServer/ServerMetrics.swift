@@ -70,6 +70,19 @@ final class ServerMetrics: Sendable {
             .set(to: kvCacheUsage)
     }
 
+    /// One local model's KV cache storage (`--kv-type`): bytes allocated and bytes per token,
+    /// labelled with the model and the KV type, so a quantized cache's halved (q8_0) or
+    /// quartered (q4_0) memory shows beside the usage ratio.
+    func recordKVStorage(_ model: String, type: String, bytes: Int, bytesPerToken: Int) {
+        let labels = [("model", model), ("kv_type", type)]
+        registry.makeGauge(name: "hearth_model_kv_cache_bytes", labels: labels, help: "Bytes this model's KV cache holds allocated (all slots), by KV type.")
+            .set(to: Double(bytes))
+        registry.makeGauge(
+            name: "hearth_model_kv_cache_bytes_per_token", labels: labels,
+            help: "Bytes one token's keys and values take in this model's KV cache (every layer), by KV type.")
+            .set(to: Double(bytesPerToken))
+    }
+
     /// The text exposition format.
     func render() -> String { registry.emitToString() }
 }

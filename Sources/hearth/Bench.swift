@@ -45,6 +45,9 @@ struct Bench: ParsableCommand {
 
     @OptionGroup var kernels: KernelOptions
 
+    @Option(name: .long, help: "With --kv-type q8_0 or q4_0: how attention reads the quantized keys: auto (the default, as every other command: integer dots for decode steps, Float tiles for prompts), integer (dot products against 8-bit queries everywhere) or float (every 64-key tile converted to Float), to measure one against another.")
+    var kvKeyDots: String = QuantizedKeyDots.automatic.rawValue
+
     @Option(name: .long, help: "Comma-separated numbers of sequences decoded together (e.g. 1,2,4,8): measure batched decoding of that many sequences, each with its own prompt, instead of pp/tg.")
     var parallel: String?
 
@@ -58,6 +61,7 @@ struct Bench: ParsableCommand {
 
     func validate() throws {
         if prompt < 0 || generate < 0 || depth < 0 { throw ValidationError("-p, -n and -d must be ≥ 0") }
+        if QuantizedKeyDots(rawValue: kvKeyDots) == nil { throw ValidationError("--kv-key-dots takes auto, integer or float") }
         if depth > 0 && parallel != nil { throw ValidationError("-d is not measured with --parallel") }
         if repetitions < 1 { throw ValidationError("-r must be ≥ 1") }
         if let parallel {
@@ -96,6 +100,8 @@ struct Bench: ParsableCommand {
         let kv_cache_bytes: Int, parameters: Int, weight_types: [String: Int], kernel: String
         /// The kernel level in use (KernelLevel.current) and the best this CPU runs.
         let kernel_level: String, cpu_best_level: String, prefill_path: String, activation_bits: String
+        /// What `activation_bits` means on this CPU (``ActivationPrecision/summary(level:)``).
+        let activations: String
         /// With --parallel: one entry per level.
         let parallel: [ParallelLevel]?
     }
@@ -168,7 +174,7 @@ struct Bench: ParsableCommand {
                 weight_types: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
                 kernel: quantizedKernelName, kernel_level: KernelLevel.current.rawValue,
                 cpu_best_level: KernelLevel.best.rawValue, prefill_path: kernels.prefillPath,
-                activation_bits: kernels.activationBits, parallel: levels)
+                activation_bits: kernels.activationBits, activations: kernels.precision.summary(), parallel: levels)
             if json {
                 emit(try jsonLine(report))
                 return
@@ -201,6 +207,7 @@ extension Bench {
             kvType: kernels.kvType, sequences: sequences, pool: pool)
         decoder.quantizedBatchPath = kernels.batchPath
         decoder.activationPrecision = kernels.precision
+        decoder.quantizedKeyDots = QuantizedKeyDots(rawValue: kvKeyDots) ?? .automatic
         return decoder
     }
 
@@ -229,7 +236,7 @@ extension Bench {
             let all = Array(0..<sequences)
             let decodeStart = DispatchTime.now()
             for _ in 0..<generate {
-                _ = try decoder.forward(batch: step, logitsFor: all)
+                _ = try decoder.forward(batch: step, logitsFor: all, generatedRows: step.count)
                 for i in step.indices {
                     step[i].position += 1
                     step[i].token = (step[i].token &+ 1) % vocab

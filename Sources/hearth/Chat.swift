@@ -27,6 +27,7 @@ struct Chat: ParsableCommand {
 
     @OptionGroup var sampling: SamplingFlags
     @OptionGroup var speculation: SpeculativeOption
+    @OptionGroup var activation: ActivationOption
 
     @OptionGroup var length: MaxTokensOption
 
@@ -41,6 +42,7 @@ struct Chat: ParsableCommand {
     }
 
     @OptionGroup var batching: BatchOption
+    @OptionGroup var kv: KVTypeOption
 
     @Option(name: .long, help: "Directory for saved chats (default: $HEARTH_HOME/chats or ~/.local/share/hearth/chats).")
     var sessionsDir: String?
@@ -96,7 +98,9 @@ struct Chat: ParsableCommand {
                 modelPath: $0, context: context.ctx, threads: workers.threads, batch: batching.batch, promptStyle: style,
                 endsRepetitiveReplies: true)
             configuration.speculative = speculation.speculative
+            configuration.activationPrecision = activation.precision
             configuration.repackCache = source.repackCache
+            configuration.kvType = kv.kvType
             return configuration
         }
         let session = ChatSession(

@@ -26,6 +26,7 @@ struct Embed: ParsableCommand {
 
     @OptionGroup var context: ContextOption
     @OptionGroup var batching: BatchOption
+    @OptionGroup var kv: KVTypeOption
 
     @Flag(name: .long, help: "Add \"timings\" to the JSON: seconds to load the model and to embed (the forward passes and pooling, after tokenizing), and tokens per second.")
     var timings = false
@@ -71,7 +72,8 @@ struct Embed: ParsableCommand {
             let longest = sequences.map(\.count).max() ?? 1
             // Texts longer than --ctx are refused; by default the cache is sized for the longest one given.
             let context = context.ctx ?? min(lm.defaultContext, longest)
-            let generator = try Generator(model: lm, context: context, threads: workers.threads, batch: batching.batch)
+            let generator = try Generator(
+                model: lm, context: context, threads: workers.threads, batch: batching.batch, kvType: kv.kvType)
             let embedStart = clock.now
             let vectors = try generator.embeddings(for: sequences, pooling: pooling)
             let end = clock.now

@@ -212,7 +212,7 @@ struct Generate: ParsableCommand {
         do { try options.validate() } catch { throw ValidationError(error.message) }
         let lm = try model.load(threads: runtime.threads, showProgress: true)
         let provider = try LocalProvider(
-            model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch,
+            model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch, kvType: runtime.kernels.kvType,
             speculative: speculation.speculative)
         let request = ChatRequest(messages: [.user(prompt)], options: options)
         let finish = try blocking { () async throws -> HearthProviders.FinishReason in

@@ -9,6 +9,7 @@ struct Inspect: ParsableCommand {
 
     @OptionGroup var model: ModelOptions
     @OptionGroup var context: ContextOption
+    @OptionGroup var kv: KVTypeOption
 
     @Flag(name: .long, help: "Print one JSON object (stable keys, for scripts) instead of text.")
     var json = false
@@ -20,10 +21,18 @@ struct Inspect: ParsableCommand {
             let text: String
         }
         let path, name, architecture, norm, mlp, activation, rope_scaling, tokenizer, kernels, best_kernels: String
+        /// The default activation bits of the integer kernels and what they mean on this CPU.
+        let activation_bits, activations: String
         let base_model_reason, quantization, chat_template: String?
         let instruction_tuned, tied_embeddings, adds_bos: Bool
         let parameters, hidden_size, layers, heads, kv_heads, head_dim, ffn_size, vocab_size, rotary_dims: Int
         let sliding_layers, context_length, kv_cache_context, kv_cache_bytes_f16, vocabulary: Int
+        /// The `--kv-type` asked for, and its cache's bytes at `kv_cache_context` tokens (nil when
+        /// the model's head dimension cannot be quantized to that type's 32-element blocks).
+        let kv_cache_type: String
+        let kv_cache_bytes: Int?
+        /// Bytes one token adds to the cache (keys and values, every layer), per KV type the model can use.
+        let kv_bytes_per_token: [String: Int]
         let sliding_window: Int?
         let norm_epsilon, rope_theta: Float
         let weight_bytes: [String: Int]
@@ -34,13 +43,18 @@ struct Inspect: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let lm = try model.load()
-            let report = Self.report(lm, context: context.ctx ?? lm.defaultContext)
+            let report = Self.report(lm, context: context.ctx ?? lm.defaultContext, kvType: kv.kvType)
             emit(json ? try jsonLine(report) : Self.text(report, lm: lm))
         }
     }
 
-    static func report(_ lm: LanguageModel, context: Int) -> Report {
+    static func report(_ lm: LanguageModel, context: Int, kvType: DType = .f16) -> Report {
         let o = lm.options
+        // Keys and values of every layer for one token, per type (a quantized head is headDim/32 blocks).
+        var perToken: [String: Int] = [:]
+        for type in [DType.f32, .f16, .q8_0, .q4_0] {
+            if let head = type.kvHeadBytes(headDim: o.headDim) { perToken[type.rawValue] = 2 * o.layerCount * o.kvHeadCount * head }
+        }
         let tokenizer = lm.tokenizer
         func token(_ id: Int32) -> Report.Token {
             .init(id: id, text: tokenizer.token(id) ?? "(not in the tokenizer's \(tokenizer.vocabularySize) tokens)")
@@ -49,6 +63,7 @@ struct Inspect: ParsableCommand {
             path: lm.path.path, name: lm.name, architecture: lm.architecture, norm: o.norm.name, mlp: o.mlp.shape,
             activation: o.mlp.activationName, rope_scaling: o.rope.scaling.name, tokenizer: tokenizer.kind,
             kernels: KernelLevel.current.rawValue, best_kernels: KernelLevel.best.rawValue,
+            activation_bits: ActivationPrecision.default.rawValue, activations: ActivationPrecision.default.summary(),
             base_model_reason: lm.baseModelReason, quantization: lm.quantizationSummary,
             chat_template: lm.chatTemplate?.format.rawValue, instruction_tuned: lm.baseModelReason == nil,
             tied_embeddings: o.tiedEmbeddings, adds_bos: tokenizer.addsBOS, parameters: lm.parameterCount,
@@ -57,7 +72,9 @@ struct Inspect: ParsableCommand {
             sliding_layers: o.slidingWindow == nil ? 0 : (0..<o.layerCount).filter { o.isSliding($0) }.count,
             context_length: o.maxContext, kv_cache_context: context,
             kv_cache_bytes_f16: 2 * o.layerCount * context * o.kvHeadCount * o.headDim * 2,
-            vocabulary: tokenizer.vocabularySize, sliding_window: o.slidingWindow, norm_epsilon: o.norm.epsilon,
+            vocabulary: tokenizer.vocabularySize,
+            kv_cache_type: kvType.rawValue, kv_cache_bytes: perToken[kvType.rawValue].map { $0 * context },
+            kv_bytes_per_token: perToken, sliding_window: o.slidingWindow, norm_epsilon: o.norm.epsilon,
             rope_theta: o.rope.theta,
             weight_bytes: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
             bos: tokenizer.bosID.map(token), stop_tokens: lm.eosIDs.sorted().map(token))
@@ -80,13 +97,17 @@ struct Inspect: ParsableCommand {
         if let window = r.sliding_window {
             lines.append("sliding window:  \(window) on \(r.sliding_layers) of \(r.layers) layers")
         }
-        lines.append("context length:  \(r.context_length) (trained); KV cache at \(r.kv_cache_context) tokens: \(formatBytes(r.kv_cache_bytes_f16)) f16")
+        let cache = r.kv_cache_bytes.map { "\(formatBytes($0)) \(r.kv_cache_type)" } ?? "\(r.kv_cache_type) needs a head dim that is a multiple of 32"
+        lines.append("context length:  \(r.context_length) (trained); KV cache at \(r.kv_cache_context) tokens: \(cache)")
+        let perToken = ["f16", "q8_0", "q4_0", "f32"].compactMap { type in r.kv_bytes_per_token[type].map { "\(type) \(formatBytes($0))" } }
+        lines.append("KV per token:    \(perToken.joined(separator: ", "))")
         let bos = r.bos.map { "\($0.id) \($0.text)" } ?? "none"
         lines.append("tokenizer:       \(r.tokenizer), \(r.vocabulary) tokens, BOS \(bos) (added: \(r.adds_bos))")
         lines.append("stop tokens:     \(r.stop_tokens.map { "\($0.id) \($0.text)" }.joined(separator: ", "))")
         lines.append("chat template:   \(r.chat_template ?? "none (use --raw)")")
         let cpu = KernelLevel.cpuName
         lines.append("kernels:         \(r.kernels) (best on this CPU: \(r.best_kernels)\(cpu.isEmpty ? "" : ", \(cpu)"); HEARTH_CPU forces a lower one)")
+        lines.append("activations:     \(r.activations) (the default; --activation-bits 16, mixed or 8)")
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -95,25 +95,48 @@ struct ContextOption: ParsableArguments {
     }
 }
 
+/// `--activation-bits`: 8- or 16-bit activations in the integer kernels (every command that runs
+/// the model; part of ``KernelOptions`` where those are taken).
+struct ActivationOption: ParsableArguments {
+    @Option(name: .long, help: "Bits of the activations the integer kernels multiply: 16 (the default: everywhere, within rounding of f32 activations — the exact path), mixed (8 for the layers' products over prompt tokens where the CPU has AVX-512 VNNI — about twice as fast there — and 16 for the tokens being generated and the output head; closer to the exact math than llama.cpp, see docs/ACCURACY.md) or 8 (everywhere, as llama.cpp).")
+    var activationBits: String = ActivationPrecision.default.rawValue
+
+    func validate() throws {
+        if ActivationPrecision(rawValue: activationBits) == nil { throw ValidationError("--activation-bits takes 16, mixed or 8") }
+    }
+
+    var precision: ActivationPrecision { ActivationPrecision(rawValue: activationBits) ?? .default }
+}
+
+/// `--kv-type`: how the KV cache stores keys and values (every command that runs the model).
+struct KVTypeOption: ParsableArguments {
+    @Option(name: .long, help: "KV cache type: f16 (the default), f32, q8_0 (8-bit blocks of 32 per head: about half of f16's memory per token) or q4_0 (4-bit blocks: about a quarter). Attention reads quantized keys with integer dot products; accuracy per type in docs/ACCURACY.md.")
+    var kvType: DType = .f16
+
+    func validate() throws {
+        if !kvType.isKVCacheType { throw ValidationError("--kv-type takes f16, f32, q8_0 or q4_0") }
+    }
+}
+
 /// `--kv-type`, `--prefill-path` and `--activation-bits`: how the engine stores and multiplies.
 struct KernelOptions: ParsableArguments {
-    @Option(name: .long, help: "KV cache element type: f16 (half the memory; the default) or f32.")
-    var kvType: DType = .f16
+    @OptionGroup var kv: KVTypeOption
+
+    /// The KV cache type (`--kv-type`).
+    var kvType: DType { kv.kvType }
 
     @Option(name: .long, help: "Batched products over quantized weights: integer (quantized activations, see --activation-bits; the default) or sgemm (f32 activations: dequantize + BLAS).")
     var prefillPath: String = QuantizedBatchPath.integer.rawValue
 
-    @Option(name: .long, help: "Bits of the activations the integer kernels multiply: 16 (the default; within rounding of f32 activations), mixed (8 for the layers' products over a prompt where the CPU has AVX-512 VNNI — about twice as fast there — 16 for generation and the output head) or 8 (everywhere, as llama.cpp).")
-    var activationBits: String = ActivationPrecision.wide.rawValue
+    @OptionGroup var activation: ActivationOption
 
     func validate() throws {
-        if kvType != .f16 && kvType != .f32 { throw ValidationError("--kv-type takes f16 or f32") }
         if QuantizedBatchPath(rawValue: prefillPath) == nil { throw ValidationError("--prefill-path takes integer or sgemm") }
-        if ActivationPrecision(rawValue: activationBits) == nil { throw ValidationError("--activation-bits takes 16, mixed or 8") }
     }
 
+    var activationBits: String { activation.activationBits }
     var batchPath: QuantizedBatchPath { QuantizedBatchPath(rawValue: prefillPath) ?? .integer }
-    var precision: ActivationPrecision { ActivationPrecision(rawValue: activationBits) ?? .wide }
+    var precision: ActivationPrecision { activation.precision }
 }
 
 /// `-b/--batch`: tokens per forward step, one default for every command and for

@@ -52,6 +52,7 @@ struct Perplexity: ParsableCommand {
     var klDivergenceBase: String?
 
     @OptionGroup var kernels: KernelOptions
+    @OptionGroup var batching: BatchOption
 
     @Flag(name: .long, help: "Print JSON instead of text.")
     var json = false
@@ -109,7 +110,7 @@ struct Perplexity: ParsableCommand {
                 topK: min(logitsTopK, lm.options.vocabSize))
             try base?.checkComparable(with: header, tokens: tokens)
 
-            let generator = try Generator(model: lm, context: ctx, threads: workers.threads, batch: min(ctx, 512), kvType: kernels.kvType)
+            let generator = try Generator(model: lm, context: ctx, threads: workers.threads, batch: min(ctx, batching.batch), kvType: kernels.kvType)
             generator.quantizedBatchPath = kernels.batchPath
             generator.activationPrecision = kernels.precision
             let vocab = lm.options.vocabSize

@@ -42,7 +42,9 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var context: ContextOption
     @OptionGroup var workers: ThreadsOption
     @OptionGroup var batching: BatchOption
+    @OptionGroup var kv: KVTypeOption
     @OptionGroup var speculation: SpeculativeOption
+    @OptionGroup var activation: ActivationOption
     var ctx: Int? { context.ctx }
     var threads: Int? { workers.threads }
 
@@ -175,7 +177,9 @@ struct Serve: AsyncParsableCommand {
                     modelPath: path, context: ctx, threads: threads, batch: batching.batch, parallel: parallel,
                     promptStyle: promptStyle.style)
                 settings.prefillWhileDecoding = prefillWhileDecoding
+                settings.kvType = kv.kvType
                 settings.speculative = speculation.speculative
+                settings.activationPrecision = activation.precision
                 settings.residency = residency
                 let modelName = alias ?? given.flatMap { ModelNames.isPath($0) ? nil : $0 }
                     ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent

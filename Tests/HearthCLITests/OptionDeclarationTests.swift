@@ -11,8 +11,8 @@ import Testing
     /// The shared options (as `--long` names) and the group that declares each.
     static let shared = [
         "model": "ModelOption", "quantize": "ModelOptions", "tokenizer": "ModelOptions", "threads": "ThreadsOption",
-        "ctx": "ContextOption", "batch": "BatchOption", "kv-type": "KernelOptions", "prefill-path": "KernelOptions",
-        "activation-bits": "KernelOptions", "temperature": "SamplingFlags", "top-k": "SamplingFlags",
+        "ctx": "ContextOption", "batch": "BatchOption", "kv-type": "KVTypeOption", "prefill-path": "KernelOptions",
+        "activation-bits": "ActivationOption", "temperature": "SamplingFlags", "top-k": "SamplingFlags",
         "top-p": "SamplingFlags", "min-p": "SamplingFlags", "repeat-penalty": "SamplingFlags", "seed": "SamplingFlags",
         "max-tokens": "MaxTokensOption",
     ]

@@ -20,6 +20,22 @@ enum RealModel {
     static var available: Bool {
         FileManager.default.fileExists(atPath: model) && FileManager.default.isExecutableFile(atPath: binary)
     }
+
+    /// Runs the release binary with `arguments` and returns its standard output (stderr dropped);
+    /// a non-zero exit status is recorded as an issue.
+    static func run(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        return String(decoding: data, as: UTF8.self)
+    }
 }
 
 @Suite(.enabled(if: RealModel.available, "the default model or the release binary is not installed"))
@@ -65,19 +81,7 @@ struct RealModelTests {
         try JSONDecoder().decode(T.self, from: Data(contentsOf: Fixtures.directory.appendingPathComponent(name)))
     }
 
-    func run(_ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = arguments
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return String(decoding: data, as: UTF8.self)
-    }
+    func run(_ arguments: [String]) throws -> String { try RealModel.run(arguments) }
 
     @Test func tokenIdsEqualLlamaCpp() throws {
         let llama: LlamaCpp = try Self.load("gemma3-270m-greedy.json")

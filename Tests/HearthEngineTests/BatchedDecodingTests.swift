@@ -45,18 +45,19 @@ import Testing
                 alone.append(Array(try d.forward([next[s]], from: prompt.count)))
             }
         }
-        // Together: sequences 1 and 2 prefilled first; then one step with sequence 0's whole
-        // prompt (plus its next token) and one decode token each for sequences 1 and 2.
+        // Together: sequences 1 and 2 prefilled first; then one step with one decode token each
+        // for sequences 1 and 2 (generated rows: 16-bit under the default `.mixed`, as when alone)
+        // and sequence 0's whole prompt (plus its next token).
         let d = try Decoder(
             weights: model.weights, options: model.options, context: 64, maxBatch: 16, sequences: 3, pool: pool)
         for s in 1...2 { _ = try d.forward(prompts[s], from: 0, sequence: s) }
         var items: [Decoder.BatchItem] = []
         items.append(.init(sequence: 1, position: prompts[1].count, token: next[1]))
-        for (i, token) in (prompts[0] + [next[0]]).enumerated() { items.append(.init(sequence: 0, position: i, token: token)) }
         items.append(.init(sequence: 2, position: prompts[2].count, token: next[2]))
-        let rows = [0, items.count - 2, items.count - 1]  // sequence 1, 0, 2
-        let logits = Array(try d.forward(batch: items, logitsFor: rows))
-        for (row, s) in [1, 0, 2].enumerated() {
+        for (i, token) in (prompts[0] + [next[0]]).enumerated() { items.append(.init(sequence: 0, position: i, token: token)) }
+        let rows = [0, 1, items.count - 1]  // sequence 1, 2, 0
+        let logits = Array(try d.forward(batch: items, logitsFor: rows, generatedRows: 2))
+        for (row, s) in [1, 2, 0].enumerated() {
             let got = logits[(row * vocab)..<((row + 1) * vocab)]
             let scale = alone[s].map(abs).max() ?? 1
             let worst = zip(got, alone[s]).map { abs($0 - $1) }.max() ?? 0

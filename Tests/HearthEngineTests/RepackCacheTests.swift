@@ -78,8 +78,15 @@ import Glibc
 
     @Test func aChangedSourceInvalidatesTheCache() throws {
         try withTemporaryDirectory { dir in
+            // A copy of the bytes: the test changes the file, and `copyItem` would copy a symlink
+            // (a worktree's models/ may link to another checkout's) as a link to the real model.
             let source = dir.appendingPathComponent("model.gguf")
-            try FileManager.default.copyItem(atPath: Self.model, toPath: source.path)
+            let real = URL(fileURLWithPath: Self.model).resolvingSymlinksInPath()
+            try FileManager.default.copyItem(at: real, to: source)
+            var status = stat()
+            try #require(
+                lstat(source.path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG && status.st_nlink == 1,
+                "the copy must be a file of its own before it is changed")
             let cache = RepackCache(directory: dir.appendingPathComponent("cache"))
             let first = try load(source.path, cache)
             guard case .written(let cachePath, _) = first.repackCacheOutcome else {

@@ -6,10 +6,11 @@ import HearthKernelsCommon
 
 /// Fused attention (online softmax over key/value tiles) at every kernel level this CPU runs,
 /// against ``fusedAttentionReference`` (Double scores, softmax and sums from the definition) on
-/// random inputs: f16 and f32 caches, causal and sliding-window masks, GQA groups, both score
-/// shapes (narrow: ≤ 8 rows; wide: 16-row panels), head sizes with a remainder past the last
-/// 16 lanes, and tile remainders (key counts not a multiple of the 64-key tile or the six-key
-/// block).
+/// random inputs: f16, f32, q8_0 and q4_0 caches (the quantized ones both with integer key dots
+/// against 8-bit queries and with keys converted to Float per tile), causal and sliding-window
+/// masks, GQA groups, both score shapes (narrow: ≤ 8 rows; wide: 16-row panels), head sizes with
+/// a remainder past the last 16 lanes, and tile remainders (key counts not a multiple of the
+/// 64-key tile or the six-key block).
 @Suite struct FusedAttentionTests {
     struct Case: CustomStringConvertible, Sendable {
         var tokens: Int
@@ -43,15 +44,37 @@ import HearthKernelsCommon
         return bytes
     }
 
+    /// How a case runs: the cache type, and for q8_0/q4_0 how the keys are dotted (integer or
+    /// Float for every tile, so both paths meet both score shapes; `.automatic` picks one of them).
+    struct Storage: CustomStringConvertible, Sendable {
+        var type: DType
+        var keyDots = QuantizedKeyDots.integer
+        var description: String { type.isQuantized ? "\(type) \(keyDots) keys" : "\(type)" }
+    }
+
+    static let storages = [
+        Storage(type: .f16), Storage(type: .f32), Storage(type: .q8_0), Storage(type: .q8_0, keyDots: .float),
+        Storage(type: .q4_0), Storage(type: .q4_0, keyDots: .float),
+    ]
+
     /// Tolerance: each output is a convex combination of values (|v| ≤ 4); Float scores (sums of
     /// ≤ 256 products), the kernels' e^x (a few ulp) and Float sums over ≤ 400 keys stay below
     /// 1e-5 relative, so 2e-5·max|v| bounds the error; a wrong mask or a lost rescale moves an
-    /// output by about 0.1.
-    @Test(arguments: [DType.f16, .f32], cases)
-    func matchesReference(_ type: DType, _ c: Case) {
+    /// output by about 0.1. The reference reads a quantized cache as stored and, for the integer
+    /// key dots, rounds the queries to 8 bits as they do (`eightBitQueries`), so the same bound
+    /// holds: the integer block sums are exact. (Without modelling that rounding the scores move
+    /// by up to ~1e-2 here, so the bound could not tell a wrong block scale from it.) Heads that
+    /// are not whole 32-element blocks are skipped for the quantized types.
+    @Test(arguments: storages, cases)
+    func matchesReference(_ storage: Storage, _ c: Case) throws {
+        let type = storage.type
         let positions = c.firstPosition + c.tokens
         let hd = c.headDim, g = c.groupHeads
-        let stride = hd * (type == .f16 ? 2 : 4) + 32
+        guard let headBytes = type.kvHeadBytes(headDim: hd) else {
+            #expect(type.isQuantized && hd % 32 != 0, "\(type) hd \(hd) has a head size")
+            return
+        }
+        let stride = headBytes + 32
         let qStride = g * hd + 8, outStride = g * hd + 4
         let q = KernelTableTests.randomFloats(c.tokens * qStride, seed: 11).map { $0 * 3 }
         let keys = Self.cache(
@@ -69,7 +92,7 @@ import HearthKernelsCommon
             values.withUnsafeBytes { v in
                 fusedAttentionReference(
                     q, keys: k.baseAddress!, values: v.baseAddress!, stride: stride, type: type, shape: shape, into: &expected,
-                    logSumExp: &expectedLSE)
+                    logSumExp: &expectedLSE, eightBitQueries: type.isQuantized && storage.keyDots == .integer)
             }
         }
         var scratch = [Float](repeating: .nan, count: fusedAttentionScratchFloats(rows: rows, headDim: hd))
@@ -80,14 +103,14 @@ import HearthKernelsCommon
                 values.withUnsafeBytes { v in
                     fusedAttention(
                         q, keys: k.baseAddress!, values: v.baseAddress!, stride: stride, type: type, shape: shape, into: &out,
-                        logSumExp: &lse, scratch: &scratch, level: level)
+                        logSumExp: &lse, scratch: &scratch, keyDots: storage.keyDots, level: level)
                 }
             }
             var worst: Float = 0
             for t in 0..<c.tokens {
                 for i in 0..<(g * hd) { worst = max(worst, abs(out[t * outStride + i] - expected[t * outStride + i])) }
             }
-            #expect(worst <= 2e-5 * 4, "\(type) \(level) \(c): max error \(worst)")
+            #expect(worst <= 2e-5 * 4, "\(storage) \(level) \(c): max error \(worst)")
             for r in 0..<rows { #expect(abs(lse[r] - expectedLSE[r]) <= 1e-5 * max(1, abs(expectedLSE[r])), "\(level) lse \(r)") }
         }
     }
@@ -95,10 +118,10 @@ import HearthKernelsCommon
     /// The keys split in three disjoint ranges (one empty for the early rows), each part's
     /// log-sum-exp kept, then ``mergeAttention``: equal to the reference over all keys, at
     /// every level (how a decode step's keys are shared between workers).
-    @Test(arguments: [DType.f16, .f32])
-    func splitKeysMerge(_ type: DType) {
+    @Test(arguments: [DType.f16, .f32, .q8_0, .q4_0])
+    func splitKeysMerge(_ type: DType) throws {
         let hd = 64, g = 4, tokens = 2, first = 200, positions = first + tokens
-        let stride = hd * (type == .f16 ? 2 : 4)
+        let stride = try #require(type.kvHeadBytes(headDim: hd))
         let q = KernelTableTests.randomFloats(tokens * g * hd, seed: 21).map { $0 * 3 }
         let keys = Self.cache(
             KernelTableTests.randomFloats(positions * hd, seed: 22), positions: positions, headDim: hd, stride: stride, type: type)
@@ -112,7 +135,8 @@ import HearthKernelsCommon
         keys.withUnsafeBytes { k in
             values.withUnsafeBytes { v in
                 fusedAttentionReference(
-                    q, keys: k.baseAddress!, values: v.baseAddress!, stride: stride, type: type, shape: whole, into: &expected)
+                    q, keys: k.baseAddress!, values: v.baseAddress!, stride: stride, type: type, shape: whole, into: &expected,
+                    eightBitQueries: type.isQuantized)
             }
         }
         // The window starts at 51 (token 0) and 52 (token 1): the first range is empty for token 1.
@@ -132,7 +156,7 @@ import HearthKernelsCommon
                                 fusedAttention(
                                     q, keys: k.baseAddress!, values: v.baseAddress!, stride: stride, type: type, shape: shape,
                                     into: out.baseAddress! + p * rows * hd, logSumExp: l.baseAddress! + p * rows,
-                                    scratch: &scratch, level: level)
+                                    scratch: &scratch, keyDots: .integer, level: level)
                             }
                         }
                     }

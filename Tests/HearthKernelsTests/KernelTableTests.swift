@@ -45,11 +45,33 @@ import HearthKernelsCommon
             }
         }
         let weights = Self.randomFloats(positions, seed: 3).map { abs($0) }
+        Self.attentionAtEveryLevel(
+            q: q, cache: cache, stride: stride, weights: weights, headDim: headDim, scale: 0.125, type: type
+        ) { level, range, scores, expectedScores, out, expectedOut in
+            for j in range {
+                let magnitude = (0..<headDim).reduce(Float(0)) { $0 + abs(q[$1] * values[j * headDim + $1]) } * 0.125
+                #expect(abs(scores[j] - expectedScores[j]) <= 1e-6 * magnitude + 1e-30, "\(type) \(level) score \(j)")
+            }
+            for i in 0..<headDim {
+                let magnitude = range.reduce(Float(0)) { $0 + abs(weights[$1] * values[$1 * headDim + i]) }
+                #expect(abs(out[i] - expectedOut[i]) <= 1e-6 * magnitude + 1e-30, "\(type) \(level) value \(i)")
+            }
+        }
+    }
+
+    /// `attentionScores` and `attentionValues` (weights `weights`, one per position of `cache`)
+    /// at every level and their Double references, over the whole cache, one position and a
+    /// middle range; `check(level, range, scores, expectedScores, out, expectedOut)` judges each.
+    static func attentionAtEveryLevel(
+        q: [Float], cache: [UInt8], stride: Int, weights: [Float], headDim: Int, scale: Float, type: DType,
+        check: (KernelLevel, ClosedRange<Int>, [Float], [Float], [Float], [Float]) -> Void
+    ) {
+        let positions = weights.count
         for range in [0...(positions - 1), 5...5, 3...30] {
             var expectedScores = [Float](repeating: 0, count: positions), expectedOut = [Float](repeating: 0, count: headDim)
             cache.withUnsafeBytes { raw in
                 attentionScoresReference(
-                    q, keys: raw.baseAddress!, stride: stride, positions: range, headDim: headDim, scale: 0.125, type: type,
+                    q, keys: raw.baseAddress!, stride: stride, positions: range, headDim: headDim, scale: scale, type: type,
                     into: &expectedScores)
                 attentionValuesReference(
                     weights, values: raw.baseAddress!, stride: stride, positions: range, headDim: headDim, type: type,
@@ -59,20 +81,13 @@ import HearthKernelsCommon
                 var scores = [Float](repeating: .nan, count: positions), out = [Float](repeating: .nan, count: headDim)
                 cache.withUnsafeBytes { raw in
                     attentionScores(
-                        q, keys: raw.baseAddress!, stride: stride, positions: range, headDim: headDim, scale: 0.125, type: type,
+                        q, keys: raw.baseAddress!, stride: stride, positions: range, headDim: headDim, scale: scale, type: type,
                         into: &scores, level: level)
                     attentionValues(
                         weights, values: raw.baseAddress!, stride: stride, positions: range, headDim: headDim, type: type,
                         into: &out, level: level)
                 }
-                for j in range {
-                    let magnitude = (0..<headDim).reduce(Float(0)) { $0 + abs(q[$1] * values[j * headDim + $1]) } * 0.125
-                    #expect(abs(scores[j] - expectedScores[j]) <= 1e-6 * magnitude + 1e-30, "\(type) \(level) score \(j)")
-                }
-                for i in 0..<headDim {
-                    let magnitude = range.reduce(Float(0)) { $0 + abs(weights[$1] * values[$1 * headDim + i]) }
-                    #expect(abs(out[i] - expectedOut[i]) <= 1e-6 * magnitude + 1e-30, "\(type) \(level) value \(i)")
-                }
+                check(level, range, scores, expectedScores, out, expectedOut)
             }
         }
     }

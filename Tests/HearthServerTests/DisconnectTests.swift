@@ -123,7 +123,7 @@ extension ServerTests {
     /// to it yet — stops its sequence: the running count returns to 0 long before the requested
     /// tokens could have been generated, the request counts as 499, and the next request is correct.
     @Test func clientDisconnectCancelsANonStreamingGeneration() async throws {
-        let harness = try await ServerHarness(context: 4096, parallel: 1)
+        let harness = try await ServerHarness(context: 32768, parallel: 1)
         try await withCleanup({ try? await harness.stop() }) {
             let expected = try await harness.send(
                 "/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 6, "temperature": 0])
@@ -133,7 +133,7 @@ extension ServerTests {
             try connection.post(
                 "/v1/chat/completions",
                 json: [
-                    "model": "tiny", "messages": [["role": "user", "content": "Tell me a long story."]], "max_tokens": 4000, "stream": false,
+                    "model": "tiny", "messages": [["role": "user", "content": "Tell me a long story."]], "max_tokens": 32000, "stream": false,
                     "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0,
                 ])
             // Generating: the sequence holds the only slot.
@@ -150,7 +150,7 @@ extension ServerTests {
             // 499: the generation was cut short (a natural end would have been counted as 200).
             #expect(try await Self.waitFor(harness, #"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#, is: 1) == 1)
             #expect(try await harness.metric(#"hearth_requests_total{endpoint="/v1/chat/completions",status="200"}"#) == 1)
-            // The sequence stopped early: its slot holds far fewer than prompt + 4000 tokens.
+            // The sequence stopped early: its slot holds far fewer than prompt + 32000 tokens.
             let usage = try #require(try await harness.metric("hearth_kv_cache_usage_ratio"))
             #expect(usage < 0.9, "cache usage \(usage): the generation ran on after the client left")
 
@@ -167,9 +167,9 @@ extension ServerTests {
     /// A client that leaves while its request waits for a slot gives up its place in the queue;
     /// the request holding the slot is untouched and completes.
     @Test func clientDisconnectWhileQueuedFreesItsPlace() async throws {
-        let harness = try await ServerHarness(context: 4096, parallel: 1)
+        let harness = try await ServerHarness(context: 32768, parallel: 1)
         try await withCleanup({ try? await harness.stop() }) {
-            let long = #"{"model":"tiny","messages":[{"role":"user","content":"Tell me a long story."}],"max_tokens":4000,"stream":false,"#
+            let long = #"{"model":"tiny","messages":[{"role":"user","content":"Tell me a long story."}],"max_tokens":32000,"stream":false,"#
                 + #""temperature":1,"seed":3,"min_p":0,"top_k":0}"#
             let running = Task { try await harness.send(.POST, "/v1/chat/completions", body: long) }
             #expect(try await Self.waitFor(harness, "hearth_requests_running", is: 1) == 1)
@@ -194,10 +194,10 @@ extension GatewayTests {
     /// Through the gateway too: a non-streaming answer from the local route whose client leaves
     /// mid-generation stops at once, is recorded as 499, and the next request is answered.
     @Test func clientDisconnectCancelsANonStreamingGatewayAnswer() async throws {
-        let s = try await Self.setup(context: 4096)
+        let s = try await Self.setup(context: 32768)
         try await withCleanup({ try? await s.stop() }) {
             let connection = try RawConnection(port: s.harness.port)
-            var body = Self.chat("local", "Tell me a long story.", maxTokens: 4000, temperature: 1)
+            var body = Self.chat("local", "Tell me a long story.", maxTokens: 32000, temperature: 1)
             body["seed"] = 3
             body["min_p"] = 0
             body["top_k"] = 0

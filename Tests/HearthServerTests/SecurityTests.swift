@@ -17,13 +17,13 @@ import Testing
     @Test func stalledReaderIsCutAfterTheWriteTimeout() async throws {
         var options = ServerOptions(port: 0, alias: "tiny")
         options.writeTimeout = 1
-        let harness = try await ServerHarness(context: 4096, parallel: 1, options: options)
+        let harness = try await ServerHarness(context: 32768, parallel: 1, options: options)
         try await withCleanup({ try? await harness.stop() }) {
             let connection = try RawConnection(port: harness.port, receiveBuffer: 1024)
             try connection.post(
                 "/v1/chat/completions",
                 json: [
-                    "model": "tiny", "messages": [Self.user], "max_tokens": 4000, "stream": true, "temperature": 1, "seed": 3, "min_p": 0,
+                    "model": "tiny", "messages": [Self.user], "max_tokens": 32000, "stream": true, "temperature": 1, "seed": 3, "min_p": 0,
                     "top_k": 0, "logprobs": true, "top_logprobs": 20,
                     // No end of sequence before the token limit: megabytes of frames, far more
                     // than the socket buffers hold.

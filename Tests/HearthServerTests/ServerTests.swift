@@ -144,7 +144,13 @@ import Testing
             }
             #expect(joined == Array(sample.utf8) || joined == Array((" " + sample).utf8), "\(entries)")
             let models = try await harness.send(.GET, "/v1/models")
-            #expect(((models.json["data"] as? [[String: Any]])?.first)?["id"] as? String == "tiny")
+            let entry = (models.json["data"] as? [[String: Any]])?.first
+            #expect(entry?["id"] as? String == "tiny")
+            // The local model says how it computes: the default activation bits and the kernel level.
+            let meta = entry?["meta"] as? [String: Any]
+            #expect(meta?["activation_bits"] as? String == "16", "\(models.body)")
+            #expect((meta?["activations"] as? String)?.hasPrefix("16: ") == true, "\(models.body)")
+            #expect((meta?["kernels"] as? String)?.isEmpty == false, "\(models.body)")
             try await harness.stop()
         }
     }
@@ -231,12 +237,12 @@ import Testing
 
     /// Beyond --max-queue: 503 with Retry-After; the admitted request still completes.
     @Test func fullQueueIsRefusedWithRetryAfter() async throws {
-        let harness = try await ServerHarness(context: 4096, parallel: 1, options: ServerOptions(port: 0, maxQueue: 0, alias: "tiny"))
+        let harness = try await ServerHarness(context: 32768, parallel: 1, options: ServerOptions(port: 0, maxQueue: 0, alias: "tiny"))
         try await withCleanup({ try? await harness.stop() }) {
             var request = HTTPClientRequest(url: harness.base + "/v1/chat/completions")
             request.method = .POST
             let body = try JSONSerialization.data(withJSONObject: [
-                "model": "tiny", "messages": [Self.user], "max_tokens": 4000, "stream": true, "temperature": 1, "seed": 1,
+                "model": "tiny", "messages": [Self.user], "max_tokens": 32000, "stream": true, "temperature": 1, "seed": 1,
             ] as [String: Any])
             request.body = .bytes(ByteBuffer(bytes: body))
             let first = try await ServerHarness.client.execute(request, timeout: .seconds(60))
@@ -261,14 +267,14 @@ import Testing
     /// A client that drops mid-stream stops its sequence: the running count returns to 0 long
     /// before the requested tokens could have been generated, and the next request is correct.
     @Test func clientDisconnectCancelsTheGeneration() async throws {
-        let harness = try await ServerHarness(context: 4096, parallel: 1)
+        let harness = try await ServerHarness(context: 32768, parallel: 1)
         try await withCleanup({ try? await harness.stop() }) {
             let expected = try await harness.send(
                 "/v1/chat/completions", json: ["model": "tiny", "messages": [Self.user], "max_tokens": 6, "temperature": 0])
             var request = HTTPClientRequest(url: harness.base + "/v1/chat/completions")
             request.method = .POST
             let body = try JSONSerialization.data(withJSONObject: [
-                "model": "tiny", "messages": [["role": "user", "content": "Tell me a long story."]], "max_tokens": 4000, "stream": true,
+                "model": "tiny", "messages": [["role": "user", "content": "Tell me a long story."]], "max_tokens": 32000, "stream": true,
                 "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0,
             ] as [String: Any])
             request.body = .bytes(ByteBuffer(bytes: body))
@@ -293,7 +299,7 @@ import Testing
             #expect(try await Self.waitFor(harness, "hearth_requests_running", is: 0) == 0)
             // 499: the generation was cut short (a natural end would have been counted as 200).
             #expect(try await harness.metric(#"hearth_requests_total{endpoint="/v1/chat/completions",status="499"}"#) == 1)
-            // The sequence stopped early: its slot holds far fewer than prompt + 4000 tokens.
+            // The sequence stopped early: its slot holds far fewer than prompt + 32000 tokens.
             let usage = try #require(try await harness.metric("hearth_kv_cache_usage_ratio"))
             #expect(usage < 0.9, "cache usage \(usage): the generation ran on after the client left")
             let next = try await harness.send(
@@ -307,7 +313,7 @@ import Testing
 
     /// Graceful shutdown: /health turns 503 and new work is refused while an in-flight stream finishes.
     @Test func shutdownDrainsInFlightRequests() async throws {
-        let harness = try await ServerHarness(context: 4096, parallel: 1)
+        let harness = try await ServerHarness(context: 32768, parallel: 1)
         try await withCleanup({ try? await harness.stop() }) {
             var request = HTTPClientRequest(url: harness.base + "/v1/completions")
             request.method = .POST
@@ -344,7 +350,7 @@ import Testing
             var request = HTTPClientRequest(url: harness.base + "/v1/completions")
             request.method = .POST
             let body = try JSONSerialization.data(withJSONObject: [
-                "model": "tiny", "prompt": "Once upon a time", "max_tokens": 4000, "stream": true, "temperature": 1, "seed": 5, "min_p": 0,
+                "model": "tiny", "prompt": "Once upon a time", "max_tokens": 32000, "stream": true, "temperature": 1, "seed": 5, "min_p": 0,
                 "top_k": 0,
             ] as [String: Any])
             request.body = .bytes(ByteBuffer(bytes: body))
