@@ -99,9 +99,12 @@ public final class QuantizedActivations: @unchecked Sendable {
                 let i = r * blocks + b
                 record.storeBytes(of: scales[i], toByteOffset: ActivationPanel.scales + 4 * j, as: Float.self)
                 record.storeBytes(of: scaledSums[i], toByteOffset: ActivationPanel.sums + 4 * j, as: Float.self)
-                record.storeBytes(of: scaledHalfSums[2 * i], toByteOffset: ActivationPanel.halfSums + 4 * j, as: Float.self)
-                record.storeBytes(
-                    of: scaledHalfSums[2 * i + 1], toByteOffset: ActivationPanel.halfSums + 32 + 4 * j, as: Float.self)
+                for h in 0..<2 {
+                    let q = quants + r * cols + 32 * b + 16 * h
+                    var sum: Int32 = 0
+                    for k in 0..<16 { sum &+= Int32(q[k]) }
+                    record.storeBytes(of: 32 &* sum, toByteOffset: ActivationPanel.halfSums + 32 * h + 4 * j, as: Int32.self)
+                }
             }
         }
     }

@@ -171,7 +171,8 @@ let prefetchDistance = 4096
 /// per unit, each of the eight weight vectors is decoded in registers once and multiplied by
 /// every token (one `vpdpbusd` into the token's own register, eight independent chains), then
 /// each token's row sums are flushed into its float sums — convert, multiply by d_a, FMA with
-/// the unit's d, FMA of the offset c·(d_a·Σa) — once per unit (q6_K: once per 16-column half).
+/// the unit's d, FMA of the offset c·(d_a·Σa) — once per unit (q6_K: zero points subtracted in
+/// integers, the halves joined as floats, then one FMA with d_a).
 /// Every activation operand is one pointer per unit plus a constant.
 @_transparent
 private func registerGroup(
@@ -199,24 +200,26 @@ private func registerGroup(
         @_transparent func step(_ m: Int) {
             stepPass(&s, count, weightVector(kind, tile, u, m), a, 8 * m)
         }
+        @_transparent func ints(_ offset: Int) -> UnsafePointer<Int32> {
+            (r + offset).assumingMemoryBound(to: Int32.self)
+        }
         step(0); step(1); step(2); step(3)
         if kind == TileKind.q6_K {
-            // q6_K: the unit's lower 16 columns have their own scale (and offset sums).
-            flushPass(
-                &acc, s, count, f.d, f.c, lane, floats(ActivationPanel.scales), withOffset: true, lane,
-                floats(ActivationPanel.halfSums))
+            // q6_K: the unit's lower 16 columns have their own scale. Each half's zero point
+            // comes off its integer dots (32·Σa from the panel), the lower half is scaled by its
+            // rows' d·scale as floats, and the upper half joins it before the one multiply by
+            // d_a: one flush per unit (three float multiply-adds where two flushes took six).
+            let low = scaledHalfPass(s, count, f.d, ints(ActivationPanel.halfSums))
             s = Lanes8<SIMD8<Int64>>(_mm512_setzero_si512())
+            step(4); step(5); step(6); step(7)
+            flushHalvesPass(
+                &acc, low, s, count, f.dHigh, ints(ActivationPanel.halfSums + 32), floats(ActivationPanel.scales))
+            continue
         }
         step(4); step(5); step(6); step(7)
-        if kind == TileKind.q6_K {
-            flushPass(
-                &acc, s, count, f.dHigh, f.cHigh, lane, floats(ActivationPanel.scales), withOffset: true, lane,
-                floats(ActivationPanel.halfSums + 32))
-        } else {
-            flushPass(
-                &acc, s, count, f.d, f.c, lane, floats(ActivationPanel.scales), withOffset: true, lane,
-                floats(ActivationPanel.sums))
-        }
+        flushPass(
+            &acc, s, count, f.d, f.c, lane, floats(ActivationPanel.scales), withOffset: true, lane,
+            floats(ActivationPanel.sums))
     }
     storePass(acc, rows: tokenRows(t, last: last), t: t, last: last, count: count, y: y, ldy: ldy, g: g, valid: valid)
 }
