@@ -256,10 +256,11 @@ public struct KernelTable: Sendable {
                         kind: kind, quants: act.quants, scales: act.scales, sums: act.sums, cols: w.cols, batch: batch,
                         groupStart: groups.lowerBound, groupEnd: groups.upperBound, y: y, ldy: ldy)
                 } else {
-                    // `vpdpbusd`, units decoded once into L1 for a batch.
+                    // `vpdpbusd`, each unit decoded in registers once for eight tokens of a batch.
                     hearthQuantizedMatMul8AVX512VNNI(
-                        w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales, act.sums,
-                        act.halfSums, w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
+                        w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales,
+                        act.scaledSums, act.scaledHalfSums, act.panels, w.cols, batch, groups.lowerBound, groups.upperBound, y,
+                        ldy)
                 }
             }
         }

@@ -19,9 +19,16 @@ public final class QuantizedActivations: @unchecked Sendable {
     public let scales: UnsafeMutablePointer<Float>
     /// Per-block Σq as Float, `(rows, cols/32)` (for the weights' zero-point corrections).
     public let sums: UnsafeMutablePointer<Float>
-    /// Σq per 16 columns as Float, `(rows, cols/16)`, filled for 8-bit activations (q6_K's
-    /// zero point applies per 16-column half, each with its own scale).
-    public let halfSums: UnsafeMutablePointer<Float>
+    /// d·Σq per block, `(rows, cols/32)`, filled for 8-bit activations: the activation factor of
+    /// the weights' offset terms, multiplied once per quantization instead of once per product
+    /// (the AVX-512 VNNI K-quant kernel).
+    public let scaledSums: UnsafeMutablePointer<Float>
+    /// d·Σq per 16 columns (d the 32-column block's scale), `(rows, cols/16)`, filled for 8-bit
+    /// activations (q6_K's zero point applies per 16-column half, each with its own scale).
+    public let scaledHalfSums: UnsafeMutablePointer<Float>
+    /// The 8-bit quants, scales and scaled sums of every eight tokens interleaved
+    /// (``ActivationPanel``), filled with the 8-bit quants: `(maxRows / 8, cols / 32)` records.
+    public let panels: UnsafeMutableRawPointer
 
     public init(maxRows: Int, maxCols: Int) {
         self.maxRows = maxRows
@@ -34,8 +41,14 @@ public final class QuantizedActivations: @unchecked Sendable {
         scales.initialize(repeating: 0, count: maxRows * maxCols / 32 + 1)
         sums = .allocate(capacity: maxRows * maxCols / 32 + 1)
         sums.initialize(repeating: 0, count: maxRows * maxCols / 32 + 1)
-        halfSums = .allocate(capacity: maxRows * maxCols / 16 + 1)
-        halfSums.initialize(repeating: 0, count: maxRows * maxCols / 16 + 1)
+        scaledSums = .allocate(capacity: maxRows * maxCols / 32 + 1)
+        scaledSums.initialize(repeating: 0, count: maxRows * maxCols / 32 + 1)
+        scaledHalfSums = .allocate(capacity: maxRows * maxCols / 16 + 1)
+        scaledHalfSums.initialize(repeating: 0, count: maxRows * maxCols / 16 + 1)
+        let panelBytes = (maxRows + ActivationPanel.tokens - 1) / ActivationPanel.tokens * (maxCols / 32 + 1)
+            * ActivationPanel.recordBytes
+        panels = .allocate(byteCount: panelBytes, alignment: 64)
+        panels.initializeMemory(as: UInt8.self, repeating: 0, count: panelBytes)
     }
 
     deinit {
@@ -43,7 +56,9 @@ public final class QuantizedActivations: @unchecked Sendable {
         wide.deallocate()
         scales.deallocate()
         sums.deallocate()
-        halfSums.deallocate()
+        scaledSums.deallocate()
+        scaledHalfSums.deallocate()
+        panels.deallocate()
     }
 
     /// Quantized activation `index` (row-major) of the buffer `bits` names, widened.
@@ -65,17 +80,48 @@ public final class QuantizedActivations: @unchecked Sendable {
             return
         }
         kernels.quantizeActivations8(x, rows.lowerBound, rows.upperBound, cols, quants, scales, sums)
-        fillHalfSums(rows: rows, cols: cols)
+        fillScaledSums(rows: rows, cols: cols)
+        fillPanels(rows: rows, cols: cols)
     }
 
-    /// ``halfSums`` of rows `rows` from the 8-bit quants.
-    private func fillHalfSums(rows: Range<Int>, cols: Int) {
+    /// The slots of rows `rows` in ``panels``.
+    private func fillPanels(rows: Range<Int>, cols: Int) {
+        let blocks = cols / 32, panelBytes = blocks * ActivationPanel.recordBytes
         for r in rows {
-            for h in 0..<(cols / 16) {
-                let q = quants + r * cols + 16 * h
-                var sum: Int32 = 0
-                for i in 0..<16 { sum &+= Int32(q[i]) }
-                halfSums[r * (cols / 16) + h] = Float(sum)
+            let j = r % ActivationPanel.tokens
+            let panel = panels + r / ActivationPanel.tokens * panelBytes
+            for b in 0..<blocks {
+                let record = panel + b * ActivationPanel.recordBytes
+                let src = UnsafeRawPointer(quants + r * cols + 32 * b)
+                for m in 0..<8 {
+                    record.storeBytes(of: src.loadUnaligned(fromByteOffset: 4 * m, as: UInt32.self), toByteOffset: 32 * m + 4 * j, as: UInt32.self)
+                }
+                let i = r * blocks + b
+                record.storeBytes(of: scales[i], toByteOffset: ActivationPanel.scales + 4 * j, as: Float.self)
+                record.storeBytes(of: scaledSums[i], toByteOffset: ActivationPanel.sums + 4 * j, as: Float.self)
+                for h in 0..<2 {
+                    let q = quants + r * cols + 32 * b + 16 * h
+                    var sum: Int32 = 0
+                    for k in 0..<16 { sum &+= Int32(q[k]) }
+                    record.storeBytes(of: 32 &* sum, toByteOffset: ActivationPanel.halfSums + 32 * h + 4 * j, as: Int32.self)
+                }
+            }
+        }
+    }
+
+    /// ``scaledSums`` and ``scaledHalfSums`` (from the 8-bit quants) of rows `rows`.
+    private func fillScaledSums(rows: Range<Int>, cols: Int) {
+        let blocks = cols / 32
+        for r in rows {
+            for b in 0..<blocks {
+                let i = r * blocks + b
+                scaledSums[i] = scales[i] * sums[i]
+                for h in 0..<2 {
+                    let q = quants + r * cols + 32 * b + 16 * h
+                    var sum: Int32 = 0
+                    for k in 0..<16 { sum &+= Int32(q[k]) }
+                    scaledHalfSums[2 * i + h] = scales[i] * Float(sum)
+                }
             }
         }
     }

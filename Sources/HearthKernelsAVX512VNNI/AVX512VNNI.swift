@@ -15,6 +15,13 @@ import _Builtin_intrinsics.intel
 // the 16 rows' partial sums with no horizontal reduction. The stored quants keep their zero
 // point (q4_0 8, q5_0 16, q6_K 32, q8_0 128), folded into a per-unit correction −z·d·Σa; the
 // affine kinds add m·Σa instead. Both are one term c·(d_a·Σa) with c precomputed per unit.
+//
+// A single token's pass reads each unit's vectors straight from the tile. A batch takes the
+// register passes of TokenTiles.swift (eight tokens per pass over a group's weights): before,
+// 32 units were decoded into an L1 buffer and four tokens at a time streamed past them, each
+// token's 32 activation bytes and its sums reached through its own pointer and block index.
+// The register passes over activation panels took the Phi-3-mini-shaped Q5_K_M file's pp512
+// from 0.86× to 0.99× llama.cpp in one run (2 threads; benchmarks/RESULTS.md).
 
 /// The eight weight vectors of one unit.
 typealias UnitBytes = (
@@ -131,7 +138,7 @@ private func accumulate(_ acc: inout SIMD16<Float>, _ sum: SIMD8<Int64>, _ d: SI
 }
 
 /// One unit's contribution for one token: `a` its 32 activation bytes, `da` their scale,
-/// `sums` the token's Σa per 32 columns and `halfSums` per 16 (q6_K), at unit index `ab`.
+/// `sums` the token's d_a·Σa per 32 columns and `halfSums` per 16 (q6_K), at unit index `ab`.
 @_transparent
 private func unitProduct(
     _ kind: Int32, _ acc: inout SIMD16<Float>, _ v: UnitBytes, _ f: UnitFactors, _ a: UnsafeRawPointer, _ da: Float,
@@ -139,46 +146,97 @@ private func unitProduct(
 ) {
     let (s0, s1) = halfDots(v, a)
     if kind == TileKind.q6_K {
-        accumulate(&acc, s0, f.d, f.c, da, da * halfSums[2 * ab])
-        accumulate(&acc, s1, f.dHigh, f.cHigh, da, da * halfSums[2 * ab + 1])
+        accumulate(&acc, s0, f.d, f.c, da, halfSums[2 * ab])
+        accumulate(&acc, s1, f.dHigh, f.cHigh, da, halfSums[2 * ab + 1])
     } else {
-        accumulate(&acc, _mm512_add_epi32(s0, s1), f.d, f.c, da, da * sums[ab])
+        accumulate(&acc, _mm512_add_epi32(s0, s1), f.d, f.c, da, sums[ab])
     }
 }
 
-/// out[0..<valid] (+)= the 16 row values.
+/// out[0..<valid] = the 16 row values.
 @_transparent
-private func storeRows(_ out: UnsafeMutablePointer<Float>, _ valid: Int, _ v: SIMD16<Float>, add: Bool) {
+private func storeRows(_ out: UnsafeMutablePointer<Float>, _ valid: Int, _ v: SIMD16<Float>) {
     if valid == 16 {
-        let p = UnsafeMutableRawPointer(out)
-        let old = add ? _mm512_loadu_ps(UnsafeRawPointer(p)) : SIMD16<Float>()
-        _mm512_storeu_ps(p, old + v)
+        _mm512_storeu_ps(UnsafeMutableRawPointer(out), v)
         return
     }
-    for r in 0..<valid { out[r] = add ? out[r] + v[r] : v[r] }
+    for r in 0..<valid { out[r] = v[r] }
 }
 
 /// How far ahead of the unit being multiplied a single token's pass prefetches the weights.
 let prefetchDistance = 4096
 
-/// Units decoded into L1 at once for a batch (32 units × 512 bytes = 16 KiB).
-private let chunkUnits = 32
+/// One 16-row group for `count` (a constant: 2, 4 or 8) tokens from token `t` (a multiple of
+/// eight: the passes of TokenTiles.swift), their activations the panel of `t` (``ActivationPanel``):
+/// per unit, each of the eight weight vectors is decoded in registers once and multiplied by
+/// every token (one `vpdpbusd` into the token's own register, eight independent chains), then
+/// each token's row sums are flushed into its float sums — convert, multiply by d_a, FMA with
+/// the unit's d, FMA of the offset c·(d_a·Σa) — once per unit (q6_K: zero points subtracted in
+/// integers, the halves joined as floats, then one FMA with d_a).
+/// Every activation operand is one pointer per unit plus a constant.
+@_transparent
+private func registerGroup(
+    _ kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, units: Int, g: Int, t: Int, count: Int,
+    end: Int, panels: UnsafeRawPointer, cols: Int, y: UnsafeMutablePointer<Float>, ldy: Int, valid: Int
+) {
+    let totalUnits = blocks * units, record = ActivationPanel.recordBytes
+    let stride = tileBytes / units, groupStart = tiles + g * blocks * tileBytes
+    let last = end - 1
+    let panel = panels + t / ActivationPanel.tokens * (cols / 32) * record
+    var lane = Lanes8<Int>(0)
+    lane.l1 = 1; lane.l2 = 2; lane.l3 = 3; lane.l4 = 4; lane.l5 = 5; lane.l6 = 6; lane.l7 = 7
+    var acc = Lanes8<SIMD16<Float>>(SIMD16<Float>())
+    for ab in 0..<totalUnits {
+        let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
+        hearth_prefetch(groupStart + ab * stride + prefetchDistance, stride)
+        let f = unitFactors(kind, tile, u)
+        let r = panel + ab * record
+        let a = lane.map { r.assumingMemoryBound(to: Int32.self) + $0 }
+        @_transparent func floats(_ offset: Int) -> UnsafePointer<Float> {
+            (r + offset).assumingMemoryBound(to: Float.self)
+        }
+        var s = Lanes8<SIMD8<Int64>>(_mm512_setzero_si512())
+        // Written out per vector, so each one's shifts and offsets are constants.
+        @_transparent func step(_ m: Int) {
+            stepPass(&s, count, weightVector(kind, tile, u, m), a, 8 * m)
+        }
+        @_transparent func ints(_ offset: Int) -> UnsafePointer<Int32> {
+            (r + offset).assumingMemoryBound(to: Int32.self)
+        }
+        step(0); step(1); step(2); step(3)
+        if kind == TileKind.q6_K {
+            // q6_K: the unit's lower 16 columns have their own scale. Each half's zero point
+            // comes off its integer dots (32·Σa from the panel), the lower half is scaled by its
+            // rows' d·scale as floats, and the upper half joins it before the one multiply by
+            // d_a: one flush per unit (three float multiply-adds where two flushes took six).
+            let low = scaledHalfPass(s, count, f.d, ints(ActivationPanel.halfSums))
+            s = Lanes8<SIMD8<Int64>>(_mm512_setzero_si512())
+            step(4); step(5); step(6); step(7)
+            flushHalvesPass(
+                &acc, low, s, count, f.dHigh, ints(ActivationPanel.halfSums + 32), floats(ActivationPanel.scales))
+            continue
+        }
+        step(4); step(5); step(6); step(7)
+        flushPass(
+            &acc, s, count, f.d, f.c, lane, floats(ActivationPanel.scales), withOffset: true, lane,
+            floats(ActivationPanel.sums))
+    }
+    storePass(acc, rows: tokenRows(t, last: last), t: t, last: last, count: count, y: y, ldy: ldy, g: g, valid: valid)
+}
 
 @_transparent
 private func byteKernel(
     kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, rows: Int, quants: UnsafePointer<Int8>,
-    scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, halfSums: UnsafePointer<Float>, cols: Int, batch: Int,
-    groups: Range<Int>, y: UnsafeMutablePointer<Float>, ldy: Int, decoded: UnsafeMutablePointer<UnitBytes>,
-    factors: UnsafeMutablePointer<UnitFactors>
+    scales: UnsafePointer<Float>, sums: UnsafePointer<Float>, halfSums: UnsafePointer<Float>, panels: UnsafeRawPointer,
+    cols: Int, batch: Int, groups: Range<Int>, y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
     let units = kind >= TileKind.q4_K ? 8 : 1
     let totalUnits = blocks * units
-    let actBlocks = cols / 32
     let a0 = UnsafeRawPointer(quants)
+    @_transparent func validRows(_ g: Int) -> Int { rows - g * 16 < 16 ? rows - g * 16 : 16 }
 
-    for g in groups {
-        let valid = rows - g * 16 < 16 ? rows - g * 16 : 16
-        if batch == 1 {
+    if batch == 1 {
+        for g in groups {
             // Decode: each unit's weights straight from the tile into registers; two sums so
             // consecutive units' float chains overlap.
             var f0 = SIMD16<Float>(), f1 = SIMD16<Float>()
@@ -194,51 +252,26 @@ private func byteKernel(
                 unitProduct(kind, &f1, unitBytes(kind, tile1, u1), unitFactors(kind, tile1, u1), a0 + 32 * ab, scales[ab], sums, halfSums, ab)
                 ab += 1
             }
-            storeRows(y + g * 16, valid, f0 + f1, add: false)
-            continue
+            storeRows(y + g * 16, validRows(g), f0 + f1)
         }
-        // A batch: units decoded once into L1, then tokens in register tiles of four share
-        // each unit's eight weight vectors.
-        var start = 0
-        while start < totalUnits {
-            let n = totalUnits - start < chunkUnits ? totalUnits - start : chunkUnits
-            for k in 0..<n {
-                let ab = start + k
-                let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
-                factors[k] = unitFactors(kind, tile, u)
-                decoded[k] = unitBytes(kind, tile, u)
-            }
-            var t = 0
-            while t + 4 <= batch {
-                var c0 = SIMD16<Float>(), c1 = SIMD16<Float>(), c2 = SIMD16<Float>(), c3 = SIMD16<Float>()
-                for k in 0..<n {
-                    let ab = start + k, v = decoded[k], f = factors[k]
-                    let i = t * actBlocks + ab
-                    let a = a0 + t * cols + 32 * ab
-                    let s = sums + t * actBlocks, h = halfSums + 2 * t * actBlocks
-                    unitProduct(kind, &c0, v, f, a, scales[i], s, h, ab)
-                    unitProduct(kind, &c1, v, f, a + cols, scales[i + actBlocks], s + actBlocks, h + 2 * actBlocks, ab)
-                    unitProduct(kind, &c2, v, f, a + 2 * cols, scales[i + 2 * actBlocks], s + 2 * actBlocks, h + 4 * actBlocks, ab)
-                    unitProduct(kind, &c3, v, f, a + 3 * cols, scales[i + 3 * actBlocks], s + 3 * actBlocks, h + 6 * actBlocks, ab)
-                }
-                storeRows(y + t * ldy + g * 16, valid, c0, add: start > 0)
-                storeRows(y + (t + 1) * ldy + g * 16, valid, c1, add: start > 0)
-                storeRows(y + (t + 2) * ldy + g * 16, valid, c2, add: start > 0)
-                storeRows(y + (t + 3) * ldy + g * 16, valid, c3, add: start > 0)
-                t += 4
-            }
-            while t < batch {
-                var c0 = SIMD16<Float>()
-                for k in 0..<n {
-                    let ab = start + k
-                    unitProduct(
-                        kind, &c0, decoded[k], factors[k], a0 + t * cols + 32 * ab, scales[t * actBlocks + ab],
-                        sums + t * actBlocks, halfSums + 2 * t * actBlocks, ab)
-                }
-                storeRows(y + t * ldy + g * 16, valid, c0, add: start > 0)
-                t += 1
-            }
-            start += n
+        return
+    }
+    // A batch: the register passes of TokenTiles.swift.
+    var passes = TokenPasses(batch: batch, groups: groups)
+    while let p = passes.next() {
+        switch p.count {
+        case 8:
+            registerGroup(
+                kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: p.g, t: p.t, count: 8,
+                end: p.end, panels: panels, cols: cols, y: y, ldy: ldy, valid: validRows(p.g))
+        case 4:
+            registerGroup(
+                kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: p.g, t: p.t, count: 4,
+                end: p.end, panels: panels, cols: cols, y: y, ldy: ldy, valid: validRows(p.g))
+        default:
+            registerGroup(
+                kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: p.g, t: p.t, count: 2,
+                end: p.end, panels: panels, cols: cols, y: y, ldy: ldy, valid: validRows(p.g))
         }
     }
 }
@@ -246,38 +279,24 @@ private func byteKernel(
 /// y[t·ldy + row] = W[row] · a[t] for the 16-row groups `groupStart..<groupEnd` of an
 /// interleaved16 matrix of a 5-bit or K-quant ``TileKind`` (q5_0, q5_1, q4_K, q5_K, q6_K; tiles of
 /// `tileBytes`, `blocks` per group), all `batch` tokens of 8-bit activations (`quants`;
-/// per-32-column `scales` and `sums`, per-16-column `halfSums`), with AVX-512 VNNI `vpdpbusd`.
+/// per-32-column `scales` d_a; `sums` = d_a·Σa per 32 columns and `halfSums` = d_a·Σa per 16,
+/// HearthKernels' `QuantizedActivations.scaledSums` / `.scaledHalfSums`; for a batch the same
+/// in `panels`, ``ActivationPanel``), with AVX-512 VNNI `vpdpbusd`.
 /// q4_0, q4_1, q8_0 and q8_a take `hearthQuantizedMatMulAVX512VNNI` (Tiles8VNNI.swift).
 @inline(never)
 public func hearthQuantizedMatMul8AVX512VNNI(
     _ tiles: UnsafeRawPointer, _ tileBytes: Int, _ blocks: Int, _ rows: Int, _ kind: Int32,
     _ quants: UnsafePointer<Int8>, _ scales: UnsafePointer<Float>, _ sums: UnsafePointer<Float>,
-    _ halfSums: UnsafePointer<Float>, _ cols: Int, _ batch: Int, _ groupStart: Int, _ groupEnd: Int,
-    _ y: UnsafeMutablePointer<Float>, _ ldy: Int
+    _ halfSums: UnsafePointer<Float>, _ panels: UnsafeRawPointer, _ cols: Int, _ batch: Int, _ groupStart: Int,
+    _ groupEnd: Int, _ y: UnsafeMutablePointer<Float>, _ ldy: Int
 ) {
-    withUnsafeTemporaryAllocation(of: UnitBytes.self, capacity: chunkUnits) { buffer in
-      withUnsafeTemporaryAllocation(of: UnitFactors.self, capacity: chunkUnits) { factorBuffer in
-        guard let decoded = buffer.baseAddress, let factors = factorBuffer.baseAddress else { return }
-        let groups = groupStart..<groupEnd
-        // Written out per kind so that each call inlines a copy with the kind a constant.
-        switch kind {
-        case TileKind.q5_0:
-            byteKernel(kind: TileKind.q5_0, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
-                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
-        case TileKind.q5_1:
-            byteKernel(kind: TileKind.q5_1, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
-                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
-        case TileKind.q4_K:
-            byteKernel(kind: TileKind.q4_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
-                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
-        case TileKind.q5_K:
-            byteKernel(kind: TileKind.q5_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
-                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
-        default:
-            byteKernel(kind: TileKind.q6_K, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
-                       sums: sums, halfSums: halfSums, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy, decoded: decoded, factors: factors)
-        }
-      }
+    let groups = groupStart..<groupEnd
+    // One inlined copy per kind, the kind a constant in each.
+    @_transparent func run(_ k: Int32) {
+        byteKernel(
+            kind: k, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
+            sums: sums, halfSums: halfSums, panels: panels, cols: cols, batch: batch, groups: groups, y: y, ldy: ldy)
     }
+    withConstantTileKind(kind, run)
 }
 #endif

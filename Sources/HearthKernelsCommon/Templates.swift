@@ -72,6 +72,24 @@ public enum KTile {
     public static let q6Scales = 32, q6Nibbles = 288, q6High = 2336
 }
 
+/// The 8-bit activations of eight consecutive tokens interleaved per 32-column block, the
+/// operand of the AVX-512 VNNI register kernels for a batch (HearthKernels'
+/// `QuantizedActivations.panels`): panel P holds tokens 8P…8P + 7, one record per block of 32
+/// columns, so a kernel reaches every token's bytes, scale and offset sums of a block from one
+/// pointer at fixed displacements. Record (384 bytes), token j of the panel:
+/// - byte 32m + 4j + i (m < 8, i < 4): the quant of column 4m + i;
+/// - Float at `scales` + 4j: the block's scale d; at `sums` + 4j: d·Σq;
+/// - Int32 at `halfSums` + 4j and `halfSums` + 32 + 4j: 32·Σq over columns 0–15 and 16–31 (q6_K's
+///   zero point times the half's quant sum, subtracted from its integer dots before they become
+///   floats: |32·Σq| ≤ 32·16·127).
+/// Slots past the batch's last token hold whatever was there (their results are dropped).
+public enum ActivationPanel {
+    /// Tokens per panel.
+    public static let tokens = 8
+    /// Bytes per 32-column record, and the offsets of its float fields.
+    public static let recordBytes = 384, scales = 256, sums = 288, halfSums = 320
+}
+
 /// Quantizes rows `rows` of `x` (`cols` floats each, a multiple of 32) to 8-bit blocks of 32:
 /// d = max|x| / 127, q = round(x / d) (half away from zero), and Σq per block — the second
 /// operand of the integer dot products.

@@ -52,12 +52,14 @@ import Testing
     /// activations, and each level this CPU runs equals the reference, for odd row and token counts.
     @Test(arguments: types)
     func kernelsMatchReference(_ dtype: DType) throws {
-        // 768 columns: 24 units, past the 16 units a batch kernel decodes into L1 at once.
+        // 768 columns: 24 units (several tiles of a K-quant row).
         let rows = 37, cols = 768, actBlocks = 768 / 32
         let (source, _) = randomGGUFMatrix(dtype, rows: rows, cols: cols, seed: 29)
         let w = try #require(Quantizer.repackInterleaved(source))
         var state: UInt64 = 3
-        for batch in [1, 2, 3, 4, 5, 7, 8, 9] { for bits in [8, 16] {
+        // 33 and 38 tokens: a second block of the register kernels' 32-token blocks, its one
+        // (five, six) tokens padded to a pass of two (eight).
+        for batch in [1, 2, 3, 4, 5, 7, 8, 9, 33, 38] { for bits in [8, 16] {
             let input = (0..<(batch * cols)).map { _ -> Float in
                 state = state &* 6364136223846793005 &+ 1442695040888963407
                 return Float(Int64(bitPattern: state >> 11) % 2_000_000) / 1_000_000 - 1

@@ -137,15 +137,16 @@ import HearthKernelsCommon
                 // Half a step, plus the float rounding of q·d.
                 #expect(abs(Float(act.activation(i)) * d - x[i]) <= d / 2 * 1.001 + abs(x[i]) * 2.4e-7, "\(level) \(i)")
             }
-            // Σq per block and per 16 columns agree with the quants.
+            // Σq per block and d·Σq per block and per 16 columns agree with the quants.
             for block in 0..<(2 * cols / 32) {
                 let sum = (0..<32).reduce(Int32(0)) { $0 + act.activation(32 * block + $1) }
                 #expect(act.sums[block] == Float(sum), "\(level) block \(block)")
+                if bits == 8 { #expect(act.scaledSums[block] == act.scales[block] * Float(sum), "\(level) block \(block)") }
             }
             if bits == 8 {
                 for half in 0..<(2 * cols / 16) {
                     let sum = (0..<16).reduce(Int32(0)) { $0 + act.activation(16 * half + $1) }
-                    #expect(act.halfSums[half] == Float(sum), "\(level) half \(half)")
+                    #expect(act.scaledHalfSums[half] == act.scales[half / 2] * Float(sum), "\(level) half \(half)")
                 }
             }
         }
