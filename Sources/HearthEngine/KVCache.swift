@@ -19,10 +19,13 @@ import HearthKernels
 ///
 /// **Capacity rule.** A batch of B tokens at p…p+B−1 needs the keys from p − W + 1 on, so a
 /// window layer needs at least W − 1 + B positions; the buffer holds
-/// `span = min(capacity, W − 1 + lookback + maxBatch)`, where `maxBatch` is the most tokens the
-/// decoder ever feeds a slot in one step (prompt chunks and decode inputs with their speculative
-/// drafts alike: every step is at most the decoder's `maxBatch`), and `lookback` extra positions
-/// (``Window/defaultLookback``) let a slot resume a little before its end.
+/// `span = min(capacity, W − 1 + lookback + max(maxBatch, minimumRoom))`, where `maxBatch` is
+/// the most tokens the decoder ever feeds a slot in one step (prompt chunks and decode inputs
+/// with their speculative drafts alike: every step is at most the decoder's `maxBatch`),
+/// `lookback` extra positions (``Window/defaultLookback``) let a slot resume a little before its
+/// end, and ``Window/defaultMinimumRoom`` keeps small batches (decoding with `--batch 1`) from
+/// compacting at every step: a compaction happens once per `max(maxBatch, minimumRoom)`
+/// positions or so.
 ///
 /// **Resuming.** A slot holding `count` positions can continue (or be cut back to) position p
 /// only when its window layers still hold p − W + 1…p − 1: ``canResume(at:sequence:)``. That is
@@ -81,14 +84,20 @@ public final class KVCache {
 
         /// Positions kept beyond the window by default.
         public static let defaultLookback = 128
+        /// The least room for new positions a compaction leaves by default, whatever the batch.
+        public static let defaultMinimumRoom = 256
 
         /// The window storage for `size` and `layers`, fed batches of up to `maxBatch` tokens, in a
-        /// cache of `capacity` positions: `span = min(capacity, size − 1 + lookback + maxBatch)`.
-        public init(size: Int, layers: [Bool], capacity: Int, maxBatch: Int, lookback: Int = Window.defaultLookback) {
+        /// cache of `capacity` positions:
+        /// `span = min(capacity, size − 1 + lookback + max(maxBatch, minimumRoom))`.
+        public init(
+            size: Int, layers: [Bool], capacity: Int, maxBatch: Int, lookback: Int = Window.defaultLookback,
+            minimumRoom: Int = Window.defaultMinimumRoom
+        ) {
             self.size = max(1, size)
             self.layers = layers
             self.lookback = max(0, lookback)
-            span = min(capacity, self.size - 1 + self.lookback + max(1, maxBatch))
+            span = min(capacity, self.size - 1 + self.lookback + max(1, maxBatch, minimumRoom))
         }
 
         /// The window storage a decoder of `options` with `context` positions and batches of up
@@ -254,7 +263,7 @@ public final class KVCache {
         guard position + count - newStart <= window.span else {
             throw EngineError(
                 .invalidOption,
-                "a batch of \(count) tokens does not fit the \(window.span)-position window cache (sized for batches of \(window.span - window.size + 1 - window.lookback))")
+                "a batch of \(count) tokens does not fit the \(window.span)-position window cache (it takes at most \(window.span - window.size + 1 - window.lookback) at a time)")
         }
         let keep = max(0, counts[sequence] - newStart)
         for layer in 0..<layerCount where windowed[layer] {
