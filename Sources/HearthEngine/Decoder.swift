@@ -49,18 +49,21 @@ public final class Decoder {
     /// or q4_0; the quantized types need a head dimension that is a multiple of 32, else this
     /// throws `EngineError` `.invalidOption`).
     /// `sequences` slots of `context` positions each are allocated up front (see ``KVCache``).
+    /// Sliding-window layers hold only a window-sized buffer per slot (``KVCache/Window``, sized
+    /// for `maxBatch`) unless `windowedCache` is false (every layer then holds `context` positions).
     public init(
         weights: ModelWeights, options: DecoderOptions, context: Int, maxBatch: Int = Generator.defaultBatch, kvType: DType = .f16,
-        sequences: Int = 1, pool: WorkerPool
+        sequences: Int = 1, windowedCache: Bool = true, pool: WorkerPool
     ) throws {
         self.options = options
         self.weights = weights
         self.pool = pool
         self.maxBatch = max(1, maxBatch)
         let o = options
+        let window = windowedCache ? KVCache.Window(options: o, context: context, maxBatch: self.maxBatch) : nil
         cache = try KVCache(
             layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim, sequences: sequences, type: kvType,
-            headDim: o.headDim)
+            headDim: o.headDim, window: window)
         let widest = max(o.hiddenSize, o.ffnSize, o.headCount * o.headDim)
         scratch = MatMulScratch(threads: pool.threadCount, maxCols: widest, maxBatch: self.maxBatch, slabRows: 64)
         BLAS.useSingleThread()
@@ -290,6 +293,9 @@ public final class Decoder {
                     .invalidOption,
                     "position \(item.position) is past the \(cache.counts[item.sequence]) tokens sequence \(item.sequence) holds")
             }
+            guard cache.canResume(at: item.position, sequence: item.sequence) else {
+                throw Self.notResumable(item.position, cache: cache, sequence: item.sequence)
+            }
             segments.append(Segment(sequence: item.sequence, first: i, count: 1, position: item.position, ropeEnd: 0))
         }
         if let long = segments.first(where: { $0.end > cache.capacity }) {
@@ -299,6 +305,15 @@ public final class Decoder {
         }
         for i in segments.indices { segments[i].ropeEnd = max(segments[i].end, lengths[segments[i].sequence] ?? 0) }
         return segments
+    }
+
+    /// The error for a step that would continue slot `sequence` at `position` although its
+    /// sliding-window layers no longer hold the positions it would attend to.
+    static func notResumable(_ position: Int, cache: KVCache, sequence: Int) -> EngineError {
+        EngineError(
+            .invalidOption,
+            "sequence \(sequence) cannot continue at position \(position): its sliding-window layers hold positions from \(cache.windowStarts[sequence]) on, so it can resume at 0 or from \(cache.earliestResume(sequence: sequence)) on",
+            remedy: "Process the sequence again from position 0")
     }
 
     private func run(
@@ -312,6 +327,9 @@ public final class Decoder {
         }
         guard start >= 0, start <= cache.counts[sequence] else {
             throw EngineError(.invalidOption, "start position \(start) is past the cached \(cache.counts[sequence]) tokens")
+        }
+        guard cache.canResume(at: start, sequence: sequence) else {
+            throw Self.notResumable(start, cache: cache, sequence: sequence)
         }
         guard start + tokens.count <= cache.capacity else {
             throw EngineError(
@@ -377,6 +395,8 @@ public final class Decoder {
         var slotOf = [Int](repeating: 0, count: n), positionOf = [Int](repeating: 0, count: n)
         for segment in segments {
             cache.truncate(to: segment.position, sequence: segment.sequence)
+            // Window layers: room for the run (older positions leave the buffer when it is full).
+            try cache.makeRoom(sequence: segment.sequence, from: segment.position, count: segment.count)
             for i in 0..<segment.count {
                 slotOf[segment.first + i] = segment.sequence
                 positionOf[segment.first + i] = segment.position + i
@@ -572,13 +592,19 @@ public final class Decoder {
             for item in items[range] {
                 let segment = segments[item.segment]
                 let row = segment.first + item.token
-                let shape = FusedAttentionShape(
+                var shape = FusedAttentionShape(
                     tokens: item.tokens, groupHeads: g, headDim: hd, firstPosition: segment.position + item.token,
                     keyStart: item.keyStart, keyEnd: item.keyEnd, window: window ?? 0, scale: scale, qStride: o.qkvWidth,
                     outStride: qDim)
                 let q = qkv + row * o.qkvWidth + item.kvHead * g * hd
-                let keys = cache.key(l, 0, sequence: segment.sequence) + cache.headOffset(item.kvHead)
-                let values = cache.value(l, 0, sequence: segment.sequence) + cache.headOffset(item.kvHead)
+                // Positions counted from the first the layer holds (a window layer's buffer start):
+                // the same keys, tiles and masks as from 0, shifted.
+                let origin = cache.origin(layer: l, sequence: segment.sequence)
+                shape.firstPosition -= origin
+                shape.keyStart -= origin
+                shape.keyEnd -= origin
+                let keys = cache.key(l, origin, sequence: segment.sequence) + cache.headOffset(item.kvHead)
+                let values = cache.value(l, origin, sequence: segment.sequence) + cache.headOffset(item.kvHead)
                 if item.part < 0 {
                     fusedAttention(
                         q, keys: keys, values: values, stride: cache.rowBytes, type: cache.type, shape: shape,

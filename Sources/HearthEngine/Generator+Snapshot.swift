@@ -13,15 +13,20 @@ import HearthKernels
 /// | 8 | model identity: FNV-1a 64 of architecture, decoder options, weight types and sizes |
 /// | 4 × 5 | layers, width (kvHeads × headDim), kv type (0 f16, 1 f32, 2 q8_0, 3 q4_0), vocab, context capacity |
 /// | 4 | token count `n` |
+/// | 4 | (version 2) `first`: the first position the sliding-window layers' rows start at (0: all held) |
 /// | 4 × n | the cached token ids |
-/// | per layer | `n` key rows then `n` value rows, `width` elements of the kv type each, as the cache holds them (q8_0/q4_0: one record per head, ``KVCache``) |
+/// | per layer | `m` key rows then `m` value rows, `width` elements of the kv type each, as the cache holds them (q8_0/q4_0: one record per head, ``KVCache``); `m` = `n` − `first` for a sliding-window layer, else `n` |
 /// | 8 | checksum: ``snapshotChecksum(_:)`` of every byte before it |
 ///
 /// A snapshot restores into a generator of the same model and KV type whose context holds
-/// its tokens (the capacity may differ: only the filled rows are stored).
+/// its tokens (the capacity may differ: only the filled rows are stored). A window-sized cache
+/// (``KVCache/Window``) stores its sliding-window layers' rows from its window start on, and a
+/// restore keeps as many of them as its own window buffer holds; a generator with full-length
+/// sliding-window layers (`windowedCache: false`) refuses a snapshot whose `first` is not 0.
+/// Version 1 (no `first`, every layer `n` rows) is still read.
 extension Generator {
     /// The snapshot format this build writes and reads.
-    public static let snapshotFormatVersion: UInt32 = 1
+    public static let snapshotFormatVersion: UInt32 = 2
 
     static let snapshotMagic = Array("HRTHKV01".utf8)
 
@@ -57,7 +62,9 @@ extension Generator {
         defer { lock.unlock() }
         let cache = decoder.cache
         let slot = lastSequence
-        let n = min(slots[slot].tokens.count, cache.counts[slot])
+        var n = min(slots[slot].tokens.count, cache.counts[slot])
+        if !cache.canResume(at: n, sequence: slot) { n = 0 }
+        let first = n == 0 ? 0 : cache.windowStarts[slot]
         var data = Data()
         data.reserveCapacity(64 + 4 * n + 2 * cache.layerCount * n * cache.rowBytes)
         data.append(contentsOf: Self.snapshotMagic)
@@ -69,11 +76,14 @@ extension Generator {
         data.appendLE(UInt32(model.options.vocabSize))
         data.appendLE(UInt32(cache.capacity))
         data.appendLE(UInt32(n))
+        data.appendLE(UInt32(first))
         for token in slots[slot].tokens.prefix(n) { data.appendLE(UInt32(bitPattern: token)) }
-        let rows = n * cache.rowBytes
-        for layer in 0..<cache.layerCount where rows > 0 {
-            data.append(cache.key(layer, 0, sequence: slot).assumingMemoryBound(to: UInt8.self), count: rows)
-            data.append(cache.value(layer, 0, sequence: slot).assumingMemoryBound(to: UInt8.self), count: rows)
+        for layer in 0..<cache.layerCount {
+            let from = cache.isWindowed(layer: layer) ? first : 0
+            let rows = (n - from) * cache.rowBytes
+            guard rows > 0 else { continue }
+            data.append(cache.key(layer, from, sequence: slot).assumingMemoryBound(to: UInt8.self), count: rows)
+            data.append(cache.value(layer, from, sequence: slot).assumingMemoryBound(to: UInt8.self), count: rows)
         }
         data.appendLE(snapshotChecksum(data))
         return data
@@ -93,7 +103,7 @@ extension Generator {
             throw Self.refuse("this is not a Hearth KV snapshot (bad magic)")
         }
         let version: UInt32 = try reader.integer()
-        guard version == Self.snapshotFormatVersion else {
+        guard version == Self.snapshotFormatVersion || version == 1 else {
             throw Self.refuse("snapshot format version \(version) is not the supported \(Self.snapshotFormatVersion)")
         }
         guard data.count >= reader.offset + 8 + 4 * 6 + 8 else { throw Self.refuse("the snapshot is truncated") }
@@ -108,6 +118,7 @@ extension Generator {
         let vocab = Int(try reader.integer() as UInt32)
         _ = try reader.integer() as UInt32  // the saving generator's capacity (informational)
         let n = Int(try reader.integer() as UInt32)
+        let first = version >= 2 ? Int(try reader.integer() as UInt32) : 0
 
         lock.lock()
         defer { lock.unlock() }
@@ -124,9 +135,22 @@ extension Generator {
         guard n < cache.capacity else {
             throw Self.refuse("the snapshot holds \(n) tokens but this context holds \(cache.capacity); raise --ctx")
         }
-        let rows = n * cache.rowBytes
-        guard data.count - reader.offset == 4 * n + 2 * layers * rows + 8 else {
+        guard first <= n else { throw Self.refuse("the snapshot's window start is past its tokens") }
+        // Rows per layer as stored: a sliding-window layer's from `first` on.
+        let storedRows: [Int] = (0..<layers).map { model.options.isSliding($0) ? n - first : n }
+        let layerBytes: Int = 2 * storedRows.reduce(0, +) * cache.rowBytes
+        guard data.count - reader.offset == 4 * n + layerBytes + 8 else {
             throw Self.refuse("the snapshot's size does not match its header")
+        }
+        // Where this cache's window layers start: what the snapshot holds, less what its buffer cannot.
+        var start = 0
+        if first > 0 || (cache.window != nil && n > 0) {
+            guard let window = cache.window else {
+                throw Self.refuse(
+                    "the snapshot holds only the last \(n - first) positions of the sliding-window layers, "
+                        + "but this generator keeps them full-length")
+            }
+            start = max(first, n - window.span)
         }
         let tokenBytes = try reader.bytes(4 * n)
         let tokens = tokenBytes.withUnsafeBytes { raw in
@@ -139,11 +163,18 @@ extension Generator {
             throw EngineError(.invalidOption, "every sequence slot is busy; restore when a request has finished")
         }
         // Validated: now overwrite the slot.
-        for layer in 0..<layers where rows > 0 {
-            let keys = try reader.bytes(rows)
-            let values = try reader.bytes(rows)
-            keys.copyBytes(to: UnsafeMutableRawBufferPointer(start: cache.key(layer, 0, sequence: slot), count: rows))
-            values.copyBytes(to: UnsafeMutableRawBufferPointer(start: cache.value(layer, 0, sequence: slot), count: rows))
+        cache.windowStarts[slot] = start
+        for layer in 0..<layers {
+            let storedFrom = n - storedRows[layer]
+            let from = cache.isWindowed(layer: layer) ? start : 0
+            let skip = (from - storedFrom) * cache.rowBytes, rows = (n - from) * cache.rowBytes
+            let keys = try reader.bytes(storedRows[layer] * cache.rowBytes)
+            let values = try reader.bytes(storedRows[layer] * cache.rowBytes)
+            guard rows > 0 else { continue }
+            keys.dropFirst(skip).copyBytes(
+                to: UnsafeMutableRawBufferPointer(start: cache.key(layer, from, sequence: slot), count: rows))
+            values.dropFirst(skip).copyBytes(
+                to: UnsafeMutableRawBufferPointer(start: cache.value(layer, from, sequence: slot), count: rows))
         }
         cache.counts[slot] = n
         slots[slot].tokens = tokens

@@ -144,10 +144,12 @@ public final class Generator: @unchecked Sendable {
 
     /// Creates a generator with `sequences` KV slots of `context` tokens each (default: the
     /// model's context, capped), `threads` workers and batches of up to `batch` tokens. All
-    /// slots are allocated now: `cacheBytes` is what the cache will ever take.
+    /// slots are allocated now: `cacheBytes` is what the cache will ever take. Sliding-window
+    /// layers hold a window-sized buffer per slot (``KVCache/Window``) unless `windowedCache` is
+    /// false (full-length storage in every layer, as before the window cache: to compare against).
     public init(
         model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = Generator.defaultBatch, kvType: DType = .f16,
-        sequences: Int = 1
+        sequences: Int = 1, windowedCache: Bool = true
     ) throws {
         let context = context ?? model.defaultContext
         guard context > 0, context <= 1 << 20 else {
@@ -163,7 +165,8 @@ public final class Generator: @unchecked Sendable {
         self.model = model
         decoder = try Decoder(
             weights: model.weights, options: model.options, context: context, maxBatch: batch, kvType: kvType,
-            sequences: sequences, pool: WorkerPool(threads: threads ?? WorkerPool.defaultThreadCount))
+            sequences: sequences, windowedCache: windowedCache,
+            pool: WorkerPool(threads: threads ?? WorkerPool.defaultThreadCount))
         slots = Array(repeating: Slot(), count: sequences)
     }
 
@@ -625,7 +628,13 @@ public final class Generator: @unchecked Sendable {
                 waiting.append(fork)
                 continue
             }
-            decoder.cache.copyPrefix(from: leader.slot, to: s, count: fork.prompt.count)
+            // The leader's slot just processed the prompt, so it can resume at its end; should it
+            // not (nothing copied), the choice waits and is admitted like any request.
+            guard decoder.cache.copyPrefix(from: leader.slot, to: s, count: fork.prompt.count) == fork.prompt.count else {
+                slots[s].tokens = []
+                waiting.append(fork)
+                continue
+            }
             slots[s].tokens = fork.prompt
             slots[s].busy = true
             touch(s)
@@ -672,11 +681,11 @@ public final class Generator: @unchecked Sendable {
             guard let s = idleSlot(for: job.prompt) else { return }
             pending.removeFirst()
             let limit = job.prompt.count - 1  // at least one token is recomputed for logits
-            var reuse = commonPrefix(slots[s].tokens, job.prompt, limit: limit)
+            var reuse = reusablePrefix(slot: s, job.prompt, limit: limit)
             // A longer prefix in another slot (a shared system prompt, a forked conversation) is copied.
             var donor = s
             for d in slots.indices where d != s {
-                let shared = commonPrefix(slots[d].tokens, job.prompt, limit: limit)
+                let shared = reusablePrefix(slot: d, job.prompt, limit: limit)
                 if shared > reuse && (shared >= 16 || job.isFork) {
                     reuse = shared
                     donor = d
@@ -688,7 +697,7 @@ public final class Generator: @unchecked Sendable {
             {
                 reuse = 0
             }
-            decoder.cache.copyPrefix(from: donor, to: s, count: reuse)
+            reuse = decoder.cache.copyPrefix(from: donor, to: s, count: reuse)
             slots[s].tokens = Array(job.prompt.prefix(reuse))
             slots[s].busy = true
             touch(s)
@@ -744,6 +753,15 @@ public final class Generator: @unchecked Sendable {
             if case .failure = result { decoder.cache.truncate(to: 0, sequence: job.slot) }
         }
         job.onEnd(result)
+    }
+
+    /// The prefix of `prompt` (at most `limit` tokens) slot `s` holds and can continue from: the
+    /// tokens it shares with the prompt, or 0 when its sliding-window layers no longer hold the
+    /// window before that point (``KVCache/canResume(at:sequence:)``: a shorter prefix is further
+    /// back still, so the prompt is processed from the start).
+    func reusablePrefix(slot s: Int, _ prompt: [Int32], limit: Int) -> Int {
+        let shared = min(commonPrefix(slots[s].tokens, prompt, limit: limit), decoder.cache.counts[s])
+        return decoder.cache.canResume(at: shared, sequence: s) ? shared : 0
     }
 
     private func commonPrefix(_ a: [Int32], _ b: [Int32], limit: Int) -> Int {

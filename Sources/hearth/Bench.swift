@@ -51,6 +51,9 @@ struct Bench: ParsableCommand {
     @Option(name: .long, help: "Comma-separated numbers of sequences decoded together (e.g. 1,2,4,8): measure batched decoding of that many sequences, each with its own prompt, instead of pp/tg.")
     var parallel: String?
 
+    @Flag(name: .long, help: "Keep full-length keys and values in sliding-window layers (every layer holds the whole context, as before the window-sized cache), to measure memory and speed against the default window-sized cache.")
+    var fullWindowCache = false
+
     @Flag(name: .long, help: "Print JSON instead of a markdown table.")
     var json = false
 
@@ -204,7 +207,7 @@ extension Bench {
     func makeDecoder(_ lm: LanguageModel, maxBatch: Int, sequences: Int, pool: WorkerPool) throws -> Decoder {
         let decoder = try Decoder(
             weights: lm.weights, options: lm.options, context: max(1, depth + prompt + generate), maxBatch: maxBatch,
-            kvType: kernels.kvType, sequences: sequences, pool: pool)
+            kvType: kernels.kvType, sequences: sequences, windowedCache: !fullWindowCache, pool: pool)
         decoder.quantizedBatchPath = kernels.batchPath
         decoder.activationPrecision = kernels.precision
         decoder.quantizedKeyDots = QuantizedKeyDots(rawValue: kvKeyDots) ?? .automatic

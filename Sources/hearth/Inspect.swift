@@ -28,7 +28,9 @@ struct Inspect: ParsableCommand {
         let parameters, hidden_size, layers, heads, kv_heads, head_dim, ffn_size, vocab_size, rotary_dims: Int
         let sliding_layers, context_length, kv_cache_context, kv_cache_bytes_f16, vocabulary: Int
         /// The `--kv-type` asked for, and its cache's bytes at `kv_cache_context` tokens (nil when
-        /// the model's head dimension cannot be quantized to that type's 32-element blocks).
+        /// the model's head dimension cannot be quantized to that type's 32-element blocks); with a
+        /// sliding window, its layers count at their window-sized buffer (``KVCache/Window``, for
+        /// the default batch), as `kv_cache_bytes_f16` does.
         let kv_cache_type: String
         let kv_cache_bytes: Int?
         /// Bytes one token adds to the cache (keys and values, every layer), per KV type the model can use.
@@ -55,6 +57,9 @@ struct Inspect: ParsableCommand {
         for type in [DType.f32, .f16, .q8_0, .q4_0] {
             if let head = type.kvHeadBytes(headDim: o.headDim) { perToken[type.rawValue] = 2 * o.layerCount * o.kvHeadCount * head }
         }
+        // Positions the cache holds over all layers: sliding-window layers at their buffer's span.
+        let held = KVCache.Window(options: o, context: context, maxBatch: Generator.defaultBatch)?
+            .positions(layerCount: o.layerCount, capacity: context) ?? o.layerCount * context
         let tokenizer = lm.tokenizer
         func token(_ id: Int32) -> Report.Token {
             .init(id: id, text: tokenizer.token(id) ?? "(not in the tokenizer's \(tokenizer.vocabularySize) tokens)")
@@ -71,9 +76,9 @@ struct Inspect: ParsableCommand {
             head_dim: o.headDim, ffn_size: o.ffnSize, vocab_size: o.vocabSize, rotary_dims: o.rope.rotaryDims,
             sliding_layers: o.slidingWindow == nil ? 0 : (0..<o.layerCount).filter { o.isSliding($0) }.count,
             context_length: o.maxContext, kv_cache_context: context,
-            kv_cache_bytes_f16: 2 * o.layerCount * context * o.kvHeadCount * o.headDim * 2,
+            kv_cache_bytes_f16: 2 * held * o.kvHeadCount * o.headDim * 2,
             vocabulary: tokenizer.vocabularySize,
-            kv_cache_type: kvType.rawValue, kv_cache_bytes: perToken[kvType.rawValue].map { $0 * context },
+            kv_cache_type: kvType.rawValue, kv_cache_bytes: perToken[kvType.rawValue].map { $0 / max(1, o.layerCount) * held },
             kv_bytes_per_token: perToken, sliding_window: o.slidingWindow, norm_epsilon: o.norm.epsilon,
             rope_theta: o.rope.theta,
             weight_bytes: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
