@@ -104,7 +104,7 @@ extension Generator {
         }
         let version: UInt32 = try reader.integer()
         guard version == Self.snapshotFormatVersion || version == 1 else {
-            throw Self.refuse("snapshot format version \(version) is not the supported \(Self.snapshotFormatVersion)")
+            throw Self.refuse("snapshot format version \(version) is not one this build reads (1 or \(Self.snapshotFormatVersion))")
         }
         guard data.count >= reader.offset + 8 + 4 * 6 + 8 else { throw Self.refuse("the snapshot is truncated") }
         let stored = data.suffix(8).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }.littleEndian
