@@ -505,17 +505,16 @@ public final class Generator: @unchecked Sendable {
             }
             let rowLogits = { (i: Int) in UnsafeBufferPointer(start: base + (row + i) * vocab, count: vocab) }
             if !entry.drafts.isEmpty {
+                // A prompt cached but for its last token feeds that token as a decode row, which
+                // may carry drafts: its first row is still the prompt's end, where choices fork.
+                if !job.prefilled { finishPrefill(job, logits: rowLogits(0)) }
                 verify(job, drafts: entry.drafts, logits: rowLogits)
                 continue
             }
             slots[job.slot].tokens += job.input.prefix(entry.count)
             job.position += entry.count
             job.input = job.input.dropFirst(entry.count)
-            if !job.prefilled {
-                job.prefilled = true
-                job.run.summary.prefillSeconds = seconds(since: job.admitted)
-                if !job.forks.isEmpty { startForks(of: job, logits: rowLogits(0)) }
-            }
+            if !job.prefilled { finishPrefill(job, logits: rowLogits(0)) }
             advance(job, rowLogits(0))
         }
     }
@@ -587,6 +586,14 @@ public final class Generator: @unchecked Sendable {
         }
     }
 
+    /// `job`'s prompt has been processed (`logits` are its last position's): its prefill time is
+    /// recorded and the other choices of its group fork from it.
+    private func finishPrefill(_ job: Job, logits: UnsafeBufferPointer<Float>) {
+        job.prefilled = true
+        job.run.summary.prefillSeconds = seconds(since: job.admitted)
+        if !job.forks.isEmpty { startForks(of: job, logits: logits) }
+    }
+
     /// Samples `job`'s next token from `logits`: it finishes, or its next input is that token.
     private func advance(_ job: Job, _ logits: UnsafeBufferPointer<Float>) {
         let outcome = job.run.next(logits, eos: model.eosIDs, context: decoder.context, onToken: job.onToken)
@@ -612,8 +619,9 @@ public final class Generator: @unchecked Sendable {
         job.ropeLength = length
     }
 
-    /// The leader of a group has processed the prompt (its slot holds exactly the prompt's keys
-    /// and values, `logits` are its last position's): each other choice takes a free slot, copies
+    /// The leader of a group has processed the prompt (its slot holds the prompt's keys and
+    /// values, then those of any tokens it drafted in the same step; `logits` are the prompt's
+    /// last position's): each other choice takes a free slot, copies
     /// the prompt into it and samples its first token from the same logits. Choices that find no
     /// free slot wait at the head of the queue.
     private func startForks(of leader: Job, logits: UnsafeBufferPointer<Float>) {

@@ -146,4 +146,38 @@ import Testing
             _ = try await Self.collect(generator.generate(prompt: prompt, choices: [Self.sampled(seed: 1), bad]), count: 2)
         }
     }
+
+    /// A prompt the cache holds but for its last token (asked for again) feeds that token as a
+    /// decode row, which prompt lookup follows with drafts when the prompt ends with an n-gram
+    /// it holds earlier: the choices still fork from the prompt's last position and each gets
+    /// its seed's tokens alone (they forked from the first drafted position before, so every
+    /// choice but the first continued one token too late: `hearth serve`'s n=3 streamed reply).
+    /// On the exact activation path, so the cached run's decode row and a lone run's prompt row
+    /// multiply alike.
+    @Test func choicesForkFromThePromptWhenItsLastTokenDrafts() async throws {
+        let model = try Self.model()
+        let head = Self.prompt(11, length: 8, vocab: model.options.vocabSize)
+        let prompt = head + head.prefix(4)  // its last 4-gram is its first: lookup drafts head[4...]
+        let choices = (0..<3).map { Self.sampled(seed: 60 + UInt64($0), maxTokens: 6) }
+        var expected: [[Int32]] = []
+        for p in choices {
+            var ids: [Int32] = []
+            let lone = try Generator(model: model, context: 64, threads: 2)
+            lone.activationPrecision = .wide
+            for try await event in try lone.generate(prompt: prompt, parameters: p) {
+                if case .token(let token) = event { ids.append(token.id) }
+            }
+            expected.append(ids)
+        }
+        #expect(Set(expected).count > 1, "the seeds should give different continuations")
+
+        let generator = try Generator(model: model, context: 64, threads: 2, batch: 16, sequences: 4)
+        generator.activationPrecision = .wide
+        for try await _ in try generator.generate(prompt: prompt, parameters: Self.sampled(seed: 1, maxTokens: 1)) {}
+        let got = try await Self.collect(generator.generate(prompt: prompt, choices: choices), count: 3)
+        #expect(got.summaries[0]?.cachedPromptTokens == prompt.count - 1)
+        #expect((got.summaries[0]?.draftedTokens ?? 0) > 0, "the leader drafted")
+        #expect(got.ids == expected)
+        #expect(generator.load.running == 0 && generator.load.waiting == 0)
+    }
 }
