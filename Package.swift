@@ -103,10 +103,13 @@ let package = Package(
                 "HearthKernelsAVX2", "HearthKernelsAVX512", "HearthKernelsAVX512VNNI",
             ],
             swiftSettings: optimizedInDebug),
-        .target(name: "HearthFormats", dependencies: ["HearthKernels"]),
+        // Formats and tokenizers are optimized in debug builds too: every real-model test loads
+        // a GGUF (a 262k-token vocabulary for the default model), which at -Onone took seconds.
+        .target(name: "HearthFormats", dependencies: ["HearthKernels"], swiftSettings: optimizedInDebug),
         .target(
             name: "HearthTokenizers",
-            dependencies: [.target(name: "CSentencePieceShim", condition: .when(platforms: [.linux], traits: systemLibraries))]),
+            dependencies: [.target(name: "CSentencePieceShim", condition: .when(platforms: [.linux], traits: systemLibraries))],
+            swiftSettings: optimizedInDebug),
         // Structured output: JSON Schema, regular expressions and GBNF grammars compiled to token
         // masks (depends on nothing; it sees a vocabulary only as token byte strings).
         .target(name: "HearthConstraints"),
