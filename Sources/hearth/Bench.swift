@@ -22,6 +22,11 @@ struct Bench: ParsableCommand {
             each get their own p-token prompt (processed together in mixed batches of --batch
             tokens), then n decode steps each feed one token of every sequence in one batch; it
             prints prompt and aggregate decode tokens/s per level.
+            With --speculative lookup --prompt-file F: each prompt of F generates n greedy tokens
+            (end tokens banned) from an empty cache without speculation and with it, alternating;
+            it prints both decode speeds (tokens after the first ÷ decode time, all prompts), the
+            ratio (aggregate, median and worst prompt), the draft acceptance and how many texts
+            were identical.
             """)
 
     @OptionGroup var model: ModelOptions
@@ -54,6 +59,12 @@ struct Bench: ParsableCommand {
     @Flag(name: .long, help: "Keep full-length keys and values in sliding-window layers (every layer holds the whole context, as before the window-sized cache), to measure memory and speed against the default window-sized cache.")
     var fullWindowCache = false
 
+    @Option(name: .long, help: "Measure speculative decoding instead of pp/tg: lookup (prompt lookup, the generation default) generates -n greedy tokens (end tokens banned) after each prompt of --prompt-file, plainly and with speculation, alternating, and prints both decode speeds, their ratio (aggregate, median and worst prompt), the draft acceptance and how many texts were identical; off times plain decoding on both sides (a control).")
+    var speculative: SpeculativeMode?
+
+    @Option(name: .long, help: "With --speculative: the prompts, as a .jsonl file of objects with a \"prompt\" string (benchmarks/data/grounded-prompts.jsonl), or any other file as one raw-text prompt (tokenized with the model's BOS, no chat template).")
+    var promptFile: String?
+
     @Flag(name: .long, help: "Print JSON instead of a markdown table.")
     var json = false
 
@@ -67,6 +78,13 @@ struct Bench: ParsableCommand {
         if QuantizedKeyDots(rawValue: kvKeyDots) == nil { throw ValidationError("--kv-key-dots takes auto, integer or float") }
         if depth > 0 && parallel != nil { throw ValidationError("-d is not measured with --parallel") }
         if repetitions < 1 { throw ValidationError("-r must be ≥ 1") }
+        if speculative != nil {
+            if promptFile == nil { throw ValidationError("--speculative needs --prompt-file (the prompts to continue)") }
+            if generate < 2 { throw ValidationError("--speculative needs -n ≥ 2") }
+            if parallel != nil || depth > 0 { throw ValidationError("--speculative is not measured with --parallel or -d") }
+        } else if promptFile != nil {
+            throw ValidationError("--prompt-file is read by --speculative only")
+        }
         if let parallel {
             let levels = parallelLevels ?? []
             guard !levels.isEmpty, levels.count == parallel.split(separator: ",").count,
@@ -107,6 +125,8 @@ struct Bench: ParsableCommand {
         let activations: String
         /// With --parallel: one entry per level.
         let parallel: [ParallelLevel]?
+        /// With --speculative: plain and speculative decoding on the prompts of --prompt-file.
+        let speculative: SpeculativeReport?
     }
 
     /// Batched decoding at one level: N sequences, prompt and aggregate decode speeds.
@@ -147,7 +167,10 @@ struct Bench: ParsableCommand {
             var tg: Stat?
             var levels: [ParallelLevel]?
             var kvCacheBytes = 0
-            if let parallelLevels {
+            var spec: SpeculativeReport?
+            if let speculative, let promptFile {
+                spec = try measureSpeculative(lm, mode: speculative, promptFile: promptFile, threads: threads)
+            } else if let parallelLevels {
                 levels = try parallelLevels.map { n in
                     try measureParallel(lm, sequences: n, pool: pool, random: randomTokens)
                 }
@@ -177,7 +200,8 @@ struct Bench: ParsableCommand {
                 weight_types: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
                 kernel: quantizedKernelName, kernel_level: KernelLevel.current.rawValue,
                 cpu_best_level: KernelLevel.best.rawValue, prefill_path: kernels.prefillPath,
-                activation_bits: kernels.activationBits, activations: kernels.precision.summary(), parallel: levels)
+                activation_bits: kernels.activationBits, activations: kernels.precision.summary(), parallel: levels,
+                speculative: spec)
             if json {
                 emit(try jsonLine(report))
                 return
@@ -192,6 +216,14 @@ struct Bench: ParsableCommand {
             let at = depth > 0 ? " @ d\(depth)" : ""
             if let pp { row("pp\(prompt)\(at)", pp) }
             if let tg { row("tg\(generate)\(at)", tg) }
+            if let spec {
+                row("tg\(generate) × \(spec.prompts) prompts, speculative off", spec.plain)
+                row("tg\(generate) × \(spec.prompts) prompts, speculative \(spec.mode)", spec.speculative)
+                let ratios = [spec.ratio_aggregate, spec.ratio_median_prompt, spec.ratio_worst_prompt].map { String(format: "%.2f×", $0) }
+                table += "\n\(spec.mode) ÷ off: \(ratios[0]) aggregate, \(ratios[1]) median prompt, \(ratios[2]) worst prompt; "
+                    + "\(spec.accepted) of \(spec.drafted) drafted tokens accepted (\(String(format: "%.0f", 100 * spec.acceptance))%); "
+                    + "identical texts \(spec.identical_texts) of \(spec.runs.count)\n"
+            }
             for level in levels ?? [] {
                 row("pp\(prompt) × \(level.sequences) seq", level.pp)
                 row("tg\(generate) × \(level.sequences) seq (aggregate)", level.tg)

@@ -37,4 +37,50 @@ import Testing
         let refused = try bench(["-d", "8", "--parallel", "1,2"])
         #expect(refused.status != 0 && refused.stderr.contains("-d is not measured with --parallel"))
     }
+
+    struct SpeculativeReport: Decodable {
+        struct Speculative: Decodable {
+            struct Stat: Decodable { let tokens_per_second: Double; let samples: [Double] }
+            let mode: String, prompts: Int, prompt_tokens: [Int], generated_tokens: Int
+            let plain: Stat, speculative: Stat
+            let ratio_aggregate: Double, drafted: Int, accepted: Int, identical_texts: Int
+            struct Run: Decodable { let prompt: Int; let plain_tokens: Int; let speculative_tokens: Int; let identical: Bool }
+            let runs: [Run]
+        }
+        let speculative: Speculative?
+    }
+
+    /// `--speculative lookup --prompt-file F.jsonl`: each prompt generated greedily with and
+    /// without prompt lookup, alternating, every repetition; the same tokens both ways, drafts
+    /// taken from prompts that repeat themselves; a bad prompt file or a missing one is refused.
+    @Test func speculativeComparesLookupWithPlainDecodingOnThePromptFile() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-bench-spec-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let prompts = dir.appendingPathComponent("prompts.jsonl")
+        let lines = [
+            #"{"kind": "echo", "prompt": "one two three four five six one two three four five six one two three"}"#,
+            #"{"prompt": "the cat sat on the mat and the cat sat on the mat and the cat sat"}"#,
+        ]
+        try lines.joined(separator: "\n").write(to: prompts, atomically: true, encoding: .utf8)
+        let result = try bench(["--speculative", "lookup", "--prompt-file", prompts.path, "-n", "24", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try #require(try JSONDecoder().decode(SpeculativeReport.self, from: Data(result.stdout.utf8)).speculative)
+        #expect(report.mode == "lookup" && report.prompts == 2 && report.generated_tokens == 24)
+        #expect(report.runs.count == 4 && report.runs.map(\.prompt) == [0, 1, 0, 1])
+        #expect(report.runs.allSatisfy { $0.plain_tokens == 23 && $0.speculative_tokens == 23 }, "end tokens are banned")
+        #expect(report.identical_texts == 4, "greedy output is the same with and without drafts")
+        #expect(report.plain.samples.count == 2 && report.speculative.samples.count == 2)
+        #expect(report.plain.tokens_per_second > 0 && report.speculative.tokens_per_second > 0 && report.ratio_aggregate > 0)
+        #expect(report.drafted > 0 && report.accepted <= report.drafted, "the prompts repeat themselves: lookup drafts")
+
+        let table = try bench(["--speculative", "lookup", "--prompt-file", prompts.path, "-n", "8", "-r", "1"])
+        #expect(table.stdout.contains("tg8 × 2 prompts, speculative lookup") && table.stdout.contains("lookup ÷ off:"), "\(table.stdout)")
+        let missing = try bench(["--speculative", "lookup", "-n", "8"])
+        #expect(missing.status != 0 && missing.stderr.contains("--speculative needs --prompt-file"), "\(missing.stderr)")
+        let bad = dir.appendingPathComponent("bad.jsonl")
+        try "{\"text\": \"no prompt field\"}\n".write(to: bad, atomically: true, encoding: .utf8)
+        let refused = try bench(["--speculative", "lookup", "--prompt-file", bad.path, "-n", "8"])
+        #expect(refused.status != 0 && refused.stderr.contains("line 1: expected a JSON object with a \"prompt\" string"), "\(refused.stderr)")
+    }
 }

@@ -1,0 +1,127 @@
+import Foundation
+import HearthEngine
+
+/// `hearth bench --speculative lookup --prompt-file F`: greedy generation on real prompts with
+/// speculative decoding and without it, alternating, in one run.
+extension Bench {
+    /// One prompt's pair of runs in one repetition.
+    struct SpeculativeRun: Encodable {
+        let prompt: Int
+        /// Generated tokens after the first (the decode steps' share) and their seconds.
+        let plain_tokens: Int, plain_seconds: Double
+        let speculative_tokens: Int, speculative_seconds: Double
+        let drafted: Int, accepted: Int
+        /// Whether both runs generated the same tokens (greedy: they should, up to a near-tie).
+        let identical: Bool
+    }
+
+    /// What `--speculative` measured: decode tokens/s without and with speculation over all
+    /// prompts and repetitions, their ratio (aggregate, median prompt, worst prompt), the draft
+    /// acceptance and how many texts were identical.
+    struct SpeculativeReport: Encodable {
+        let mode: String, prompts: Int, prompt_tokens: [Int], generated_tokens: Int
+        let plain: Stat, speculative: Stat
+        let ratio_aggregate: Double, ratio_median_prompt: Double, ratio_worst_prompt: Double
+        let drafted: Int, accepted: Int, acceptance: Double
+        let identical_texts: Int, runs: [SpeculativeRun]
+    }
+
+    /// The prompts of `--prompt-file`: a `.jsonl` file's `"prompt"` fields, one per line (the
+    /// format of `benchmarks/data/grounded-prompts.jsonl`), or any other file's whole text.
+    func speculativePrompts(_ path: String) throws -> [String] {
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        guard path.hasSuffix(".jsonl") else { return [text] }
+        struct Line: Decodable { let prompt: String }
+        var prompts: [String] = []
+        for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: true).enumerated() {
+            do {
+                prompts.append(try JSONDecoder().decode(Line.self, from: Data(line.utf8)).prompt)
+            } catch {
+                throw ValidationErrorMessage("\(path) line \(number + 1): expected a JSON object with a \"prompt\" string")
+            }
+        }
+        guard !prompts.isEmpty else { throw ValidationErrorMessage("\(path) holds no prompt") }
+        return prompts
+    }
+
+    /// Greedy generation of `generate` tokens (end tokens banned, so every run has the same
+    /// length) after each prompt, plain and with `mode`, alternating per prompt; one warm-up of
+    /// the first prompt, then `repetitions` rounds.
+    func measureSpeculative(_ lm: LanguageModel, mode: SpeculativeMode, promptFile: String, threads: Int) throws
+        -> SpeculativeReport
+    {
+        let texts = try speculativePrompts(promptFile)
+        let prompts = try texts.map { try lm.tokenizer.encode($0, addSpecialTokens: true) }
+        let longest = prompts.map(\.count).max() ?? 0
+        let generator = try Generator(
+            model: lm, context: longest + generate + 1, threads: threads, batch: batch, kvType: kernels.kvType,
+            windowedCache: !fullWindowCache)
+        generator.quantizedBatchPath = kernels.batchPath
+        generator.activationPrecision = kernels.precision
+        func once(_ prompt: [Int32], _ speculative: SpeculativeMode) throws -> (ids: [Int32], summary: GenerationSummary) {
+            var parameters = GenerationParameters()
+            parameters.maxTokens = generate
+            parameters.sampling.temperature = 0
+            for id in lm.eosIDs { parameters.sampling.logitBias[id] = -100 }
+            parameters.speculative = speculative
+            var ids: [Int32] = []
+            // From an empty cache: a prompt cached but for its last token would feed that token as a
+            // decode row (16 bits under `balanced`) where the other run fed it as a prompt row.
+            generator.reset()
+            let summary = try generator.run(prompt: prompt, parameters: parameters) { ids.append($0.id) }
+            return (ids, summary)
+        }
+        if let first = prompts.first {
+            _ = try once(first, .off)
+            _ = try once(first, mode)
+        }
+        var runs: [SpeculativeRun] = []
+        for _ in 0..<repetitions {
+            for (index, prompt) in prompts.enumerated() {
+                let plain = try once(prompt, .off)
+                let fast = try once(prompt, mode)
+                runs.append(
+                    SpeculativeRun(
+                        prompt: index, plain_tokens: max(0, plain.summary.completionTokens - 1),
+                        plain_seconds: plain.summary.decodeSeconds,
+                        speculative_tokens: max(0, fast.summary.completionTokens - 1),
+                        speculative_seconds: fast.summary.decodeSeconds, drafted: fast.summary.draftedTokens,
+                        accepted: fast.summary.acceptedDraftTokens, identical: plain.ids == fast.ids))
+            }
+        }
+        func rate(_ tokens: Int, _ seconds: Double) -> Double { seconds > 0 ? Double(tokens) / seconds : 0 }
+        // Per repetition, all prompts together: the spread of the aggregate.
+        var plainRates: [Double] = [], fastRates: [Double] = []
+        for r in 0..<repetitions {
+            let round = runs[(r * prompts.count)..<((r + 1) * prompts.count)]
+            plainRates.append(rate(round.map(\.plain_tokens).reduce(0, +), round.map(\.plain_seconds).reduce(0, +)))
+            fastRates.append(rate(round.map(\.speculative_tokens).reduce(0, +), round.map(\.speculative_seconds).reduce(0, +)))
+        }
+        // Per prompt, over the repetitions: its ratio.
+        let ratios = (0..<prompts.count).map { p -> Double in
+            let mine = runs.filter { $0.prompt == p }
+            let plain = rate(mine.map(\.plain_tokens).reduce(0, +), mine.map(\.plain_seconds).reduce(0, +))
+            let fast = rate(mine.map(\.speculative_tokens).reduce(0, +), mine.map(\.speculative_seconds).reduce(0, +))
+            return plain > 0 ? fast / plain : 0
+        }.sorted()
+        let plainAll = rate(runs.map(\.plain_tokens).reduce(0, +), runs.map(\.plain_seconds).reduce(0, +))
+        let fastAll = rate(runs.map(\.speculative_tokens).reduce(0, +), runs.map(\.speculative_seconds).reduce(0, +))
+        let drafted = runs.map(\.drafted).reduce(0, +), accepted = runs.map(\.accepted).reduce(0, +)
+        let median = ratios.isEmpty ? 0 : ratios.count % 2 == 1
+            ? ratios[ratios.count / 2] : (ratios[ratios.count / 2 - 1] + ratios[ratios.count / 2]) / 2
+        return SpeculativeReport(
+            mode: mode.rawValue, prompts: prompts.count, prompt_tokens: prompts.map(\.count), generated_tokens: generate,
+            plain: Stat(plainRates), speculative: Stat(fastRates),
+            ratio_aggregate: plainAll > 0 ? fastAll / plainAll : 0, ratio_median_prompt: median,
+            ratio_worst_prompt: ratios.first ?? 0, drafted: drafted, accepted: accepted,
+            acceptance: drafted > 0 ? Double(accepted) / Double(drafted) : 0,
+            identical_texts: runs.filter(\.identical).count, runs: runs)
+    }
+}
+
+/// A validation error raised while running (a prompt file's content), printed like the
+/// command line's own.
+struct ValidationErrorMessage: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
