@@ -37,10 +37,10 @@ extension Bench {
             do {
                 prompts.append(try JSONDecoder().decode(Line.self, from: Data(line.utf8)).prompt)
             } catch {
-                throw ValidationErrorMessage("\(path) line \(number + 1): expected a JSON object with a \"prompt\" string")
+                throw EngineError(.invalidOption, "\(path) line \(number + 1): expected a JSON object with a \"prompt\" string")
             }
         }
-        guard !prompts.isEmpty else { throw ValidationErrorMessage("\(path) holds no prompt") }
+        guard !prompts.isEmpty else { throw EngineError(.invalidOption, "\(path) holds no prompt") }
         return prompts
     }
 
@@ -89,39 +89,31 @@ extension Bench {
                         accepted: fast.summary.acceptedDraftTokens, identical: plain.ids == fast.ids))
             }
         }
-        func rate(_ tokens: Int, _ seconds: Double) -> Double { seconds > 0 ? Double(tokens) / seconds : 0 }
-        // Per repetition, all prompts together: the spread of the aggregate.
-        var plainRates: [Double] = [], fastRates: [Double] = []
-        for r in 0..<repetitions {
-            let round = runs[(r * prompts.count)..<((r + 1) * prompts.count)]
-            plainRates.append(rate(round.map(\.plain_tokens).reduce(0, +), round.map(\.plain_seconds).reduce(0, +)))
-            fastRates.append(rate(round.map(\.speculative_tokens).reduce(0, +), round.map(\.speculative_seconds).reduce(0, +)))
+        // Decode tokens/s of a set of runs, plain and speculative (all their tokens ÷ all their time).
+        func rates(_ some: [SpeculativeRun]) -> (plain: Double, fast: Double) {
+            func rate(_ tokens: Int, _ seconds: Double) -> Double { seconds > 0 ? Double(tokens) / seconds : 0 }
+            return (
+                rate(some.map(\.plain_tokens).reduce(0, +), some.map(\.plain_seconds).reduce(0, +)),
+                rate(some.map(\.speculative_tokens).reduce(0, +), some.map(\.speculative_seconds).reduce(0, +))
+            )
         }
+        // Per repetition, all prompts together: the spread of the aggregate.
+        let rounds = (0..<repetitions).map { r in rates(Array(runs[(r * prompts.count)..<((r + 1) * prompts.count)])) }
         // Per prompt, over the repetitions: its ratio.
         let ratios = (0..<prompts.count).map { p -> Double in
-            let mine = runs.filter { $0.prompt == p }
-            let plain = rate(mine.map(\.plain_tokens).reduce(0, +), mine.map(\.plain_seconds).reduce(0, +))
-            let fast = rate(mine.map(\.speculative_tokens).reduce(0, +), mine.map(\.speculative_seconds).reduce(0, +))
+            let (plain, fast) = rates(runs.filter { $0.prompt == p })
             return plain > 0 ? fast / plain : 0
         }.sorted()
-        let plainAll = rate(runs.map(\.plain_tokens).reduce(0, +), runs.map(\.plain_seconds).reduce(0, +))
-        let fastAll = rate(runs.map(\.speculative_tokens).reduce(0, +), runs.map(\.speculative_seconds).reduce(0, +))
+        let (plainAll, fastAll) = rates(runs)
         let drafted = runs.map(\.drafted).reduce(0, +), accepted = runs.map(\.accepted).reduce(0, +)
         let median = ratios.isEmpty ? 0 : ratios.count % 2 == 1
             ? ratios[ratios.count / 2] : (ratios[ratios.count / 2 - 1] + ratios[ratios.count / 2]) / 2
         return SpeculativeReport(
             mode: mode.rawValue, prompts: prompts.count, prompt_tokens: prompts.map(\.count), generated_tokens: generate,
-            plain: Stat(plainRates), speculative: Stat(fastRates),
+            plain: Stat(rounds.map(\.plain)), speculative: Stat(rounds.map(\.fast)),
             ratio_aggregate: plainAll > 0 ? fastAll / plainAll : 0, ratio_median_prompt: median,
             ratio_worst_prompt: ratios.first ?? 0, drafted: drafted, accepted: accepted,
             acceptance: drafted > 0 ? Double(accepted) / Double(drafted) : 0,
             identical_texts: runs.filter(\.identical).count, runs: runs)
     }
-}
-
-/// A validation error raised while running (a prompt file's content), printed like the
-/// command line's own.
-struct ValidationErrorMessage: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
