@@ -94,7 +94,14 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 public struct Sampler {
     public let options: SamplingOptions
     private var rng: SeededGenerator
-    private var candidates: [(id: Int32, logit: Float)] = []
+    /// What the last ``rank(_:recent:generated:allowed:)`` left (reused across calls).
+    private(set) var candidates: [(id: Int32, logit: Float)] = []
+    /// A bit per token id (and one spare word) for the ids ``sample`` takes one by one; the ids
+    /// set by the last call are cleared by the next.
+    private var special: [UInt64] = []
+    private var marked: [Int] = []
+    /// The largest logit of each run of 16 ids (``runMaxima(_:_:into:level:)``).
+    private var maxima: [Float] = []
     /// `options.logitBias` as a dense array over the ids it names (empty without a bias).
     private let bias: [Float]
 
@@ -117,57 +124,9 @@ public struct Sampler {
         _ logits: UnsafeBufferPointer<Float>, recent: ArraySlice<Int32>, generated: [Int32: Int] = [:],
         allowed: [UInt64]? = nil
     ) -> Int32 {
-        let bias = self.bias
-        @inline(__always) func isAllowed(_ id: Int) -> Bool {
-            if id < bias.count, bias[id] <= -100 { return false }  // banned by logit_bias
-            guard let allowed else { return true }
-            let word = id >> 6
-            return word < allowed.count && allowed[word] >> UInt64(id & 63) & 1 == 1
-        }
-        // Values without a meaning read as off (see ``SamplingOptions``).
-        let penalty = options.repetitionPenalty
-        let penalised = penalty != 1 && penalty > 0 && penalty.isFinite ? Set(recent.suffix(max(0, options.repetitionWindow))) : []
-        let presence = options.presencePenalty.isFinite ? options.presencePenalty : 0
-        let frequency = options.frequencyPenalty.isFinite ? options.frequencyPenalty : 0
-        let counted = presence != 0 || frequency != 0
-        @inline(__always) func adjusted(_ id: Int) -> Float {
-            var v = logits[id]
-            if id < bias.count { v += bias[id] }
-            if penalised.contains(Int32(id)) { v = v > 0 ? v / penalty : v * penalty }
-            if counted, let n = generated[Int32(id)] { v -= presence + frequency * Float(n) }
-            return v
-        }
-        if !(options.temperature > 0) || !options.temperature.isFinite {
-            var best = -1
-            var bestValue = -Float.infinity
-            for i in 0..<logits.count where isAllowed(i) {
-                let v = adjusted(i)
-                if v > bestValue || best < 0 {
-                    bestValue = v
-                    best = i
-                }
-            }
-            return Int32(max(best, 0))
-        }
-        candidates.removeAll(keepingCapacity: true)
-        let k = options.topK > 0 ? min(options.topK, logits.count) : logits.count
-        if k < logits.count {
-            // Keep only the k best in one pass (a full sort of a 262k vocabulary every token is
-            // what this avoids): candidates stays sorted, best first.
-            for i in 0..<logits.count where isAllowed(i) {
-                let value = adjusted(i) / options.temperature
-                if candidates.count == k {
-                    guard let worst = candidates.last, value > worst.logit else { continue }
-                    candidates.removeLast()
-                }
-                let index = candidates.firstIndex { value > $0.logit } ?? candidates.count
-                candidates.insert((Int32(i), value), at: index)
-            }
-        } else {
-            for i in 0..<logits.count where isAllowed(i) { candidates.append((Int32(i), adjusted(i) / options.temperature)) }
-            candidates.sort { $0.logit > $1.logit }
-        }
+        rank(logits, recent: recent, generated: generated, allowed: allowed)
         guard !candidates.isEmpty else { return 0 }  // nothing allowed: the caller checks this first
+        if greedy { return candidates[0].id }
         // Softmax over the survivors.
         let maxLogit = candidates[0].logit
         var probabilities = candidates.map { expf($0.logit - maxLogit) }
@@ -196,6 +155,125 @@ public struct Sampler {
             if r <= 0 { return candidates[i].id }
         }
         return candidates[keep - 1].id
+    }
+
+    /// Whether ``sample`` picks the largest value rather than drawing.
+    var greedy: Bool { !(options.temperature > 0) || !options.temperature.isFinite }
+
+    /// Fills ``candidates`` with what ``sample`` chooses among, best first, each id with its
+    /// value after the bias and penalties, divided by the temperature: the top-k allowed ids
+    /// (all of them when top-k is 0; ties keep the lower id first), or when greedy the one
+    /// largest (the lowest id among equals; the first allowed id when no value is larger than
+    /// −∞). Empty when nothing is allowed.
+    mutating func rank(
+        _ logits: UnsafeBufferPointer<Float>, recent: ArraySlice<Int32>, generated: [Int32: Int], allowed: [UInt64]?
+    ) {
+        let bias = self.bias
+        @inline(__always) func isAllowed(_ id: Int) -> Bool {
+            if id < bias.count, bias[id] <= -100 { return false }  // banned by logit_bias
+            guard let allowed else { return true }
+            let word = id >> 6
+            return word < allowed.count && allowed[word] >> UInt64(id & 63) & 1 == 1
+        }
+        // Values without a meaning read as off (see ``SamplingOptions``).
+        let penalty = options.repetitionPenalty
+        let penalised = penalty != 1 && penalty > 0 && penalty.isFinite ? Set(recent.suffix(max(0, options.repetitionWindow))) : []
+        let presence = options.presencePenalty.isFinite ? options.presencePenalty : 0
+        let frequency = options.frequencyPenalty.isFinite ? options.frequencyPenalty : 0
+        let counted = presence != 0 || frequency != 0
+        @inline(__always) func adjusted(_ id: Int) -> Float {
+            var v = logits[id]
+            if id < bias.count { v += bias[id] }
+            if penalised.contains(Int32(id)) { v = v > 0 ? v / penalty : v * penalty }
+            if counted, let n = generated[Int32(id)] { v -= presence + frequency * Float(n) }
+            return v
+        }
+        // The ids whose value is not the raw logit (a bias, a penalty) or that may be banned: the
+        // scan below takes them one by one, every other run of 16 ids as one vector when its
+        // largest logit can matter.
+        markSpecial(count: logits.count, bias: bias, penalised: penalised, generated: counted ? generated : [:])
+        let special = self.special
+        let greedy = self.greedy
+        let temperature = greedy ? 1 : options.temperature
+        let k = greedy ? 1 : options.topK > 0 ? min(options.topK, logits.count) : logits.count
+        var best = -1
+        var bestValue = -Float.infinity
+        candidates.removeAll(keepingCapacity: true)
+
+        /// Offers id `i` with value `value` (already divided by the temperature), in id order.
+        @inline(__always) func offer(_ i: Int, _ value: Float) {
+            if greedy {
+                if value > bestValue || best < 0 {
+                    bestValue = value
+                    best = i
+                }
+                return
+            }
+            if k == logits.count {
+                candidates.append((Int32(i), value))
+                return
+            }
+            // Keep only the k best in one pass (a full sort of a 262k vocabulary every token is
+            // what this avoids): candidates stays sorted, best first.
+            if candidates.count == k {
+                guard let worst = candidates.last, value > worst.logit else { return }
+                candidates.removeLast()
+            }
+            let index = candidates.firstIndex { value > $0.logit } ?? candidates.count
+            candidates.insert((Int32(i), value), at: index)
+        }
+        /// Whether a run whose largest scaled value is `most` can change the result.
+        @inline(__always) func matters(_ most: Float) -> Bool {
+            if greedy { return best < 0 || most > bestValue }
+            if candidates.count < k { return true }
+            return most > (candidates.last?.logit ?? -.infinity)
+        }
+        guard let base = logits.baseAddress, !logits.isEmpty else { return }
+        let runs = (logits.count + 15) / 16
+        if maxima.count < runs { maxima = [Float](repeating: 0, count: runs) }
+        maxima.withUnsafeMutableBufferPointer { runMaxima(base, logits.count, into: $0.baseAddress.unsafelyUnwrapped) }
+        let maxima = self.maxima
+        var chunk = 0
+        while chunk < logits.count {
+            let end = min(chunk + 16, logits.count)
+            let word = chunk >> 6, shift = UInt64(chunk & 63)
+            let lanes: UInt64 = 0xFFFF
+            let open = allowed.map { word < $0.count ? $0[word] >> shift & lanes : 0 } ?? lanes
+            let marked = special[word] >> shift & lanes
+            if end - chunk == 16, open == lanes, marked == 0 {
+                // Sixteen plain, allowed ids: their values are the logits themselves.
+                if matters(maxima[chunk / 16] / temperature) {
+                    for i in chunk..<end { offer(i, logits[i] / temperature) }
+                }
+            } else if open != 0 {
+                for i in chunk..<end where isAllowed(i) { offer(i, adjusted(i) / temperature) }
+            }
+            chunk = end
+        }
+        if greedy {
+            if best >= 0 { candidates.append((Int32(best), bestValue)) }
+            return
+        }
+        if k == logits.count { candidates.sort { $0.logit > $1.logit } }
+    }
+}
+
+extension Sampler {
+    /// Sets ``special``'s bits for the ids with a bias, a repetition penalty or a presence /
+    /// frequency count (clearing the last call's), sized for `count` ids.
+    fileprivate mutating func markSpecial(count: Int, bias: [Float], penalised: Set<Int32>, generated: [Int32: Int]) {
+        let words = count / 64 + 2
+        if special.count < words { special = [UInt64](repeating: 0, count: words) }
+        for id in marked { special[id >> 6] = 0 }
+        marked.removeAll(keepingCapacity: true)
+        @inline(__always) func mark(_ id: Int) {
+            guard id >= 0, id < count else { return }
+            special[id >> 6] |= 1 << UInt64(id & 63)
+            marked.append(id)
+        }
+        for (id, value) in bias.enumerated() where value != 0 { mark(id) }
+        for id in penalised { mark(Int(id)) }
+        for id in generated.keys { mark(Int(id)) }
     }
 }
 

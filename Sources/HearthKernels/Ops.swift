@@ -62,14 +62,21 @@ public func addInPlace(_ x: UnsafeMutablePointer<Float>, _ y: UnsafePointer<Floa
     for i in 0..<n { x[i] += y[i] }
 }
 
-/// Natural-log softmax normaliser: log(Σ exp(x)) over `n` elements.
-public func logSumExp(_ x: UnsafePointer<Float>, _ n: Int) -> Float {
+/// Natural-log softmax normaliser: log(Σ exp(x)) over `n` elements, with `level`'s kernels
+/// (default: the current level's). −∞ when `n` is 0 or every element is −∞.
+public func logSumExp(_ x: UnsafePointer<Float>, _ n: Int, level: KernelLevel = .current) -> Float {
     guard n > 0 else { return -.infinity }
-    var maxValue = x[0]
-    for i in 1..<n where x[i] > maxValue { maxValue = x[i] }
-    var sum: Float = 0
-    for i in 0..<n { sum += expf(x[i] - maxValue) }
-    return maxValue + logf(sum)
+    let (most, sum) = KernelTable.at(level).maxAndSumExp(x, n)
+    return most + logf(sum)
+}
+
+/// The largest value of each run of 16 of the `n` floats of `x` into `maxima[0..<(n + 15) / 16]`
+/// (the last run may be shorter; NaN counts as −∞), with `level`'s kernels (default: the current
+/// level's).
+public func runMaxima(
+    _ x: UnsafePointer<Float>, _ n: Int, into maxima: UnsafeMutablePointer<Float>, level: KernelLevel = .current
+) {
+    KernelTable.at(level).runMaxima16(x, n, maxima)
 }
 
 /// Rotates the first `rotaryDims` of a head vector with the interleaved (GPT-J) layout:

@@ -206,6 +206,18 @@ public func hearthSigmoidActivationAVX2(_ x: UnsafeMutablePointer<Float>, _ n: I
     sigmoidActivation(x, n, silu: silu)
 }
 
+/// ``maxAndSumExp`` compiled for AVX2 (the log-probability normaliser over a vocabulary).
+@inline(never)
+public func hearthMaxAndSumExpAVX2(_ x: UnsafePointer<Float>, _ n: Int) -> (max: Float, sum: Float) {
+    maxAndSumExp(x, n)
+}
+
+/// ``runMaxima16`` compiled for AVX2.
+@inline(never)
+public func hearthRunMaxima16AVX2(_ x: UnsafePointer<Float>, _ n: Int, into maxima: UnsafeMutablePointer<Float>) {
+    runMaxima16(x, n, into: maxima)
+}
+
 /// ``dotFloats`` compiled for AVX2 (f32 weights, dequantized rows).
 @inline(never)
 public func hearthDotFloatsAVX2(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {

@@ -114,7 +114,7 @@ public enum FusedAttentionQueryQuants {
 
 /// e^x for sixteen lanes (``exp8`` on each half); lanes below −87 (and −∞) give exactly 0, so
 /// masked scores and empty rows contribute nothing.
-@inlinable @inline(__always)
+@_transparent  // forced inline: an out-of-line copy would run baseline code inside a level's kernel
 public func exp16(_ x: SIMD16<Float>) -> SIMD16<Float> {
     var e = SIMD16<Float>(lowHalf: exp8(x.lowHalf), highHalf: exp8(x.highHalf))
     e.replace(with: 0, where: x .< -87)

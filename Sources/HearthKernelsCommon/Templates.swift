@@ -268,9 +268,12 @@ public func attentionValuesF16(
 /// to f32 rounding), e^r by its degree-6 Taylor polynomial (truncation error below 2⁻²⁴ on that
 /// interval), and 2^n put straight into the exponent bits. Inputs are clamped to ±87.3 so the
 /// result stays finite and normal; relative error within a few ulp of `expf`.
-@inlinable @inline(__always)
+@_transparent  // forced inline: an out-of-line copy would run baseline code inside a level's kernel
 public func exp8(_ x: SIMD8<Float>) -> SIMD8<Float> {
-    let clamped = x.clamped(lowerBound: SIMD8(repeating: -87.3), upperBound: SIMD8(repeating: 87.3))
+    // Clamped with lane selects (the generic `clamped` is not always inlined into level modules).
+    var clamped = x
+    clamped.replace(with: -87.3, where: clamped .< -87.3)
+    clamped.replace(with: 87.3, where: clamped .> 87.3)
     let n = (clamped * 1.442_695_04).rounded(.toNearestOrEven)
     let r = clamped - n * 0.693_359_375 + n * 2.121_944_4e-4
     var p = SIMD8<Float>(repeating: 1.0 / 720)
@@ -285,6 +288,72 @@ public func exp8(_ x: SIMD8<Float>) -> SIMD8<Float> {
     let biased = unsafeBitCast(n + 12_582_912, to: SIMD8<Int32>.self) &- (0x4B40_0000 - 127)
     let bits = biased &<< 23
     return p * unsafeBitCast(bits, to: SIMD8<Float>.self)
+}
+
+/// The parts of log Σ e^x over `n` floats: the largest value m and Σ e^(x − m), sixteen lanes
+/// at a time (``exp16``: values more than 87 below m add nothing, and the tail is padded with
+/// −∞). m is −∞ (and the sum 0) when `n` is 0 or every value is −∞; a NaN among the values
+/// makes the sum NaN.
+@inlinable @inline(__always)
+public func maxAndSumExp(_ x: UnsafePointer<Float>, _ n: Int) -> (max: Float, sum: Float) {
+    let raw = UnsafeRawPointer(x)
+    @inline(__always) func load(_ i: Int) -> SIMD16<Float> {
+        if i + 16 <= n { return raw.loadUnaligned(fromByteOffset: 4 * i, as: SIMD16<Float>.self) }
+        var tail = SIMD16<Float>(repeating: -.infinity)
+        for j in i..<n { tail[j - i] = x[j] }
+        return tail
+    }
+    var most = SIMD16<Float>(repeating: -.infinity)
+    var i = 0
+    while i < n {
+        let v = load(i)
+        most.replace(with: v, where: v .> most)
+        i += 16
+    }
+    var m = -Float.infinity
+    for j in 0..<16 where most[j] > m { m = most[j] }
+    guard m > -.infinity else { return (-.infinity, 0) }
+    let shift = SIMD16<Float>(repeating: m)
+    var sum = SIMD16<Float>()
+    var nan = SIMDMask<SIMD16<Int32>>()
+    i = 0
+    while i < n {
+        let v = load(i)
+        nan .|= v .!= v
+        sum += exp16(v - shift)
+        i += 16
+    }
+    // Reduced by halves, not with the generic `sum()`: its specialisation is emitted out of line,
+    // and one compiled for a wide level must not be what baseline code links to.
+    let eight = sum.lowHalf + sum.highHalf
+    let four = eight.lowHalf + eight.highHalf
+    return (m, any(nan) ? .nan : (four[0] + four[1]) + (four[2] + four[3]))
+}
+
+/// The largest value of each run of 16 floats of `x` (`n` floats; the last run may be shorter)
+/// into `maxima[0..<(n + 15) / 16]`; NaN counts as −∞. How a sampler skips the runs of a
+/// vocabulary that cannot hold its pick.
+@inlinable @inline(__always)
+public func runMaxima16(_ x: UnsafePointer<Float>, _ n: Int, into maxima: UnsafeMutablePointer<Float>) {
+    let raw = UnsafeRawPointer(x)
+    var i = 0
+    while i + 16 <= n {
+        var v = raw.loadUnaligned(fromByteOffset: 4 * i, as: SIMD16<Float>.self)
+        v.replace(with: -.infinity, where: v .!= v)
+        var half = v.lowHalf
+        half.replace(with: v.highHalf, where: v.highHalf .> half)
+        var quarter = half.lowHalf
+        quarter.replace(with: half.highHalf, where: half.highHalf .> quarter)
+        var m = quarter[0]
+        for j in 1..<4 where quarter[j] > m { m = quarter[j] }
+        maxima[i / 16] = m
+        i += 16
+    }
+    if i < n {
+        var m = -Float.infinity
+        for j in i..<n where x[j] > m { m = x[j] }
+        maxima[i / 16] = m
+    }
 }
 
 /// x ← GELU(x) with the tanh approximation, written as x·σ(2u) = x / (1 + e^(−2u)),

@@ -26,6 +26,87 @@ import Testing
         #expect(seen.count == 5, "a hot temperature over 400 draws reaches all five")
     }
 
+    /// The ranking skips runs of 16 ids whose largest logit cannot matter, and takes the ids with
+    /// a bias, a penalty or a constraint one by one: it must leave exactly what the plain loop
+    /// over every id leaves (the definition below: each allowed id in order, its adjusted value ÷
+    /// temperature offered to a best-first list of k that keeps earlier ids ahead of equal later
+    /// ones; greedy keeps the first largest). Vocabularies of odd sizes, many ties, −∞ and NaN,
+    /// bans, biases, penalties and masks.
+    @Test func rankingEqualsThePlainLoop() {
+        var state: UInt64 = 11
+        func next() -> UInt64 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            return state >> 33
+        }
+        for trial in 0..<300 {
+            let n = [1, 7, 16, 17, 63, 64, 65, 200, 1000, 4111][trial % 10]
+            let logits: [Float] = (0..<n).map { _ in
+                let r = next()
+                if r % 53 == 0 { return -.infinity }
+                if r % 61 == 0, trial % 3 == 0 { return .nan }
+                if r % 4 == 0 { return 2.5 }  // ties
+                return Float(Int(r % 2000) - 1000) / 200
+            }
+            var options = SamplingOptions()
+            options.temperature = trial % 2 == 0 ? 0 : 0.7
+            options.topK = [0, 1, 5, 40][(trial / 2) % 4]
+            if options.topK == 0, logits.contains(where: \.isNaN) { continue }  // a full sort orders NaN arbitrarily
+            options.topP = 1
+            options.minP = 0
+            if trial % 5 == 1 { options.repetitionPenalty = 1.3 }
+            if trial % 7 == 2 { options.presencePenalty = 0.5; options.frequencyPenalty = 0.25 }
+            for _ in 0..<(trial % 4) {
+                options.logitBias[Int32(next() % UInt64(n))] = [-100, 3, -2.5, 0][Int(next() % 4)]
+            }
+            let recent = (0..<(trial % 9)).map { _ in Int32(next() % UInt64(n)) }
+            var generated: [Int32: Int] = [:]
+            for id in recent { generated[id, default: 0] += 1 }
+            let allowed: [UInt64]? = trial % 3 == 1 ? (0..<((n + 63) / 64)).map { _ in next() << 31 ^ next() } : nil
+
+            // The definition: every id in order.
+            let bias = options.logitBias
+            let penalised = options.repetitionPenalty != 1 ? Set(recent) : []
+            var expected: [(id: Int32, logit: Float)] = []
+            var best = -1
+            var bestValue = -Float.infinity
+            let greedy = options.temperature == 0
+            let k = greedy ? 1 : options.topK > 0 ? min(options.topK, n) : n
+            for id in 0..<n {
+                if let b = bias[Int32(id)], b <= -100 { continue }
+                if let allowed, allowed[id >> 6] >> UInt64(id & 63) & 1 == 0 { continue }
+                var v = logits[id] + (bias[Int32(id)] ?? 0)
+                if penalised.contains(Int32(id)) { v = v > 0 ? v / options.repetitionPenalty : v * options.repetitionPenalty }
+                if options.presencePenalty != 0, let c = generated[Int32(id)] {
+                    v -= options.presencePenalty + options.frequencyPenalty * Float(c)
+                }
+                if greedy {
+                    if v > bestValue || best < 0 { (best, bestValue) = (id, v) }
+                    continue
+                }
+                v /= options.temperature
+                if k == n { expected.append((Int32(id), v)); continue }
+                if expected.count == k {
+                    guard v > expected[k - 1].logit else { continue }
+                    expected.removeLast()
+                }
+                expected.insert((Int32(id), v), at: expected.firstIndex { v > $0.logit } ?? expected.count)
+            }
+            if greedy, best >= 0 { expected = [(Int32(best), bestValue)] }
+            if !greedy, k == n { expected.sort { $0.logit > $1.logit } }
+
+            var sampler = Sampler(options: options)
+            logits.withUnsafeBufferPointer { buffer in
+                // Twice: the second call must clear what the first marked.
+                for _ in 0..<2 {
+                    sampler.rank(buffer, recent: recent[...], generated: options.presencePenalty != 0 ? generated : [:], allowed: allowed)
+                    let got = sampler.candidates
+                    #expect(got.map(\.id) == expected.map(\.id), "trial \(trial): n \(n), top-k \(options.topK), T \(options.temperature)")
+                    #expect(zip(got, expected).allSatisfy { $0.logit == $1.logit || ($0.logit.isNaN && $1.logit.isNaN) }, "trial \(trial)")
+                }
+            }
+        }
+    }
+
     /// `logit_bias`: −100 bans a token whatever its logit (greedy and sampled); a positive bias
     /// makes a token the greedy choice.
     @Test func logitBiasBansAndFavours() {
