@@ -8,12 +8,16 @@
 # build took. The next build then recompiles HearthEngine and what depends on it, so CI runs
 # this last.
 #
-# Usage: scripts/check-adding-a-family.sh [--scratch-path DIR]
+# Usage: scripts/check-adding-a-family.sh [--scratch-path DIR] [-- swift build flags]
+# (CI passes `-- --disable-default-traits`: the build folder then holds the trait-off build the
+# step before it made, and only HearthEngine recompiles.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 patch=docs/adding-a-family.patch
 flags=()
 if [ "${1:-}" = "--scratch-path" ]; then flags=(--scratch-path "$2"); shift 2; fi
+[ "${1:-}" = "--" ] && shift
+flags+=("$@")
 registry=Sources/HearthEngine/ModelFamily.swift
 
 fail() { echo "FAIL: $*" >&2; exit 1; }

@@ -3,8 +3,11 @@
 # and runs the whole test suite with the package's default traits off (no `SystemLibraries`:
 # Hearth's own GEMM does the BLAS products, the tokenizer tests check the committed ids of the
 # PyPI sentencepiece package), then shows with `ldd` that neither library is linked into the
-# `hearth` binary or the test bundle. A second full build, in its own scratch path so the default
-# build is left alone; it prints how long the build and the tests took.
+# `hearth` binary or the test bundle. A second full build, by default in its own scratch path so
+# the default build is left alone; `--scratch-path .build` (what CI passes, as its last build but
+# one) builds in the default folder instead, where the dependencies' objects are reused and only
+# Hearth's own modules recompile (236 s against 482 s cold, 2 cores) — the next default build
+# then recompiles them again. It prints how long the build and the tests took.
 #
 # Three slow suites are skipped here unless --all is given: WindowCacheTests,
 # QuantizedKVCacheTests and RepackCacheTests compare two paths of the same build with each other
