@@ -284,16 +284,27 @@ public struct LogProbabilities {
         logits[Int(id)] - normalizer
     }
 
-    /// The `k` most likely ids with their log-probabilities, most likely first.
+    /// The `k` most likely ids with their log-probabilities, most likely first (the lower id
+    /// first among equals; NaN is left out). Runs of 16 ids whose largest logit (``runMaxima(_:_:into:level:)``)
+    /// cannot enter the list are skipped.
     public static func top(_ k: Int, in logits: UnsafeBufferPointer<Float>, normalizer: Float) -> [(id: Int32, logprob: Float)] {
-        guard k > 0 else { return [] }
+        guard k > 0, let base = logits.baseAddress, !logits.isEmpty else { return [] }
         var best: [(id: Int32, logprob: Float)] = []
-        for i in 0..<logits.count {
-            let v = logits[i]
-            if best.count < k || v > best[best.count - 1].logprob {
-                let index = best.firstIndex { v > $0.logprob } ?? best.count
-                best.insert((Int32(i), v), at: index)
-                if best.count > k { best.removeLast() }
+        let runs = (logits.count + 15) / 16
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: runs) { maxima in
+            runMaxima(base, logits.count, into: maxima.baseAddress.unsafelyUnwrapped)
+            for run in 0..<runs {
+                // A run matters while the list is short or when it holds a value above the worst kept.
+                guard best.count < k || maxima[run] > best[best.count - 1].logprob else { continue }
+                for i in (16 * run)..<min(logits.count, 16 * run + 16) {
+                    let v = logits[i]
+                    guard !v.isNaN else { continue }  // no place in an order
+                    if best.count < k || v > best[best.count - 1].logprob {
+                        let index = best.firstIndex { v > $0.logprob } ?? best.count
+                        best.insert((Int32(i), v), at: index)
+                        if best.count > k { best.removeLast() }
+                    }
+                }
             }
         }
         return best.map { ($0.id, $0.logprob - normalizer) }

@@ -107,6 +107,35 @@ import Testing
         }
     }
 
+    /// The top log-probabilities skip runs of 16 ids that cannot enter the list: they must be
+    /// the k largest logits, most likely first and the lower id first among equals (ties, −∞ and
+    /// NaN among them), minus the normaliser.
+    @Test func topLogprobsEqualThePlainOrder() {
+        var state: UInt64 = 5
+        for trial in 0..<60 {
+            let n = [1, 15, 16, 33, 500, 4099][trial % 6]
+            let logits: [Float] = (0..<n).map { _ in
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                let r = state >> 33
+                if r % 41 == 0 { return -.infinity }
+                if r % 43 == 0, trial % 2 == 0 { return .nan }
+                return r % 3 == 0 ? 1.5 : Float(Int(r % 1000) - 500) / 100
+            }
+            let k = [1, 3, 20][trial % 3]
+            let normalizer: Float = 0.25
+            var expected: [(id: Int32, logprob: Float)] = []
+            for (i, v) in logits.enumerated() where !v.isNaN {
+                expected.append((Int32(i), v))
+            }
+            // Stable by id among equals: sort by value, then id.
+            expected.sort { $0.logprob != $1.logprob ? $0.logprob > $1.logprob : $0.id < $1.id }
+            let want = expected.prefix(k).map { ($0.id, $0.logprob - normalizer) }
+            let got = logits.withUnsafeBufferPointer { LogProbabilities.top(k, in: $0, normalizer: normalizer) }
+            #expect(got.map(\.id) == want.map(\.0), "trial \(trial): n \(n), k \(k)")
+            #expect(got.map(\.logprob) == want.map(\.1), "trial \(trial)")
+        }
+    }
+
     /// `logit_bias`: −100 bans a token whatever its logit (greedy and sampled); a positive bias
     /// makes a token the greedy choice.
     @Test func logitBiasBansAndFavours() {
