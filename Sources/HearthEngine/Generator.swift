@@ -836,7 +836,7 @@ struct SequenceRun {
         let id = sampler.sample(logits, recent: history[...], generated: generatedCounts, allowed: allowed)
         matcher?.advance(id)
         generatedCounts[id, default: 0] += 1
-        let normalizer = LogProbabilities.normalizer(logits)
+        let normalizer = sampler.normalizerOfLastLogits()  // from the sampler's pass over the same logits
         var token = GeneratedToken(
             id: id, text: "", logprob: LogProbabilities.of(id, in: logits, normalizer: normalizer),
             topLogprobs: LogProbabilities.top(parameters.topLogprobs, in: logits, normalizer: normalizer))

@@ -100,8 +100,10 @@ public struct Sampler {
     /// set by the last call are cleared by the next.
     private var special: [UInt64] = []
     private var marked: [Int] = []
-    /// The largest logit of each run of 16 ids (``runMaxima(_:_:into:level:)``).
-    private var maxima: [Float] = []
+    /// The last ranked logits' ``runStatistics(_:_:maxima:sums:level:)``: the largest logit of
+    /// each run of 16 ids (`runs` of them), then each run's Σ e^(logit − its largest).
+    private var statistics: [Float] = []
+    private var runs = 0
     /// `options.logitBias` as a dense array over the ids it names (empty without a bias).
     private let bias: [Float]
 
@@ -155,6 +157,18 @@ public struct Sampler {
             if r <= 0 { return candidates[i].id }
         }
         return candidates[keep - 1].id
+    }
+
+    /// log Σ exp of the logits ``sample`` (``rank(_:recent:generated:allowed:)``) last saw — their
+    /// log-probability normaliser, from the run statistics that pass already made (−∞ before
+    /// any call or for an empty vector).
+    public func normalizerOfLastLogits() -> Float {
+        let runCount = runs
+        guard runCount > 0 else { return -.infinity }
+        return statistics.withUnsafeBufferPointer {
+            let maxima = $0.baseAddress.unsafelyUnwrapped
+            return logSumExp(runMaxima: maxima, sums: maxima + runCount, runs: runCount)
+        }
     }
 
     /// Whether ``sample`` picks the largest value rather than drawing.
@@ -228,11 +242,17 @@ public struct Sampler {
             if candidates.count < k { return true }
             return most > (candidates.last?.logit ?? -.infinity)
         }
+        runs = 0
+        runs = 0
         guard let base = logits.baseAddress, !logits.isEmpty else { return }
-        let runs = (logits.count + 15) / 16
-        if maxima.count < runs { maxima = [Float](repeating: 0, count: runs) }
-        maxima.withUnsafeMutableBufferPointer { runMaxima(base, logits.count, into: $0.baseAddress.unsafelyUnwrapped) }
-        let maxima = self.maxima
+        let runCount = (logits.count + 15) / 16
+        if statistics.count < 2 * runCount { statistics = [Float](repeating: 0, count: 2 * runCount) }
+        statistics.withUnsafeMutableBufferPointer {
+            let maxima = $0.baseAddress.unsafelyUnwrapped
+            runStatistics(base, logits.count, maxima: maxima, sums: maxima + runCount)
+        }
+        runs = runCount
+        let maxima = self.statistics
         var chunk = 0
         while chunk < logits.count {
             let end = min(chunk + 16, logits.count)
@@ -285,14 +305,14 @@ public struct LogProbabilities {
     }
 
     /// The `k` most likely ids with their log-probabilities, most likely first (the lower id
-    /// first among equals; NaN is left out). Runs of 16 ids whose largest logit (``runMaxima(_:_:into:level:)``)
+    /// first among equals; NaN is left out). Runs of 16 ids whose largest logit (``runStatistics(_:_:maxima:sums:level:)``)
     /// cannot enter the list are skipped.
     public static func top(_ k: Int, in logits: UnsafeBufferPointer<Float>, normalizer: Float) -> [(id: Int32, logprob: Float)] {
         guard k > 0, let base = logits.baseAddress, !logits.isEmpty else { return [] }
         var best: [(id: Int32, logprob: Float)] = []
         let runs = (logits.count + 15) / 16
         withUnsafeTemporaryAllocation(of: Float.self, capacity: runs) { maxima in
-            runMaxima(base, logits.count, into: maxima.baseAddress.unsafelyUnwrapped)
+            runStatistics(base, logits.count, maxima: maxima.baseAddress.unsafelyUnwrapped)
             for run in 0..<runs {
                 // A run matters while the list is short or when it holds a value above the worst kept.
                 guard best.count < k || maxima[run] > best[best.count - 1].logprob else { continue }

@@ -55,10 +55,11 @@ public struct KernelTable: Sendable {
     private(set) var dotFloats: @Sendable (UnsafePointer<Float>, UnsafePointer<Float>, Int) -> Float
     /// x = x·σ(x) (SiLU, `silu` true) or the tanh-GELU x·σ(1.5958(x + 0.0447x³)), in place.
     private(set) var sigmoidActivation: @Sendable (UnsafeMutablePointer<Float>, Int, Bool) -> Void
-    /// The largest of n floats and Σ e^(x − largest) (``logSumExp(_:_:level:)``).
-    private(set) var maxAndSumExp: @Sendable (UnsafePointer<Float>, Int) -> (max: Float, sum: Float)
-    /// The largest of each run of 16 floats (``runMaxima(_:_:into:level:)``).
-    private(set) var runMaxima16: @Sendable (UnsafePointer<Float>, Int, UnsafeMutablePointer<Float>) -> Void
+    /// The largest of n floats and Σ w·e^(x − largest) (``logSumExp(_:_:level:)``).
+    private(set) var maxAndSumExp: @Sendable (UnsafePointer<Float>, Int, UnsafePointer<Float>?) -> (max: Float, sum: Float)
+    /// Each run of 16 floats' largest value and Σ e^(x − it) (``runStatistics(_:_:maxima:sums:level:)``).
+    private(set) var runStatistics16:
+        @Sendable (UnsafePointer<Float>, Int, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>?) -> Void
     /// `blocks` ggml blocks of a ``GGMLKind`` to Float (src, kind, blocks, out).
     private(set) var dequantizeGGML: @Sendable (UnsafeRawPointer, Int32, Int, UnsafeMutablePointer<Float>) -> Void
     /// y[r] = W[r]·x for a range of rows of a row-layout ggml matrix (w, kind, x, rows, y, scratch of `cols` floats).
@@ -138,8 +139,8 @@ public struct KernelTable: Sendable {
         }
         dotFloats = { a, b, n in HearthKernelsCommon.dotFloats(a, b, n) }
         sigmoidActivation = { x, n, silu in HearthKernelsCommon.sigmoidActivation(x, n, silu: silu) }
-        maxAndSumExp = { x, n in HearthKernelsCommon.maxAndSumExp(x, n) }
-        runMaxima16 = { x, n, maxima in HearthKernelsCommon.runMaxima16(x, n, into: maxima) }
+        maxAndSumExp = { x, n, weights in HearthKernelsCommon.maxAndSumExp(x, n, weights: weights) }
+        runStatistics16 = { x, n, maxima, sums in HearthKernelsCommon.runStatistics16(x, n, maxima: maxima, sums: sums) }
         dequantizeGGML = { src, kind, blocks, out in GGMLKind.dequantize(src, kind: kind, blocks: blocks, into: out) }
         dotRowsGGML = { w, kind, x, rows, y, scratch in
             dotRowsDequantizing(
@@ -175,7 +176,7 @@ public struct KernelTable: Sendable {
             dotFloats = hearthDotFloatsAVX2
             sigmoidActivation = hearthSigmoidActivationAVX2
             maxAndSumExp = hearthMaxAndSumExpAVX2
-            runMaxima16 = hearthRunMaxima16AVX2
+            runStatistics16 = hearthRunStatistics16AVX2
             dequantizeGGML = hearthDequantizeGGMLAVX2
             dotRowsGGML = { w, kind, x, rows, y, scratch in
                 if kind <= GGMLKind.q6_K {

@@ -63,20 +63,35 @@ public func addInPlace(_ x: UnsafeMutablePointer<Float>, _ y: UnsafePointer<Floa
 }
 
 /// Natural-log softmax normaliser: log(Σ exp(x)) over `n` elements, with `level`'s kernels
-/// (default: the current level's). −∞ when `n` is 0 or every element is −∞.
+/// (default: the current level's): one pass for ``runStatistics(_:_:maxima:sums:level:)``, then
+/// the runs combined. −∞ when `n` is 0 or every element is −∞; NaN when one is NaN.
 public func logSumExp(_ x: UnsafePointer<Float>, _ n: Int, level: KernelLevel = .current) -> Float {
     guard n > 0 else { return -.infinity }
-    let (most, sum) = KernelTable.at(level).maxAndSumExp(x, n)
+    let runs = (n + 15) / 16
+    return withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * runs) { buffer in
+        let maxima = buffer.baseAddress.unsafelyUnwrapped
+        runStatistics(x, n, maxima: maxima, sums: maxima + runs, level: level)
+        return logSumExp(runMaxima: maxima, sums: maxima + runs, runs: runs, level: level)
+    }
+}
+
+/// log(Σ exp) of a vector from its ``runStatistics(_:_:maxima:sums:level:)``: the largest run
+/// maximum M plus log Σ sums[r]·e^(maxima[r] − M).
+public func logSumExp(
+    runMaxima maxima: UnsafePointer<Float>, sums: UnsafePointer<Float>, runs: Int, level: KernelLevel = .current
+) -> Float {
+    let (most, sum) = KernelTable.at(level).maxAndSumExp(maxima, runs, sums)
     return most + logf(sum)
 }
 
-/// The largest value of each run of 16 of the `n` floats of `x` into `maxima[0..<(n + 15) / 16]`
-/// (the last run may be shorter; NaN counts as −∞), with `level`'s kernels (default: the current
-/// level's).
-public func runMaxima(
-    _ x: UnsafePointer<Float>, _ n: Int, into maxima: UnsafeMutablePointer<Float>, level: KernelLevel = .current
+/// For each run of 16 of the `n` floats of `x` (the last may be shorter): its largest value into
+/// `maxima[r]` (NaN counts as −∞) and, when `sums` is given, Σ e^(x − that) into `sums[r]`, for
+/// r in 0..<(n + 15) / 16, in one pass with `level`'s kernels (default: the current level's).
+public func runStatistics(
+    _ x: UnsafePointer<Float>, _ n: Int, maxima: UnsafeMutablePointer<Float>, sums: UnsafeMutablePointer<Float>? = nil,
+    level: KernelLevel = .current
 ) {
-    KernelTable.at(level).runMaxima16(x, n, maxima)
+    KernelTable.at(level).runStatistics16(x, n, maxima, sums)
 }
 
 /// Rotates the first `rotaryDims` of a head vector with the interleaved (GPT-J) layout:

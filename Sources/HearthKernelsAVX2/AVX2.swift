@@ -206,16 +206,18 @@ public func hearthSigmoidActivationAVX2(_ x: UnsafeMutablePointer<Float>, _ n: I
     sigmoidActivation(x, n, silu: silu)
 }
 
-/// ``maxAndSumExp`` compiled for AVX2 (the log-probability normaliser over a vocabulary).
+/// ``maxAndSumExp(_:_:weights:)`` compiled for AVX2 (the log-probability normaliser).
 @inline(never)
-public func hearthMaxAndSumExpAVX2(_ x: UnsafePointer<Float>, _ n: Int) -> (max: Float, sum: Float) {
-    maxAndSumExp(x, n)
+public func hearthMaxAndSumExpAVX2(_ x: UnsafePointer<Float>, _ n: Int, weights: UnsafePointer<Float>?) -> (max: Float, sum: Float) {
+    maxAndSumExp(x, n, weights: weights)
 }
 
-/// ``runMaxima16`` compiled for AVX2.
+/// ``runStatistics16(_:_:maxima:sums:)`` compiled for AVX2.
 @inline(never)
-public func hearthRunMaxima16AVX2(_ x: UnsafePointer<Float>, _ n: Int, into maxima: UnsafeMutablePointer<Float>) {
-    runMaxima16(x, n, into: maxima)
+public func hearthRunStatistics16AVX2(
+    _ x: UnsafePointer<Float>, _ n: Int, maxima: UnsafeMutablePointer<Float>, sums: UnsafeMutablePointer<Float>?
+) {
+    runStatistics16(x, n, maxima: maxima, sums: sums)
 }
 
 /// ``dotFloats`` compiled for AVX2 (f32 weights, dequantized rows).

@@ -290,23 +290,33 @@ public func exp8(_ x: SIMD8<Float>) -> SIMD8<Float> {
     return p * unsafeBitCast(bits, to: SIMD8<Float>.self)
 }
 
-/// The parts of log Σ e^x over `n` floats: the largest value m and Σ e^(x − m), sixteen lanes
-/// at a time (``exp16``: values more than 87 below m add nothing, and the tail is padded with
-/// −∞). m is −∞ (and the sum 0) when `n` is 0 or every value is −∞; a NaN among the values
-/// makes the sum NaN.
+/// Sixteen lanes added by halves, not with the generic `sum()`: its specialisation is emitted out
+/// of line, and one compiled for a wide level must not be what baseline code links to.
 @inlinable @inline(__always)
-public func maxAndSumExp(_ x: UnsafePointer<Float>, _ n: Int) -> (max: Float, sum: Float) {
-    let raw = UnsafeRawPointer(x)
-    @inline(__always) func load(_ i: Int) -> SIMD16<Float> {
-        if i + 16 <= n { return raw.loadUnaligned(fromByteOffset: 4 * i, as: SIMD16<Float>.self) }
-        var tail = SIMD16<Float>(repeating: -.infinity)
-        for j in i..<n { tail[j - i] = x[j] }
+func laneSum(_ v: SIMD16<Float>) -> Float {
+    let eight = v.lowHalf + v.highHalf
+    let four = eight.lowHalf + eight.highHalf
+    return (four[0] + four[1]) + (four[2] + four[3])
+}
+
+/// The parts of log Σ wᵢ·e^(xᵢ) over `n` floats: the largest value m and Σ wᵢ·e^(xᵢ − m), with
+/// wᵢ = 1 when `weights` is nil — sixteen lanes at a time (``exp16``: values more than 87 below m
+/// add nothing; the tail is padded with −∞). m is −∞ (and the sum 0) when `n` is 0 or every
+/// value is −∞; a NaN among the values or the weights makes the sum NaN. With the maxima and
+/// sums of ``runStatistics16(_:_:maxima:sums:)`` as `x` and `weights` it combines the runs into
+/// the normaliser of the whole vector.
+@inlinable @inline(__always)
+public func maxAndSumExp(_ x: UnsafePointer<Float>, _ n: Int, weights: UnsafePointer<Float>?) -> (max: Float, sum: Float) {
+    @inline(__always) func load(_ p: UnsafePointer<Float>, _ i: Int, pad: Float) -> SIMD16<Float> {
+        if i + 16 <= n { return UnsafeRawPointer(p).loadUnaligned(fromByteOffset: 4 * i, as: SIMD16<Float>.self) }
+        var tail = SIMD16<Float>(repeating: pad)
+        for j in i..<n { tail[j - i] = p[j] }
         return tail
     }
     var most = SIMD16<Float>(repeating: -.infinity)
     var i = 0
     while i < n {
-        let v = load(i)
+        let v = load(x, i, pad: -.infinity)
         most.replace(with: v, where: v .> most)
         i += 16
     }
@@ -315,44 +325,49 @@ public func maxAndSumExp(_ x: UnsafePointer<Float>, _ n: Int) -> (max: Float, su
     guard m > -.infinity else { return (-.infinity, 0) }
     let shift = SIMD16<Float>(repeating: m)
     var sum = SIMD16<Float>()
-    var nan = SIMDMask<SIMD16<Int32>>()
     i = 0
     while i < n {
-        let v = load(i)
-        nan .|= v .!= v
-        sum += exp16(v - shift)
+        // A NaN value stays NaN through exp16 (its comparisons are false), so the sum turns NaN.
+        let e = exp16(load(x, i, pad: -.infinity) - shift)
+        if let weights { sum += e * load(weights, i, pad: 0) } else { sum += e }
         i += 16
     }
-    // Reduced by halves, not with the generic `sum()`: its specialisation is emitted out of line,
-    // and one compiled for a wide level must not be what baseline code links to.
-    let eight = sum.lowHalf + sum.highHalf
-    let four = eight.lowHalf + eight.highHalf
-    return (m, any(nan) ? .nan : (four[0] + four[1]) + (four[2] + four[3]))
+    return (m, laneSum(sum))
 }
 
-/// The largest value of each run of 16 floats of `x` (`n` floats; the last run may be shorter)
-/// into `maxima[0..<(n + 15) / 16]`; NaN counts as −∞. How a sampler skips the runs of a
-/// vocabulary that cannot hold its pick.
+/// For each run of 16 floats of `x` (`n` floats; the last run may be shorter): its largest value
+/// into `maxima[r]` (NaN counts as −∞) and, when `sums` is given, Σ e^(x − that) into `sums[r]`
+/// (0 for a run of −∞; NaN when the run holds a NaN or +∞) — one pass. The maxima let a sampler
+/// skip the runs of a vocabulary that cannot hold its pick; with the sums,
+/// ``maxAndSumExp(_:_:weights:)`` over the runs gives the log-probability normaliser.
 @inlinable @inline(__always)
-public func runMaxima16(_ x: UnsafePointer<Float>, _ n: Int, into maxima: UnsafeMutablePointer<Float>) {
+public func runStatistics16(
+    _ x: UnsafePointer<Float>, _ n: Int, maxima: UnsafeMutablePointer<Float>, sums: UnsafeMutablePointer<Float>?
+) {
     let raw = UnsafeRawPointer(x)
     var i = 0
-    while i + 16 <= n {
-        var v = raw.loadUnaligned(fromByteOffset: 4 * i, as: SIMD16<Float>.self)
-        v.replace(with: -.infinity, where: v .!= v)
-        var half = v.lowHalf
-        half.replace(with: v.highHalf, where: v.highHalf .> half)
+    while i < n {
+        var v: SIMD16<Float>
+        if i + 16 <= n {
+            v = raw.loadUnaligned(fromByteOffset: 4 * i, as: SIMD16<Float>.self)
+        } else {
+            v = SIMD16<Float>(repeating: -.infinity)
+            for j in i..<n { v[j - i] = x[j] }
+        }
+        var clean = v
+        clean.replace(with: -.infinity, where: v .!= v)
+        var half = clean.lowHalf
+        half.replace(with: clean.highHalf, where: clean.highHalf .> half)
         var quarter = half.lowHalf
         quarter.replace(with: half.highHalf, where: half.highHalf .> quarter)
         var m = quarter[0]
         for j in 1..<4 where quarter[j] > m { m = quarter[j] }
         maxima[i / 16] = m
+        if let sums {
+            // Every lane −∞ (or NaN): nothing to add, unless a NaN is there to spread.
+            sums[i / 16] = m > -.infinity ? laneSum(exp16(v - SIMD16(repeating: m))) : any(v .!= v) ? .nan : 0
+        }
         i += 16
-    }
-    if i < n {
-        var m = -Float.infinity
-        for j in i..<n where x[j] > m { m = x[j] }
-        maxima[i / 16] = m
     }
 }
 

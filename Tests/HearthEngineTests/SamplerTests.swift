@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import HearthEngine
@@ -133,6 +134,30 @@ import Testing
             let got = logits.withUnsafeBufferPointer { LogProbabilities.top(k, in: $0, normalizer: normalizer) }
             #expect(got.map(\.id) == want.map(\.0), "trial \(trial): n \(n), k \(k)")
             #expect(got.map(\.logprob) == want.map(\.1), "trial \(trial)")
+        }
+    }
+
+    /// The normaliser a sampler hands out after a pick (from its one pass of run statistics)
+    /// is log Σ exp of the logits it saw, greedy or drawing, over vocabularies of odd sizes.
+    @Test func normaliserOfTheLastLogits() {
+        var state: UInt64 = 3
+        for (trial, n) in [1, 16, 17, 1000, 262_144].enumerated() {
+            let logits: [Float] = (0..<n).map { _ in
+                state = state &* 6364136223846793005 &+ 1442695040888963407
+                return Float(Int(state >> 33) % 4000 - 2000) / 100
+            }
+            let most = Double(logits.max() ?? 0)
+            let exact = most + log(logits.reduce(0.0) { $0 + exp(Double($1) - most) })
+            var options = SamplingOptions()
+            options.temperature = trial % 2 == 0 ? 0 : 0.8
+            options.seed = 1
+            var sampler = Sampler(options: options)
+            #expect(sampler.normalizerOfLastLogits() == -.infinity)
+            let value = logits.withUnsafeBufferPointer { buffer in
+                _ = sampler.sample(buffer, recent: [])
+                return sampler.normalizerOfLastLogits()
+            }
+            #expect(abs(Double(value) - exact) <= 2e-6 * max(1, abs(exact)), "\(n) logits: \(value) vs \(exact)")
         }
     }
 

@@ -4,8 +4,8 @@ import Testing
 @testable import HearthKernels
 
 /// The reductions a sampler runs over a whole vocabulary of logits every token — each run's
-/// largest value and the log-sum-exp normaliser — at every kernel level against plain loops in
-/// Double.
+/// largest value and Σ e^(x − it), and the log-sum-exp normaliser made from them — at every kernel
+/// level against plain loops in Double.
 @Suite struct VocabularyReductionTests {
     /// `n` pseudo-random logits in about ±30, with repeats (ties), −∞ and (when `nan`) NaN.
     static func logits(_ n: Int, seed: UInt64, nan: Bool) -> [Float] {
@@ -21,15 +21,29 @@ import Testing
     }
 
     @Test(arguments: [1, 15, 16, 17, 100, 4099, 262_144])
-    func runMaximaAtEveryLevel(count: Int) {
+    func runStatisticsAtEveryLevel(count: Int) {
         let x = Self.logits(count, seed: UInt64(count), nan: true)
         let runs = (count + 15) / 16
         var expected = [Float](repeating: -.infinity, count: runs)
         for (i, v) in x.enumerated() where v > expected[i / 16] { expected[i / 16] = v }
         for level in KernelLevel.supported {
             var maxima = [Float](repeating: 0, count: runs)
-            x.withUnsafeBufferPointer { runMaxima($0.baseAddress!, count, into: &maxima, level: level) }
+            var sums = [Float](repeating: 0, count: runs)
+            x.withUnsafeBufferPointer { runStatistics($0.baseAddress!, count, maxima: &maxima, sums: &sums, level: level) }
             #expect(maxima == expected, "\(level.rawValue), \(count) floats")
+            var alone = [Float](repeating: 0, count: runs)
+            x.withUnsafeBufferPointer { runStatistics($0.baseAddress!, count, maxima: &alone, level: level) }
+            #expect(alone == expected, "\(level.rawValue), \(count) floats, maxima only")
+            for r in 0..<runs {
+                let run = x[(16 * r)..<min(count, 16 * r + 16)]
+                if run.contains(where: \.isNaN) {
+                    #expect(sums[r].isNaN, "\(level.rawValue) run \(r): a NaN must spread to its sum")
+                    continue
+                }
+                let m = Double(expected[r])
+                let exact = m == -.infinity ? 0 : run.reduce(0.0) { $0 + exp(Double($1) - m) }
+                #expect(abs(Double(sums[r]) - exact) <= 1e-6 * max(1, exact), "\(level.rawValue) run \(r): \(sums[r]) vs \(exact)")
+            }
         }
     }
 
