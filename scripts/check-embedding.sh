@@ -5,10 +5,10 @@
 # (no environment variable), and runs a short greedy generation on the default model next to
 # the CLI's, alternating, same prompt, tokens and threads, speculative decoding off on both
 # sides (its draft lengths follow the step times it measures, so two runs of one text can differ
-# by ±20% — 136 to 203 tokens/s in one check — where plain decoding measures the kernels). Fails
-# when the app's decode speed is more than 5% below the CLI's. With --readme-example the app also compiles the README's
-# embedding example verbatim (it links HearthCloud, whose NIO/BoringSSL release build takes
-# 10–20 minutes on 2 cores, so CI leaves it out).
+# by ±20% — 136 to 203 tokens/s in one check — where plain decoding measures the kernels).
+# Fails when the app's decode speed is more than 5% below the CLI's. With --readme-example the
+# app also compiles the README's embedding example verbatim (it links HearthCloud, whose
+# NIO/BoringSSL release build takes 10–20 minutes on 2 cores, so CI leaves it out).
 #
 #   scripts/check-embedding.sh [--runs 3] [--tokens 64] [--keep] [--readme-example]
 # Needs scripts/setup.sh first (the default model and .build/release/hearth).

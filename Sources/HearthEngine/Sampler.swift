@@ -106,6 +106,8 @@ public struct Sampler {
     private var runs = 0
     /// `options.logitBias` as a dense array over the ids it names (empty without a bias).
     private let bias: [Float]
+    /// The ids with a nonzero bias (``bias`` can reach far into a vocabulary for one id).
+    private let biasedIDs: [Int]
 
     public init(options: SamplingOptions) {
         self.options = options
@@ -116,6 +118,7 @@ public struct Sampler {
             for (id, value) in options.logitBias where id >= 0 { dense[Int(id)] = value }
         }
         bias = dense
+        biasedIDs = dense.indices.filter { dense[$0] != 0 }
     }
 
     /// Chooses a token. `recent` are the latest tokens (for the repetition penalty);
@@ -205,7 +208,7 @@ public struct Sampler {
         // The ids whose value is not the raw logit (a bias, a penalty) or that may be banned: the
         // scan below takes them one by one, every other run of 16 ids as one vector when its
         // largest logit can matter.
-        markSpecial(count: logits.count, bias: bias, penalised: penalised, generated: counted ? generated : [:])
+        markSpecial(count: logits.count, biased: biasedIDs, penalised: penalised, generated: counted ? generated : [:])
         let special = self.special
         let greedy = self.greedy
         let temperature = greedy ? 1 : options.temperature
@@ -242,7 +245,6 @@ public struct Sampler {
             if candidates.count < k { return true }
             return most > (candidates.last?.logit ?? -.infinity)
         }
-        runs = 0
         runs = 0
         guard let base = logits.baseAddress, !logits.isEmpty else { return }
         let runCount = (logits.count + 15) / 16
@@ -281,7 +283,7 @@ public struct Sampler {
 extension Sampler {
     /// Sets ``special``'s bits for the ids with a bias, a repetition penalty or a presence /
     /// frequency count (clearing the last call's), sized for `count` ids.
-    fileprivate mutating func markSpecial(count: Int, bias: [Float], penalised: Set<Int32>, generated: [Int32: Int]) {
+    fileprivate mutating func markSpecial(count: Int, biased: [Int], penalised: Set<Int32>, generated: [Int32: Int]) {
         let words = count / 64 + 2
         if special.count < words { special = [UInt64](repeating: 0, count: words) }
         for id in marked { special[id >> 6] = 0 }
@@ -291,7 +293,7 @@ extension Sampler {
             special[id >> 6] |= 1 << UInt64(id & 63)
             marked.append(id)
         }
-        for (id, value) in bias.enumerated() where value != 0 { mark(id) }
+        for id in biased { mark(id) }
         for id in penalised { mark(Int(id)) }
         for id in generated.keys { mark(Int(id)) }
     }
