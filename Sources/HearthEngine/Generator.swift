@@ -28,6 +28,11 @@ public struct GenerationParameters: Sendable {
     /// Speculative decoding (``SpeculativeMode``): prompt lookup by default. It changes how
     /// many tokens a step verifies, never which tokens are generated.
     public var speculative: SpeculativeMode = .lookup
+    /// Whether each token's log-probability (``GeneratedToken/logprob``) is computed. It costs
+    /// a pass of exponentials over the vocabulary per token (a tenth of a decode step of a
+    /// 262k-token model), so what no one reads can be left out: false leaves `logprob` NaN.
+    /// `topLogprobs` > 0 computes it either way.
+    public var logprobs = true
 
     public init() {}
 }
@@ -48,7 +53,8 @@ public struct GeneratedToken: Sendable {
     /// Text this token completed (may be empty while a multi-byte character is incomplete,
     /// or while text that may start a stop string is held back).
     public var text: String
-    /// log p(token) under the model's full distribution.
+    /// log p(token) under the model's full distribution (NaN when the request did not ask for
+    /// it: ``GenerationParameters/logprobs``).
     public var logprob: Float
     /// The most likely alternatives, when requested.
     public var topLogprobs: [(id: Int32, logprob: Float)]
@@ -375,7 +381,10 @@ public final class Generator: @unchecked Sendable {
         var isFork = false
         /// Speculative decoding: the n-gram index of the sequence and the draft length control.
         var lookup = PromptLookup()
-        var drafting = DraftControl()
+        /// Per length of the n-gram matched (index n), its drafts' acceptance and length control.
+        var drafting = [DraftControl](repeating: DraftControl(), count: PromptLookup.longest + 1)
+        /// The match length of the drafts fed in the current step.
+        var draftMatch = 0
 
         init(
             prompt: [Int32], parameters: GenerationParameters, tokenizer: any Tokenizer, isCancelled: @escaping () -> Bool,
@@ -547,9 +556,10 @@ public final class Generator: @unchecked Sendable {
             most = min(most, original - filled)
         }
         guard most > 0 else { return [] }
-        let proposed = job.lookup.drafts(job.run.history, limit: most)
-        guard !proposed.isEmpty else { return [] }
-        let k = job.drafting.length(limit: proposed.count, others: others, costs: stepCosts)
+        let (proposed, n) = job.lookup.match(job.run.history, limit: most)
+        guard !proposed.isEmpty, job.drafting.indices.contains(n) else { return [] }
+        let k = job.drafting[n].length(limit: proposed.count, others: others, costs: stepCosts)
+        job.draftMatch = n
         return Array(proposed.prefix(k))
     }
 
@@ -572,7 +582,7 @@ public final class Generator: @unchecked Sendable {
                 job.position += 1
                 continue
             }
-            job.drafting.record(drafted: drafts.count, accepted: accepted)
+            job.drafting[job.draftMatch].record(drafted: drafts.count, accepted: accepted)
             job.run.summary.draftedTokens += drafts.count
             job.run.summary.acceptedDraftTokens += accepted
             decoder.cache.truncate(to: job.position, sequence: job.slot)
@@ -804,7 +814,7 @@ struct SequenceRun {
 
     init(prompt: [Int32], parameters: GenerationParameters, tokenizer: any Tokenizer) {
         self.parameters = parameters
-        sampler = Sampler(options: parameters.sampling)
+        sampler = Sampler(options: parameters.sampling, normalizes: parameters.logprobs || parameters.topLogprobs > 0)
         matcher = parameters.constraint.map { constraint in
             var matcher = ConstraintMatcher(constraint)
             if !parameters.constraintPrefix.isEmpty { matcher.advance(bytes: parameters.constraintPrefix) }
@@ -836,10 +846,12 @@ struct SequenceRun {
         let id = sampler.sample(logits, recent: history[...], generated: generatedCounts, allowed: allowed)
         matcher?.advance(id)
         generatedCounts[id, default: 0] += 1
-        let normalizer = sampler.normalizerOfLastLogits()  // from the sampler's pass over the same logits
-        var token = GeneratedToken(
-            id: id, text: "", logprob: LogProbabilities.of(id, in: logits, normalizer: normalizer),
-            topLogprobs: LogProbabilities.top(parameters.topLogprobs, in: logits, normalizer: normalizer))
+        var token = GeneratedToken(id: id, text: "", logprob: .nan, topLogprobs: [])
+        if sampler.normalizes {
+            let normalizer = sampler.normalizerOfLastLogits()  // from the sampler's pass over the same logits
+            token.logprob = LogProbabilities.of(id, in: logits, normalizer: normalizer)
+            token.topLogprobs = LogProbabilities.top(parameters.topLogprobs, in: logits, normalizer: normalizer)
+        }
         summary.completionTokens += 1
         if summary.completionTokens == 1 { decodeStart = DispatchTime.now() }
 

@@ -109,8 +109,15 @@ public struct Sampler {
     /// The ids with a nonzero bias (``bias`` can reach far into a vocabulary for one id).
     private let biasedIDs: [Int]
 
-    public init(options: SamplingOptions) {
+    /// Whether ``sample`` also sums the exponentials its pass reads, for
+    /// ``normalizerOfLastLogits()`` (a greedy pick needs only the largest values).
+    public let normalizes: Bool
+
+    /// A sampler with `options`; `normalizes` false skips the exponentials of the log-probability
+    /// normaliser (``normalizerOfLastLogits()`` is then NaN).
+    public init(options: SamplingOptions, normalizes: Bool = true) {
         self.options = options
+        self.normalizes = normalizes
         rng = SeededGenerator(seed: options.seed ?? UInt64.random(in: 0...UInt64.max))
         var dense: [Float] = []
         if let largest = options.logitBias.keys.max(), largest >= 0 {
@@ -164,10 +171,11 @@ public struct Sampler {
 
     /// log Σ exp of the logits ``sample`` (``rank(_:recent:generated:allowed:)``) last saw — their
     /// log-probability normaliser, from the run statistics that pass already made (−∞ before
-    /// any call or for an empty vector).
+    /// any call or for an empty vector; NaN unless the sampler ``normalizes``).
     public func normalizerOfLastLogits() -> Float {
         let runCount = runs
         guard runCount > 0 else { return -.infinity }
+        guard normalizes else { return .nan }
         return statistics.withUnsafeBufferPointer {
             let maxima = $0.baseAddress.unsafelyUnwrapped
             return logSumExp(runMaxima: maxima, sums: maxima + runCount, runs: runCount)
@@ -251,7 +259,7 @@ public struct Sampler {
         if statistics.count < 2 * runCount { statistics = [Float](repeating: 0, count: 2 * runCount) }
         statistics.withUnsafeMutableBufferPointer {
             let maxima = $0.baseAddress.unsafelyUnwrapped
-            runStatistics(base, logits.count, maxima: maxima, sums: maxima + runCount)
+            runStatistics(base, logits.count, maxima: maxima, sums: normalizes ? maxima + runCount : nil)
         }
         runs = runCount
         let maxima = self.statistics

@@ -20,7 +20,7 @@ extension LocalProvider {
         public var text: String
         /// The token's own text (its bytes decoded alone), for log-probability listings.
         public var piece: String
-        /// log p(token).
+        /// log p(token) (NaN when no log-probabilities were asked for).
         public var logprob: Double
         /// The most likely alternatives (piece, log p), when asked for.
         public var topLogprobs: [(piece: String, logprob: Double)]
@@ -139,11 +139,14 @@ extension LocalProvider {
     /// The most choices one request may ask for (OpenAI's `n`).
     public static var maxChoices: Int { Generator.maxChoices }
 
-    /// Streams a generation with per-token detail. Cancelling the consumer (or dropping the
+    /// Streams a generation with per-token detail; `topLogprobs` nil when no log-probabilities
+    /// are wanted (each token's `logprob` is then NaN and their normaliser is not computed,
+    /// ``GenerationParameters/logprobs``), else how many alternatives each token lists (0 for
+    /// its own log-probability only). Cancelling the consumer (or dropping the
     /// stream) stops the sequence within one step. A prompt that does not fit the context
     /// throws `ProviderError` `.contextLengthExceeded` with both counts (never truncated).
     /// With `admission`, the request waits for it after `.promptTokens` (see ``Admission``).
-    public func generate(_ input: LocalInput, options: GenerationOptions, topLogprobs: Int = 0, admission: Admission? = nil)
+    public func generate(_ input: LocalInput, options: GenerationOptions, topLogprobs: Int? = nil, admission: Admission? = nil)
         -> AsyncThrowingStream<LocalEvent, Error>
     {
         generate(input, options: options, checked: false, topLogprobs: topLogprobs, admission: admission)
@@ -153,7 +156,7 @@ extension LocalProvider {
     /// (`GenerationOptions.validate()`) when `checked`: the server checks each request once, as
     /// it parses it.
     package func generate(
-        _ input: LocalInput, options: GenerationOptions, checked: Bool, topLogprobs: Int = 0, admission: Admission? = nil
+        _ input: LocalInput, options: GenerationOptions, checked: Bool, topLogprobs: Int? = nil, admission: Admission? = nil
     ) -> AsyncThrowingStream<LocalEvent, Error> {
         let (request, text) = Self.request(for: input, options: options, checked: checked)
         return stream { emit in
@@ -172,7 +175,7 @@ extension LocalProvider {
     /// - Throws: `ProviderError` `.invalidRequest` when `choices` is outside 1...``maxChoices``,
     ///   as ``generate(_:options:topLogprobs:admission:)`` otherwise.
     public func generate(
-        _ input: LocalInput, options: GenerationOptions, choices: Int, topLogprobs: Int = 0, admission: Admission? = nil
+        _ input: LocalInput, options: GenerationOptions, choices: Int, topLogprobs: Int? = nil, admission: Admission? = nil
     ) -> AsyncThrowingStream<LocalChoiceEvent, Error> {
         generate(input, options: options, checked: false, choices: choices, topLogprobs: topLogprobs, admission: admission)
     }
@@ -180,7 +183,7 @@ extension LocalProvider {
     /// ``generate(_:options:choices:topLogprobs:admission:)`` of options the caller has
     /// checked when `checked` (see ``generate(_:options:checked:topLogprobs:admission:)``).
     package func generate(
-        _ input: LocalInput, options: GenerationOptions, checked: Bool, choices: Int, topLogprobs: Int = 0,
+        _ input: LocalInput, options: GenerationOptions, checked: Bool, choices: Int, topLogprobs: Int? = nil,
         admission: Admission? = nil
     ) -> AsyncThrowingStream<LocalChoiceEvent, Error> {
         let (request, text) = Self.request(for: input, options: options, checked: checked)
@@ -195,7 +198,7 @@ extension LocalProvider {
     /// - Throws: `ProviderError`.
     public func complete(_ request: ChatRequest, choices: Int) async throws -> [ChatResponse] {
         let events = stream { emit in
-            try await self.serveChoices(request, rawText: nil, count: choices, topLogprobs: 0, admission: nil, emit: emit)
+            try await self.serveChoices(request, rawText: nil, count: choices, topLogprobs: nil, admission: nil, emit: emit)
         }
         var replies = (0..<max(0, choices)).map { _ in
             (text: "", calls: ToolCallCollector(), usage: Usage?.none, reason: HearthProviders.FinishReason.stop)
@@ -244,7 +247,7 @@ extension LocalProvider {
     }
 
     private func serveChoices(
-        _ request: ChatRequest, rawText: String?, count: Int, topLogprobs: Int, admission: Admission?,
+        _ request: ChatRequest, rawText: String?, count: Int, topLogprobs: Int?, admission: Admission?,
         emit: @escaping @Sendable (LocalChoiceEvent) -> Void
     ) async throws {
         let started = DispatchTime.now()
@@ -273,7 +276,8 @@ extension LocalProvider {
         var parameters = try parametersFor(request, promptTokens: tokens.count, generator: generator)
         emit(LocalChoiceEvent(choice: 0, event: .promptTokens(tokens.count)))
         if rawText != nil { parameters.stripLeadingSpace = false }
-        parameters.topLogprobs = max(0, topLogprobs)
+        parameters.topLogprobs = max(0, topLogprobs ?? 0)
+        parameters.logprobs = topLogprobs != nil
         let tokenizer = generator.model.tokenizer
         func piece(_ id: Int32) -> String { String(decoding: tokenizer.bytes(of: id) ?? [], as: UTF8.self) }
         // Wait for the caller's go-ahead (its fair share of the slots), holding it until the

@@ -344,6 +344,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     func parametersFor(_ request: ChatRequest, promptTokens: Int, generator: Generator) throws -> GenerationParameters {
         let o = request.options
         var p = GenerationParameters()
+        p.logprobs = false  // chat events carry no log-probabilities (``serveChoices`` sets them when asked)
         do {
             if !request.optionsChecked { try o.validate() }
             try request.messages.validateToolResults()

@@ -64,6 +64,7 @@ extension Bench {
             parameters.sampling.temperature = 0
             for id in lm.eosIDs { parameters.sampling.logitBias[id] = -100 }
             parameters.speculative = speculative
+            parameters.logprobs = false  // as `hearth chat` and a server request without logprobs
             var ids: [Int32] = []
             // From an empty cache: a prompt cached but for its last token would feed that token as a
             // decode row (16 bits under `balanced`) where the other run fed it as a prompt row.

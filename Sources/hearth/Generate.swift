@@ -154,6 +154,7 @@ struct Generate: ParsableCommand {
             parameters.sampling = sampling.samplingOptions(modelDefaults: lm.generationConfig)
             parameters.stop = stop
             parameters.topLogprobs = topLogprobs
+            parameters.logprobs = json  // JSON lines carry each token's log-probability
             parameters.stripLeadingSpace = !raw
             parameters.speculative = speculation.speculative
             if let format {

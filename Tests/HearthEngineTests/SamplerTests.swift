@@ -95,14 +95,17 @@ import Testing
             if greedy, best >= 0 { expected = [(Int32(best), bestValue)] }
             if !greedy, k == n { expected.sort { $0.logit > $1.logit } }
 
-            var sampler = Sampler(options: options)
-            logits.withUnsafeBufferPointer { buffer in
-                // Twice: the second call must clear what the first marked.
-                for _ in 0..<2 {
-                    sampler.rank(buffer, recent: recent[...], generated: options.presencePenalty != 0 ? generated : [:], allowed: allowed)
-                    let got = sampler.candidates
-                    #expect(got.map(\.id) == expected.map(\.id), "trial \(trial): n \(n), top-k \(options.topK), T \(options.temperature)")
-                    #expect(zip(got, expected).allSatisfy { $0.logit == $1.logit || ($0.logit.isNaN && $1.logit.isNaN) }, "trial \(trial)")
+            // With and without the normaliser's exponentials (a pass that reads only the maxima).
+            for normalizes in [true, false] {
+                var sampler = Sampler(options: options, normalizes: normalizes)
+                logits.withUnsafeBufferPointer { buffer in
+                    // Twice: the second call must clear what the first marked.
+                    for _ in 0..<2 {
+                        sampler.rank(buffer, recent: recent[...], generated: options.presencePenalty != 0 ? generated : [:], allowed: allowed)
+                        let got = sampler.candidates
+                        #expect(got.map(\.id) == expected.map(\.id), "trial \(trial): n \(n), top-k \(options.topK), T \(options.temperature), normalizes \(normalizes)")
+                        #expect(zip(got, expected).allSatisfy { $0.logit == $1.logit || ($0.logit.isNaN && $1.logit.isNaN) }, "trial \(trial)")
+                    }
                 }
             }
         }
@@ -158,6 +161,14 @@ import Testing
                 return sampler.normalizerOfLastLogits()
             }
             #expect(abs(Double(value) - exact) <= 2e-6 * max(1, abs(exact)), "\(n) logits: \(value) vs \(exact)")
+            // A sampler told not to normalise picks the same token and has no normaliser.
+            var plain = Sampler(options: options, normalizes: false)
+            let picks = logits.withUnsafeBufferPointer { buffer in
+                var again = Sampler(options: options)
+                return (again.sample(buffer, recent: []), plain.sample(buffer, recent: []))
+            }
+            #expect(picks.0 == picks.1)
+            #expect(plain.normalizerOfLastLogits().isNaN)
         }
     }
 

@@ -14,10 +14,10 @@ import Testing
 @Suite struct SpeculativeDecodingTests {
     // MARK: - The n-gram index against a search written from the definition
 
-    /// The latest earlier occurrence of the longest suffix of 4 … 2 tokens, found by scanning.
+    /// The latest earlier occurrence of the longest suffix of 4 … shortest tokens, found by scanning.
     static func referenceDrafts(_ history: [Int32], limit: Int) -> [Int32] {
         let count = history.count
-        for n in stride(from: 4, through: 2, by: -1) where count > n {
+        for n in stride(from: 4, through: PromptLookup.shortest, by: -1) where count > n {
             let suffix = Array(history[(count - n)...])
             for f in stride(from: count - 1, through: n, by: -1) where Array(history[(f - n)..<f]) == suffix {
                 return Array(history[f..<min(count, f + limit)])
@@ -43,6 +43,14 @@ import Testing
             }
         }
         #expect(proposals > 500)
+        // The length of the suffix matched comes with the drafts (the generator keeps each
+        // length's acceptance apart): the longest that repeats, 0 when none does.
+        var lookup = PromptLookup()
+        #expect(lookup.match([1, 2, 3, 4, 9, 1, 2, 3, 4], limit: 3) == ([9, 1, 2], 4))
+        var shorter = PromptLookup()
+        #expect(shorter.match([5, 2, 3, 7, 8, 2, 3], limit: 2) == ([7, 8], 2))
+        var none = PromptLookup()
+        #expect(none.match([1, 2, 3, 4, 5], limit: 4).length == 0)
     }
 
     /// The draft length maximises expected tokens per second: long drafts when they are accepted
@@ -69,6 +77,22 @@ import Testing
         #expect(bad.length(limit: 16, others: 0, costs: cheap) == 0)
         // Expected tokens: 1 + α + α² … (α = 0.5, k = 3: 1.875).
         #expect(abs(DraftControl.expectedTokens(3, acceptance: 0.5) - 1.875) < 1e-12)
+    }
+
+    /// Step costs in tiles (what this machine measured on the default model, ms by rows: a
+    /// fifth row costs a tile): each width seen is priced as measured, so the draft stops at
+    /// the end of a tile where a line through the same steps would draft into the next one.
+    @Test func draftLengthFollowsStepCostsByWidth() {
+        let measured: [Int: Double] = [1: 9.05, 2: 10.3, 3: 11.25, 4: 11.9, 5: 16.9, 6: 17.5, 7: 18.7, 8: 18.7]
+        var costs = StepCosts()
+        for _ in 0..<8 { for (rows, ms) in measured.sorted(by: { $0.key < $1.key }) { costs.record(rows: rows, seconds: ms / 1000) } }
+        for (rows, ms) in measured { #expect(abs(costs.seconds(rows: rows) - ms / 1000) < 1e-9) }
+        // A width never timed is priced by the line through the others: beyond 8 rows it grows.
+        #expect(costs.seconds(rows: 12) > costs.seconds(rows: 8))
+        var control = DraftControl()
+        for _ in 0..<20 { control.record(drafted: 5, accepted: 4) }  // ≈ 0.8 per position
+        // α ≈ 0.8: 3 drafts (4 rows) give 2.95 tokens in 11.9 ms; 4 drafts 3.36 in 16.9; 7 drafts 4.2 in 18.7.
+        #expect(control.length(limit: 7, others: 0, costs: costs) == 3)
     }
 
     // MARK: - The decoder: several rows of logits per sequence

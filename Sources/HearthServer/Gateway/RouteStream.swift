@@ -58,7 +58,7 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
         if job.choices > 1 { return try await start(choicesOf: provider, job: job, admission: admission) }
         // Options were checked once, as the request was parsed.
         let upstream = provider.generate(
-            job.input, options: job.options, checked: true, topLogprobs: job.logprobs ?? 0, admission: admission)
+            job.input, options: job.options, checked: true, topLogprobs: job.logprobs, admission: admission)
         let id = provider.id
         return try await run {
             for try await event in upstream {
@@ -82,7 +82,7 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
     /// ``RouteEvent/choice(_:_:)``, then the answer's `finished` with the prompt counted once.
     func start(choicesOf provider: LocalProvider, job: GenerationJob, admission: LocalProvider.Admission?) async throws -> RouteStart {
         let upstream = provider.generate(
-            job.input, options: job.options, checked: true, choices: job.choices, topLogprobs: job.logprobs ?? 0,
+            job.input, options: job.options, checked: true, choices: job.choices, topLogprobs: job.logprobs,
             admission: admission)
         let id = provider.id
         return try await run {
