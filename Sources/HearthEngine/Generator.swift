@@ -381,9 +381,10 @@ public final class Generator: @unchecked Sendable {
         var isFork = false
         /// Speculative decoding: the n-gram index of the sequence and the draft length control.
         var lookup = PromptLookup()
-        /// Per length of the n-gram matched (index n), its drafts' acceptance and length control.
-        var drafting = [DraftControl](repeating: DraftControl(), count: PromptLookup.longest + 1)
-        /// The match length of the drafts fed in the current step.
+        /// Per class of match length (``PromptLookup/rateClass(_:)``), its drafts' acceptance
+        /// and length control.
+        var drafting = [DraftControl](repeating: DraftControl(), count: PromptLookup.rateClasses)
+        /// The rate class of the drafts fed in the current step.
         var draftMatch = 0
 
         init(
@@ -557,9 +558,10 @@ public final class Generator: @unchecked Sendable {
         }
         guard most > 0 else { return [] }
         let (proposed, n) = job.lookup.match(job.run.history, limit: most)
-        guard !proposed.isEmpty, job.drafting.indices.contains(n) else { return [] }
-        let k = job.drafting[n].length(limit: proposed.count, others: others, costs: stepCosts)
-        job.draftMatch = n
+        let rates = PromptLookup.rateClass(n)
+        guard !proposed.isEmpty, job.drafting.indices.contains(rates) else { return [] }
+        let k = job.drafting[rates].length(limit: proposed.count, others: others, costs: stepCosts)
+        job.draftMatch = rates
         return Array(proposed.prefix(k))
     }
 

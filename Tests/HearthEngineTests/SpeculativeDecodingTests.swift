@@ -14,16 +14,26 @@ import Testing
 @Suite struct SpeculativeDecodingTests {
     // MARK: - The n-gram index against a search written from the definition
 
-    /// The latest earlier occurrence of the longest suffix of 4 … shortest tokens, found by scanning.
+    /// From the definition, by scanning: the earlier occurrences of the last token, latest first
+    /// (the first `PromptLookup.occurrencesSearched` of them); for each, how many tokens before
+    /// it match the sequence's own (up to `PromptLookup.longest`); the first with the most.
     static func referenceDrafts(_ history: [Int32], limit: Int) -> [Int32] {
         let count = history.count
-        for n in stride(from: 4, through: PromptLookup.shortest, by: -1) where count > n {
-            let suffix = Array(history[(count - n)...])
-            for f in stride(from: count - 1, through: n, by: -1) where Array(history[(f - n)..<f]) == suffix {
-                return Array(history[f..<min(count, f + limit)])
+        guard count > 1 else { return [] }
+        let occurrences = (0..<(count - 1)).reversed().filter { history[$0] == history[count - 1] }
+            .prefix(PromptLookup.occurrencesSearched)
+        var best = (length: 0, follow: -1)
+        for p in occurrences {
+            var length = 0
+            for n in 1...PromptLookup.longest where p - n + 1 >= 0 {
+                let before: [Int32] = Array(history[(p - n + 1)...p])
+                let suffix: [Int32] = Array(history[(count - n)...])
+                if before == suffix { length = n }
             }
+            if length > best.length { best = (length, p + 1) }
         }
-        return []
+        guard best.follow >= 0 else { return [] }
+        return Array(history[best.follow..<min(count, best.follow + limit)])
     }
 
     /// On random sequences over small alphabets (many repeats), grown token by token, the
@@ -31,14 +41,18 @@ import Testing
     @Test func lookupMatchesAScanOfTheHistory() {
         var rng = SeededGenerator(seed: 7)
         var proposals = 0
-        for alphabet in [2, 3, 5, 40] {
+        // Random tokens over small alphabets (many short repeats, many occurrences of each
+        // token), and copies of the text 7 or 45 tokens back with one token in ten changed
+        // (matches longer than `PromptLookup.longest`).
+        for (alphabet, period) in [(2, 0), (3, 0), (5, 0), (40, 0), (40, 7), (40, 45)] {
             var lookup = PromptLookup()
             var history: [Int32] = []
             for _ in 0..<400 {
-                history.append(Int32(rng.next() % UInt64(alphabet)))
+                let copies = period > 0 && history.count >= period && rng.next() % 10 != 0
+                history.append(copies ? history[history.count - period] : Int32(rng.next() % UInt64(alphabet)))
                 let limit = Int(rng.next() % 9) + 1
                 let got = lookup.drafts(history, limit: limit)
-                #expect(got == Self.referenceDrafts(history, limit: limit), "alphabet \(alphabet) at \(history.count)")
+                #expect(got == Self.referenceDrafts(history, limit: limit), "alphabet \(alphabet), period \(period), at \(history.count)")
                 proposals += got.isEmpty ? 0 : 1
             }
         }
