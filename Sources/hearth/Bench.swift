@@ -65,6 +65,9 @@ struct Bench: ParsableCommand {
     @Option(name: .long, help: "With --speculative: the prompts, as a .jsonl file of objects with a \"prompt\" string (benchmarks/data/grounded-prompts.jsonl), or any other file as one raw-text prompt (tokenized with the model's BOS, no chat template).")
     var promptFile: String?
 
+    @Option(name: .long, help: "With --speculative: write each prompt's token ids and the plain run's generated ids to this file, one JSON line per prompt of the first repetition ({\"prompt\": [...], \"generated\": [...]}), for benchmarks/lookup_replay.py.")
+    var saveTokens: String?
+
     @Flag(name: .long, help: "Print JSON instead of a markdown table.")
     var json = false
 
@@ -82,8 +85,8 @@ struct Bench: ParsableCommand {
             if promptFile == nil { throw ValidationError("--speculative needs --prompt-file (the prompts to continue)") }
             if generate < 2 { throw ValidationError("--speculative needs -n ≥ 2") }
             if parallel != nil || depth > 0 { throw ValidationError("--speculative is not measured with --parallel or -d") }
-        } else if promptFile != nil {
-            throw ValidationError("--prompt-file is read by --speculative only")
+        } else if promptFile != nil || saveTokens != nil {
+            throw ValidationError("--prompt-file and --save-tokens are read by --speculative only")
         }
         if let parallel {
             let levels = parallelLevels ?? []

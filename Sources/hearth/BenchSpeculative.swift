@@ -1,4 +1,5 @@
 import Foundation
+import ArgumentParser
 import HearthEngine
 
 /// `hearth bench --speculative lookup --prompt-file F`: greedy generation on real prompts with
@@ -77,9 +78,14 @@ extension Bench {
             _ = try once(first, mode)
         }
         var runs: [SpeculativeRun] = []
-        for _ in 0..<repetitions {
+        var saved: [String] = []
+        for repetition in 0..<repetitions {
             for (index, prompt) in prompts.enumerated() {
                 let plain = try once(prompt, .off)
+                if saveTokens != nil, repetition == 0 {
+                    struct Line: Encodable { let prompt: [Int32], generated: [Int32] }
+                    saved.append(String(decoding: try JSONEncoder().encode(Line(prompt: prompt, generated: plain.ids)), as: UTF8.self))
+                }
                 let fast = try once(prompt, mode)
                 runs.append(
                     SpeculativeRun(
@@ -88,6 +94,13 @@ extension Bench {
                         speculative_tokens: max(0, fast.summary.completionTokens - 1),
                         speculative_seconds: fast.summary.decodeSeconds, drafted: fast.summary.draftedTokens,
                         accepted: fast.summary.acceptedDraftTokens, identical: plain.ids == fast.ids))
+            }
+        }
+        if let saveTokens {
+            do {
+                try (saved.joined(separator: "\n") + "\n").write(toFile: saveTokens, atomically: true, encoding: .utf8)
+            } catch {
+                throw ValidationError("--save-tokens: cannot write \(saveTokens): \(error.localizedDescription)")
             }
         }
         // Decode tokens/s of a set of runs, plain and speculative (all their tokens ÷ all their time).
