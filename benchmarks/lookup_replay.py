@@ -41,9 +41,10 @@ def ngram_latest(history, limit, shortest=2, longest=4):
     return [], 0
 
 
-def longest_match(history, limit, longest=32, searched=64):
+def longest_match(history, limit, longest=32, searched=64, shortest=2):
     """Session 17: of the latest `searched` earlier occurrences of the last token, the one whose
-    preceding tokens match the sequence's own longest (up to `longest`; latest on ties)."""
+    preceding tokens match the sequence's own longest (up to `longest`, at least `shortest`;
+    latest on ties)."""
     count = len(history)
     best = (0, -1)
     seen = 0
@@ -58,7 +59,7 @@ def longest_match(history, limit, longest=32, searched=64):
             best = (m, p + 1)
         if m == longest or seen >= searched:
             break
-    if best[1] < 0:
+    if best[1] < 0 or best[0] < shortest:
         return [], 0
     return history[best[1]:best[1] + limit], best[0]
 
@@ -147,7 +148,8 @@ def main():
     print(f"{len(replies)} replies, {tokens} tokens after the first of each")
     for name, policy, classes in [
         ("latest 4/3/2-gram, one rate (before session 17)", ngram_latest, lambda n: 0),
-        ("longest match up to 32, rates per match-length class (session 17)", longest_match, rate_class),
+        ("longest match of 32 … 2 tokens, rates per match-length class (session 17)", longest_match, rate_class),
+        ("the same down to 1 token (not used)", lambda h, L: longest_match(h, L, shortest=1), rate_class),
     ]:
         steps, accepted, drafted, ratio = replay(replies, policy, classes, costs)
         print(f"{name}: {steps} steps, {accepted} of {drafted} drafted tokens accepted, "

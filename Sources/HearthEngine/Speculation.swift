@@ -14,19 +14,21 @@ public enum SpeculativeMode: String, Sendable, CaseIterable, Codable {
 }
 
 /// Prompt-lookup drafting: the draft follows the earlier occurrence of the sequence's last
-/// token whose preceding tokens match the sequence's own longest (up to ``longest``; the
-/// latest such occurrence on ties), among the latest ``occurrencesSearched`` occurrences of
-/// that token. Each position links to the previous occurrence of its token, updated as the
-/// sequence grows, so a lookup walks a bounded chain however long the context is.
+/// token whose preceding tokens match the sequence's own longest (up to ``longest``, at least
+/// ``shortest``; the latest such occurrence on ties), among the latest ``occurrencesSearched``
+/// occurrences of that token. Each position links to the previous occurrence of its token,
+/// updated as the sequence grows, so a lookup walks a bounded chain however long the context is.
 ///
 /// Why the longest match rather than the latest n-gram of 4, 3 or 2 tokens: on the 24 grounded
 /// prompts of `benchmarks/data/grounded-prompts.jsonl` (the default model's greedy replies,
-/// replayed offline against the measured cost of each step width) matches of up to 32 tokens,
-/// down to one, took 1,691 verification steps for 6,120 tokens where 4 … 2 took 2,005.
+/// replayed offline against the measured cost of each step width, `benchmarks/lookup_replay.py`)
+/// it takes 1,722 verification steps for 6,120 tokens where the 4-, 3- or 2-gram took 1,962.
+/// (Matching down to one token would take 1,621, but drafts then start on any repeated token —
+/// in random-token test fixtures too, making their step widths follow timing.)
 struct PromptLookup {
     /// The longest and shortest suffixes matched (the longest found is used).
     static let longest = 32
-    static let shortest = 1
+    static let shortest = 2
     /// Occurrences of the last token compared, latest first.
     static let occurrencesSearched = 64
 
@@ -66,8 +68,8 @@ struct PromptLookup {
         return (Array(history[best.follow..<min(count, best.follow + limit)]), best.length)
     }
 
-    /// The class whose acceptance rate a match of `length` tokens shares: 1, 2, 3 and 4 each
-    /// their own, 5–7 one, 8 and longer one.
+    /// The class whose acceptance rate a match of `length` tokens shares: 2, 3 and 4 each their
+    /// own (and 1, were ``shortest`` lowered), 5–7 one, 8 and longer one.
     static func rateClass(_ length: Int) -> Int { length <= 4 ? max(0, length) : length < 8 ? 5 : 8 }
 
     /// Rate classes (``rateClass(_:)`` values are below this).

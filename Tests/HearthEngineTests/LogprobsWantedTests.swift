@@ -20,6 +20,8 @@ import Testing
             parameters.sampling.seed = 9
             parameters.logprobs = logprobs
             parameters.topLogprobs = topLogprobs
+            // Runs compared value for value: the same steps (draft lengths follow timing).
+            parameters.speculative = .off
             var tokens: [GeneratedToken] = []
             generator.reset()
             _ = try generator.run(prompt: prompt, parameters: parameters) { tokens.append($0) }

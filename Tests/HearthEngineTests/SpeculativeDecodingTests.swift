@@ -16,7 +16,8 @@ import Testing
 
     /// From the definition, by scanning: the earlier occurrences of the last token, latest first
     /// (the first `PromptLookup.occurrencesSearched` of them); for each, how many tokens before
-    /// it match the sequence's own (up to `PromptLookup.longest`); the first with the most.
+    /// it match the sequence's own (up to `PromptLookup.longest`); the first with the most, if
+    /// that is at least `PromptLookup.shortest`.
     static func referenceDrafts(_ history: [Int32], limit: Int) -> [Int32] {
         let count = history.count
         guard count > 1 else { return [] }
@@ -32,7 +33,7 @@ import Testing
             }
             if length > best.length { best = (length, p + 1) }
         }
-        guard best.follow >= 0 else { return [] }
+        guard best.follow >= 0, best.length >= PromptLookup.shortest else { return [] }
         return Array(history[best.follow..<min(count, best.follow + limit)])
     }
 
