@@ -76,22 +76,15 @@ struct PromptLookup {
     static let rateClasses = 9
 }
 
-/// What one decode step costs by the number of rows it verifies, so the draft length follows
-/// what this machine, model and batch actually pay for a row. Costs are not a line: the
-/// kernels take tokens in tiles (four rows can cost what three do, and a fifth a whole tile
-/// more), so each width seen is priced by the mean of its recent steps (``widthMemory``); a
-/// width not yet seen by a line `t(r) = a + b·r` fitted to every timed step (least squares with
-/// exponential forgetting) — until steps of two different widths are seen its slope is a prior
-/// fraction of the step. A width the line prices too low gets tried and then priced as measured.
+/// What one decode step costs by the number of rows it verifies: a line `t(r) = a + b·r`
+/// fitted to the steps the generator has timed (least squares with exponential forgetting),
+/// so the draft length follows what this machine, model and batch actually pay for a row.
+/// Until steps of two different widths are seen the slope is a prior fraction of the step.
 struct StepCosts {
     /// The prior cost of one more row, as a fraction of a one-row step.
     static let priorRowShare = 0.3
     private static let forgetting = 0.97
-    /// Steps a width's price averages (the latest ones).
-    static let widthMemory = 8.0
     private var n = 0.0, sumR = 0.0, sumRR = 0.0, sumT = 0.0, sumRT = 0.0
-    /// Per width (rows), the running mean of its timed steps and how many it holds (≤ ``widthMemory``).
-    private var widths: [(mean: Double, count: Double)] = []
 
     /// Records a decode step of `rows` rows that took `seconds`.
     mutating func record(rows: Int, seconds: Double) {
@@ -102,11 +95,6 @@ struct StepCosts {
         sumRR = f * sumRR + r * r
         sumT = f * sumT + seconds
         sumRT = f * sumRT + r * seconds
-        if rows <= 64 {
-            if widths.count <= rows { widths += Array(repeating: (0, 0), count: rows + 1 - widths.count) }
-            let count = min(widths[rows].count + 1, Self.widthMemory)
-            widths[rows] = (widths[rows].mean + (seconds - widths[rows].mean) / count, count)
-        }
     }
 
     /// The fitted (a, b), or nil before any step was timed.
@@ -119,10 +107,8 @@ struct StepCosts {
         return (max(meanT - b * meanR, 1e-9), b)
     }
 
-    /// Seconds a step of `rows` rows takes: its width's mean once two steps of it were timed,
-    /// else by the line (relative figures when nothing was timed).
+    /// Seconds a step of `rows` rows takes by the fit (relative figures when nothing was timed).
     func seconds(rows: Int) -> Double {
-        if rows < widths.count, widths[rows].count >= 2 { return widths[rows].mean }
         guard let (a, b) = line else { return 1 + Self.priorRowShare * Double(rows - 1) }
         return a + b * Double(rows)
     }

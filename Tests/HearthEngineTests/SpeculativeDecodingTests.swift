@@ -94,22 +94,6 @@ import Testing
         #expect(abs(DraftControl.expectedTokens(3, acceptance: 0.5) - 1.875) < 1e-12)
     }
 
-    /// Step costs in tiles (what this machine measured on the default model, ms by rows: a
-    /// fifth row costs a tile): each width seen is priced as measured, so the draft stops at
-    /// the end of a tile where a line through the same steps would draft into the next one.
-    @Test func draftLengthFollowsStepCostsByWidth() {
-        let measured: [Int: Double] = [1: 9.05, 2: 10.3, 3: 11.25, 4: 11.9, 5: 16.9, 6: 17.5, 7: 18.7, 8: 18.7]
-        var costs = StepCosts()
-        for _ in 0..<8 { for (rows, ms) in measured.sorted(by: { $0.key < $1.key }) { costs.record(rows: rows, seconds: ms / 1000) } }
-        for (rows, ms) in measured { #expect(abs(costs.seconds(rows: rows) - ms / 1000) < 1e-9) }
-        // A width never timed is priced by the line through the others: beyond 8 rows it grows.
-        #expect(costs.seconds(rows: 12) > costs.seconds(rows: 8))
-        var control = DraftControl()
-        for _ in 0..<20 { control.record(drafted: 5, accepted: 4) }  // ≈ 0.8 per position
-        // α ≈ 0.8: 3 drafts (4 rows) give 2.95 tokens in 11.9 ms; 4 drafts 3.36 in 16.9; 7 drafts 4.2 in 18.7.
-        #expect(control.length(limit: 7, others: 0, costs: costs) == 3)
-    }
-
     // MARK: - The decoder: several rows of logits per sequence
 
     /// A step that asks for the logits of every fed token of a sequence (what verification
