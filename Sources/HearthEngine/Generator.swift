@@ -558,8 +558,8 @@ public final class Generator: @unchecked Sendable {
         }
         guard most > 0 else { return [] }
         let (proposed, n) = job.lookup.match(job.run.history, limit: most)
+        guard !proposed.isEmpty else { return [] }
         let rates = PromptLookup.rateClass(n)
-        guard !proposed.isEmpty, job.drafting.indices.contains(rates) else { return [] }
         let k = job.drafting[rates].length(limit: proposed.count, others: others, costs: stepCosts)
         job.draftMatch = rates
         return Array(proposed.prefix(k))

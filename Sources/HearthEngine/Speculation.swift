@@ -37,15 +37,10 @@ struct PromptLookup {
     /// Each token's latest indexed position.
     private var latest: [Int32: Int] = [:]
 
-    /// Up to `limit` tokens that followed the occurrence described above; empty when the last
-    /// token never occurred before.
-    mutating func drafts(_ history: [Int32], limit: Int) -> [Int32] {
-        match(history, limit: limit).drafts
-    }
-
-    /// ``drafts(_:limit:)`` with the length of the suffix matched (0 when none): drafts behind
-    /// longer matches are accepted more often, and the generator keeps their rates apart
-    /// (``rateClass(_:)``).
+    /// Up to `limit` tokens that followed the occurrence described above (none when no earlier
+    /// occurrence matches at least ``shortest`` tokens), and the length of the suffix matched
+    /// (0 when none): drafts behind longer matches are accepted more often, and the generator
+    /// keeps their rates apart (``rateClass(_:)``).
     mutating func match(_ history: [Int32], limit: Int) -> (drafts: [Int32], length: Int) {
         while previous.count < history.count {
             let i = previous.count, token = history[i]

@@ -52,7 +52,7 @@ import Testing
                 let copies = period > 0 && history.count >= period && rng.next() % 10 != 0
                 history.append(copies ? history[history.count - period] : Int32(rng.next() % UInt64(alphabet)))
                 let limit = Int(rng.next() % 9) + 1
-                let got = lookup.drafts(history, limit: limit)
+                let got = lookup.match(history, limit: limit).drafts
                 #expect(got == Self.referenceDrafts(history, limit: limit), "alphabet \(alphabet), period \(period), at \(history.count)")
                 proposals += got.isEmpty ? 0 : 1
             }
