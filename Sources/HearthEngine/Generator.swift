@@ -123,6 +123,11 @@ public final class Generator: @unchecked Sendable {
     private var useClock: UInt64 = 0
     /// What a decode step costs per row, timed as steps run (speculative draft lengths follow it).
     private var stepCosts = StepCosts()
+    /// The draft model of ``SpeculativeMode/draft``, when one was given.
+    let draft: DraftModel?
+    /// Tests: draft-model requests draft this many tokens whenever the limits allow, whatever
+    /// the cost rule says (tiny test models' steps cost what the model's do, so it would not draft).
+    var forcedDraftLength: Int?
 
     private let queue = NSLock()
     private var pending: [Job] = []
@@ -153,9 +158,15 @@ public final class Generator: @unchecked Sendable {
     /// slots are allocated now: `cacheBytes` is what the cache will ever take. Sliding-window
     /// layers hold a window-sized buffer per slot (``KVCache/Window``) unless `windowedCache` is
     /// false (full-length storage in every layer, as before the window cache: to compare against).
+    ///
+    /// `draftModel`, when given, drafts tokens for requests that ask for ``SpeculativeMode/draft``:
+    /// a smaller model with the same tokenizer (checked: every token the same bytes, the same
+    /// special and end tokens), with its own KV slots beside these (f16), run on the same workers.
+    /// - Throws: `EngineError` `.invalidOption` for sizes out of range or a draft model whose
+    ///   tokenizer differs.
     public init(
         model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = Generator.defaultBatch, kvType: DType = .f16,
-        sequences: Int = 1, windowedCache: Bool = true
+        sequences: Int = 1, windowedCache: Bool = true, draftModel: LanguageModel? = nil
     ) throws {
         let context = context ?? model.defaultContext
         guard context > 0, context <= 1 << 20 else {
@@ -169,12 +180,21 @@ public final class Generator: @unchecked Sendable {
                 .invalidOption, "parallel sequences must be between 1 and \(min(batch, 256)) (the batch), got \(sequences)")
         }
         self.model = model
+        let pool = WorkerPool(threads: threads ?? WorkerPool.defaultThreadCount)
         decoder = try Decoder(
             weights: model.weights, options: model.options, context: context, maxBatch: batch, kvType: kvType,
-            sequences: sequences, windowedCache: windowedCache,
-            pool: WorkerPool(threads: threads ?? WorkerPool.defaultThreadCount))
+            sequences: sequences, windowedCache: windowedCache, pool: pool)
+        draft = try draftModel.map {
+            try DraftModel(model: $0, target: model, context: context, batch: batch, sequences: sequences, pool: pool)
+        }
         slots = Array(repeating: Slot(), count: sequences)
     }
+
+    /// The model that drafts for ``SpeculativeMode/draft`` requests, if any.
+    public var draftModel: LanguageModel? { draft?.model }
+
+    /// Bytes held by the draft model's KV cache (0 without one).
+    public var draftCacheBytes: Int { draft?.decoder.cache.byteCount ?? 0 }
 
     /// The context size in tokens (per sequence).
     public var context: Int { decoder.context }
@@ -316,6 +336,11 @@ public final class Generator: @unchecked Sendable {
         if let bad = prompt.first(where: { $0 < 0 || Int($0) >= model.options.vocabSize }) {
             throw EngineError(.invalidToken, "token id \(bad) is outside the vocabulary (\(model.options.vocabSize))")
         }
+        if parameters.speculative == .draft && draft == nil {
+            throw EngineError(
+                .invalidOption, "speculative decoding with a draft model was asked for, but no draft model is loaded",
+                remedy: "Give --draft-model, or use --speculative lookup or off")
+        }
     }
 
     /// Forgets every cached conversation (waits for running requests' current step).
@@ -325,6 +350,7 @@ public final class Generator: @unchecked Sendable {
             slots[s].tokens = []
             decoder.cache.truncate(to: 0, sequence: s)
         }
+        draft?.reset()
         lock.unlock()
     }
 
@@ -382,7 +408,7 @@ public final class Generator: @unchecked Sendable {
         /// Speculative decoding: the n-gram index of the sequence and the draft length control.
         var lookup = PromptLookup()
         /// Per class of match length (``PromptLookup/rateClass(_:)``), its drafts' acceptance
-        /// and length control.
+        /// and length control (class 0: a draft model's drafts).
         var drafting = [DraftControl](repeating: DraftControl(), count: PromptLookup.rateClasses)
         /// The rate class of the drafts fed in the current step.
         var draftMatch = 0
@@ -451,14 +477,10 @@ public final class Generator: @unchecked Sendable {
         var lengths: [Int: Int] = [:]
         let decoding = active.filter { $0.input.count == 1 }
         let prefilling = active.filter { $0.input.count > 1 }
-        var draftBudget = max(0, min(decoder.maxBatch - decoding.count, Self.speculativeRows - decoding.count))
-        var rows = decoding.count
+        let proposals = drafts(for: decoding)
         let started = DispatchTime.now()
-        for job in decoding {
+        for (job, drafts) in zip(decoding, proposals) {
             let input = job.input.first ?? 0
-            let drafts = draftBudget > 0 ? self.drafts(for: job, limit: draftBudget, others: rows - 1) : []
-            draftBudget -= drafts.count
-            rows += drafts.count
             fed.append(Fed(job: job, count: 1 + drafts.count, logitsRow: logitsFor.count, drafts: drafts))
             for (i, token) in ([input] + drafts).enumerated() {
                 logitsFor.append(items.count)
@@ -542,13 +564,41 @@ public final class Generator: @unchecked Sendable {
     /// draft length is chosen by what a row costs, ``StepCosts``, within this).
     static let speculativeRows = 32
 
-    /// Tokens `job` drafts this step (at most `limit`, beside `others` rows of the step): none
-    /// unless its request asked for speculation, the text repeats and a draft pays by its
-    /// acceptance rate and ``stepCosts``; never past the context, the token limit or
-    /// (LongRoPE) the original context while the sequence is still inside it.
-    private func drafts(for job: Job, limit: Int, others: Int) -> [Int32] {
-        let mode = job.parameters.speculative
-        guard mode != .off else { return [] }
+    /// The tokens each decoding job drafts this step, within ``speculativeRows`` rows in all:
+    /// prompt lookup's at once, then the draft model's for every job that drafts with it, in one
+    /// batched run of the draft model.
+    private func drafts(for decoding: [Job]) -> [[Int32]] {
+        var budget = max(0, min(decoder.maxBatch - decoding.count, Self.speculativeRows - decoding.count))
+        var rows = decoding.count
+        var proposals = [[Int32]](repeating: [], count: decoding.count)
+        var requests: [DraftModel.Request] = [], requesters: [Int] = []
+        for (i, job) in decoding.enumerated() where budget > 0 {
+            var k = 0
+            if job.parameters.speculative == .draft, let draft {
+                k = draftLength(for: job, limit: budget, others: rows - 1, draft: draft)
+                if k > 0 {
+                    requests.append(.init(slot: job.slot, history: job.run.history, count: k))
+                    requesters.append(i)
+                }
+            } else {
+                proposals[i] = lookupDrafts(for: job, limit: budget, others: rows - 1)
+                k = proposals[i].count
+            }
+            budget -= k
+            rows += k
+        }
+        if let draft, !requests.isEmpty {
+            let drafted = draft.drafts(requests, shouldStop: { decoding.allSatisfy { $0.isCancelled() } })
+            for (r, i) in requesters.enumerated() { proposals[i] = drafted[r] }
+        }
+        return proposals
+    }
+
+    /// The most tokens `job` may draft this step (at most `limit`): none unless its request
+    /// asked for speculation; never past the context, the token limit or (LongRoPE) the
+    /// original context while the sequence is still inside it.
+    private func draftLimit(for job: Job, limit: Int) -> Int {
+        guard job.parameters.speculative != .off else { return 0 }
         // The input token is at job.position; drafts follow it.
         let filled = job.position + 1
         var most = min(limit, DraftControl.longestDraft, decoder.context - 1 - job.position)
@@ -556,6 +606,27 @@ public final class Generator: @unchecked Sendable {
         if case .longRoPE(_, _, let original, _) = model.options.rope.scaling, filled <= original {
             most = min(most, original - filled)
         }
+        return max(0, most)
+    }
+
+    /// How many tokens the draft model drafts for `job` this step (beside `others` rows): the
+    /// length that pays by its acceptance rate, ``stepCosts`` and the draft model's own
+    /// measured step (before it was timed: a tenth of a step of the model).
+    private func draftLength(for job: Job, limit: Int, others: Int, draft: DraftModel) -> Int {
+        let most = draftLimit(for: job, limit: limit)
+        guard most > 0 else { return 0 }
+        let draftSeconds =
+            draft.costs.line == nil || stepCosts.line == nil ? 0.1 * stepCosts.seconds(rows: 1) : draft.costs.seconds(rows: 1)
+        job.draftMatch = 0
+        if let forcedDraftLength { return min(most, forcedDraftLength) }
+        return job.drafting[0].length(limit: most, others: others, costs: stepCosts, draftSeconds: draftSeconds)
+    }
+
+    /// Tokens `job` drafts by prompt lookup this step (at most `limit`, beside `others` rows of
+    /// the step): none unless the text repeats and a draft pays by its acceptance rate and
+    /// ``stepCosts``, within ``draftLimit(for:limit:)``.
+    private func lookupDrafts(for job: Job, limit: Int, others: Int) -> [Int32] {
+        let most = draftLimit(for: job, limit: limit)
         guard most > 0 else { return [] }
         let (proposed, n) = job.lookup.match(job.run.history, limit: most)
         guard !proposed.isEmpty else { return [] }

@@ -9,6 +9,12 @@ public enum SpeculativeMode: String, Sendable, CaseIterable, Codable {
     /// sequence's own longest. Costs nothing when nothing repeats; pays on summaries,
     /// extraction, rewrites and edits of a given text.
     case lookup
+    /// A draft model (``Generator/init(model:context:threads:batch:kvType:sequences:windowedCache:draftModel:)``,
+    /// `--draft-model`): a smaller model with the same tokenizer proposes its most likely next
+    /// tokens, one batched step of it per drafted position. Pays where the draft model's
+    /// steps are much cheaper than the model's and it agrees with the model often; needs a
+    /// generator with a draft model.
+    case draft
     /// Plain decoding: one token per step.
     case off
 }
@@ -138,9 +144,10 @@ struct DraftControl {
     }
 
     /// The number of tokens to draft this step, at most `limit`, when `others` rows decode
-    /// beside this sequence: the length with the most tokens per second by `costs`, or 0 when
-    /// none beats not drafting (counts a paused step).
-    mutating func length(limit: Int, others: Int, costs: StepCosts) -> Int {
+    /// beside this sequence: the length with the most tokens per second by `costs` (and
+    /// `draftSeconds` for each drafted token: a draft model's step; prompt lookup costs
+    /// nothing), or 0 when none beats not drafting (counts a paused step).
+    mutating func length(limit: Int, others: Int, costs: StepCosts, draftSeconds: Double = 0) -> Int {
         if pause > 0 {
             pause -= 1
             if pause == 0 {
@@ -153,7 +160,9 @@ struct DraftControl {
         let plain = Double(rows) / costs.seconds(rows: rows)
         var best = (k: 0, rate: plain)
         for k in stride(from: 1, through: min(limit, Self.longestDraft), by: 1) {
-            let rate = (Double(others) + Self.expectedTokens(k, acceptance: acceptance)) / costs.seconds(rows: rows + k)
+            let rate =
+                (Double(others) + Self.expectedTokens(k, acceptance: acceptance))
+                / (costs.seconds(rows: rows + k) + Double(k) * draftSeconds)
             if rate > best.rate { best = (k, rate) }
         }
         if best.k == 0 {

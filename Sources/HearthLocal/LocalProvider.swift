@@ -52,6 +52,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// Speculative decoding for every request (``SpeculativeMode``; default prompt lookup,
         /// adaptive). It changes how many tokens a step verifies, never which are generated.
         public var speculative: SpeculativeMode = .lookup
+        /// The draft model of ``SpeculativeMode/draft`` (a checkpoint directory, `.gguf` or
+        /// `.hqf` of a smaller model with the same tokenizer), loaded with the model; nil: none.
+        public var draftModelPath: String?
         /// Where GGUF weights rearranged for the kernels are kept between loads (default: the
         /// environment's, ``RepackCache/init(environment:)``; `.disabled` rearranges in memory).
         public var repackCache: RepackCache = .default
@@ -129,12 +132,13 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     }
 
     /// Creates a provider around an already loaded model, serving up to `parallel` requests at once
-    /// (`kvType`: ``Configuration/kvType``; `speculative`: ``Configuration/speculative``).
+    /// (`kvType`: ``Configuration/kvType``; `speculative`: ``Configuration/speculative``, with
+    /// `draftModel` drafting for ``SpeculativeMode/draft``).
     public init(
         id: String = "local", model: LanguageModel, context: Int? = nil, threads: Int? = nil,
         batch: Int = Generator.defaultBatch,
         parallel: Int = 1, embeddingPooling: EmbeddingPooling = .mean, kvType: DType = .f16,
-        speculative: SpeculativeMode = .lookup
+        speculative: SpeculativeMode = .lookup, draftModel: LanguageModel? = nil
     ) throws {
         self.id = id
         var configuration = Configuration(
@@ -142,10 +146,12 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         configuration.embeddingPooling = embeddingPooling
         configuration.kvType = kvType
         configuration.speculative = speculative
+        configuration.draftModelPath = draftModel?.path.path
         self.configuration = configuration
         state = .loaded(
             try Generator(
-                model: model, context: context, threads: threads, batch: batch, kvType: kvType, sequences: parallel))
+                model: model, context: context, threads: threads, batch: batch, kvType: kvType, sequences: parallel,
+                draftModel: draftModel))
     }
 
     /// How this provider's model computes on this CPU: the kernel level (``KernelLevel``), the
@@ -460,9 +466,13 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                     let model = try LanguageModel(
                         path: configuration.modelPath, quantize: configuration.quantize?.dtype, threads: configuration.threads,
                         repackCache: configuration.repackCache)
+                    let draft = try configuration.draftModelPath.map {
+                        try LanguageModel(path: $0, threads: configuration.threads, repackCache: configuration.repackCache)
+                    }
                     let generator = try Generator(
                         model: model, context: configuration.context, threads: configuration.threads,
-                        batch: configuration.batch, kvType: configuration.kvType, sequences: configuration.parallel)
+                        batch: configuration.batch, kvType: configuration.kvType, sequences: configuration.parallel,
+                        draftModel: draft)
                     if let tokens = configuration.prefillWhileDecoding { generator.interleavedPrefillTokens = max(1, tokens) }
                     generator.activationPrecision = configuration.activationPrecision
                     result = .success(generator)

@@ -31,7 +31,7 @@ final class ServerMetrics: Sendable {
             name: "hearth_prompt_tokens_cached_total", help: "Prompt tokens served from the KV cache (prefix reuse).")
         generatedTokens = registry.makeCounter(name: "hearth_generation_tokens_total", help: "Tokens generated.")
         draftedTokens = registry.makeCounter(
-            name: "hearth_speculative_draft_tokens_total", help: "Tokens drafted for speculative verification (prompt lookup).")
+            name: "hearth_speculative_draft_tokens_total", help: "Tokens drafted for speculative verification (prompt lookup or a draft model).")
         acceptedDraftTokens = registry.makeCounter(
             name: "hearth_speculative_accepted_tokens_total",
             help: "Drafted tokens the model accepted: generated tokens that took no decode step of their own.")

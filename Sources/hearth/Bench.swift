@@ -59,8 +59,11 @@ struct Bench: ParsableCommand {
     @Flag(name: .long, help: "Keep full-length keys and values in sliding-window layers (every layer holds the whole context, as before the window-sized cache), to measure memory and speed against the default window-sized cache.")
     var fullWindowCache = false
 
-    @Option(name: .long, help: "Measure speculative decoding instead of pp/tg: lookup (prompt lookup, the generation default) generates -n greedy tokens (end tokens banned) after each prompt of --prompt-file, plainly and with speculation, alternating, and prints both decode speeds, their ratio (aggregate, median and worst prompt), the draft acceptance and how many texts were identical; off times plain decoding on both sides (a control).")
+    @Option(name: .long, help: "Measure speculative decoding instead of pp/tg: lookup (prompt lookup, the generation default) or draft (--draft-model's drafts) generates -n greedy tokens (end tokens banned) after each prompt of --prompt-file, plainly and with speculation, alternating, and prints both decode speeds, their ratio (aggregate, median and worst prompt), the draft acceptance and how many texts were identical; off times plain decoding on both sides (a control).")
     var speculative: SpeculativeMode?
+
+    @Option(name: .long, help: "With --speculative draft: the draft model (a path or name as for --model, with the model's tokenizer).")
+    var draftModel: String?
 
     @Option(name: .long, help: "With --speculative: the prompts, as a .jsonl file of objects with a \"prompt\" string (benchmarks/data/grounded-prompts.jsonl), or any other file as one raw-text prompt (tokenized with the model's BOS, no chat template).")
     var promptFile: String?
@@ -85,8 +88,11 @@ struct Bench: ParsableCommand {
             if promptFile == nil { throw ValidationError("--speculative needs --prompt-file (the prompts to continue)") }
             if generate < 2 { throw ValidationError("--speculative needs -n ≥ 2") }
             if parallel != nil || depth > 0 { throw ValidationError("--speculative is not measured with --parallel or -d") }
-        } else if promptFile != nil || saveTokens != nil {
-            throw ValidationError("--prompt-file and --save-tokens are read by --speculative only")
+            if (speculative == .draft) != (draftModel != nil) {
+                throw ValidationError("--speculative draft needs --draft-model, which only it reads")
+            }
+        } else if promptFile != nil || saveTokens != nil || draftModel != nil {
+            throw ValidationError("--prompt-file, --save-tokens and --draft-model are read by --speculative only")
         }
         if let parallel {
             let levels = parallelLevels ?? []

@@ -54,9 +54,12 @@ extension Bench {
         let texts = try speculativePrompts(promptFile)
         let prompts = try texts.map { try lm.tokenizer.encode($0, addSpecialTokens: true) }
         let longest = prompts.map(\.count).max() ?? 0
+        let draft = try draftModel.map {
+            try LanguageModel(path: try ModelNames.path($0), threads: threads, repackCache: model.source.repackCache)
+        }
         let generator = try Generator(
             model: lm, context: longest + generate + 1, threads: threads, batch: batch, kvType: kernels.kvType,
-            windowedCache: !fullWindowCache)
+            windowedCache: !fullWindowCache, draftModel: draft)
         generator.quantizedBatchPath = kernels.batchPath
         generator.activationPrecision = kernels.precision
         func once(_ prompt: [Int32], _ speculative: SpeculativeMode) throws -> (ids: [Int32], summary: GenerationSummary) {

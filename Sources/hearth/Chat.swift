@@ -93,11 +93,13 @@ struct Chat: ParsableCommand {
         case .instruct: style = .chatTemplate
         case nil: style = .automatic
         }
+        let draftPath = try speculation.draftPath()
         let local = modelPath.map {
             var configuration = LocalProvider.Configuration(
                 modelPath: $0, context: context.ctx, threads: workers.threads, batch: batching.batch, promptStyle: style,
                 endsRepetitiveReplies: true)
-            configuration.speculative = speculation.speculative
+            configuration.speculative = speculation.mode
+            configuration.draftModelPath = draftPath
             configuration.activationPrecision = activation.precision
             configuration.repackCache = source.repackCache
             configuration.kvType = kv.kvType

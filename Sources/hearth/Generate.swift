@@ -142,7 +142,8 @@ struct Generate: ParsableCommand {
             let lm = try model.load(threads: runtime.threads, showProgress: !json)
             let generator = try Generator(
                 model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch,
-                kvType: runtime.kernels.kvType)
+                kvType: runtime.kernels.kvType,
+                draftModel: try speculation.loadDraft(threads: runtime.threads, repackCache: model.source.repackCache))
             generator.quantizedBatchPath = runtime.kernels.batchPath
             generator.activationPrecision = runtime.kernels.precision
             let tokens =
@@ -156,7 +157,7 @@ struct Generate: ParsableCommand {
             parameters.topLogprobs = topLogprobs
             parameters.logprobs = json  // JSON lines carry each token's log-probability
             parameters.stripLeadingSpace = !raw
-            parameters.speculative = speculation.speculative
+            parameters.speculative = speculation.mode
             if let format {
                 do { try ResponseFormatGrammar.apply(format, to: &parameters, model: lm) } catch {
                     throw ValidationError("\(formatFlag): \(error)")
@@ -214,7 +215,8 @@ struct Generate: ParsableCommand {
         let lm = try model.load(threads: runtime.threads, showProgress: true)
         let provider = try LocalProvider(
             model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch, kvType: runtime.kernels.kvType,
-            speculative: speculation.speculative)
+            speculative: speculation.mode,
+            draftModel: try speculation.loadDraft(threads: runtime.threads, repackCache: model.source.repackCache))
         let request = ChatRequest(messages: [.user(prompt)], options: options)
         let finish = try blocking { () async throws -> HearthProviders.FinishReason in
             var calls = ToolCallCollector()

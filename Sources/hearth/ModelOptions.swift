@@ -166,12 +166,36 @@ struct MaxTokensOption: ParsableArguments {
 
 extension SpeculativeMode: ExpressibleByArgument {}
 
-/// `--speculative`: how tokens are drafted for verification several at a time.
+/// `--speculative` and `--draft-model`: how tokens are drafted for verification several at a time.
 struct SpeculativeOption: ParsableArguments {
     @Option(
         name: .long,
-        help: "Speculative decoding: lookup (drafts tokens from repeats of the prompt and the reply so far, verified several at a time in one batched step; the draft length follows the acceptance rate and the measured cost of a step, and drafting pauses when it does not pay) or off. The generated tokens are the same either way. (default: lookup)")
-    var speculative: SpeculativeMode = .lookup
+        help: "Speculative decoding: lookup (drafts tokens from repeats of the prompt and the reply so far), draft (a smaller model's most likely next tokens: needs --draft-model) or off. Drafts are verified several at a time in one batched step; the draft length follows the acceptance rate and the measured cost of a step, and drafting pauses when it does not pay. The generated tokens are the same either way. (default: draft with --draft-model, else lookup)")
+    var speculative: SpeculativeMode?
+
+    @Option(
+        name: .long,
+        help: "A draft model for --speculative draft: a path or name as for --model, of a smaller model with the same tokenizer (checked at load). Its KV cache (f16, one slot per sequence) sits beside the model's.")
+    var draftModel: String?
+
+    /// The mode asked for: `--speculative`, else draft when a draft model is given, else lookup.
+    var mode: SpeculativeMode { speculative ?? (draftModel != nil ? .draft : .lookup) }
+
+    func validate() throws {
+        if speculative == .draft && draftModel == nil { throw ValidationError("--speculative draft needs --draft-model") }
+    }
+
+    /// The draft model's path when the mode drafts with one (nil otherwise: not loaded).
+    func draftPath() throws -> String? {
+        guard mode == .draft, let draftModel else { return nil }
+        return try ModelNames.path(draftModel)
+    }
+
+    /// Loads the draft model when the mode drafts with one.
+    func loadDraft(threads: Int?, repackCache: RepackCache) throws -> LanguageModel? {
+        guard let path = try draftPath() else { return nil }
+        return try LanguageModel(path: path, threads: threads, repackCache: repackCache)
+    }
 }
 
 /// Options for running the model: threads, context, batch, KV type and kernel path.

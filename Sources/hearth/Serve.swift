@@ -168,6 +168,9 @@ struct Serve: AsyncParsableCommand {
         // Several models: one provider each, named as given, sharing one residency limit.
         var localModels: [(name: String, provider: LocalProvider)] = []
         let named = try servedModels()
+        if speculation.draftModel != nil && named.count > 1 {
+            throw ValidationError("--draft-model drafts for one model: serve it with one --model")
+        }
         let residency = named.count > 1 ? ModelResidency(maxLoaded: maxLoaded) : nil
         if needsModel || !named.isEmpty {
             let requested: [(name: String?, text: String?)] = named.isEmpty ? [(nil, nil)] : named.map { ($0.name, $0.text) }
@@ -178,7 +181,8 @@ struct Serve: AsyncParsableCommand {
                     promptStyle: promptStyle.style)
                 settings.prefillWhileDecoding = prefillWhileDecoding
                 settings.kvType = kv.kvType
-                settings.speculative = speculation.speculative
+                settings.speculative = speculation.mode
+                settings.draftModelPath = try speculation.draftPath()
                 settings.activationPrecision = activation.precision
                 settings.residency = residency
                 let modelName = alias ?? given.flatMap { ModelNames.isPath($0) ? nil : $0 }
