@@ -81,6 +81,15 @@ public struct KernelTable: Sendable {
     private(set) var sgemm:
         @Sendable (Int, Int, Int, UnsafePointer<Float>, Int, UnsafePointer<Float>, Int, Bool, UnsafeMutablePointer<Float>, Int, Float, Float)
             -> Void
+    /// y[b·ldy + r] = f16 row r · row b of x for a range of rows and `batch` rows of x, each row
+    /// converted once into a scratch row of `cols` floats (w, rowBytes, cols, x, batch, rows, y,
+    /// ldy, scratch); nil where the level has no such kernel (``matmul`` then converts each row
+    /// and dots it with each row of x with ``dotFloats``).
+    private(set) var dotRowsF16:
+        (@Sendable (
+            UnsafeRawPointer, Int, Int, UnsafePointer<Float>, Int, Range<Int>, UnsafeMutablePointer<Float>, Int,
+            UnsafeMutablePointer<Float>
+        ) -> Void)?
     /// The quantized kernel family's name (for `bench` and `inspect`).
     public let quantizedKernelName: String
 
@@ -215,6 +224,9 @@ public struct KernelTable: Sendable {
             attentionValuesF16 = hearthAttentionValuesF16AVX512
             fusedAttention = hearthFusedAttentionAVX512
             halfToFloats = hearthHalfToFloatAVX512
+            dotRowsF16 = { w, rowBytes, cols, x, batch, rows, y, ldy, scratch in
+                hearthDotRowsF16AVX512(w, rowBytes: rowBytes, cols: cols, x: x, batch: batch, rows: rows, y: y, ldy: ldy, row: scratch)
+            }
             // Heads up to 512 wide (16 blocks: one vector of scales); wider ones keep the AVX2 kernel.
             let valuesBelow = attentionValuesKV
             attentionValuesKV = { s, values, stride, first, last, headDim, kind, out in

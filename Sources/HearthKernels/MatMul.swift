@@ -48,7 +48,9 @@ public final class MatMulScratch: @unchecked Sendable {
 /// Rows of W are split across the pool's workers. Quantized weights (interleaved layout)
 /// take the integer path: x is quantized once to 8-bit blocks, then every weight byte is
 /// read once per token tile. Float weights use a SIMD dot for one vector and BLAS `sgemm`
-/// on dequantized slabs for a batch.
+/// on dequantized slabs for a batch; 16-bit float weights take the one-vector path's
+/// conversion and dot row by row for batches of up to 16 (each row of y then equals the
+/// one-vector product bit for bit).
 ///
 /// `level` (default ``KernelLevel/current``) picks another level's kernels (``KernelTable``), for tests.
 public func matmul(
@@ -71,13 +73,36 @@ public func matmul(
         }
         return
     }
+    if w.dtype == .f16, w.layout == .rows, batch <= smallBatch16, let dotRows = kernels.dotRowsF16 {
+        // The level's kernel: each weight row converted once for every row of x (one or several).
+        pool.parallelChunks(w.rows, granularity: 16) { rows, worker in
+            dotRows(w.data, w.rowBytes, w.cols, x, batch, rows, y, ldy, scratch.slab(worker))
+        }
+        return
+    }
     if batch == 1 {
         pool.parallelChunks(w.rows, granularity: 16) { rows, worker in
             matvecRows(w, x: x, y: y, rows: rows, scratch: scratch.slab(worker), kernels: kernels)
         }
         return
     }
+    if w.dtype == .f16 && w.layout == .rows && batch <= smallBatch16 {
+        // A few rows of x (a decode step of several sequences, a speculative verification): each
+        // weight row converted once into the worker's scratch (in cache), then one dot per row of
+        // x — the matrix is read once, as for one row, instead of converted slab by slab for sgemm.
+        let toFloats = floatRowConverter(w, kernels)
+        let dot = kernels.dotFloats
+        pool.parallelChunks(w.rows, granularity: 16) { rows, worker in
+            let row = scratch.slab(worker)
+            for r in rows {
+                toFloats(r, row)
+                for b in 0..<batch { y[b * ldy + r] = dot(row, x + b * w.cols, w.cols) }
+            }
+        }
+        return
+    }
     // Split rows in slabs so each worker dequantizes `slabRows` rows at most at a time.
+    let toFloats = floatRowConverter(w, kernels)
     pool.run { worker in
         let per = (w.rows + pool.threadCount - 1) / pool.threadCount
         let start = min(w.rows, worker * per)
@@ -90,7 +115,7 @@ public func matmul(
                 b = w.row(r).assumingMemoryBound(to: Float.self)
             } else {
                 let slab = scratch.slab(worker)
-                for i in 0..<n { w.dequantizeRow(r + i, into: slab + i * w.cols, level: level) }
+                for i in 0..<n { toFloats(r + i, slab + i * w.cols) }
                 b = UnsafePointer(slab)
             }
             BLAS.sgemm(
@@ -100,6 +125,21 @@ public func matmul(
         }
     }
 }
+
+/// Converts row r of `w` to floats with `kernels` (fetched once: a per-row table lookup costs
+/// more than converting a short row).
+private func floatRowConverter(_ w: WeightMatrix, _ kernels: KernelTable) -> (Int, UnsafeMutablePointer<Float>) -> Void {
+    if w.dtype == .f16 && w.layout == .rows {
+        let halfToFloats = kernels.halfToFloats
+        return { r, out in halfToFloats(w.row(r), w.cols, out) }
+    }
+    let level = kernels.level
+    return { r, out in w.dequantizeRow(r, into: out, level: level) }
+}
+
+/// The most rows of x for which 16-bit float weights are multiplied row by row (each weight row
+/// converted once, then dotted with every row of x) rather than converted in slabs for `sgemm`.
+let smallBatch16 = 16
 
 /// Matrix–vector product for a range of rows with the kernels of one level: y[r] = W[r] · x.
 @inline(__always)
@@ -111,7 +151,11 @@ func matvecRows(
     case .f32:
         for r in rows { y[r] = kernels.dotFloats(w.row(r).assumingMemoryBound(to: Float.self), x, w.cols) }
     case .f16:
-        for r in rows { y[r] = dotF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
+        // The level's f16 conversion into the worker's scratch (in cache), then its float dot.
+        for r in rows {
+            kernels.halfToFloats(w.row(r), w.cols, scratch)
+            y[r] = kernels.dotFloats(scratch, x, w.cols)
+        }
     case .bf16:
         for r in rows { y[r] = dotBF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
     case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_a:
@@ -133,13 +177,6 @@ func matvecRows(
 @inline(__always)
 public func dotF32(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int, level: KernelLevel = .current) -> Float {
     KernelTable.at(level).dotFloats(a, b, n)
-}
-
-@inline(__always)
-func dotF16(_ a: UnsafePointer<UInt16>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {
-    var sum: Float = 0
-    for i in 0..<n { sum += halfToFloat(a[i]) * b[i] }
-    return sum
 }
 
 @inline(__always)

@@ -76,8 +76,7 @@ public func dequantize(
     case .f32:
         out.update(from: src.assumingMemoryBound(to: Float.self), count: count)
     case .f16:
-        let h = src.assumingMemoryBound(to: UInt16.self)
-        for i in 0..<count { out[i] = halfToFloat(UInt16(littleEndian: h[i])) }
+        KernelTable.at(level).halfToFloats(src, count, out)
     case .bf16:
         let b = src.assumingMemoryBound(to: UInt16.self)
         for i in 0..<count { out[i] = bfloat16ToFloat(UInt16(littleEndian: b[i])) }

@@ -132,3 +132,82 @@ private func kvBlockFloats(_ quants: UnsafeRawPointer, block b: Int, kind: Int32
     return (_mm512_cvtepi32_ps(_mm512_sub_epi32(lo, zero)), _mm512_cvtepi32_ps(_mm512_sub_epi32(hi, zero)))
 }
 #endif
+
+#if arch(x86_64)
+/// y[b·ldy + r] = (row r of an f16 matrix, `rowBytes` apart) · (row b of x, `cols` floats) for
+/// r in `rows` and b in 0..<batch: each weight row converted once into `row` (`cols` floats,
+/// in cache), then dotted with up to four rows of x at a time. Each (r, b) has two accumulators
+/// (alternate runs of 16 columns) and sums in the same order whatever `batch`: a row of a batch
+/// equals the one-row product bit for bit.
+@inline(never)
+public func hearthDotRowsF16AVX512(
+    _ w: UnsafeRawPointer, rowBytes: Int, cols: Int, x: UnsafePointer<Float>, batch: Int, rows: Range<Int>,
+    y: UnsafeMutablePointer<Float>, ldy: Int, row: UnsafeMutablePointer<Float>
+) {
+    for r in rows {
+        hearthHalfToFloatAVX512(w + r * rowBytes, count: cols, into: row)
+        var b = 0
+        while b < batch {
+            switch min(4, batch - b) {
+            case 1: dotRowF16(row, cols, x, r, b, 1, y, ldy)
+            case 2: dotRowF16(row, cols, x, r, b, 2, y, ldy)
+            case 3: dotRowF16(row, cols, x, r, b, 3, y, ldy)
+            default: dotRowF16(row, cols, x, r, b, 4, y, ldy)
+            }
+            b += 4
+        }
+    }
+}
+
+/// y[(b + k)·ldy + r] = row · x row b + k for k < n (n ≤ 4, a constant at each inlined call, so
+/// the unused accumulators fold away).
+@inline(__always)
+private func dotRowF16(
+    _ row: UnsafeMutablePointer<Float>, _ cols: Int, _ x: UnsafePointer<Float>, _ r: Int, _ b: Int, _ n: Int,
+    _ y: UnsafeMutablePointer<Float>, _ ldy: Int
+) {
+    let rw = UnsafeRawPointer(row)
+    let rx = UnsafeRawPointer(x) + 4 * b * cols
+    let x1 = rx + 4 * cols * min(1, n - 1), x2 = rx + 4 * cols * min(2, n - 1), x3 = rx + 4 * cols * min(3, n - 1)
+    var e0 = SIMD16<Float>(), e1 = SIMD16<Float>(), e2 = SIMD16<Float>(), e3 = SIMD16<Float>()
+    var o0 = SIMD16<Float>(), o1 = SIMD16<Float>(), o2 = SIMD16<Float>(), o3 = SIMD16<Float>()
+    var i = 0
+    while i + 32 <= cols {
+        let v = _mm512_loadu_ps(rw + 4 * i), u = _mm512_loadu_ps(rw + 4 * i + 64)
+        e0 = _mm512_fmadd_ps(v, _mm512_loadu_ps(rx + 4 * i), e0)
+        o0 = _mm512_fmadd_ps(u, _mm512_loadu_ps(rx + 4 * i + 64), o0)
+        if n > 1 {
+            e1 = _mm512_fmadd_ps(v, _mm512_loadu_ps(x1 + 4 * i), e1)
+            o1 = _mm512_fmadd_ps(u, _mm512_loadu_ps(x1 + 4 * i + 64), o1)
+        }
+        if n > 2 {
+            e2 = _mm512_fmadd_ps(v, _mm512_loadu_ps(x2 + 4 * i), e2)
+            o2 = _mm512_fmadd_ps(u, _mm512_loadu_ps(x2 + 4 * i + 64), o2)
+        }
+        if n > 3 {
+            e3 = _mm512_fmadd_ps(v, _mm512_loadu_ps(x3 + 4 * i), e3)
+            o3 = _mm512_fmadd_ps(u, _mm512_loadu_ps(x3 + 4 * i + 64), o3)
+        }
+        i += 32
+    }
+    if i + 16 <= cols {  // one more run of 16 goes to the first accumulators
+        let v = _mm512_loadu_ps(rw + 4 * i)
+        e0 = _mm512_fmadd_ps(v, _mm512_loadu_ps(rx + 4 * i), e0)
+        if n > 1 { e1 = _mm512_fmadd_ps(v, _mm512_loadu_ps(x1 + 4 * i), e1) }
+        if n > 2 { e2 = _mm512_fmadd_ps(v, _mm512_loadu_ps(x2 + 4 * i), e2) }
+        if n > 3 { e3 = _mm512_fmadd_ps(v, _mm512_loadu_ps(x3 + 4 * i), e3) }
+        i += 16
+    }
+    let body = i
+    func store(_ k: Int, _ acc: SIMD16<Float>) {
+        var sum = acc.sum()
+        let xk = x + (b + k) * cols
+        for j in body..<cols { sum += row[j] * xk[j] }
+        y[(b + k) * ldy + r] = sum
+    }
+    store(0, e0 + o0)
+    if n > 1 { store(1, e1 + o1) }
+    if n > 2 { store(2, e2 + o2) }
+    if n > 3 { store(3, e3 + o3) }
+}
+#endif
