@@ -14,10 +14,14 @@ Tokens come from usage.completion_tokens (stream_options.include_usage). Per con
 reports the total over all prompts (sum of tokens / sum of decode seconds) and the median of
 the per-prompt ratios to the engine's own plain configuration.
 
+With --draft-model D: a draft model instead of prompt lookup — Hearth `--speculative draft
+--draft-model D` against llama.cpp's `--spec-type draft-simple -md D` at each `--spec-draft-n-max`
+of --llama-draft-max (its default is 3; compare with its best), beside both plain configurations.
+
 Usage: benchmarks/speculative.py [--model models/gemma-3-270m-q4_k_m.gguf] [--threads 2]
        [--max-tokens 256] [--rounds 1] [--hearth .build/release/hearth]
        [--llama-server /work/llama-build/build/bin/llama-server] [--only hearth|llama]
-       [--json OUT]
+       [--draft-model D [--llama-draft-max 3,8,16]] [--json OUT]
 """
 import argparse
 import json
@@ -105,7 +109,8 @@ def start(config, args, port):
                "-t", str(args.threads), "--ctx", str(args.ctx), "--speculative", config["mode"]]
     else:
         cmd = [args.llama_server, "-m", args.model, "--port", str(port), "--host", "127.0.0.1",
-               "-t", str(args.threads), "-c", str(args.ctx), "-np", "1", "--spec-type", config["mode"]]
+               "-t", str(args.threads), "-c", str(args.ctx), "-np", "1", "--spec-type", config["type"]]
+    cmd += config.get("extra", [])
     log = open(os.path.join(args.logs, f"{config['engine']}-{config['mode']}.log"), "a")
     return subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
 
@@ -123,6 +128,9 @@ def main():
     ap.add_argument("--llama-types", default="ngram-simple,ngram-map-k,ngram-mod",
                     help="llama.cpp speculative types to measure besides none")
     ap.add_argument("--only", choices=["hearth", "llama"])
+    ap.add_argument("--draft-model", help="measure a draft model instead of prompt lookup")
+    ap.add_argument("--llama-draft-max", default="3,8,16",
+                    help="with --draft-model: llama.cpp's --spec-draft-n-max values to measure")
     ap.add_argument("--json")
     ap.add_argument("--logs", default=os.path.join(ROOT, "benchmarks/work/speculative-logs"))
     args = ap.parse_args()
@@ -131,10 +139,19 @@ def main():
 
     configs = []
     if args.only != "llama":
-        configs += [{"engine": "hearth", "mode": "off"}, {"engine": "hearth", "mode": "lookup"}]
+        configs += [{"engine": "hearth", "mode": "off"}]
+        if args.draft_model:
+            configs += [{"engine": "hearth", "mode": "draft", "extra": ["--draft-model", args.draft_model]}]
+        else:
+            configs += [{"engine": "hearth", "mode": "lookup"}]
     if args.only != "hearth":
-        configs += [{"engine": "llama", "mode": "none"}]
-        configs += [{"engine": "llama", "mode": t} for t in args.llama_types.split(",") if t]
+        configs += [{"engine": "llama", "mode": "none", "type": "none"}]
+        if args.draft_model:
+            configs += [{"engine": "llama", "mode": f"draft-simple-{n}", "type": "draft-simple",
+                         "extra": ["-md", args.draft_model, "-td", str(args.threads), "--spec-draft-n-max", n]}
+                        for n in args.llama_draft_max.split(",") if n]
+        else:
+            configs += [{"engine": "llama", "mode": t, "type": t} for t in args.llama_types.split(",") if t]
     results = {(c["engine"], c["mode"]): [] for c in configs}
     for round_ in range(args.rounds):
         for config in configs:

@@ -119,8 +119,10 @@ struct StepCosts {
 /// acceptance rate, counts decayed so it follows the text), from which the generator picks
 /// the draft length that maximises tokens per second against ``StepCosts``. When no length
 /// pays, drafting pauses for a number of steps that doubles with each such pause in a row (up
-/// to ``longestPause``), after which the rate is pulled halfway back to the prior so that one
-/// probe can tell whether the text has become predictable again.
+/// to ``longestPause``), after which the rate is pulled halfway back to the prior and the next
+/// step drafts at least one token (a probe: whether the text has become predictable again). A
+/// sequence's first decision probes too, so a draft source whose prior rate would not pay (a
+/// draft model's steps cost something) still gets measured.
 struct DraftControl {
     static let longestDraft = 16
     static let longestPause = 64
@@ -128,6 +130,8 @@ struct DraftControl {
 
     private var accepted = 0.0, tried = 0.0
     private var pause = 0, pauses = 0
+    /// Whether the next decision drafts at least one token (the first, and the first after a pause).
+    private var probe = true
 
     /// The estimated chance that a drafted token is accepted, given those before it were.
     var acceptance: Double { (accepted + Self.prior * Self.priorWeight) / (tried + Self.priorWeight) }
@@ -153,6 +157,7 @@ struct DraftControl {
             if pause == 0 {
                 accepted *= 0.5
                 tried *= 0.5
+                probe = true
             }
             return 0
         }
@@ -165,6 +170,11 @@ struct DraftControl {
                 / (costs.seconds(rows: rows + k) + Double(k) * draftSeconds)
             if rate > best.rate { best = (k, rate) }
         }
+        if best.k == 0 && probe && limit > 0 {
+            probe = false
+            return 1
+        }
+        probe = false
         if best.k == 0 {
             pauses += 1
             pause = min(Self.longestPause, 2 << min(pauses, 5))
@@ -175,6 +185,7 @@ struct DraftControl {
     /// Records one verification: `drafted` tokens proposed, `accepted` of them taken.
     mutating func record(drafted: Int, accepted taken: Int) {
         guard drafted > 0 else { return }
+        probe = false
         accepted = Self.decay * accepted + Double(taken)
         tried = Self.decay * tried + Double(min(taken + 1, drafted))
         if taken > 0 { pauses = 0 }

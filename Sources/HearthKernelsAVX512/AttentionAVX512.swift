@@ -136,8 +136,8 @@ private func kvBlockFloats(_ quants: UnsafeRawPointer, block b: Int, kind: Int32
 #if arch(x86_64)
 /// y[b·ldy + r] = (row r of an f16 matrix, `rowBytes` apart) · (row b of x, `cols` floats) for
 /// r in `rows` and b in 0..<batch: each weight row converted once into `row` (`cols` floats,
-/// in cache), then dotted with up to four rows of x at a time. Each (r, b) has two accumulators
-/// (alternate runs of 16 columns) and sums in the same order whatever `batch`: a row of a batch
+/// in cache), then dotted with up to four rows of x at a time. Each (r, b) has four accumulators
+/// (runs of 16 columns in turn) and sums in the same order whatever `batch`: a row of a batch
 /// equals the one-row product bit for bit.
 @inline(never)
 public func hearthDotRowsF16AVX512(
@@ -159,55 +159,74 @@ public func hearthDotRowsF16AVX512(
     }
 }
 
+/// Four accumulators of one product: runs of 16 columns go to them in turn.
+private typealias Runs = (SIMD16<Float>, SIMD16<Float>, SIMD16<Float>, SIMD16<Float>)
+
+/// Adds 64 columns from `i` of (row v) · (x at `xp`) to `acc`, one run of 16 to each accumulator.
+@inline(__always)
+private func addRuns(_ acc: inout Runs, _ v: Runs, _ xp: UnsafeRawPointer, _ i: Int) {
+    acc.0 = _mm512_fmadd_ps(v.0, _mm512_loadu_ps(xp + 4 * i), acc.0)
+    acc.1 = _mm512_fmadd_ps(v.1, _mm512_loadu_ps(xp + 4 * i + 64), acc.1)
+    acc.2 = _mm512_fmadd_ps(v.2, _mm512_loadu_ps(xp + 4 * i + 128), acc.2)
+    acc.3 = _mm512_fmadd_ps(v.3, _mm512_loadu_ps(xp + 4 * i + 192), acc.3)
+}
+
+/// Adds one run of 16 columns from `i` to accumulator `run` (0…2: what is left after the runs of 64).
+@inline(__always)
+private func addRun(_ acc: inout Runs, _ run: Int, _ v: SIMD16<Float>, _ xp: UnsafeRawPointer, _ i: Int) {
+    let x = _mm512_loadu_ps(xp + 4 * i)
+    switch run {
+    case 0: acc.0 = _mm512_fmadd_ps(v, x, acc.0)
+    case 1: acc.1 = _mm512_fmadd_ps(v, x, acc.1)
+    default: acc.2 = _mm512_fmadd_ps(v, x, acc.2)
+    }
+}
+
 /// y[(b + k)·ldy + r] = row · x row b + k for k < n (n ≤ 4, a constant at each inlined call, so
-/// the unused accumulators fold away).
+/// the unused accumulators fold away). Four accumulators per product, so one row of x is bound
+/// by the FMA throughput, not its latency; the same order for every n.
 @inline(__always)
 private func dotRowF16(
     _ row: UnsafeMutablePointer<Float>, _ cols: Int, _ x: UnsafePointer<Float>, _ r: Int, _ b: Int, _ n: Int,
     _ y: UnsafeMutablePointer<Float>, _ ldy: Int
 ) {
     let rw = UnsafeRawPointer(row)
-    let rx = UnsafeRawPointer(x) + 4 * b * cols
-    let x1 = rx + 4 * cols * min(1, n - 1), x2 = rx + 4 * cols * min(2, n - 1), x3 = rx + 4 * cols * min(3, n - 1)
-    var e0 = SIMD16<Float>(), e1 = SIMD16<Float>(), e2 = SIMD16<Float>(), e3 = SIMD16<Float>()
-    var o0 = SIMD16<Float>(), o1 = SIMD16<Float>(), o2 = SIMD16<Float>(), o3 = SIMD16<Float>()
+    let x0 = UnsafeRawPointer(x) + 4 * b * cols
+    let x1 = x0 + 4 * cols * min(1, n - 1), x2 = x0 + 4 * cols * min(2, n - 1), x3 = x0 + 4 * cols * min(3, n - 1)
+    let zero = SIMD16<Float>()
+    var a0: Runs = (zero, zero, zero, zero), a1 = a0, a2 = a0, a3 = a0
     var i = 0
-    while i + 32 <= cols {
-        let v = _mm512_loadu_ps(rw + 4 * i), u = _mm512_loadu_ps(rw + 4 * i + 64)
-        e0 = _mm512_fmadd_ps(v, _mm512_loadu_ps(rx + 4 * i), e0)
-        o0 = _mm512_fmadd_ps(u, _mm512_loadu_ps(rx + 4 * i + 64), o0)
-        if n > 1 {
-            e1 = _mm512_fmadd_ps(v, _mm512_loadu_ps(x1 + 4 * i), e1)
-            o1 = _mm512_fmadd_ps(u, _mm512_loadu_ps(x1 + 4 * i + 64), o1)
-        }
-        if n > 2 {
-            e2 = _mm512_fmadd_ps(v, _mm512_loadu_ps(x2 + 4 * i), e2)
-            o2 = _mm512_fmadd_ps(u, _mm512_loadu_ps(x2 + 4 * i + 64), o2)
-        }
-        if n > 3 {
-            e3 = _mm512_fmadd_ps(v, _mm512_loadu_ps(x3 + 4 * i), e3)
-            o3 = _mm512_fmadd_ps(u, _mm512_loadu_ps(x3 + 4 * i + 64), o3)
-        }
-        i += 32
+    while i + 64 <= cols {
+        let v: Runs = (
+            _mm512_loadu_ps(rw + 4 * i), _mm512_loadu_ps(rw + 4 * i + 64), _mm512_loadu_ps(rw + 4 * i + 128),
+            _mm512_loadu_ps(rw + 4 * i + 192)
+        )
+        addRuns(&a0, v, x0, i)
+        if n > 1 { addRuns(&a1, v, x1, i) }
+        if n > 2 { addRuns(&a2, v, x2, i) }
+        if n > 3 { addRuns(&a3, v, x3, i) }
+        i += 64
     }
-    if i + 16 <= cols {  // one more run of 16 goes to the first accumulators
+    var run = 0
+    while i + 16 <= cols {
         let v = _mm512_loadu_ps(rw + 4 * i)
-        e0 = _mm512_fmadd_ps(v, _mm512_loadu_ps(rx + 4 * i), e0)
-        if n > 1 { e1 = _mm512_fmadd_ps(v, _mm512_loadu_ps(x1 + 4 * i), e1) }
-        if n > 2 { e2 = _mm512_fmadd_ps(v, _mm512_loadu_ps(x2 + 4 * i), e2) }
-        if n > 3 { e3 = _mm512_fmadd_ps(v, _mm512_loadu_ps(x3 + 4 * i), e3) }
+        addRun(&a0, run, v, x0, i)
+        if n > 1 { addRun(&a1, run, v, x1, i) }
+        if n > 2 { addRun(&a2, run, v, x2, i) }
+        if n > 3 { addRun(&a3, run, v, x3, i) }
+        run += 1
         i += 16
     }
     let body = i
-    func store(_ k: Int, _ acc: SIMD16<Float>) {
-        var sum = acc.sum()
+    func store(_ k: Int, _ acc: Runs) {
+        var sum = ((acc.0 + acc.1) + (acc.2 + acc.3)).sum()
         let xk = x + (b + k) * cols
         for j in body..<cols { sum += row[j] * xk[j] }
         y[(b + k) * ldy + r] = sum
     }
-    store(0, e0 + o0)
-    if n > 1 { store(1, e1 + o1) }
-    if n > 2 { store(2, e2 + o2) }
-    if n > 3 { store(3, e3 + o3) }
+    store(0, a0)
+    if n > 1 { store(1, a1) }
+    if n > 2 { store(2, a2) }
+    if n > 3 { store(3, a3) }
 }
 #endif

@@ -136,6 +136,28 @@ enum CLITestError: Error { case binaryNotFound }
         #expect(badFlag.status != 0)
     }
 
+    /// `--draft-model`: a model of the same tokenizer drafts (here the model itself, greedy: the
+    /// same tokens as `--speculative off`, drafts reported on the done line); another tokenizer
+    /// is refused by name; `--speculative draft` without a draft model is a usage error.
+    @Test func draftModelFlags() throws {
+        let phi3 = Fixtures.checkpoint("phi3-mha").path
+        let common = ["generate", "--model", phi3, "--prompt", "one two three", "--raw", "--temperature", "0", "--max-tokens", "24", "--json", "-t", "2"]
+        let plain = try hearth(common + ["--speculative", "off"])
+        let drafted = try hearth(common + ["--draft-model", Fixtures.checkpoint("phi3-partial-tied").path])
+        #expect(plain.status == 0 && drafted.status == 0, "\(plain.stderr) \(drafted.stderr)")
+        func ids(_ r: Result) -> [Int] {
+            r.stdout.split(separator: "\n").compactMap { line in
+                (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])?["id"] as? Int
+            }
+        }
+        #expect(ids(plain).count == 24 && ids(drafted) == ids(plain))
+        #expect(drafted.stdout.contains("\"drafted_tokens\""))
+        let mismatch = try hearth(common + ["--draft-model", Fixtures.checkpoint("phi2-tiny").path])
+        #expect(mismatch.status != 0 && mismatch.stderr.contains("tokenizer differs"), "\(mismatch.stderr)")
+        let missing = try hearth(common + ["--speculative", "draft"])
+        #expect(missing.status != 0 && missing.stderr.contains("--speculative draft needs --draft-model"), "\(missing.stderr)")
+    }
+
     /// A file that is no model format says so, with its first bytes, and what to pass instead.
     @Test func unknownFileSaysWhatItIsNot() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-test-\(UUID().uuidString).gguf")

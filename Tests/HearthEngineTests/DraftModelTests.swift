@@ -173,4 +173,21 @@ import Testing
         #expect(cheap.length(limit: 16, others: 0, costs: costs, draftSeconds: 0.001) >= 4)
         #expect(dear.length(limit: 16, others: 0, costs: costs, draftSeconds: 0.025) == 0)
     }
+
+    /// A sequence's first decision drafts one token even when the prior rate would not pay (a
+    /// draft model's rate is unknown until it drafts), and so does the first after each pause;
+    /// in between, a rate that does not pay drafts nothing.
+    @Test func firstDecisionAndPausesProbe() {
+        var costs = StepCosts()
+        for _ in 0..<20 {
+            costs.record(rows: 1, seconds: 0.020)
+            costs.record(rows: 3, seconds: 0.030)
+        }
+        var control = DraftControl()
+        #expect(control.length(limit: 8, others: 0, costs: costs, draftSeconds: 0.015) == 1, "the first decision probes")
+        control.record(drafted: 1, accepted: 0)
+        var paused = 0
+        while control.length(limit: 8, others: 0, costs: costs, draftSeconds: 0.015) == 0 { paused += 1 }
+        #expect(paused >= 4, "a rejected probe pauses, then probes again")
+    }
 }
