@@ -163,13 +163,17 @@ import Testing
     /// A request cancelled while its speculative steps run ends `cancelled`, its slot holding
     /// exactly the tokens it kept, so the same prompt afterwards (reusing the slot's prefix)
     /// generates what a fresh generator generates.
-    @Test func cancelledSpeculativeStepLeavesTheSlotConsistent() throws {
+    /// With a draft model (the model itself, drafting forced: DraftModelTests) the step may also
+    /// stop inside the draft model's steps; both models' slots resume from what they kept.
+    @Test(arguments: [SpeculativeMode.lookup, .draft])
+    func cancelledSpeculativeStepLeavesTheSlotConsistent(_ mode: SpeculativeMode) throws {
         let model = try LanguageModel(path: Fixtures.checkpoint("gemma3-tiny").path)
         let prompt: [Int32] = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6, 7]
-        let generator = try Generator(model: model, context: 96, threads: 2)
+        let generator = try Generator(model: model, context: 96, threads: 2, draftModel: mode == .draft ? model : nil)
+        if mode == .draft { generator.forcedDraftLength = 4 }
         var count = 0, checks = 0
         let first = try Self.generate(
-            generator, prompt, mode: .lookup, maxTokens: 60,
+            generator, prompt, mode: mode, maxTokens: 60,
             isCancelled: {
                 // Past the 12th token: let the step start, then stop it between its layers.
                 guard count >= 12 else { return false }
@@ -179,7 +183,7 @@ import Testing
         #expect(first.summary.finishReason == .cancelled)
         #expect(generator.slots[0].tokens.count == generator.decoder.cache.counts[0])
         #expect(Array(generator.slots[0].tokens.prefix(prompt.count)) == prompt)
-        let again = try Self.generate(generator, prompt, mode: .lookup, maxTokens: 40)
+        let again = try Self.generate(generator, prompt, mode: mode, maxTokens: 40)
         let fresh = try Self.generate(Generator(model: model, context: 96, threads: 2), prompt, mode: .off, maxTokens: 40)
         #expect(again.tokens == fresh.tokens)
     }

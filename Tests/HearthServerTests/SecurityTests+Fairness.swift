@@ -50,10 +50,12 @@ extension SecurityTests {
             #expect(try await ServerTests.waitFor(harness, "hearth_requests_running", is: 1, headers: admin) == 1)
 
             let arrivals = Arrivals()
-            // Long enough (24 tokens, sampled without cut-offs) that an answer's order is its turn's order.
+            // Long enough (200 tokens, sampled without cut-offs) that an answer's order is its turn's
+            // order: at 24 tokens two answers in a row ended within a few milliseconds, and the test's
+            // tasks once saw them swapped (a1, a3, a2).
             let short = String(
                 decoding: try JSONSerialization.data(withJSONObject: [
-                    "model": "local", "messages": [Self.user], "max_tokens": 24, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
+                    "model": "local", "messages": [Self.user], "max_tokens": 200, "temperature": 1, "seed": 5, "min_p": 0, "top_k": 0,
                 ] as [String: Any]), as: UTF8.self)
             var queued: [Task<Int, Error>] = []
             for (index, (client, name)) in requests.enumerated() {
