@@ -140,11 +140,7 @@ import Testing
     /// The draft length rule with a draft model's own step cost: drafts pay when the draft
     /// model's step is cheap and it is accepted, not when its step costs as much as the model's.
     @Test func draftLengthCountsTheDraftModelsSteps() {
-        var costs = StepCosts()
-        for _ in 0..<20 {
-            costs.record(rows: 1, seconds: 0.020)
-            costs.record(rows: 6, seconds: 0.022)
-        }
+        let costs = SpeculativeDecodingTests.costs((1, 0.020), (6, 0.022))
         var agreeing = DraftControl()
         for _ in 0..<20 { agreeing.record(drafted: 5, accepted: 5) }
         var cheap = agreeing, dear = agreeing
@@ -156,11 +152,7 @@ import Testing
     /// draft model's rate is unknown until it drafts), and so does the first after each pause;
     /// in between, a rate that does not pay drafts nothing.
     @Test func firstDecisionAndPausesProbe() {
-        var costs = StepCosts()
-        for _ in 0..<20 {
-            costs.record(rows: 1, seconds: 0.020)
-            costs.record(rows: 3, seconds: 0.030)
-        }
+        let costs = SpeculativeDecodingTests.costs((1, 0.020), (3, 0.030))
         var control = DraftControl()
         #expect(control.length(limit: 8, others: 0, costs: costs, draftSeconds: 0.015) == 1, "the first decision probes")
         control.record(drafted: 1, accepted: 0)

@@ -70,17 +70,19 @@ import Testing
 
     /// The draft length maximises expected tokens per second: long drafts when they are accepted
     /// and rows are cheap, none (and a pause) when rows are dear and drafts are rejected.
+    /// Step costs fitted to 20 steps of each of two widths: `rows` rows took `seconds`.
+    static func costs(_ a: (rows: Int, seconds: Double), _ b: (rows: Int, seconds: Double)) -> StepCosts {
+        var costs = StepCosts()
+        for _ in 0..<20 {
+            costs.record(rows: a.rows, seconds: a.seconds)
+            costs.record(rows: b.rows, seconds: b.seconds)
+        }
+        return costs
+    }
+
     @Test func draftLengthFollowsAcceptanceAndCost() {
-        var cheap = StepCosts()
-        for _ in 0..<20 {
-            cheap.record(rows: 1, seconds: 0.010)
-            cheap.record(rows: 9, seconds: 0.0108)
-        }
-        var dear = StepCosts()
-        for _ in 0..<20 {
-            dear.record(rows: 1, seconds: 0.010)
-            dear.record(rows: 9, seconds: 0.050)
-        }
+        let cheap = Self.costs((1, 0.010), (9, 0.0108))
+        let dear = Self.costs((1, 0.010), (9, 0.050))
         var good = DraftControl()
         for _ in 0..<10 { good.record(drafted: 8, accepted: 8) }
         #expect(good.acceptance > 0.9)
