@@ -575,8 +575,14 @@ public final class Generator: @unchecked Sendable {
         for (i, job) in decoding.enumerated() where budget > 0 {
             var k = 0
             if job.parameters.speculative == .draft, let draft {
-                k = draftLength(for: job, limit: budget, others: rows - 1, draft: draft)
-                if k > 0 {
+                // Text being copied (a repeat of at least `copiedMatch` tokens) drafts by lookup,
+                // which costs nothing; elsewhere the draft model drafts.
+                if forcedDraftLength == nil {
+                    proposals[i] = lookupDrafts(for: job, limit: budget, others: rows - 1, shortest: Self.copiedMatch)
+                    k = proposals[i].count
+                }
+                if k == 0 { k = draftLength(for: job, limit: budget, others: rows - 1, draft: draft) }
+                if k > 0 && proposals[i].isEmpty {
                     requests.append(.init(slot: job.slot, history: job.run.history, count: k))
                     requesters.append(i)
                 }
@@ -622,14 +628,19 @@ public final class Generator: @unchecked Sendable {
         return job.drafting[0].length(limit: most, others: others, costs: stepCosts, draftSeconds: draftSeconds)
     }
 
+    /// The shortest repeat a sequence drafting with a draft model drafts by lookup instead (the
+    /// rate class of the longest matches, ``PromptLookup/rateClass(_:)``: such repeats are mostly
+    /// copied on, and lookup drafts cost no draft-model steps).
+    static let copiedMatch = 8
+
     /// Tokens `job` drafts by prompt lookup this step (at most `limit`, beside `others` rows of
-    /// the step): none unless the text repeats and a draft pays by its acceptance rate and
-    /// ``stepCosts``, within ``draftLimit(for:limit:)``.
-    private func lookupDrafts(for job: Job, limit: Int, others: Int) -> [Int32] {
+    /// the step): none unless the text repeats (at least `shortest` tokens) and a draft pays by its
+    /// acceptance rate and ``stepCosts``, within ``draftLimit(for:limit:)``.
+    private func lookupDrafts(for job: Job, limit: Int, others: Int, shortest: Int = PromptLookup.shortest) -> [Int32] {
         let most = draftLimit(for: job, limit: limit)
         guard most > 0 else { return [] }
         let (proposed, n) = job.lookup.match(job.run.history, limit: most)
-        guard !proposed.isEmpty else { return [] }
+        guard !proposed.isEmpty, n >= shortest else { return [] }
         let rates = PromptLookup.rateClass(n)
         let k = job.drafting[rates].length(limit: proposed.count, others: others, costs: stepCosts)
         job.draftMatch = rates

@@ -13,7 +13,8 @@ public enum SpeculativeMode: String, Sendable, CaseIterable, Codable {
     /// `--draft-model`): a smaller model with the same tokenizer proposes its most likely next
     /// tokens, one batched step of it per drafted position. Pays where the draft model's
     /// steps are much cheaper than the model's and it agrees with the model often; needs a
-    /// generator with a draft model.
+    /// generator with a draft model. Where the text repeats at least
+    /// 8 tokens of itself (`Generator.copiedMatch`), prompt lookup drafts instead (free).
     case draft
     /// Plain decoding: one token per step.
     case off

@@ -170,7 +170,7 @@ extension SpeculativeMode: ExpressibleByArgument {}
 struct SpeculativeOption: ParsableArguments {
     @Option(
         name: .long,
-        help: "Speculative decoding: lookup (drafts tokens from repeats of the prompt and the reply so far), draft (a smaller model's most likely next tokens: needs --draft-model) or off. Drafts are verified several at a time in one batched step; the draft length follows the acceptance rate and the measured cost of a step, and drafting pauses when it does not pay. The generated tokens are the same either way. (default: draft with --draft-model, else lookup)")
+        help: "Speculative decoding: lookup (drafts tokens from repeats of the prompt and the reply so far), draft (a smaller model's most likely next tokens, needs --draft-model; where the text repeats 8 or more tokens of itself, lookup's) or off. Drafts are verified several at a time in one batched step; the draft length follows the acceptance rate and the measured cost of a step, and drafting pauses when it does not pay. The generated tokens are the same either way. (default: draft with --draft-model, else lookup)")
     var speculative: SpeculativeMode?
 
     @Option(

@@ -121,6 +121,25 @@ import Testing
         #expect(choices.allSatisfy { $0 == alone[1] })
     }
 
+    /// Unforced draft mode (the cost rule decides; a repeat of 8+ tokens drafts by lookup, the
+    /// rest by the draft model): a prompt that repeats itself, drafts from another model, greedy
+    /// and seeded — the same tokens as plain decoding.
+    @Test func lookupWhereTheTextRepeatsAndTheDraftModelElsewhere() throws {
+        let target = try Self.model("phi3-mha")
+        let draft = try Self.model("llama-tiny")
+        let passage: [Int32] = [5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]
+        let prompt = passage + [30, 31] + passage + [30]
+        for (temperature, seed) in [(0.0, nil), (0.9, 17)] as [(Double, Int?)] {
+            let plain = try SpeculativeDecodingTests.generate(
+                Self.generator(target, draft: nil, forced: nil), prompt, mode: .off, maxTokens: 48, temperature: temperature, seed: seed)
+            let drafted = try SpeculativeDecodingTests.generate(
+                Self.generator(target, draft: draft, forced: nil), prompt, mode: .draft, maxTokens: 48, temperature: temperature,
+                seed: seed)
+            #expect(drafted.tokens == plain.tokens, "temperature \(temperature)")
+            #expect(drafted.summary.finishReason == plain.summary.finishReason)
+        }
+    }
+
     /// A draft model whose tokenizer differs is refused when the generator is made, naming
     /// the difference; asking for draft mode without a draft model is refused per request.
     @Test func mismatchedTokenizerAndMissingDraftModelAreRefused() throws {
