@@ -75,12 +75,11 @@ final class DraftModel {
         var results = [[Int32]](repeating: [], count: requests.count)
         var inputs: [ArraySlice<Int32>] = []
         var positions: [Int] = []
-        var ends: [Int] = []
-        for r in requests {
-            let start = resume(slot: r.slot, history: r.history, end: r.history.count + r.count - 1)
+        let ends = requests.map { $0.history.count + $0.count - 1 }
+        for (r, end) in zip(requests, ends) {
+            let start = resume(slot: r.slot, history: r.history, end: end)
             inputs.append(r.history[start...])
             positions.append(start)
-            ends.append(r.history.count + r.count - 1)
         }
         while true {
             // Single tokens (drafting) first, then catch-up chunks, within the step's budget.
@@ -158,7 +157,8 @@ final class DraftModel {
             (shared, donor) = (0, slot)
         }
         shared = cache.copyPrefix(from: donor, to: slot, count: shared)
-        held[slot] = Array(history.prefix(shared))
+        // Its own prefix is cut in place (no copy of the history every step).
+        if donor == slot { held[slot].removeSubrange(shared...) } else { held[slot] = Array(history.prefix(shared)) }
         return shared
     }
 

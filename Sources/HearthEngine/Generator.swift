@@ -193,9 +193,6 @@ public final class Generator: @unchecked Sendable {
     /// The model that drafts for ``SpeculativeMode/draft`` requests, if any.
     public var draftModel: LanguageModel? { draft?.model }
 
-    /// Bytes held by the draft model's KV cache (0 without one).
-    public var draftCacheBytes: Int { draft?.decoder.cache.byteCount ?? 0 }
-
     /// The context size in tokens (per sequence).
     public var context: Int { decoder.context }
 

@@ -83,13 +83,14 @@ public struct KernelTable: Sendable {
             -> Void
     /// y[b·ldy + r] = f16 row r · row b of x for a range of rows and `batch` rows of x, each row
     /// converted once into a scratch row of `cols` floats (w, rowBytes, cols, x, batch, rows, y,
-    /// ldy, scratch); nil where the level has no such kernel (``matmul`` then converts each row
-    /// and dots it with each row of x with ``dotFloats``).
+    /// ldy, scratch). Each product sums in the same order whatever `batch`, so a row of a batch
+    /// equals the one-row product bit for bit. Below AVX-512: the level's ``halfToFloats`` then
+    /// its ``dotFloats`` per row of x.
     private(set) var dotRowsF16:
-        (@Sendable (
+        @Sendable (
             UnsafeRawPointer, Int, Int, UnsafePointer<Float>, Int, Range<Int>, UnsafeMutablePointer<Float>, Int,
             UnsafeMutablePointer<Float>
-        ) -> Void)?
+        ) -> Void
     /// The quantized kernel family's name (for `bench` and `inspect`).
     public let quantizedKernelName: String
 
@@ -219,6 +220,15 @@ public struct KernelTable: Sendable {
             }
             sgemm = hearthSgemmAVX2
         }
+        #endif
+        let toFloats = halfToFloats, dot = dotFloats
+        dotRowsF16 = { w, rowBytes, cols, x, batch, rows, y, ldy, row in
+            for r in rows {
+                toFloats(w + r * rowBytes, cols, row)
+                for b in 0..<batch { y[b * ldy + r] = dot(row, x + b * cols, cols) }
+            }
+        }
+        #if arch(x86_64)
         if avx512 {
             attentionScoresF16 = hearthAttentionScoresF16AVX512
             attentionValuesF16 = hearthAttentionValuesF16AVX512

@@ -48,9 +48,8 @@ public final class MatMulScratch: @unchecked Sendable {
 /// Rows of W are split across the pool's workers. Quantized weights (interleaved layout)
 /// take the integer path: x is quantized once to 8-bit blocks, then every weight byte is
 /// read once per token tile. Float weights use a SIMD dot for one vector and BLAS `sgemm`
-/// on dequantized slabs for a batch; 16-bit float weights take the one-vector path's
-/// conversion and dot row by row for batches of up to 16 (each row of y then equals the
-/// one-vector product bit for bit).
+/// on dequantized slabs for a batch; 16-bit float weights take the level's f16 rows kernel
+/// for batches of up to 16 (each row of y then equals the one-vector product bit for bit).
 ///
 /// `level` (default ``KernelLevel/current``) picks another level's kernels (``KernelTable``), for tests.
 public func matmul(
@@ -73,8 +72,11 @@ public func matmul(
         }
         return
     }
-    if w.dtype == .f16, w.layout == .rows, batch <= smallBatch16, let dotRows = kernels.dotRowsF16 {
-        // The level's kernel: each weight row converted once for every row of x (one or several).
+    if w.dtype == .f16, w.layout == .rows, batch <= smallBatch16 {
+        // One row of x or a few (a decode step of several sequences, a speculative verification):
+        // each weight row converted once into the worker's scratch (in cache), then dotted with
+        // every row of x — the matrix is read once, as for one row, not converted slab by slab for sgemm.
+        let dotRows = kernels.dotRowsF16
         pool.parallelChunks(w.rows, granularity: 16) { rows, worker in
             dotRows(w.data, w.rowBytes, w.cols, x, batch, rows, y, ldy, scratch.slab(worker))
         }
@@ -83,21 +85,6 @@ public func matmul(
     if batch == 1 {
         pool.parallelChunks(w.rows, granularity: 16) { rows, worker in
             matvecRows(w, x: x, y: y, rows: rows, scratch: scratch.slab(worker), kernels: kernels)
-        }
-        return
-    }
-    if w.dtype == .f16 && w.layout == .rows && batch <= smallBatch16 {
-        // A few rows of x (a decode step of several sequences, a speculative verification): each
-        // weight row converted once into the worker's scratch (in cache), then one dot per row of
-        // x — the matrix is read once, as for one row, instead of converted slab by slab for sgemm.
-        let toFloats = floatRowConverter(w, kernels)
-        let dot = kernels.dotFloats
-        pool.parallelChunks(w.rows, granularity: 16) { rows, worker in
-            let row = scratch.slab(worker)
-            for r in rows {
-                toFloats(r, row)
-                for b in 0..<batch { y[b * ldy + r] = dot(row, x + b * w.cols, w.cols) }
-            }
         }
         return
     }
@@ -151,11 +138,8 @@ func matvecRows(
     case .f32:
         for r in rows { y[r] = kernels.dotFloats(w.row(r).assumingMemoryBound(to: Float.self), x, w.cols) }
     case .f16:
-        // The level's f16 conversion into the worker's scratch (in cache), then its float dot.
-        for r in rows {
-            kernels.halfToFloats(w.row(r), w.cols, scratch)
-            y[r] = kernels.dotFloats(scratch, x, w.cols)
-        }
+        // The level's f16 rows kernel (what `matmul` runs for row-layout f16 weights).
+        kernels.dotRowsF16(w.data, w.rowBytes, w.cols, x, 1, rows, y, w.rows, scratch)
     case .bf16:
         for r in rows { y[r] = dotBF16(w.row(r).assumingMemoryBound(to: UInt16.self), x, w.cols) }
     case .q4_0, .q4_1, .q8_0, .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K, .q8_a:
