@@ -101,6 +101,37 @@ PHI3_MINI_RANDOM = {
     "gguf_f16": "phi3-mini-f16.gguf",       # intermediate, deleted unless --keep-f16
 }
 
+
+def longrope_factors(top: float, power: float, n: int = 48) -> list[float]:
+    """Per-frequency LongRoPE divisors rising smoothly from 1 to `top` (n = head_dim / 2 = 48
+    for Phi-3.5-mini's 96-wide heads). The published checkpoints' lists have this form (1 for
+    the fastest-turning pairs, growing toward the slowest); these are generated, not copied, and
+    speed does not depend on their values."""
+    return [round(1.0 + (top - 1.0) * (k / (n - 1)) ** power, 6) for k in range(n)]
+
+
+# Phi-3.5-mini-instruct's shape: Phi-3-mini's matrices with a 128k context through LongRoPE
+# (original context 4096, short factors within it, long factors beyond it). Only for the
+# long-context runs (benchmarks/long_context.sh, issue 27); `--models phi35-q4_k_m` selects it.
+PHI35_MINI_SHAPE = dict(PHI3_MINI_SHAPE, max_position_embeddings=131072)
+PHI35_MINI_RANDOM = {
+    "checkpoint": "phi35-mini-random",
+    "description": "Phi-3.5-mini shape (3072 hidden, 32 layers, 32/32 heads, 8192 FFN, 32064 vocab, "
+                   "LongRoPE: 131072 context from an original 4096), random F16 weights",
+    "shape": PHI35_MINI_SHAPE,
+    "seed": 20240820,
+    "shard_bytes": 2_000_000_000,
+    "gguf_f16": "phi35-mini-f16.gguf",
+    "config": {
+        "original_max_position_embeddings": 4096,
+        "rope_scaling": {"type": "longrope",
+                         "short_factor": longrope_factors(3.0, 3.0),
+                         "long_factor": longrope_factors(64.0, 2.0)},
+        # As in Phi-3.5-mini-instruct: larger than the context, so it never binds.
+        "sliding_window": 262144,
+    },
+}
+
 # ggml tensor types llama_model_quantize may give each ftype's tensors (F32 =
 # norms), the types the file must contain, and the type that must hold most of
 # the bytes. The _M mixes raise some tensors (llama.cpp's llama-quant.cpp): in
@@ -132,6 +163,19 @@ def _phi3(kind: str, label: str, hqf: bool = False) -> dict:
     return m
 
 
+def _phi35(kind: str, label: str) -> dict:
+    return {
+        "name": f"phi35-{kind}",
+        "title": f"Phi-3.5-mini-shaped random weights (LongRoPE, 128k context), {label}",
+        "family": "phi35",
+        "source": PHI35_MINI_RANDOM,
+        "gguf": f"benchmarks/work/phi35-mini-{kind}.gguf",
+        "llama_ftype": f"LLAMA_FTYPE_MOSTLY_{label}",
+        "description": PHI35_MINI_RANDOM["description"],
+        "only_by_name": True,   # not part of `all`: made for benchmarks/long_context.sh
+    }
+
+
 # One entry = one table in RESULTS.md: llama.cpp and Hearth on the same GGUF
 # (and, for Phi-3 Q4_0, Hearth on its own .hqf of the same checkpoint too).
 # `--models` selects entries by name or by family.
@@ -141,6 +185,8 @@ MODELS = [
     _phi3("q5_k_m", "Q5_K_M"),
     _phi3("q6_k", "Q6_K"),
     _phi3("q8_0", "Q8_0"),
+    _phi35("q4_k_m", "Q4_K_M"),
+    _phi35("q4_0", "Q4_0"),
     {
         "name": "gemma",
         "title": "Gemma 3 270M, Q4_K_M (the project's default model)",
@@ -155,8 +201,9 @@ MODELS = [
 def select_models(spec: str | None) -> list[dict]:
     """--models: comma-separated entry names (phi3-q4_k_m, gemma, …) or
     families (phi3 = every phi3-* entry); 'all' or nothing = everything."""
+    everyday = [m for m in MODELS if not m.get("only_by_name")]
     if not spec or spec.strip() == "all":
-        return list(MODELS)
+        return everyday
     want = [w.strip().lower() for w in spec.split(",") if w.strip()]
     names = [m["name"] for m in MODELS]
     families = sorted({m["family"] for m in MODELS})
@@ -164,9 +211,10 @@ def select_models(spec: str | None) -> list[dict]:
     if bad:
         raise SystemExit(f"--models: unknown {', '.join(bad)}; choose from {', '.join(names)} "
                          f"or the families {', '.join(families)}")
+    picked = [m for m in MODELS if m["name"] in want or m["family"] in want]
     if "all" in want:
-        return list(MODELS)
-    return [m for m in MODELS if m["name"] in want or m["family"] in want]
+        picked += [m for m in everyday if m not in picked]
+    return [m for m in MODELS if m in picked]
 
 
 # ---------------------------------------------------------------------------
@@ -352,8 +400,11 @@ def tokenizer_side_files() -> dict[str, dict]:
 
 
 def checkpoint_recipe(model: dict) -> dict:
-    return {"generator": "benchmarks/bench.py", "version": 1, "seed": model["seed"], "shape": model["shape"],
-            "dtype": "F16", "shard_bytes": model["shard_bytes"]}
+    recipe = {"generator": "benchmarks/bench.py", "version": 1, "seed": model["seed"], "shape": model["shape"],
+              "dtype": "F16", "shard_bytes": model["shard_bytes"]}
+    if "config" in model:
+        recipe["config"] = model["config"]
+    return recipe
 
 
 def ensure_checkpoint(model: dict) -> Path:
@@ -393,7 +444,7 @@ def ensure_checkpoint(model: dict) -> Path:
     total = sum(math.prod(s) * 2 for _, s, _ in tensors)
     write_json(tmp / "model.safetensors.index.json", {"metadata": {"total_size": total}, "weight_map": weight_map})
 
-    write_json(tmp / "config.json", {
+    config = {
         "architectures": ["Phi3ForCausalLM"],
         "attention_bias": False,
         "attention_dropout": 0.0,
@@ -423,7 +474,9 @@ def ensure_checkpoint(model: dict) -> Path:
         "transformers_version": "4.57.6",
         "use_cache": True,
         "vocab_size": shape["vocab_size"],
-    })
+    }
+    config.update(model.get("config", {}))
+    write_json(tmp / "config.json", config)
     write_json(tmp / "generation_config.json", {
         "_from_model_config": True,
         "bos_token_id": 1,
@@ -435,7 +488,7 @@ def ensure_checkpoint(model: dict) -> Path:
     for fname, obj in tokenizer_side_files().items():
         write_json(tmp / fname, obj)
     (tmp / "README.md").write_text(
-        "Random weights in the shape of Phi-3-mini-4k-instruct, made by benchmarks/bench.py for\n"
+        f"Random weights: {model['description']}. Made by benchmarks/bench.py for\n"
         "speed benchmarks only. The model says nothing meaningful.\n")
     write_json(tmp / stamp.name, recipe)
     shutil.rmtree(out, ignore_errors=True)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds llama.cpp's own `llama-server` (parallel slots, continuous batching) from the llama.cpp
-# sources that the llama-cpp-python source distribution on PyPI vendors (vendor/llama.cpp), for
-# benchmarks/serve.sh. Native CPU flags (-DGGML_NATIVE=ON), Release, only the llama-server target.
+# Builds llama.cpp's own `llama-server` (parallel slots, continuous batching), `llama-bench` and
+# `llama-perplexity` from the llama.cpp sources that the llama-cpp-python source distribution on
+# PyPI vendors (vendor/llama.cpp), for benchmarks/serve.sh, speculative.py, long_context.sh and
+# long_and_speculative.py. Native CPU flags (-DGGML_NATIVE=ON), Release, only those targets.
 # No network beyond PyPI: the server's web UI is not downloaded (LLAMA_USE_PREBUILT_UI=OFF,
 # LLAMA_BUILD_UI=OFF), HTTPS client support is off (LLAMA_OPENSSL=OFF, LLAMA_CURL=OFF).
 #
@@ -10,7 +11,7 @@
 #
 # Usage: benchmarks/build-llama-server.sh [--dir DIR] [--version V] [--jobs N]
 #   --dir      where the sdist, the unpacked sources and the build go (default /work/llama-build,
-#              or $LLAMA_BUILD_DIR); the binary ends up at DIR/build/bin/llama-server
+#              or $LLAMA_BUILD_DIR); the binaries end up in DIR/build/bin/
 #   --version  llama-cpp-python version whose vendored llama.cpp is built (default 0.3.36, the
 #              version benchmarks/run.sh pins)
 #   --jobs     parallel compile jobs (default 2)
@@ -60,6 +61,6 @@ cmake -S "$src" -B "$dir/build" \
     -DLLAMA_BUILD_EXAMPLES=OFF \
     -DLLAMA_BUILD_SERVER=ON \
     -DBUILD_SHARED_LIBS=OFF
-cmake --build "$dir/build" --config Release --target llama-server -j "$jobs"
+cmake --build "$dir/build" --config Release --target llama-server llama-bench llama-perplexity -j "$jobs"
 "$dir/build/bin/llama-server" --version 2>&1 | tail -n 3 || true
-echo "built $dir/build/bin/llama-server"
+echo "built llama-server, llama-bench and llama-perplexity in $dir/build/bin"
