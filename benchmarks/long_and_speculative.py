@@ -13,7 +13,10 @@ Parts (each can be skipped with --skip):
         depth 8192 (`hearth bench -p P -n 0` / `-p 0 -n 64 -d 8192`; `llama-bench` the same
         with -fa 0 and -fa 1), each process under /usr/bin/time -v for its peak RSS. Goals:
         pp8192 >= 1.5x and tg64@d8192 >= 1.2x llama.cpp's better flash-attention setting; peak
-        RSS <= llama.cpp's lower one, in every test.
+        RSS <= llama.cpp's lower one, in every test. The Phi-3.5-mini-shaped model runs only
+        pp8192 and tg64@d8192 by default (--phi35-tests: its pp16384 alone takes ~40 minutes
+        of llama.cpp on 2 cores), each without the warm-up run (--no-warmup for both engines:
+        one run takes minutes, and a warm-up pass would double it).
   spec  benchmarks/speculative.py on the 24 input-grounded prompts (default model, temperature
         0, 256 tokens each, through each engine's server). Goals: Hearth lookup >= 2x Hearth
         plain (all prompts' tokens / all prompts' decode seconds) and faster than llama.cpp's
@@ -96,23 +99,24 @@ def kv_part(a):
     return out
 
 
-def long_part(a, name, model):
+def long_part(a, name, model, tests, warmup):
     if not os.path.isfile(os.path.join(ROOT, model)):
         raise SystemExit(f"{model} is missing" + (" (benchmarks/run.sh --prepare-only --models phi35-q4_k_m makes it)"
                                                   if name == "phi35" else ""))
     llama_bench = os.path.join(a.llama_bin, "llama-bench")
     out = {}
-    for label, p, n, d in LONG_TESTS:
+    for label, p, n, d in [t for t in LONG_TESTS if t[0] in tests]:
         row = {}
+        cold = [] if warmup else ["--no-warmup"]
         cmd = [a.hearth, "bench", "--model", model, "-p", str(p), "-n", str(n), "-r", "1", "-t", str(a.threads),
-               "--json"] + (["-d", str(d)] if d else [])
+               "--json"] + (["-d", str(d)] if d else []) + cold
         stdout, _, rss, secs = timed(cmd)
         j = json.loads(stdout.strip().splitlines()[-1])
         row["hearth"] = {"tokens_per_second": j["pp" if p else "tg"]["tokens_per_second"], "peak_rss": rss,
                          "kv_cache_bytes": j.get("kv_cache_bytes"), "seconds": round(secs, 1)}
         for fa in (0, 1):
             cmd = [llama_bench, "-m", model, "-p", str(p), "-n", str(n), "-fa", str(fa), "-t", str(a.threads),
-                   "-r", "1", "-o", "json"] + (["-d", str(d)] if d else [])
+                   "-r", "1", "-o", "json"] + (["-d", str(d)] if d else []) + cold
             stdout, _, rss, secs = timed(cmd)
             rows = json.loads(stdout)
             row[f"llama_fa{fa}"] = {"tokens_per_second": rows[0]["avg_ts"], "peak_rss": rss, "seconds": round(secs, 1)}
@@ -201,6 +205,8 @@ def main():
                     help="directory of llama-bench, llama-perplexity and llama-server")
     ap.add_argument("--threads", type=int, default=2, help="threads for every engine")
     ap.add_argument("--long-models", default="gemma,phi35", help="models for the long-context part: gemma, phi35")
+    ap.add_argument("--phi35-tests", default="pp8192,tg64@d8192",
+                    help="tests for phi35: any of " + ",".join(t[0] for t in LONG_TESTS) + " (run without warm-up)")
     ap.add_argument("--skip", default="", help="parts to leave out: kv, long, spec (comma-separated)")
     ap.add_argument("--json", default="benchmarks/work/long-and-speculative.json", help="where to write the figures")
     ap.add_argument("--report", help="only print the tables of an earlier --json file")
@@ -225,7 +231,14 @@ def main():
         for name in [m for m in a.long_models.split(",") if m]:
             if name not in LONG_MODELS:
                 raise SystemExit(f"--long-models: unknown {name}; choose from {', '.join(LONG_MODELS)}")
-            res["long"][name] = long_part(a, name, LONG_MODELS[name])
+            if name == "phi35":
+                tests = [t for t in a.phi35_tests.split(",") if t]
+                bad = [t for t in tests if t not in {x[0] for x in LONG_TESTS}]
+                if bad:
+                    raise SystemExit(f"--phi35-tests: unknown {', '.join(bad)}")
+                res["long"][name] = long_part(a, name, LONG_MODELS[name], tests, warmup=False)
+            else:
+                res["long"][name] = long_part(a, name, LONG_MODELS[name], [t[0] for t in LONG_TESTS], warmup=True)
             save()
     if "spec" not in skip:
         res["spec"] = spec_part(a)

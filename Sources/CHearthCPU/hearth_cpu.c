@@ -83,3 +83,10 @@ void hearth_cpu_name(char *out, unsigned size) {
     if (size) out[0] = 0;
 }
 #endif
+
+#if defined(__linux__) && defined(__GLIBC__)
+#include <malloc.h>
+void hearth_release_free_heap(void) { malloc_trim(0); }
+#else
+void hearth_release_free_heap(void) {}
+#endif

@@ -12,6 +12,10 @@ public final class Decoder {
     public let weights: ModelWeights
     public let cache: KVCache
     public let pool: WorkerPool
+    /// With a quantized (q8_0 / q4_0) cache: the rotation queries, keys and values take before
+    /// the cache stores them, undone on each head's attention output (``HeadRotation``); nil
+    /// for f16 and f32 caches.
+    public let kvRotation: HeadRotation?
     /// Tokens processed per batch during prefill.
     public let maxBatch: Int
 
@@ -21,8 +25,9 @@ public final class Decoder {
     private let qkv: UnsafeMutablePointer<Float>  // (B, qkvWidth) q | k | v per token
     private let att: UnsafeMutablePointer<Float>  // (B, heads·headDim) attention output
     private let proj: UnsafeMutablePointer<Float>  // (B, dim) block output before the residual add
-    private let ffnIn: UnsafeMutablePointer<Float>  // (B, ffnInWidth) gate | up (or up) per token
-    private let act: UnsafeMutablePointer<Float>  // (B, ffn) activated hidden
+    /// (B, ffnInWidth) gate | up (or up) per token; then, compacted in place, (B, ffn) the
+    /// activated hidden rows the down projection reads (no second buffer of B × ffn floats).
+    private let ffnIn: UnsafeMutablePointer<Float>
     private let attentionScratch: UnsafeMutablePointer<Float>  // (threads, fusedAttentionScratchFloats) per worker
     private let splitOutputs: UnsafeMutablePointer<Float>  // (threads, threads, tileRows, headDim) partial outputs
     private let splitLogSumExps: UnsafeMutablePointer<Float>  // (threads, threads, tileRows) their log-sum-exps
@@ -64,6 +69,7 @@ public final class Decoder {
         cache = try KVCache(
             layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim, sequences: sequences, type: kvType,
             headDim: o.headDim, window: window)
+        kvRotation = kvType.isQuantized ? HeadRotation(headDim: o.headDim) : nil
         let widest = max(o.hiddenSize, o.ffnSize, o.headCount * o.headDim)
         scratch = MatMulScratch(threads: pool.threadCount, maxCols: widest, maxBatch: self.maxBatch, slabRows: 64)
         BLAS.useSingleThread()
@@ -82,7 +88,6 @@ public final class Decoder {
         att = buffer(b * o.headCount * o.headDim)
         proj = buffer(b * o.hiddenSize)
         ffnIn = buffer(b * o.ffnInWidth)
-        act = buffer(b * o.ffnSize)
         queryTileTokens = max(1, 96 / o.groupSize)
         tileRows = queryTileTokens * o.groupSize
         attentionScratchFloats = fusedAttentionScratchFloats(rows: tileRows, headDim: o.headDim)
@@ -447,6 +452,10 @@ public final class Decoder {
                 }
                 let c = cosTable + (table + t) * maxHalf, s = sinTable + (table + t) * maxHalf
                 for h in 0..<(o.headCount + o.kvHeadCount) { rope.apply(row + h * hd, cos: c, sin: s) }
+                if let rotation = kvRotation {
+                    // Queries, keys and values are contiguous head vectors: q | k | v.
+                    for h in 0..<(o.headCount + 2 * o.kvHeadCount) { rotation.forward(row + h * hd) }
+                }
                 cache.store(
                     layer: l, position: positionOf[t], sequence: slotOf[t], keys: row + qDim, values: row + qDim + kvDim)
             }
@@ -457,6 +466,10 @@ public final class Decoder {
             attention(
                 layer: l, items: sliding ? slidingItems : fullItems, segments: segments, scale: scale, window: window,
                 cache: cache)
+            if let rotation = kvRotation {
+                // The values were rotated: each head's output is H·o; turn it back.
+                for i in 0..<(n * o.headCount) { rotation.inverse(att + i * hd) }
+            }
 
             // Output projection: proj = att · Woᵀ (+ bias), normed again with sandwich norms.
             multiply(layer.attnOutput, x: att, batch: n, y: proj, ldy: dim)
@@ -476,18 +489,20 @@ public final class Decoder {
 
             // MLP: down(act(gate) · up) or down(act(up)), (+ biases), sandwich norm, residual.
             project(layer.ffnIn, input: xb, n: n, output: ffnIn, width: o.ffnInWidth, bias: layer.ffnInBias)
+            // Each row's activated hidden overwrites its gate (or up) part, then moves down to
+            // row t of a dense (n, ffn) matrix: t·ffn + ffn ≤ t·ffnInWidth for t ≥ 1 when the
+            // MLP is gated (ffnInWidth = 2·ffn), so no move overlaps a row not yet read.
+            let activation = o.mlp.activation
             for t in 0..<n {
                 let row = ffnIn + t * o.ffnInWidth
-                let hidden = act + t * o.ffnSize
-                hidden.update(from: row, count: o.ffnSize)
-                let activation = o.mlp.activation
-                applyActivation(hidden, o.ffnSize, gelu: activation != .silu, tanhApproximation: activation == .geluTanh)
+                applyActivation(row, o.ffnSize, gelu: activation != .silu, tanhApproximation: activation == .geluTanh)
                 if case .gated = o.mlp {
                     let up = row + o.ffnSize
-                    for i in 0..<o.ffnSize { hidden[i] *= up[i] }
+                    for i in 0..<o.ffnSize { row[i] *= up[i] }
                 }
+                if o.ffnInWidth != o.ffnSize && t > 0 { (ffnIn + t * o.ffnSize).update(from: row, count: o.ffnSize) }
             }
-            multiply(layer.down, x: act, batch: n, y: proj, ldy: dim)
+            multiply(layer.down, x: ffnIn, batch: n, y: proj, ldy: dim)
             addBias(proj, layer.downBias, rows: n, width: dim)
             if let post = layer.postFFNNorm {
                 for t in 0..<n { normalize(proj + t * dim, post, nil, dim, into: proj + t * dim) }

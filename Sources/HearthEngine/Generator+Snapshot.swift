@@ -13,7 +13,7 @@ import HearthKernels
 /// | 8 | model identity: FNV-1a 64 of architecture, decoder options, weight types and sizes |
 /// | 4 × 5 | layers, width (kvHeads × headDim), kv type (0 f16, 1 f32, 2 q8_0, 3 q4_0), vocab, context capacity |
 /// | 4 | token count `n` |
-/// | 4 | (version 2) `first`: the first position the sliding-window layers' rows start at (0: all held) |
+/// | 4 | (version ≥ 2) `first`: the first position the sliding-window layers' rows start at (0: all held) |
 /// | 4 × n | the cached token ids |
 /// | per layer | `m` key rows then `m` value rows, `width` elements of the kv type each, as the cache holds them (q8_0/q4_0: one record per head, ``KVCache``); `m` = `n` − `first` for a sliding-window layer, else `n` |
 /// | 8 | checksum: ``snapshotChecksum(_:)`` of every byte before it |
@@ -23,10 +23,12 @@ import HearthKernels
 /// (``KVCache/Window``) stores its sliding-window layers' rows from its window start on, and a
 /// restore keeps as many of them as its own window buffer holds; a generator with full-length
 /// sliding-window layers (`windowedCache: false`) refuses a snapshot whose `first` is not 0.
-/// Version 1 (no `first`, every layer `n` rows) is still read.
+/// Version 1 (no `first`, every layer `n` rows) is still read. Version 3: a q8_0/q4_0 cache's
+/// rows hold keys and values after ``HeadRotation`` (``Decoder/kvRotation``); an f16 or f32
+/// snapshot of version 1 or 2 is still read, a quantized one is refused (its rows are not rotated).
 extension Generator {
     /// The snapshot format this build writes and reads.
-    public static let snapshotFormatVersion: UInt32 = 2
+    public static let snapshotFormatVersion: UInt32 = 3
 
     static let snapshotMagic = Array("HRTHKV01".utf8)
 
@@ -103,8 +105,8 @@ extension Generator {
             throw Self.refuse("this is not a Hearth KV snapshot (bad magic)")
         }
         let version: UInt32 = try reader.integer()
-        guard version == Self.snapshotFormatVersion || version == 1 else {
-            throw Self.refuse("snapshot format version \(version) is not one this build reads (1 or \(Self.snapshotFormatVersion))")
+        guard (1...Self.snapshotFormatVersion).contains(version) else {
+            throw Self.refuse("snapshot format version \(version) is not one this build reads (1 to \(Self.snapshotFormatVersion))")
         }
         guard data.count >= reader.offset + 8 + 4 * 6 + 8 else { throw Self.refuse("the snapshot is truncated") }
         let stored = data.suffix(8).withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }.littleEndian
@@ -131,6 +133,9 @@ extension Generator {
         }
         guard let type = Self.snapshotKVTypes[kvType], type == cache.type else {
             throw Self.refuse("the snapshot's KV type is not this cache's \(cache.type.rawValue); use the same --kv-type")
+        }
+        guard version >= 3 || !type.isQuantized else {
+            throw Self.refuse("the snapshot's \(type.rawValue) cache predates rotated quantized caches (format \(version)); save it again with this build")
         }
         guard n < cache.capacity else {
             throw Self.refuse("the snapshot holds \(n) tokens but this context holds \(cache.capacity); raise --ctx")

@@ -117,6 +117,14 @@ public final class LanguageModel: Sendable {
         repackCacheOutcome = parts.repackOutcome
         loadPhases = parts.phases
         loadSeconds = Date().timeIntervalSince(started)
+        Self.releaseFreedHeap()
+    }
+
+    /// Hands the heap memory loading freed (the format parsers' and the tokenizer builder's
+    /// temporaries) back to the system: glibc keeps freed blocks for reuse, and they would count
+    /// toward the process's resident memory for as long as it runs.
+    static func releaseFreedHeap() {
+        releaseFreeHeapMemory()
     }
 
     /// Loads a model from `path`: a Hugging Face hub-layout checkpoint directory (or the

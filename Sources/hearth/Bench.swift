@@ -17,7 +17,7 @@ struct Bench: ParsableCommand {
             tg: n single-token decode steps from an empty cache. With -d D (llama-bench's depth)
             both start from a cache already holding D random tokens (processed once, untimed):
             "pp512 @ d8192", "tg128 @ d8192". Tokenization and sampling are
-            excluded. One warm-up of each, then r repetitions; mean ± sample standard deviation.
+            excluded. One warm-up of each (none with --no-warmup), then r repetitions; mean ± sample standard deviation.
             With --parallel 1,2,4,8 (llama-batched-bench semantics): for each level N, N sequences
             each get their own p-token prompt (processed together in mixed batches of --batch
             tokens), then n decode steps each feed one token of every sequence in one batch; it
@@ -42,6 +42,9 @@ struct Bench: ParsableCommand {
 
     @Option(name: [.customShort("r"), .long], help: "Repetitions of each test.")
     var repetitions: Int = 5
+
+    @Flag(name: .long, help: "Skip each test's warm-up run (as llama-bench's --no-warmup): for long prompts, where one run takes minutes and a warm-up would double it.")
+    var noWarmup = false
 
     @OptionGroup var workers: ThreadsOption
 
@@ -190,11 +193,11 @@ struct Bench: ParsableCommand {
                 // The depth, once: each test starts at `depth` (the cache is cut back to it).
                 if depth > 0 { _ = try decoder.forward(randomTokens(depth), from: 0) }
                 if prompt > 0 {
-                    _ = try measurePP(decoder)
+                    if !noWarmup { _ = try measurePP(decoder) }
                     pp = Stat(try (0..<repetitions).map { _ in try measurePP(decoder) })
                 }
                 if generate > 0 {
-                    _ = try measureTG(decoder)
+                    if !noWarmup { _ = try measureTG(decoder) }
                     tg = Stat(try (0..<repetitions).map { _ in try measureTG(decoder) })
                 }
             }
@@ -288,7 +291,7 @@ extension Bench {
             }
             return (pp, Double(sequences * generate) / elapsed(since: decodeStart))
         }
-        _ = try measure()
+        if !noWarmup { _ = try measure() }
         let runs = try (0..<repetitions).map { _ in try measure() }
         return ParallelLevel(
             sequences: sequences, pp: Stat(runs.map(\.pp)), tg: Stat(runs.map(\.tg)), kv_cache_bytes: decoder.cache.byteCount)

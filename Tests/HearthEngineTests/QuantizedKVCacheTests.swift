@@ -95,6 +95,17 @@ import Testing
         let data = original.snapshot()
         let cachedAtSave = original.cachedTokenCount
         let restored = try Generator(model: model, context: 96, threads: 2, batch: 4, kvType: kvType)
+        // The same bytes as format 2 (before rotated quantized caches), checksum made good: refused.
+        var older = data.prefix(data.count - 8)
+        older.replaceSubrange((older.startIndex + 8)..<(older.startIndex + 12), with: [2, 0, 0, 0])
+        var checksum = snapshotChecksum(older).littleEndian
+        older.append(Data(bytes: &checksum, count: 8))
+        do {
+            try restored.restore(older)
+            Issue.record("a format-2 \(kvType) snapshot was restored")
+        } catch let error as EngineError {
+            #expect(error.code == .invalidSnapshot && error.message.contains("predates"))
+        }
         try restored.restore(data)
         #expect(restored.cachedTokenCount == cachedAtSave)
         let followUp = prompt + first.ids + [450, 496]

@@ -28,4 +28,9 @@ static inline void hearth_prefetch(const void *p, long bytes) {
     for (long i = 0; i < bytes; i += 64) __builtin_prefetch(c + i, 0, 3);
 }
 
+/// Hands memory the C heap holds free back to the operating system (glibc's malloc_trim:
+/// glibc keeps freed blocks for reuse, counted in the process's resident memory). Nothing on
+/// other C libraries, which return or reuse freed memory themselves.
+void hearth_release_free_heap(void);
+
 #endif
