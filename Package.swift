@@ -133,7 +133,7 @@ let package = Package(
 
         // Fixture paths and reference files shared by the test targets.
         .target(name: "HearthTestSupport", path: "Tests/HearthTestSupport", swiftSettings: optimizedInDebug),
-        .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels"]),
+        .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels", "HearthTestSupport"]),
         .testTarget(name: "HearthFormatsTests", dependencies: ["HearthFormats", "HearthTestSupport"]),
         .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthTestSupport"]),

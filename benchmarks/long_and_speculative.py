@@ -4,7 +4,7 @@ speculative decoding — Hearth and llama.cpp measured side by side, one after t
 this machine, 2 threads. Prints one table per part and the goals with their verdicts, and
 writes everything measured to --json.
 
-Parts (each can be skipped with --skip):
+Parts (each can be left out with --skip):
   kv    KL divergence of each KV type against the same engine's f16 cache (default model,
         scripts/data/gpl-3.0-apache-2.0.txt, --ctx 4096, 2 chunks): `hearth perplexity
         --kv-type T --kl-divergence-base` and `llama-perplexity -fa on -ctk T -ctv T
@@ -21,6 +21,8 @@ Parts (each can be skipped with --skip):
         0, 256 tokens each, through each engine's server). Goals: Hearth lookup >= 2x Hearth
         plain (all prompts' tokens / all prompts' decode seconds) and faster than llama.cpp's
         best n-gram type.
+  free  the same on benchmarks/data/free-prompts.jsonl (10 open questions, nothing to copy),
+        Hearth only. Goal: no prompt slower with lookup than without it below 0.97x.
 
 Model files: the default model (models/gemma-3-270m-q4_k_m.gguf) and, for `phi35`, the
 Phi-3.5-mini-shaped random-weight Q4_K_M GGUF that `benchmarks/run.sh --prepare-only --models
@@ -28,7 +30,7 @@ phi35-q4_k_m` makes with llama.cpp's converter and quantizer. llama.cpp's binari
 `benchmarks/build-llama-server.sh` (llama-server, llama-bench, llama-perplexity).
 
 Usage: benchmarks/long_and_speculative.py [--hearth .build/release/hearth]
-       [--llama-bin /work/llama-build/build/bin] [--long-models gemma,phi35] [--skip kv,long,spec]
+       [--llama-bin /work/llama-build/build/bin] [--long-models gemma,phi35] [--skip kv,long,spec,free]
        [--json benchmarks/work/long-and-speculative.json]
 Run it alone on the machine (nothing else building or benchmarking): a full run takes about
 an hour and a half on 2 cores, most of it the Phi-shaped long prompts.
@@ -147,6 +149,18 @@ def spec_part(a):
     return out
 
 
+def free_part(a):
+    with tempfile.NamedTemporaryFile("r", suffix=".json") as tf:
+        cmd = [sys.executable, "benchmarks/speculative.py", "--hearth", a.hearth, "--threads", str(a.threads),
+               "--only", "hearth", "--prompts", "benchmarks/data/free-prompts.jsonl", "--json", tf.name]
+        log("$ " + " ".join(cmd))
+        subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+        s = json.load(tf)["summary"]
+    return {"summary": s, "hearth_lookup_vs_off": s["hearth lookup"]["tokens_per_second"]
+            / s["hearth off"]["tokens_per_second"],
+            "worst_prompt": s["hearth lookup"]["min_speedup_vs_plain"]}
+
+
 def mib(b):
     return f"{b / 2**20:.0f} MiB" if b else "—"
 
@@ -190,6 +204,15 @@ def report(res):
         goals.append(("lookup >= 2x plain decoding", s["hearth_lookup_vs_off"] >= 2.0, f"{s['hearth_lookup_vs_off']:.2f}x"))
         goals.append((f"lookup ahead of llama.cpp's best n-gram type ({s['llama_best_type']})",
                        s["hearth_lookup_vs_llama_best"] > 1.0, f"{s['hearth_lookup_vs_llama_best']:.2f}x"))
+    if "free" in res:
+        f = res["free"]
+        print("\n## Speculative decoding on free prompts (nothing to copy), Hearth only\n")
+        print("| configuration | decode tokens/s | median prompt ÷ plain | worst prompt ÷ plain |")
+        print("|---|---|---|---|")
+        for k, v in f["summary"].items():
+            print(f"| {k} | {v['tokens_per_second']:.1f} | {v['median_speedup_vs_plain']} | {v['min_speedup_vs_plain']} |")
+        goals.append(("free prompts: no prompt below 0.97x plain with lookup", f["worst_prompt"] >= 0.97,
+                      f"worst {f['worst_prompt']:.2f}x, all {f['hearth_lookup_vs_off']:.2f}x"))
     print("\n## Goals\n")
     print("| goal | measured | held |")
     print("|---|---|---|")
@@ -207,7 +230,7 @@ def main():
     ap.add_argument("--long-models", default="gemma,phi35", help="models for the long-context part: gemma, phi35")
     ap.add_argument("--phi35-tests", default="pp8192,tg64@d8192",
                     help="tests for phi35: any of " + ",".join(t[0] for t in LONG_TESTS) + " (run without warm-up)")
-    ap.add_argument("--skip", default="", help="parts to leave out: kv, long, spec (comma-separated)")
+    ap.add_argument("--skip", default="", help="parts to leave out: kv, long, spec, free (comma-separated)")
     ap.add_argument("--json", default="benchmarks/work/long-and-speculative.json", help="where to write the figures")
     ap.add_argument("--report", help="only print the tables of an earlier --json file")
     a = ap.parse_args()
@@ -242,6 +265,9 @@ def main():
             save()
     if "spec" not in skip:
         res["spec"] = spec_part(a)
+        save()
+    if "free" not in skip:
+        res["free"] = free_part(a)
         save()
     log(f"started {started}, ended {time.strftime('%H:%M:%S UTC', time.gmtime())}; figures in {a.json}")
     return 0 if report(res) else 1

@@ -156,8 +156,10 @@ public final class KVCache {
         }
         layerOffsets = offsets
         let bytes = max(offset, 1)
-        keys = .allocate(byteCount: bytes, alignment: 64)
-        values = .allocate(byteCount: bytes, alignment: 64)
+        // Huge pages where the OS gives them: a decode step reads every cached position's slice
+        // of one head, and with 4 KiB pages each position costs a page walk.
+        keys = allocateStreamedBuffer(byteCount: bytes)
+        values = allocateStreamedBuffer(byteCount: bytes)
         keys.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
         values.initializeMemory(as: UInt8.self, repeating: 0, count: bytes)
     }

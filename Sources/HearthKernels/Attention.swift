@@ -1,3 +1,4 @@
+import CHearthCPU
 import Foundation
 import HearthKernelsCommon
 
@@ -227,12 +228,24 @@ public func fusedAttention(
 ) {
     let hd = shape.headDim
     let kernels = KernelTable.at(level)
+    // A head's slice of each cached row is a few cache lines, rows `stride` apart (a row holds
+    // every KV head): while one tile is read, the next tile's slices are asked for, so a decode
+    // step does not wait on each strided row in turn. (Past the last tile this asks for lines
+    // nobody reads; a prefetch never faults.)
+    let sliceBytes = type.kvHeadBytes(headDim: hd) ?? 0
+    @inline(__always) func prefetchTile(after first: Int, _ count: Int) {
+        for j in (first + count)..<(first + 2 * count) {
+            hearth_prefetch(keys + j * stride, sliceBytes)
+            hearth_prefetch(values + j * stride, sliceBytes)
+        }
+    }
     // Each conversion kernel is fetched once here (a table lookup per row cost more than the
     // conversion of an f16 row).
     if let kind = type.kvKind {
         let dequantize = kernels.dequantizeKV
         guard keyDots.integer(rows: shape.rows) else {
             kernels.fusedAttention(q, out, logSumExp, shape, scratch, false, { _, _, _, _ in }) { first, count, k, v in
+                prefetchTile(after: first, count)
                 for j in 0..<count {
                     dequantize(keys + (first + j) * stride, hd, kind, k + j * hd)
                     dequantize(values + (first + j) * stride, hd, kind, v + j * hd)
@@ -260,6 +273,7 @@ public func fusedAttention(
             kernels.fusedAttention(
                 q, out, logSumExp, shape, scratch, true,
                 { first, count, s, ldS in
+                    prefetchTile(after: first, count)
                     let tileKeys = keys + first * stride
                     for r in 0..<rows {
                         scoresKV(
@@ -276,6 +290,7 @@ public func fusedAttention(
     }
     let halfToFloats = kernels.halfToFloats
     kernels.fusedAttention(q, out, logSumExp, shape, scratch, false, { _, _, _, _ in }) { first, count, k, v in
+        prefetchTile(after: first, count)
         if type == .f16 {
             for j in 0..<count {
                 halfToFloats(keys + (first + j) * stride, hd, k + j * hd)

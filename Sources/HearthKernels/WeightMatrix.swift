@@ -135,11 +135,7 @@ public final class OwnedBuffer: @unchecked Sendable {
     /// and huge pages raise read bandwidth as they do for mapped files (benchmarks/RESULTS.md).
     public init(count: Int) {
         self.count = count
-        let huge = 2 << 20
-        pointer = UnsafeMutableRawPointer.allocate(byteCount: max(count, 1), alignment: count >= huge ? huge : 64)
-        #if os(Linux)
-        if count >= huge { _ = madvise(pointer, count, 14 /* MADV_HUGEPAGE */) }
-        #endif
+        pointer = allocateStreamedBuffer(byteCount: count)
         pointer.initializeMemory(as: UInt8.self, repeating: 0, count: max(count, 1))
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HearthTestSupport
 import Testing
 
 @testable import HearthKernels
@@ -57,7 +58,7 @@ import Testing
     @Test(arguments: headDims)
     func keepsDotProductsAndInverts(headDim: Int) {
         let r = HeadRotation(headDim: headDim)
-        var rng = SplitMix(seed: UInt64(headDim))
+        var rng = SeededRandom(state: UInt64(headDim))
         for _ in 0..<8 {
             let x = (0..<headDim).map { _ in rng.normal() }, y = (0..<headDim).map { _ in rng.normal() }
             var rx = x, ry = y
@@ -77,7 +78,7 @@ import Testing
     @Test(arguments: [DType.q4_0, .q8_0], [96, 256])
     func lowersQuantizationErrorOnOutlierChannels(type: DType, headDim: Int) {
         let r = HeadRotation(headDim: headDim)
-        var rng = SplitMix(seed: 7)
+        var rng = SeededRandom(state: 7)
         var plainError = 0.0, rotatedError = 0.0
         var stored = [UInt8](repeating: 0, count: headDim * 2), decoded = [Float](repeating: 0, count: headDim)
         func quantizedDot(_ k: [Float], _ q: [Float]) -> Double {
@@ -103,17 +104,7 @@ import Testing
     }
 }
 
-/// A small deterministic generator for the tests' inputs.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+extension SeededRandom {
     /// A standard normal sample (Box–Muller).
     mutating func normal() -> Float {
         let u1 = (Double(next() >> 11) + 1) / 9_007_199_254_740_993, u2 = Double(next() >> 11) / 9_007_199_254_740_992
