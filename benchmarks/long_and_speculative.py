@@ -165,6 +165,14 @@ def mib(b):
     return f"{b / 2**20:.0f} MiB" if b else "—"
 
 
+def speculative_table(title, summary):
+    print(f"\n## {title}\n")
+    print("| configuration | decode tokens/s | median prompt ÷ plain | worst prompt ÷ plain |")
+    print("|---|---|---|---|")
+    for k, v in summary.items():
+        print(f"| {k} | {v['tokens_per_second']:.1f} | {v['median_speedup_vs_plain']} | {v['min_speedup_vs_plain']} |")
+
+
 def report(res):
     goals = []
     if "kv" in res:
@@ -196,21 +204,13 @@ def report(res):
                       f"highest {worst['rss_ratio']:.2f}x"))
     if "spec" in res:
         s = res["spec"]
-        print("\n## Speculative decoding: 24 input-grounded prompts, default model, temperature 0\n")
-        print("| configuration | decode tokens/s | median prompt ÷ plain | worst prompt ÷ plain |")
-        print("|---|---|---|---|")
-        for k, v in s["summary"].items():
-            print(f"| {k} | {v['tokens_per_second']:.1f} | {v['median_speedup_vs_plain']} | {v['min_speedup_vs_plain']} |")
+        speculative_table("Speculative decoding: 24 input-grounded prompts, default model, temperature 0", s["summary"])
         goals.append(("lookup >= 2x plain decoding", s["hearth_lookup_vs_off"] >= 2.0, f"{s['hearth_lookup_vs_off']:.2f}x"))
         goals.append((f"lookup ahead of llama.cpp's best n-gram type ({s['llama_best_type']})",
                        s["hearth_lookup_vs_llama_best"] > 1.0, f"{s['hearth_lookup_vs_llama_best']:.2f}x"))
     if "free" in res:
         f = res["free"]
-        print("\n## Speculative decoding on free prompts (nothing to copy), Hearth only\n")
-        print("| configuration | decode tokens/s | median prompt ÷ plain | worst prompt ÷ plain |")
-        print("|---|---|---|---|")
-        for k, v in f["summary"].items():
-            print(f"| {k} | {v['tokens_per_second']:.1f} | {v['median_speedup_vs_plain']} | {v['min_speedup_vs_plain']} |")
+        speculative_table("Speculative decoding on free prompts (nothing to copy), Hearth only", f["summary"])
         goals.append(("free prompts: no prompt below 0.97x plain with lookup", f["worst_prompt"] >= 0.97,
                       f"worst {f['worst_prompt']:.2f}x, all {f['hearth_lookup_vs_off']:.2f}x"))
     print("\n## Goals\n")
