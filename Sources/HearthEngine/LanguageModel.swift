@@ -117,13 +117,8 @@ public final class LanguageModel: Sendable {
         repackCacheOutcome = parts.repackOutcome
         loadPhases = parts.phases
         loadSeconds = Date().timeIntervalSince(started)
-        Self.releaseFreedHeap()
-    }
-
-    /// Hands the heap memory loading freed (the format parsers' and the tokenizer builder's
-    /// temporaries) back to the system: glibc keeps freed blocks for reuse, and they would count
-    /// toward the process's resident memory for as long as it runs.
-    static func releaseFreedHeap() {
+        // The format parsers' and the tokenizer builder's temporaries are freed by now: hand
+        // their heap pages back rather than keep them resident for the life of the process.
         releaseFreeHeapMemory()
     }
 

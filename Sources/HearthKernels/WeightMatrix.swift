@@ -1,7 +1,4 @@
 import HearthKernelsCommon
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A read-only 2-D weight matrix `(rows, cols)` in row-major order, stored in any `DType`,
 /// usually pointing into a memory-mapped model file.
