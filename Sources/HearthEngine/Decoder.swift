@@ -29,8 +29,8 @@ public final class Decoder {
     /// activated hidden rows the down projection reads (no second buffer of B × ffn floats).
     private let ffnIn: UnsafeMutablePointer<Float>
     private let attentionScratch: UnsafeMutablePointer<Float>  // (threads, fusedAttentionScratchFloats) per worker
-    private let splitOutputs: UnsafeMutablePointer<Float>  // (threads, threads, tileRows, headDim) partial outputs
-    private let splitLogSumExps: UnsafeMutablePointer<Float>  // (threads, threads, tileRows) their log-sum-exps
+    private let splitOutputs: UnsafeMutablePointer<Float>  // (threads, threads, callRows, headDim) partial outputs
+    private let splitLogSumExps: UnsafeMutablePointer<Float>  // (threads, threads, callRows) their log-sum-exps
     private let cosTable: UnsafeMutablePointer<Float>  // (2, B, rotaryDims/2): full-attention then sliding layers
     private let sinTable: UnsafeMutablePointer<Float>  // (2, B, rotaryDims/2)
     /// (logitsRows, vocab): the rows a step asked for; grows (rarely) when a step asks for more
@@ -44,6 +44,13 @@ public final class Decoder {
     let queryTileTokens: Int
     /// Query rows of one fused-attention call (`queryTileTokens` × group size).
     let tileRows: Int
+    /// A run of at most this many tokens (a decode or verification step) of a model with more
+    /// than one KV head is one fused-attention call over whole cache rows, every head at once
+    /// (``FusedAttentionShape/kvHeads``): the cache streams row after row rather than each head
+    /// gathering its slice of every row. 0: one KV head, never.
+    let wholeRowTokens: Int
+    /// Query rows of the largest call: `tileRows`, or a whole-row call's tokens × query heads.
+    let callRows: Int
     /// Floats of one worker's fused-attention scratch.
     let attentionScratchFloats: Int
     /// A run whose (token, KV head) items are fewer than the workers has its keys split across
@@ -90,11 +97,15 @@ public final class Decoder {
         ffnIn = buffer(b * o.ffnInWidth)
         queryTileTokens = max(1, 96 / o.groupSize)
         tileRows = queryTileTokens * o.groupSize
-        attentionScratchFloats = fusedAttentionScratchFloats(rows: tileRows, headDim: o.headDim)
+        wholeRowTokens = o.kvHeadCount > 1 ? max(1, fusedAttentionNarrowRows / o.groupSize) : 0
+        callRows = max(tileRows, wholeRowTokens * o.headCount)
+        attentionScratchFloats = max(
+            fusedAttentionScratchFloats(rows: tileRows, headDim: o.headDim),
+            fusedAttentionScratchFloats(rows: wholeRowTokens * o.headCount, headDim: o.headDim, kvHeads: o.kvHeadCount))
         let threads = pool.threadCount
         attentionScratch = buffer(threads * attentionScratchFloats)
-        splitOutputs = buffer(threads * threads * tileRows * o.headDim)
-        splitLogSumExps = buffer(threads * threads * tileRows)
+        splitOutputs = buffer(threads * threads * callRows * o.headDim)
+        splitLogSumExps = buffer(threads * threads * callRows)
         let maxHalf = max(o.rope.rotaryDims, o.slidingRoPE?.rotaryDims ?? 0) / 2
         cosTable = buffer(2 * b * maxHalf)
         sinTable = buffer(2 * b * maxHalf)
@@ -531,10 +542,13 @@ public final class Decoder {
     }
 
     /// One call of fused attention: a query tile of `tokens` consecutive tokens of a run against
-    /// one KV head, over the keys `keyStart..<keyEnd` (all it sees, or one worker's share).
+    /// one KV head (or every head: `kvHeads` > 1, ``wholeRowTokens``), over the keys
+    /// `keyStart..<keyEnd` (all it sees, or one worker's share).
     struct AttentionItem {
         var segment: Int
         var kvHead: Int
+        /// KV heads from `kvHead` on that the call covers: 1, or all of them (whole cache rows).
+        var kvHeads = 1
         /// First token of the tile, counted from the run's first.
         var token: Int
         var tokens: Int
@@ -548,22 +562,25 @@ public final class Decoder {
 
     /// The fused-attention calls of a batch for layers with `window` (nil: full attention):
     /// every run cut into query tiles of ``queryTileTokens`` tokens per KV head, the longest key
-    /// spans first (the causal tiles near the end cost most, so the workers finish together).
-    /// When there are fewer tiles than workers (decode), a tile seeing at least
-    /// ``splitAttentionKeys`` keys is cut into one key range per worker.
+    /// spans first (the causal tiles near the end cost most, so the workers finish together); a
+    /// run of at most ``wholeRowTokens`` tokens is one item over every KV head. When there are
+    /// fewer items than workers (decode), an item seeing at least ``splitAttentionKeys`` keys is
+    /// cut into one key range per worker.
     private func attentionItems(_ segments: [Segment], window: Int?) -> [AttentionItem] {
         var items: [AttentionItem] = []
         for (s, segment) in segments.enumerated() {
+            // Heads per item: one, or all of them for a short run.
+            let heads = segment.count <= wholeRowTokens ? options.kvHeadCount : 1
             var t = 0
             while t < segment.count {
                 let tokens = min(queryTileTokens, segment.count - t)
                 let first = window.map { max(0, segment.position + t - $0 + 1) } ?? 0
                 let end = segment.position + t + tokens
-                for kvh in 0..<options.kvHeadCount {
+                for kvh in stride(from: 0, to: options.kvHeadCount, by: heads) {
                     items.append(
                         AttentionItem(
-                            segment: s, kvHead: kvh, token: t, tokens: tokens, keyStart: first, keyEnd: end, part: -1,
-                            split: -1))
+                            segment: s, kvHead: kvh, kvHeads: heads, token: t, tokens: tokens, keyStart: first, keyEnd: end,
+                            part: -1, split: -1))
                 }
                 t += tokens
             }
@@ -601,16 +618,16 @@ public final class Decoder {
         let o = options
         let hd = o.headDim, qDim = o.headCount * hd, g = o.groupSize
         let threads = pool.threadCount
-        let splitStride = threads * tileRows
+        let splitStride = threads * callRows
         pool.parallelChunks(items.count) { range, worker in
             let scratch = attentionScratch + worker * attentionScratchFloats
             for item in items[range] {
                 let segment = segments[item.segment]
                 let row = segment.first + item.token
                 var shape = FusedAttentionShape(
-                    tokens: item.tokens, groupHeads: g, headDim: hd, firstPosition: segment.position + item.token,
-                    keyStart: item.keyStart, keyEnd: item.keyEnd, window: window ?? 0, scale: scale, qStride: o.qkvWidth,
-                    outStride: qDim)
+                    tokens: item.tokens, groupHeads: item.kvHeads * g, headDim: hd,
+                    firstPosition: segment.position + item.token, keyStart: item.keyStart, keyEnd: item.keyEnd,
+                    window: window ?? 0, scale: scale, qStride: o.qkvWidth, outStride: qDim, kvHeads: item.kvHeads)
                 let q = qkv + row * o.qkvWidth + item.kvHead * g * hd
                 // Positions counted from the first the layer holds (a window layer's buffer start):
                 // the same keys, tiles and masks as from 0, shifted.
@@ -627,7 +644,7 @@ public final class Decoder {
                 } else {
                     // Part p's rows go contiguously (rows × headDim) into the split tile's slot.
                     var partShape = shape
-                    partShape.outStride = g * hd
+                    partShape.outStride = shape.groupHeads * hd
                     let rows = shape.rows
                     fusedAttention(
                         q, keys: keys, values: values, stride: cache.rowBytes, type: cache.type, shape: partShape,
@@ -641,9 +658,10 @@ public final class Decoder {
         for item in items where item.part == 0 {
             let segment = segments[item.segment]
             let row = segment.first + item.token
+            let heads = item.kvHeads * g
             mergeAttention(
                 splitOutputs + item.split * splitStride * hd, logSumExps: splitLogSumExps + item.split * splitStride,
-                parts: threads, rows: item.tokens * g, headDim: hd, groupHeads: g,
+                parts: threads, rows: item.tokens * heads, headDim: hd, groupHeads: heads,
                 into: att + row * qDim + item.kvHead * g * hd, outStride: qDim)
         }
     }

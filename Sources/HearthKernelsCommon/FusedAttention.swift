@@ -3,8 +3,8 @@
 ///
 /// One call computes, for a *query tile* — `tokens` consecutive positions × the `groupHeads`
 /// query heads that share one key/value head (GQA) — softmax(scale · q·Kᵀ, masked) · V over the
-/// keys `keyStart..<keyEnd` a row may see. Keys and values arrive `fusedAttentionKeyTile` at a
-/// time as Float rows (the caller's `load` converts them from the cache, whatever its type), so
+/// keys `keyStart..<keyEnd` a row may see. Keys and values arrive a tile at a time
+/// (``fusedAttentionTileKeys(kvWidth:)`` positions) as Float rows (the caller's `load` converts them from the cache, whatever its type), so
 /// no context-sized buffer exists: every row keeps a running maximum m, a running sum l of
 /// e^(s − m) and an unnormalised output O, rescaled by e^(m_old − m_new) when a tile raises the
 /// maximum. All query rows of the group multiply the same loaded tile.
@@ -12,6 +12,14 @@
 /// Row r of the tile is token r / groupHeads, head r % groupHeads. Token t sits at position
 /// `firstPosition + t` and sees key j when `keyStart ≤ j < keyEnd`, j ≤ its position (causal)
 /// and, with a window w > 0, j > position − w.
+///
+/// A tile may also span several key/value heads (`kvHeads` > 1, a decode step over whole cache
+/// rows): then `load` fills each key position's row of every head (`kvHeads · headDim` Floats,
+/// head h at h·headDim) and query head g of a token reads KV head g / (groupHeads / kvHeads).
+/// One pass over the keys then serves every head, so the cache streams row after row instead of
+/// each head gathering a few cache lines from every row (a model with many KV heads, as
+/// Phi-3's 32, spends most of a decode step at depth there otherwise). Tiles are shorter
+/// (``fusedAttentionTileKeys(kvWidth:)``) so that a tile of whole rows stays near the core.
 ///
 /// Two shapes of the score product:
 /// - **wide** (more than ``fusedAttentionNarrowRows`` rows, prompts): the scaled queries are
@@ -22,8 +30,16 @@
 ///   (the key row is loaded once for four rows).
 /// O += P·V is a 6-row × 16-column register tile either way.
 
-/// Keys (and values) per tile.
+/// Keys (and values) per tile, at most (one KV head's tiles).
 public let fusedAttentionKeyTile = 64
+
+/// Keys per tile when each loaded key row holds `kvWidth` Floats (every KV head's, or one):
+/// ``fusedAttentionKeyTile``, fewer for rows wider than 256 so that a key tile takes at most
+/// 64 KiB (at least 4 keys). Measured on the Phi-3.5 shape (rows of 3072, tg32 at depth 4096,
+/// 2 threads): 21-key tiles 3.97 tokens/s, 8 keys 4.28–4.58, 4 keys 4.61, 2 keys 4.54.
+@inlinable public func fusedAttentionTileKeys(kvWidth: Int) -> Int {
+    max(4, min(fusedAttentionKeyTile, 16384 / max(1, kvWidth)))
+}
 
 /// Query rows at or below which the score product takes the narrow (per-key dot) shape.
 public let fusedAttentionNarrowRows = 8
@@ -50,10 +66,14 @@ public struct FusedAttentionShape: Sendable {
     public var qStride: Int
     /// Floats between tokens in the output (same layout as the queries).
     public var outStride: Int
+    /// Key/value heads the rows span: 1, every row reads the same one; more, each loaded key row
+    /// holds this many heads and query head g reads head g / (groupHeads / kvHeads) (a divisor
+    /// of `groupHeads`). Always the narrow score shape.
+    public var kvHeads: Int
 
     public init(
         tokens: Int, groupHeads: Int, headDim: Int, firstPosition: Int, keyStart: Int, keyEnd: Int, window: Int,
-        scale: Float, qStride: Int, outStride: Int
+        scale: Float, qStride: Int, outStride: Int, kvHeads: Int = 1
     ) {
         self.tokens = tokens
         self.groupHeads = groupHeads
@@ -65,10 +85,14 @@ public struct FusedAttentionShape: Sendable {
         self.scale = scale
         self.qStride = qStride
         self.outStride = outStride
+        self.kvHeads = kvHeads
     }
 
     /// Query rows (tokens × groupHeads).
     @inlinable public var rows: Int { tokens * groupHeads }
+
+    /// Floats of one loaded key (or value) row: `kvHeads · headDim`.
+    @inlinable public var kvWidth: Int { kvHeads * headDim }
 
     /// The first key token `t` sees (before `keyStart` is applied).
     @inlinable public func firstVisible(_ t: Int) -> Int {
@@ -79,21 +103,24 @@ public struct FusedAttentionShape: Sendable {
     @inlinable public func endVisible(_ t: Int) -> Int { min(keyEnd, firstPosition + t + 1) }
 }
 
-/// Floats of scratch one call with up to `rows` query rows of `headDim` needs: what
-/// ``fusedAttentionBody`` uses (``fusedAttentionBodyScratchFloats(rows:headDim:)``), then room for
-/// the queries quantized to 8 bits when the keys are a quantized cache's
+/// Floats of scratch one call with up to `rows` query rows of `headDim` over `kvHeads` KV heads
+/// needs: what ``fusedAttentionBody`` uses (``fusedAttentionBodyScratchFloats(rows:headDim:kvHeads:)``),
+/// then room for the queries quantized to 8 bits when the keys are a quantized cache's
 /// (``FusedAttentionQueryQuants``).
 @inlinable
-public func fusedAttentionScratchFloats(rows: Int, headDim: Int) -> Int {
-    fusedAttentionBodyScratchFloats(rows: rows, headDim: headDim) + FusedAttentionQueryQuants.floats(rows: rows, headDim: headDim)
+public func fusedAttentionScratchFloats(rows: Int, headDim: Int, kvHeads: Int = 1) -> Int {
+    fusedAttentionBodyScratchFloats(rows: rows, headDim: headDim, kvHeads: kvHeads)
+        + FusedAttentionQueryQuants.floats(rows: rows, headDim: headDim)
 }
 
-/// Floats of scratch ``fusedAttentionBody`` itself uses for `rows` query rows of `headDim`
-/// (packed queries, O, a K and a V tile, Sᵀ, m, l); the caller's part of the scratch follows.
+/// Floats of scratch ``fusedAttentionBody`` itself uses for `rows` query rows of `headDim` over
+/// `kvHeads` KV heads (packed queries, O, a K and a V tile of whole rows, Sᵀ, m, l); the caller's
+/// part of the scratch follows.
 @inlinable
-public func fusedAttentionBodyScratchFloats(rows: Int, headDim: Int) -> Int {
+public func fusedAttentionBodyScratchFloats(rows: Int, headDim: Int, kvHeads: Int = 1) -> Int {
     let padded = (rows + 15) / 16 * 16
-    return 2 * padded * headDim + 2 * fusedAttentionKeyTile * headDim + fusedAttentionKeyTile * padded + 2 * padded
+    let kvWidth = kvHeads * headDim, tileKeys = fusedAttentionTileKeys(kvWidth: kvWidth)
+    return 2 * padded * headDim + 2 * tileKeys * kvWidth + tileKeys * padded + 2 * padded
 }
 
 /// Where a fused-attention call over a quantized cache keeps its queries as 8-bit blocks (one
@@ -141,18 +168,23 @@ public func fusedAttentionBody(
     load: (Int, Int, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>) -> Void, fused: Bool
 ) {
     let rows = shape.rows, hd = shape.headDim, g = shape.groupHeads
-    guard rows > 0, hd > 0 else { return }
+    let kvHeads = shape.kvHeads, kvWidth = shape.kvWidth
+    guard rows > 0, hd > 0, kvHeads > 0, g % kvHeads == 0 else { return }
     let padded = (rows + 15) / 16 * 16
-    let tileKeys = fusedAttentionKeyTile
+    let tileKeys = fusedAttentionTileKeys(kvWidth: kvWidth)
     // Scratch: packed queries | O | K tile | V tile | Sᵀ (keys × padded) | m | l.
     let qp = scratch
     let o = qp + padded * hd
     let kt = o + padded * hd
-    let vt = kt + tileKeys * hd
-    let st = vt + tileKeys * hd
+    let vt = kt + tileKeys * kvWidth
+    let st = vt + tileKeys * kvWidth
     let mRun = st + tileKeys * padded
     let lRun = mRun + padded
-    let narrow = rows <= fusedAttentionNarrowRows
+    let narrow = kvHeads > 1 || rows <= fusedAttentionNarrowRows
+    // Rows that read the same KV head come in runs: all rows (one KV head), or each token's
+    // groupHeads / kvHeads heads of one KV head (run k: token k / kvHeads, KV head k % kvHeads).
+    let runRows = kvHeads == 1 ? rows : g / kvHeads
+    let runs = rows / runRows
 
     // Queries, scaled: narrow, row after row; wide, in panels of 16 rows (padding rows zero).
     if scoresKeys {
@@ -187,7 +219,12 @@ public func fusedAttentionBody(
         if scoresKeys {
             keyScores(j0, count, st, padded)
         } else if narrow {
-            narrowScores(qp, rows: rows, keys: kt, count: count, headDim: hd, into: st, ldS: padded, fused: fused)
+            for run in 0..<runs {
+                let first = run * runRows
+                narrowScores(
+                    qp + first * hd, rows: runRows, keys: kt + (run % kvHeads) * hd, keyStride: kvWidth, count: count,
+                    headDim: hd, into: st + first, ldS: padded, fused: fused)
+            }
         } else {
             var pb = 0
             while pb < padded {
@@ -245,26 +282,30 @@ public func fusedAttentionBody(
             pb += 16
         }
 
-        // O += P · V, six rows × sixteen columns per block of accumulators.
-        var ib = 0
-        while ib < rows {
-            let mr = min(6, rows - ib)
-            var jb = 0
-            while jb + 16 <= hd {
-                valueBlock(
-                    probabilities: st + ib, ldS: padded, rows: mr, values: vt + jb, headDim: hd, count: count,
-                    into: o + ib * hd + jb, fused: fused)
-                jb += 16
-            }
-            if jb < hd {
-                for i in 0..<mr {
-                    for j in 0..<count {
-                        let p = st[j * padded + ib + i]
-                        for d in jb..<hd { o[(ib + i) * hd + d] += p * vt[j * hd + d] }
+        // O += P · V, six rows (of one run) × sixteen columns per block of accumulators.
+        for run in 0..<runs {
+            let values = vt + (run % kvHeads) * hd
+            var ib = run * runRows
+            let runEnd = ib + runRows
+            while ib < runEnd {
+                let mr = min(6, runEnd - ib)
+                var jb = 0
+                while jb + 16 <= hd {
+                    valueBlock(
+                        probabilities: st + ib, ldS: padded, rows: mr, values: values + jb, valueStride: kvWidth,
+                        headDim: hd, count: count, into: o + ib * hd + jb, fused: fused)
+                    jb += 16
+                }
+                if jb < hd {
+                    for i in 0..<mr {
+                        for j in 0..<count {
+                            let p = st[j * padded + ib + i]
+                            for d in jb..<hd { o[(ib + i) * hd + d] += p * values[j * kvWidth + d] }
+                        }
                     }
                 }
+                ib += 6
             }
-            ib += 6
         }
         j0 += count
     }
@@ -337,19 +378,42 @@ public func scoreBlock(
     if keyCount > 5 { raw.storeBytes(of: c5, toByteOffset: 20 * ldS, as: SIMD16<Float>.self) }
 }
 
-/// Sᵀ[j][r] = q_r · k_j for a few rows (row-major scaled queries), four rows per pass over a key.
+/// Sᵀ[j][r] = q_r · k_j for a few rows (row-major scaled queries), four rows per pass over a key;
+/// key j at `keys + j·keyStride`.
 @_transparent
 public func narrowScores(
-    _ q: UnsafePointer<Float>, rows: Int, keys: UnsafePointer<Float>, count: Int, headDim hd: Int,
+    _ q: UnsafePointer<Float>, rows: Int, keys: UnsafePointer<Float>, keyStride: Int, count: Int, headDim hd: Int,
     into s: UnsafeMutablePointer<Float>, ldS: Int, fused: Bool
 ) {
     let rq = UnsafeRawPointer(q)
     var r0 = 0
     while r0 < rows {
         let n = min(4, rows - r0)
+        if n == 1 {
+            // The last (or only) row alone: one accumulator, not the four-row pass repeating it
+            // (a whole-row call of a model without grouped heads has only such runs).
+            for j in 0..<count {
+                let rk = UnsafeRawPointer(keys + j * keyStride)
+                var a = SIMD16<Float>()
+                var d = 0
+                while d + 16 <= hd {
+                    let k = rk.loadUnaligned(fromByteOffset: 4 * d, as: SIMD16<Float>.self)
+                    let x = rq.loadUnaligned(fromByteOffset: 4 * (r0 * hd + d), as: SIMD16<Float>.self)
+                    if fused { a.addProduct(x, k) } else { a += x * k }
+                    d += 16
+                }
+                var sum = a.sum()
+                while d < hd {
+                    sum += q[r0 * hd + d] * keys[j * keyStride + d]
+                    d += 1
+                }
+                s[j * ldS + r0] = sum
+            }
+            return
+        }
         let q0 = r0 * hd, q1 = (r0 + min(1, n - 1)) * hd, q2 = (r0 + min(2, n - 1)) * hd, q3 = (r0 + min(3, n - 1)) * hd
         for j in 0..<count {
-            let rk = UnsafeRawPointer(keys + j * hd)
+            let rk = UnsafeRawPointer(keys + j * keyStride)
             var a0 = SIMD16<Float>(), a1 = SIMD16<Float>(), a2 = SIMD16<Float>(), a3 = SIMD16<Float>()
             var d = 0
             while d + 16 <= hd {
@@ -373,7 +437,7 @@ public func narrowScores(
             }
             var sums = (a0.sum(), a1.sum(), a2.sum(), a3.sum())
             while d < hd {
-                let k = keys[j * hd + d]
+                let k = keys[j * keyStride + d]
                 sums.0 += q[q0 + d] * k
                 sums.1 += q[q1 + d] * k
                 sums.2 += q[q2 + d] * k
@@ -391,23 +455,34 @@ public func narrowScores(
 }
 
 /// O block += P · V: `rows` ≤ 6 query rows (P element (i, j) at `probabilities[j·ldS + i]`) ×
-/// 16 columns of V (rows `headDim` apart), over `count` keys; O rows `headDim` apart.
+/// 16 columns of V (rows `valueStride` apart), over `count` keys; O rows `headDim` apart.
 @_transparent
 public func valueBlock(
-    probabilities p: UnsafePointer<Float>, ldS: Int, rows: Int, values: UnsafePointer<Float>, headDim: Int, count: Int,
+    probabilities p: UnsafePointer<Float>, ldS: Int, rows: Int, values: UnsafePointer<Float>, valueStride: Int,
+    headDim: Int, count: Int,
     into o: UnsafeMutablePointer<Float>, fused: Bool
 ) {
-    let i1 = min(1, rows - 1), i2 = min(2, rows - 1), i3 = min(3, rows - 1), i4 = min(4, rows - 1), i5 = min(5, rows - 1)
     let ro = UnsafeMutableRawPointer(o)
+    let rv = UnsafeRawPointer(values)
+    if rows == 1 {
+        // One row: one accumulator (the six-row block would repeat it six times).
+        var c = ro.loadUnaligned(as: SIMD16<Float>.self)
+        for j in 0..<count {
+            let v = rv.loadUnaligned(fromByteOffset: 4 * j * valueStride, as: SIMD16<Float>.self)
+            if fused { c.addProduct(p[j * ldS], v) } else { c += v * p[j * ldS] }
+        }
+        ro.storeBytes(of: c, as: SIMD16<Float>.self)
+        return
+    }
+    let i1 = min(1, rows - 1), i2 = min(2, rows - 1), i3 = min(3, rows - 1), i4 = min(4, rows - 1), i5 = min(5, rows - 1)
     var c0 = ro.loadUnaligned(as: SIMD16<Float>.self)
     var c1 = ro.loadUnaligned(fromByteOffset: 4 * i1 * headDim, as: SIMD16<Float>.self)
     var c2 = ro.loadUnaligned(fromByteOffset: 4 * i2 * headDim, as: SIMD16<Float>.self)
     var c3 = ro.loadUnaligned(fromByteOffset: 4 * i3 * headDim, as: SIMD16<Float>.self)
     var c4 = ro.loadUnaligned(fromByteOffset: 4 * i4 * headDim, as: SIMD16<Float>.self)
     var c5 = ro.loadUnaligned(fromByteOffset: 4 * i5 * headDim, as: SIMD16<Float>.self)
-    let rv = UnsafeRawPointer(values)
     for j in 0..<count {
-        let v = rv.loadUnaligned(fromByteOffset: 4 * j * headDim, as: SIMD16<Float>.self)
+        let v = rv.loadUnaligned(fromByteOffset: 4 * j * valueStride, as: SIMD16<Float>.self)
         let row = p + j * ldS
         if fused {
             c0.addProduct(row[0], v)

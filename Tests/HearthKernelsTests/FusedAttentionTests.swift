@@ -9,8 +9,9 @@ import HearthKernelsCommon
 /// random inputs: f16, f32, q8_0 and q4_0 caches (the quantized ones both with integer key dots
 /// against 8-bit queries and with keys converted to Float per tile), causal and sliding-window
 /// masks, GQA groups, both score shapes (narrow: ≤ 8 rows; wide: 16-row panels), head sizes with
-/// a remainder past the last 16 lanes, and tile remainders (key counts not a multiple of the
-/// 64-key tile or the six-key block).
+/// a remainder past the last 16 lanes, tile remainders (key counts not a multiple of the
+/// 64-key tile or the six-key block), and calls over whole cache rows of several KV heads (a
+/// decode or verification step of a model such as Phi-3: 32 heads of 96, 5-key tiles).
 @Suite struct FusedAttentionTests {
     struct Case: CustomStringConvertible, Sendable {
         var tokens: Int
@@ -18,7 +19,11 @@ import HearthKernelsCommon
         var headDim: Int
         var firstPosition: Int
         var window: Int
-        var description: String { "t\(tokens) g\(groupHeads) hd\(headDim) p\(firstPosition) w\(window)" }
+        /// KV heads the rows span (``FusedAttentionShape/kvHeads``).
+        var kvHeads = 1
+        var description: String {
+            "t\(tokens) g\(groupHeads) hd\(headDim) p\(firstPosition) w\(window)" + (kvHeads > 1 ? " kv\(kvHeads)" : "")
+        }
     }
 
     static let cases: [Case] = [
@@ -29,15 +34,24 @@ import HearthKernelsCommon
         Case(tokens: 1, groupHeads: 1, headDim: 96, firstPosition: 130, window: 77),  // narrow, one head, windowed
         Case(tokens: 2, groupHeads: 3, headDim: 40, firstPosition: 63, window: 0),  // narrow, six rows, hd % 16 = 8
         Case(tokens: 3, groupHeads: 3, headDim: 16, firstPosition: 5, window: 2),  // wide (9 rows), tiny window
+        Case(tokens: 1, groupHeads: 32, headDim: 96, firstPosition: 300, window: 0, kvHeads: 32),  // Phi-3's decode step
+        Case(tokens: 3, groupHeads: 8, headDim: 64, firstPosition: 130, window: 77, kvHeads: 4),  // verification, GQA 2, window
+        Case(tokens: 2, groupHeads: 6, headDim: 40, firstPosition: 70, window: 0, kvHeads: 3),  // 18 rows, hd % 16 = 8
     ]
 
-    /// A cache of `positions` rows of `type` (`headDim` elements, padded to `stride` bytes) from `floats`.
-    static func cache(_ floats: [Float], positions: Int, headDim: Int, stride: Int, type: DType) -> [UInt8] {
+    /// A cache of `positions` rows of `type`, `stride` bytes apart, each `heads` heads of `headDim`
+    /// elements side by side (as ``KVCache`` lays them out), from `floats`.
+    static func cache(_ floats: [Float], positions: Int, headDim: Int, stride: Int, type: DType, heads: Int = 1) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: positions * stride)
+        let headBytes = type.kvHeadBytes(headDim: headDim) ?? 0
         bytes.withUnsafeMutableBytes { raw in
             floats.withUnsafeBufferPointer {
                 for j in 0..<positions {
-                    storeCached($0.baseAddress! + j * headDim, type: type, count: headDim, into: raw.baseAddress! + j * stride)
+                    for h in 0..<heads {
+                        storeCached(
+                            $0.baseAddress! + (j * heads + h) * headDim, type: type, count: headDim,
+                            into: raw.baseAddress! + j * stride + h * headBytes)
+                    }
                 }
             }
         }
@@ -74,17 +88,18 @@ import HearthKernelsCommon
             #expect(type.isQuantized && hd % 32 != 0, "\(type) hd \(hd) has a head size")
             return
         }
-        let stride = headBytes + 32
+        let heads = c.kvHeads, stride = heads * headBytes + 32
         let qStride = g * hd + 8, outStride = g * hd + 4
         let q = KernelTableTests.randomFloats(c.tokens * qStride, seed: 11).map { $0 * 3 }
         let keys = Self.cache(
-            KernelTableTests.randomFloats(positions * hd, seed: 12), positions: positions, headDim: hd, stride: stride, type: type)
+            KernelTableTests.randomFloats(positions * heads * hd, seed: 12), positions: positions, headDim: hd, stride: stride,
+            type: type, heads: heads)
         let values = Self.cache(
-            KernelTableTests.randomFloats(positions * hd, seed: 13).map { $0 * 4 }, positions: positions, headDim: hd,
-            stride: stride, type: type)
+            KernelTableTests.randomFloats(positions * heads * hd, seed: 13).map { $0 * 4 }, positions: positions, headDim: hd,
+            stride: stride, type: type, heads: heads)
         let shape = FusedAttentionShape(
             tokens: c.tokens, groupHeads: g, headDim: hd, firstPosition: c.firstPosition, keyStart: 0, keyEnd: positions,
-            window: c.window, scale: 1 / Float(hd).squareRoot(), qStride: qStride, outStride: outStride)
+            window: c.window, scale: 1 / Float(hd).squareRoot(), qStride: qStride, outStride: outStride, kvHeads: heads)
         let rows = shape.rows
         var expected = [Float](repeating: 0, count: c.tokens * outStride)
         var expectedLSE = [Float](repeating: 0, count: rows)
@@ -95,7 +110,7 @@ import HearthKernelsCommon
                     logSumExp: &expectedLSE, eightBitQueries: type.isQuantized && storage.keyDots == .integer)
             }
         }
-        var scratch = [Float](repeating: .nan, count: fusedAttentionScratchFloats(rows: rows, headDim: hd))
+        var scratch = [Float](repeating: .nan, count: fusedAttentionScratchFloats(rows: rows, headDim: hd, kvHeads: heads))
         for level in KernelLevel.supported {
             var out = [Float](repeating: .nan, count: c.tokens * outStride)
             var lse = [Float](repeating: .nan, count: rows)
@@ -117,20 +132,22 @@ import HearthKernelsCommon
 
     /// The keys split in three disjoint ranges (one empty for the early rows), each part's
     /// log-sum-exp kept, then ``mergeAttention``: equal to the reference over all keys, at
-    /// every level (how a decode step's keys are shared between workers).
-    @Test(arguments: [DType.f16, .f32, .q8_0, .q4_0])
-    func splitKeysMerge(_ type: DType) throws {
+    /// every level (how a decode step's keys are shared between workers), for one KV head and
+    /// for whole rows of two.
+    @Test(arguments: [DType.f16, .f32, .q8_0, .q4_0], [1, 2])
+    func splitKeysMerge(_ type: DType, kvHeads heads: Int) throws {
         let hd = 64, g = 4, tokens = 2, first = 200, positions = first + tokens
-        let stride = try #require(type.kvHeadBytes(headDim: hd))
+        let stride = try heads * #require(type.kvHeadBytes(headDim: hd))
         let q = KernelTableTests.randomFloats(tokens * g * hd, seed: 21).map { $0 * 3 }
         let keys = Self.cache(
-            KernelTableTests.randomFloats(positions * hd, seed: 22), positions: positions, headDim: hd, stride: stride, type: type)
+            KernelTableTests.randomFloats(positions * heads * hd, seed: 22), positions: positions, headDim: hd, stride: stride,
+            type: type, heads: heads)
         let values = Self.cache(
-            KernelTableTests.randomFloats(positions * hd, seed: 23).map { $0 * 4 }, positions: positions, headDim: hd,
-            stride: stride, type: type)
+            KernelTableTests.randomFloats(positions * heads * hd, seed: 23).map { $0 * 4 }, positions: positions, headDim: hd,
+            stride: stride, type: type, heads: heads)
         let whole = FusedAttentionShape(
             tokens: tokens, groupHeads: g, headDim: hd, firstPosition: first, keyStart: 0, keyEnd: positions, window: 150,
-            scale: 0.125, qStride: g * hd, outStride: g * hd)
+            scale: 0.125, qStride: g * hd, outStride: g * hd, kvHeads: heads)
         var expected = [Float](repeating: 0, count: tokens * g * hd)
         keys.withUnsafeBytes { k in
             values.withUnsafeBytes { v in
@@ -142,7 +159,7 @@ import HearthKernelsCommon
         // The window starts at 51 (token 0) and 52 (token 1): the first range is empty for token 1.
         let bounds = [0, 52, 130, positions]
         let rows = whole.rows
-        var scratch = [Float](repeating: .nan, count: fusedAttentionScratchFloats(rows: rows, headDim: hd))
+        var scratch = [Float](repeating: .nan, count: fusedAttentionScratchFloats(rows: rows, headDim: hd, kvHeads: heads))
         for level in KernelLevel.supported {
             var parts = [Float](repeating: .nan, count: 3 * rows * hd), lse = [Float](repeating: .nan, count: 3 * rows)
             for p in 0..<3 {
@@ -167,7 +184,7 @@ import HearthKernelsCommon
             var merged = [Float](repeating: .nan, count: tokens * g * hd)
             mergeAttention(parts, logSumExps: lse, parts: 3, rows: rows, headDim: hd, groupHeads: g, into: &merged, outStride: g * hd)
             let worst = zip(merged, expected).map { abs($0 - $1) }.max() ?? .nan
-            #expect(worst <= 2e-5 * 4, "\(type) \(level): max error \(worst)")
+            #expect(worst <= 2e-5 * 4, "\(type) kv\(heads) \(level): max error \(worst)")
         }
     }
 }
