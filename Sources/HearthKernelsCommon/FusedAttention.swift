@@ -4,10 +4,10 @@
 /// One call computes, for a *query tile* — `tokens` consecutive positions × the `groupHeads`
 /// query heads that share one key/value head (GQA) — softmax(scale · q·Kᵀ, masked) · V over the
 /// keys `keyStart..<keyEnd` a row may see. Keys and values arrive a tile at a time
-/// (``fusedAttentionTileKeys(kvWidth:)`` positions) as Float rows (the caller's `load` converts them from the cache, whatever its type), so
-/// no context-sized buffer exists: every row keeps a running maximum m, a running sum l of
-/// e^(s − m) and an unnormalised output O, rescaled by e^(m_old − m_new) when a tile raises the
-/// maximum. All query rows of the group multiply the same loaded tile.
+/// (``fusedAttentionTileKeys(kvWidth:)`` positions) as Float rows (the caller's `load` converts
+/// them from the cache, whatever its type), so no context-sized buffer exists: every row keeps a
+/// running maximum m, a running sum l of e^(s − m) and an unnormalised output O, rescaled by
+/// e^(m_old − m_new) when a tile raises the maximum. All query rows of the group multiply the same loaded tile.
 ///
 /// Row r of the tile is token r / groupHeads, head r % groupHeads. Token t sits at position
 /// `firstPosition + t` and sees key j when `keyStart ≤ j < keyEnd`, j ≤ its position (causal)

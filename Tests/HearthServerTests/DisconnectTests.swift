@@ -134,7 +134,7 @@ extension ServerTests {
                 "/v1/chat/completions",
                 json: [
                     "model": "tiny", "messages": [["role": "user", "content": "Tell me a long story."]], "max_tokens": 32000, "stream": false,
-                    "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0,
+                    "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0, "ignore_eos": true,
                 ])
             // Generating: the sequence holds the only slot.
             #expect(try await Self.waitFor(harness, "hearth_requests_running", is: 1) == 1)

@@ -45,7 +45,10 @@ extension SecurityTests {
             let holder = try RawConnection(port: harness.port)
             try holder.post(
                 "/v1/chat/completions",
-                json: ["model": "local", "messages": [Self.user], "max_tokens": 32000, "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0],
+                json: [
+                    "model": "local", "messages": [Self.user], "max_tokens": 32000, "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0,
+                    "ignore_eos": true,
+                ],
                 headers: Self.auth("a"))
             #expect(try await ServerTests.waitFor(harness, "hearth_requests_running", is: 1, headers: admin) == 1)
 

@@ -158,6 +158,7 @@ import Testing
     static func startLong(_ harness: ServerHarness, client: String, maxTokens: Int) async throws -> Task<ServerHarness.Reply, Error> {
         let long: [String: Any] = [
             "model": "local", "messages": [Self.user], "max_tokens": maxTokens, "temperature": 1, "seed": 1, "min_p": 0, "top_k": 0,
+            "ignore_eos": true,
         ]
         let body = String(decoding: try JSONSerialization.data(withJSONObject: long), as: UTF8.self)
         let task = Task { try await harness.send(.POST, "/v1/chat/completions", body: body, headers: Self.auth(client)) }

@@ -243,6 +243,7 @@ import Testing
             request.method = .POST
             let body = try JSONSerialization.data(withJSONObject: [
                 "model": "tiny", "messages": [Self.user], "max_tokens": 32000, "stream": true, "temperature": 1, "seed": 1,
+                "ignore_eos": true,  // holds the slot whatever is sampled
             ] as [String: Any])
             request.body = .bytes(ByteBuffer(bytes: body))
             let first = try await ServerHarness.client.execute(request, timeout: .seconds(60))
@@ -275,7 +276,7 @@ import Testing
             request.method = .POST
             let body = try JSONSerialization.data(withJSONObject: [
                 "model": "tiny", "messages": [["role": "user", "content": "Tell me a long story."]], "max_tokens": 32000, "stream": true,
-                "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0,
+                "temperature": 1, "seed": 3, "min_p": 0, "top_k": 0, "ignore_eos": true,
             ] as [String: Any])
             request.body = .bytes(ByteBuffer(bytes: body))
             let task = Task {
@@ -351,7 +352,7 @@ import Testing
             request.method = .POST
             let body = try JSONSerialization.data(withJSONObject: [
                 "model": "tiny", "prompt": "Once upon a time", "max_tokens": 32000, "stream": true, "temperature": 1, "seed": 5, "min_p": 0,
-                "top_k": 0,
+                "top_k": 0, "ignore_eos": true,
             ] as [String: Any])
             request.body = .bytes(ByteBuffer(bytes: body))
             let response = try await ServerHarness.client.execute(request, timeout: .seconds(60))
