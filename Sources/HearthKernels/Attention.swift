@@ -210,11 +210,12 @@ public enum QuantizedKeyDots: String, Sendable, CaseIterable {
 }
 
 /// Fused attention of one query tile straight from the cache (``fusedAttentionBody``: online
-/// softmax over tiles of ``fusedAttentionKeyTile`` keys, no score row as long as the context):
+/// softmax over tiles of ``fusedAttentionTileKeys(kvWidth:)`` keys, no score row as long as the context):
 /// for row r = t·groupHeads + g, out = softmax(scale · q_r·Kᵀ over the keys it sees) · V.
 /// `keys`/`values` point at position 0 of the key/value head's rows, `stride` bytes apart, of
 /// `type`; with `shape.kvHeads` > 1, at the first of that many heads, each `type.kvHeadBytes`
-/// after the one before (a KV cache row), and every head of a row is read in one pass. f16 and f32 tiles are converted to Float and multiplied in Float. q8_0/q4_0 keys
+/// after the one before (a KV cache row), and every head of a row is read in one pass. f16 and
+/// f32 tiles are converted to Float and multiplied in Float. q8_0/q4_0 keys
 /// (one record per head) are, as `keyDots` says (``QuantizedKeyDots``), dotted with integer
 /// kernels against the queries quantized once per call to 8-bit blocks (`attentionScoresKV`,
 /// AVX-512 VNNI: `vpdpbusd`), or converted to Float per tile like the values always are; the
@@ -250,16 +251,21 @@ public func fusedAttention(
     // conversion of an f16 row).
     if let kind = type.kvKind {
         let dequantize = kernels.dequantizeKV
+        // Rows first..<first + count of `base` (each head's record) as Float rows of kvWidth.
+        @inline(__always) func dequantizeTile(
+            _ base: UnsafeRawPointer, _ first: Int, _ count: Int, into dst: UnsafeMutablePointer<Float>
+        ) {
+            for j in 0..<count {
+                for h in 0..<kvHeads {
+                    dequantize(base + (first + j) * stride + h * headBytes, hd, kind, dst + j * kvWidth + h * hd)
+                }
+            }
+        }
         guard keyDots.integer(rows: shape.rows) else {
             kernels.fusedAttention(q, out, logSumExp, shape, scratch, false, { _, _, _, _ in }) { first, count, k, v in
                 prefetchTile(after: first, count)
-                for j in 0..<count {
-                    for h in 0..<kvHeads {
-                        let offset = (first + j) * stride + h * headBytes, to = j * kvWidth + h * hd
-                        dequantize(keys + offset, hd, kind, k + to)
-                        dequantize(values + offset, hd, kind, v + to)
-                    }
-                }
+                dequantizeTile(keys, first, count, into: k)
+                dequantizeTile(values, first, count, into: v)
             }
             return
         }
@@ -292,13 +298,7 @@ public func fusedAttention(
                         for j in 0..<count { s[j * ldS + r] = tile[j] }
                     }
                 }
-            ) { first, count, _, v in
-                for j in 0..<count {
-                    for h in 0..<kvHeads {
-                        dequantize(values + (first + j) * stride + h * headBytes, hd, kind, v + j * kvWidth + h * hd)
-                    }
-                }
-            }
+            ) { first, count, _, v in dequantizeTile(values, first, count, into: v) }
         }
         return
     }
