@@ -26,16 +26,17 @@ public enum SpeculativeMode: String, Sendable, CaseIterable, Codable {
 /// occurrences of that token. Each position links to the previous occurrence of its token,
 /// updated as the sequence grows, so a lookup walks a bounded chain however long the context is.
 ///
-/// Why the longest match rather than the latest n-gram of 4, 3 or 2 tokens: on the 24 grounded
-/// prompts of `benchmarks/data/grounded-prompts.jsonl` (the default model's greedy replies,
-/// replayed offline against the measured cost of each step width, `benchmarks/lookup_replay.py`)
-/// it takes 1,722 verification steps for 6,120 tokens where the 4-, 3- or 2-gram took 1,962.
-/// (Matching down to one token would take 1,621, but drafts then start on any repeated token —
-/// in random-token test fixtures too, making their step widths follow timing.)
+/// Why the longest match rather than the latest n-gram of 4, 3 or 2 tokens, and why down to one
+/// token: on the 24 grounded prompts of `benchmarks/data/grounded-prompts.jsonl` (the default
+/// model's greedy replies, replayed offline against the measured cost of each step width,
+/// `benchmarks/lookup_replay.py --costs s21`) the 4-, 3- or 2-gram took 2,106 verification steps
+/// for 6,120 tokens (modelled 1.91× plain), the longest match down to 2 tokens 1,994 (2.15×) and
+/// down to 1 token 1,874 (2.23×). A one-token match drafts on any repeated token, but its
+/// acceptance is its own (``rateClass(_:)``), so it drafts only while it pays.
 struct PromptLookup {
     /// The longest and shortest suffixes matched (the longest found is used).
     static let longest = 32
-    static let shortest = 2
+    static let shortest = 1
     /// Occurrences of the last token compared, latest first.
     static let occurrencesSearched = 64
 
@@ -70,23 +71,38 @@ struct PromptLookup {
         return (Array(history[best.follow..<min(count, best.follow + limit)]), best.length)
     }
 
-    /// The class whose acceptance rate a match of `length` tokens shares: 2, 3 and 4 each their
-    /// own (and 1, were ``shortest`` lowered), 5–7 one, 8 and longer one.
+    /// The class whose acceptance rate a match of `length` tokens shares: 1, 2, 3 and 4 each their
+    /// own, 5–7 one, 8 and longer one.
     static func rateClass(_ length: Int) -> Int { length <= 4 ? max(0, length) : length < 8 ? 5 : 8 }
 
     /// Rate classes (``rateClass(_:)`` values are below this).
     static let rateClasses = 9
 }
 
-/// What one decode step costs by the number of rows it verifies: a line `t(r) = a + b·r`
-/// fitted to the steps the generator has timed (least squares with exponential forgetting),
-/// so the draft length follows what this machine, model and batch actually pay for a row.
-/// Until steps of two different widths are seen the slope is a prior fraction of the step.
+/// What one decode step costs by the number of rows it verifies, from the steps the generator
+/// has timed (exponential forgetting), so the draft length follows what this machine, model and
+/// batch actually pay for a row.
+///
+/// The cost is a staircase, not a line: the batched kernels multiply each weight tile against
+/// two, four or eight rows per pass, so on the default model a 2-row step costs what a 1-row step
+/// does, 3 rows nearly what 4 do, and 5–8 rows about the same (measured on this machine kind:
+/// 10.4, 10.1, 14.6, 15.3, 22.6, 22.6, 27.6 ms for 1, 2, 3, 4, 5, 6, 8 rows). A line fitted
+/// through it prices 3 rows too high next to 4 and 8 too low next to 5; drafting by it took
+/// `benchmarks/lookup_replay.py` 2.05× plain on the 24 grounded prompts where the same drafts
+/// priced by the measured steps took 2.14×. So each width up to ``widths`` keeps its own mean,
+/// blended with the line (one pseudo-step of it) until it has been timed a few times; widths
+/// never timed take the line (a prior fraction of the step per row before two widths are seen);
+/// and no width is priced above a wider one's measured mean (a step could always do the wider one).
 struct StepCosts {
     /// The prior cost of one more row, as a fraction of a one-row step.
     static let priorRowShare = 0.3
+    /// Widths (rows) whose steps are averaged on their own.
+    static let widths = 64
     private static let forgetting = 0.97
     private var n = 0.0, sumR = 0.0, sumRR = 0.0, sumT = 0.0, sumRT = 0.0
+    /// Per width: the forgetting-weighted count of its timed steps and the sum of their seconds.
+    private var widthWeight = [Double](repeating: 0, count: widths + 1)
+    private var widthSeconds = [Double](repeating: 0, count: widths + 1)
 
     /// Records a decode step of `rows` rows that took `seconds`.
     mutating func record(rows: Int, seconds: Double) {
@@ -97,9 +113,13 @@ struct StepCosts {
         sumRR = f * sumRR + r * r
         sumT = f * sumT + seconds
         sumRT = f * sumRT + r * seconds
+        if rows <= Self.widths {
+            widthWeight[rows] = f * widthWeight[rows] + 1
+            widthSeconds[rows] = f * widthSeconds[rows] + seconds
+        }
     }
 
-    /// The fitted (a, b), or nil before any step was timed.
+    /// The fitted line (a, b) of t(r) = a + b·r, or nil before any step was timed.
     var line: (a: Double, b: Double)? {
         guard n > 0 else { return nil }
         let meanR = sumR / n, meanT = sumT / n
@@ -109,10 +129,17 @@ struct StepCosts {
         return (max(meanT - b * meanR, 1e-9), b)
     }
 
-    /// Seconds a step of `rows` rows takes by the fit (relative figures when nothing was timed).
+    /// Seconds a step of `rows` rows takes by the timed steps (relative figures when nothing was timed).
     func seconds(rows: Int) -> Double {
         guard let (a, b) = line else { return 1 + Self.priorRowShare * Double(rows - 1) }
-        return a + b * Double(rows)
+        let fitted = a + b * Double(rows)
+        guard rows > 0, rows <= Self.widths else { return fitted }
+        // The width's own mean, with the line as one pseudo-step.
+        var estimate = (widthSeconds[rows] + fitted) / (widthWeight[rows] + 1)
+        for wider in rows + 1...Self.widths where widthWeight[wider] >= 1 {
+            estimate = min(estimate, widthSeconds[wider] / widthWeight[wider])
+        }
+        return estimate
     }
 }
 
@@ -127,7 +154,7 @@ struct StepCosts {
 struct DraftControl {
     static let longestDraft = 16
     static let longestPause = 64
-    private static let prior = 0.5, priorWeight = 2.0, decay = 0.8
+    private static let prior = 0.5, priorWeight = 1.0, decay = 0.8
 
     private var accepted = 0.0, tried = 0.0
     private var pause = 0, pauses = 0

@@ -96,6 +96,36 @@ import Testing
         #expect(abs(DraftControl.expectedTokens(3, acceptance: 0.5) - 1.875) < 1e-12)
     }
 
+    /// A step's cost is a staircase in its rows (the batched kernels multiply two, four or eight
+    /// rows per pass over the weights): each timed width keeps its own cost, so a draft that
+    /// fills a pass is chosen and one that starts a new pass is not. With the widths measured on
+    /// the default model (1–8 rows: 10.4, 10.1, 14.6, 15.3, 22.6, 22.6, 27.6 ms) and an
+    /// acceptance of about 0.66, one draft (2 rows, free) pays best; a line through the same
+    /// costs would price 2 rows at 12 ms and 3 at 15 and pick two drafts.
+    @Test func stepCostsFollowTheStaircase() {
+        var costs = StepCosts()
+        let measured: [(Int, Double)] = [(1, 0.0104), (2, 0.0101), (3, 0.0146), (4, 0.0153), (5, 0.0226), (6, 0.0226), (8, 0.0276)]
+        for _ in 0..<10 { for (rows, seconds) in measured { costs.record(rows: rows, seconds: seconds) } }
+        #expect(abs(costs.seconds(rows: 3) - 0.0146) < 0.0006)
+        #expect(abs(costs.seconds(rows: 2) - 0.0101) < 0.0006)
+        // Never above a wider width's measured cost (2 rows measured cheaper than 1).
+        #expect(costs.seconds(rows: 1) <= costs.seconds(rows: 2) + 1e-12)
+        // 7 rows were never timed: the line, but no more than 8 rows cost.
+        #expect(costs.seconds(rows: 7) <= 0.0276 + 1e-12)
+        var control = DraftControl()
+        for _ in 0..<20 { control.record(drafted: 5, accepted: 2) }
+        #expect(abs(control.acceptance - 0.66) < 0.02)
+        #expect(control.length(limit: 16, others: 0, costs: costs) == 1)
+        // The same acceptance on linear costs through those points drafts two.
+        var line = StepCosts()
+        for _ in 0..<10 {
+            for rows in 1...8 { line.record(rows: rows, seconds: 0.00712 + 0.00258 * Double(rows)) }
+        }
+        var same = DraftControl()
+        for _ in 0..<20 { same.record(drafted: 5, accepted: 2) }
+        #expect(same.length(limit: 16, others: 0, costs: line) == 2)
+    }
+
     // MARK: - The decoder: several rows of logits per sequence
 
     /// A step that asks for the logits of every fed token of a sequence (what verification
