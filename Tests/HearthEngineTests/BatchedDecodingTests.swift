@@ -66,6 +66,31 @@ import Testing
         #expect(d.cache.counts == [prompts[0].count + 1, prompts[1].count + 1, prompts[2].count + 1])
     }
 
+    /// A batch longer than ``Decoder/ffnRows`` runs its MLP in chunks of rows (each chunk's
+    /// gate | up rows in one buffer): 140 prompt tokens in one batch (two chunks, the second
+    /// partial) give every position the logits it gets in two batches of 70 (one chunk each;
+    /// prompt rows both ways, so the same activation precision).
+    @Test(arguments: cases)
+    func mlpInChunksMatchesShorterBatches(_ name: String, _ quantize: DType?) throws {
+        let model = try Self.model(name, quantize)
+        let vocab = model.options.vocabSize
+        let pool = WorkerPool(threads: 2)
+        let tokens = Self.prompt(3, length: 140, vocab: vocab)
+        let whole = try Decoder(weights: model.weights, options: model.options, context: 160, maxBatch: 160, pool: pool)
+        #expect(whole.ffnRows < tokens.count)
+        let batched = Array(try whole.forwardAll(tokens, from: 0))
+        let single = try Decoder(weights: model.weights, options: model.options, context: 160, maxBatch: 70, pool: pool)
+        #expect(single.ffnRows >= 70)
+        let stepped = Array(try single.forwardAll(tokens, from: 0))
+        #expect(batched.count == tokens.count * vocab && stepped.count == batched.count)
+        for t in [0, 1, 69, 70, 127, 128, 139] {
+            let got = batched[(t * vocab)..<((t + 1) * vocab)], want = stepped[(t * vocab)..<((t + 1) * vocab)]
+            let scale = want.map(abs).max() ?? 1
+            let worst = zip(got, want).map { abs($0 - $1) }.max() ?? 0
+            #expect(worst <= 2e-3 * max(1, scale), "\(name) \(String(describing: quantize)) position \(t): \(worst)")
+        }
+    }
+
     /// Malformed batches are typed errors and leave the decoder usable.
     @Test func malformedBatchesAreRefused() throws {
         let model = try Self.model("phi3-mha", nil)
