@@ -87,18 +87,23 @@ struct PromptLookup {
 /// two, four or eight rows per pass, so on the default model a 2-row step costs what a 1-row step
 /// does, 3 rows nearly what 4 do, and 5–8 rows about the same (measured on this machine kind:
 /// 10.4, 10.1, 14.6, 15.3, 22.6, 22.6, 27.6 ms for 1, 2, 3, 4, 5, 6, 8 rows). A line fitted
-/// through it prices 3 rows too high next to 4 and 8 too low next to 5; drafting by it took
-/// `benchmarks/lookup_replay.py` 2.05× plain on the 24 grounded prompts where the same drafts
-/// priced by the measured steps took 2.14×. So each width up to ``widths`` keeps its own mean,
-/// blended with the line (one pseudo-step of it) until it has been timed a few times; widths
-/// never timed take the line (a prior fraction of the step per row before two widths are seen);
-/// and no width is priced above a wider one's measured mean (a step could always do the wider one).
+/// through it prices 3 rows too high next to 4 and 8 too low next to 5: drafting by it took
+/// `benchmarks/lookup_replay.py --costs s21` 2.03× plain on the 24 grounded prompts where the same
+/// drafts priced by each width's cost took 2.23×. So each width up to ``widths`` keeps its own
+/// mean, blended with the line (one pseudo-step of it); a width's evidence fades while other
+/// widths are timed (``staleness`` per step), so a width priced out by a few slow steps (a page
+/// fault, another process) returns to the line and gets re-measured rather than staying out for
+/// good; widths never timed take the line (a prior fraction of the step per row before two
+/// widths are seen); and no width is priced above a wider one's measured mean (a step could
+/// always do the wider one).
 struct StepCosts {
     /// The prior cost of one more row, as a fraction of a one-row step.
     static let priorRowShare = 0.3
     /// Widths (rows) whose steps are averaged on their own.
     static let widths = 64
     private static let forgetting = 0.97
+    /// What every width's evidence keeps per step timed at another width.
+    static let staleness = 0.995
     private var n = 0.0, sumR = 0.0, sumRR = 0.0, sumT = 0.0, sumRT = 0.0
     /// Per width: the forgetting-weighted count of its timed steps and the sum of their seconds.
     private var widthWeight = [Double](repeating: 0, count: widths + 1)
@@ -113,6 +118,10 @@ struct StepCosts {
         sumRR = f * sumRR + r * r
         sumT = f * sumT + seconds
         sumRT = f * sumRT + r * seconds
+        for w in widthWeight.indices where w != rows && widthWeight[w] > 0 {
+            widthWeight[w] *= Self.staleness
+            widthSeconds[w] *= Self.staleness
+        }
         if rows <= Self.widths {
             widthWeight[rows] = f * widthWeight[rows] + 1
             widthSeconds[rows] = f * widthSeconds[rows] + seconds

@@ -126,6 +126,20 @@ import Testing
         #expect(same.length(limit: 16, others: 0, costs: line) == 2)
     }
 
+    /// A width priced out by a few slow steps (a page fault, another process) is not priced out
+    /// for good: its evidence fades while other widths are timed, and it returns to the line
+    /// through the widths measured since, so it gets drafted (and re-measured) again.
+    @Test func aSlowWidthIsForgiven() {
+        var costs = StepCosts()
+        for _ in 0..<3 { costs.record(rows: 6, seconds: 0.1) }
+        #expect(costs.seconds(rows: 6) > 0.05)
+        for _ in 0..<500 {
+            costs.record(rows: 1, seconds: 0.010)
+            costs.record(rows: 2, seconds: 0.011)
+        }
+        #expect(costs.seconds(rows: 6) < 0.03, "\(costs.seconds(rows: 6))")
+    }
+
     // MARK: - The decoder: several rows of logits per sequence
 
     /// A step that asks for the logits of every fed token of a sequence (what verification
