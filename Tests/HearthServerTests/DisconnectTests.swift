@@ -169,8 +169,10 @@ extension ServerTests {
     @Test func clientDisconnectWhileQueuedFreesItsPlace() async throws {
         let harness = try await ServerHarness(context: 32768, parallel: 1)
         try await withCleanup({ try? await harness.stop() }) {
-            let long = #"{"model":"tiny","messages":[{"role":"user","content":"Tell me a long story."}],"max_tokens":32000,"stream":false,"#
-                + #""temperature":1,"seed":3,"min_p":0,"top_k":0}"#
+            // ignore_eos: the running request holds the slot whatever is sampled, for 12,000 tokens
+            // (about 9 s on the tiny model here: long enough to queue and leave, short enough to wait for).
+            let long = #"{"model":"tiny","messages":[{"role":"user","content":"Tell me a long story."}],"max_tokens":12000,"stream":false,"#
+                + #""temperature":1,"seed":3,"min_p":0,"top_k":0,"ignore_eos":true}"#
             let running = Task { try await harness.send(.POST, "/v1/chat/completions", body: long) }
             #expect(try await Self.waitFor(harness, "hearth_requests_running", is: 1) == 1)
             let queued = try RawConnection(port: harness.port)
@@ -201,6 +203,7 @@ extension GatewayTests {
             body["seed"] = 3
             body["min_p"] = 0
             body["top_k"] = 0
+            body["ignore_eos"] = true  // runs on whatever is sampled until the client leaves
             try connection.post("/v1/chat/completions", json: body, headers: [("Authorization", "Bearer \(Self.opsKey)")])
             let admin = [("authorization", "Bearer \(Self.opsKey)")]
             #expect(try await ServerTests.waitFor(s.harness, "hearth_requests_running", is: 1, headers: admin) == 1)
