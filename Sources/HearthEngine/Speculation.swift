@@ -145,7 +145,7 @@ struct StepCosts {
         guard rows > 0, rows <= Self.widths else { return fitted }
         // The width's own mean, with the line as one pseudo-step.
         var estimate = (widthSeconds[rows] + fitted) / (widthWeight[rows] + 1)
-        for wider in rows + 1...Self.widths where widthWeight[wider] >= 1 {
+        for wider in stride(from: rows + 1, through: Self.widths, by: 1) where widthWeight[wider] >= 1 {
             estimate = min(estimate, widthSeconds[wider] / widthWeight[wider])
         }
         return estimate

@@ -138,6 +138,9 @@ import Testing
             costs.record(rows: 2, seconds: 0.011)
         }
         #expect(costs.seconds(rows: 6) < 0.03, "\(costs.seconds(rows: 6))")
+        // The widest width kept, and beyond it (a server decoding many sequences): the line.
+        costs.record(rows: StepCosts.widths, seconds: 0.05)
+        #expect(costs.seconds(rows: StepCosts.widths) > 0 && costs.seconds(rows: StepCosts.widths + 8) > 0)
     }
 
     // MARK: - The decoder: several rows of logits per sequence
