@@ -26,6 +26,11 @@ public enum ActivationPrecision: String, Sendable, CaseIterable {
     /// with a prompt, or verify drafted tokens), for the output head (the logits) and on every
     /// other CPU.
     case mixed
+    /// ``mixed`` with each token's ``outlierChannels`` largest activations of every 8-bit product
+    /// left out of its 8-bit blocks (so a block's scale comes from the other values) and multiplied
+    /// by the weights in f32: 8-bit prompt products at close to 16-bit accuracy where the CPU
+    /// has AVX-512 VNNI (docs/ACCURACY.md, "Outlier channels"); 16 bits on every other CPU.
+    case outliers
     /// 8 bits everywhere, as llama.cpp.
     case narrow = "8"
 
@@ -47,10 +52,14 @@ public enum ActivationPrecision: String, Sendable, CaseIterable {
         switch self {
         case .wide: return 16
         case .narrow: return 8
-        case .mixed: return level >= .avx512vnni ? 8 : 16
+        case .mixed, .outliers: return level >= .avx512vnni ? 8 : 16
         case .balanced: return level >= .avx512vnni && product == .other ? 8 : 16
         }
     }
+
+    /// How many of each token's largest-magnitude activations an 8-bit product multiplies in f32
+    /// instead of 8 bits (``outliers``: 8; otherwise 0).
+    public var outlierChannels: Int { self == .outliers ? 8 : 0 }
 
     /// Bits of the layers' products over tokens being generated (decode steps and drafts).
     public var generationBits: Int { self == .narrow ? 8 : 16 }
@@ -69,6 +78,10 @@ public enum ActivationPrecision: String, Sendable, CaseIterable {
             return promptBits(level: level) == 8
                 ? "mixed: 8-bit prompts, 16-bit generation and head"
                 : "mixed: 16-bit everywhere (8-bit prompts need AVX-512 VNNI)"
+        case .outliers:
+            return promptBits(level: level) == 8
+                ? "outliers: 8-bit prompts with each token's 8 largest activations per product in f32, 16-bit generation and head"
+                : "outliers: 16-bit everywhere (8-bit prompts need AVX-512 VNNI)"
         case .balanced:
             return promptBits(level: level) == 8
                 ? "balanced: 8-bit prompts but q/k/v, 16-bit q/k/v, generation and head"

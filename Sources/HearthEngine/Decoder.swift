@@ -407,6 +407,7 @@ public final class Decoder {
         rowBits = (
             generatedRows, activationPrecision.generationBits, activationPrecision.promptBits(),
             activationPrecision.promptBits(product: .attentionInput))
+        scratch.activations.outlierChannels = activationPrecision.outlierChannels
 
         // Token embeddings → x (scaled, for Gemma).
         for (t, token) in tokens.enumerated() {

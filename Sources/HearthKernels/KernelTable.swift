@@ -77,6 +77,10 @@ public struct KernelTable: Sendable {
     /// The integer matmul over interleaved16 tiles (w, act, batch, groups, y, ldy).
     private(set) var quantizedMatMul:
         @Sendable (WeightMatrix, QuantizedActivations, Int, Range<Int>, UnsafeMutablePointer<Float>, Int) -> Void
+    /// y += the f32 products of an 8-bit quantization's outlier picks (w, picks, batch, groups, y,
+    /// ldy; ``addOutlierProducts(_:act:batch:groups:y:ldy:level:)``).
+    private(set) var addOutlierProducts:
+        @Sendable (WeightMatrix, OutlierPicks, Int, Range<Int>, UnsafeMutablePointer<Float>, Int) -> Void
     /// C = alpha·A·op(B) + beta·C (m, n, k, a, lda, b, ldb, transposeB, c, ldc, alpha, beta).
     private(set) var sgemm:
         @Sendable (Int, Int, Int, UnsafePointer<Float>, Int, UnsafePointer<Float>, Int, Bool, UnsafeMutablePointer<Float>, Int, Float, Float)
@@ -164,6 +168,9 @@ public struct KernelTable: Sendable {
         }
         quantizedMatMul = { w, act, batch, groups, y, ldy in
             quantizedMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
+        }
+        addOutlierProducts = { w, picks, batch, groups, y, ldy in
+            addOutlierProductsPortable(w, picks: picks, batch: batch, groups: groups, y: y, ldy: ldy)
         }
         sgemm = { m, n, k, a, lda, b, ldb, transposeB, c, ldc, alpha, beta in
             withUnsafeTemporaryAllocation(of: Float.self, capacity: gemmPanelFloats) { panel in
@@ -293,6 +300,16 @@ public struct KernelTable: Sendable {
                         act.scaledSums, act.scaledHalfSums, act.panels, w.cols, batch, groups.lowerBound, groups.upperBound, y,
                         ldy)
                 }
+            }
+            addOutlierProducts = { w, picks, batch, groups, y, ldy in
+                guard let kind = w.dtype.tileKind, w.layout == .interleaved16 else {
+                    return addOutlierProductsPortable(w, picks: picks, batch: batch, groups: groups, y: y, ldy: ldy)
+                }
+                // The picked columns' weights decoded in registers once per 16 rows.
+                hearthAddOutlierProductsAVX512VNNI(
+                    w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, picks.slotColumns, picks.slots,
+                    picks.columnSlots, picks.columns, picks.values, picks.count, batch, groups.lowerBound, groups.upperBound, y,
+                    ldy)
             }
         }
         #endif

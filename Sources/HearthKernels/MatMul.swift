@@ -63,12 +63,18 @@ public func matmul(
         if batch == 1 {
             act.quantize(x, rows: 1, cols: w.cols, level: level)
         } else {
+            act.prepareOutliers()
             pool.parallelFor(batch) { rows in
                 act.quantizeRows(x, rows: rows, cols: w.cols, level: level)
             }
+            if act.outliers.count > 0 { act.outliers.index(rows: batch, cols: w.cols) }
         }
+        // With outlier picks (8-bit activations, QuantizedActivations.outlierChannels), their f32
+        // products are added to the groups the worker has just written.
+        let outliers = act.outliers.count > 0
         pool.parallelFor((w.rows + 15) / 16) { groups in
             kernels.quantizedMatMul(w, act, batch, groups, y, ldy)
+            if outliers { kernels.addOutlierProducts(w, act.outliers, batch, groups, y, ldy) }
         }
         return
     }

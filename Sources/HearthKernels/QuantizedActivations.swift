@@ -30,9 +30,23 @@ public final class QuantizedActivations: @unchecked Sendable {
     /// (``ActivationPanel``), filled with the 8-bit quants: `(maxRows / 8, cols / 32)` records.
     public let panels: UnsafeMutableRawPointer
 
+    /// The most outlier channels a token can keep (``outlierChannels``).
+    public static let maxOutlierChannels = 16
+    /// With 8-bit activations: how many of each token's largest-magnitude values are left out
+    /// of its 8-bit blocks (set to zero there, so a block's scale is computed without them) and
+    /// multiplied in f32 instead (``OutlierPicks``, ``addOutlierProducts``); 0: none. Set before
+    /// quantizing, at most ``maxOutlierChannels``. A token's picks depend on its own values only,
+    /// never on the other tokens of its batch.
+    public var outlierChannels: Int = 0 {
+        didSet { outlierChannels = min(max(0, outlierChannels), Self.maxOutlierChannels) }
+    }
+    /// The last quantization's outlier picks (filled when ``bits`` is 8 and ``outlierChannels`` > 0).
+    public let outliers: OutlierPicks
+
     public init(maxRows: Int, maxCols: Int) {
         self.maxRows = maxRows
         self.maxCols = maxCols
+        outliers = OutlierPicks(maxRows: maxRows, maxCols: maxCols, perRow: Self.maxOutlierChannels)
         quants = .allocate(capacity: maxRows * maxCols)
         quants.initialize(repeating: 0, count: maxRows * maxCols)
         wide = .allocate(capacity: maxRows * maxCols)
@@ -67,10 +81,20 @@ public final class QuantizedActivations: @unchecked Sendable {
 
     /// Quantizes `rows` vectors of `cols` floats (cols a multiple of 32, within capacity).
     public func quantize(_ x: UnsafePointer<Float>, rows: Int, cols: Int, level: KernelLevel = .current) {
+        prepareOutliers()
         quantizeRows(x, rows: 0..<rows, cols: cols, level: level)
+        if outliers.count > 0 { outliers.index(rows: rows, cols: cols) }
     }
 
-    /// Quantizes rows `rows` only (workers split a batch between them) to `bits` bits, with
+    /// Sets ``OutlierPicks/count`` for the quantization about to run (``outlierChannels`` at 8
+    /// bits, else 0). Call before ``quantizeRows(_:rows:cols:level:)`` (which workers run in
+    /// parallel and which reads it), then ``OutlierPicks/index(rows:cols:)`` once all rows are done.
+    public func prepareOutliers() {
+        outliers.count = bits == 8 ? outlierChannels : 0
+    }
+
+    /// Quantizes rows `rows` only (workers split a batch between them) to `bits` bits (at 8 bits
+    /// leaving out ``OutlierPicks/count`` values per row, as ``prepareOutliers()`` set it), with
     /// `level`'s build (default: the current level's, ``KernelTable``) of
     /// ``quantizeActivationRows16`` / ``quantizeActivationRows``.
     public func quantizeRows(_ x: UnsafePointer<Float>, rows: Range<Int>, cols: Int, level: KernelLevel = .current) {
@@ -79,9 +103,46 @@ public final class QuantizedActivations: @unchecked Sendable {
             kernels.quantizeActivations16(x, rows.lowerBound, rows.upperBound, cols, wide, scales, sums)
             return
         }
-        kernels.quantizeActivations8(x, rows.lowerBound, rows.upperBound, cols, quants, scales, sums)
+        if outliers.count > 0 {
+            quantizeWithoutOutliers(x, rows: rows, cols: cols, kernels: kernels)
+        } else {
+            kernels.quantizeActivations8(x, rows.lowerBound, rows.upperBound, cols, quants, scales, sums)
+        }
         fillScaledSums(rows: rows, cols: cols)
         fillPanels(rows: rows, cols: cols)
+    }
+
+    /// 8-bit quantization of rows `rows` with each row's ``OutlierPicks/count`` largest-magnitude
+    /// values picked out (recorded in ``outliers``) and zero in its blocks: the rows are quantized
+    /// whole, the picks sought only in the blocks whose scale (largest magnitude / 127) is among
+    /// the row's `count` largest — no other block can hold one — and the blocks holding picks
+    /// quantized again without them.
+    private func quantizeWithoutOutliers(_ x: UnsafePointer<Float>, rows: Range<Int>, cols: Int, kernels: KernelTable) {
+        let k = outliers.count, blocks = cols / 32
+        kernels.quantizeActivations8(x, rows.lowerBound, rows.upperBound, cols, quants, scales, sums)
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: 32) { buffer in
+            guard let block = buffer.baseAddress else { return }
+            for r in rows {
+                let src = x + r * cols, rowScales = scales + r * blocks
+                let columns = outliers.columns + r * k, values = outliers.values + r * k
+                let threshold = kthLargest(rowScales, count: blocks, k: min(k, blocks))
+                let found = largestMagnitudes(src, cols: cols, count: k, into: columns) {
+                    !(rowScales[$0] < threshold)  // (a block holding NaN may have a NaN scale: searched)
+                }
+                for i in 0..<k {
+                    // Placeholders (a row of fewer than k values that are not NaN) add nothing.
+                    values[i] = i < found ? src[Int(columns[i])] : 0
+                }
+                for i in 0..<found {
+                    let b = Int(columns[i]) / 32
+                    if (0..<i).contains(where: { Int(columns[$0]) / 32 == b }) { continue }  // done with an earlier pick
+                    block.update(from: src + 32 * b, count: 32)
+                    for j in i..<found where Int(columns[j]) / 32 == b { block[Int(columns[j]) % 32] = 0 }
+                    kernels.quantizeActivations8(
+                        block, 0, 1, 32, quants + r * cols + 32 * b, rowScales + b, sums + r * blocks + b)
+                }
+            }
+        }
     }
 
     /// The slots of rows `rows` in ``panels``.

@@ -200,13 +200,41 @@ public func hearthDotRowsGGMLAVX512(
     }
 }
 
-/// Activation quantization (``quantizeActivationRows``) compiled for AVX-512.
+/// 8-bit activation quantization with AVX-512 registers, equal to ``quantizeActivationRows``
+/// (d = max|x|/127, q = x/d rounded half away from zero, Σq) value for value: 32 columns are two
+/// registers, rounded exactly in integers as ``hearthQuantizeActivations16AVX512`` does. (The
+/// generic loop it replaces compiled to scalar code: 17% of Gemma 3 270M's pp512 with 8-bit
+/// prompt products.)
 @inline(never)
 public func hearthQuantizeActivationsAVX512(
     _ x: UnsafePointer<Float>, rowStart: Int, rowEnd: Int, cols: Int, quants: UnsafeMutablePointer<Int8>,
     scales: UnsafeMutablePointer<Float>, sums: UnsafeMutablePointer<Float>
 ) {
-    quantizeActivationRows(x, rows: rowStart..<rowEnd, cols: cols, quants: quants, scales: scales, sums: sums)
+    let blocks = cols / 32
+    let limit = _mm512_set1_epi32(127), negativeLimit = _mm512_set1_epi32(-127)
+    for r in rowStart..<rowEnd {
+        for b in 0..<blocks {
+            let src = UnsafeRawPointer(x + r * cols + b * 32)
+            let v0 = _mm512_loadu_ps(src)
+            let v1 = _mm512_loadu_ps(src + 64)
+            let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)))
+            let d = amax / 127
+            let id: Float = d != 0 ? 1 / d : 0
+            let idv = SIMD16<Float>(repeating: id)
+            @inline(__always) func quantize(_ v: SIMD16<Float>) -> SIMD8<Int64> {
+                let s = v * idv
+                let t = _mm512_cvttps_epi32(s)
+                let half = _mm512_cvttps_epi32((s - _mm512_cvtepi32_ps(t)) * 2)
+                return _mm512_max_epi32(_mm512_min_epi32(_mm512_add_epi32(t, half), limit), negativeLimit)
+            }
+            let q0 = quantize(v0), q1 = quantize(v1)
+            let dst = UnsafeMutableRawPointer(quants + r * cols + b * 32)
+            dst.storeBytes(of: _mm512_cvtepi32_epi8(q0), as: SIMD2<Int64>.self)
+            dst.storeBytes(of: _mm512_cvtepi32_epi8(q1), toByteOffset: 16, as: SIMD2<Int64>.self)
+            scales[r * blocks + b] = d
+            sums[r * blocks + b] = Float(_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1)))
+        }
+    }
 }
 
 /// 16-bit activation quantization with AVX-512 registers, equal to ``quantizeActivationRows16``

@@ -299,4 +299,80 @@ public func hearthQuantizedMatMul8AVX512VNNI(
     }
     withConstantTileKind(kind, run)
 }
+
+/// y[t·ldy + row] += Σ over token t's outlier picks (column c, value v) of v · W[row][c], for
+/// the rows of the 16-row groups `groupStart..<groupEnd` of an interleaved16 matrix of any
+/// ``TileKind`` and tokens 0..<`batch`: the f32 share of an 8-bit product whose quantization left
+/// each token's `perRow` largest activations out (HearthKernels' `OutlierPicks`: token t's picks
+/// at `t·perRow…` of `columns` and `values`; the `slots` picked columns ascending in `slotColumns`,
+/// column c's place among them at `columnSlots[c]`). Per group, each unit holding picked columns
+/// has its eight weight vectors decoded in registers once (as the 8-bit kernel decodes them);
+/// a picked column is then one shift, mask and convert of its vector — lane r holding row r —
+/// and one multiply-add with the unit's row factors, w = d·q + c, stored in a table. Each token
+/// then sums v·w over its picks in a register and adds it to its 16 outputs once (the outputs of
+/// a group are `ldy` floats apart per token: one pass per pick instead thrashed the caches).
+@inline(never)
+public func hearthAddOutlierProductsAVX512VNNI(
+    _ tiles: UnsafeRawPointer, _ tileBytes: Int, _ blocks: Int, _ rows: Int, _ kind: Int32,
+    _ slotColumns: UnsafePointer<Int32>, _ slots: Int, _ columnSlots: UnsafePointer<Int32>, _ columns: UnsafePointer<Int32>,
+    _ values: UnsafePointer<Float>, _ perRow: Int, _ batch: Int, _ groupStart: Int, _ groupEnd: Int,
+    _ y: UnsafeMutablePointer<Float>, _ ldy: Int
+) {
+    @_transparent func run(_ k: Int32) {
+        outlierProducts(
+            kind: k, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, slotColumns: slotColumns, slots: slots,
+            columnSlots: columnSlots, columns: columns, values: values, perRow: perRow, batch: batch,
+            groups: groupStart..<groupEnd, y: y, ldy: ldy)
+    }
+    withConstantTileKind(kind, run)
+}
+
+@_transparent
+private func outlierProducts(
+    kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, rows: Int, slotColumns: UnsafePointer<Int32>,
+    slots: Int, columnSlots: UnsafePointer<Int32>, columns: UnsafePointer<Int32>, values: UnsafePointer<Float>,
+    perRow: Int, batch: Int, groups: Range<Int>, y: UnsafeMutablePointer<Float>, ldy: Int
+) {
+    let units = kind >= TileKind.q4_K ? 8 : 1
+    withUnsafeTemporaryAllocation(of: SIMD16<Float>.self, capacity: slots + 8) { buffer in
+        guard let base = buffer.baseAddress else { return }
+        let table = base + 8
+        // The unit's eight weight vectors, kept beside the table.
+        let vectors = UnsafeMutableRawPointer(base).assumingMemoryBound(to: SIMD8<Int64>.self)
+        let byteMask = _mm512_set1_epi32(0xff)
+        for g in groups {
+            let valid = rows - g * 16 < 16 ? rows - g * 16 : 16
+            var current = -1
+            var f = UnitFactors(d: SIMD16<Float>(), c: SIMD16<Float>(), dHigh: SIMD16<Float>(), cHigh: SIMD16<Float>())
+            for s in 0..<slots {
+                let c = Int(slotColumns[s]), ab = c >> 5
+                if ab != current {
+                    current = ab
+                    let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
+                    f = unitFactors(kind, tile, u)
+                    let v = unitBytes(kind, tile, u)
+                    vectors[0] = v.0; vectors[1] = v.1; vectors[2] = v.2; vectors[3] = v.3
+                    vectors[4] = v.4; vectors[5] = v.5; vectors[6] = v.6; vectors[7] = v.7
+                }
+                let e = c & 31, m = e >> 2
+                let shift = _mm512_set1_epi32(Int32(8 * (e & 3)))
+                let q = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srlv_epi32(vectors[m], shift), byteMask))
+                table[s] = m < 4 ? _mm512_fmadd_ps(f.d, q, f.c) : _mm512_fmadd_ps(f.dHigh, q, f.cHigh)
+            }
+            for t in 0..<batch {
+                let picked = columns + t * perRow, value = values + t * perRow
+                var sum = SIMD16<Float>()
+                for i in 0..<perRow {
+                    sum = _mm512_fmadd_ps(SIMD16<Float>(repeating: value[i]), table[Int(columnSlots[Int(picked[i])])], sum)
+                }
+                let out = y + t * ldy + g * 16
+                if valid == 16 {
+                    _mm512_storeu_ps(UnsafeMutableRawPointer(out), _mm512_add_ps(_mm512_loadu_ps(UnsafeRawPointer(out)), sum))
+                } else {
+                    for r in 0..<valid { out[r] += sum[r] }
+                }
+            }
+        }
+    }
+}
 #endif

@@ -152,24 +152,30 @@ import HearthKernelsCommon
         }
     }
 
-    /// Every level's 16-bit activation quantizer (AVX-512, AVX2, portable) equals the portable
-    /// body bit for bit — scales, sums, and quants, exact halves included (row 2 has d = 1, so
-    /// its k + ½ values are ties that must round away from zero).
-    @Test func activationQuantization16MatchesPortable() {
-        let rows = 3, cols = 96
+    /// Every level's 8- and 16-bit activation quantizer (AVX-512, AVX2, portable) equals the
+    /// portable body bit for bit — scales, sums, and quants, exact halves included (row 2 has
+    /// d = 1, so its k + ½ values are ties that must round away from zero).
+    @Test(arguments: [8, 16])
+    func activationQuantizationMatchesPortable(bits: Int) {
+        let rows = 3, cols = 96, top: Float = bits == 16 ? 32767 : 127
         var x = randomMatrix(rows: rows, cols: cols, seed: 21)
         for i in 0..<cols { x[2 * cols + i] = Float(i % 9) - 4 + (i % 2 == 0 ? 0.5 : 0) }
-        for b in 0..<(cols / 32) { x[2 * cols + b * 32] = b == 1 ? -32767 : 32767 }
-        var q = [Int16](repeating: 0, count: rows * cols)
+        for b in 0..<(cols / 32) { x[2 * cols + b * 32] = b == 1 ? -top : top }
+        var q16 = [Int16](repeating: 0, count: rows * cols), q8 = [Int8](repeating: 0, count: rows * cols)
         var scales = [Float](repeating: 0, count: rows * cols / 32), sums = scales
         x.withUnsafeBufferPointer {
-            quantizeActivationRows16($0.baseAddress!, rows: 0..<rows, cols: cols, quants: &q, scales: &scales, sums: &sums)
+            if bits == 16 {
+                quantizeActivationRows16($0.baseAddress!, rows: 0..<rows, cols: cols, quants: &q16, scales: &scales, sums: &sums)
+            } else {
+                quantizeActivationRows($0.baseAddress!, rows: 0..<rows, cols: cols, quants: &q8, scales: &scales, sums: &sums)
+            }
         }
+        let q = bits == 16 ? q16.map(Int32.init) : q8.map(Int32.init)
         for level in KernelLevel.supported {
             let act = QuantizedActivations(maxRows: rows, maxCols: cols)
-            act.bits = 16
+            act.bits = bits
             x.withUnsafeBufferPointer { act.quantize($0.baseAddress!, rows: rows, cols: cols, level: level) }
-            for i in 0..<(rows * cols) { #expect(act.wide[i] == q[i], "quant \(i) at \(level)") }
+            for i in 0..<(rows * cols) { #expect(act.activation(i) == q[i], "quant \(i) at \(level)") }
             for i in 0..<(rows * cols / 32) {
                 #expect(act.scales[i] == scales[i], "scale \(i) at \(level)")
                 #expect(act.sums[i] == sums[i], "sum \(i) at \(level)")
