@@ -67,17 +67,18 @@ public final class OutlierPicks: @unchecked Sendable {
 /// largest first (the lower column first among equal magnitudes; NaN never picked), and returns
 /// how many it found: fewer than `count` only when fewer values are not NaN (the rest of
 /// `columns` then holds placeholder columns, which may repeat found ones). Only the 32-column
-/// blocks `b` for which `searched(b)` holds are read. `count` ≤ `cols`.
+/// blocks `b` for which `searched(b)` holds are read, and only magnitudes above `minimum` kept
+/// (a lower bound of the answer's smallest, when the caller knows one). `count` ≤ `cols`.
 @inline(__always)
 func largestMagnitudes(
-    _ x: UnsafePointer<Float>, cols: Int, count: Int, into columns: UnsafeMutablePointer<Int32>,
+    _ x: UnsafePointer<Float>, cols: Int, count: Int, into columns: UnsafeMutablePointer<Int32>, above minimum: Float = -1,
     searched: (Int) -> Bool = { _ in true }
 ) -> Int {
     withUnsafeTemporaryAllocation(of: Float.self, capacity: count) { buffer -> Int in
         guard let mags = buffer.baseAddress else { return 0 }
         mags.initialize(repeating: -1, count: count)
         for i in 0..<count { columns[i] = Int32(i) }
-        var floor: Float = -1  // the smallest kept magnitude
+        var floor = minimum  // the smallest kept magnitude
         for b in 0..<(cols / 32) where searched(b) {
             for c in (32 * b)..<(32 * b + 32) {
                 let m = abs(x[c])

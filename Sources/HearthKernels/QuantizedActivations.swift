@@ -126,7 +126,10 @@ public final class QuantizedActivations: @unchecked Sendable {
                 let src = x + r * cols, rowScales = scales + r * blocks
                 let columns = outliers.columns + r * k, values = outliers.values + r * k
                 let threshold = kthLargest(rowScales, count: blocks, k: min(k, blocks))
-                let found = largestMagnitudes(src, cols: cols, count: k, into: columns) {
+                // The k-th largest magnitude is at least the k-th largest block maximum (127 times
+                // its scale, less a hair for the scale's rounding): smaller values are passed over.
+                let floor = threshold.isFinite && threshold > 0 ? threshold * 127 * (1 - 1e-5) : -1
+                let found = largestMagnitudes(src, cols: cols, count: k, into: columns, above: floor) {
                     !(rowScales[$0] < threshold)  // (a block holding NaN may have a NaN scale: searched)
                 }
                 for i in 0..<k {

@@ -30,7 +30,9 @@ import Testing
     /// exactly those of the row with the picks set to zero; 16-bit quantization picks nothing.
     @Test func picksAreTheLargestAndLeaveTheBlocks() {
         let rows = 5, cols = 640, k = 8
-        let x = activations(rows: rows, cols: cols, seed: 41)
+        var x = activations(rows: rows, cols: cols, seed: 41)
+        // Row 0: every pick in one block (the k-th largest block maximum is then a small value).
+        for i in 0..<k { x[96 + 3 * i] = Float(30 + i) * (i % 2 == 0 ? 1 : -1) }
         let act = QuantizedActivations(maxRows: rows, maxCols: cols)
         act.bits = 8
         act.outlierChannels = k
