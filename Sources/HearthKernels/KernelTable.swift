@@ -78,9 +78,11 @@ public struct KernelTable: Sendable {
     private(set) var quantizedMatMul:
         @Sendable (WeightMatrix, QuantizedActivations, Int, Range<Int>, UnsafeMutablePointer<Float>, Int) -> Void
     /// y += the f32 products of an 8-bit quantization's outlier picks (w, picks, batch, groups, y,
-    /// ldy; ``addOutlierProducts(_:act:batch:groups:y:ldy:level:)``).
+    /// ldy, scratch, scratch floats; ``addOutlierProducts(_:act:batch:groups:y:ldy:scratch:scratchFloats:level:)``).
     private(set) var addOutlierProducts:
-        @Sendable (WeightMatrix, OutlierPicks, Int, Range<Int>, UnsafeMutablePointer<Float>, Int) -> Void
+        @Sendable (
+            WeightMatrix, OutlierPicks, Int, Range<Int>, UnsafeMutablePointer<Float>, Int, UnsafeMutablePointer<Float>, Int
+        ) -> Void
     /// C = alpha·A·op(B) + beta·C (m, n, k, a, lda, b, ldb, transposeB, c, ldc, alpha, beta).
     private(set) var sgemm:
         @Sendable (Int, Int, Int, UnsafePointer<Float>, Int, UnsafePointer<Float>, Int, Bool, UnsafeMutablePointer<Float>, Int, Float, Float)
@@ -169,7 +171,7 @@ public struct KernelTable: Sendable {
         quantizedMatMul = { w, act, batch, groups, y, ldy in
             quantizedMatMulPortable(w, act: act, batch: batch, groups: groups, y: y, ldy: ldy)
         }
-        addOutlierProducts = { w, picks, batch, groups, y, ldy in
+        addOutlierProducts = { w, picks, batch, groups, y, ldy, _, _ in
             addOutlierProductsPortable(w, picks: picks, batch: batch, groups: groups, y: y, ldy: ldy)
         }
         sgemm = { m, n, k, a, lda, b, ldb, transposeB, c, ldc, alpha, beta in
@@ -301,15 +303,15 @@ public struct KernelTable: Sendable {
                         ldy)
                 }
             }
-            addOutlierProducts = { w, picks, batch, groups, y, ldy in
-                guard let kind = w.dtype.tileKind, w.layout == .interleaved16 else {
+            addOutlierProducts = { w, picks, batch, groups, y, ldy, scratch, scratchFloats in
+                guard let kind = w.dtype.tileKind, w.layout == .interleaved16, scratchFloats >= 16 * (picks.slots + 9) else {
                     return addOutlierProductsPortable(w, picks: picks, batch: batch, groups: groups, y: y, ldy: ldy)
                 }
                 // The picked columns' weights decoded in registers once per 16 rows.
                 hearthAddOutlierProductsAVX512VNNI(
                     w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, picks.slotColumns, picks.slots,
                     picks.columnSlots, picks.columns, picks.values, picks.count, batch, groups.lowerBound, groups.upperBound, y,
-                    ldy)
+                    ldy, scratch, scratchFloats)
             }
         }
         #endif

@@ -71,10 +71,10 @@ public func matmul(
         }
         // With outlier picks (8-bit activations, QuantizedActivations.outlierChannels), their f32
         // products are added to the groups the worker has just written.
-        let outliers = act.outliers.count > 0
-        pool.parallelFor((w.rows + 15) / 16) { groups in
+        let outliers = act.outliers.count > 0, slabFloats = scratch.slabRows * scratch.maxCols
+        pool.parallelChunks((w.rows + 15) / 16) { groups, worker in
             kernels.quantizedMatMul(w, act, batch, groups, y, ldy)
-            if outliers { kernels.addOutlierProducts(w, act.outliers, batch, groups, y, ldy) }
+            if outliers { kernels.addOutlierProducts(w, act.outliers, batch, groups, y, ldy, scratch.slab(worker), slabFloats) }
         }
         return
     }

@@ -123,20 +123,22 @@ func kthLargest(_ v: UnsafePointer<Float>, count: Int, k: Int) -> Float {
 /// y[t·ldy + row] += Σ over token t's outlier picks (c, v) of v · W[row][c], for the rows of the
 /// 16-row groups `groups` and the `batch` rows of the last quantization: the f32 share of an
 /// 8-bit product whose quantization picked outliers (``QuantizedActivations/outlierChannels``),
-/// after the integer kernel has written y. Per 16-row group, the weights of every picked column
-/// are decoded once into a table; then each token sums its picks' products in a register (in
-/// pick order, so a token's result never depends on its batch) and adds them to its 16 outputs
-/// once. With `level`'s kernel (AVX-512 VNNI: the units decoded in registers; below it the
+/// after the integer kernel has written y. The weights of every picked column are decoded once
+/// per 16-row group into a table in `scratch` (`scratchFloats` floats: the kernel needs at
+/// least 16·(``OutlierPicks/slots`` + 9) and takes groups eight at a time when it holds them);
+/// then each token sums its picks' products in registers (in pick order, so a token's result
+/// never depends on its batch) and adds them to its outputs once. With `level`'s kernel
+/// (AVX-512 VNNI: the units decoded in registers; below it, or with too little scratch, the
 /// portable reference, ``addOutlierProductsPortable(_:picks:batch:groups:y:ldy:)``).
 public func addOutlierProducts(
     _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>, y: UnsafeMutablePointer<Float>, ldy: Int,
-    level: KernelLevel = .current
+    scratch: UnsafeMutablePointer<Float>, scratchFloats: Int, level: KernelLevel = .current
 ) {
     guard act.outliers.count > 0 else { return }
-    KernelTable.at(level).addOutlierProducts(w, act.outliers, batch, groups, y, ldy)
+    KernelTable.at(level).addOutlierProducts(w, act.outliers, batch, groups, y, ldy, scratch, scratchFloats)
 }
 
-/// The portable (reference) form of ``addOutlierProducts(_:act:batch:groups:y:ldy:level:)``: the
+/// The portable (reference) form of ``addOutlierProducts(_:act:batch:groups:y:ldy:scratch:scratchFloats:level:)``: the
 /// tiles holding picked columns dequantized row by row (``dequantizeInterleaved``) into the
 /// column table, then each token's picks summed in f32.
 public func addOutlierProductsPortable(

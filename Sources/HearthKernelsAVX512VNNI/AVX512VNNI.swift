@@ -305,74 +305,116 @@ public func hearthQuantizedMatMul8AVX512VNNI(
 /// ``TileKind`` and tokens 0..<`batch`: the f32 share of an 8-bit product whose quantization left
 /// each token's `perRow` largest activations out (HearthKernels' `OutlierPicks`: token t's picks
 /// at `t·perRow…` of `columns` and `values`; the `slots` picked columns ascending in `slotColumns`,
-/// column c's place among them at `columnSlots[c]`). Per group, each unit holding picked columns
-/// has its eight weight vectors decoded in registers once (as the 8-bit kernel decodes them);
-/// a picked column is then one shift, mask and convert of its vector — lane r holding row r —
-/// and one multiply-add with the unit's row factors, w = d·q + c, stored in a table. Each token
-/// then sums v·w over its picks in a register and adds it to its 16 outputs once (the outputs of
-/// a group are `ldy` floats apart per token: one pass per pick instead thrashed the caches).
+/// column c's place among them at `columnSlots[c]`). `table` (`tableFloats` floats, at least
+/// 16·(`slots` + 9)) is the worker's scratch (any alignment).
+///
+/// Groups go in tiles of up to eight (as many as the table holds). Per tile, each unit holding
+/// picked columns has its eight weight vectors decoded in registers once per group (as the 8-bit
+/// kernel decodes them); a picked column is then one shift, mask and convert of its vector —
+/// lane r holding row r — and one multiply-add with the unit's row factors, w = d·q + c, stored
+/// in the table beside the same column's weights of the tile's other groups. Each token then
+/// sums v·w over its picks in one register per group and adds them to its outputs, the tile's
+/// rows side by side. (Adding per group instead touched one 64-byte line per token `ldy` floats
+/// apart — a power of two on most models, so the lines fell into a few cache sets: 8% of a
+/// Phi-3-mini-shaped Q6_K pp512, 43% of it on that store.)
 @inline(never)
 public func hearthAddOutlierProductsAVX512VNNI(
     _ tiles: UnsafeRawPointer, _ tileBytes: Int, _ blocks: Int, _ rows: Int, _ kind: Int32,
     _ slotColumns: UnsafePointer<Int32>, _ slots: Int, _ columnSlots: UnsafePointer<Int32>, _ columns: UnsafePointer<Int32>,
     _ values: UnsafePointer<Float>, _ perRow: Int, _ batch: Int, _ groupStart: Int, _ groupEnd: Int,
-    _ y: UnsafeMutablePointer<Float>, _ ldy: Int
+    _ y: UnsafeMutablePointer<Float>, _ ldy: Int, _ table: UnsafeMutablePointer<Float>, _ tableFloats: Int
 ) {
     @_transparent func run(_ k: Int32) {
         outlierProducts(
             kind: k, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, slotColumns: slotColumns, slots: slots,
             columnSlots: columnSlots, columns: columns, values: values, perRow: perRow, batch: batch,
-            groups: groupStart..<groupEnd, y: y, ldy: ldy)
+            groups: groupStart..<groupEnd, y: y, ldy: ldy, scratch: table, scratchFloats: tableFloats)
     }
     withConstantTileKind(kind, run)
 }
+
+/// Groups per tile of the outlier products (see ``hearthAddOutlierProductsAVX512VNNI``).
+let outlierGroupTile = 8
 
 @_transparent
 private func outlierProducts(
     kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, rows: Int, slotColumns: UnsafePointer<Int32>,
     slots: Int, columnSlots: UnsafePointer<Int32>, columns: UnsafePointer<Int32>, values: UnsafePointer<Float>,
-    perRow: Int, batch: Int, groups: Range<Int>, y: UnsafeMutablePointer<Float>, ldy: Int
+    perRow: Int, batch: Int, groups: Range<Int>, y: UnsafeMutablePointer<Float>, ldy: Int,
+    scratch: UnsafeMutablePointer<Float>, scratchFloats: Int
 ) {
     let units = kind >= TileKind.q4_K ? 8 : 1
-    withUnsafeTemporaryAllocation(of: SIMD16<Float>.self, capacity: slots + 8) { buffer in
-        guard let base = buffer.baseAddress else { return }
-        let table = base + 8
-        // The unit's eight weight vectors, kept beside the table.
-        let vectors = UnsafeMutableRawPointer(base).assumingMemoryBound(to: SIMD8<Int64>.self)
-        let byteMask = _mm512_set1_epi32(0xff)
-        for g in groups {
-            let valid = rows - g * 16 < 16 ? rows - g * 16 : 16
+    // Aligned to 64 bytes (the vector stores below need it), less what that costs.
+    let skip = (64 - Int(bitPattern: scratch) & 63) & 63
+    let base = UnsafeMutableRawPointer(scratch) + skip
+    let fit = (scratchFloats - skip / 4) / 16 / (slots + 8)
+    let tile = fit < outlierGroupTile ? (fit < 1 ? 1 : fit) : outlierGroupTile
+    // The unit's eight weight vectors, then the table: slot s, group i of the tile at s·tile + i.
+    let vectors = base.assumingMemoryBound(to: SIMD8<Int64>.self)
+    let table = (base + 512).assumingMemoryBound(to: SIMD16<Float>.self)
+    let byteMask = _mm512_set1_epi32(0xff)
+    var first = groups.lowerBound
+    while first < groups.upperBound {
+        let count = groups.upperBound - first < tile ? groups.upperBound - first : tile
+        for i in 0..<count {
+            let g = first + i
             var current = -1
             var f = UnitFactors(d: SIMD16<Float>(), c: SIMD16<Float>(), dHigh: SIMD16<Float>(), cHigh: SIMD16<Float>())
             for s in 0..<slots {
                 let c = Int(slotColumns[s]), ab = c >> 5
                 if ab != current {
                     current = ab
-                    let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
-                    f = unitFactors(kind, tile, u)
-                    let v = unitBytes(kind, tile, u)
+                    let t = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
+                    f = unitFactors(kind, t, u)
+                    let v = unitBytes(kind, t, u)
                     vectors[0] = v.0; vectors[1] = v.1; vectors[2] = v.2; vectors[3] = v.3
                     vectors[4] = v.4; vectors[5] = v.5; vectors[6] = v.6; vectors[7] = v.7
                 }
                 let e = c & 31, m = e >> 2
                 let shift = _mm512_set1_epi32(Int32(8 * (e & 3)))
                 let q = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srlv_epi32(vectors[m], shift), byteMask))
-                table[s] = m < 4 ? _mm512_fmadd_ps(f.d, q, f.c) : _mm512_fmadd_ps(f.dHigh, q, f.cHigh)
+                table[s * tile + i] = m < 4 ? _mm512_fmadd_ps(f.d, q, f.c) : _mm512_fmadd_ps(f.dHigh, q, f.cHigh)
             }
-            for t in 0..<batch {
-                let picked = columns + t * perRow, value = values + t * perRow
-                var sum = SIMD16<Float>()
-                for i in 0..<perRow {
-                    sum = _mm512_fmadd_ps(SIMD16<Float>(repeating: value[i]), table[Int(columnSlots[Int(picked[i])])], sum)
+        }
+        let lastValid = rows - (first + count - 1) * 16 < 16 ? rows - (first + count - 1) * 16 : 16
+        for t in 0..<batch {
+            let picked = columns + t * perRow, value = values + t * perRow
+            let out = y + t * ldy + first * 16
+            if count == outlierGroupTile && lastValid == 16 {
+                // A whole tile: eight sums in registers.
+                var acc = Lanes8<SIMD16<Float>>(SIMD16<Float>())
+                for p in 0..<perRow {
+                    let v = SIMD16<Float>(repeating: value[p])
+                    let w = table + Int(columnSlots[Int(picked[p])]) * outlierGroupTile
+                    acc.l0 = _mm512_fmadd_ps(v, w[0], acc.l0); acc.l1 = _mm512_fmadd_ps(v, w[1], acc.l1)
+                    acc.l2 = _mm512_fmadd_ps(v, w[2], acc.l2); acc.l3 = _mm512_fmadd_ps(v, w[3], acc.l3)
+                    acc.l4 = _mm512_fmadd_ps(v, w[4], acc.l4); acc.l5 = _mm512_fmadd_ps(v, w[5], acc.l5)
+                    acc.l6 = _mm512_fmadd_ps(v, w[6], acc.l6); acc.l7 = _mm512_fmadd_ps(v, w[7], acc.l7)
                 }
-                let out = y + t * ldy + g * 16
+                @_transparent func add(_ i: Int, _ sum: SIMD16<Float>) {
+                    let o = UnsafeMutableRawPointer(out + 16 * i)
+                    _mm512_storeu_ps(o, _mm512_add_ps(_mm512_loadu_ps(UnsafeRawPointer(o)), sum))
+                }
+                add(0, acc.l0); add(1, acc.l1); add(2, acc.l2); add(3, acc.l3)
+                add(4, acc.l4); add(5, acc.l5); add(6, acc.l6); add(7, acc.l7)
+                continue
+            }
+            for i in 0..<count {
+                var sum = SIMD16<Float>()
+                for p in 0..<perRow {
+                    sum = _mm512_fmadd_ps(
+                        SIMD16<Float>(repeating: value[p]), table[Int(columnSlots[Int(picked[p])]) * tile + i], sum)
+                }
+                let o = out + 16 * i
+                let valid = i == count - 1 ? lastValid : 16
                 if valid == 16 {
-                    _mm512_storeu_ps(UnsafeMutableRawPointer(out), _mm512_add_ps(_mm512_loadu_ps(UnsafeRawPointer(out)), sum))
+                    _mm512_storeu_ps(UnsafeMutableRawPointer(o), _mm512_add_ps(_mm512_loadu_ps(UnsafeRawPointer(o)), sum))
                 } else {
-                    for r in 0..<valid { out[r] += sum[r] }
+                    for r in 0..<valid { o[r] += sum[r] }
                 }
             }
         }
+        first += count
     }
 }
 #endif

@@ -127,4 +127,38 @@ import Testing
             }
         }
     }
+
+    /// The outlier products over many groups at once — whole tiles of eight groups, a part tile,
+    /// a last group of 6 rows, and scratch that holds only one or three groups' tables — equal
+    /// the portable reference at every level this CPU runs.
+    @Test(arguments: types)
+    func outlierProductsInTiles(_ dtype: DType) throws {
+        let rows = 150, cols = dtype.blockSize == 256 ? 512 : 320, batch = 9, k = 8
+        let (source, _) = KQuantTileTests().randomGGUFMatrix(dtype, rows: rows, cols: cols, seed: 31)
+        let w = try #require(Quantizer.repackInterleaved(source))
+        let x = activations(rows: batch, cols: cols, seed: 7)
+        let act = QuantizedActivations(maxRows: batch, maxCols: cols)
+        act.bits = 8
+        act.outlierChannels = k
+        x.withUnsafeBufferPointer { act.quantize($0.baseAddress!, rows: batch, cols: cols) }
+        let start = (0..<(batch * rows)).map { Float($0 % 13) / 7 - 1 }
+        var reference = start
+        addOutlierProductsPortable(w, picks: act.outliers, batch: batch, groups: 0..<10, y: &reference, ldy: rows)
+        #expect(reference != start)
+        for level in KernelLevel.supported {
+            for scratchFloats in [1 << 20, 16 * (act.outliers.slots + 9), 3 * 16 * (act.outliers.slots + 9)] {
+                var scratch = [Float](repeating: .nan, count: scratchFloats + 1)
+                var y = start
+                // From the second float: the kernel aligns what it is given.
+                scratch.withUnsafeMutableBufferPointer { s in
+                    addOutlierProducts(
+                        w, act: act, batch: batch, groups: 0..<10, y: &y, ldy: rows, scratch: s.baseAddress! + 1,
+                        scratchFloats: scratchFloats, level: level)
+                }
+                for i in 0..<(batch * rows) {
+                    #expect(abs(y[i] - reference[i]) <= 1e-5 * max(1, abs(reference[i])), "\(dtype) \(level) \(scratchFloats) \(i): \(y[i]) vs \(reference[i])")
+                }
+            }
+        }
+    }
 }
