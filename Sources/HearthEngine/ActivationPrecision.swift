@@ -9,18 +9,19 @@ import HearthKernels
 /// everywhere; on other CPUs they are no faster. docs/ACCURACY.md has what each costs, measured
 /// with the KL-divergence tool and against the exact math.
 ///
-/// The default is ``balanced``: on the committed text it meets the project's accuracy rule —
+/// The default is ``outliers``: on the committed texts it meets the project's accuracy rule —
 /// mean KL divergence against f32 activations at most half llama.cpp's, clear-margin argmax
 /// agreement with the exact math at least llama.cpp's + 1 point, and perplexity within 0.5% of
-/// the exact one (docs/ACCURACY.md, "The activation budget") — while ``mixed`` misses the third
-/// clause. ``wide`` is the exact path, one flag away.
+/// the exact one (docs/ACCURACY.md, "The activation budget") — with a third of ``balanced``'s KL
+/// divergence at ``mixed``'s prompt speed on Phi-3-mini-shaped files, while ``mixed`` misses the
+/// third clause. ``wide`` is the exact path, one flag away.
 public enum ActivationPrecision: String, Sendable, CaseIterable {
     /// 16 bits everywhere: within rounding of f32 activations (the exact path).
     case wide = "16"
     /// ``mixed`` with the query/key/value projections kept at 16 bits: the attention output and
     /// MLP products over prompt tokens at 8 bits where the CPU has AVX-512 VNNI; 16 bits for
-    /// q/k/v, for the tokens being generated, for the output head and on every other CPU. The
-    /// default.
+    /// q/k/v, for the tokens being generated, for the output head and on every other CPU (the
+    /// default until outlier channels, ``outliers``, were measured).
     case balanced
     /// 8 bits for the layers' products over prompt tokens where the CPU has AVX-512 VNNI; 16 bits for the tokens being generated (even when they share a batch
     /// with a prompt, or verify drafted tokens), for the output head (the logits) and on every
@@ -29,13 +30,14 @@ public enum ActivationPrecision: String, Sendable, CaseIterable {
     /// ``mixed`` with each token's ``outlierChannels`` largest activations of every 8-bit product
     /// left out of its 8-bit blocks (so a block's scale comes from the other values) and multiplied
     /// by the weights in f32: 8-bit prompt products at close to 16-bit accuracy where the CPU
-    /// has AVX-512 VNNI (docs/ACCURACY.md, "Outlier channels"); 16 bits on every other CPU.
+    /// has AVX-512 VNNI (docs/ACCURACY.md, "Outlier channels"); 16 bits on every other CPU. The
+    /// default.
     case outliers
     /// 8 bits everywhere, as llama.cpp.
     case narrow = "8"
 
-    /// What the engine uses unless told otherwise: ``balanced`` (see the rule above).
-    public static let `default`: ActivationPrecision = .balanced
+    /// What the engine uses unless told otherwise: ``outliers`` (see the rule above).
+    public static let `default`: ActivationPrecision = .outliers
 
     /// Which of a layer's products a bit width applies to.
     public enum Product: Sendable {

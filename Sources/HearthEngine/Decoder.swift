@@ -145,7 +145,7 @@ public final class Decoder {
     }
 
     /// Bits of the quantized activations the integer kernels multiply (``ActivationPrecision``;
-    /// ``ActivationPrecision/default``, `balanced`, unless set).
+    /// ``ActivationPrecision/default``, `outliers`, unless set).
     public var activationPrecision: ActivationPrecision = .default
 
     /// How the current batch's layer products split by precision: its first `generated` rows
@@ -373,7 +373,7 @@ public final class Decoder {
             let logitsOut = allLogits.map { $0.baseAddress! + done * o.vocabSize }
             let segment = Segment(
                 sequence: sequence, first: 0, count: n, position: start + done, ropeEnd: start + tokens.count)
-            // One token at a time is a decode step (16-bit under `.mixed` and `.balanced`), more a prompt.
+            // One token at a time is a decode step (16-bit under `.outliers`, `.mixed` and `.balanced`), more a prompt.
             try forwardBatch(
                 chunk, segments: [segment], outputRows: outputRows, output: .logits(logitsOut), cache: cache,
                 generatedRows: n == 1 ? 1 : 0, shouldStop: shouldStop)

@@ -485,7 +485,7 @@ public final class Generator: @unchecked Sendable {
             }
             lengths[job.slot] = job.ropeLength + drafts.count
         }
-        let generatedRows = items.count  // decode inputs and drafts first: 16-bit rows under `.balanced`/`.mixed`
+        let generatedRows = items.count  // decode inputs and drafts first: 16-bit rows under `.outliers`/`.balanced`/`.mixed`
         var budget = decoder.maxBatch - items.count
         if !decoding.isEmpty { budget = min(budget, max(1, interleavedPrefillTokens)) }
         for job in prefilling where budget > 0 {

@@ -59,8 +59,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// environment's, ``RepackCache/init(environment:)``; `.disabled` rearranges in memory).
         public var repackCache: RepackCache = .default
         /// Bits of the activations the integer kernels multiply (``ActivationPrecision``; default
-        /// `.balanced`: 8-bit prompt products but q/k/v where the CPU has AVX-512 VNNI, 16 bits
-        /// for q/k/v and generated tokens; `.wide` is the exact path).
+        /// `.outliers`: 8-bit prompt products where the CPU has AVX-512 VNNI, each token's 8
+        /// largest activations of each product in f32, 16 bits for generated tokens; `.wide` is
+        /// the exact path).
         public var activationPrecision: ActivationPrecision = .default
 
         public init(

@@ -71,7 +71,7 @@ extension Bench {
             parameters.logprobs = false  // as `hearth chat` and a server request without logprobs
             var ids: [Int32] = []
             // From an empty cache: a prompt cached but for its last token would feed that token as a
-            // decode row (16 bits under `balanced`) where the other run fed it as a prompt row.
+            // decode row (16 bits under the default `outliers`) where the other run fed it as a prompt row.
             generator.reset()
             let summary = try generator.run(prompt: prompt, parameters: parameters) { ids.append($0.id) }
             return (ids, summary)

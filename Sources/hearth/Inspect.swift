@@ -112,7 +112,7 @@ struct Inspect: ParsableCommand {
         lines.append("chat template:   \(r.chat_template ?? "none (use --raw)")")
         let cpu = KernelLevel.cpuName
         lines.append("kernels:         \(r.kernels) (best on this CPU: \(r.best_kernels)\(cpu.isEmpty ? "" : ", \(cpu)"); HEARTH_CPU forces a lower one)")
-        lines.append("activations:     \(r.activations) (the default; --activation-bits balanced, 16, mixed, outliers or 8)")
+        lines.append("activations:     \(r.activations) (the default; --activation-bits outliers, balanced, 16, mixed or 8)")
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -98,11 +98,11 @@ struct ContextOption: ParsableArguments {
 /// `--activation-bits`: 8- or 16-bit activations in the integer kernels (every command that runs
 /// the model; part of ``KernelOptions`` where those are taken).
 struct ActivationOption: ParsableArguments {
-    @Option(name: .long, help: "Bits of the activations the integer kernels multiply: balanced (the default: 8 for the attention output and MLP products over prompt tokens where the CPU has AVX-512 VNNI, 16 for q/k/v, the tokens being generated and the output head; meets the project's accuracy rule, see docs/ACCURACY.md), 16 (everywhere, within rounding of f32 activations — the exact path), mixed (as balanced, with q/k/v at 8 bits too: faster prompts, further from the exact math), outliers (as mixed, with each token's 8 largest activations of every 8-bit product multiplied in f32: mixed's speed, closer to the exact math) or 8 (everywhere, as llama.cpp).")
+    @Option(name: .long, help: "Bits of the activations the integer kernels multiply: outliers (the default: 8 for the layers' products over prompt tokens where the CPU has AVX-512 VNNI, with each token's 8 largest activations of every such product multiplied in f32; 16 for the tokens being generated and the output head; meets the project's accuracy rule, see docs/ACCURACY.md), balanced (as outliers without the f32 picks and with q/k/v at 16 bits), 16 (everywhere, within rounding of f32 activations — the exact path), mixed (balanced with q/k/v at 8 bits too: faster prompts, further from the exact math) or 8 (everywhere, as llama.cpp).")
     var activationBits: String = ActivationPrecision.default.rawValue
 
     func validate() throws {
-        if ActivationPrecision(rawValue: activationBits) == nil { throw ValidationError("--activation-bits takes balanced, 16, mixed, outliers or 8") }
+        if ActivationPrecision(rawValue: activationBits) == nil { throw ValidationError("--activation-bits takes outliers, balanced, 16, mixed or 8") }
     }
 
     var precision: ActivationPrecision { ActivationPrecision(rawValue: activationBits) ?? .default }

@@ -19,7 +19,7 @@ import Testing
     /// query rows, keys split across the workers past 256 and merged) with integer key dots, batch
     /// 64 its wide one (16-row panels, as a prompt) with key tiles converted to Float. On the
     /// exact activation path (16 bits), so the comparison measures the cache alone: with 8-bit
-    /// prompt products (the default `balanced` on VNNI) the cache's rounding also moves
+    /// prompt products (`balanced` on VNNI, the default then) the cache's rounding also moves
     /// activations across 8-bit steps, and q8_0's mean KLD at batch 64 rose from 0.0004 to 0.0021.
     static func logits(_ tokens: [Int32], kvType: DType, batch: Int) throws -> [Float] {
         let generator = try Generator(model: try model.get(), context: 512, threads: 2, batch: batch, kvType: kvType)

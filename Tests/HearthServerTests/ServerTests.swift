@@ -148,8 +148,8 @@ import Testing
             #expect(entry?["id"] as? String == "tiny")
             // The local model says how it computes: the default activation bits and the kernel level.
             let meta = entry?["meta"] as? [String: Any]
-            #expect(meta?["activation_bits"] as? String == "balanced", "\(models.body)")
-            #expect((meta?["activations"] as? String)?.hasPrefix("balanced: ") == true, "\(models.body)")
+            #expect(meta?["activation_bits"] as? String == "outliers", "\(models.body)")
+            #expect((meta?["activations"] as? String)?.hasPrefix("outliers: ") == true, "\(models.body)")
             #expect((meta?["kernels"] as? String)?.isEmpty == false, "\(models.body)")
             try await harness.stop()
         }
