@@ -1354,9 +1354,11 @@ def write_results_md(run: dict) -> str:
              f"({' → '.join(s['order'])}; Hearth reads its .hqf, where there is one, then the GGUF), each bench in "
              f"a fresh process; each model's files were read once beforehand so both start from a warm page cache. "
              f"Peak RSS = the bench process's ru_maxrss (max over rounds)."
-             + (f" Hearth rows are marked with their `--activation-bits` (a16: the default, 16-bit activations "
-                f"everywhere; amixed: 8-bit activations for the prompt's layer products where the CPU has AVX-512 "
-                f"VNNI; a8: 8-bit everywhere, as llama.cpp; docs/ACCURACY.md for what each costs)."
+             + (f" Hearth rows are marked with their `--activation-bits` (aoutliers: the default since 2026-11-27, "
+                f"8-bit activations for the prompt's layer products where the CPU has AVX-512 VNNI with each token's "
+                f"8 largest activations per product in f32; abalanced: the same without the f32 picks, q/k/v at 16 "
+                f"bits; amixed: no picks, q/k/v at 8; a16: 16-bit activations everywhere, the exact path; a8: 8-bit "
+                f"everywhere, as llama.cpp; docs/ACCURACY.md for what each costs)."
                 if s.get("hearth_activation_bits") else ""))
     L.append(f"- Decode bandwidth share (*of membw*): weights read per token × {tg} t/s ÷ "
              + (f"{ref:.1f} GB/s, " if ref else "")
@@ -1555,9 +1557,9 @@ def main(argv: list[str]) -> int:
                     help="a bench during which other processes used more cores than this is run again")
     ap.add_argument("--retries", type=int, default=3, help="how often a disturbed bench is run again")
     ap.add_argument("--skip-hearth", action="store_true", help="only llama.cpp")
-    ap.add_argument("--hearth-activation-bits", default="16,mixed", metavar="LIST",
-                    help="Hearth's --activation-bits values to bench, each its own row (default 16,mixed: the "
-                         "default path and 8-bit prompt products)")
+    ap.add_argument("--hearth-activation-bits", default="outliers,16", metavar="LIST",
+                    help="Hearth's --activation-bits values to bench, each its own row (default outliers,16: the "
+                         "default path, 8-bit prompt products with outlier channels in f32, and the exact path)")
     ap.add_argument("--skip-llama", action="store_true", help="only Hearth")
     ap.add_argument("--skip-membw", action="store_true", help="skip the bandwidth probe")
     ap.add_argument("--membw-mib", type=int, default=1024, help="bandwidth probe buffer (MiB, default 1024)")
