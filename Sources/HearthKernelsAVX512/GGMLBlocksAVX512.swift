@@ -201,60 +201,54 @@ public func hearthDotRowsGGMLAVX512(
 }
 
 /// 8-bit activation quantization with AVX-512 registers, equal to ``quantizeActivationRows``
-/// (d = max|x|/127, q = x/d rounded half away from zero, Σq) value for value: 32 columns are two
-/// registers, rounded exactly in integers as ``hearthQuantizeActivations16AVX512`` does. (The
-/// generic loop it replaces compiled to scalar code: 17% of Gemma 3 270M's pp512 with 8-bit
-/// prompt products.)
+/// (d = max|x|/127, q = x/d rounded half away from zero, Σq) value for value
+/// (``quantizeBlocksAVX512``). (The generic loop it replaces compiled to scalar code: 17% of
+/// Gemma 3 270M's pp512 with 8-bit prompt products.)
 @inline(never)
 public func hearthQuantizeActivationsAVX512(
     _ x: UnsafePointer<Float>, rowStart: Int, rowEnd: Int, cols: Int, quants: UnsafeMutablePointer<Int8>,
     scales: UnsafeMutablePointer<Float>, sums: UnsafeMutablePointer<Float>
 ) {
-    let blocks = cols / 32
-    let limit = _mm512_set1_epi32(127), negativeLimit = _mm512_set1_epi32(-127)
-    for r in rowStart..<rowEnd {
-        for b in 0..<blocks {
-            let src = UnsafeRawPointer(x + r * cols + b * 32)
-            let v0 = _mm512_loadu_ps(src)
-            let v1 = _mm512_loadu_ps(src + 64)
-            let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)))
-            let d = amax / 127
-            let id: Float = d != 0 ? 1 / d : 0
-            let idv = SIMD16<Float>(repeating: id)
-            @inline(__always) func quantize(_ v: SIMD16<Float>) -> SIMD8<Int64> {
-                let s = v * idv
-                let t = _mm512_cvttps_epi32(s)
-                let half = _mm512_cvttps_epi32((s - _mm512_cvtepi32_ps(t)) * 2)
-                return _mm512_max_epi32(_mm512_min_epi32(_mm512_add_epi32(t, half), limit), negativeLimit)
-            }
-            let q0 = quantize(v0), q1 = quantize(v1)
-            let dst = UnsafeMutableRawPointer(quants + r * cols + b * 32)
-            dst.storeBytes(of: _mm512_cvtepi32_epi8(q0), as: SIMD2<Int64>.self)
-            dst.storeBytes(of: _mm512_cvtepi32_epi8(q1), toByteOffset: 16, as: SIMD2<Int64>.self)
-            scales[r * blocks + b] = d
-            sums[r * blocks + b] = Float(_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1)))
-        }
+    quantizeBlocksAVX512(x, rows: rowStart..<rowEnd, cols: cols, top: 127, scales: scales, sums: sums) { i, q0, q1 in
+        let dst = UnsafeMutableRawPointer(quants + i)
+        dst.storeBytes(of: _mm512_cvtepi32_epi8(q0), as: SIMD2<Int64>.self)
+        dst.storeBytes(of: _mm512_cvtepi32_epi8(q1), toByteOffset: 16, as: SIMD2<Int64>.self)
     }
 }
 
 /// 16-bit activation quantization with AVX-512 registers, equal to ``quantizeActivationRows16``
-/// (d = max|x|/32767, q = x/d rounded half away from zero, Σq): 32 columns are two registers;
-/// the rounding is done exactly in integers — t = trunc(s), then + trunc(2·(s − t)), which is ±1
-/// exactly when |s − t| ≥ ½ (s − t is exact in f32).
+/// (d = max|x|/32767, q = x/d rounded half away from zero, Σq) value for value
+/// (``quantizeBlocksAVX512``).
 @inline(never)
 public func hearthQuantizeActivations16AVX512(
     _ x: UnsafePointer<Float>, rowStart: Int, rowEnd: Int, cols: Int, quants: UnsafeMutablePointer<Int16>,
     scales: UnsafeMutablePointer<Float>, sums: UnsafeMutablePointer<Float>
 ) {
+    quantizeBlocksAVX512(x, rows: rowStart..<rowEnd, cols: cols, top: 32767, scales: scales, sums: sums) { i, q0, q1 in
+        let dst = UnsafeMutableRawPointer(quants + i)
+        dst.storeBytes(of: _mm512_cvtepi32_epi16(q0), as: SIMD4<Int64>.self)
+        dst.storeBytes(of: _mm512_cvtepi32_epi16(q1), toByteOffset: 32, as: SIMD4<Int64>.self)
+    }
+}
+
+/// Blocks of 32 activations to integers of at most `top` in magnitude (d = max|x|/top, q = x/d
+/// rounded half away from zero, Σq): 32 columns are two registers; the rounding is done exactly
+/// in integers — t = trunc(s), then + trunc(2·(s − t)), which is ±1 exactly when |s − t| ≥ ½
+/// (s − t is exact in f32). `store(i, q0, q1)` writes the block starting at element i.
+@inline(__always)
+private func quantizeBlocksAVX512(
+    _ x: UnsafePointer<Float>, rows: Range<Int>, cols: Int, top: Int32, scales: UnsafeMutablePointer<Float>,
+    sums: UnsafeMutablePointer<Float>, store: (Int, SIMD8<Int64>, SIMD8<Int64>) -> Void
+) {
     let blocks = cols / 32
-    let limit = _mm512_set1_epi32(32767), negativeLimit = _mm512_set1_epi32(-32767)
-    for r in rowStart..<rowEnd {
+    let limit = _mm512_set1_epi32(top), negativeLimit = _mm512_set1_epi32(-top)
+    for r in rows {
         for b in 0..<blocks {
             let src = UnsafeRawPointer(x + r * cols + b * 32)
             let v0 = _mm512_loadu_ps(src)
             let v1 = _mm512_loadu_ps(src + 64)
             let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)))
-            let d = amax / 32767
+            let d = amax / Float(top)
             let id: Float = d != 0 ? 1 / d : 0
             let idv = SIMD16<Float>(repeating: id)
             @inline(__always) func quantize(_ v: SIMD16<Float>) -> SIMD8<Int64> {
@@ -264,9 +258,7 @@ public func hearthQuantizeActivations16AVX512(
                 return _mm512_max_epi32(_mm512_min_epi32(_mm512_add_epi32(t, half), limit), negativeLimit)
             }
             let q0 = quantize(v0), q1 = quantize(v1)
-            let dst = UnsafeMutableRawPointer(quants + r * cols + b * 32)
-            dst.storeBytes(of: _mm512_cvtepi32_epi16(q0), as: SIMD4<Int64>.self)
-            dst.storeBytes(of: _mm512_cvtepi32_epi16(q1), toByteOffset: 32, as: SIMD4<Int64>.self)
+            store(r * cols + b * 32, q0, q1)
             scales[r * blocks + b] = d
             sums[r * blocks + b] = Float(_mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1)))
         }

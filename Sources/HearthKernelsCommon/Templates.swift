@@ -109,7 +109,9 @@ public func quantizeActivationRows(
             let dst = quants + r * cols + b * 32
             var sum: Int32 = 0
             for i in 0..<32 {
-                let q = Int8((src[i] * id).rounded())
+                // NaN (a NaN in the block makes the scale NaN) and out-of-range values would trap.
+                let v = (src[i] * id).rounded()
+                let q = v.isNaN ? 0 : Int8(max(-127, min(127, v)))
                 dst[i] = q
                 sum += Int32(q)
             }
