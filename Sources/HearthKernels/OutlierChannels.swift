@@ -164,7 +164,7 @@ public func addOutlierProductsPortable(
                 for r in 0..<16 { table[16 * s + r] = r < rowsHere ? rowsBuffer[r * blockSize + c % blockSize] : 0 }
             }
             for t in 0..<batch {
-                var sum = [Float](repeating: 0, count: 16)
+                var sum = SIMD16<Float>()  // in registers: no allocation per token
                 for i in 0..<k {
                     let p = t * k + i, s = Int(picks.columnSlots[Int(picks.columns[p])]), v = picks.values[p]
                     for r in 0..<16 { sum[r] += v * table[16 * s + r] }
