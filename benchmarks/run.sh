@@ -76,8 +76,22 @@ find_cpu_torch_wheel() {
   done
 }
 
+# llama.cpp's AMX matmul (ggml-cpu/amx, compiled in by -march=native on CPUs with amx_int8)
+# died with SIGILL (a tileloadd in ggml_backend_amx_mul_mat, in an OpenMP worker) in its first
+# prompt on a Sapphire Rapids KVM guest (2026-11-27), though AMX itself runs there (a C probe
+# loading a tile config and running tdpbssd on 4 threads, with sleeps and CPU migrations, was
+# fine). So on such CPUs the anchor is built without AMX (-mno-amx-*: its AVX-512 VNNI kernels
+# and CPU_REPACK, the strongest llama.cpp that runs); LLAMA_AMX=on builds it with AMX. Hearth
+# uses no AMX either. Both the library built here and build-llama-server.sh follow this.
+llama_cpu_flags() {
+  if [ "${LLAMA_AMX:-off}" != on ] && grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
+    echo "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+  fi
+}
+
 stamp_text() {
   echo "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
+  echo "cflags: $(llama_cpu_flags)"
   printf '%s\n' "${PY_PKGS[@]}"
 }
 
@@ -124,13 +138,18 @@ setup_venv() {
   log "installing ${PY_PKGS[*]} and gguf (from the vendored gguf-py)"
   "${pip[@]}" install "${PY_PKGS[@]}" "$dir/vendor/llama.cpp/gguf-py" >"$LOGS/pip-deps.log" 2>&1
 
-  if ! "$VENV/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '$LLAMA_CPP_PYTHON_VERSION')" 2>/dev/null; then
-    log "building llama-cpp-python $LLAMA_CPP_PYTHON_VERSION from source (default flags, native CPU); this takes a while — log: $LOGS/pip-llama-cpp-python.log"
+  if ! "$VENV/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version__ != '$LLAMA_CPP_PYTHON_VERSION')" 2>/dev/null \
+     || [ "$(cat "$VENV/.llama-cflags" 2>/dev/null)" != "$(llama_cpu_flags)" ]; then
+    local cflags; cflags="$(llama_cpu_flags)"
+    local again=()   # built before with other flags: pip would keep that build
+    "$VENV/bin/python" -c 'import llama_cpp' 2>/dev/null && again=(--force-reinstall --no-deps)
+    log "building llama-cpp-python $LLAMA_CPP_PYTHON_VERSION from source (default flags, native CPU${cflags:+; $cflags}); this takes a while — log: $LOGS/pip-llama-cpp-python.log"
     local t0=$SECONDS
-    CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
-      "${pip[@]}" install --no-cache-dir --verbose "$tgz" >"$LOGS/pip-llama-cpp-python.log" 2>&1 || {
+    CFLAGS="${CFLAGS:-} $cflags" CXXFLAGS="${CXXFLAGS:-} $cflags" CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}" \
+      "${pip[@]}" install --no-cache-dir --verbose "${again[@]}" "$tgz" >"$LOGS/pip-llama-cpp-python.log" 2>&1 || {
         log "llama-cpp-python build failed; tail of the log:"; tail -n 40 "$LOGS/pip-llama-cpp-python.log" >&2; exit 1; }
     log "llama-cpp-python built in $((SECONDS - t0)) s"
+    llama_cpu_flags >"$VENV/.llama-cflags"
   fi
   "$VENV/bin/python" -c 'import llama_cpp, gguf, numpy, safetensors, sentencepiece, google.protobuf, torch, transformers'
   stamp_text >"$stamp"
