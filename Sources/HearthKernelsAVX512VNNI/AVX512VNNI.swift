@@ -166,6 +166,55 @@ private func storeRows(_ out: UnsafeMutablePointer<Float>, _ valid: Int, _ v: SI
 /// How far ahead of the unit being multiplied a single token's pass prefetches the weights.
 let prefetchDistance = 4096
 
+/// A 16-row group's weights decoded once for all the passes of a block of tokens: per unit its
+/// eight weight vectors (the bytes `vpdpbusd` takes, as ``weightVector`` gives them) and its
+/// four factor vectors (``UnitFactors``), `unitBytes` per unit, in unit order. A pass then reads
+/// each vector with one load instead of decoding it again (two to five shifts, masks and ORs
+/// per vector for the 5- and 6-bit kinds, and the factors' conversions per unit).
+private enum DecodedGroup {
+    /// Bytes per unit: eight weight vectors and four factor vectors of 64 bytes.
+    static let unitBytes = 12 * 64
+
+    /// Writes unit `u` of `tile` (unit index `ab` of its group) into `copy`.
+    @_transparent
+    static func store(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int, _ ab: Int, into copy: UnsafeMutableRawPointer) {
+        let unit = copy + ab * unitBytes
+        @_transparent func put(_ m: Int) { _mm512_storeu_si512(unit + 64 * m, weightVector(kind, tile, u, m)) }
+        put(0); put(1); put(2); put(3); put(4); put(5); put(6); put(7)
+        let f = unitFactors(kind, tile, u)
+        _mm512_storeu_ps(unit + 512, f.d)
+        _mm512_storeu_ps(unit + 576, f.c)
+        _mm512_storeu_ps(unit + 640, f.dHigh)
+        _mm512_storeu_ps(unit + 704, f.cHigh)
+    }
+
+    /// Weight vector `m` of the unit at `unit`.
+    @_transparent
+    static func vector(_ unit: UnsafeRawPointer, _ m: Int) -> SIMD8<Int64> {
+        unit.loadUnaligned(fromByteOffset: 64 * m, as: SIMD8<Int64>.self)
+    }
+
+    /// The factors of the unit at `unit`.
+    @_transparent
+    static func factors(_ unit: UnsafeRawPointer) -> UnitFactors {
+        @_transparent func at(_ offset: Int) -> SIMD16<Float> { unit.loadUnaligned(fromByteOffset: offset, as: SIMD16<Float>.self) }
+        return UnitFactors(d: at(512), c: at(576), dHigh: at(640), cHigh: at(704))
+    }
+}
+
+/// Decodes every unit of group `g` into `copy` (``DecodedGroup``).
+@_transparent
+private func decodeGroup(
+    _ kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, units: Int, g: Int,
+    into copy: UnsafeMutableRawPointer
+) {
+    let stride = tileBytes / units, groupStart = tiles + g * blocks * tileBytes
+    for ab in 0..<(blocks * units) {
+        hearth_prefetch(groupStart + ab * stride + prefetchDistance, stride)
+        DecodedGroup.store(kind, tiles + (g * blocks + ab / units) * tileBytes, ab % units, ab, into: copy)
+    }
+}
+
 /// One 16-row group for `count` (a constant: 2, 4 or 8) tokens from token `t` (a multiple of
 /// eight: the passes of TokenTiles.swift), their activations the panel of `t` (``ActivationPanel``):
 /// per unit, each of the eight weight vectors is decoded in registers once and multiplied by
@@ -174,10 +223,14 @@ let prefetchDistance = 4096
 /// the unit's d, FMA of the offset c·(d_a·Σa) — once per unit (q6_K: zero points subtracted in
 /// integers, the halves joined as floats, then one FMA with d_a).
 /// Every activation operand is one pointer per unit plus a constant.
+///
+/// With `decoded` (a constant at each call), the weight vectors and factors come from the
+/// group's copy that ``decodeGroup`` wrote, not from the tiles.
 @_transparent
 private func registerGroup(
     _ kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, units: Int, g: Int, t: Int, count: Int,
-    end: Int, panels: UnsafeRawPointer, cols: Int, y: UnsafeMutablePointer<Float>, ldy: Int, valid: Int
+    end: Int, panels: UnsafeRawPointer, cols: Int, y: UnsafeMutablePointer<Float>, ldy: Int, valid: Int,
+    decoded: Bool, copy: UnsafeRawPointer
 ) {
     let totalUnits = blocks * units, record = ActivationPanel.recordBytes
     let stride = tileBytes / units, groupStart = tiles + g * blocks * tileBytes
@@ -188,8 +241,9 @@ private func registerGroup(
     var acc = Lanes8<SIMD16<Float>>(SIMD16<Float>())
     for ab in 0..<totalUnits {
         let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
-        hearth_prefetch(groupStart + ab * stride + prefetchDistance, stride)
-        let f = unitFactors(kind, tile, u)
+        let unitCopy = copy + ab * DecodedGroup.unitBytes
+        if !decoded { hearth_prefetch(groupStart + ab * stride + prefetchDistance, stride) }
+        let f = decoded ? DecodedGroup.factors(unitCopy) : unitFactors(kind, tile, u)
         let r = panel + ab * record
         let a = lane.map { r.assumingMemoryBound(to: Int32.self) + $0 }
         @_transparent func floats(_ offset: Int) -> UnsafePointer<Float> {
@@ -198,7 +252,8 @@ private func registerGroup(
         var s = Lanes8<SIMD8<Int64>>(_mm512_setzero_si512())
         // Written out per vector, so each one's shifts and offsets are constants.
         @_transparent func step(_ m: Int) {
-            stepPass(&s, count, weightVector(kind, tile, u, m), a, 8 * m)
+            let w = decoded ? DecodedGroup.vector(unitCopy, m) : weightVector(kind, tile, u, m)
+            stepPass(&s, count, w, a, 8 * m)
         }
         @_transparent func ints(_ offset: Int) -> UnsafePointer<Int32> {
             (r + offset).assumingMemoryBound(to: Int32.self)
@@ -256,22 +311,31 @@ private func byteKernel(
         }
         return
     }
-    // A batch: the register passes of TokenTiles.swift.
-    var passes = TokenPasses(batch: batch, groups: groups)
+    // A batch: the register passes of TokenTiles.swift. A block of more than eight tokens makes
+    // several passes over each group: the group is decoded once (DecodedGroup) and its passes
+    // read the copy, which stays in L2 (16 rows × cols bytes plus 256 bytes per unit).
+    let copy = UnsafeMutableRawPointer.allocate(
+        byteCount: batch > 8 ? totalUnits * DecodedGroup.unitBytes : 64, alignment: 64)
+    defer { copy.deallocate() }
+    var passes = TokenPasses(batch: batch, groups: groups, cols: cols)
     while let p = passes.next() {
-        switch p.count {
-        case 8:
+        let decoded = p.end - p.first > 8
+        if decoded && p.t == p.first {
+            decodeGroup(kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: p.g, into: copy)
+        }
+        @_transparent func pass(_ count: Int, _ decoded: Bool) {
             registerGroup(
-                kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: p.g, t: p.t, count: 8,
-                end: p.end, panels: panels, cols: cols, y: y, ldy: ldy, valid: validRows(p.g))
-        case 4:
-            registerGroup(
-                kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: p.g, t: p.t, count: 4,
-                end: p.end, panels: panels, cols: cols, y: y, ldy: ldy, valid: validRows(p.g))
-        default:
-            registerGroup(
-                kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: p.g, t: p.t, count: 2,
-                end: p.end, panels: panels, cols: cols, y: y, ldy: ldy, valid: validRows(p.g))
+                kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: p.g, t: p.t, count: count,
+                end: p.end, panels: panels, cols: cols, y: y, ldy: ldy, valid: validRows(p.g), decoded: decoded,
+                copy: copy)
+        }
+        switch (p.count, decoded) {
+        case (8, true): pass(8, true)
+        case (8, false): pass(8, false)
+        case (4, true): pass(4, true)
+        case (4, false): pass(4, false)
+        case (_, true): pass(2, true)
+        default: pass(2, false)
         }
     }
 }

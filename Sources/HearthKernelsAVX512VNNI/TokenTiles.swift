@@ -2,15 +2,24 @@
 import _Builtin_intrinsics.intel
 
 // The passes of the 8-bit K-quant register kernel (AVX512VNNI.swift) over a batch: tokens in
-// blocks of `passBlock`, and for each block every 16-row group of the thread in turn, eight
+// blocks of `passBlock(cols:)`, and for each block every 16-row group of the thread in turn, eight
 // tokens per pass over the group's weights, each token adding its products into its own
 // register. The 16-bit kernel (Wide16VNNI.swift) runs the same scheme with its own copy: built
 // from these shared pieces its entry point had 4293 stack operands against 367 (its speed was
 // not measured apart from this host's noise), so it was left as it was.
 
-/// Tokens per block of a batch: each 16-row group is multiplied against one block's
-/// activations (32 × `cols` values, in L2) before the next group.
-let passBlock = 32
+/// Tokens per block of a batch with `cols` columns: each 16-row group is multiplied against one
+/// block's activation panels (1.5 bytes per token and column) before the next group, so the
+/// panels should stay in L2 beside the group's decoded copy (256 + 512 bytes per 32 columns):
+/// as many tokens as fill 768 KiB (1 MiB L2 on Zen 4, 2 MiB on Sapphire Rapids), a multiple of
+/// eight from 32 to 128. More tokens per block means fewer streams of the whole weight matrix
+/// from memory and one decode of a group serving more passes: 32 → 64 → 128 tokens gave a
+/// Phi-3-mini-shaped Q5_K_M pp512 about +22% and then +13% (benchmarks/RESULTS.md).
+@_transparent
+func passBlock(cols: Int) -> Int {
+    let fit = 768 * 1024 / (cols * 3 / 2 + 1) / 8 * 8
+    return fit < 32 ? 32 : fit > 128 ? 128 : fit
+}
 
 /// Lanes8 tokens' values, one register each (unused ones stay idle when the count is smaller).
 struct Lanes8<Lane> {
@@ -144,30 +153,33 @@ func storePass(
     if count > 7 && t + 7 <= last { store(row.l7, acc.l7) }
 }
 
-/// The passes of a batch, in order: blocks of ``passBlock`` tokens; for each, every group of
+/// The passes of a batch, in order: blocks of ``passBlock(cols:)`` tokens; for each, every group of
 /// `groups` in turn, eight tokens per pass (five to seven padded to eight, three to four to
 /// four, one or two to two). A kernel switches on `count` to call its pass with a literal, so
 /// each call is specialised for it (a closure taking the pass was compiled once for all
 /// counts and kinds, not inlined).
 struct TokenPasses {
-    private let batch: Int, groups: Range<Int>
+    private let batch: Int, groups: Range<Int>, block: Int
     private var first = 0, g: Int, t = 0
 
-    @_transparent init(batch: Int, groups: Range<Int>) {
+    /// Passes over `batch` tokens of `cols` columns (blocks of ``passBlock(cols:)`` tokens).
+    @_transparent init(batch: Int, groups: Range<Int>, cols: Int) {
         self.batch = batch
         self.groups = groups
+        block = passBlock(cols: cols)
         g = groups.lowerBound
     }
 
-    /// The next pass: group `g`, tokens from `t` (`count` of them, those at or past `end` repeats).
-    @_transparent mutating func next() -> (g: Int, t: Int, count: Int, end: Int)? {
+    /// The next pass: group `g`, tokens from `t` (`count` of them, those at or past `end` repeats)
+    /// of the block `first..<end`.
+    @_transparent mutating func next() -> (g: Int, t: Int, count: Int, end: Int, first: Int)? {
         guard groups.lowerBound < groups.upperBound else { return nil }
         while first < batch {
-            let end = first + passBlock < batch ? first + passBlock : batch
+            let end = first + block < batch ? first + block : batch
             if t < end {
                 let left = end - t
                 let count = left > 4 ? 8 : left > 2 ? 4 : 2
-                let pass = (g: g, t: t, count: count, end: end)
+                let pass = (g: g, t: t, count: count, end: end, first: first)
                 t += count
                 return pass
             }

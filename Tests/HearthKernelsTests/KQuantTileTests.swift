@@ -57,9 +57,11 @@ import Testing
         let (source, _) = randomGGUFMatrix(dtype, rows: rows, cols: cols, seed: 29)
         let w = try #require(Quantizer.repackInterleaved(source))
         var state: UInt64 = 3
-        // 33 and 38 tokens: a second block of the register kernels' 32-token blocks, its one
-        // (five, six) tokens padded to a pass of two (eight).
-        for batch in [1, 2, 3, 4, 5, 7, 8, 9, 33, 38] { for bits in [8, 16] {
+        // 33 and 38 tokens: a second block of the 16-bit register kernel's 32-token blocks, its
+        // one (five, six) tokens padded to a pass of two (eight). 130 and 137: a second block of
+        // the 8-bit kernel's (128 tokens at 768 columns), its two tokens one pass read from the
+        // tiles, its nine two passes over the group's decoded copy (9 to 38: one block, decoded).
+        for batch in [1, 2, 3, 4, 5, 7, 8, 9, 33, 38, 130, 137] { for bits in [8, 16] {
             let input = (0..<(batch * cols)).map { _ -> Float in
                 state = state &* 6364136223846793005 &+ 1442695040888963407
                 return Float(Int64(bitPattern: state >> 11) % 2_000_000) / 1_000_000 - 1
