@@ -50,12 +50,10 @@ for candidate in tools/server examples/server; do
 done
 [ -n "$server_dir" ] || { echo "no llama-server sources (tools/server or examples/server) in $src" >&2; exit 1; }
 echo "llama.cpp sources: $src ($server_dir; commit $(cd "$src" && git rev-parse --short HEAD 2>/dev/null || echo unknown))"
-# On CPUs with AMX, built without it as benchmarks/run.sh builds llama-cpp-python (its AMX
-# matmul died with SIGILL on a Sapphire Rapids KVM guest; LLAMA_AMX=on keeps it).
-cflags=""
-if [ "${LLAMA_AMX:-off}" != on ] && grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
-    cflags="-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
-fi
+# On CPUs with AMX, built without it, as benchmarks/run.sh builds llama-cpp-python
+# (benchmarks/llama-cpu-flags.sh says why; LLAMA_AMX=on keeps it).
+. "$(dirname "${BASH_SOURCE[0]}")/llama-cpu-flags.sh"
+cflags="$(llama_cpu_flags)"
 cmake -S "$src" -B "$dir/build" \
     -DCMAKE_C_FLAGS="$cflags" -DCMAKE_CXX_FLAGS="$cflags" \
     -DCMAKE_BUILD_TYPE=Release \

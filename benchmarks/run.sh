@@ -76,18 +76,8 @@ find_cpu_torch_wheel() {
   done
 }
 
-# llama.cpp's AMX matmul (ggml-cpu/amx, compiled in by -march=native on CPUs with amx_int8)
-# died with SIGILL (a tileloadd in ggml_backend_amx_mul_mat, in an OpenMP worker) in its first
-# prompt on a Sapphire Rapids KVM guest (2026-11-27), though AMX itself runs there (a C probe
-# loading a tile config and running tdpbssd on 4 threads, with sleeps and CPU migrations, was
-# fine). So on such CPUs the anchor is built without AMX (-mno-amx-*: its AVX-512 VNNI kernels
-# and CPU_REPACK, the strongest llama.cpp that runs); LLAMA_AMX=on builds it with AMX. Hearth
-# uses no AMX either. Both the library built here and build-llama-server.sh follow this.
-llama_cpu_flags() {
-  if [ "${LLAMA_AMX:-off}" != on ] && grep -qw amx_int8 /proc/cpuinfo 2>/dev/null; then
-    echo "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
-  fi
-}
+# llama.cpp's extra compiler flags on this CPU (without AMX where it has AMX; the file says why).
+. "$HERE/llama-cpu-flags.sh"
 
 stamp_text() {
   echo "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION"
