@@ -304,10 +304,10 @@ public struct KernelTable: Sendable {
                 }
             }
             addOutlierProducts = { w, picks, batch, groups, y, ldy, scratch, scratchFloats in
-                guard let kind = w.dtype.tileKind, w.layout == .interleaved16, scratchFloats >= 16 * (picks.slots + 9) else {
+                guard let kind = w.dtype.tileKind, w.layout == .interleaved16, scratchFloats >= 16 * (picks.slots + 1) else {
                     return addOutlierProductsPortable(w, picks: picks, batch: batch, groups: groups, y: y, ldy: ldy)
                 }
-                // The picked columns' weights decoded in registers once per 16 rows.
+                // The picked columns' weight vectors decoded in registers once per 16 rows.
                 hearthAddOutlierProductsAVX512VNNI(
                     w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, picks.slotColumns, picks.slots,
                     picks.columnSlots, picks.columns, picks.values, picks.count, batch, groups.lowerBound, groups.upperBound, y,

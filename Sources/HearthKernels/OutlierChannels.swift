@@ -125,10 +125,10 @@ func kthLargest(_ v: UnsafePointer<Float>, count: Int, k: Int) -> Float {
 /// 8-bit product whose quantization picked outliers (``QuantizedActivations/outlierChannels``),
 /// after the integer kernel has written y. The weights of every picked column are decoded once
 /// per 16-row group into a table in `scratch` (`scratchFloats` floats: the kernel needs at
-/// least 16·(``OutlierPicks/slots`` + 9) and takes groups eight at a time when it holds them);
+/// least 16·(``OutlierPicks/slots`` + 1) and takes groups eight at a time when it holds them);
 /// then each token sums its picks' products in registers (in pick order, so a token's result
 /// never depends on its batch) and adds them to its outputs once. With `level`'s kernel
-/// (AVX-512 VNNI: the units decoded in registers; below it, or with too little scratch, the
+/// (AVX-512 VNNI: the picked columns' weight vectors decoded in registers; below it, or with too little scratch, the
 /// portable reference, ``addOutlierProductsPortable(_:picks:batch:groups:y:ldy:)``).
 public func addOutlierProducts(
     _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>, y: UnsafeMutablePointer<Float>, ldy: Int,

@@ -167,7 +167,7 @@ public final class QuantizedActivations: @unchecked Sendable {
                     let q = quants + r * cols + 32 * b + 16 * h
                     var sum: Int32 = 0
                     for k in 0..<16 { sum &+= Int32(q[k]) }
-                    record.storeBytes(of: 32 &* sum, toByteOffset: ActivationPanel.halfSums + 32 * h + 4 * j, as: Int32.self)
+                    record.storeBytes(of: -32 &* sum, toByteOffset: ActivationPanel.halfSums + 32 * h + 4 * j, as: Int32.self)
                 }
             }
         }

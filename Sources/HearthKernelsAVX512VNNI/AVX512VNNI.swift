@@ -220,8 +220,8 @@ private func decodeGroup(
 /// per unit, each of the eight weight vectors is decoded in registers once and multiplied by
 /// every token (one `vpdpbusd` into the token's own register, eight independent chains), then
 /// each token's row sums are flushed into its float sums — convert, multiply by d_a, FMA with
-/// the unit's d, FMA of the offset c·(d_a·Σa) — once per unit (q6_K: zero points subtracted in
-/// integers, the halves joined as floats, then one FMA with d_a).
+/// the unit's d, FMA of the offset c·(d_a·Σa) — once per unit (q6_K: each half's sums start at
+/// its zero point's share, the halves are joined as floats, then one FMA with d_a).
 /// Every activation operand is one pointer per unit plus a constant.
 ///
 /// With `decoded` (a constant at each call), the weight vectors and factors come from the
@@ -249,28 +249,34 @@ private func registerGroup(
         @_transparent func floats(_ offset: Int) -> UnsafePointer<Float> {
             (r + offset).assumingMemoryBound(to: Float.self)
         }
+        @_transparent func ints(_ offset: Int) -> UnsafePointer<Int32> {
+            (r + offset).assumingMemoryBound(to: Int32.self)
+        }
+        if kind == TileKind.q6_K {
+            // q6_K: the unit's lower 16 columns have their own scale. Each half's sums start at
+            // its zero point's share, −32·Σa from the panel, so its dots end on the signed
+            // products; the lower half is scaled by its rows' d·scale as floats and the upper
+            // half joins it before the one multiply by d_a: one flush per unit of five float
+            // operations per token (two flushes took eight, subtracting the zero points seven).
+            var s = zeroPointPass(count, ints(ActivationPanel.halfSums))
+            // Written out per vector, so each one's shifts and offsets are constants.
+            @_transparent func step(_ m: Int) {
+                let w = decoded ? DecodedGroup.vector(unitCopy, m) : weightVector(kind, tile, u, m)
+                stepPass(&s, count, w, a, 8 * m)
+            }
+            step(0); step(1); step(2); step(3)
+            let low = scaledHalfPass(s, count, f.d)
+            s = zeroPointPass(count, ints(ActivationPanel.halfSums + 32))
+            step(4); step(5); step(6); step(7)
+            flushHalvesPass(&acc, low, s, count, f.dHigh, floats(ActivationPanel.scales))
+            continue
+        }
         var s = Lanes8<SIMD8<Int64>>(_mm512_setzero_si512())
-        // Written out per vector, so each one's shifts and offsets are constants.
         @_transparent func step(_ m: Int) {
             let w = decoded ? DecodedGroup.vector(unitCopy, m) : weightVector(kind, tile, u, m)
             stepPass(&s, count, w, a, 8 * m)
         }
-        @_transparent func ints(_ offset: Int) -> UnsafePointer<Int32> {
-            (r + offset).assumingMemoryBound(to: Int32.self)
-        }
         step(0); step(1); step(2); step(3)
-        if kind == TileKind.q6_K {
-            // q6_K: the unit's lower 16 columns have their own scale. Each half's zero point
-            // comes off its integer dots (32·Σa from the panel), the lower half is scaled by its
-            // rows' d·scale as floats, and the upper half joins it before the one multiply by
-            // d_a: one flush per unit (three float multiply-adds where two flushes took six).
-            let low = scaledHalfPass(s, count, f.d, ints(ActivationPanel.halfSums))
-            s = Lanes8<SIMD8<Int64>>(_mm512_setzero_si512())
-            step(4); step(5); step(6); step(7)
-            flushHalvesPass(
-                &acc, low, s, count, f.dHigh, ints(ActivationPanel.halfSums + 32), floats(ActivationPanel.scales))
-            continue
-        }
         step(4); step(5); step(6); step(7)
         flushPass(
             &acc, s, count, f.d, f.c, lane, floats(ActivationPanel.scales), withOffset: true, lane,
@@ -370,11 +376,12 @@ public func hearthQuantizedMatMul8AVX512VNNI(
 /// each token's `perRow` largest activations out (HearthKernels' `OutlierPicks`: token t's picks
 /// at `t·perRow…` of `columns` and `values`; the `slots` picked columns ascending in `slotColumns`,
 /// column c's place among them at `columnSlots[c]`). `table` (`tableFloats` floats, at least
-/// 16·(`slots` + 9)) is the worker's scratch (any alignment).
+/// 16·(`slots` + 1)) is the worker's scratch (any alignment).
 ///
-/// Groups go in tiles of up to eight (as many as the table holds). Per tile, each unit holding
-/// picked columns has its eight weight vectors decoded in registers once per group (as the 8-bit
-/// kernel decodes them); a picked column is then one shift, mask and convert of its vector —
+/// Groups go in tiles of up to eight (as many as the table holds). Per tile and group, each
+/// weight vector holding picked columns (four columns of the 16 rows, as the 8-bit kernel
+/// decodes it) is decoded in registers once, and each unit's factors once; a picked column is
+/// then one shift, mask and convert of its vector —
 /// lane r holding row r — and one multiply-add with the unit's row factors, w = d·q + c, stored
 /// in the table beside the same column's weights of the tile's other groups. Each token then
 /// sums v·w over its picks in one register per group and adds them to its outputs, the tile's
@@ -411,32 +418,61 @@ private func outlierProducts(
     // Aligned to 64 bytes (the vector stores below need it), less what that costs.
     let skip = (64 - Int(bitPattern: scratch) & 63) & 63
     let base = UnsafeMutableRawPointer(scratch) + skip
-    let fit = (scratchFloats - skip / 4) / 16 / (slots + 8)
+    let fit = (scratchFloats - skip / 4) / 16 / (slots > 0 ? slots : 1)
     let tile = fit < outlierGroupTile ? (fit < 1 ? 1 : fit) : outlierGroupTile
-    // The unit's eight weight vectors, then the table: slot s, group i of the tile at s·tile + i.
-    let vectors = base.assumingMemoryBound(to: SIMD8<Int64>.self)
-    let table = (base + 512).assumingMemoryBound(to: SIMD16<Float>.self)
+    // The table: slot s, group i of the tile at s·tile + i.
+    let table = base.assumingMemoryBound(to: SIMD16<Float>.self)
     let byteMask = _mm512_set1_epi32(0xff)
+    /// Weight vector `m` (a variable) of unit `u` of `t`, each case with its constant shifts.
+    @_transparent func vector(_ t: UnsafeRawPointer, _ u: Int, _ m: Int) -> SIMD8<Int64> {
+        switch m {
+        case 0: return weightVector(kind, t, u, 0)
+        case 1: return weightVector(kind, t, u, 1)
+        case 2: return weightVector(kind, t, u, 2)
+        case 3: return weightVector(kind, t, u, 3)
+        case 4: return weightVector(kind, t, u, 4)
+        case 5: return weightVector(kind, t, u, 5)
+        case 6: return weightVector(kind, t, u, 6)
+        default: return weightVector(kind, t, u, 7)
+        }
+    }
     var first = groups.lowerBound
     while first < groups.upperBound {
         let count = groups.upperBound - first < tile ? groups.upperBound - first : tile
         for i in 0..<count {
             let g = first + i
-            var current = -1
+            // Only the weight vectors holding picked columns are decoded (one per run of picks
+            // in the same four columns) and the factors once per unit: the picks of a batch
+            // spread over most units, so decoding each such unit whole cost a decode of most of
+            // the matrix per product (10% of a Phi-3-mini-shaped Q6_K pp512, cpu-clock samples).
+            var currentUnit = -1, currentVector = -1
             var f = UnitFactors(d: SIMD16<Float>(), c: SIMD16<Float>(), dHigh: SIMD16<Float>(), cHigh: SIMD16<Float>())
+            var t = tiles, u = 0
+            var v = _mm512_setzero_si512()
+            var fetched = -1  // the last tile prefetched
             for s in 0..<slots {
                 let c = Int(slotColumns[s]), ab = c >> 5
-                if ab != current {
-                    current = ab
-                    let t = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
-                    f = unitFactors(kind, t, u)
-                    let v = unitBytes(kind, t, u)
-                    vectors[0] = v.0; vectors[1] = v.1; vectors[2] = v.2; vectors[3] = v.3
-                    vectors[4] = v.4; vectors[5] = v.5; vectors[6] = v.6; vectors[7] = v.7
-                }
                 let e = c & 31, m = e >> 2
+                if ab != currentUnit {
+                    currentUnit = ab
+                    currentVector = -1
+                    // The picked units lie scattered over the group's tiles, out of cache by
+                    // now: the tile of the pick eight slots on is fetched while this one is decoded.
+                    let ahead = Int(slotColumns[s + 8 < slots ? s + 8 : slots - 1]) >> 5 / units
+                    if ahead != fetched {
+                        fetched = ahead
+                        hearth_prefetch(tiles + (g * blocks + ahead) * tileBytes, tileBytes)
+                    }
+                    t = tiles + (g * blocks + ab / units) * tileBytes
+                    u = ab % units
+                    f = unitFactors(kind, t, u)
+                }
+                if m != currentVector {
+                    currentVector = m
+                    v = vector(t, u, m)
+                }
                 let shift = _mm512_set1_epi32(Int32(8 * (e & 3)))
-                let q = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srlv_epi32(vectors[m], shift), byteMask))
+                let q = _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srlv_epi32(v, shift), byteMask))
                 table[s * tile + i] = m < 4 ? _mm512_fmadd_ps(f.d, q, f.c) : _mm512_fmadd_ps(f.dHigh, q, f.cHigh)
             }
         }

@@ -85,37 +85,50 @@ func flushPass(
     if count > 7 { one(&acc.l7, s.l7, i.l7, o.l7) }
 }
 
-/// h(j) = Float(s(j) − z(j))·d for the first `count` tokens, z(j) token j's Int32 at `z` + j:
-/// q6_K's lower half, its zero point taken off in integers and its rows' scale applied, kept as
-/// floats until the upper half joins it (``flushHalvesPass``).
+/// The pass's integer sums before a q6_K half's dots: token j's Int32 at `z` + j, broadcast —
+/// minus the half's zero point (the panel holds −32·Σa), so the dots that follow land on the
+/// signed products and no subtraction is left for the flush.
 @_transparent
-func scaledHalfPass(
-    _ s: Lanes8<SIMD8<Int64>>, _ count: Int, _ d: SIMD16<Float>, _ z: UnsafePointer<Int32>
-) -> Lanes8<SIMD16<Float>> {
-    @_transparent func one(_ sum: SIMD8<Int64>, _ k: Int) -> SIMD16<Float> {
-        _mm512_cvtepi32_ps(_mm512_sub_epi32(sum, _mm512_set1_epi32(z[k]))) * d
-    }
-    var h = Lanes8<SIMD16<Float>>(one(s.l0, 0))
-    if count > 1 { h.l1 = one(s.l1, 1) }
-    if count > 2 { h.l2 = one(s.l2, 2) }
-    if count > 3 { h.l3 = one(s.l3, 3) }
-    if count > 4 { h.l4 = one(s.l4, 4) }
-    if count > 5 { h.l5 = one(s.l5, 5) }
-    if count > 6 { h.l6 = one(s.l6, 6) }
-    if count > 7 { h.l7 = one(s.l7, 7) }
+func zeroPointPass(_ count: Int, _ z: UnsafePointer<Int32>) -> Lanes8<SIMD8<Int64>> {
+    @_transparent func one(_ k: Int) -> SIMD8<Int64> { _mm512_set1_epi32(z[k]) }
+    var s = Lanes8<SIMD8<Int64>>(one(0))
+    if count > 1 { s.l1 = one(1) }
+    if count > 2 { s.l2 = one(2) }
+    if count > 3 { s.l3 = one(3) }
+    if count > 4 { s.l4 = one(4) }
+    if count > 5 { s.l5 = one(5) }
+    if count > 6 { s.l6 = one(6) }
+    if count > 7 { s.l7 = one(7) }
+    return s
+}
+
+/// h(j) = Float(s(j))·d for the first `count` tokens: q6_K's lower half (its zero point already
+/// in the sums, ``zeroPointPass``) with its rows' scale applied, kept as floats until the upper
+/// half joins it (``flushHalvesPass``).
+@_transparent
+func scaledHalfPass(_ s: Lanes8<SIMD8<Int64>>, _ count: Int, _ d: SIMD16<Float>) -> Lanes8<SIMD16<Float>> {
+    @_transparent func one(_ sum: SIMD8<Int64>) -> SIMD16<Float> { _mm512_cvtepi32_ps(sum) * d }
+    var h = Lanes8<SIMD16<Float>>(one(s.l0))
+    if count > 1 { h.l1 = one(s.l1) }
+    if count > 2 { h.l2 = one(s.l2) }
+    if count > 3 { h.l3 = one(s.l3) }
+    if count > 4 { h.l4 = one(s.l4) }
+    if count > 5 { h.l5 = one(s.l5) }
+    if count > 6 { h.l6 = one(s.l6) }
+    if count > 7 { h.l7 = one(s.l7) }
     return h
 }
 
-/// acc(j) += (h(j) + Float(s(j) − z(j))·d)·d_a(j) for the first `count` tokens: q6_K's unit in one
-/// flush, `h` its lower half (``scaledHalfPass``), `s` the upper half's integer dots, z(j) token j's
-/// Int32 at `z` + j and d_a(j) its Float at `scales` + j.
+/// acc(j) += (h(j) + Float(s(j))·d)·d_a(j) for the first `count` tokens: q6_K's unit in one
+/// flush, `h` its lower half (``scaledHalfPass``), `s` the upper half's integer dots (zero point
+/// included, ``zeroPointPass``) and d_a(j) token j's Float at `scales` + j.
 @_transparent
 func flushHalvesPass(
     _ acc: inout Lanes8<SIMD16<Float>>, _ h: Lanes8<SIMD16<Float>>, _ s: Lanes8<SIMD8<Int64>>, _ count: Int,
-    _ d: SIMD16<Float>, _ z: UnsafePointer<Int32>, _ scales: UnsafePointer<Float>
+    _ d: SIMD16<Float>, _ scales: UnsafePointer<Float>
 ) {
     @_transparent func one(_ a: inout SIMD16<Float>, _ low: SIMD16<Float>, _ sum: SIMD8<Int64>, _ k: Int) {
-        let unit = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sum, _mm512_set1_epi32(z[k]))), d, low)
+        let unit = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sum), d, low)
         a = _mm512_fmadd_ps(unit, SIMD16<Float>(repeating: scales[k]), a)
     }
     one(&acc.l0, h.l0, s.l0, 0)

@@ -79,9 +79,9 @@ public enum KTile {
 /// pointer at fixed displacements. Record (384 bytes), token j of the panel:
 /// - byte 32m + 4j + i (m < 8, i < 4): the quant of column 4m + i;
 /// - Float at `scales` + 4j: the block's scale d; at `sums` + 4j: d·Σq;
-/// - Int32 at `halfSums` + 4j and `halfSums` + 32 + 4j: 32·Σq over columns 0–15 and 16–31 (q6_K's
-///   zero point times the half's quant sum, subtracted from its integer dots before they become
-///   floats: |32·Σq| ≤ 32·16·127).
+/// - Int32 at `halfSums` + 4j and `halfSums` + 32 + 4j: −32·Σq over columns 0–15 and 16–31 (q6_K's
+///   zero point times the half's quant sum, negated: the start of its integer dots, so they end
+///   on the signed products; |32·Σq| ≤ 32·16·127).
 /// Slots past the batch's last token hold whatever was there (their results are dropped).
 public enum ActivationPanel {
     /// Tokens per panel.

@@ -155,7 +155,7 @@ import Testing
         addOutlierProductsPortable(w, picks: act.outliers, batch: batch, groups: 0..<10, y: &reference, ldy: rows)
         #expect(reference != start)
         for level in KernelLevel.supported {
-            for scratchFloats in [1 << 20, 16 * (act.outliers.slots + 9), 3 * 16 * (act.outliers.slots + 9)] {
+            for scratchFloats in [1 << 20, 16 * (act.outliers.slots + 1), 3 * 16 * (act.outliers.slots + 1)] {
                 var scratch = [Float](repeating: .nan, count: scratchFloats + 1)
                 var y = start
                 // From the second float: the kernel aligns what it is given.
