@@ -442,9 +442,9 @@ private func outlierProducts(
         for i in 0..<count {
             let g = first + i
             // Only the weight vectors holding picked columns are decoded (one per run of picks
-            // in the same four columns) and the factors once per unit: the picks of a batch
-            // spread over most units, so decoding each such unit whole cost a decode of most of
-            // the matrix per product (10% of a Phi-3-mini-shaped Q6_K pp512, cpu-clock samples).
+            // in the same four columns) and the factors once per unit, not each picked unit
+            // whole. (Fewer operations; not faster measurably: this kernel's 9–11% of a
+            // Phi-3-mini-shaped Q6_K pp512, cpu-clock samples, is mostly waiting on memory.)
             var currentUnit = -1, currentVector = -1
             var f = UnitFactors(d: SIMD16<Float>(), c: SIMD16<Float>(), dHigh: SIMD16<Float>(), cHigh: SIMD16<Float>())
             var t = tiles, u = 0
