@@ -27,7 +27,7 @@ func targetCPU(_ cpu: String, features: [String] = []) -> [SwiftSetting] {
 // kernels run 10-100x slower, which made the test suite's real-model and server tests slow
 // and timing-sensitive (a stalled-reader test could not fill a socket in time). Everything else
 // (providers, server, CLI) stays at -Onone for debugging. `-O` after SwiftPM's `-Onone` wins.
-let optimizedInDebug: [SwiftSetting] = [.unsafeFlags(["-O"], .when(configuration: .debug))]
+let optimizedInDebug: [SwiftSetting] = [.unsafeFlags(["-O", "-whole-module-optimization", "-num-threads", "2"], .when(configuration: .debug))]
 
 // The `SystemLibraries` trait (on by default): on Linux, BLAS products go to OpenBLAS and the
 // tests compare Hearth's Swift SentencePiece with libsentencepiece. Without it
@@ -112,8 +112,12 @@ let package = Package(
             swiftSettings: optimizedInDebug),
         // Structured output: JSON Schema, regular expressions and GBNF grammars compiled to token
         // masks (depends on nothing; it sees a vocabulary only as token byte strings).
-        .target(name: "HearthConstraints"),
-        .testTarget(name: "HearthConstraintsTests", dependencies: ["HearthConstraints", "HearthTestSupport"]),
+        // Optimized in debug builds too: its tests compare every token's mask with a brute-force
+        // Earley parse over whole vocabularies, and the server's structured-output tests mask
+        // the default model's 262k-token vocabulary at every step.
+        .target(name: "HearthConstraints", swiftSettings: optimizedInDebug),
+        .testTarget(
+            name: "HearthConstraintsTests", dependencies: ["HearthConstraints", "HearthTestSupport"], swiftSettings: optimizedInDebug),
         .target(
             name: "HearthEngine",
             dependencies: [

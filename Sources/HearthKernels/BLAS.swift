@@ -2,6 +2,9 @@
 import Accelerate
 #elseif SystemLibraries && canImport(CBLAS)
 import CBLAS
+#if canImport(Glibc)
+import Glibc
+#endif
 #endif
 import HearthKernelsCommon
 
@@ -21,6 +24,14 @@ public enum BLAS {
     ) {
         guard m > 0, n > 0, k > 0 else { return }
         #if canImport(Accelerate) || (SystemLibraries && canImport(CBLAS))
+        #if !canImport(Accelerate)
+        if !systemGEMMIsWide && level >= .avx2 {
+            gemm(
+                m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha,
+                beta: beta, level: level)
+            return
+        }
+        #endif
         cblas_sgemm(
             CblasRowMajor, CblasNoTrans, transposeB ? CblasTrans : CblasNoTrans,
             blasInt(m), blasInt(n), blasInt(k), alpha, a, blasInt(lda), b, blasInt(ldb), beta, c, blasInt(ldc))
@@ -32,12 +43,54 @@ public enum BLAS {
     }
 
     /// Whether `sgemm` calls a system BLAS (Accelerate, or OpenBLAS with the `SystemLibraries`
-    /// trait) rather than Hearth's own ``gemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)``.
+    /// trait, where OpenBLAS runs kernels with AVX2 and FMA or wider, or the CPU has no AVX2) rather than Hearth's own ``gemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)``.
     public static var isSystemLibrary: Bool {
-        #if canImport(Accelerate) || (SystemLibraries && canImport(CBLAS))
+        #if canImport(Accelerate)
         return true
+        #elseif SystemLibraries && canImport(CBLAS)
+        return systemCore.used
         #else
         return false
+        #endif
+    }
+
+    #if SystemLibraries && canImport(CBLAS) && !canImport(Accelerate)
+    /// OpenBLAS's kernel sets with 256-bit FMAs or wider. OpenBLAS picks its kernels from the
+    /// CPU model and falls back to a generic SSE3 set ("Prescott") for models it does not know —
+    /// measured on a Xeon of family 6, model 207 with Debian's OpenBLAS 0.3.21: `hearth
+    /// perplexity --prefill-path sgemm` on the default model took 27.5 s, 9.6 s with
+    /// `OPENBLAS_CORETYPE=SkylakeX`. Where OpenBLAS runs anything narrower than these on a CPU
+    /// with AVX2, ``sgemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)`` calls Hearth's
+    /// own GEMM instead — unless `OPENBLAS_CORETYPE` is set (a kernel set the user chose).
+    static let wideCoreNames: Set<String> = ["haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"]
+
+    /// Whether OpenBLAS's chosen kernels are wide (``wideCoreNames``) or chosen by the user.
+    static let systemGEMMIsWide: Bool = {
+        if getenv("OPENBLAS_CORETYPE") != nil { return true }
+        guard let name = openblas_get_corename() else { return false }
+        return wideCoreNames.contains(String(cString: name).lowercased())
+    }()
+
+    /// The kernel set OpenBLAS runs here, and whether ``sgemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)``
+    /// uses it (`false`: Hearth's own GEMM, because the set is narrower than AVX2 with FMA).
+    static var systemCore: (name: String, used: Bool) {
+        let name = openblas_get_corename().map { String(cString: $0) } ?? "unknown"
+        return (name, systemGEMMIsWide || KernelLevel.current < .avx2)
+    }
+    #endif
+
+    /// Which GEMM ``sgemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)`` runs at the
+    /// current kernel level: `"accelerate"`, `"openblas <core>"`, `"hearth (openblas: <core>)"`
+    /// (OpenBLAS linked but its kernels narrower than Hearth's) or `"hearth"` (built without
+    /// the `SystemLibraries` trait). `hearth bench --json` reports it.
+    public static var backend: String {
+        #if canImport(Accelerate)
+        return "accelerate"
+        #elseif SystemLibraries && canImport(CBLAS)
+        let core = systemCore
+        return core.used ? "openblas \(core.name)" : "hearth (openblas: \(core.name))"
+        #else
+        return "hearth"
         #endif
     }
 

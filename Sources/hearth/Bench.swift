@@ -133,6 +133,10 @@ struct Bench: ParsableCommand {
         let kv_cache_bytes: Int, parameters: Int, weight_types: [String: Int], kernel: String
         /// The kernel level in use (KernelLevel.current) and the best this CPU runs.
         let kernel_level: String, cpu_best_level: String, prefill_path: String, activation_bits: String
+        /// The GEMM behind f32 products (`BLAS.backend`): `--prefill-path sgemm`, and weights
+        /// without an integer kernel multiplied by several rows (e.g. an f16 logits head scoring
+        /// every position of `hearth perplexity`).
+        let blas: String
         /// What `activation_bits` means on this CPU (``ActivationPrecision/summary(level:)``).
         let activations: String
         /// With --parallel: one entry per level.
@@ -212,7 +216,7 @@ struct Bench: ParsableCommand {
                 weight_types: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
                 kernel: quantizedKernelName, kernel_level: KernelLevel.current.rawValue,
                 cpu_best_level: KernelLevel.best.rawValue, prefill_path: kernels.prefillPath,
-                activation_bits: kernels.activationBits, activations: kernels.precision.summary(), parallel: levels,
+                activation_bits: kernels.activationBits, blas: BLAS.backend, activations: kernels.precision.summary(), parallel: levels,
                 speculative: spec)
             if json {
                 emit(try jsonLine(report))

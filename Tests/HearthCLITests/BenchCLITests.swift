@@ -38,6 +38,39 @@ import Testing
         #expect(refused.status != 0 && refused.stderr.contains("-d is not measured with --parallel"))
     }
 
+    /// `blas` names the GEMM behind f32 products (`BLAS.backend`). With OpenBLAS linked: a kernel
+    /// set named by `OPENBLAS_CORETYPE` is the user's choice and runs, even the SSE3 one; without
+    /// the variable, OpenBLAS's own pick runs where it has 256-bit FMAs or wider, and Hearth's
+    /// GEMM stands in where it does not (OpenBLAS 0.3.21 picks SSE3 kernels on CPU models it does
+    /// not know); at `HEARTH_CPU=portable` OpenBLAS runs whatever it picked. Without the
+    /// `SystemLibraries` trait it is always Hearth's GEMM.
+    @Test func blasNamesTheGEMMBehindFloatProducts() throws {
+        func blas(_ environment: [String: String?]) throws -> String {
+            let binary = try #require(CLITests.binary)
+            let model = Fixtures.checkpoint("phi3-mha").path
+            let result = try runProcess(
+                binary, ["bench", "--model", model, "-t", "1", "-r", "1", "-p", "4", "-n", "0", "--json"], environment: environment)
+            #expect(result.status == 0, "\(String(decoding: result.stderr, as: UTF8.self))")
+            struct Report: Decodable { let blas: String }
+            return try JSONDecoder().decode(Report.self, from: result.stdout).blas
+        }
+        #if SystemLibraries && os(Linux) && arch(x86_64)
+        let wide: Set<String> = ["haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"]
+        #expect(try blas(["OPENBLAS_CORETYPE": "Prescott", "HEARTH_CPU": nil]) == "openblas Prescott")
+        let picked = try blas(["OPENBLAS_CORETYPE": nil, "HEARTH_CPU": nil])
+        if picked.hasPrefix("openblas ") {
+            #expect(wide.contains(picked.dropFirst("openblas ".count).lowercased()), "\(picked)")
+        } else {
+            #expect(picked.hasPrefix("hearth (openblas: ") && picked.hasSuffix(")"), "\(picked)")
+            let core = picked.dropFirst("hearth (openblas: ".count).dropLast().lowercased()
+            #expect(!wide.contains(core), "\(picked)")
+        }
+        #expect(try blas(["OPENBLAS_CORETYPE": nil, "HEARTH_CPU": "portable"]).hasPrefix("openblas "))
+        #elseif !canImport(Darwin)
+        #expect(try blas(["HEARTH_CPU": nil]) == "hearth")
+        #endif
+    }
+
     struct SpeculativeReport: Decodable {
         struct Speculative: Decodable {
             struct Stat: Decodable { let tokens_per_second: Double; let samples: [Double] }
