@@ -5,7 +5,8 @@
 # tests hold on every CPU (docs/ACCURACY.md, docs/KERNELS.md). Run after scripts/setup.sh.
 #
 #   scripts/test-variants.sh             # every variant below
-#   scripts/test-variants.sh ci          # one lower level (avx2 below an AVX-512 best, else portable) and one other OpenBLAS core type (what CI runs)
+#   scripts/test-variants.sh ci          # one other OpenBLAS core type (what CI runs; CI's lower kernel level runs the whole
+#                                        # suite instead: scripts/test-without-system-libraries.sh --lower-level)
 #   scripts/test-variants.sh levels      # HEARTH_CPU=portable, avx2, avx512, avx512-vnni (those this CPU runs)
 #   scripts/test-variants.sh openblas    # OPENBLAS_CORETYPE=Haswell, =Sandybridge, and =SkylakeX where the CPU has AVX-512
 #
@@ -37,29 +38,14 @@ run() {
   fi
 }
 
-# The levels this CPU runs, from the binary itself (`hearth inspect` prints the best one).
-levels_supported() {
-  local best
-  best=$(.build/release/hearth inspect 2>/dev/null | sed -n 's/.*best on this CPU: \([a-z0-9-]*\).*/\1/p')
-  case "$best" in
-    avx512-vnni) echo portable avx2 avx512 avx512-vnni ;;
-    avx512) echo portable avx2 avx512 ;;
-    avx2) echo portable avx2 ;;
-    *) echo portable ;;
-  esac
-}
-
-if [ "$which" = all ] || [ "$which" = levels ] || [ "$which" = ci ]; then
+# levels_supported and lower_level: the levels this CPU runs, the one CI forces.
+source scripts/lower-level.sh
+if [ "$which" = all ] || [ "$which" = levels ]; then
   all_levels=$(levels_supported)
   best=${all_levels##* }
   echo "kernel levels this CPU runs: $all_levels (the default run used $best)"
   forced=""
   for level in $all_levels; do [ "$level" != "$best" ] && forced="$forced $level"; done
-  # CI forces one lower level to stay within its time: avx2 (the other family of kernels) where
-  # the best level is an AVX-512 one, else portable. `levels` and `all` force every one.
-  if [ "$which" = ci ]; then
-    case "$best" in avx512*) forced=avx2 ;; avx2) forced=portable ;; *) forced="" ;; esac
-  fi
   for level in $forced; do
     run "HEARTH_CPU=$level" HEARTH_CPU=$level
   done

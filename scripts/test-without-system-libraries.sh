@@ -17,11 +17,25 @@
 # sides of each comparison; they take ~360 s of the suite (2026-11-28, 2 cores) and run in the
 # default build's whole suite.
 #
-# Usage: scripts/test-without-system-libraries.sh [--scratch-path DIR] [--all] [-- swift test arguments]
+# With --lower-level the tests run at one kernel level below this CPU's best (HEARTH_CPU, which the
+# release-binary CLI tests inherit; avx2 below an AVX-512 best, portable below avx2:
+# scripts/lower-level.sh): CI's run at a lower level, on the whole suite rather than the
+# accuracy suites scripts/test-variants.sh runs at each level (their filter is a subset of what
+# runs here).
+#
+# Usage: scripts/test-without-system-libraries.sh [--scratch-path DIR] [--lower-level] [--all] [-- swift test arguments]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scratch=".build-no-system-libraries"
 if [ "${1:-}" = "--scratch-path" ]; then scratch="$2"; shift 2; fi
+level=()
+if [ "${1:-}" = "--lower-level" ]; then
+  source scripts/lower-level.sh
+  lower=$(lower_level)
+  [ -n "$lower" ] && level=(env "HEARTH_CPU=$lower")
+  echo "tests at kernel level ${lower:-portable, the best this CPU runs}"
+  shift
+fi
 skip=(--skip 'WindowCacheTests|QuantizedKVCacheTests|RepackCacheTests|SpeculativeRealModelTests')
 if [ "${1:-}" = "--all" ]; then skip=(); shift; fi
 [ "${1:-}" = "--" ] && shift
@@ -30,7 +44,7 @@ flags=(--disable-default-traits --scratch-path "$scratch")
 start=$(date +%s)
 swift build --build-tests "${flags[@]}"
 built=$(date +%s)
-swift test --skip-build --no-parallel "${flags[@]}" "${skip[@]}" "$@"
+${level[@]+"${level[@]}"} swift test --skip-build --no-parallel "${flags[@]}" "${skip[@]}" "$@"
 tested=$(date +%s)
 
 bin="$(swift build --show-bin-path "${flags[@]}")"
