@@ -14,7 +14,7 @@
 # same build with each other (window-sized against full-length cache, quantized against f16
 # cache, repack-cache file against the in-memory repack, speculative against plain decoding), so
 # whatever the trait changes (which GEMM runs the products, which tokenizer runs) runs on both
-# sides of each comparison; they take ~360 s of the suite (2026-11-28, 2 cores) and run in the
+# sides of each comparison; they take ~160 s of the suite (~360 s before debug builds compiled whole-module; 2026-11-28, 2 cores) and run in the
 # default build's whole suite.
 #
 # With --lower-level the tests run at one kernel level below this CPU's best (HEARTH_CPU, which the
