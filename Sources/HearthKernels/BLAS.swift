@@ -2,9 +2,7 @@
 import Accelerate
 #elseif SystemLibraries && canImport(CBLAS)
 import CBLAS
-#if canImport(Glibc)
-import Glibc
-#endif
+import Foundation
 #endif
 import HearthKernelsCommon
 
@@ -66,7 +64,7 @@ public enum BLAS {
 
     /// Whether OpenBLAS's chosen kernels are wide (``wideCoreNames``) or chosen by the user.
     static let systemGEMMIsWide: Bool = {
-        if getenv("OPENBLAS_CORETYPE") != nil { return true }
+        if ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] != nil { return true }
         guard let name = openblas_get_corename() else { return false }
         return wideCoreNames.contains(String(cString: name).lowercased())
     }()
