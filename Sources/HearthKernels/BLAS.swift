@@ -46,7 +46,7 @@ public enum BLAS {
         #if canImport(Accelerate)
         return true
         #elseif SystemLibraries && canImport(CBLAS)
-        return systemCore.used
+        return systemGEMMUsed
         #else
         return false
         #endif
@@ -62,19 +62,16 @@ public enum BLAS {
     /// own GEMM instead — unless `OPENBLAS_CORETYPE` is set (a kernel set the user chose).
     static let wideCoreNames: Set<String> = ["haswell", "zen", "skylakex", "cooperlake", "sapphirerapids"]
 
-    /// Whether OpenBLAS's chosen kernels are wide (``wideCoreNames``) or chosen by the user.
-    static let systemGEMMIsWide: Bool = {
-        if ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] != nil { return true }
-        guard let name = openblas_get_corename() else { return false }
-        return wideCoreNames.contains(String(cString: name).lowercased())
-    }()
+    /// The kernel set OpenBLAS runs here ("unknown" if it does not say).
+    static let coreName: String = openblas_get_corename().map { String(cString: $0) } ?? "unknown"
 
-    /// The kernel set OpenBLAS runs here, and whether ``sgemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)``
-    /// uses it (`false`: Hearth's own GEMM, because the set is narrower than AVX2 with FMA).
-    static var systemCore: (name: String, used: Bool) {
-        let name = openblas_get_corename().map { String(cString: $0) } ?? "unknown"
-        return (name, systemGEMMIsWide || KernelLevel.current < .avx2)
-    }
+    /// Whether OpenBLAS's chosen kernels are wide (``wideCoreNames``) or chosen by the user.
+    static let systemGEMMIsWide: Bool =
+        ProcessInfo.processInfo.environment["OPENBLAS_CORETYPE"] != nil || wideCoreNames.contains(coreName.lowercased())
+
+    /// Whether ``sgemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)`` calls OpenBLAS at
+    /// the current level (`false`: Hearth's own GEMM, OpenBLAS's set being narrower than AVX2 with FMA).
+    static var systemGEMMUsed: Bool { systemGEMMIsWide || KernelLevel.current < .avx2 }
     #endif
 
     /// Which GEMM ``sgemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)`` runs at the
@@ -85,8 +82,7 @@ public enum BLAS {
         #if canImport(Accelerate)
         return "accelerate"
         #elseif SystemLibraries && canImport(CBLAS)
-        let core = systemCore
-        return core.used ? "openblas \(core.name)" : "hearth (openblas: \(core.name))"
+        return systemGEMMUsed ? "openblas \(coreName)" : "hearth (openblas: \(coreName))"
         #else
         return "hearth"
         #endif

@@ -66,8 +66,12 @@ import Testing
             #expect(!wide.contains(core), "\(picked)")
         }
         #expect(try blas(["OPENBLAS_CORETYPE": nil, "HEARTH_CPU": "portable"]).hasPrefix("openblas "))
-        #elseif !canImport(Darwin)
+        #elseif SystemLibraries && os(Linux)
+        #expect(try blas(["HEARTH_CPU": nil]).hasPrefix("openblas "), "no kernel level here outruns OpenBLAS")
+        #elseif os(Linux)
         #expect(try blas(["HEARTH_CPU": nil]) == "hearth")
+        #else
+        #expect(try blas(["HEARTH_CPU": nil]) == "accelerate")
         #endif
     }
 
