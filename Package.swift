@@ -13,7 +13,9 @@ import PackageDescription
 //
 // `features` adds LLVM target features: the VNNI level takes `fast-dpwssd`, without which LLVM's
 // machine combiner (tuned for Cascade Lake) splits `vpdpwssd` chains into `vpmaddwd` + `vpaddd`,
-// two instructions on the same pipes — measured 5% of batched decode on Zen 4.
+// two instructions on the same pipes — measured 5% of batched decode on Zen 4 — and the AMX
+// features, so that the `amx` level's tile kernel (AMXTiles.swift) can inline CHearthCPU's tile
+// operations; LLVM emits AMX instructions only for those, which run only at that level.
 func targetCPU(_ cpu: String, features: [String] = []) -> [SwiftSetting] {
     #if arch(x86_64)
     let featureFlags = features.flatMap { ["-Xcc", "-Xclang", "-Xcc", "-target-feature", "-Xcc", "-Xclang", "-Xcc", "+\($0)"] }
@@ -102,7 +104,7 @@ let package = Package(
         .target(name: "HearthKernelsCommon", swiftSettings: optimizedInDebug),
         .target(name: "HearthKernelsAVX2", dependencies: ["HearthKernelsCommon", "CHearthCPU"], swiftSettings: targetCPU("haswell")),
         .target(name: "HearthKernelsAVX512", dependencies: ["HearthKernelsCommon"], swiftSettings: targetCPU("skylake-avx512")),
-        .target(name: "HearthKernelsAVX512VNNI", dependencies: ["HearthKernelsCommon", "CHearthCPU"], swiftSettings: targetCPU("cascadelake", features: ["fast-dpwssd"])),
+        .target(name: "HearthKernelsAVX512VNNI", dependencies: ["HearthKernelsCommon", "CHearthCPU"], swiftSettings: targetCPU("cascadelake", features: ["fast-dpwssd", "amx-tile", "amx-int8"])),
         .target(
             name: "HearthKernels",
             dependencies: [

@@ -6,6 +6,21 @@
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+/// Whether this process may use the AMX tile data registers. Linux keeps them disabled until
+/// the process asks (arch_prctl ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Linux 5.16+; the
+/// grant covers every thread of the process); other systems: not used.
+static int amx_permitted(void) {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XFEATURE_XTILEDATA */) == 0;
+#else
+    return 0;
+#endif
+}
 
 static unsigned long long xgetbv0(void) {
     unsigned eax, edx;
@@ -34,6 +49,10 @@ unsigned hearth_cpu_features(void) {
     if ((features & HEARTH_CPU_AVX2_LEVEL) && zmm && avx512f && avx512dq && avx512cd && avx512bw && avx512vl) {
         features |= HEARTH_CPU_AVX512_LEVEL;
         if (vnni) features |= HEARTH_CPU_AVX512VNNI;
+        // AMX: AMX-TILE (leaf 7 EDX bit 24) and AMX-INT8 (bit 25), the tile configuration
+        // and data state in XCR0 (bits 17, 18), and the permission to use them.
+        const int amxTile = (d7 >> 24) & 1, amxInt8 = (d7 >> 25) & 1;
+        if (vnni && amxTile && amxInt8 && (xcr0 & 0x60000) == 0x60000 && amx_permitted()) features |= HEARTH_CPU_AMX;
     }
     return features;
 }

@@ -6,7 +6,8 @@ import Foundation
 ///
 /// Each level above `portable` is a module compiled for its own target CPU
 /// (`HearthKernelsAVX2`: haswell; `HearthKernelsAVX512`: skylake-avx512;
-/// `HearthKernelsAVX512VNNI`: cascadelake). One binary holds them all, and the level used is
+/// `HearthKernelsAVX512VNNI`: cascadelake; `amx` runs that module's AMX tile kernels, built with
+/// the AMX target features and called only at that level). One binary holds them all, and the level used is
 /// chosen once, at first use, from what the CPU reports (CPUID and the OS-enabled register
 /// state): the best level this CPU runs, or a lower one forced with the environment variable
 /// `HEARTH_CPU` (for tests and comparisons). See docs/KERNELS.md.
@@ -19,6 +20,10 @@ public enum KernelLevel: String, CaseIterable, Sendable, Comparable, Codable {
     case avx512
     /// The AVX-512 level with VNNI's `vpdpbusd` (Intel Cascade Lake and later, AMD Zen 4 and later).
     case avx512vnni = "avx512-vnni"
+    /// The AVX-512 VNNI level with AMX-INT8 tiles (Intel Sapphire Rapids and later) for the
+    /// 8-bit products of prompts (16 tokens and more); everything else as `avx512-vnni`.
+    /// Needs the operating system's consent (Linux 5.16+ grants it on request).
+    case amx
 
     public static func < (a: KernelLevel, b: KernelLevel) -> Bool {
         allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
@@ -33,6 +38,7 @@ public enum KernelLevel: String, CaseIterable, Sendable, Comparable, Codable {
         if features & HEARTH_CPU_AVX512_LEVEL != 0 { levels.append(.avx512) }
         if features & HEARTH_CPU_AVX512_LEVEL != 0 && features & HEARTH_CPU_AVX512VNNI != 0 {
             levels.append(.avx512vnni)
+            if features & HEARTH_CPU_AMX != 0 { levels.append(.amx) }
         }
         #endif
         return levels
@@ -52,9 +58,10 @@ public enum KernelLevel: String, CaseIterable, Sendable, Comparable, Codable {
 
     /// The level for a `HEARTH_CPU` value on a CPU that runs `supported`, and a warning when
     /// the value cannot be honoured. Accepted: a level name (`portable`, `avx2`, `avx512`,
-    /// `avx512-vnni`), `native` or empty (the best level), and for compatibility with earlier
+    /// `avx512-vnni`, `amx`), `native` or empty (the best level), and for compatibility with earlier
     /// builds the LLVM CPU names `haswell` (avx2), `skylake-avx512` (avx512),
-    /// `cascadelake`/`icelake-server`/`znver4` (avx512-vnni) and `none`/`baseline` (portable).
+    /// `cascadelake`/`icelake-server`/`znver4` (avx512-vnni), `sapphirerapids` (amx) and
+    /// `none`/`baseline` (portable).
     public static func resolve(_ value: String?, supported: [KernelLevel]) -> (KernelLevel, String?) {
         let best = supported.last ?? .portable
         guard let raw = value?.trimmingCharacters(in: .whitespaces).lowercased(), !raw.isEmpty, raw != "native" else {
@@ -63,6 +70,7 @@ public enum KernelLevel: String, CaseIterable, Sendable, Comparable, Codable {
         let aliases: [String: KernelLevel] = [
             "none": .portable, "baseline": .portable, "haswell": .avx2, "skylake-avx512": .avx512,
             "avx512vnni": .avx512vnni, "cascadelake": .avx512vnni, "icelake-server": .avx512vnni, "znver4": .avx512vnni,
+            "sapphirerapids": .amx,
         ]
         guard let wanted = KernelLevel(rawValue: raw) ?? aliases[raw] else {
             let names = allCases.map(\.rawValue).joined(separator: ", ")

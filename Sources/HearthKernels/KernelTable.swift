@@ -122,9 +122,9 @@ public struct KernelTable: Sendable {
     private init(level: KernelLevel) {
         self.level = level
         #if arch(x86_64)
-        let avx2 = level >= .avx2, avx512 = level >= .avx512, vnni = level >= .avx512vnni
+        let avx2 = level >= .avx2, avx512 = level >= .avx512, vnni = level >= .avx512vnni, amx = level >= .amx
         #else
-        let avx2 = false, avx512 = false, vnni = false
+        let avx2 = false, avx512 = false, vnni = false, amx = false
         #endif
 
         attentionScoresF16 = { q, keys, stride, first, last, headDim, scale, s in
@@ -181,7 +181,7 @@ public struct KernelTable: Sendable {
                     beta: beta, panel: panel.baseAddress.unsafelyUnwrapped, fused: false)
             }
         }
-        quantizedKernelName = vnni ? "avx512-vnni" : avx2 ? "avx2" : "portable"
+        quantizedKernelName = amx ? "amx" : vnni ? "avx512-vnni" : avx2 ? "avx2" : "portable"
 
         #if arch(x86_64)
         if avx2 {
@@ -301,6 +301,18 @@ public struct KernelTable: Sendable {
                         w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales,
                         act.scaledSums, act.scaledHalfSums, act.panels, w.cols, batch, groups.lowerBound, groups.upperBound, y,
                         ldy)
+                }
+            }
+            if amx {
+                // 8-bit prompts (16 tokens and more) on AMX tiles; the rest as the VNNI level.
+                let vnniMatMul = quantizedMatMul
+                quantizedMatMul = { w, act, batch, groups, y, ldy in
+                    guard act.bits == 8, batch >= 16, let kind = w.dtype.tileKind else {
+                        return vnniMatMul(w, act, batch, groups, y, ldy)
+                    }
+                    hearthQuantizedMatMulAMX(
+                        w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales,
+                        act.scaledSums, w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
                 }
             }
             addOutlierProducts = { w, picks, batch, groups, y, ldy, scratch, scratchFloats in

@@ -30,7 +30,7 @@ typealias UnitBytes = (
 
 /// Vector m of unit `u` of a tile: 16 rows × 4 weights as unsigned bytes (the stored quants).
 @_transparent
-private func weightVector(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int, _ m: Int) -> SIMD8<Int64> {
+func weightVector(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int, _ m: Int) -> SIMD8<Int64> {
     @inline(__always) func load(_ offset: Int) -> SIMD8<Int64> {
         tile.loadUnaligned(fromByteOffset: offset, as: SIMD8<Int64>.self)
     }
@@ -89,7 +89,7 @@ func halfDots(_ v: UnitBytes, _ a: UnsafeRawPointer) -> (SIMD8<Int64>, SIMD8<Int
 
 /// A unit's per-row factors: y += d·(Σ·d_a) + c·(d_a·Σa) with c = m (affine kinds) or −z·d
 /// (zero-point kinds); q6_K has a second (d, c) for its upper 16 columns.
-private struct UnitFactors {
+struct ByteUnitFactors {
     var d, c, dHigh, cHigh: SIMD16<Float>
 }
 
@@ -102,14 +102,14 @@ private func floats16(_ p: UnsafeRawPointer, signed: Bool) -> SIMD16<Float> {
 }
 
 @_transparent
-private func unitFactors(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int) -> UnitFactors {
+func byteUnitFactors(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int) -> ByteUnitFactors {
     @inline(__always) func halves(_ offset: Int) -> SIMD16<Float> {
         _mm512_cvtph_ps(tile.loadUnaligned(fromByteOffset: offset, as: SIMD4<Int64>.self))
     }
     let d = halves(0)
-    @inline(__always) func zeroPoint(_ z: Float) -> UnitFactors {
+    @inline(__always) func zeroPoint(_ z: Float) -> ByteUnitFactors {
         let c = d * SIMD16<Float>(repeating: -z)
-        return UnitFactors(d: d, c: c, dHigh: d, cHigh: c)
+        return ByteUnitFactors(d: d, c: c, dHigh: d, cHigh: c)
     }
     switch kind {
     case TileKind.q4_0: return zeroPoint(8)
@@ -117,16 +117,16 @@ private func unitFactors(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int) -> U
     case TileKind.q8_0: return zeroPoint(128)
     case TileKind.q4_1, TileKind.q8_a, TileKind.q5_1:
         let m = halves(32)
-        return UnitFactors(d: d, c: m, dHigh: d, cHigh: m)
+        return ByteUnitFactors(d: d, c: m, dHigh: d, cHigh: m)
     case TileKind.q4_K, TileKind.q5_K:
         let scaled = d * floats16(tile + KTile.kScales + 16 * u, signed: false)
         let mins = -halves(KTile.kDmin) * floats16(tile + KTile.kMins + 16 * u, signed: false)
-        return UnitFactors(d: scaled, c: mins, dHigh: scaled, cHigh: mins)
+        return ByteUnitFactors(d: scaled, c: mins, dHigh: scaled, cHigh: mins)
     default:  // q6_K
         let sc = tile + KTile.q6Scales + 32 * u
         let low = d * floats16(sc, signed: true), high = d * floats16(sc + 16, signed: true)
         let minus32 = SIMD16<Float>(repeating: -32)
-        return UnitFactors(d: low, c: low * minus32, dHigh: high, cHigh: high * minus32)
+        return ByteUnitFactors(d: low, c: low * minus32, dHigh: high, cHigh: high * minus32)
     }
 }
 
@@ -141,7 +141,7 @@ private func accumulate(_ acc: inout SIMD16<Float>, _ sum: SIMD8<Int64>, _ d: SI
 /// `sums` the token's d_a·Σa per 32 columns and `halfSums` per 16 (q6_K), at unit index `ab`.
 @_transparent
 private func unitProduct(
-    _ kind: Int32, _ acc: inout SIMD16<Float>, _ v: UnitBytes, _ f: UnitFactors, _ a: UnsafeRawPointer, _ da: Float,
+    _ kind: Int32, _ acc: inout SIMD16<Float>, _ v: UnitBytes, _ f: ByteUnitFactors, _ a: UnsafeRawPointer, _ da: Float,
     _ sums: UnsafePointer<Float>, _ halfSums: UnsafePointer<Float>, _ ab: Int
 ) {
     let (s0, s1) = halfDots(v, a)
@@ -168,7 +168,7 @@ let prefetchDistance = 4096
 
 /// A 16-row group's weights decoded once for all the passes of a block of tokens: per unit its
 /// eight weight vectors (the bytes `vpdpbusd` takes, as ``weightVector`` gives them) and its
-/// four factor vectors (``UnitFactors``), `unitBytes` per unit, in unit order. A pass then reads
+/// four factor vectors (``ByteUnitFactors``), `unitBytes` per unit, in unit order. A pass then reads
 /// each vector with one load instead of decoding it again (two to five shifts, masks and ORs
 /// per vector for the 5- and 6-bit kinds, and the factors' conversions per unit).
 private enum DecodedGroup {
@@ -181,7 +181,7 @@ private enum DecodedGroup {
         let unit = copy + ab * unitBytes
         @_transparent func put(_ m: Int) { _mm512_storeu_si512(unit + 64 * m, weightVector(kind, tile, u, m)) }
         put(0); put(1); put(2); put(3); put(4); put(5); put(6); put(7)
-        let f = unitFactors(kind, tile, u)
+        let f = byteUnitFactors(kind, tile, u)
         _mm512_storeu_ps(unit + 512, f.d)
         _mm512_storeu_ps(unit + 576, f.c)
         _mm512_storeu_ps(unit + 640, f.dHigh)
@@ -196,9 +196,9 @@ private enum DecodedGroup {
 
     /// The factors of the unit at `unit`.
     @_transparent
-    static func factors(_ unit: UnsafeRawPointer) -> UnitFactors {
+    static func factors(_ unit: UnsafeRawPointer) -> ByteUnitFactors {
         @_transparent func at(_ offset: Int) -> SIMD16<Float> { unit.loadUnaligned(fromByteOffset: offset, as: SIMD16<Float>.self) }
-        return UnitFactors(d: at(512), c: at(576), dHigh: at(640), cHigh: at(704))
+        return ByteUnitFactors(d: at(512), c: at(576), dHigh: at(640), cHigh: at(704))
     }
 }
 
@@ -243,7 +243,7 @@ private func registerGroup(
         let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
         let unitCopy = copy + ab * DecodedGroup.unitBytes
         if !decoded { hearth_prefetch(groupStart + ab * stride + prefetchDistance, stride) }
-        let f = decoded ? DecodedGroup.factors(unitCopy) : unitFactors(kind, tile, u)
+        let f = decoded ? DecodedGroup.factors(unitCopy) : byteUnitFactors(kind, tile, u)
         let r = panel + ab * record
         let a = lane.map { r.assumingMemoryBound(to: Int32.self) + $0 }
         @_transparent func floats(_ offset: Int) -> UnsafePointer<Float> {
@@ -306,11 +306,11 @@ private func byteKernel(
             while ab < totalUnits {
                 let tile = tiles + (g * blocks + ab / units) * tileBytes, u = ab % units
                 hearth_prefetch(groupStart + ab * stride + prefetchDistance, 2 * stride)
-                unitProduct(kind, &f0, unitBytes(kind, tile, u), unitFactors(kind, tile, u), a0 + 32 * ab, scales[ab], sums, halfSums, ab)
+                unitProduct(kind, &f0, unitBytes(kind, tile, u), byteUnitFactors(kind, tile, u), a0 + 32 * ab, scales[ab], sums, halfSums, ab)
                 ab += 1
                 if ab == totalUnits { break }
                 let tile1 = tiles + (g * blocks + ab / units) * tileBytes, u1 = ab % units
-                unitProduct(kind, &f1, unitBytes(kind, tile1, u1), unitFactors(kind, tile1, u1), a0 + 32 * ab, scales[ab], sums, halfSums, ab)
+                unitProduct(kind, &f1, unitBytes(kind, tile1, u1), byteUnitFactors(kind, tile1, u1), a0 + 32 * ab, scales[ab], sums, halfSums, ab)
                 ab += 1
             }
             storeRows(y + g * 16, validRows(g), f0 + f1)
@@ -446,7 +446,7 @@ private func outlierProducts(
             // whole. (Fewer operations; not faster measurably: this kernel's 9–11% of a
             // Phi-3-mini-shaped Q6_K pp512, cpu-clock samples, is mostly waiting on memory.)
             var currentUnit = -1, currentVector = -1
-            var f = UnitFactors(d: SIMD16<Float>(), c: SIMD16<Float>(), dHigh: SIMD16<Float>(), cHigh: SIMD16<Float>())
+            var f = ByteUnitFactors(d: SIMD16<Float>(), c: SIMD16<Float>(), dHigh: SIMD16<Float>(), cHigh: SIMD16<Float>())
             var t = tiles, u = 0
             var v = _mm512_setzero_si512()
             var fetched = -1  // the last tile prefetched
@@ -465,7 +465,7 @@ private func outlierProducts(
                     }
                     t = tiles + (g * blocks + ab / units) * tileBytes
                     u = ab % units
-                    f = unitFactors(kind, t, u)
+                    f = byteUnitFactors(kind, t, u)
                 }
                 if m != currentVector {
                     currentVector = m

@@ -22,6 +22,15 @@ import Testing
         #expect(KernelLevel.resolve("skylake-avx512", supported: vnniCPU).0 == .avx512)
         #expect(KernelLevel.resolve("avx512-vnni", supported: vnniCPU).0 == .avx512vnni)
         #expect(KernelLevel.resolve("znver4", supported: vnniCPU).1 == nil)
+        let amxCPU = vnniCPU + [.amx]
+        #expect(KernelLevel.resolve("amx", supported: amxCPU) == (.amx, nil))
+        #expect(KernelLevel.resolve("sapphirerapids", supported: amxCPU) == (.amx, nil))
+        #expect(KernelLevel.resolve(nil, supported: amxCPU) == (.amx, nil))
+        #expect(KernelLevel.resolve("avx512-vnni", supported: amxCPU) == (.avx512vnni, nil))
+        // A CPU (or an OS) without AMX: the VNNI level, with a warning.
+        let (level, warning) = KernelLevel.resolve("amx", supported: vnniCPU)
+        #expect(level == .avx512vnni)
+        #expect(warning?.contains("cannot run the amx kernels") == true)
     }
 
     @Test func refusesWhatTheCPUCannotRunOrAnUnknownName() {

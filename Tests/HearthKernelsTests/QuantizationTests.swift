@@ -87,7 +87,8 @@ import HearthKernelsCommon
         let rows = 37, cols = 128
         let x = randomMatrix(rows: rows, cols: cols, seed: 11)
         let (w, _) = quantize(x, rows: rows, cols: cols, dtype: dtype)
-        for batch in [1, 2, 3, 4, 5, 7, 8, 9] { for bits in [8, 16] {
+        // 16, 17 and 40 tokens: the amx level's tile kernel (16 tokens a tile; one, eight left over).
+        for batch in [1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 40] { for bits in [8, 16] {
             let input = randomMatrix(rows: batch, cols: cols, seed: 5 + UInt64(batch))
             let act = QuantizedActivations(maxRows: batch, maxCols: cols)
             act.bits = bits
@@ -95,7 +96,7 @@ import HearthKernelsCommon
             var reference = [Float](repeating: .nan, count: batch * rows)
             let groups = 0..<((rows + 15) / 16)
             quantizedMatMulReference(w, act: act, batch: batch, groups: groups, y: &reference, ldy: rows)
-            // Every level this CPU runs (portable, avx2, avx512, avx512-vnni), in one process.
+            // Every level this CPU runs (portable, avx2, avx512, avx512-vnni, amx), in one process.
             var results: [KernelLevel: [Float]] = [:]
             for level in KernelLevel.supported {
                 var y = [Float](repeating: .nan, count: batch * rows)
@@ -119,6 +120,28 @@ import HearthKernelsCommon
                 }
             }
         } }
+    }
+
+    /// 8-bit products of a batch longer than one of the tile kernel's token blocks (128 tokens at
+    /// 8192 columns, each copied into its own activation panel) and of rows not a multiple of 16:
+    /// every level this CPU runs equals the scalar reference.
+    @Test func longBatchesMatchReference() {
+        let rows = 17, cols = 8192, batch = 150
+        let (w, _) = quantize(randomMatrix(rows: rows, cols: cols, seed: 21), rows: rows, cols: cols, dtype: .q8_0)
+        let act = QuantizedActivations(maxRows: batch, maxCols: cols)
+        act.bits = 8
+        randomMatrix(rows: batch, cols: cols, seed: 22).withUnsafeBufferPointer {
+            act.quantize($0.baseAddress!, rows: batch, cols: cols)
+        }
+        let groups = 0..<((rows + 15) / 16)
+        var reference = [Float](repeating: .nan, count: batch * rows)
+        quantizedMatMulReference(w, act: act, batch: batch, groups: groups, y: &reference, ldy: rows)
+        for level in KernelLevel.supported {
+            var y = [Float](repeating: .nan, count: batch * rows)
+            quantizedMatMul(w, act: act, batch: batch, groups: groups, y: &y, ldy: rows, level: level)
+            let worst = zip(y, reference).map { abs($0 - $1) / max(1, abs($1)) }.max() ?? .nan
+            #expect(worst <= 1e-4, "\(level): worst relative difference \(worst)")
+        }
     }
 
     /// Every level's 8- and 16-bit activation quantizer stays within half a step, and its sums are its quants' sums.

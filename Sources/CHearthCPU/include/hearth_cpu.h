@@ -10,6 +10,10 @@
 #define HEARTH_CPU_AVX512_LEVEL 2u
 /// x86-64: AVX-512 VNNI (with the above: -target-cpu cascadelake).
 #define HEARTH_CPU_AVX512VNNI 4u
+/// x86-64: AMX tiles with 8-bit dot products (AMX-TILE, AMX-INT8; Intel Sapphire Rapids and
+/// later), the tile state enabled by the OS, and on Linux the process's permission to use it
+/// granted (arch_prctl ARCH_REQ_XCOMP_PERM, asked for by `hearth_cpu_features()`).
+#define HEARTH_CPU_AMX 8u
 /// arm64: the dot-product extension (SDOT/UDOT).
 #define HEARTH_CPU_ARM_DOTPROD 256u
 
