@@ -205,6 +205,119 @@ private func tokenTile(
     }
 }
 
+/// Two full token tiles (`t`, `t` + 16) against two groups (`g`, `g` + 1; decoded in `copy0`,
+/// `copy1`): the four accumulator tiles 0 (tokens t…, group g), 1 (t…, g + 1), 6 (t + 16…, g)
+/// and 7 (t + 16…, g + 1), from two activation tiles and two weight tiles per piece — a unit
+/// (q6_K: half a unit) — so each tile loaded serves two products. `work` (24 KiB, 64-byte
+/// aligned): the four tiles' float sums, then two sets of stored accumulator tiles.
+///
+/// Software-pipelined: a piece's products are issued, the previous unit's stored tiles flushed
+/// (converted and scaled by the vector unit while the tile unit multiplies), then the piece's
+/// tiles stored into the other set. (Before this, the activation tile of the next products had
+/// to wait for the previous products to finish reading it, each round.)
+@_transparent
+private func tileQuad(
+    _ kind: Int32, t: Int, g: Int, totalUnits: Int, copy0: UnsafeRawPointer, copy1: UnsafeRawPointer,
+    panel0: UnsafeRawPointer, panel1: UnsafeRawPointer, scales: UnsafePointer<Float>,
+    scaledSums: UnsafePointer<Float>, cols: Int, work: UnsafeMutableRawPointer, y: UnsafeMutablePointer<Float>,
+    ldy: Int, valid1: Int
+) {
+    let blocksA = cols / 32
+    let acc = work.assumingMemoryBound(to: SIMD16<Float>.self)
+    for i in 0..<64 { acc[i] = SIMD16<Float>() }
+    let sets = work + 4096
+    let half = kind == TileKind.q6_K, su = !AMXGroup.signed(kind)
+    let perUnit = half ? 2 : 1, pieces = totalUnits &* perUnit
+    @_transparent func integer(_ p: UnsafeRawPointer, _ r: Int) -> SIMD16<Float> {
+        _mm512_cvtepi32_ps(p.load(fromByteOffset: 64 &* r, as: SIMD8<Int64>.self))
+    }
+    /// Piece `p`'s products into tiles 0, 1, 6, 7.
+    @_transparent func issue(_ p: Int) {
+        let ab = half ? p >> 1 : p
+        let column = half ? 512 &* ab &+ 16 &* (p & 1) : 512 &* ab
+        let weights = half ? ab &* AMXGroup.unitBytes &+ 256 &* (p & 1) : ab &* AMXGroup.unitBytes
+        hearth_amx_zero0(); hearth_amx_zero1(); hearth_amx_zero6(); hearth_amx_zero7()
+        hearth_amx_load2(panel0 + column, 32)
+        hearth_amx_load4(copy0 + weights, 64)
+        hearth_amx_load5(copy1 + weights, 64)
+        hearth_amx_load3(panel1 + column, 32)
+        if su {
+            hearth_amx_dot_su_0_2_4(); hearth_amx_dot_su_1_2_5(); hearth_amx_dot_su_6_3_4(); hearth_amx_dot_su_7_3_5()
+        } else {
+            hearth_amx_dot_ss_0_2_4(); hearth_amx_dot_ss_1_2_5(); hearth_amx_dot_ss_6_3_4(); hearth_amx_dot_ss_7_3_5()
+        }
+    }
+    /// Piece `p`'s tiles into its unit's set (slots 0–3; q6_K's upper half 4–7).
+    @_transparent func store(_ p: Int) {
+        let ab = half ? p >> 1 : p
+        let base = sets + 8192 &* (ab & 1) + (half ? 4096 &* (p & 1) : 0)
+        hearth_amx_store0(base, 64); hearth_amx_store1(base + 1024, 64)
+        hearth_amx_store6(base + 2048, 64); hearth_amx_store7(base + 3072, 64)
+    }
+    /// Slot `q` (token tile q >> 1, group q & 1) of unit `ab`'s set into its sums.
+    @_transparent func flushSlot(_ ab: Int, _ q: Int) {
+        let set = sets + 8192 &* (ab & 1)
+        let unit = (q & 1 == 0 ? copy0 : copy1) + ab &* AMXGroup.unitBytes
+        let tokenFirst: Int = t &+ 16 &* (q >> 1)
+        let offset: Int = tokenFirst &* blocksA &+ ab
+        let rowScales = scales + offset
+        let sums = acc + 16 &* q
+        let low = set + 1024 &* q
+        let d = unit.load(fromByteOffset: 512, as: SIMD16<Float>.self)
+        if half {
+            let high = low + 4096
+            let dHigh = unit.load(fromByteOffset: 640, as: SIMD16<Float>.self)
+            for r in 0..<16 {
+                let both = _mm512_fmadd_ps(integer(high, r), dHigh, integer(low, r) * d)
+                sums[r] = _mm512_fmadd_ps(both, SIMD16<Float>(repeating: rowScales[r &* blocksA]), sums[r])
+            }
+        } else {
+            let cf = unit.load(fromByteOffset: 576, as: SIMD16<Float>.self)
+            let rowSums = scaledSums + offset
+            for r in 0..<16 {
+                var sum = _mm512_fmadd_ps(d, integer(low, r) * SIMD16<Float>(repeating: rowScales[r &* blocksA]), sums[r])
+                if su { sum = _mm512_fmadd_ps(cf, SIMD16<Float>(repeating: rowSums[r &* blocksA]), sum) }
+                sums[r] = sum
+            }
+        }
+    }
+    /// Part k of the flushes: unit k / perUnit, all four slots (q6_K: one token tile's two).
+    @_transparent func flush(_ k: Int) {
+        if half {
+            let ab = k >> 1, tile = k & 1
+            flushSlot(ab, 2 &* tile)
+            flushSlot(ab, 2 &* tile &+ 1)
+        } else {
+            flushSlot(k, 0); flushSlot(k, 1); flushSlot(k, 2); flushSlot(k, 3)
+        }
+    }
+    issue(0)
+    store(0)
+    var p = 0
+    while p &+ 1 < pieces {
+        issue(p &+ 1)
+        // Part p + 1 − perUnit: its unit's pieces were all stored by the end of step p.
+        if p &+ 1 >= perUnit { flush(p &+ 1 &- perUnit) }
+        store(p &+ 1)
+        p = p &+ 1
+    }
+    for k in (pieces - perUnit)..<pieces { flush(k) }
+    for q in 0..<4 {
+        let valid = q & 1 == 0 ? 16 : valid1
+        let sums = acc + 16 &* q
+        for r in 0..<16 {
+            let token: Int = t &+ 16 &* (q >> 1) &+ r
+            let column: Int = (g &+ (q & 1)) &* 16
+            let out = y + (token &* ldy &+ column)
+            if valid == 16 {
+                _mm512_storeu_ps(UnsafeMutableRawPointer(out), sums[r])
+            } else {
+                for k in 0..<valid { out[k] = sums[r][k] }
+            }
+        }
+    }
+}
+
 /// Copies the 8-bit activations of tokens `first..<end` into `panel` tile by tile: for each 16
 /// tokens and each 32 columns, the 16 rows' 32 bytes side by side (512 bytes, an activation
 /// tile's rows 32 bytes apart). Read from the row-major quants, a tile's rows lay `cols` bytes
@@ -231,37 +344,64 @@ private func amxKernel(
     let totalUnits = blocks * units
     let kBytes = kind == TileKind.q6_K ? 16 : 32
     let block = amxTokenBlock(cols: cols)
-    // Scratch: the tile configuration, ``tokenTile``'s work area, the group's decoded copy, the
-    // block's activation panel.
+    // Scratch: the tile configuration, the work area of ``tileQuad`` and ``tokenTile``, two groups'
+    // decoded copies, the block's activation panel.
     let copyBytes = totalUnits * AMXGroup.unitBytes, panelBytes = (block + 15) / 16 * (cols / 32) * 512
-    let scratch = UnsafeMutableRawPointer.allocate(byteCount: 64 + 5120 + copyBytes + panelBytes, alignment: 64)
+    let scratch = UnsafeMutableRawPointer.allocate(byteCount: 64 + 24576 + 2 * copyBytes + panelBytes, alignment: 64)
     defer { scratch.deallocate() }
-    let config = scratch, work = scratch + 64, copy = scratch + 64 + 5120, panel = copy + copyBytes
+    let config = scratch, work = scratch + 64, copy = work + 24576, copy1 = copy + copyBytes
+    let panel = copy1 + copyBytes
     configureTiles(config, tokens: 16, kBytes: kBytes)
     var first = 0
     while first < batch {
         let end = first + block < batch ? first + block : batch
         fillPanel(panel, quants: quants, cols: cols, first: first, end: end)
-        for g in groups {
+        var g = groups.lowerBound
+        while g < groups.upperBound {
+            // Groups in pairs (their copies side by side), a last one alone.
+            let pair = g + 1 < groups.upperBound
             AMXGroup.decode(kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: g, into: copy)
-            let valid = rows - g * 16 < 16 ? rows - g * 16 : 16
-            @_transparent func run(_ n: Int, _ t: Int) {
-                tokenTile(
-                    kind, n: n, t: t, g: g, totalUnits: totalUnits, copy: UnsafeRawPointer(copy),
-                    panel: UnsafeRawPointer(panel + (t - first) / 16 * (cols / 32) * 512),
-                    scales: scales, scaledSums: scaledSums, cols: cols, work: work, y: y, ldy: ldy, valid: valid)
+            if pair {
+                AMXGroup.decode(kind, tiles: tiles, tileBytes: tileBytes, blocks: blocks, units: units, g: g + 1, into: copy1)
+            }
+            @_transparent func validRows(_ g: Int) -> Int { rows - g * 16 < 16 ? rows - g * 16 : 16 }
+            @_transparent func panelOf(_ t: Int) -> UnsafeRawPointer {
+                UnsafeRawPointer(panel + (t - first) / 16 * (cols / 32) * 512)
             }
             var t = first
-            while t + 16 <= end {
-                run(16, t)
-                t += 16
+            if pair {
+                while t + 32 <= end {
+                    tileQuad(
+                        kind, t: t, g: g, totalUnits: totalUnits, copy0: UnsafeRawPointer(copy),
+                        copy1: UnsafeRawPointer(copy1), panel0: panelOf(t), panel1: panelOf(t + 16), scales: scales,
+                        scaledSums: scaledSums, cols: cols, work: work, y: y, ldy: ldy, valid1: validRows(g + 1))
+                    t += 32
+                }
             }
-            if t < end {
-                // The block's last few tokens: tiles of fewer rows (the loads read only those).
-                configureTiles(config, tokens: end - t, kBytes: kBytes)
-                run(end - t, t)
-                configureTiles(config, tokens: 16, kBytes: kBytes)
+            // The tokens left (fewer than 32), one tile of 16 and the last few, group by group.
+            let rest = t
+            for k in 0..<(pair ? 2 : 1) {
+                let group = g + k
+                let groupCopy = UnsafeRawPointer(k == 0 ? copy : copy1)
+                @_transparent func run(_ n: Int, _ t: Int) {
+                    tokenTile(
+                        kind, n: n, t: t, g: group, totalUnits: totalUnits, copy: groupCopy, panel: panelOf(t),
+                        scales: scales, scaledSums: scaledSums, cols: cols, work: work, y: y, ldy: ldy,
+                        valid: validRows(group))
+                }
+                t = rest
+                while t + 16 <= end {
+                    run(16, t)
+                    t += 16
+                }
+                if t < end {
+                    // The block's last few tokens: tiles of fewer rows (the loads read only those).
+                    configureTiles(config, tokens: end - t, kBytes: kBytes)
+                    run(end - t, t)
+                    configureTiles(config, tokens: 16, kBytes: kBytes)
+                }
             }
+            g += pair ? 2 : 1
         }
         first = end
     }

@@ -40,6 +40,10 @@ HEARTH_AMX_FN void hearth_amx_dot_ss_6_2_4(void) { _tile_dpbssd(6, 2, 4); }
 HEARTH_AMX_FN void hearth_amx_dot_ss_7_3_5(void) { _tile_dpbssd(7, 3, 5); }
 HEARTH_AMX_FN void hearth_amx_dot_su_6_2_4(void) { _tile_dpbsud(6, 2, 4); }
 HEARTH_AMX_FN void hearth_amx_dot_su_7_3_5(void) { _tile_dpbsud(7, 3, 5); }
+HEARTH_AMX_FN void hearth_amx_dot_ss_1_2_5(void) { _tile_dpbssd(1, 2, 5); }
+HEARTH_AMX_FN void hearth_amx_dot_su_1_2_5(void) { _tile_dpbsud(1, 2, 5); }
+HEARTH_AMX_FN void hearth_amx_dot_ss_6_3_4(void) { _tile_dpbssd(6, 3, 4); }
+HEARTH_AMX_FN void hearth_amx_dot_su_6_3_4(void) { _tile_dpbsud(6, 3, 4); }
 /// Tiles 0, 1, 6 and 7 to memory, rows `stride` bytes apart.
 HEARTH_AMX_FN void hearth_amx_store0(void *base, long stride) { _tile_stored(0, base, stride); }
 HEARTH_AMX_FN void hearth_amx_store1(void *base, long stride) { _tile_stored(1, base, stride); }
