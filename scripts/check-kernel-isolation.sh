@@ -6,16 +6,23 @@
 # after the CPU was checked (docs/KERNELS.md). BoringSSL's assembly (swift-crypto, linked by
 # HearthCloud) picks its own code paths at run time from CPUID and is listed apart. (tzcnt is not
 # in the list: LLVM emits it for baseline code as `rep bsf`, which older CPUs run as bsf.)
+# AMX instructions (tile loads, stores and dot products, ldtilecfg, tilerelease) must appear only
+# in the `amx` level's entry point, hearthQuantizedMatMulAMX (HearthKernelsAVX512VNNI's
+# AMXTiles.swift), which runs only after CPUID, XCR0 and the OS allowed them.
 #
 #   scripts/check-kernel-isolation.sh [BINARY]     # default .build/release/hearth
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${1:-.build/release/hearth}"
 [ "$(uname -m)" = x86_64 ] || { echo "not x86-64: nothing to check"; exit 0; }
+rm -f /tmp/hearth-amx-functions.txt
 objdump -d --no-show-raw-insn "$bin" | awk '
   /^[0-9a-f]+ <.*>:$/ { fn = $2; next }
   {
     split($0, parts, "\t"); ins = parts[2]; sub(/ .*/, "", ins)
+    if (ins ~ /^(ldtilecfg|sttilecfg|tileloadd|tileloaddt1|tilestored|tilezero|tilerelease|tdpb[su][su]d|tdpbf16ps)$/) {
+      if (!(fn in amx)) { amx[fn] = 1; print fn > "/tmp/hearth-amx-functions.txt" }
+    }
     if (ins ~ /^v/ || ins ~ /^(shlx|shrx|sarx|rorx|andn|bzhi|bextr|blsi|blsr|blsmsk|pdep|pext|lzcnt|movbe|popcnt|mulx|adcx|adox)$/) {
       if (!(fn in seen)) { seen[fn] = 1; print fn }
     }
@@ -30,3 +37,12 @@ if [ -n "$leaks" ]; then
   exit 1
 fi
 echo "none elsewhere"
+touch /tmp/hearth-amx-functions.txt
+amx_functions=$(wc -l < /tmp/hearth-amx-functions.txt)
+amx_leaks=$(grep -v 'hearthQuantizedMatMulAMX' /tmp/hearth-amx-functions.txt || true)
+if [ -n "$amx_leaks" ]; then
+  echo "AMX instructions outside the amx level's kernel:" >&2
+  echo "$amx_leaks" | head -20 >&2
+  exit 1
+fi
+echo "functions with AMX instructions: $amx_functions, all the amx level's kernel"

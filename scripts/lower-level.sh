@@ -6,6 +6,7 @@ levels_supported() {
   local best
   best=$(.build/release/hearth inspect 2>/dev/null | sed -n 's/.*best on this CPU: \([a-z0-9-]*\).*/\1/p')
   case "$best" in
+    amx) echo portable avx2 avx512 avx512-vnni amx ;;
     avx512-vnni) echo portable avx2 avx512 avx512-vnni ;;
     avx512) echo portable avx2 avx512 ;;
     avx2) echo portable avx2 ;;
@@ -16,5 +17,5 @@ lower_level() {
   local all best
   all=$(levels_supported)
   best=${all##* }
-  case "$best" in avx512*) echo avx2 ;; avx2) echo portable ;; *) echo "" ;; esac
+  case "$best" in avx512*|amx) echo avx2 ;; avx2) echo portable ;; *) echo "" ;; esac
 }

@@ -7,7 +7,7 @@
 #   scripts/test-variants.sh             # every variant below
 #   scripts/test-variants.sh ci          # one other OpenBLAS core type (what CI runs; CI's lower kernel level runs the whole
 #                                        # suite instead: scripts/test-without-system-libraries.sh --lower-level)
-#   scripts/test-variants.sh levels      # HEARTH_CPU=portable, avx2, avx512, avx512-vnni (those this CPU runs)
+#   scripts/test-variants.sh levels      # HEARTH_CPU=portable, avx2, avx512, avx512-vnni, amx (those this CPU runs)
 #   scripts/test-variants.sh openblas    # OPENBLAS_CORETYPE=Haswell, =Sandybridge, and =SkylakeX where the CPU has AVX-512
 #
 # Suites: the kernel reference tests, the golden tests against transformers, the quantized
@@ -49,7 +49,7 @@ if [ "$which" = all ] || [ "$which" = levels ]; then
   for level in $forced; do
     run "HEARTH_CPU=$level" HEARTH_CPU=$level
   done
-  for level in portable avx2 avx512 avx512-vnni; do
+  for level in portable avx2 avx512 avx512-vnni amx; do
     case " $all_levels " in *" $level "*) ;; *) echo "-- $level: this CPU cannot run it (not tested here)" ;; esac
   done
 fi

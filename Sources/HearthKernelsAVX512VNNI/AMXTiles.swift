@@ -114,7 +114,7 @@ private func tokenTile(
     let half = kind == TileKind.q6_K, su = !AMXGroup.signed(kind)
     let steps = half ? totalUnits : (totalUnits + 1) / 2
     @_transparent func integer(_ p: UnsafeRawPointer, _ r: Int) -> SIMD16<Float> {
-        _mm512_cvtepi32_ps(p.load(fromByteOffset: 64 &* r, as: SIMD8<Int64>.self))
+        _mm512_cvtepi32_ps(_mm512_loadu_si512(p + 64 &* r))
     }
     /// The products of step `s` into bank `bank` (a constant).
     @_transparent func issue(_ s: Int, _ bank: Int) {
@@ -154,8 +154,8 @@ private func tokenTile(
     /// acc(r) += d·(C(r)·d_a) [+ c·(d_a·Σa)] for unit `ab` from the accumulator tile at `p`.
     @_transparent func flush(_ p: UnsafeRawPointer, _ ab: Int) {
         let unit = copy + ab &* AMXGroup.unitBytes
-        let d = unit.load(fromByteOffset: 512, as: SIMD16<Float>.self)
-        let cf = unit.load(fromByteOffset: 576, as: SIMD16<Float>.self)
+        let d = _mm512_loadu_ps(unit + 512)
+        let cf = _mm512_loadu_ps(unit + 576)
         for r in 0..<n {
             let i = r &* blocksA &+ ab
             var sum = _mm512_fmadd_ps(d, integer(p, r) * SIMD16<Float>(repeating: rowScales[i]), acc[r])
@@ -173,8 +173,8 @@ private func tokenTile(
         if half {
             // The unit's lower and upper 16 columns, each with its rows' own scale.
             let unit = copy + first &* AMXGroup.unitBytes
-            let dLow = unit.load(fromByteOffset: 512, as: SIMD16<Float>.self)
-            let dHigh = unit.load(fromByteOffset: 640, as: SIMD16<Float>.self)
+            let dLow = _mm512_loadu_ps(unit + 512)
+            let dHigh = _mm512_loadu_ps(unit + 640)
             for r in 0..<n {
                 let both = _mm512_fmadd_ps(integer(c1, r), dHigh, integer(c0, r) * dLow)
                 acc[r] = _mm512_fmadd_ps(both, SIMD16<Float>(repeating: rowScales[r &* blocksA &+ first]), acc[r])
@@ -229,7 +229,7 @@ private func tileQuad(
     let half = kind == TileKind.q6_K, su = !AMXGroup.signed(kind)
     let perUnit = half ? 2 : 1, pieces = totalUnits &* perUnit
     @_transparent func integer(_ p: UnsafeRawPointer, _ r: Int) -> SIMD16<Float> {
-        _mm512_cvtepi32_ps(p.load(fromByteOffset: 64 &* r, as: SIMD8<Int64>.self))
+        _mm512_cvtepi32_ps(_mm512_loadu_si512(p + 64 &* r))
     }
     /// Piece `p`'s products into tiles 0, 1, 6, 7.
     @_transparent func issue(_ p: Int) {
@@ -263,16 +263,16 @@ private func tileQuad(
         let rowScales = scales + offset
         let sums = acc + 16 &* q
         let low = set + 1024 &* q
-        let d = unit.load(fromByteOffset: 512, as: SIMD16<Float>.self)
+        let d = _mm512_loadu_ps(unit + 512)
         if half {
             let high = low + 4096
-            let dHigh = unit.load(fromByteOffset: 640, as: SIMD16<Float>.self)
+            let dHigh = _mm512_loadu_ps(unit + 640)
             for r in 0..<16 {
                 let both = _mm512_fmadd_ps(integer(high, r), dHigh, integer(low, r) * d)
                 sums[r] = _mm512_fmadd_ps(both, SIMD16<Float>(repeating: rowScales[r &* blocksA]), sums[r])
             }
         } else {
-            let cf = unit.load(fromByteOffset: 576, as: SIMD16<Float>.self)
+            let cf = _mm512_loadu_ps(unit + 576)
             let rowSums = scaledSums + offset
             for r in 0..<16 {
                 var sum = _mm512_fmadd_ps(d, integer(low, r) * SIMD16<Float>(repeating: rowScales[r &* blocksA]), sums[r])
@@ -329,7 +329,10 @@ private func fillPanel(_ panel: UnsafeMutableRawPointer, quants: UnsafePointer<I
         let tile = (t - first) / 16, r = (t - first) % 16
         let src = UnsafeRawPointer(quants + t * cols), dst = panel + tile * blocksA * 512 + 32 * r
         for b in 0..<blocksA {
-            (dst + 512 * b).storeBytes(of: src.loadUnaligned(fromByteOffset: 32 * b, as: SIMD4<Int64>.self), as: SIMD4<Int64>.self)
+            // Intrinsic loads and stores throughout: a generic `loadUnaligned` specialized and left
+            // out of line would be compiled for this module's CPU under a standard-library name.
+            let bytes = _mm256_loadu_si256((src + 32 * b).assumingMemoryBound(to: SIMD4<Int64>.self))
+            _mm256_storeu_si256((dst + 512 * b).assumingMemoryBound(to: SIMD4<Int64>.self), bytes)
         }
     }
 }

@@ -32,7 +32,7 @@ typealias UnitBytes = (
 @_transparent
 func weightVector(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int, _ m: Int) -> SIMD8<Int64> {
     @inline(__always) func load(_ offset: Int) -> SIMD8<Int64> {
-        tile.loadUnaligned(fromByteOffset: offset, as: SIMD8<Int64>.self)
+        _mm512_loadu_si512(tile + offset)
     }
     @inline(__always) func nibble(_ base: Int) -> SIMD8<Int64> {
         let raw = load(base + 64 * (m & 3))
@@ -96,7 +96,9 @@ struct ByteUnitFactors {
 /// Sixteen bytes at `p` as sixteen floats (unsigned or signed).
 @_transparent
 private func floats16(_ p: UnsafeRawPointer, signed: Bool) -> SIMD16<Float> {
-    // The intrinsic load: a generic `loadUnaligned` was left out of line in these big kernels.
+    // The intrinsic loads (here and in this file's other vector loads): a generic `loadUnaligned`
+    // was left out of line in these big kernels — a specialization of a standard-library
+    // function, compiled for this module's CPU, that the linker may share with baseline code.
     let bytes = _mm_loadu_si128(p.assumingMemoryBound(to: SIMD2<Int64>.self))
     return _mm512_cvtepi32_ps(signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes))
 }
@@ -104,7 +106,7 @@ private func floats16(_ p: UnsafeRawPointer, signed: Bool) -> SIMD16<Float> {
 @_transparent
 func byteUnitFactors(_ kind: Int32, _ tile: UnsafeRawPointer, _ u: Int) -> ByteUnitFactors {
     @inline(__always) func halves(_ offset: Int) -> SIMD16<Float> {
-        _mm512_cvtph_ps(tile.loadUnaligned(fromByteOffset: offset, as: SIMD4<Int64>.self))
+        _mm512_cvtph_ps(_mm256_loadu_si256((tile + offset).assumingMemoryBound(to: SIMD4<Int64>.self)))
     }
     let d = halves(0)
     @inline(__always) func zeroPoint(_ z: Float) -> ByteUnitFactors {
@@ -191,13 +193,13 @@ private enum DecodedGroup {
     /// Weight vector `m` of the unit at `unit`.
     @_transparent
     static func vector(_ unit: UnsafeRawPointer, _ m: Int) -> SIMD8<Int64> {
-        unit.loadUnaligned(fromByteOffset: 64 * m, as: SIMD8<Int64>.self)
+        _mm512_loadu_si512(unit + 64 * m)
     }
 
     /// The factors of the unit at `unit`.
     @_transparent
     static func factors(_ unit: UnsafeRawPointer) -> ByteUnitFactors {
-        @_transparent func at(_ offset: Int) -> SIMD16<Float> { unit.loadUnaligned(fromByteOffset: offset, as: SIMD16<Float>.self) }
+        @_transparent func at(_ offset: Int) -> SIMD16<Float> { _mm512_loadu_ps(unit + offset) }
         return ByteUnitFactors(d: at(512), c: at(576), dHigh: at(640), cHigh: at(704))
     }
 }

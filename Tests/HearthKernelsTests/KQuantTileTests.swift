@@ -98,6 +98,40 @@ import Testing
         } }
     }
 
+    /// The 8-bit prompt path as the engine runs it (the matmul entry point, outlier channels,
+    /// activations with a few large channels as Gemma 3's hidden states have): every level that
+    /// multiplies 8-bit activations in integers (avx512-vnni, amx) gives the same products
+    /// within float rounding.
+    @Test(arguments: [(DType.q5_0, 640), (.q4_K, 1024), (.q6_K, 1024)])
+    func eightBitLevelsAgreeOnLargeChannels(_ dtype: DType, _ cols: Int) throws {
+        let levels = KernelLevel.supported.filter { $0 >= .avx512vnni }
+        guard levels.count > 1 else { return }
+        let rows = 64, batch = 48
+        let (source, _) = randomGGUFMatrix(dtype, rows: rows, cols: cols, seed: 41)
+        let w = try #require(Quantizer.repackInterleaved(source))
+        var state: UInt64 = 9
+        let x = (0..<(batch * cols)).map { i -> Float in
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            let v = Float(Int64(bitPattern: state >> 11) % 2_000_000) / 1_000_000 - 1
+            return i % cols == 7 || i % cols == 300 ? 400 * v : v
+        }
+        let pool = WorkerPool(threads: 2)
+        var results: [[Float]] = []
+        for level in levels {
+            let scratch = MatMulScratch(threads: 2, maxCols: cols, maxBatch: batch)
+            scratch.activations.bits = 8
+            scratch.activations.outlierChannels = 1
+            var y = [Float](repeating: .nan, count: batch * rows)
+            matmul(w, x: x, batch: batch, y: &y, pool: pool, scratch: scratch, level: level)
+            results.append(y)
+        }
+        let scale = results[0].map { abs($0) }.max() ?? 1
+        for (level, y) in zip(levels, results).dropFirst() {
+            let worst = zip(y, results[0]).map { abs($0 - $1) }.max() ?? .nan
+            #expect(worst <= 1e-5 * scale, "\(dtype) \(level) vs \(levels[0]): worst \(worst) of \(scale)")
+        }
+    }
+
     /// A q5_0 matrix whose columns are not a multiple of 256 (Gemma 3's 640) and the matmul
     /// entry point (activation quantization, row split) give the float product within rounding,
     /// at every level this CPU runs.
