@@ -312,7 +312,7 @@ public struct KernelTable: Sendable {
                     }
                     hearthQuantizedMatMulAMX(
                         w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.quants, act.scales,
-                        act.scaledSums, w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
+                        act.scaledSums, act.sums, w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
                 }
             }
             addOutlierProducts = { w, picks, batch, groups, y, ldy, scratch, scratchFloats in

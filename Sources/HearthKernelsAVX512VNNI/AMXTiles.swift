@@ -28,17 +28,19 @@ import _Builtin_intrinsics.intel
 private enum AMXGroup {
     static let unitBytes = 768
 
-    /// Whether `kind`'s weights are stored with a zero point (w = d·(q − z)): the copy holds
-    /// q − z as signed bytes and no offset term is left.
+    /// Whether the copy holds q − z as signed bytes (no offset term left): q4_0, q8_0 and q6_K,
+    /// whose VNNI kernels also end on the exact signed sums (q8_0's and q4_0's as s − z·Σa in
+    /// floats, exact in integers below 2²⁴). q5_0 keeps its unsigned bytes and the float offset
+    /// term of its VNNI kernel, so that both levels round alike (below).
     @_transparent
     static func signed(_ kind: Int32) -> Bool {
-        kind == TileKind.q4_0 || kind == TileKind.q5_0 || kind == TileKind.q8_0 || kind == TileKind.q6_K
+        kind == TileKind.q4_0 || kind == TileKind.q8_0 || kind == TileKind.q6_K
     }
 
     /// The zero point as a byte (q8_0's 128 wraps to −128: subtracting it is adding 128).
     @_transparent
     static func zeroPoint(_ kind: Int32) -> Int8 {
-        kind == TileKind.q4_0 ? 8 : kind == TileKind.q5_0 ? 16 : kind == TileKind.q6_K ? 32 : -128
+        kind == TileKind.q4_0 ? 8 : kind == TileKind.q6_K ? 32 : -128
     }
 
     /// Decodes every unit of group `g` into `copy`.
@@ -93,6 +95,27 @@ private func amxTokenBlock(cols: Int) -> Int {
     return fit < 32 ? 32 : fit > 512 ? 512 : fit
 }
 
+/// One token's sums after one unit: `acc` + the unit's product, `c` its accumulator row as
+/// floats (the integer sums; signed for q4_0, q8_0), `d`/`cf` the unit's row factors, `da` the
+/// activation block's scale, `sa` its d_a·Σa and `raw` its Σa — in the float steps, and their
+/// order, of the VNNI level's batch kernels, so both levels give a token the same bits (a token
+/// must not depend on whether its batch was large enough for the tiles):
+/// q4_0, q8_0 (Tiles8VNNI.swift): acc + (d·d_a)·s; q4_1, q8_a: (acc + (m·d_a)·Σa) + (d·d_a)·s;
+/// the others (AVX512VNNI.swift's flush): (acc + d·(s·d_a)) + c·(d_a·Σa), no offset for q6_K.
+@_transparent
+private func flushStep(
+    _ kind: Int32, _ acc: SIMD16<Float>, _ c: SIMD16<Float>, _ d: SIMD16<Float>, _ cf: SIMD16<Float>, _ da: Float,
+    _ sa: Float, _ raw: Float
+) -> SIMD16<Float> {
+    let scale = SIMD16<Float>(repeating: da)
+    if kind == TileKind.q4_0 || kind == TileKind.q8_0 { return _mm512_fmadd_ps(d * scale, c, acc) }
+    if kind == TileKind.q4_1 || kind == TileKind.q8_a {
+        return _mm512_fmadd_ps(d * scale, c, _mm512_fmadd_ps(cf * scale, SIMD16<Float>(repeating: raw), acc))
+    }
+    let sum = _mm512_fmadd_ps(d, c * scale, acc)
+    return AMXGroup.signed(kind) ? sum : _mm512_fmadd_ps(cf, SIMD16<Float>(repeating: sa), sum)
+}
+
 /// `n` tokens from `t` (n a constant: 16, or the block's last few) against group `g`'s decoded
 /// units in `copy`, their activations the tile's panel (``fillPanel``); writes y[(t + r)·ldy + 16g …] for the `valid` rows. `work` (5 KiB, 64-byte
 /// aligned): four accumulator tiles as stored, then the tokens' float sums.
@@ -104,11 +127,11 @@ private func amxTokenBlock(cols: Int) -> Int {
 @_transparent
 private func tokenTile(
     _ kind: Int32, n: Int, t: Int, g: Int, totalUnits: Int, copy: UnsafeRawPointer, panel a: UnsafeRawPointer,
-    scales: UnsafePointer<Float>, scaledSums: UnsafePointer<Float>, cols: Int, work: UnsafeMutableRawPointer,
-    y: UnsafeMutablePointer<Float>, ldy: Int, valid: Int
+    scales: UnsafePointer<Float>, scaledSums: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int,
+    work: UnsafeMutableRawPointer, y: UnsafeMutablePointer<Float>, ldy: Int, valid: Int
 ) {
     let blocksA = cols / 32
-    let rowScales = scales + t &* blocksA, rowSums = scaledSums + t &* blocksA
+    let rowScales = scales + t &* blocksA, rowSums = scaledSums + t &* blocksA, rowRawSums = sums + t &* blocksA
     let acc = (work + 4096).assumingMemoryBound(to: SIMD16<Float>.self)
     for r in 0..<n { acc[r] = SIMD16<Float>() }
     let half = kind == TileKind.q6_K, su = !AMXGroup.signed(kind)
@@ -158,9 +181,7 @@ private func tokenTile(
         let cf = _mm512_loadu_ps(unit + 576)
         for r in 0..<n {
             let i = r &* blocksA &+ ab
-            var sum = _mm512_fmadd_ps(d, integer(p, r) * SIMD16<Float>(repeating: rowScales[i]), acc[r])
-            if su { sum = _mm512_fmadd_ps(cf, SIMD16<Float>(repeating: rowSums[i]), sum) }
-            acc[r] = sum
+            acc[r] = flushStep(kind, acc[r], integer(p, r), d, cf, rowScales[i], rowSums[i], rowRawSums[i])
         }
     }
     /// Stores bank `bank`'s tiles and flushes step `s` into the sums.
@@ -219,7 +240,8 @@ private func tokenTile(
 private func tileQuad(
     _ kind: Int32, t: Int, g: Int, totalUnits: Int, copy0: UnsafeRawPointer, copy1: UnsafeRawPointer,
     panel0: UnsafeRawPointer, panel1: UnsafeRawPointer, scales: UnsafePointer<Float>,
-    scaledSums: UnsafePointer<Float>, cols: Int, work: UnsafeMutableRawPointer, y: UnsafeMutablePointer<Float>,
+    scaledSums: UnsafePointer<Float>, rawSums: UnsafePointer<Float>, cols: Int, work: UnsafeMutableRawPointer,
+    y: UnsafeMutablePointer<Float>,
     ldy: Int, valid1: Int
 ) {
     let blocksA = cols / 32
@@ -273,11 +295,10 @@ private func tileQuad(
             }
         } else {
             let cf = _mm512_loadu_ps(unit + 576)
-            let rowSums = scaledSums + offset
+            let rowSums = scaledSums + offset, rowRawSums = rawSums + offset
             for r in 0..<16 {
-                var sum = _mm512_fmadd_ps(d, integer(low, r) * SIMD16<Float>(repeating: rowScales[r &* blocksA]), sums[r])
-                if su { sum = _mm512_fmadd_ps(cf, SIMD16<Float>(repeating: rowSums[r &* blocksA]), sum) }
-                sums[r] = sum
+                let i = r &* blocksA
+                sums[r] = flushStep(kind, sums[r], integer(low, r), d, cf, rowScales[i], rowSums[i], rowRawSums[i])
             }
         }
     }
@@ -340,7 +361,8 @@ private func fillPanel(_ panel: UnsafeMutableRawPointer, quants: UnsafePointer<I
 @_transparent
 private func amxKernel(
     kind: Int32, tiles: UnsafeRawPointer, tileBytes: Int, blocks: Int, rows: Int, quants: UnsafePointer<Int8>,
-    scales: UnsafePointer<Float>, scaledSums: UnsafePointer<Float>, cols: Int, batch: Int, groups: Range<Int>,
+    scales: UnsafePointer<Float>, scaledSums: UnsafePointer<Float>, sums: UnsafePointer<Float>, cols: Int, batch: Int,
+    groups: Range<Int>,
     y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
     let units = kind >= TileKind.q4_K ? 8 : 1
@@ -377,7 +399,7 @@ private func amxKernel(
                     tileQuad(
                         kind, t: t, g: g, totalUnits: totalUnits, copy0: UnsafeRawPointer(copy),
                         copy1: UnsafeRawPointer(copy1), panel0: panelOf(t), panel1: panelOf(t + 16), scales: scales,
-                        scaledSums: scaledSums, cols: cols, work: work, y: y, ldy: ldy, valid1: validRows(g + 1))
+                        scaledSums: scaledSums, rawSums: sums, cols: cols, work: work, y: y, ldy: ldy, valid1: validRows(g + 1))
                     t += 32
                 }
             }
@@ -389,7 +411,7 @@ private func amxKernel(
                 @_transparent func run(_ n: Int, _ t: Int) {
                     tokenTile(
                         kind, n: n, t: t, g: group, totalUnits: totalUnits, copy: groupCopy, panel: panelOf(t),
-                        scales: scales, scaledSums: scaledSums, cols: cols, work: work, y: y, ldy: ldy,
+                        scales: scales, scaledSums: scaledSums, sums: sums, cols: cols, work: work, y: y, ldy: ldy,
                         valid: validRows(group))
                 }
                 t = rest
@@ -414,7 +436,8 @@ private func amxKernel(
 /// y[t·ldy + row] = W[row] · a[t] for the 16-row groups `groupStart..<groupEnd` of an
 /// interleaved16 matrix of any ``TileKind`` (tiles of `tileBytes`, `blocks` per group), all
 /// `batch` tokens of 8-bit activations (`quants`, row-major `cols` per token; per-32-column
-/// `scales` d_a and `scaledSums` d_a·Σa, HearthKernels' `QuantizedActivations`), with AMX tiles.
+/// `scales` d_a, `scaledSums` d_a·Σa and `sums` Σa, HearthKernels' `QuantizedActivations`), with
+/// AMX tiles.
 /// The same arithmetic as ``hearthQuantizedMatMul8AVX512VNNI`` and
 /// ``hearthQuantizedMatMulAVX512VNNI``; for batches of 16 tokens and more.
 ///
@@ -422,13 +445,14 @@ private func amxKernel(
 @inline(never)
 public func hearthQuantizedMatMulAMX(
     _ tiles: UnsafeRawPointer, _ tileBytes: Int, _ blocks: Int, _ rows: Int, _ kind: Int32,
-    _ quants: UnsafePointer<Int8>, _ scales: UnsafePointer<Float>, _ scaledSums: UnsafePointer<Float>, _ cols: Int,
+    _ quants: UnsafePointer<Int8>, _ scales: UnsafePointer<Float>, _ scaledSums: UnsafePointer<Float>,
+    _ sums: UnsafePointer<Float>, _ cols: Int,
     _ batch: Int, _ groupStart: Int, _ groupEnd: Int, _ y: UnsafeMutablePointer<Float>, _ ldy: Int
 ) {
     @_transparent func run(_ k: Int32) {
         amxKernel(
             kind: k, tiles: tiles, tileBytes: tileBytes, blocks: blocks, rows: rows, quants: quants, scales: scales,
-            scaledSums: scaledSums, cols: cols, batch: batch, groups: groupStart..<groupEnd, y: y, ldy: ldy)
+            scaledSums: scaledSums, sums: sums, cols: cols, batch: batch, groups: groupStart..<groupEnd, y: y, ldy: ldy)
     }
     withConstantTileKind(kind, run)
 }
