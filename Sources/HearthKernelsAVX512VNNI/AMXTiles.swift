@@ -7,20 +7,20 @@ import _Builtin_intrinsics.intel
 // integer multiply-adds, 16 tokens × 16 weight rows × 32 columns per instruction, where the
 // `vpdpbusd` kernels (AVX512VNNI.swift, Tiles8VNNI.swift) take 128 instructions. The arithmetic
 // is theirs — the same 8-bit activation blocks and scales, the same integer sums per 32 columns
-// (per 16 for q6_K) of the same stored weights, then the same float steps — so the two agree to
-// float rounding; only the float work per token and unit is left to the vector unit.
+// (per 16 for q6_K) of the same stored weights, then the same float steps in the same order
+// (``flushStep``) — so the two levels give the same bits; only the float work per token and
+// unit is left to the vector unit.
 //
 // Called only at the `amx` level (HearthKernels' KernelLevel, after CPUID and the OS's consent);
 // this module is built with the amx-tile and amx-int8 features for these functions alone (LLVM
 // emits AMX instructions only for the tile operations of CHearthCPU's hearth_amx.h).
 //
-// Per worker (its 16-row groups), per block of tokens, per group: the group's units are decoded
-// once into a copy (``AMXGroup``: the weight bytes as the tile operand wants them, zero points
-// taken out so the kinds without an offset term multiply signed bytes, and the unit's row
-// factors), then every 16 tokens of the block run through the group's units, two units (q6_K:
-// a unit's two 16-column halves) per round: activation tiles from the block's panel (the 8-bit
-// quants copied tile by tile, ``fillPanel``), weight tiles from the copy, each accumulator tile
-// stored to L1 and flushed into the tokens' float sums.
+// Per worker call (its 16-row groups), per block of tokens: the block's activations are copied
+// tile by tile (``fillPanel``); groups go in pairs, each decoded once into a copy (``AMXGroup``:
+// the weight bytes as the tile operand wants them and the units' row factors); then two token
+// tiles × two groups per piece (``tileQuad``), the tokens and a group left over one tile at a
+// time (``tokenTile``); each accumulator tile is stored to L1 and flushed into the tokens'
+// float sums.
 
 /// A group's decoded units for the tile kernel: per unit eight 64-byte weight vectors (vector m:
 /// weights 4m…4m+3 of the 16 rows — rows of a weight tile, `tdpbssd`'s operand layout) and the
