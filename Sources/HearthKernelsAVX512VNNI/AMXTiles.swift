@@ -116,6 +116,16 @@ private func flushStep(
     return AMXGroup.signed(kind) ? sum : _mm512_fmadd_ps(cf, SIMD16<Float>(repeating: sa), sum)
 }
 
+/// q6_K's ``flushStep``: acc + (low·dLow + high·dHigh)·d_a, the two 16-column halves' sums as
+/// floats — the VNNI kernel's flush of a q6_K unit, step for step.
+@_transparent
+private func halvesStep(
+    _ acc: SIMD16<Float>, _ low: SIMD16<Float>, _ high: SIMD16<Float>, _ dLow: SIMD16<Float>, _ dHigh: SIMD16<Float>,
+    _ da: Float
+) -> SIMD16<Float> {
+    _mm512_fmadd_ps(_mm512_fmadd_ps(high, dHigh, low * dLow), SIMD16<Float>(repeating: da), acc)
+}
+
 /// `n` tokens from `t` (n a constant: 16, or the block's last few) against group `g`'s decoded
 /// units in `copy`, their activations the tile's panel (``fillPanel``); writes y[(t + r)·ldy + 16g …] for the `valid` rows. `work` (5 KiB, 64-byte
 /// aligned): four accumulator tiles as stored, then the tokens' float sums.
@@ -197,8 +207,7 @@ private func tokenTile(
             let dLow = _mm512_loadu_ps(unit + 512)
             let dHigh = _mm512_loadu_ps(unit + 640)
             for r in 0..<n {
-                let both = _mm512_fmadd_ps(integer(c1, r), dHigh, integer(c0, r) * dLow)
-                acc[r] = _mm512_fmadd_ps(both, SIMD16<Float>(repeating: rowScales[r &* blocksA &+ first]), acc[r])
+                acc[r] = halvesStep(acc[r], integer(c0, r), integer(c1, r), dLow, dHigh, rowScales[r &* blocksA &+ first])
             }
         } else {
             flush(c0, first)
@@ -290,8 +299,7 @@ private func tileQuad(
             let high = low + 4096
             let dHigh = _mm512_loadu_ps(unit + 640)
             for r in 0..<16 {
-                let both = _mm512_fmadd_ps(integer(high, r), dHigh, integer(low, r) * d)
-                sums[r] = _mm512_fmadd_ps(both, SIMD16<Float>(repeating: rowScales[r &* blocksA]), sums[r])
+                sums[r] = halvesStep(sums[r], integer(low, r), integer(high, r), d, dHigh, rowScales[r &* blocksA])
             }
         } else {
             let cf = _mm512_loadu_ps(unit + 576)
