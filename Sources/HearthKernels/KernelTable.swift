@@ -74,6 +74,10 @@ public struct KernelTable: Sendable {
     private(set) var quantizeActivations8:
         @Sendable (UnsafePointer<Float>, Int, Int, Int, UnsafeMutablePointer<Int8>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>)
             -> Void
+    /// One row to 8-bit super-blocks of 256 (x, cols, quants, scales, sums; ``quantizeSuperBlockRow``).
+    private(set) var quantizeSuperBlocks8:
+        @Sendable (UnsafePointer<Float>, Int, UnsafeMutablePointer<Int8>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Int16>)
+            -> Void
     /// The integer matmul over interleaved16 tiles (w, act, batch, groups, y, ldy).
     private(set) var quantizedMatMul:
         @Sendable (WeightMatrix, QuantizedActivations, Int, Range<Int>, UnsafeMutablePointer<Float>, Int) -> Void
@@ -99,6 +103,20 @@ public struct KernelTable: Sendable {
         ) -> Void
     /// The quantized kernel family's name (for `bench` and `inspect`).
     public let quantizedKernelName: String
+    /// Whether this level multiplies 8-bit activations with K-quant weights (q4_K, q5_K, q6_K)
+    /// in 256-column super-blocks (the `amx` level: one activation scale per super-block, the
+    /// sub-block scales applied in integers; docs/KERNELS.md).
+    public let superBlockKQuants: Bool
+
+    /// Whether ``quantizedMatMul`` reads `w`'s 8-bit activations in super-blocks
+    /// (``QuantizedActivations/superBlocks``): at levels with ``superBlockKQuants``, for the
+    /// interleaved K-quant tiles.
+    public func readsSuperBlocks(_ w: WeightMatrix) -> Bool {
+        guard superBlockKQuants, w.layout == .interleaved16, w.cols % 256 == 0, let kind = w.dtype.tileKind else {
+            return false
+        }
+        return kind >= TileKind.q4_K
+    }
 
     /// The table of ``KernelLevel/current``, chosen once.
     public static let current = lookup(.current)
@@ -165,6 +183,9 @@ public struct KernelTable: Sendable {
         quantizeActivations16 = { x, start, end, cols, quants, scales, sums in
             quantizeActivationRows16(x, rows: start..<end, cols: cols, quants: quants, scales: scales, sums: sums)
         }
+        quantizeSuperBlocks8 = { x, cols, quants, scales, sums in
+            quantizeSuperBlockRow(x, cols: cols, quants: quants, scales: scales, sums: sums)
+        }
         quantizeActivations8 = { x, start, end, cols, quants, scales, sums in
             quantizeActivationRows(x, rows: start..<end, cols: cols, quants: quants, scales: scales, sums: sums)
         }
@@ -182,6 +203,7 @@ public struct KernelTable: Sendable {
             }
         }
         quantizedKernelName = amx ? "amx" : vnni ? "avx512-vnni" : avx2 ? "avx2" : "portable"
+        superBlockKQuants = amx
 
         #if arch(x86_64)
         if avx2 {
@@ -268,6 +290,7 @@ public struct KernelTable: Sendable {
             }
             quantizeActivations16 = hearthQuantizeActivations16AVX512
             quantizeActivations8 = hearthQuantizeActivationsAVX512
+            quantizeSuperBlocks8 = hearthQuantizeSuperBlockRowAVX512
             sgemm = hearthSgemmAVX512
         }
         if vnni {
@@ -304,9 +327,17 @@ public struct KernelTable: Sendable {
                 }
             }
             if amx {
-                // 8-bit prompts (16 tokens and more) on AMX tiles; the rest as the VNNI level.
+                // 8-bit prompts (16 tokens and more) on AMX tiles; the K-quants whatever the batch,
+                // their activations in super-blocks (the matmul asked for them: readsSuperBlocks);
+                // the rest as the VNNI level.
                 let vnniMatMul = quantizedMatMul
                 quantizedMatMul = { w, act, batch, groups, y, ldy in
+                    if act.bits == 8, act.superBlocks, let kind = w.dtype.tileKind, kind >= TileKind.q4_K {
+                        hearthSuperBlockMatMulAMX(
+                            w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.superQuants,
+                            act.superScales, act.superSums, w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)
+                        return
+                    }
                     guard act.bits == 8, batch >= 16, let kind = w.dtype.tileKind else {
                         return vnniMatMul(w, act, batch, groups, y, ldy)
                     }

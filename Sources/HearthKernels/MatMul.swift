@@ -60,6 +60,7 @@ public func matmul(
     let kernels = KernelTable.at(level)
     if w.layout == .interleaved16 && (batch == 1 || scratch.quantizedBatchPath == .integer) {
         let act = scratch.activations
+        act.superBlocks = act.bits == 8 && kernels.readsSuperBlocks(w)
         if batch == 1 {
             act.quantize(x, rows: 1, cols: w.cols, level: level)
         } else {

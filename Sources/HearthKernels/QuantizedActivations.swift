@@ -30,6 +30,22 @@ public final class QuantizedActivations: @unchecked Sendable {
     /// (``ActivationPanel``), filled with the 8-bit quants: `(maxRows / 8, cols / 32)` records.
     public let panels: UnsafeMutableRawPointer
 
+    /// Whether an 8-bit quantization also fills the super-block form (``superQuants``): set by
+    /// the matmul when its level's kernel for the weights reads that form
+    /// (``KernelTable/readsSuperBlocks(_:bits:)``: the K-quants at the `amx` level), which then
+    /// skips the per-token panels and scaled sums only the 32-column kernels read.
+    public var superBlocks = false
+    /// 8-bit quants in 256-column super-blocks, `(rows, cols)`: one scale D = max|x| / 127 per
+    /// token and super-block (``superScales``), q = round(x / D) half away from zero, the
+    /// outlier picks zero as in ``quants``. Filled when ``superBlocks`` is set and `cols` is a
+    /// multiple of 256.
+    public let superQuants: UnsafeMutablePointer<Int8>
+    /// D per token and super-block, `(rows, cols/256)`.
+    public let superScales: UnsafeMutablePointer<Float>
+    /// Σq of ``superQuants`` per 32 columns, `(rows, cols/32)` (|Σq| ≤ 32·127): the activation
+    /// side of the K-quants' min terms.
+    public let superSums: UnsafeMutablePointer<Int16>
+
     /// The most outlier channels a token can keep (``outlierChannels``).
     public static let maxOutlierChannels = 16
     /// With 8-bit activations: how many of each token's largest-magnitude values are left out
@@ -59,6 +75,12 @@ public final class QuantizedActivations: @unchecked Sendable {
         scaledSums.initialize(repeating: 0, count: maxRows * maxCols / 32 + 1)
         scaledHalfSums = .allocate(capacity: maxRows * maxCols / 16 + 1)
         scaledHalfSums.initialize(repeating: 0, count: maxRows * maxCols / 16 + 1)
+        superQuants = .allocate(capacity: maxRows * maxCols)
+        superQuants.initialize(repeating: 0, count: maxRows * maxCols)
+        superScales = .allocate(capacity: maxRows * maxCols / 256 + 1)
+        superScales.initialize(repeating: 0, count: maxRows * maxCols / 256 + 1)
+        superSums = .allocate(capacity: maxRows * maxCols / 32 + 1)
+        superSums.initialize(repeating: 0, count: maxRows * maxCols / 32 + 1)
         let panelBytes = (maxRows + ActivationPanel.tokens - 1) / ActivationPanel.tokens * (maxCols / 32 + 1)
             * ActivationPanel.recordBytes
         panels = .allocate(byteCount: panelBytes, alignment: 64)
@@ -73,6 +95,9 @@ public final class QuantizedActivations: @unchecked Sendable {
         scaledSums.deallocate()
         scaledHalfSums.deallocate()
         panels.deallocate()
+        superQuants.deallocate()
+        superScales.deallocate()
+        superSums.deallocate()
     }
 
     /// Quantized activation `index` (row-major) of the buffer `bits` names, widened.
@@ -103,11 +128,16 @@ public final class QuantizedActivations: @unchecked Sendable {
             kernels.quantizeActivations16(x, rows.lowerBound, rows.upperBound, cols, wide, scales, sums)
             return
         }
+        let superRows = superBlocks && cols % 256 == 0
         if outliers.count > 0 {
-            quantizeWithoutOutliers(x, rows: rows, cols: cols, kernels: kernels)
+            quantizeWithoutOutliers(x, rows: rows, cols: cols, kernels: kernels, superRows: superRows)
         } else {
             kernels.quantizeActivations8(x, rows.lowerBound, rows.upperBound, cols, quants, scales, sums)
+            if superRows {
+                for r in rows { quantizeSuperRow(x + r * cols, row: r, cols: cols, picks: outliers.columns, found: 0, kernels: kernels) }
+            }
         }
+        if superRows { return }
         fillScaledSums(rows: rows, cols: cols)
         fillPanels(rows: rows, cols: cols)
     }
@@ -117,7 +147,9 @@ public final class QuantizedActivations: @unchecked Sendable {
     /// whole, the picks sought only in the blocks whose scale (largest magnitude / 127) is among
     /// the row's `count` largest — no other block can hold one — and the blocks holding picks
     /// quantized again without them.
-    private func quantizeWithoutOutliers(_ x: UnsafePointer<Float>, rows: Range<Int>, cols: Int, kernels: KernelTable) {
+    private func quantizeWithoutOutliers(
+        _ x: UnsafePointer<Float>, rows: Range<Int>, cols: Int, kernels: KernelTable, superRows: Bool
+    ) {
         let k = outliers.count, blocks = cols / 32
         kernels.quantizeActivations8(x, rows.lowerBound, rows.upperBound, cols, quants, scales, sums)
         withUnsafeTemporaryAllocation(of: Float.self, capacity: 32) { buffer in
@@ -144,7 +176,26 @@ public final class QuantizedActivations: @unchecked Sendable {
                     kernels.quantizeActivations8(
                         block, 0, 1, 32, quants + r * cols + 32 * b, rowScales + b, sums + r * blocks + b)
                 }
+                if superRows { quantizeSuperRow(src, row: r, cols: cols, picks: columns, found: found, kernels: kernels) }
             }
+        }
+    }
+
+    /// Row `r`'s ``superQuants``, ``superScales`` and ``superSums`` from its floats `src`, the
+    /// columns `picks[0..<found]` (its outlier picks) left out as zero.
+    private func quantizeSuperRow(
+        _ src: UnsafePointer<Float>, row r: Int, cols: Int, picks: UnsafePointer<Int32>, found: Int, kernels: KernelTable
+    ) {
+        let quants = superQuants + r * cols, scales = superScales + r * (cols / 256), sums = superSums + r * (cols / 32)
+        guard found > 0 else {
+            kernels.quantizeSuperBlocks8(src, cols, quants, scales, sums)
+            return
+        }
+        withUnsafeTemporaryAllocation(of: Float.self, capacity: cols) { buffer in
+            guard let row = buffer.baseAddress else { return }
+            row.update(from: src, count: cols)
+            for i in 0..<found { row[Int(picks[i])] = 0 }
+            kernels.quantizeSuperBlocks8(row, cols, quants, scales, sums)
         }
     }
 

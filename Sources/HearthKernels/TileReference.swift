@@ -74,3 +74,45 @@ func tileMatMulReference(
         }
     }
 }
+
+/// The scalar reference of the `amx` level's K-quant product over 256-column super-blocks
+/// (HearthKernelsAVX512VNNI's AMXSuperBlocks.swift), from ``QuantizedActivations/superQuants``:
+/// per token, row and super-block the exact integer sums S = Σ integer·a (the sub-block scale
+/// folded into `integer`, ``tileWeightReference``) and, for q4_K and q5_K, M = Σ_j m_j·A_j (A_j
+/// the quants' sum over sub-block j), then the kernel's float steps in its order:
+/// v = d·float(S); v = v − dmin·float(M) (one rounding); y = y + v·D (one rounding).
+public func superBlockMatMulReference(
+    _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>, y: UnsafeMutablePointer<Float>, ldy: Int
+) {
+    let superBlocks = w.cols / 256
+    for g in groups {
+        for r in 0..<16 where g * 16 + r < w.rows {
+            for t in 0..<batch {
+                var acc: Float = 0
+                for b in 0..<superBlocks {
+                    let tile = w.tile(group: g, block: b)
+                    var s: Int64 = 0, m: Int64 = 0
+                    var d: Float = 0, dmin: Float = 0
+                    for sub in 0..<8 {
+                        var blockSum: Int64 = 0
+                        for e in 0..<32 {
+                            let a = Int64(act.superQuants[t * w.cols + 256 * b + 32 * sub + e])
+                            let weight = tileWeightReference(tile, dtype: w.dtype, row: r, sub: sub, element: e)
+                            s += Int64(weight.integer) * a
+                            blockSum += a
+                            d = weight.factor
+                        }
+                        if w.dtype != .q6_K {
+                            m += Int64(tile.load(fromByteOffset: KTile.kMins + 16 * sub + r, as: UInt8.self)) * blockSum
+                            dmin = halfToFloat(tile.loadUnaligned(fromByteOffset: KTile.kDmin + 2 * r, as: UInt16.self))
+                        }
+                    }
+                    var v = d * Float(s)
+                    v = v.addingProduct(-dmin, Float(m))
+                    acc = acc.addingProduct(v, act.superScales[t * superBlocks + b])
+                }
+                y[t * ldy + g * 16 + r] = acc
+            }
+        }
+    }
+}
