@@ -109,3 +109,18 @@ void hearth_release_free_heap(void) { malloc_trim(0); }
 #else
 void hearth_release_free_heap(void) {}
 #endif
+
+#if defined(_WIN32)
+#include <stdlib.h>
+void *hearth_map_scratch(unsigned long bytes) { return malloc(bytes); }
+void hearth_unmap_scratch(void *p, unsigned long bytes) { (void)bytes; free(p); }
+#else
+#include <sys/mman.h>
+void *hearth_map_scratch(unsigned long bytes) {
+    void *p = mmap(0, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? 0 : p;
+}
+void hearth_unmap_scratch(void *p, unsigned long bytes) {
+    if (p) munmap(p, bytes);
+}
+#endif

@@ -74,10 +74,12 @@ public struct KernelTable: Sendable {
     private(set) var quantizeActivations8:
         @Sendable (UnsafePointer<Float>, Int, Int, Int, UnsafeMutablePointer<Int8>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Float>)
             -> Void
-    /// One row to 8-bit super-blocks of 256 (x, cols, quants, scales, sums; ``quantizeSuperBlockRow``).
+    /// One row to 8-bit super-blocks of 256 (x, cols, quants, scales, sums, halfSums; ``quantizeSuperBlockRow``).
     private(set) var quantizeSuperBlocks8:
-        @Sendable (UnsafePointer<Float>, Int, UnsafeMutablePointer<Int8>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Int16>)
-            -> Void
+        @Sendable (
+            UnsafePointer<Float>, Int, UnsafeMutablePointer<Int8>, UnsafeMutablePointer<Float>, UnsafeMutablePointer<Int16>,
+            UnsafeMutablePointer<Int16>
+        ) -> Void
     /// The integer matmul over interleaved16 tiles (w, act, batch, groups, y, ldy).
     private(set) var quantizedMatMul:
         @Sendable (WeightMatrix, QuantizedActivations, Int, Range<Int>, UnsafeMutablePointer<Float>, Int) -> Void
@@ -183,8 +185,8 @@ public struct KernelTable: Sendable {
         quantizeActivations16 = { x, start, end, cols, quants, scales, sums in
             quantizeActivationRows16(x, rows: start..<end, cols: cols, quants: quants, scales: scales, sums: sums)
         }
-        quantizeSuperBlocks8 = { x, cols, quants, scales, sums in
-            quantizeSuperBlockRow(x, cols: cols, quants: quants, scales: scales, sums: sums)
+        quantizeSuperBlocks8 = { x, cols, quants, scales, sums, halfSums in
+            quantizeSuperBlockRow(x, cols: cols, quants: quants, scales: scales, sums: sums, halfSums: halfSums)
         }
         quantizeActivations8 = { x, start, end, cols, quants, scales, sums in
             quantizeActivationRows(x, rows: start..<end, cols: cols, quants: quants, scales: scales, sums: sums)
@@ -333,6 +335,15 @@ public struct KernelTable: Sendable {
                 let vnniMatMul = quantizedMatMul
                 quantizedMatMul = { w, act, batch, groups, y, ldy in
                     if act.bits == 8, act.superBlocks, let kind = w.dtype.tileKind, kind >= TileKind.q4_K {
+                        if batch < 16 {
+                            // A few tokens: in registers (decoding the weights for the tiles would
+                            // cost more than the products), the same integer sums and float steps.
+                            hearthSuperBlockMatMulAVX512VNNI(
+                                w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.superQuants,
+                                act.superScales, act.superSums, act.superHalfSums, w.cols, batch, groups.lowerBound,
+                                groups.upperBound, y, ldy)
+                            return
+                        }
                         hearthSuperBlockMatMulAMX(
                             w.data, w.dtype.interleavedTileBytes, w.blocksPerRow, w.rows, kind, act.superQuants,
                             act.superScales, act.superSums, w.cols, batch, groups.lowerBound, groups.upperBound, y, ldy)

@@ -38,13 +38,16 @@ public final class QuantizedActivations: @unchecked Sendable {
     /// 8-bit quants in 256-column super-blocks, `(rows, cols)`: one scale D = max|x| / 127 per
     /// token and super-block (``superScales``), q = round(x / D) half away from zero, the
     /// outlier picks zero as in ``quants``. Filled when ``superBlocks`` is set and `cols` is a
-    /// multiple of 256.
+    /// multiple of 256. (Shares memory with ``wide``, unused at 8 bits.)
     public let superQuants: UnsafeMutablePointer<Int8>
     /// D per token and super-block, `(rows, cols/256)`.
     public let superScales: UnsafeMutablePointer<Float>
     /// Σq of ``superQuants`` per 32 columns, `(rows, cols/32)` (|Σq| ≤ 32·127): the activation
-    /// side of the K-quants' min terms.
+    /// side of the K-quants' min terms. (Shares memory with ``scaledSums``.)
     public let superSums: UnsafeMutablePointer<Int16>
+    /// Σq of ``superQuants`` per 16 columns, `(rows, cols/16)` (q6_K's zero point, per half
+    /// sub-block, in the register kernel for a few tokens). (Shares memory with ``scaledHalfSums``.)
+    public let superHalfSums: UnsafeMutablePointer<Int16>
 
     /// The most outlier channels a token can keep (``outlierChannels``).
     public static let maxOutlierChannels = 16
@@ -67,6 +70,10 @@ public final class QuantizedActivations: @unchecked Sendable {
         quants.initialize(repeating: 0, count: maxRows * maxCols)
         wide = .allocate(capacity: maxRows * maxCols)
         wide.initialize(repeating: 0, count: maxRows * maxCols)
+        // The super-block form lives in buffers an 8-bit quantization that fills it leaves
+        // unused (the 16-bit quants, the per-32 scaled sums the 32-column kernels read): no
+        // memory of its own but its scales.
+        superQuants = UnsafeMutablePointer<Int8>(OpaquePointer(wide))
         scales = .allocate(capacity: maxRows * maxCols / 32 + 1)
         scales.initialize(repeating: 0, count: maxRows * maxCols / 32 + 1)
         sums = .allocate(capacity: maxRows * maxCols / 32 + 1)
@@ -75,12 +82,10 @@ public final class QuantizedActivations: @unchecked Sendable {
         scaledSums.initialize(repeating: 0, count: maxRows * maxCols / 32 + 1)
         scaledHalfSums = .allocate(capacity: maxRows * maxCols / 16 + 1)
         scaledHalfSums.initialize(repeating: 0, count: maxRows * maxCols / 16 + 1)
-        superQuants = .allocate(capacity: maxRows * maxCols)
-        superQuants.initialize(repeating: 0, count: maxRows * maxCols)
+        superSums = UnsafeMutablePointer<Int16>(OpaquePointer(scaledSums))
+        superHalfSums = UnsafeMutablePointer<Int16>(OpaquePointer(scaledHalfSums))
         superScales = .allocate(capacity: maxRows * maxCols / 256 + 1)
         superScales.initialize(repeating: 0, count: maxRows * maxCols / 256 + 1)
-        superSums = .allocate(capacity: maxRows * maxCols / 32 + 1)
-        superSums.initialize(repeating: 0, count: maxRows * maxCols / 32 + 1)
         let panelBytes = (maxRows + ActivationPanel.tokens - 1) / ActivationPanel.tokens * (maxCols / 32 + 1)
             * ActivationPanel.recordBytes
         panels = .allocate(byteCount: panelBytes, alignment: 64)
@@ -95,9 +100,7 @@ public final class QuantizedActivations: @unchecked Sendable {
         scaledSums.deallocate()
         scaledHalfSums.deallocate()
         panels.deallocate()
-        superQuants.deallocate()
         superScales.deallocate()
-        superSums.deallocate()
     }
 
     /// Quantized activation `index` (row-major) of the buffer `bits` names, widened.
@@ -187,15 +190,16 @@ public final class QuantizedActivations: @unchecked Sendable {
         _ src: UnsafePointer<Float>, row r: Int, cols: Int, picks: UnsafePointer<Int32>, found: Int, kernels: KernelTable
     ) {
         let quants = superQuants + r * cols, scales = superScales + r * (cols / 256), sums = superSums + r * (cols / 32)
+        let halfSums = superHalfSums + r * (cols / 16)
         guard found > 0 else {
-            kernels.quantizeSuperBlocks8(src, cols, quants, scales, sums)
+            kernels.quantizeSuperBlocks8(src, cols, quants, scales, sums, halfSums)
             return
         }
         withUnsafeTemporaryAllocation(of: Float.self, capacity: cols) { buffer in
             guard let row = buffer.baseAddress else { return }
             row.update(from: src, count: cols)
             for i in 0..<found { row[Int(picks[i])] = 0 }
-            kernels.quantizeSuperBlocks8(row, cols, quants, scales, sums)
+            kernels.quantizeSuperBlocks8(row, cols, quants, scales, sums, halfSums)
         }
     }
 

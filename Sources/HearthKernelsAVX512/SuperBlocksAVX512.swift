@@ -3,11 +3,11 @@ import HearthKernelsCommon
 import _Builtin_intrinsics.intel
 
 /// ``quantizeSuperBlockRow`` with AVX-512 registers, value for value (D = max|x|/127 per 256
-/// columns, q = x·(1/D) rounded half away from zero in integers, Σq per 32 columns).
+/// columns, q = x·(1/D) rounded half away from zero in integers, Σq per 32 and per 16 columns).
 @inline(never)
 public func hearthQuantizeSuperBlockRowAVX512(
     _ x: UnsafePointer<Float>, cols: Int, quants: UnsafeMutablePointer<Int8>, scales: UnsafeMutablePointer<Float>,
-    sums: UnsafeMutablePointer<Int16>
+    sums: UnsafeMutablePointer<Int16>, halfSums: UnsafeMutablePointer<Int16>
 ) {
     let limit = _mm512_set1_epi32(127), negativeLimit = _mm512_set1_epi32(-127)
     for sb in 0..<(cols / 256) {
@@ -28,7 +28,11 @@ public func hearthQuantizeSuperBlockRowAVX512(
             let q0 = quantize(2 * j), q1 = quantize(2 * j + 1)
             _mm_storeu_si128((dst + 32 * j).assumingMemoryBound(to: SIMD2<Int64>.self), _mm512_cvtepi32_epi8(q0))
             _mm_storeu_si128((dst + 32 * j + 16).assumingMemoryBound(to: SIMD2<Int64>.self), _mm512_cvtepi32_epi8(q1))
-            sums[8 * sb + j] = Int16(truncatingIfNeeded: _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1)))
+            let h0 = Int16(truncatingIfNeeded: _mm512_reduce_add_epi32(q0))
+            let h1 = Int16(truncatingIfNeeded: _mm512_reduce_add_epi32(q1))
+            halfSums[16 * sb + 2 * j] = h0
+            halfSums[16 * sb + 2 * j + 1] = h1
+            sums[8 * sb + j] = h0 &+ h1
         }
         scales[sb] = d
     }

@@ -399,12 +399,13 @@ public func sigmoidActivation(_ x: UnsafeMutablePointer<Float>, _ n: Int, silu: 
 /// Quantizes one row of `x` (`cols` floats, a multiple of 256) to 8-bit super-blocks of 256:
 /// D = max|x| / 127 per super-block (`scales`), q = x·(1/D) rounded half away from zero
 /// (exactly, as t + trunc(2·(s − t)) with t = trunc(s); NaN gives −127, as the vector
-/// conversion's integer indefinite clamped), and Σq per 32 columns (`sums`) — the activations
+/// conversion's integer indefinite clamped), and Σq per 32 columns (`sums`) and per 16
+/// (`halfSums`) — the activations
 /// of the `amx` level's K-quant product (HearthKernels' `QuantizedActivations.superQuants`).
 @inlinable @inline(__always)
 public func quantizeSuperBlockRow(
     _ x: UnsafePointer<Float>, cols: Int, quants: UnsafeMutablePointer<Int8>, scales: UnsafeMutablePointer<Float>,
-    sums: UnsafeMutablePointer<Int16>
+    sums: UnsafeMutablePointer<Int16>, halfSums: UnsafeMutablePointer<Int16>
 ) {
     for sb in 0..<(cols / 256) {
         let src = x + 256 * sb
@@ -412,9 +413,9 @@ public func quantizeSuperBlockRow(
         for i in 0..<256 { amax = max(amax, abs(src[i])) }
         let d = amax / 127
         let id: Float = d != 0 ? 1 / d : 0
-        for j in 0..<8 {
+        for j in 0..<16 {
             var sum: Int32 = 0
-            for i in (32 * j)..<(32 * j + 32) {
+            for i in (16 * j)..<(16 * j + 16) {
                 let s = src[i] * id
                 var q: Int32 = -127
                 if !s.isNaN && abs(s) < 2_147_483_520 {
@@ -424,7 +425,10 @@ public func quantizeSuperBlockRow(
                 quants[256 * sb + i] = Int8(truncatingIfNeeded: q)
                 sum += q
             }
-            sums[8 * sb + j] = Int16(truncatingIfNeeded: sum)
+            halfSums[16 * sb + j] = Int16(truncatingIfNeeded: sum)
+        }
+        for j in 0..<8 {
+            sums[8 * sb + j] = halfSums[16 * sb + 2 * j] &+ halfSums[16 * sb + 2 * j + 1]
         }
         scales[sb] = d
     }

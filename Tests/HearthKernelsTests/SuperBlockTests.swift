@@ -28,12 +28,16 @@ import Testing
         var expected: (quants: [Int8], scales: [Float], sums: [Int16])?
         for level in KernelLevel.supported {
             var quants = [Int8](repeating: 0, count: rows * cols), scales = [Float](repeating: 0, count: rows * cols / 256)
-            var sums = [Int16](repeating: 0, count: rows * cols / 32)
+            var sums = [Int16](repeating: 0, count: rows * cols / 32), halves = [Int16](repeating: 0, count: rows * cols / 16)
             for r in 0..<rows {
                 x.withUnsafeBufferPointer { xs in
                     KernelTable.at(level).quantizeSuperBlocks8(
-                        xs.baseAddress! + r * cols, cols, &quants[r * cols], &scales[r * cols / 256], &sums[r * cols / 32])
+                        xs.baseAddress! + r * cols, cols, &quants[r * cols], &scales[r * cols / 256], &sums[r * cols / 32],
+                        &halves[r * cols / 16])
                 }
+            }
+            for h in 0..<(rows * cols / 16) {
+                #expect(Int(halves[h]) == quants[(16 * h)..<(16 * h + 16)].reduce(0) { $0 + Int($1) }, "\(level) half sum \(h)")
             }
             for i in 0..<(rows * cols) {
                 let d = scales[i / 256]

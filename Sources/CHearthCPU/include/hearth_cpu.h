@@ -37,4 +37,11 @@ static inline void hearth_prefetch(const void *p, long bytes) {
 /// other C libraries, which return or reuse freed memory themselves.
 void hearth_release_free_heap(void);
 
+/// Page-aligned scratch memory straight from the operating system (anonymous mmap; malloc on
+/// Windows), returned to it by `hearth_unmap_scratch` — for kernels' per-call scratch of a MiB
+/// or more, which the C heap would keep resident in each worker thread's arena after freeing.
+/// NULL when the system has no memory to give.
+void *hearth_map_scratch(unsigned long bytes);
+void hearth_unmap_scratch(void *p, unsigned long bytes);
+
 #endif
