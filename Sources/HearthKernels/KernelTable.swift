@@ -110,9 +110,9 @@ public struct KernelTable: Sendable {
     /// sub-block scales applied in integers; docs/KERNELS.md).
     public let superBlockKQuants: Bool
 
-    /// Whether ``quantizedMatMul`` reads `w`'s 8-bit activations in super-blocks
+    /// Whether ``quantizedMatMul`` can read `w`'s 8-bit activations in super-blocks
     /// (``QuantizedActivations/superBlocks``): at levels with ``superBlockKQuants``, for the
-    /// interleaved K-quant tiles.
+    /// interleaved K-quant tiles. The matmul asks for them only with outlier picks.
     public func readsSuperBlocks(_ w: WeightMatrix) -> Bool {
         guard superBlockKQuants, w.layout == .interleaved16, w.cols % 256 == 0, let kind = w.dtype.tileKind else {
             return false

@@ -32,7 +32,8 @@ public final class QuantizedActivations: @unchecked Sendable {
 
     /// Whether an 8-bit quantization also fills the super-block form (``superQuants``): set by
     /// the matmul when its level's kernel for the weights reads that form
-    /// (``KernelTable/readsSuperBlocks(_:bits:)``: the K-quants at the `amx` level), which then
+    /// (``KernelTable/readsSuperBlocks(_:)``: the K-quants at the `amx` level, with outlier
+    /// picks), which then
     /// skips the per-token panels and scaled sums only the 32-column kernels read.
     public var superBlocks = false
     /// 8-bit quants in 256-column super-blocks, `(rows, cols)`: one scale D = max|x| / 127 per

@@ -116,7 +116,13 @@ import Testing
                 matmul(w, x: x, batch: batch, y: &yPlain, pool: pool, scratch: plain, level: level)
                 var errorWith: Double = 0, errorWithout: Double = 0
                 for t in 0..<batch {
-                    var a = (0..<cols).map { c in Double(act.quants[t * cols + c]) * Double(act.scales[t * cols / 32 + c / 32]) }
+                    // The amx level reads the K-quants' activations in super-blocks (SuperBlockTests).
+                    let superBlocks = KernelTable.at(level).readsSuperBlocks(w)
+                    var a = (0..<cols).map { c in
+                        superBlocks
+                            ? Double(act.superQuants[t * cols + c]) * Double(act.superScales[t * cols / 256 + c / 256])
+                            : Double(act.quants[t * cols + c]) * Double(act.scales[t * cols / 32 + c / 32])
+                    }
                     for i in 0..<k { a[Int(act.outliers.columns[t * k + i])] += Double(act.outliers.values[t * k + i]) }
                     for r in 0..<rows {
                         var expected: Double = 0, magnitude: Double = 0, f32: Double = 0
