@@ -13,11 +13,15 @@ public enum GBNF {
     /// The grammar `text` defines, starting at rule `root`.
     /// - Throws: `ConstraintError`: `.syntax` (malformed text), `.invalidGrammar` (an undefined
     ///   or twice-defined rule, a missing start rule, left recursion or a repetition of
-    ///   something that may be empty), `.unsupported`, `.tooComplex`, `.unsatisfiable`.
-    public static func grammar(_ text: String, root: String = "root") throws -> Grammar {
+    ///   something that may be empty), `.unsupported`, `.tooComplex` (over `budget`: more than
+    ///   ``CompileBudget/maxRules`` rules, a reference chain longer than
+    ///   ``CompileBudget/maxReferenceDepth``, too many symbols, too long), `.unsatisfiable`.
+    public static func grammar(_ text: String, root: String = "root", budget: CompileBudget = .standard) throws -> Grammar {
         var parser = GBNFParser(Array(text.unicodeScalars))
+        parser.maxRules = budget.maxRules
         let rules = try parser.parse()
-        var builder = GrammarBuilder()
+        try checkReferenceChains(rules, parser: parser, limit: budget.maxReferenceDepth)
+        var builder = GrammarBuilder(budget: budget)
         var definedAt: [String: Int] = [:]
         for rule in rules {
             if let first = definedAt[rule.name] {
@@ -52,12 +56,38 @@ public enum GBNF {
     }
 }
 
+extension GBNF {
+    /// Refuses a grammar whose longest chain of rule references (through distinct rules; a
+    /// recursive group counts as its size) is longer than `limit`, naming the rule it starts at.
+    static func checkReferenceChains(_ rules: [GBNFParser.Rule], parser: GBNFParser, limit: Int) throws {
+        var index: [String: Int] = [:]
+        for (i, rule) in rules.enumerated() where index[rule.name] == nil { index[rule.name] = i }
+        let edges = rules.map { rule in rule.references.compactMap { index[$0] } }
+        let components = StronglyConnected(edges)
+        let chains = components.longestChains(edges)
+        guard let worst = chains.indices.max(by: { chains[$0] < chains[$1] }), chains[worst] > limit else { return }
+        throw ConstraintError(
+            .tooComplex,
+            "rule '\(rules[worst].name)' starts a chain of \(chains[worst]) rule references; at most \(limit) are allowed "
+                + "(the compile budget's reference depth)",
+            at: parser.position(rules[worst].offset))
+    }
+}
+
 struct GBNFParser {
     struct Rule {
         var name: String
         var expression: GrammarExpression
         var offset: Int
+        /// The rules its expression refers to, each once.
+        var references: [String] = []
     }
+
+    /// The most rules the text may define.
+    var maxRules = CompileBudget.standard.maxRules
+    /// References of the rule being parsed.
+    private var ruleReferences: [String] = []
+    private var ruleReferenced = Set<String>()
 
     let s: [Unicode.Scalar]
     var i = 0
@@ -110,11 +140,16 @@ struct GBNFParser {
             guard peek() == ":", peek(1) == ":", peek(2) == "=" else { throw error(.syntax, "expected '::=' after the rule name") }
             i += 3
             skipSpace(newlines: true)
+            guard rules.count < maxRules else {
+                throw error(.tooComplex, "the grammar defines more than \(maxRules) rules (the compile budget)", at: start)
+            }
+            ruleReferences = []
+            ruleReferenced = []
             let e = try alternatives()
             guard peek() == nil || peek() == "\n" || peek() == "\r" else {
                 throw error(.syntax, peek() == ")" ? "unmatched ')'" : "unexpected '\(peek().map { String($0) } ?? "")'")
             }
-            rules.append(Rule(name: name, expression: e, offset: start))
+            rules.append(Rule(name: name, expression: e, offset: start, references: ruleReferences))
             skipSpace(newlines: true)
         }
         return rules
@@ -266,6 +301,7 @@ struct GBNFParser {
             if peek() == ":", peek(1) == ":" { throw error(.syntax, "a new rule must start on a new line", at: start) }
             i = save
             if referenced.insert(name).inserted { references.append((name, start)) }
+            if ruleReferenced.insert(name).inserted { ruleReferences.append(name) }
             return .reference(name)
         }
     }

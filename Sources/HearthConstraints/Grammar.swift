@@ -41,20 +41,7 @@ public struct Grammar: Sendable, Hashable {
     }
 
     /// Per rule: whether it derives the empty string.
-    var nullable: [Bool] {
-        var result = Array(repeating: false, count: rules.count)
-        var changed = true
-        while changed {
-            changed = false
-            for (r, rule) in rules.enumerated() where !result[r] {
-                let derivesEmpty = rule.alternatives.contains { alt in
-                    alt.allSatisfy { if case .rule(let s) = $0 { return result[s] } else { return false } }
-                }
-                if derivesEmpty { result[r] = true; changed = true }
-            }
-        }
-        return result
-    }
+    var nullable: [Bool] { GrammarChecks.derivable(rules) { _ in false } }
 
     /// The grammar in GBNF-like text (for errors and debugging).
     public var text: String {

@@ -42,12 +42,16 @@ public struct GrammarBuilder: Sendable {
     /// The largest repetition count a bounded repeat may have (`{m,n}`), and the most symbols
     /// a grammar may lower to; beyond these a constraint is `tooComplex`.
     public static let maxRepeat = 4096
-    public static let maxSymbols = 2_000_000
+    /// The default bound on symbols (``CompileBudget/maxSymbols`` of the standard budget).
+    public static var maxSymbols: Int { CompileBudget.standard.maxSymbols }
 
     private var definitions: [(name: String, expression: GrammarExpression)] = []
     private var index: [String: Int] = [:]
+    /// The bounds the build keeps to (symbols, time).
+    public var budget: CompileBudget
 
-    public init() {}
+    /// An empty builder that builds within `budget`.
+    public init(budget: CompileBudget = .standard) { self.budget = budget }
 
     /// Whether a rule of this name is defined.
     public func contains(_ name: String) -> Bool { index[name] != nil }
@@ -63,12 +67,13 @@ public struct GrammarBuilder: Sendable {
     /// no left recursion, and some output derivable (else `unsatisfiable`).
     public func build(root: String) throws -> Grammar {
         guard let rootIndex = index[root] else { throw ConstraintError(.invalidGrammar, "no rule named '\(root)'", at: root) }
-        var lowering = Lowering(names: index)
+        var lowering = Lowering(names: index, budget: budget)
         for (n, d) in definitions.enumerated() {
+            try lowering.clock.check(d.name)
             lowering.rules[n].name = d.name
             lowering.rules[n].alternatives = try lowering.alternatives(d.expression, context: d.name)
         }
-        return try GrammarChecks.finish(rules: lowering.rules, root: rootIndex)
+        return try GrammarChecks.finish(rules: lowering.rules, root: rootIndex, clock: &lowering.clock)
     }
 }
 
@@ -84,10 +89,18 @@ private struct Lowering {
         var exit: [Grammar.Symbol]
     }
     var symbols = 0
+    let maxSymbols: Int
+    var clock: CompileClock
 
-    init(names: [String: Int]) {
+    init(names: [String: Int], budget: CompileBudget) {
         self.names = names
+        maxSymbols = budget.maxSymbols
+        clock = CompileClock(budget.timeLimit)
         rules = Array(repeating: Grammar.Rule(name: "", alternatives: []), count: names.count)
+    }
+
+    func tooLarge(_ context: String) -> ConstraintError {
+        ConstraintError(.tooComplex, "the grammar is larger than \(maxSymbols) symbols (the compile budget)", at: context)
     }
 
     mutating func alternatives(_ e: GrammarExpression, context: String) throws -> [[Grammar.Symbol]] {
@@ -103,9 +116,8 @@ private struct Lowering {
     mutating func rule(_ alts: [[Grammar.Symbol]], context: String) throws -> Int {
         if let existing = shared[alts] { return existing }
         symbols += alts.reduce(1) { $0 + $1.count }
-        guard symbols <= GrammarBuilder.maxSymbols else {
-            throw ConstraintError(.tooComplex, "the grammar is larger than \(GrammarBuilder.maxSymbols) symbols", at: context)
-        }
+        guard symbols <= maxSymbols else { throw tooLarge(context) }
+        try clock.check(context)
         rules.append(Grammar.Rule(name: "\(context)_\(rules.count)", alternatives: alts))
         shared[alts] = rules.count - 1
         return rules.count - 1
@@ -133,17 +145,28 @@ private struct Lowering {
         case .repeating(let body, let min, let max):
             return try repetition(body, min: min, max: max, then: [], context: context)
         case .sequence(let items):
-            var result: [Grammar.Symbol] = []
-            for (i, item) in items.enumerated() {
-                if case .repeating(let body, let min, let max) = item, max != min, i + 1 < items.count {
-                    // The loop's way out is the rest of this sequence (see the type's comment).
-                    let rest = try sequence(.sequence(Array(items[(i + 1)...])), context: context)
-                    let exit = rest.count <= 4 ? rest : [.rule(try rule([rest], context: context))]
-                    return result + (try repetition(body, min: min, max: max, then: exit, context: context))
-                }
-                result += try sequence(item, context: context)
+            // A loop's way out is the rest of its sequence (see the type's comment). The items
+            // up to the first loop with something after it are lowered in order; the rest from
+            // the end, so each loop's exit is ready when it is reached (no recursion per loop).
+            func isLoop(_ i: Int) -> Bool {
+                if case .repeating(_, let min, let max) = items[i], max != min, i + 1 < items.count { return true }
+                return false
             }
-            return result
+            var result: [Grammar.Symbol] = []
+            let firstLoop = items.indices.first(where: isLoop) ?? items.count
+            for item in items[..<firstLoop] { result += try sequence(item, context: context) }
+            guard firstLoop < items.count else { return result }
+            var pieces: [[Grammar.Symbol]] = []  // what follows, last piece first
+            for i in stride(from: items.count - 1, through: firstLoop, by: -1) {
+                if isLoop(i), case .repeating(let body, let min, let max) = items[i] {
+                    let rest = Array(pieces.reversed().joined())
+                    let exit = rest.count <= 4 ? rest : [.rule(try rule([rest], context: context))]
+                    pieces = [try repetition(body, min: min, max: max, then: exit, context: context)]
+                } else {
+                    pieces.append(try sequence(items[i], context: context))
+                }
+            }
+            return result + pieces.reversed().joined()
         }
     }
 
@@ -165,9 +188,7 @@ private struct Lowering {
         // is refused instead of allocated.
         let itemSize = bodyAlternatives.reduce(0) { $0 + $1.count + 1 }
         let (copies, overflow) = itemSize.multipliedReportingOverflow(by: Swift.max(min, max ?? min))
-        guard !overflow, symbols + copies <= GrammarBuilder.maxSymbols else {
-            throw ConstraintError(.tooComplex, "the grammar is larger than \(GrammarBuilder.maxSymbols) symbols", at: context)
-        }
+        guard !overflow, symbols + copies <= maxSymbols else { throw tooLarge(context) }
         symbols += itemSize * min
         // What follows the `min` copies: optional copies (L0 ::= exit; Lk ::= body L(k-1) | exit,
         // innermost first), or a loop (L ::= body L | exit), or just the exit.
@@ -216,33 +237,30 @@ private struct Lowering {
     }
 }
 
-/// The checks and clean-up every grammar gets before use.
+/// The checks and clean-up every grammar gets before use. Every walk here is iterative and
+/// linear (or bounded per rule) in the size of the grammar: a grammar is client input, and a
+/// chain of 40,000 rules must cost no more stack than one rule.
 enum GrammarChecks {
-    static func finish(rules input: [Grammar.Rule], root: Int) throws -> Grammar {
+    static func finish(rules input: [Grammar.Rule], root: Int, clock: inout CompileClock) throws -> Grammar {
         var rules = input
         // Productive rules: some alternative made only of non-empty byte sets and productive rules.
-        var productive = Array(repeating: false, count: rules.count)
-        func alternativeProductive(_ alt: [Grammar.Symbol]) -> Bool {
-            alt.allSatisfy {
-                switch $0 {
-                case .bytes(let s): return !s.isEmpty
-                case .rule(let r): return productive[r]
-                }
-            }
-        }
-        var changed = true
-        while changed {
-            changed = false
-            for r in rules.indices where !productive[r] && rules[r].alternatives.contains(where: alternativeProductive) {
-                productive[r] = true
-                changed = true
-            }
-        }
+        let productive = derivable(rules) { set in !set.isEmpty }
         guard productive[root] else {
             throw ConstraintError(.unsatisfiable, "the constraint accepts no output at all", at: rules[root].name)
         }
-        for r in rules.indices { rules[r].alternatives.removeAll { !alternativeProductive($0) } }
+        for r in rules.indices {
+            rules[r].alternatives.removeAll { alt in
+                !alt.allSatisfy {
+                    switch $0 {
+                    case .bytes(let s): return !s.isEmpty
+                    case .rule(let r): return productive[r]
+                    }
+                }
+            }
+        }
+        try clock.check(rules[root].name)
         rules = inlineSmallRules(rules, root: root)
+        try clock.check(rules[root].name)
 
         // Keep what the root reaches, renumbered with the root first.
         var order = [root]
@@ -270,6 +288,49 @@ enum GrammarChecks {
         return grammar
     }
 
+    /// Per rule: whether it derives some string made of byte sets that pass `usable` — every
+    /// set non-empty gives the productive rules; no set at all gives the nullable ones. A
+    /// worklist: each alternative counts the references it still waits for, and a rule found
+    /// derivable wakes the alternatives that use it (linear in the grammar's size).
+    static func derivable(_ rules: [Grammar.Rule], usable: (ByteSet) -> Bool) -> [Bool] {
+        var result = Array(repeating: false, count: rules.count)
+        var waiting: [[Int]] = []  // per rule, per alternative: references not yet derivable
+        var users = Array(repeating: [(rule: Int, alt: Int)](), count: rules.count)
+        var work: [Int] = []
+        for (r, rule) in rules.enumerated() {
+            var counts: [Int] = []
+            for (a, alt) in rule.alternatives.enumerated() {
+                var count = 0
+                var blocked = false
+                for symbol in alt {
+                    switch symbol {
+                    case .bytes(let set): if !usable(set) { blocked = true }
+                    case .rule(let s):
+                        count += 1
+                        users[s].append((r, a))
+                    }
+                }
+                // A blocked alternative waits forever.
+                counts.append(blocked ? Int.max : count)
+                if !blocked && count == 0 && !result[r] {
+                    result[r] = true
+                    work.append(r)
+                }
+            }
+            waiting.append(counts)
+        }
+        while let s = work.popLast() {
+            for (r, a) in users[s] where waiting[r][a] != Int.max {
+                waiting[r][a] -= 1
+                if waiting[r][a] == 0 && !result[r] {
+                    result[r] = true
+                    work.append(r)
+                }
+            }
+        }
+        return result
+    }
+
     /// Replaces references to character-like rules by their byte sequences
     /// (`x ::= a C b`, `C ::= [c] | [d][e]` → `x ::= a [c] b | a [d][e] b`). The token masks of a position are
     /// precomputed within its rule, and leaving a rule makes tokens depend on the caller: a
@@ -277,110 +338,66 @@ enum GrammarChecks {
     /// would otherwise be left after every character. Callers grow to at most 64 alternatives.
     static func inlineSmallRules(_ input: [Grammar.Rule], root: Int) -> [Grammar.Rule] {
         var rules = input
-        // Recursive rules: those that can reach themselves through references.
-        var reaches = Array(repeating: Set<Int>(), count: rules.count)
-        for (r, rule) in rules.enumerated() {
-            for alt in rule.alternatives { for case .rule(let s) in alt { reaches[r].insert(s) } }
-        }
-        let recursive = recursiveRules(reaches)
+        // Rules grouped by strongly connected components, a rule's references in earlier
+        // components (or its own); a group of more than one rule, or one that refers to itself, is
+        // recursive.
+        let reaches = rules.map { rule in rule.alternatives.flatMap { alt in alt.compactMap { if case .rule(let s) = $0 { s } else { nil } } } }
+        let components = StronglyConnected(reaches)
         // Character-like rules only: a finite language of short byte strings (a UTF-8 class, a
         // JSON string's character with its escapes), flattened to at most 64 byte sequences of
         // at most 12 bytes. Those are what a loop would leave after each character; other rules
-        // keep their frames (fewer positions to precompute).
+        // keep their frames (fewer positions to precompute). Rules are flattened in component
+        // order, so what a rule refers to is flattened (or found not flat) before it.
         var flat = [[[Grammar.Symbol]]?](repeating: nil, count: rules.count)
-        var visited = Array(repeating: false, count: rules.count)
-        func flatten(_ r: Int) -> [[Grammar.Symbol]]? {
-            if visited[r] { return flat[r] }
-            visited[r] = true
-            guard !recursive[r], r != root else { return nil }
-            var result: [[Grammar.Symbol]] = []
-            for alt in rules[r].alternatives {
+        for r in components.order where !components.recursive[r] && r != root {
+            flat[r] = flatten(rules[r], flat)
+        }
+        for r in rules.indices {
+            guard rules[r].alternatives.contains(where: { alt in alt.contains { if case .rule(let s) = $0 { flat[s] != nil } else { false } } })
+            else { continue }
+            // Every reference to a flat rule expanded in one pass; the rule is kept as it is
+            // when that would give it more than 64 alternatives.
+            var expanded: [[Grammar.Symbol]] = []
+            var fits = true
+            for alt in rules[r].alternatives where fits {
                 var partial: [[Grammar.Symbol]] = [[]]
                 for symbol in alt {
-                    let options: [[Grammar.Symbol]]
-                    switch symbol {
-                    case .bytes: options = [[symbol]]
-                    case .rule(let t):
-                        guard let f = flatten(t) else { return nil }
-                        options = f
+                    if case .rule(let s) = symbol, let f = flat[s] {
+                        partial = partial.flatMap { head in f.map { head + $0 } }
+                    } else {
+                        for k in partial.indices { partial[k].append(symbol) }
                     }
-                    partial = partial.flatMap { head in options.map { head + $0 } }
-                    guard partial.count <= 64, partial.allSatisfy({ $0.count <= 12 }) else { return nil }
+                    if expanded.count + partial.count > 64 {
+                        fits = false
+                        break
+                    }
                 }
-                result += partial
-                guard result.count <= 64 else { return nil }
+                expanded += partial
             }
-            flat[r] = result
-            return result
-        }
-        for r in rules.indices { _ = flatten(r) }
-        let inlinable = flat.map { $0 != nil }
-        for r in rules.indices {
-            var changed = true
-            while changed {
-                changed = false
-                var expanded: [[Grammar.Symbol]] = []
-                for alt in rules[r].alternatives {
-                    guard let at = alt.firstIndex(where: { if case .rule(let s) = $0 { return inlinable[s] } else { return false } }),
-                        case .rule(let s) = alt[at]
-                    else {
-                        expanded.append(alt)
-                        continue
-                    }
-                    for inner in flat[s] ?? [] {
-                        expanded.append(Array(alt[..<at]) + inner + Array(alt[(at + 1)...]))
-                    }
-                    changed = true
-                }
-                guard changed else { break }
-                if expanded.count > 64 { break }  // keep the rule as it is
-                rules[r].alternatives = expanded
-            }
+            if fits { rules[r].alternatives = expanded }
         }
         return rules
     }
 
-    /// Per rule: whether it can reach itself through references (it is in a strongly connected
-    /// component with a cycle). Tarjan's algorithm, iterative, linear in the references.
-    static func recursiveRules(_ reaches: [Set<Int>]) -> [Bool] {
-        let n = reaches.count
-        let edges = reaches.map { Array($0) }
-        var index = Array(repeating: -1, count: n), low = Array(repeating: 0, count: n)
-        var onStack = Array(repeating: false, count: n)
-        var stack: [Int] = []
-        var counter = 0
-        var result = Array(repeating: false, count: n)
-        for root in 0..<n where index[root] < 0 {
-            var frames: [(node: Int, next: Int)] = [(root, 0)]
-            index[root] = counter; low[root] = counter; counter += 1
-            stack.append(root); onStack[root] = true
-            while let frame = frames.last {
-                let v = frame.node
-                if frame.next < edges[v].count {
-                    frames[frames.count - 1].next += 1
-                    let w = edges[v][frame.next]
-                    if index[w] < 0 {
-                        index[w] = counter; low[w] = counter; counter += 1
-                        stack.append(w); onStack[w] = true
-                        frames.append((w, 0))
-                    } else if onStack[w] {
-                        low[v] = min(low[v], index[w])
-                    }
-                    continue
+    /// A rule's alternatives as at most 64 byte sequences of at most 12 bytes, given the flat
+    /// forms of the rules it refers to; nil when it has no such form.
+    private static func flatten(_ rule: Grammar.Rule, _ flat: [[[Grammar.Symbol]]?]) -> [[Grammar.Symbol]]? {
+        var result: [[Grammar.Symbol]] = []
+        for alt in rule.alternatives {
+            var partial: [[Grammar.Symbol]] = [[]]
+            for symbol in alt {
+                let options: [[Grammar.Symbol]]
+                switch symbol {
+                case .bytes: options = [[symbol]]
+                case .rule(let t):
+                    guard let f = flat[t] else { return nil }
+                    options = f
                 }
-                frames.removeLast()
-                if let parent = frames.last { low[parent.node] = min(low[parent.node], low[v]) }
-                if low[v] == index[v] {
-                    var component: [Int] = []
-                    while let w = stack.popLast() {
-                        onStack[w] = false
-                        component.append(w)
-                        if w == v { break }
-                    }
-                    let cyclic = component.count > 1 || reaches[v].contains(v)
-                    if cyclic { for w in component { result[w] = true } }
-                }
+                partial = partial.flatMap { head in options.map { head + $0 } }
+                guard partial.count <= 64, partial.allSatisfy({ $0.count <= 12 }) else { return nil }
             }
+            result += partial
+            guard result.count <= 64 else { return nil }
         }
         return result
     }
@@ -424,5 +441,86 @@ enum GrammarChecks {
                 }
             }
         }
+    }
+}
+
+/// The strongly connected components of a directed graph (Tarjan's algorithm, iterative, linear
+/// in the edges), with what grammar checks need of them.
+struct StronglyConnected {
+    /// Per node: its component, numbered in the order found — a component's successors are
+    /// found before it, so every edge leads to the same or a smaller number.
+    var component: [Int]
+    /// The nodes in the order their components were found (successors first).
+    var order: [Int]
+    /// Per node: whether it can reach itself (a component of several nodes, or a self edge).
+    var recursive: [Bool]
+    /// Per component: its size.
+    var sizes: [Int]
+
+    init(_ edges: [[Int]]) {
+        let n = edges.count
+        var index = Array(repeating: -1, count: n), low = Array(repeating: 0, count: n)
+        var onStack = Array(repeating: false, count: n)
+        var stack: [Int] = []
+        var counter = 0
+        component = Array(repeating: -1, count: n)
+        order = []
+        order.reserveCapacity(n)
+        recursive = Array(repeating: false, count: n)
+        sizes = []
+        for root in 0..<n where index[root] < 0 {
+            var frames: [(node: Int, next: Int)] = [(root, 0)]
+            index[root] = counter; low[root] = counter; counter += 1
+            stack.append(root); onStack[root] = true
+            while let frame = frames.last {
+                let v = frame.node
+                if frame.next < edges[v].count {
+                    frames[frames.count - 1].next += 1
+                    let w = edges[v][frame.next]
+                    if index[w] < 0 {
+                        index[w] = counter; low[w] = counter; counter += 1
+                        stack.append(w); onStack[w] = true
+                        frames.append((w, 0))
+                    } else if onStack[w] {
+                        low[v] = min(low[v], index[w])
+                    }
+                    continue
+                }
+                frames.removeLast()
+                if let parent = frames.last { low[parent.node] = min(low[parent.node], low[v]) }
+                if low[v] == index[v] {
+                    let c = sizes.count
+                    var size = 0
+                    while let w = stack.popLast() {
+                        onStack[w] = false
+                        component[w] = c
+                        order.append(w)
+                        size += 1
+                        if w == v { break }
+                    }
+                    sizes.append(size)
+                    if size > 1 || edges[v].contains(v) {
+                        for w in order[(order.count - size)...] { recursive[w] = true }
+                    }
+                }
+            }
+        }
+    }
+
+    /// The longest chain of references from each node: the most nodes on a path, a component
+    /// counting as all its nodes (so a chain through a recursive group is as long as the group).
+    func longestChains(_ edges: [[Int]]) -> [Int] {
+        var longest = Array(repeating: 0, count: sizes.count)  // per component
+        // Components in the order found: successors come first.
+        var members = Array(repeating: [Int](), count: sizes.count)
+        for v in order { members[component[v]].append(v) }
+        for c in 0..<sizes.count {
+            var below = 0
+            for v in members[c] {
+                for w in edges[v] where component[w] != c { below = max(below, longest[component[w]]) }
+            }
+            longest[c] = sizes[c] + below
+        }
+        return component.map { longest[$0] }
     }
 }

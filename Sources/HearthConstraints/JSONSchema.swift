@@ -13,12 +13,12 @@ public enum JSONSchema {
     ///   the wrong form), `.unsupported` (a keyword or combination that is not enforced),
     ///   `.unsatisfiable` (no document is valid), `.invalidGrammar` (an unresolvable or
     ///   left-recursive `$ref`), `.tooComplex`; the location is a JSON pointer into the schema.
-    public static func grammar(_ schemaJSON: String) throws -> Grammar {
+    public static func grammar(_ schemaJSON: String, budget: CompileBudget = .standard) throws -> Grammar {
         let document = try JSONValue.parse(schemaJSON)
-        var compiler = try SchemaCompiler(document: document)
+        var compiler = try SchemaCompiler(document: document, budget: budget)
         let root = try compiler.compile(document, path: "")
         try compiler.builder.define("root", root)
-        return try compiler.builder.build(root: "root")
+        return try compiler.build()
     }
 
     /// One grammar over several schemas: each schema in `schemas` is compiled to an
@@ -27,15 +27,16 @@ public enum JSONSchema {
     /// - Throws: `ConstraintError` as ``grammar(_:)`` does, for the first schema at fault
     ///   (``ConstraintError/schemaIndex`` says which), or what `root` throws.
     public static func grammar(
-        schemas: [String], root: ([GrammarExpression]) throws -> GrammarExpression
+        schemas: [String], budget: CompileBudget = .standard, root: ([GrammarExpression]) throws -> GrammarExpression
     ) throws -> Grammar {
-        var compiler = try SchemaCompiler(document: .null)
+        var compiler = try SchemaCompiler(document: .null, budget: budget)
         var values: [GrammarExpression] = []
         for (i, schema) in schemas.enumerated() {
             do {
                 compiler.document = try JSONValue.parse(schema)
                 compiler.refRules = [:]
                 compiler.refPrefix = "\(i)"
+                compiler.schemaIndex = i
                 values.append(try compiler.compile(compiler.document, path: ""))
             } catch var error as ConstraintError {
                 error.schemaIndex = i
@@ -43,7 +44,7 @@ public enum JSONSchema {
             }
         }
         try compiler.builder.define("root", try root(values))
-        return try compiler.builder.build(root: "root")
+        return try compiler.build()
     }
 
     /// Any JSON object (`response_format: {"type": "json_object"}`); the root rule derives
@@ -84,6 +85,14 @@ struct SchemaCompiler {
     var refPrefix = ""
     var counter = 0
     var depth = 0
+    /// Schemas compiled so far, and the largest that holds no other (for the error that names
+    /// the part of a schema over the compile budget).
+    var compiledCount = 0
+    var largestLeaf: (path: String, size: Int, schema: Int?) = ("", 0, nil)
+    /// Every schema compiled that holds no other, with its estimated size, in order.
+    var leaves: [(path: String, size: Int)] = []
+    /// Which of several schemas is being compiled.
+    var schemaIndex: Int?
 
     /// Keywords that only annotate (ignored).
     static let annotations: Set<String> = [
@@ -99,9 +108,25 @@ struct SchemaCompiler {
 
     static var handled: Set<String> { stringKeywords.union(numberKeywords).union(objectKeywords).union(arrayKeywords).union(otherKeywords) }
 
-    init(document: JSONValue) throws {
+    init(document: JSONValue, budget: CompileBudget = .standard) throws {
         self.document = document
+        builder = GrammarBuilder(budget: budget)
         try JSONRules.define(in: &builder)
+    }
+
+    /// The builder's grammar from "root"; a grammar over the symbol budget is refused at the
+    /// largest single part of the schema(s), so the client knows what to shrink.
+    func build() throws -> Grammar {
+        do {
+            return try builder.build(root: "root")
+        } catch var error as ConstraintError where error.kind == .tooComplex && error.message.hasPrefix("the grammar is larger than")
+            && largestLeaf.size > 0
+        {
+            error.message += "; its largest part lowers to about \(largestLeaf.size) symbols"
+            error.location = largestLeaf.path
+            error.schemaIndex = largestLeaf.schema
+            throw error
+        }
     }
 
     static let ws = GrammarExpression.reference(JSONRules.ws)
@@ -114,7 +139,34 @@ struct SchemaCompiler {
 
     // MARK: Dispatch
 
+    /// `schema` (at `path`) as an expression; a part that alone lowers to more symbols than
+    /// the budget allows is refused at its path before anything is built.
     mutating func compile(_ schema: JSONValue, path: String) throws -> GrammarExpression {
+        let before = compiledCount
+        let leavesBefore = leaves.count
+        let expression = try compileSchema(schema, path: path)
+        compiledCount += 1
+        // The parts inside were checked first, so the innermost part over the budget is named;
+        // when it holds others, the largest of them is where to shrink it.
+        let size = expression.estimatedSize
+        let limit = builder.budget.maxSymbols
+        if size > limit {
+            let largest = leaves[leavesBefore...].max { $0.size < $1.size }
+            var message = "this part of the schema lowers to about \(size) symbols; the compile budget allows \(limit)"
+            if let largest, largest.path != path {
+                message = "the schema at '\(path)' lowers to about \(size) symbols (the compile budget allows \(limit)); "
+                    + "its largest part, here, lowers to about \(largest.size)"
+            }
+            throw ConstraintError(.tooComplex, message, at: largest?.path ?? path)
+        }
+        if compiledCount == before + 1 {  // holds no other schema
+            leaves.append((path, size))
+            if size > largestLeaf.size { largestLeaf = (path, size, schemaIndex) }
+        }
+        return expression
+    }
+
+    private mutating func compileSchema(_ schema: JSONValue, path: String) throws -> GrammarExpression {
         depth += 1
         defer { depth -= 1 }
         guard depth < 200 else { throw ConstraintError(.tooComplex, "schemas nested more than 200 deep", at: path) }

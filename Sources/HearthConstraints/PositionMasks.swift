@@ -76,8 +76,23 @@ struct PositionMasks: Sendable {
     /// Subtrees of at most this many nodes below an exit go into `suffixes`.
     static let smallSubtree = 48
 
+    /// Roughly the bytes the masks hold.
+    var byteSize: Int {
+        let accepted: Int
+        switch self.accepted {
+        case .dense(let bits): accepted = bits.count * 8
+        case .sparse(let list): accepted = list.count * 4
+        }
+        return 64 + accepted + suffixes.trie.byte.count * 13 + suffixes.trie.ids.count * 4 + exitRoots.count * 4
+    }
+
     /// Walks the vocabulary trie from `position` with `bottom` as the enclosing context.
-    static func compute(position: Int32, pool: ParserPool, vocabulary v: TokenVocabulary) -> PositionMasks {
+    /// - Throws: `ConstraintError` `.tooComplex` (at `location`) when the parser has more than
+    ///   `maxStates` states.
+    static func compute(
+        position: Int32, pool: ParserPool, vocabulary v: TokenVocabulary, maxStates: Int = CompileBudget.standard.maxParserStates,
+        where location: @autoclosure () -> String = ""
+    ) throws -> PositionMasks {
         let start = pool.closure([pool.node(position, ParserPool.bottom)])
         var bits = [UInt64](repeating: 0, count: (v.count + 63) / 64)
         var acceptedCount = 0
@@ -92,6 +107,7 @@ struct PositionMasks: Sendable {
                             bits.withUnsafeMutableBufferPointer { bits in
                                 var i = 0
                                 while i < nodes {
+                                    if i & 4095 == 0 && pool.stateCount > maxStates { break }
                                     let d = Int(depth[i])
                                     if states.count <= d { states.append(0) }
                                     let parent = d == 1 ? start : states[d - 1]
@@ -115,6 +131,11 @@ struct PositionMasks: Sendable {
                     }
                 }
             }
+        }
+        guard pool.stateCount <= maxStates else {
+            throw ConstraintError(
+                .tooComplex, "computing the token masks took more than \(maxStates) parser states (the compile budget)",
+                at: location())
         }
         var entries: [(suffix: [UInt8], id: Int32)] = []
         var roots: [Int32] = []

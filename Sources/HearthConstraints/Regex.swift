@@ -16,9 +16,9 @@ public enum RegularExpression {
     /// are implied; writing `^…$` is allowed and changes nothing).
     /// - Throws: `ConstraintError` `.syntax`, `.unsupported`, `.tooComplex` (with `offset N`),
     ///   or `.unsatisfiable` when nothing matches (`[^\s\S]`).
-    public static func grammar(_ pattern: String) throws -> Grammar {
+    public static func grammar(_ pattern: String, budget: CompileBudget = .standard) throws -> Grammar {
         let e = try expression(pattern, encoding: .utf8, search: false)
-        var builder = GrammarBuilder()
+        var builder = GrammarBuilder(budget: budget)
         try builder.define("root", e)
         return try builder.build(root: "root")
     }

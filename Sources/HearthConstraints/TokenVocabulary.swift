@@ -23,14 +23,40 @@ public final class TokenVocabulary: Sendable {
     let tokenBytes: [[UInt8]]
 
     /// Masks of grammar fragments by structural key (see `FragmentKeys`), shared by every
-    /// constraint compiled for this vocabulary; bounded to `cacheLimit` entries.
-    let cache = Mutex<[FragmentKey: PositionMasks]>([:])
-    static let cacheLimit = 50_000
+    /// constraint compiled for this vocabulary; bounded to `maskCacheBytes` bytes, emptied when
+    /// full (what recurs is cached again on next use).
+    private let cache = Mutex<(masks: [FragmentKey: PositionMasks], bytes: Int)>(([:], 0))
+    /// The default bound on the shared mask cache, in bytes.
+    public static let cacheBytes = 256 << 20
+    /// The most bytes of masks this vocabulary's shared cache holds.
+    public let maskCacheBytes: Int
+
+    /// The cached masks of a fragment.
+    func cachedMasks(_ key: FragmentKey) -> PositionMasks? { cache.withLock { $0.masks[key] } }
+
+    /// Caches the masks of a fragment, within ``cacheBytes``.
+    func cacheMasks(_ masks: PositionMasks, for key: FragmentKey) {
+        let size = masks.byteSize
+        guard size <= maskCacheBytes / 4 else { return }
+        cache.withLock { cache in
+            guard cache.masks[key] == nil else { return }
+            if cache.bytes + size > maskCacheBytes {
+                cache.masks.removeAll()
+                cache.bytes = 0
+            }
+            cache.masks[key] = masks
+            cache.bytes += size
+        }
+    }
+
+    /// Bytes held by the shared mask cache (for figures and tests).
+    public var cachedMaskBytes: Int { cache.withLock { $0.bytes } }
 
     /// `tokens[id]` is the bytes token `id` produces when detokenized (nil for special and
     /// control tokens, which a constraint never allows); `endOfSequence` are the ids that end
-    /// generation.
-    public init(tokens: [[UInt8]?], endOfSequence: [Int32]) {
+    /// generation; `maskCacheBytes` bounds the masks cached for reuse across constraints.
+    public init(tokens: [[UInt8]?], endOfSequence: [Int32], maskCacheBytes: Int = TokenVocabulary.cacheBytes) {
+        self.maskCacheBytes = max(0, maskCacheBytes)
         count = tokens.count
         self.endOfSequence = endOfSequence.filter { $0 >= 0 && Int($0) < tokens.count }
         var entries: [(bytes: [UInt8], id: Int32)] = []

@@ -38,7 +38,7 @@ public enum ResponseFormatGrammar {
     public static func apply(_ grammar: Grammar, to parameters: inout GenerationParameters, model: LanguageModel, prefix: String = "")
         throws
     {
-        let constraint = model.compileConstraint(grammar)
+        let constraint = try model.compileConstraint(grammar)
         if !prefix.isEmpty {
             var matcher = ConstraintMatcher(constraint)
             guard matcher.advance(bytes: Array(prefix.utf8)) else {

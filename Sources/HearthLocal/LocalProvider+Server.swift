@@ -1,4 +1,5 @@
 import Foundation
+import HearthConstraints
 import HearthEngine
 import HearthProviders
 import HearthTokenizers
@@ -145,7 +146,8 @@ extension LocalProvider {
     /// its own log-probability only). Cancelling the consumer (or dropping the
     /// stream) stops the sequence within one step. A prompt that does not fit the context
     /// throws `ProviderError` `.contextLengthExceeded` with both counts (never truncated).
-    /// With `admission`, the request waits for it after `.promptTokens` (see ``Admission``).
+    /// With `admission`, the request waits for it before its schema or grammar is compiled and
+    /// `.promptTokens` is sent (see ``Admission``).
     public func generate(_ input: LocalInput, options: GenerationOptions, topLogprobs: Int? = nil, admission: Admission? = nil)
         -> AsyncThrowingStream<LocalEvent, Error>
     {
@@ -272,19 +274,24 @@ extension LocalProvider {
         } else {
             tokens = try prompt(for: request, generator: generator).tokens
         }
-        // Parameters first: a schema that cannot be compiled is refused before the prompt is announced.
-        var parameters = try parametersFor(request, promptTokens: tokens.count, generator: generator)
+        // Wait for the caller's go-ahead (its fair share of the slots), holding it until the
+        // sequences have ended: a schema or grammar is compiled within the caller's turn.
+        let release = try await admission?()
+        defer { release?() }
+        try Task.checkCancellation()
+        // Parameters before the prompt is announced, so a schema that cannot be compiled is
+        // refused before any output; compiled on the compile threads, off the cooperative pool.
+        let promptCount = tokens.count
+        var parameters = try await ConstraintCompiler.run {
+            try self.parametersFor(request, promptTokens: promptCount, generator: generator)
+        }
+        try Task.checkCancellation()
         emit(LocalChoiceEvent(choice: 0, event: .promptTokens(tokens.count)))
         if rawText != nil { parameters.stripLeadingSpace = false }
         parameters.topLogprobs = max(0, topLogprobs ?? 0)
         parameters.logprobs = topLogprobs != nil
         let tokenizer = generator.model.tokenizer
         func piece(_ id: Int32) -> String { String(decoding: tokenizer.bytes(of: id) ?? [], as: UTF8.self) }
-        // Wait for the caller's go-ahead (its fair share of the slots), holding it until the
-        // sequences have ended.
-        let release = try await admission?()
-        defer { release?() }
-        try Task.checkCancellation()
         var firstToken: Double?
         // Per choice: its seed, its tool-call scanner, and its stop flag — set when the reply
         // repeats a call exactly: the sequence stops like a cancellation and still ends with its

@@ -1,4 +1,5 @@
 import Foundation
+import HearthConstraints
 import HearthEngine
 import HearthKernels
 import HearthProviders
@@ -213,7 +214,11 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         continuation.yield(.servedBy(id))
         let (tokens, dropped) = try prompt(for: request, generator: generator)
         if dropped > 0 { continuation.yield(.contextTruncated(droppedMessages: dropped)) }
-        let parameters = try parametersFor(request, promptTokens: tokens.count, generator: generator)
+        // Compiled on the compile threads (a schema or grammar), off the cooperative pool.
+        let promptCount = tokens.count
+        let parameters = try await ConstraintCompiler.run {
+            try self.parametersFor(request, promptTokens: promptCount, generator: generator)
+        }
         var firstToken: Double?
         var scanner = toolScanner(request, generator: generator)
         func emit(_ outputs: [ToolCallScanner.Output]) {

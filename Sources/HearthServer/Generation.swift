@@ -1,4 +1,5 @@
 import Foundation
+import HearthConstraints
 import HearthLocal
 import HearthProviders
 import HTTPTypes
@@ -127,7 +128,14 @@ extension HearthServer {
             case .messages: job = try parser.messages(json)
             case .responses: job = try parser.responses(json)
             }
-            if route.isLocal, let error = RequestParser.toolSchemaError(job) { throw error }
+            if job.options.tools.count > RequestLimits.maxTools {
+                throw APIError.invalid(
+                    "tools", "'tools' has \(job.options.tools.count) tools; at most \(RequestLimits.maxTools) are allowed per request.")
+            }
+            // Each tool's schema is compiled on the compile threads, within the compile budget.
+            if route.isLocal, !job.options.tools.isEmpty, let error = try await ConstraintCompiler.run({ [job] in RequestParser.toolSchemaError(job) }) {
+                throw error
+            }
             if !route.isLocal {
                 if case .text = job.input {
                     throw APIError.invalid("model", "'\(name)' is a cloud route; /v1/completions is served by local routes only.")
@@ -215,7 +223,9 @@ extension HearthServer {
             cleanup()
             // A schema or grammar that cannot be enforced is refused here, before any text: name the field that carried it.
             var apiError = Self.gatewayAPIError(error)
-            if apiError.concernsResponseFormat, !job.options.tools.isEmpty, let toolError = RequestParser.toolSchemaError(job) {
+            if apiError.concernsResponseFormat, !job.options.tools.isEmpty,
+                let toolError = try? await ConstraintCompiler.run({ [job] in RequestParser.toolSchemaError(job) })
+            {
                 apiError = toolError  // a tool's schema the local model cannot enforce
             } else if apiError.concernsResponseFormat, let param = job.formatParam {
                 apiError.param = param

@@ -80,7 +80,7 @@ struct BenchStructured: ParsableCommand {
                 let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
                 let start = DispatchTime.now()
                 let grammar = try JSONSchema.grammar(text)
-                let constraint = lm.compileConstraint(grammar)
+                let constraint = try lm.compileConstraint(grammar)
                 let ms = milliseconds(since: start)
                 if i == 0 { figures.first_compile_ms = ms } else { compiles.append(ms) }
                 figures.slowest_compiles[file] = ms

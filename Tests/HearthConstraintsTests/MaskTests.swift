@@ -76,7 +76,7 @@ import Testing
         let (tokens, eos) = MaskTests.vocabulary(seed: seed)
         let vocabulary = TokenVocabulary(tokens: tokens, endOfSequence: [eos])
         for (name, grammar) in try MaskTests.grammars() {
-            let compiled = CompiledConstraint(grammar, vocabulary: vocabulary)
+            let compiled = try CompiledConstraint(grammar, vocabulary: vocabulary)
             var rng = SeededRandom(state: seed &* 7919)
             for walk in 0..<4 {
                 var matcher = ConstraintMatcher(compiled)
@@ -114,7 +114,7 @@ import Testing
         var b = GrammarBuilder()
         try b.define("root", .literal("ok"))
         let vocabulary = TokenVocabulary(tokens: [Array("o".utf8), Array("k".utf8), Array("ok".utf8), []], endOfSequence: [3])
-        var m = ConstraintMatcher(CompiledConstraint(try b.build(root: "root"), vocabulary: vocabulary))
+        var m = ConstraintMatcher(try CompiledConstraint(try b.build(root: "root"), vocabulary: vocabulary))
         #expect(!m.isAccepting)
         let steps = [m.advance(3), m.advance(1), m.advance(0), m.advance(1)]
         #expect(steps == [false, false, true, true])
@@ -153,7 +153,7 @@ import Testing
         let vocabulary = TokenVocabulary(tokens: tokens, endOfSequence: [eos])
         var rng = SeededRandom(state: 42)
         for (name, grammar) in try Self.grammars() {
-            let compiled = CompiledConstraint(grammar, vocabulary: vocabulary)
+            let compiled = try CompiledConstraint(grammar, vocabulary: vocabulary)
             for walk in 0..<2 {
                 var matcher = ConstraintMatcher(compiled)
                 var chart = EarleyChart(grammar)
