@@ -2,6 +2,7 @@ import Foundation
 import HearthFormats
 import HearthKernels
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -181,7 +182,7 @@ extension RepackCache {
         let window = 4096
         if size > window {
             for i in 0...64 {
-                let start = (size - window) * i / 64
+                let start = spread(size - window, i, 64)
                 ranges.append(start..<(start + window))
             }
         }
@@ -200,9 +201,15 @@ extension RepackCache {
         let window = min(4096, length)
         guard length > window else { return [0..<length] }
         return (0...7).map { i in
-            let start = (length - window) * i / 7
+            let start = spread(length - window, i, 7)
             return start..<(start + window)
         }
+    }
+
+    /// `span × i / n` for `0 ≤ i ≤ n`, `span ≥ 0`, computed without overflow (the product is
+    /// taken at double width), so any length a file can state gives windows inside it.
+    static func spread(_ span: Int, _ i: Int, _ n: Int) -> Int {
+        n.dividingFullWidth(span.multipliedFullWidth(by: i)).quotient
     }
 
     /// The check of a tensor in memory.
@@ -252,11 +259,14 @@ extension RepackCache {
         guard let url = fileURL(forSource: source.path) else { return .failure(Miss(reason: "disabled")) }
         // A file this process is still writing (the same model loaded twice) is waited for.
         PendingWrites.shared.wait()
-        let fd = open(url.path, O_RDONLY | O_CLOEXEC)
+        // Not through a link, and without waiting on a FIFO: a cache file is a regular file
+        // Hearth renamed into place; anything else in its place is a miss (and is replaced).
+        let fd = open(url.path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard fd >= 0 else {
             return .failure(Miss(reason: errno == ENOENT ? "no cache file yet" : "cannot open the cache file: \(String(cString: strerror(errno)))"))
         }
         defer { close(fd) }
+        guard Self.isRegularFile(fd) else { return .failure(Miss(reason: "corrupt cache file: not a regular file")) }
         guard let status = MappedFile.FileStatus(descriptor: fd) else { return .failure(Miss(reason: "cannot stat the cache file")) }
         let header: RepackCacheHeader, dataStart: Int
         switch Self.readHeader(fd, size: status.size) {
@@ -269,18 +279,19 @@ extension RepackCache {
         guard header.tensors.map(\.tensor) == requests else {
             return .failure(Miss(reason: "the cache file holds other tensors"))
         }
-        guard dataStart + header.dataLength == status.size else {
-            return .failure(Miss(reason: "corrupt cache file: \(status.size) bytes, its header says \(dataStart + header.dataLength)"))
+        // Every number below comes from the file: each is range-checked before it takes part
+        // in any arithmetic, so a forged header (checksum recomputed) is a miss, never a trap.
+        // `readHeader` has checked 0 ≤ dataStart ≤ size and dataLength ≥ 0.
+        guard header.dataLength == status.size - dataStart else {
+            return .failure(Miss(reason: "corrupt cache file: \(status.size - dataStart) bytes of data, its header says \(header.dataLength)"))
         }
         let window = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 64)
         defer { window.deallocate() }
         var offsets: [Int] = []
         for entry in header.tensors {
-            let t = entry.tensor
-            guard entry.offset >= 0, entry.offset % Self.tensorAlignment == 0,
-                entry.length == t.dtype.matrixBytes(rows: t.rows, cols: t.cols, layout: .interleaved16),
-                entry.length <= header.dataLength - entry.offset
-            else { return .failure(Miss(reason: "corrupt cache file: a tensor entry does not fit")) }
+            guard Self.entryFits(entry, dataLength: header.dataLength) else {
+                return .failure(Miss(reason: "corrupt cache file: a tensor entry does not fit"))
+            }
             var hash = ContentHash()
             hash.add(entry.length)
             for w in Self.sampleWindows(length: entry.length) {
@@ -303,6 +314,29 @@ extension RepackCache {
         }
     }
 
+    /// The largest row or column count a cache entry may state (2^40): more than any model
+    /// has, small enough that the tile-size arithmetic cannot overflow.
+    static let maxDimension = 1 << 40
+
+    /// Whether a tensor entry of a cache file whose data is `dataLength` bytes lies inside the
+    /// data, on a tile boundary, with the length its type and shape need. Every comparison is
+    /// made so that no value the file states, however large or negative, can overflow.
+    static func entryFits(_ entry: RepackCacheHeader.Entry, dataLength: Int) -> Bool {
+        let t = entry.tensor
+        guard dataLength >= 0, entry.offset >= 0, entry.length >= 0, entry.offset % tensorAlignment == 0,
+            entry.offset <= dataLength, entry.length <= dataLength - entry.offset,
+            (0...maxDimension).contains(t.rows), (0...maxDimension).contains(t.cols),
+            let bytes = t.dtype.matrixBytes(rows: t.rows, cols: t.cols, layout: .interleaved16)
+        else { return false }
+        return entry.length == bytes
+    }
+
+    /// Whether `fd` is a regular file (not a FIFO, device, directory or socket).
+    static func isRegularFile(_ fd: Int32) -> Bool {
+        var info = stat()
+        return fstat(fd, &info) == 0 && (info.st_mode & S_IFMT) == S_IFREG
+    }
+
     /// Reads and checks the preamble and JSON header.
     static func readHeader(_ fd: Int32, size: Int) -> Result<(RepackCacheHeader, Int), Miss> {
         let preamble = UnsafeMutableRawBufferPointer.allocate(byteCount: preambleBytes, alignment: 8)
@@ -313,12 +347,17 @@ extension RepackCache {
         guard Array(preamble[0..<8]) == magic else { return .failure(Miss(reason: "corrupt cache file: bad magic")) }
         let version = UInt32(littleEndian: preamble.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
         guard version == Self.version else { return .failure(Miss(reason: "cache file version \(version), this build writes \(Self.version)")) }
-        let length = Int(truncatingIfNeeded: UInt64(littleEndian: preamble.loadUnaligned(fromByteOffset: 16, as: UInt64.self)))
+        // Both u64 fields are range-checked as they are read, before any conversion or sum.
+        let rawLength = UInt64(littleEndian: preamble.loadUnaligned(fromByteOffset: 16, as: UInt64.self))
         let checksum = UInt64(littleEndian: preamble.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
-        let dataStart = Int(truncatingIfNeeded: UInt64(littleEndian: preamble.loadUnaligned(fromByteOffset: 32, as: UInt64.self)))
-        guard length > 0, length <= maxHeaderBytes, dataStart >= preambleBytes + length, dataStart % dataAlignment == 0,
-            dataStart <= size
-        else { return .failure(Miss(reason: "corrupt cache file: bad header length or data start")) }
+        let rawDataStart = UInt64(littleEndian: preamble.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
+        guard size >= 0, rawLength > 0, rawLength <= UInt64(maxHeaderBytes), rawDataStart <= UInt64(size) else {
+            return .failure(Miss(reason: "corrupt cache file: bad header length or data start"))
+        }
+        let length = Int(rawLength), dataStart = Int(rawDataStart)  // both now in 0...size or 0...64 MiB
+        guard dataStart >= preambleBytes + length, dataStart % dataAlignment == 0 else {
+            return .failure(Miss(reason: "corrupt cache file: bad header length or data start"))
+        }
         let json = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 8)
         defer { json.deallocate() }
         guard readFully(fd, into: json, count: length, at: preambleBytes) else {
@@ -370,11 +409,7 @@ extension RepackCache {
             p.storeBytes(of: hash.value.littleEndian, toByteOffset: 24, as: UInt64.self)
             p.storeBytes(of: UInt64(dataStart).littleEndian, toByteOffset: 32, as: UInt64.self)
         }
-        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            throw FormatError(.ioError, "cannot create the cache file: \(String(cString: strerror(errno)))", path: temporary.path)
-        }
+        let (fd, temporary) = try Self.createTemporary(for: url)
         let failure: @Sendable (String) -> FormatError = { what in
             FormatError(.ioError, "cannot \(what): \(String(cString: strerror(errno)))", path: temporary.path)
         }
@@ -419,6 +454,33 @@ extension RepackCache {
         return url
     }
 
+    /// Serial numbers of this process's temporary files, so two writes of one cache file in
+    /// one process (the same model loaded twice at once) never share a temporary.
+    static let temporarySerial = Atomic<Int>(0)
+
+    /// The temporary file number `serial` of this process for the cache file `url`:
+    /// `.<name>.<pid>.<serial>.tmp` in the same directory.
+    static func temporaryURL(for url: URL, serial: Int) -> URL {
+        url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(serial).tmp")
+    }
+
+    /// Creates the next temporary file for `url`, exclusively (`O_CREAT | O_EXCL`), never
+    /// through a symbolic link (`O_NOFOLLOW`), mode 0644 like the cache file it becomes.
+    /// Whatever is already at a name — a link planted there, or a file a crashed process with
+    /// the same pid left — is left alone and the next serial number tried (16 in all).
+    /// Throws `FormatError(.ioError)`.
+    static func createTemporary(for url: URL) throws -> (fd: Int32, url: URL) {
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC
+        var temporary = url
+        for _ in 0..<16 {
+            temporary = temporaryURL(for: url, serial: temporarySerial.add(1, ordering: .relaxed).oldValue)
+            let fd = open(temporary.path, flags, 0o644)
+            if fd >= 0 { return (fd, temporary) }
+            guard errno == EEXIST else { break }
+        }
+        throw FormatError(.ioError, "cannot create the cache file: \(String(cString: strerror(errno)))", path: temporary.path)
+    }
+
     /// Waits until every cache file this process is writing in the background is complete
     /// (or has failed). The process does this at exit, so a short command still leaves a
     /// complete cache file behind.
@@ -430,13 +492,15 @@ extension RepackCache {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
         for name in names where name.hasSuffix(".hrc") && name != keeping.lastPathComponent {
             let path = directory.appendingPathComponent(name).path
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
             guard fd >= 0 else { continue }
-            let size = MappedFile.FileStatus(descriptor: fd)?.size ?? 0
+            let size = isRegularFile(fd) ? MappedFile.FileStatus(descriptor: fd)?.size ?? 0 : 0
             let header = try? readHeader(fd, size: size).get().0
             close(fd)
             guard let header else { continue }  // not ours to judge (or another version's)
-            let source = open(header.source.path, O_RDONLY | O_CLOEXEC)
+            // The source path is the file's word: opened without waiting (a FIFO there must not
+            // hang the load), only to be compared with what the header recorded.
+            let source = open(header.source.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
             let current = source >= 0 ? MappedFile.FileStatus(descriptor: source) : nil
             if source >= 0 { close(source) }
             if current != header.source.status { unlink(path) }
@@ -449,8 +513,9 @@ extension RepackCache {
         let prefix = "." + url.lastPathComponent + "."
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { return }
         for name in names where name.hasPrefix(prefix) && name.hasSuffix(".tmp") {
-            let pidText = name.dropFirst(prefix.count).dropLast(4)
-            guard let pid = Int32(pidText), pid != getpid() else { continue }
+            // `<pid>.<serial>` (or `<pid>` as earlier builds named them).
+            let pidText = name.dropFirst(prefix.count).dropLast(4).split(separator: ".", omittingEmptySubsequences: false).first ?? ""
+            guard let pid = Int32(pidText), pid > 0, pid != getpid() else { continue }
             if kill(pid, 0) != 0 && errno == ESRCH { unlink(directory.appendingPathComponent(name).path) }
         }
     }
