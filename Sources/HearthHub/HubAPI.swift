@@ -93,19 +93,24 @@ struct HubAPI: Sendable {
                 throw HubError(.invalidResponse, "the tree listing of \(repo)@\(commit) is not the hub's JSON: \(error)")
             }
             for entry in entries where entry.type == "file" {
+                guard !containsControlCharacters(entry.path) else {
+                    throw HubError(.invalidResponse,
+                        "the tree listing of \(repo) has a file name with control characters ('\(printableName(entry.path))'); nothing was downloaded",
+                        remedy: "such a name could rewrite what the terminal shows: ask the repository's owner to rename the file")
+                }
                 guard isSafeRepoPath(entry.path), let oid = entry.oid?.lowercased(), isHex(oid, length: 40) else {
-                    throw HubError(.invalidResponse, "the tree listing of \(repo) has an unusable entry '\(entry.path)'")
+                    throw HubError(.invalidResponse, "the tree listing of \(repo) has an unusable entry '\(printableName(entry.path))'")
                 }
                 var sha256: String?
                 if let lfs = entry.lfs {
                     let sha = lfs.oid.lowercased()
                     guard isHex(sha, length: 64), lfs.size >= 0 else {
-                        throw HubError(.invalidResponse, "the tree listing of \(repo) gives '\(entry.path)' an LFS oid that is not a sha256")
+                        throw HubError(.invalidResponse, "the tree listing of \(repo) gives '\(printableName(entry.path))' an LFS oid that is not a sha256")
                     }
                     sha256 = sha
                 }
                 let size = entry.lfs?.size ?? entry.size ?? -1
-                guard size >= 0 else { throw HubError(.invalidResponse, "the tree listing of \(repo) gives no size for '\(entry.path)'") }
+                guard size >= 0 else { throw HubError(.invalidResponse, "the tree listing of \(repo) gives no size for '\(printableName(entry.path))'") }
                 files.append(HubFile(path: entry.path, size: size, blobID: oid, sha256: sha256))
             }
             next = nextPage(headers.first(name: "link"))

@@ -94,7 +94,15 @@ public struct HubCache: Sendable {
     }
 
     /// Repository-relative paths of the files in a snapshot whose link resolves to a file.
+    /// Names no hub listing could give Hearth (control characters, `\\`; another tool may have
+    /// written them) are left out, so they are never chosen, listed or printed.
     public func files(_ repo: RepoID, commit: String) -> [String] {
+        allFiles(repo, commit: commit).filter(isSafeRepoPath)
+    }
+
+    /// Every file of a snapshot whose link resolves to a file, whatever its name (for
+    /// deciding which blobs are still used).
+    func allFiles(_ repo: RepoID, commit: String) -> [String] {
         let dir = snapshot(repo, commit: commit)
         guard let walker = FileManager.default.enumerator(atPath: dir.path) else { return [] }
         var paths: [String] = []
@@ -194,14 +202,15 @@ public struct HubCache: Sendable {
         return try collectGarbage(repo)
     }
 
-    /// Deletes the blobs no snapshot links to (leaving downloads in progress alone), and the
-    /// repository folder when no snapshot is left. Returns the bytes freed.
+    /// Deletes the blobs no snapshot links to (leaving downloads in progress alone), and, when
+    /// no snapshot is left, the repository folder — unless another download is in progress
+    /// there (``removeLeftovers(_:)``). Returns the bytes freed.
     @discardableResult
     public func collectGarbage(_ repo: RepoID) throws -> Int64 {
         let fm = FileManager.default
         var used = Set<String>()
         for commit in snapshots(repo) {
-            for path in files(repo, commit: commit) {
+            for path in allFiles(repo, commit: commit) {
                 if let name = blobName(repo, commit: commit, path: path) { used.insert(name) }
             }
         }
@@ -213,12 +222,57 @@ public struct HubCache: Sendable {
                 freed += Int64((try? fm.attributesOfItem(atPath: url.path)[.size] as? Int) ?? 0)
                 try fm.removeItem(at: url)
             }
-            if snapshots(repo).isEmpty {
-                try? fm.removeItem(at: repositoryDirectory(repo))
-                try? fm.removeItem(at: root.appendingPathComponent(".locks").appendingPathComponent(repo.folderName))
-            }
+            if snapshots(repo).isEmpty { removeLeftovers(repo) }
         }
         return freed
+    }
+
+    /// What is left of a repository once its last snapshot is gone. Another download may be
+    /// under way in it (or interrupted, to be resumed): its `blobs/{etag}.incomplete` stays,
+    /// and so does every lock file that is held, or whose blob has a partial download. Lock
+    /// files nobody holds are removed (each while this process holds it, so no writer is
+    /// between its lock and its file). When nothing is in progress, the repository folder and
+    /// its lock folder go entirely (refs to commits no longer cached, `.no_exist/`); otherwise
+    /// only the empty `snapshots/` goes, and the refs (a running download wrote its ref before
+    /// it started) and the folder stay. Folders are removed with `rmdir`, so one a download has
+    /// just created a file in stays.
+    func removeLeftovers(_ repo: RepoID) {
+        let fm = FileManager.default
+        let directory = repositoryDirectory(repo)
+        let blobs = directory.appendingPathComponent("blobs")
+        let locks = root.appendingPathComponent(".locks").appendingPathComponent(repo.folderName)
+        let partials = Set(((try? fm.contentsOfDirectory(atPath: blobs.path)) ?? []).filter { $0.hasSuffix(".incomplete") }.map { String($0.dropLast(".incomplete".count)) })
+        var locksKept = 0
+        for name in (try? fm.contentsOfDirectory(atPath: locks.path)) ?? [] {
+            let etag = name.hasSuffix(".lock") ? String(name.dropLast(".lock".count)) : name
+            if partials.contains(etag) || !Self.removeUnlessHeld(locks.appendingPathComponent(name).path) { locksKept += 1 }
+        }
+        rmdir(locks.path)
+        if partials.isEmpty && locksKept == 0 {
+            for name in (try? fm.contentsOfDirectory(atPath: directory.path)) ?? [] where name != "blobs" {
+                try? fm.removeItem(at: directory.appendingPathComponent(name))
+            }
+        } else {
+            rmdir(directory.appendingPathComponent("snapshots").path)
+        }
+        rmdir(blobs.path)
+        rmdir(directory.path)
+    }
+
+    /// Unlinks the lock file at `path` if no process holds its lock: takes the lock without
+    /// waiting, unlinks the file while holding it, then lets go. A file that cannot be opened
+    /// as a lock (a link, a folder) is unlinked only if it is a link. Returns whether it is gone.
+    static func removeUnlessHeld(_ path: String) -> Bool {
+        let fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard fd >= 0 else {
+            var info = stat()
+            guard lstat(path, &info) == 0 else { return true }
+            return (info.st_mode & S_IFMT) == S_IFLNK && unlink(path) == 0
+        }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return false }
+        defer { flock(fd, LOCK_UN) }
+        return unlink(path) == 0
     }
 }
 
@@ -239,7 +293,7 @@ final class BlobLock: Sendable {
         let dir = cache.root.appendingPathComponent(".locks").appendingPathComponent(repo.folderName)
         try fileSystem("create \(dir.path)") { try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true) }
         let path = dir.appendingPathComponent(etag + ".lock").path
-        let fd = open(path, O_RDWR | O_CREAT, 0o644)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else { throw HubError(.fileSystem, "cannot open the lock \(path): \(String(cString: strerror(errno)))") }
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             do { try await Task.sleep(for: .milliseconds(200)) } catch {

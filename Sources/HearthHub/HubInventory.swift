@@ -66,9 +66,13 @@ extension HubModels {
 
     /// Removes a model from the cache: with a quant or file, that model's files from every
     /// snapshot holding them; without, every snapshot of the repository. Then the blobs no
-    /// snapshot uses any more, empty snapshots and their refs. Returns what was removed and
-    /// the bytes freed; throws `notCached` when nothing matched.
+    /// snapshot uses any more, empty snapshots and their refs; the repository folder goes only
+    /// when no other download is in progress in it (``HubCache/removeLeftovers(_:)``: partial
+    /// downloads and their lock files are kept). Returns what was removed and the bytes freed;
+    /// throws `notCached` when nothing matched, `invalidReference` for a name with control
+    /// characters.
     public func remove(_ reference: ModelReference) throws -> (removed: [CachedModel], freed: Int64) {
+        try Self.validate(reference)
         let matching = installed().filter { model in
             guard model.repo == reference.repo else { return false }
             if let file = reference.file { return model.files.contains(file) }

@@ -1,5 +1,11 @@
 import Foundation
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A model in the hub cache, ready to load.
 public struct LocalModel: Sendable, Equatable {
     public let repo: RepoID
@@ -11,9 +17,14 @@ public struct LocalModel: Sendable, Equatable {
     public let files: [String]
     /// What to load: the GGUF file (the first part of a split set) or the snapshot folder.
     public let path: URL
+    /// The repository-relative file `path` is (nil when it is the snapshot folder): the file
+    /// a registry entry's pins apply to.
+    public let entry: String?
 }
 
-/// Pins a registry entry puts on the file it names.
+/// Pins a registry entry puts on the file it names: checked against the hub's listing before
+/// a download, and against the cache when the model is already there
+/// (``HubModels/verifyPins(_:_:)``).
 public struct ExpectedFile: Sendable {
     public let bytes: Int64?
     public let sha256: String?
@@ -41,13 +52,16 @@ public struct HubModels: Sendable {
     /// Asks the hub for the revision's commit and files, and fetches what is missing, each
     /// file verified before it is linked into the snapshot. In offline mode, the cache alone.
     public func pull(_ reference: ModelReference, expected: ExpectedFile? = nil) async throws -> LocalModel {
+        try Self.validate(reference)
         if environment.offline {
-            if let model = cached(reference) { return model }
+            if let model = cached(reference) {
+                try verifyPins(model, expected)
+                return model
+            }
             throw offlineMiss(reference)
         }
         let api = HubAPI(environment: environment, retry: retry)
         let repo = reference.repo
-        guard isSafeRevision(reference.revision) else { throw HubError(.invalidReference, "'\(reference.revision)' is not a revision name") }
         let commit = try await api.commit(repo, revision: reference.revision)
         let tree = try await api.tree(repo, commit: commit)
         let byPath = Dictionary(tree.map { ($0.path, $0) }, uniquingKeysWith: { a, _ in a })
@@ -77,16 +91,26 @@ public struct HubModels: Sendable {
             selection = complete
         }
         let model = localModel(repo, commit: commit, selection)
+        try verifyPins(model, expected)
         markUsed(model)
         return model
     }
 
-    /// The model from the cache when it is complete there (no network); else, when
-    /// `download` is true and not offline, ``pull(_:expected:)``.
+    /// The model from the cache when it is complete there (no network) and its file agrees
+    /// with the registry's pins (`expected`); else, when `download` is true and not offline,
+    /// ``pull(_:expected:)`` (which fetches the pinned file, or refuses a hub that lists another).
+    /// Offline, a cached file that disagrees with its pins is an error (`sizeMismatch`,
+    /// `checksumMismatch`), never used.
     public func resolve(_ reference: ModelReference, download: Bool = true, expected: ExpectedFile? = nil) async throws -> LocalModel {
+        try Self.validate(reference)
         if let model = cached(reference) {
-            markUsed(model)
-            return model
+            do {
+                try verifyPins(model, expected)
+                markUsed(model)
+                return model
+            } catch let error as HubError where download && !environment.offline && [.sizeMismatch, .checksumMismatch].contains(error.code) {
+                return try await pull(reference, expected: expected)
+            }
         }
         guard download, !environment.offline else { throw offlineMiss(reference) }
         return try await pull(reference, expected: expected)
@@ -110,7 +134,54 @@ public struct HubModels: Sendable {
     private func localModel(_ repo: RepoID, commit: String, _ selection: ModelFiles) -> LocalModel {
         LocalModel(
             repo: repo, commit: commit, format: selection.format, quant: selection.quant, files: selection.files,
-            path: cache.snapshot(repo, commit: commit, path: selection.entry))
+            path: cache.snapshot(repo, commit: commit, path: selection.entry), entry: selection.entry)
+    }
+
+    /// Refuses a reference with a part no hub name has, before it reaches a path, a URL or a
+    /// message: a revision that is not a branch, tag or commit name (control characters
+    /// included), a `file` that is not a safe repository path, a quant tag with control
+    /// characters. Throws `HubError(.invalidReference)`, the part shown escaped.
+    public static func validate(_ reference: ModelReference) throws {
+        guard isSafeRevision(reference.revision) else {
+            throw HubError(.invalidReference, "'\(printableName(reference.revision))' is not a revision name", remedy: "give a branch, tag or commit id")
+        }
+        if let file = reference.file, !isSafeRepoPath(file) {
+            throw HubError(.invalidReference, "'\(printableName(file))' is not a file path in a repository",
+                remedy: "give the path as the repository lists it, without control characters, `..` or a leading `/`")
+        }
+        if let quant = reference.quant, quant.isEmpty || containsControlCharacters(quant) {
+            throw HubError(.invalidReference, "'\(printableName(quant))' is not a quant tag", remedy: "give a tag such as Q4_K_M")
+        }
+    }
+
+    /// Checks the file a model loads against the registry's pins (`expected`: size, sha256),
+    /// for a model found in the cache as for one just pulled. The size is the file's; the
+    /// sha256 is its blob's name when the snapshot links to a blob named by a sha256 (blobs
+    /// are content-addressed: a download is checked against that name before it is renamed to
+    /// it), else the file is hashed. Nothing to check without pins or for a snapshot folder.
+    /// Throws `HubError(.sizeMismatch)` or `HubError(.checksumMismatch)` naming both values.
+    public func verifyPins(_ model: LocalModel, _ expected: ExpectedFile?) throws {
+        guard let expected, expected.bytes != nil || expected.sha256 != nil, let entry = model.entry else { return }
+        let what = "the cached \(model.repo)/\(entry) (commit \(model.commit.prefix(7)))"
+        let remedy = "pull it again with the hub reachable to fetch the pinned file, or update models/registry.json if its pin is out of date"
+        var info = stat()
+        guard stat(model.path.path, &info) == 0 else {
+            throw HubError(.fileSystem, "cannot read \(what): \(String(cString: strerror(errno)))")
+        }
+        if let bytes = expected.bytes, Int64(info.st_size) != bytes {
+            throw HubError(.sizeMismatch, "\(what) has \(info.st_size) bytes, the registry pins \(bytes)", remedy: remedy)
+        }
+        if let pinned = expected.sha256?.lowercased() {
+            let actual: String
+            if let blob = cache.blobName(model.repo, commit: model.commit, path: entry), isHex(blob, length: 64) {
+                actual = blob
+            } else {
+                actual = try digestOf(model.path, gitBlob: false).1
+            }
+            guard actual == pinned else {
+                throw HubError(.checksumMismatch, "\(what) has sha256 \(actual), the registry pins \(pinned)", remedy: remedy)
+            }
+        }
     }
 
     private func markUsed(_ model: LocalModel) {

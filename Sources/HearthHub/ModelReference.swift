@@ -88,17 +88,52 @@ func isHex(_ text: String, length: Int) -> Bool {
     text.utf8.count == length && text.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) }
 }
 
-/// A revision name safe as a file name under `refs/` (branches may contain `/`; `..` may not).
+/// A revision name safe as a file name under `refs/` (branches may contain `/`; `..` may not)
+/// and on a terminal (no control characters).
 func isSafeRevision(_ text: String) -> Bool {
     !text.isEmpty && text.count <= 256 && !text.hasPrefix("/") && !text.hasSuffix("/")
         && !text.split(separator: "/", omittingEmptySubsequences: false).contains { $0.isEmpty || $0 == "." || $0 == ".." }
         && text.allSatisfy { $0.isASCII && !$0.isWhitespace && $0 != "\\" && $0 != "\0" }
+        && !containsControlCharacters(text)
 }
 
-/// A repository-relative path safe to create under a snapshot: no absolute path, no `..`,
-/// no empty or `.` component, no NUL or backslash.
+/// A repository-relative path safe to create under a snapshot and to print: no absolute
+/// path, no `..`, no empty or `.` component, no NUL or backslash, no control characters.
 func isSafeRepoPath(_ path: String) -> Bool {
     !path.isEmpty && path.utf8.count <= 1024 && !path.hasPrefix("/")
         && !path.split(separator: "/", omittingEmptySubsequences: false).contains { $0.isEmpty || $0 == "." || $0 == ".." }
-        && !path.contains("\0") && !path.contains("\\")
+        && !path.contains("\0") && !path.contains("\\") && !containsControlCharacters(path)
+}
+
+/// Whether a Unicode scalar would act on a terminal or reorder what is shown instead of
+/// being shown: the C0 and C1 controls and DEL (a newline, an escape sequence, `CSI`), the
+/// line and paragraph separators, and the bidirectional formatting controls (which can make
+/// a name read as another).
+func isControlScalar(_ scalar: Unicode.Scalar) -> Bool {
+    switch scalar.value {
+    case 0x00...0x1F, 0x7F...0x9F: return true
+    case 0x2028, 0x2029: return true
+    case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069, 0x061C: return true
+    default: return false
+    }
+}
+
+/// Whether `text` holds a character ``isControlScalar(_:)`` refuses.
+public func containsControlCharacters(_ text: String) -> Bool {
+    text.unicodeScalars.contains(where: isControlScalar)
+}
+
+/// `text` with each control character (``isControlScalar(_:)``) written as `\u{XX}`, for
+/// messages and terminal output that must show a name they refuse without acting on it.
+public func printableName(_ text: String) -> String {
+    guard containsControlCharacters(text) else { return text }
+    var out = ""
+    for scalar in text.unicodeScalars {
+        if isControlScalar(scalar) {
+            out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+        } else {
+            out.unicodeScalars.append(scalar)
+        }
+    }
+    return out
 }

@@ -17,7 +17,8 @@ enum ModelNames {
     /// Whether a `--model` value is a path (it exists on disk) rather than a name.
     static func isPath(_ text: String) -> Bool { FileManager.default.fileExists(atPath: text) }
 
-    /// The registry table, when `models/registry.json` is found.
+    /// The registry table, when `models/registry.json` is found where ``DefaultModel`` looks
+    /// (`$HEARTH_MODELS`, else the checkout's `models/`; never the working directory).
     static func registry() -> ModelRegistry? {
         guard let dir = DefaultModel.directory() else { return nil }
         return try? ModelRegistry.load(dir.appendingPathComponent("registry.json"))
@@ -28,16 +29,17 @@ enum ModelNames {
         if FileManager.default.fileExists(atPath: text) { return .local(text) }
         let table = registry()
         if let entry = table?.entry(text) {
-            if let file = entry.file, let dir = DefaultModel.directory(),
-                FileManager.default.fileExists(atPath: dir.appendingPathComponent(file).path), entry.repo == nil
+            if entry.repo == nil, let file = entry.file, let dir = DefaultModel.directory(),
+                let path = DefaultModel.installedPath(file, in: dir), FileManager.default.fileExists(atPath: path)
             {
-                return .local(dir.appendingPathComponent(file).path)
+                try DefaultModel.checkInstalled(path, name: entry.name, bytes: entry.bytes)
+                return .local(path)
             }
             if let reference = entry.reference {
                 let pins = entry.bytes != nil || entry.sha256 != nil ? ExpectedFile(bytes: entry.bytes, sha256: entry.sha256) : nil
                 return .hub(reference, pins)
             }
-            throw ValidationError("\(text) is in models/registry.json but not installed: run scripts/fetch-default-model.sh")
+            throw ValidationError("\(printableName(text)) is in models/registry.json but not installed: run scripts/fetch-default-model.sh")
         }
         // A value shaped like a path (absolute, relative to a folder that exists here, or with a
         // model file's extension) is a missing file, not a repository to fetch.
@@ -48,12 +50,12 @@ enum ModelNames {
             || (text.contains("/") && FileManager.default.fileExists(atPath: firstComponent, isDirectory: &isDirectory) && isDirectory.boolValue)
         if pathLike {
             throw ValidationError(
-                "model path does not exist: \(text) (give a checkpoint directory, a .gguf or .hqf file, or a model name: ORG/REPO[:QUANT] or a short name from models/registry.json)")
+                "model path does not exist: \(printableName(text)) (give a checkpoint directory, a .gguf or .hqf file, or a model name: ORG/REPO[:QUANT] or a short name from models/registry.json)")
         }
         if let reference = ModelReference(parsing: text) { return .hub(reference, nil) }
         let names = table?.models.map(\.name).joined(separator: ", ") ?? "none found"
         throw ValidationError(
-            "no model file or folder at \(text), and it is not a model name: give a path, org/repo[:QUANT] (a Hugging Face repository) or a short name from models/registry.json (\(names))")
+            "no model file or folder at \(printableName(text)), and it is not a model name: give a path, org/repo[:QUANT] (a Hugging Face repository) or a short name from models/registry.json (\(names))")
     }
 
     /// The hub client for this process's environment, reporting progress on stderr.

@@ -33,7 +33,7 @@ struct Pull: AsyncParsableCommand {
         var reference: ModelReference
         switch try ModelNames.target(name) {
         case .local(let path):
-            throw ValidationError("\(name) is a local path (\(path)), not a model name to pull")
+            throw ValidationError("\(printableName(name)) is a local path (\(printableName(path))), not a model name to pull")
         case .hub(let ref, let expected):
             reference = ref
             pins = expected
@@ -51,7 +51,9 @@ struct Pull: AsyncParsableCommand {
                     name: reference.description, repo: model.repo.id, commit: model.commit, format: model.format.rawValue, quant: model.quant,
                     files: model.files, path: model.path.path)))
             } else {
-                emit(model.path.path + "\n")
+                // Names with control characters were refused on the way in; the cache root
+                // (the environment's) is escaped too, so nothing printed acts on the terminal.
+                emit(printableName(model.path.path) + "\n")
             }
         } catch let error as HubError {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
@@ -94,7 +96,7 @@ struct ListModels: ParsableCommand {
             return
         }
         guard !models.isEmpty else {
-            emit("No models in \(HubEnvironment.current().cacheDirectory.path). Fetch one with `hearth pull ORG/REPO[:QUANT]`.\n")
+            emit("No models in \(printableName(HubEnvironment.current().cacheDirectory.path)). Fetch one with `hearth pull ORG/REPO[:QUANT]`.\n")
             return
         }
         let formatter = DateFormatter()
@@ -103,7 +105,8 @@ struct ListModels: ParsableCommand {
         let rows = models.map { model -> [String] in
             let stale = model.refs.isEmpty ? " (commit \(model.commit.prefix(7)))" : ""
             return [model.name + stale, model.quant ?? (model.format == .safetensors ? "safetensors" : "-"),
-                TransferProgress.size(model.bytes), model.lastUsed.map(formatter.string(from:)) ?? "-", model.path.path]
+                TransferProgress.size(model.bytes), model.lastUsed.map(formatter.string(from:)) ?? "-", model.path.path
+            ].map(printableName)
         }
         let widths = (0..<header.count - 1).map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         for row in [header] + rows {
@@ -135,7 +138,7 @@ struct RemoveModel: ParsableCommand {
             // ORG/REPO/FILE, as `hearth list` names a GGUF file without a quant tag.
             let parts = name.split(separator: "/", maxSplits: 2).map(String.init)
             guard parts.count == 3, let repo = RepoID(parts[0] + "/" + parts[1]) else {
-                throw ValidationError("\(name) is not a model name: give ORG/REPO[:QUANT] as `hearth list` shows it")
+                throw ValidationError("\(printableName(name)) is not a model name: give ORG/REPO[:QUANT] as `hearth list` shows it")
             }
             reference = ModelReference(repo: repo, file: parts[2])
         }
