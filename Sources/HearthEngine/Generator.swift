@@ -125,6 +125,8 @@ public final class Generator: @unchecked Sendable {
     private var stepCosts = StepCosts()
     /// The draft model of ``SpeculativeMode/draft``, when one was given.
     let draft: DraftModel?
+    /// Prompts' keys and values kept beyond the slots (nil: no prompt cache).
+    let promptCache: PromptCache?
     /// Tests: draft-model requests draft this many tokens whenever the limits allow, whatever
     /// the cost rule says (tiny test models' steps cost what the model's do, so it would not draft).
     var forcedDraftLength: Int?
@@ -162,11 +164,17 @@ public final class Generator: @unchecked Sendable {
     /// `draftModel`, when given, drafts tokens for requests that ask for ``SpeculativeMode/draft``:
     /// a smaller model with the same tokenizer (checked: every token the same bytes, the same
     /// special and end tokens), with its own KV slots beside these (f16), run on the same workers.
+    ///
+    /// `promptCache` keeps finished requests' keys and values beyond the slots, in blocks found
+    /// again by any prompt that shares a block-aligned prefix (``PromptCacheOptions``; default
+    /// off here, on in `LocalProvider` and `hearth serve`). The cache belongs to this generator
+    /// and its model; its disk tier, when given a directory, is keyed to the model file.
     /// - Throws: `EngineError` `.invalidOption` for sizes out of range or a draft model whose
     ///   tokenizer differs.
     public init(
         model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = Generator.defaultBatch, kvType: DType = .f16,
-        sequences: Int = 1, windowedCache: Bool = true, draftModel: LanguageModel? = nil
+        sequences: Int = 1, windowedCache: Bool = true, draftModel: LanguageModel? = nil,
+        promptCache: PromptCacheOptions = .disabled
     ) throws {
         let context = context ?? model.defaultContext
         guard context > 0, context <= 1 << 20 else {
@@ -188,6 +196,7 @@ public final class Generator: @unchecked Sendable {
             try DraftModel(model: $0, target: model, context: context, batch: batch, sequences: sequences, pool: pool)
         }
         slots = Array(repeating: Slot(), count: sequences)
+        self.promptCache = try Self.makePromptCache(promptCache, model: model, cache: decoder.cache)
     }
 
     /// The model that drafts for ``SpeculativeMode/draft`` requests, if any.
@@ -340,7 +349,8 @@ public final class Generator: @unchecked Sendable {
         }
     }
 
-    /// Forgets every cached conversation (waits for running requests' current step).
+    /// Forgets every cached conversation (waits for running requests' current step), the
+    /// prompt cache's blocks in memory included (its disk tier keeps its files).
     public func reset() {
         lock.lock()
         for s in slots.indices where !slots[s].busy {
@@ -348,6 +358,7 @@ public final class Generator: @unchecked Sendable {
             decoder.cache.truncate(to: 0, sequence: s)
         }
         draft?.reset()
+        promptCache?.removeAll()
         lock.unlock()
     }
 
@@ -762,12 +773,16 @@ public final class Generator: @unchecked Sendable {
     }
 
     /// Moves waiting requests into free slots: the one holding the longest prefix of the
-    /// prompt (least recently used on ties), topped up from another slot with a longer one.
+    /// prompt (least recently used on ties), topped up from another slot with a longer one or
+    /// from the prompt cache with a longer block-aligned one (``fillPrefix(for:slot:)``). The
+    /// copy is made outside the queue's lock, so a long prefix does not hold up submissions.
     private func admit() {
-        queue.lock()
-        defer { queue.unlock() }
-        while !pending.isEmpty {
-            let job = pending[0]
+        while true {
+            queue.lock()
+            guard let job = pending.first else {
+                queue.unlock()
+                return
+            }
             if job.isCancelled() {
                 pending.removeFirst()
                 job.run.summary.finishReason = .cancelled
@@ -775,28 +790,25 @@ public final class Generator: @unchecked Sendable {
                 pending.insert(contentsOf: job.forks, at: 0)
                 job.forks = []
                 job.onEnd(.success(job.run.finish()))
+                queue.unlock()
                 continue
             }
-            guard let s = idleSlot(for: job.prompt) else { return }
+            guard let s = idleSlot(for: job.prompt) else {
+                queue.unlock()
+                return
+            }
             pending.removeFirst()
-            let limit = job.prompt.count - 1  // at least one token is recomputed for logits
-            var reuse = reusablePrefix(slot: s, job.prompt, limit: limit)
-            // A longer prefix in another slot (a shared system prompt, a forked conversation) is copied.
-            var donor = s
-            for d in slots.indices where d != s {
-                let shared = reusablePrefix(slot: d, job.prompt, limit: limit)
-                if shared > reuse && (shared >= 16 || job.isFork) {
-                    reuse = shared
-                    donor = d
-                }
+            queue.unlock()
+            job.admitted = DispatchTime.now()  // a prefix's copy counts in the prefill time
+            guard let reuse = fillPrefix(for: job, slot: s) else {
+                // Cancelled while a cached prefix was being copied: the slot holds nothing.
+                slots[s].tokens = []
+                job.run.summary.finishReason = .cancelled
+                requeue(job.forks)
+                job.forks = []
+                job.onEnd(.success(job.run.finish()))
+                continue
             }
-            if decoder.needsRecompute(cached: reuse, end: job.prompt.count)
-                || decoder.usesLongFactors(length: decoder.cache.counts[donor])
-                    != decoder.usesLongFactors(length: job.prompt.count)
-            {
-                reuse = 0
-            }
-            reuse = decoder.cache.copyPrefix(from: donor, to: s, count: reuse)
             slots[s].tokens = Array(job.prompt.prefix(reuse))
             slots[s].busy = true
             touch(s)
@@ -806,10 +818,52 @@ public final class Generator: @unchecked Sendable {
             job.input = job.prompt[reuse...]
             job.ropeLength = job.prompt.count
             job.run.summary.cachedPromptTokens = reuse
-            job.admitted = DispatchTime.now()
             active.append(job)
+            queue.lock()
             runningCount += 1
+            queue.unlock()
         }
+    }
+
+    /// Fills slot `s` with the longest prefix of `job`'s prompt that needs no computing (at
+    /// least one token is left to compute, for the logits): what the slot holds, a longer one
+    /// held by another slot (a shared system prompt, a forked conversation; at least 16 tokens
+    /// unless `job` is a fork), or a longer block-aligned one from the prompt cache (a
+    /// conversation that has left the slots). The same LongRoPE checks hold for each: no prefix
+    /// whose keys were computed with other factors than the prompt needs.
+    /// - Returns: the positions the slot holds, or nil when `job` was cancelled while a cached
+    ///   prefix was being copied (the slot is then empty).
+    private func fillPrefix(for job: Job, slot s: Int) -> Int? {
+        let limit = job.prompt.count - 1  // at least one token is recomputed for logits
+        var reuse = reusablePrefix(slot: s, job.prompt, limit: limit)
+        var donor = s
+        for d in slots.indices where d != s {
+            let shared = reusablePrefix(slot: d, job.prompt, limit: limit)
+            if shared > reuse && (shared >= 16 || job.isFork) {
+                reuse = shared
+                donor = d
+            }
+        }
+        let longFactors = decoder.usesLongFactors(length: job.prompt.count)
+        if decoder.needsRecompute(cached: reuse, end: job.prompt.count)
+            || decoder.usesLongFactors(length: decoder.cache.counts[donor]) != longFactors
+        {
+            reuse = 0
+        }
+        if let promptCache,
+            let hit = promptCache.lookup(
+                job.prompt, limit: limit, beyond: reuse, longFactors: longFactors,
+                accept: { [decoder] in !decoder.needsRecompute(cached: $0, end: job.prompt.count) })
+        {
+            // Full-layer rows the slot already holds for this prompt stay where they are.
+            let held = min(commonPrefix(slots[s].tokens, job.prompt, limit: hit.count), decoder.cache.counts[s])
+            let keeping = decoder.usesLongFactors(length: decoder.cache.counts[s]) == longFactors ? held : 0
+            slots[s].tokens = []
+            guard promptCache.restore(hit, into: decoder.cache, sequence: s, keeping: keeping, isCancelled: job.isCancelled)
+            else { return nil }
+            return hit.count
+        }
+        return decoder.cache.copyPrefix(from: donor, to: s, count: reuse)
     }
 
     /// A slot no request runs in: the one whose tokens share the longest prefix with
@@ -849,9 +903,24 @@ public final class Generator: @unchecked Sendable {
         queue.unlock()
         if job.slot >= 0 {
             slots[job.slot].busy = false
-            if case .failure = result { decoder.cache.truncate(to: 0, sequence: job.slot) }
+            if case .failure = result {
+                decoder.cache.truncate(to: 0, sequence: job.slot)
+            } else {
+                storeInPromptCache(slot: job.slot)
+            }
         }
         job.onEnd(result)
+    }
+
+    /// Stores what slot `s` holds (a request just ended there: its prompt and the tokens it
+    /// generated) in the prompt cache, before the request's end is reported, so a request that
+    /// follows it finds it. Only blocks the cache lacks are copied.
+    private func storeInPromptCache(slot s: Int) {
+        guard let promptCache else { return }
+        let held = min(slots[s].tokens.count, decoder.cache.counts[s])
+        promptCache.store(
+            slots[s].tokens.prefix(held), cache: decoder.cache, sequence: s,
+            longFactors: decoder.usesLongFactors(length: decoder.cache.counts[s]))
     }
 
     /// The prefix of `prompt` (at most `limit` tokens) slot `s` holds and can continue from: the

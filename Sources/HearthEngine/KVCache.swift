@@ -277,6 +277,41 @@ public final class KVCache {
         windowStarts[sequence] = newStart
     }
 
+    /// Whether `layer` of slot `sequence` can take (or give) `count` consecutive positions from
+    /// `position` on as one contiguous stretch of rows: they lie from its ``origin(layer:sequence:)``
+    /// on and within its span. (Nothing is said about whether they hold anything yet.)
+    public func holdsRows(layer: Int, from position: Int, count: Int, sequence: Int) -> Bool {
+        guard layer >= 0, layer < layerCount, sequence >= 0, sequence < sequences, count >= 0 else { return false }
+        let first = position - origin(layer: layer, sequence: sequence)
+        return first >= 0 && first + count <= spans[layer]
+    }
+
+    /// The keys and values of `count` consecutive positions of `layer` from `position` on in
+    /// slot `sequence`: two stretches of `count × rowBytes` bytes each, as the cache holds them
+    /// (quantized types: one record per head, after ``HeadRotation`` where the decoder rotates),
+    /// for copying rows out of and into a slot raw (the prompt cache). The positions must be
+    /// ones the layer holds (``holdsRows(layer:from:count:sequence:)``).
+    @inline(__always)
+    public func rows(layer: Int, from position: Int, sequence: Int) -> (keys: UnsafeMutableRawPointer, values: UnsafeMutableRawPointer) {
+        (key(layer, position, sequence: sequence), value(layer, position, sequence: sequence))
+    }
+
+    /// Makes slot `sequence` empty with its window layers starting at `windowStart` (0 without a
+    /// ``window``), ready for rows to be written into it from outside (``rows(layer:from:sequence:)``)
+    /// before ``adopt(count:sequence:)`` says how many it holds.
+    public func prepareFill(sequence: Int, windowStart: Int) {
+        counts[sequence] = 0
+        windowStarts[sequence] = window == nil ? 0 : max(0, windowStart)
+    }
+
+    /// Declares that slot `sequence` holds `count` positions, written from outside after
+    /// ``prepareFill(sequence:windowStart:)``: every full layer's rows 0..<count and every window
+    /// layer's from the window start on.
+    public func adopt(count: Int, sequence: Int) {
+        counts[sequence] = max(0, min(count, capacity))
+        if counts[sequence] == 0 { windowStarts[sequence] = 0 }
+    }
+
     /// Copies the first `count` positions of slot `source` into slot `target` (a shared
     /// prefix: keys and values of a position depend only on the tokens up to it), leaving
     /// `target` holding exactly those positions. Window layers copy what they hold of them

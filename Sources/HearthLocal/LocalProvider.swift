@@ -64,6 +64,12 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// largest activations of each product in f32, 16 bits for generated tokens; `.wide` is
         /// the exact path).
         public var activationPrecision: ActivationPrecision = .default
+        /// The prompt cache (docs/PROMPT-CACHE.md): finished requests' keys and values kept in
+        /// blocks beyond the `parallel` slots, so a conversation that left its slot (more
+        /// conversations than slots, an app switching between chats) costs only its new tokens.
+        /// Default ``PromptCacheOptions/automatic``: up to a quarter of physical memory, at most
+        /// 8 GiB; `.disabled` turns it off; a `directory` adds the disk tier.
+        public var promptCache: PromptCacheOptions = .automatic
 
         public init(
             modelPath: String, quantize: WeightQuantization? = nil, context: Int? = nil, threads: Int? = nil,
@@ -135,12 +141,14 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
 
     /// Creates a provider around an already loaded model, serving up to `parallel` requests at once
     /// (`kvType`: ``Configuration/kvType``; `speculative`: ``Configuration/speculative``, with
-    /// `draftModel` drafting for ``SpeculativeMode/draft``).
+    /// `draftModel` drafting for ``SpeculativeMode/draft``; `promptCache`:
+    /// ``Configuration/promptCache``, off unless given here).
     public init(
         id: String = "local", model: LanguageModel, context: Int? = nil, threads: Int? = nil,
         batch: Int = Generator.defaultBatch,
         parallel: Int = 1, embeddingPooling: EmbeddingPooling = .mean, kvType: DType = .f16,
-        speculative: SpeculativeMode = .lookup, draftModel: LanguageModel? = nil
+        speculative: SpeculativeMode = .lookup, draftModel: LanguageModel? = nil,
+        promptCache: PromptCacheOptions = .disabled
     ) throws {
         self.id = id
         var configuration = Configuration(
@@ -149,11 +157,12 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         configuration.kvType = kvType
         configuration.speculative = speculative
         configuration.draftModelPath = draftModel?.path.path
+        configuration.promptCache = promptCache
         self.configuration = configuration
         state = .loaded(
             try Generator(
                 model: model, context: context, threads: threads, batch: batch, kvType: kvType, sequences: parallel,
-                draftModel: draftModel))
+                draftModel: draftModel, promptCache: promptCache))
     }
 
     /// How this provider's model computes on this CPU: the kernel level (``KernelLevel``), the
@@ -478,7 +487,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                     let generator = try Generator(
                         model: model, context: configuration.context, threads: configuration.threads,
                         batch: configuration.batch, kvType: configuration.kvType, sequences: configuration.parallel,
-                        draftModel: draft)
+                        draftModel: draft, promptCache: configuration.promptCache)
                     if let tokens = configuration.prefillWhileDecoding { generator.interleavedPrefillTokens = max(1, tokens) }
                     generator.activationPrecision = configuration.activationPrecision
                     result = .success(generator)

@@ -164,6 +164,7 @@ public final class HearthServer: @unchecked Sendable {
             if let storage = provider.kvCacheStorage {
                 metrics.recordKVStorage(name, type: storage.type, bytes: storage.bytes, bytesPerToken: storage.bytesPerToken)
             }
+            if let promptCache = provider.promptCacheStatistics { metrics.recordPromptCache(name, promptCache) }
             total.running += load.running
             total.waiting += load.waiting
             total.kvCacheUsage = max(total.kvCacheUsage, usage)

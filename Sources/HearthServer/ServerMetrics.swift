@@ -1,5 +1,7 @@
 import Foundation
+import HearthLocal
 import Prometheus
+import Synchronization
 
 /// The server's Prometheus metrics (`GET /metrics`). Names follow Prometheus conventions
 /// (`_total` counters, `_seconds` histograms); docs/SERVER.md lists them with vLLM's equivalents.
@@ -81,6 +83,45 @@ final class ServerMetrics: Sendable {
             name: "hearth_model_kv_cache_bytes_per_token", labels: labels,
             help: "Bytes one token's keys and values take in this model's KV cache (every layer), by KV type.")
             .set(to: Double(bytesPerToken))
+    }
+
+    /// The prompt cache's counters last seen per model, so the Prometheus counters only grow
+    /// (a model reloaded starts its own counts again from zero).
+    private let promptCacheSeen = Mutex<[String: LocalPromptCacheStatistics]>([:])
+
+    /// One local model's prompt cache (docs/PROMPT-CACHE.md): hits, misses, tokens served,
+    /// evictions and disk reads, writes and refusals as counters; bytes held (memory and disk),
+    /// the budget and blocks as gauges; labelled with the model.
+    func recordPromptCache(_ model: String, _ now: LocalPromptCacheStatistics) {
+        let labels = [("model", model)]
+        let before = promptCacheSeen.withLock { seen -> LocalPromptCacheStatistics? in
+            defer { seen[model] = now }
+            return seen[model]
+        }
+        func count(_ name: String, _ help: String, _ value: KeyPath<LocalPromptCacheStatistics, Int>) {
+            let previous = before.map { $0[keyPath: value] } ?? 0
+            let current = now[keyPath: value]
+            // A smaller value is a restarted count (the model was reloaded): all of it is new.
+            let delta = current >= previous ? current - previous : current
+            let counter = registry.makeCounter(name: name, labels: labels, help: help)
+            if delta > 0 { counter.increment(by: Int64(delta)) }
+        }
+        count("hearth_prompt_cache_hits_total", "Requests whose prompt prefix came from the prompt cache (longer than any slot held).", \.hits)
+        count("hearth_prompt_cache_misses_total", "Requests whose prompt was found nowhere: neither a slot nor the prompt cache held any of it.", \.misses)
+        count("hearth_prompt_cache_hit_tokens_total", "Prompt tokens served from the prompt cache.", \.hitTokens)
+        count("hearth_prompt_cache_evictions_total", "Prompt cache block parts evicted to stay within --cache-ram.", \.evictions)
+        count("hearth_prompt_cache_evicted_bytes_total", "Bytes the prompt cache's evictions freed.", \.evictedBytes)
+        count("hearth_prompt_cache_disk_reads_total", "Prompt cache blocks read back from --cache-dir (checked).", \.diskReads)
+        count("hearth_prompt_cache_disk_writes_total", "Prompt cache blocks written to --cache-dir.", \.diskWrites)
+        count("hearth_prompt_cache_disk_rejected_total", "Prompt cache files refused and removed: corrupt, truncated or another model's.", \.diskRejected)
+        registry.makeGauge(name: "hearth_prompt_cache_bytes", labels: labels, help: "Bytes of KV rows the prompt cache holds in memory.")
+            .set(to: Double(now.bytes))
+        registry.makeGauge(name: "hearth_prompt_cache_budget_bytes", labels: labels, help: "The prompt cache's memory budget (--cache-ram) in bytes.")
+            .set(to: Double(now.budget))
+        registry.makeGauge(name: "hearth_prompt_cache_blocks", labels: labels, help: "Blocks the prompt cache holds in memory.")
+            .set(to: Double(now.blocks))
+        registry.makeGauge(name: "hearth_prompt_cache_disk_bytes", labels: labels, help: "Bytes the prompt cache's disk tier holds for this model.")
+            .set(to: Double(now.diskBytes))
     }
 
     /// The text exposition format.

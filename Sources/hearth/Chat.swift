@@ -43,6 +43,7 @@ struct Chat: ParsableCommand {
 
     @OptionGroup var batching: BatchOption
     @OptionGroup var kv: KVTypeOption
+    @OptionGroup var promptCache: PromptCacheOption
 
     @Option(name: .long, help: "Directory for saved chats (default: $HEARTH_HOME/chats or ~/.local/share/hearth/chats).")
     var sessionsDir: String?
@@ -103,6 +104,7 @@ struct Chat: ParsableCommand {
             configuration.activationPrecision = activation.precision
             configuration.repackCache = source.repackCache
             configuration.kvType = kv.kvType
+            configuration.promptCache = promptCache.options
             return configuration
         }
         let session = ChatSession(

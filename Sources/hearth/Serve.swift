@@ -45,6 +45,7 @@ struct Serve: AsyncParsableCommand {
     @OptionGroup var kv: KVTypeOption
     @OptionGroup var speculation: SpeculativeOption
     @OptionGroup var activation: ActivationOption
+    @OptionGroup var promptCache: PromptCacheOption
     var ctx: Int? { context.ctx }
     var threads: Int? { workers.threads }
 
@@ -185,6 +186,7 @@ struct Serve: AsyncParsableCommand {
                 settings.draftModelPath = try speculation.draftPath()
                 settings.activationPrecision = activation.precision
                 settings.residency = residency
+                settings.promptCache = promptCache.options
                 let modelName = alias ?? given.flatMap { ModelNames.isPath($0) ? nil : $0 }
                     ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
                 if localModels.contains(where: { $0.name == modelName }) {
