@@ -25,6 +25,9 @@ public struct LocalPromptCacheStatistics: Sendable, Equatable {
     public var diskRejected: Int
     public var diskBytes: Int
 
+    /// All zero (tests).
+    init() { self.init(PromptCacheStatistics()) }
+
     init(_ s: PromptCacheStatistics) {
         hits = s.hits
         misses = s.misses
