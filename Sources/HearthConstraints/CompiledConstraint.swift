@@ -76,7 +76,32 @@ public final class CompiledConstraint: Sendable {
         }
         self.masks = masks
         cachedPositions = cached
-        byteSize = maskBytes + program.positionCount * 48 + masks.count * 24
+        remaining = Self.remainingBytes(program, minimum: keys.minimumLength)
+        byteSize = maskBytes + program.positionCount * 56 + masks.count * 24
+    }
+
+    /// Per position: the fewest bytes from it to the end of its alternative (its own byte, if
+    /// it consumes one, included), from each rule's fewest bytes: what ``ConstraintMatcher``
+    /// adds up along a stack to know how far the output is from complete.
+    let remaining: [Int32]
+
+    static func remainingBytes(_ program: Program, minimum: [Int]) -> [Int32] {
+        var result = [Int32](repeating: 0, count: program.positionCount)
+        var p = program.positionCount - 1
+        var after = 0
+        while p >= 0 {
+            let kind = program.kind[p]
+            if kind == Program.end {
+                after = 0
+            } else if kind == Program.byteStep {
+                after += 1
+            } else {
+                after += minimum[Int(kind)]
+            }
+            result[p] = Int32(clamping: after)
+            p -= 1
+        }
+        return result
     }
 
     /// Roughly how many bytes the compiled constraint holds (its own masks and program; masks

@@ -33,6 +33,13 @@ public struct GenerationParameters: Sendable {
     /// 262k-token model), so what no one reads can be left out: false leaves `logprob` NaN.
     /// `topLogprobs` > 0 computes it either way.
     public var logprobs = true
+    /// Under a constraint, finish within the token budget: a token after which the output could
+    /// no longer be completed in the tokens left (`maxTokens`, the context) is replaced by the
+    /// model's likeliest choice among those that keep a completion within reach, so strings
+    /// close, arrays stop and optional parts are left out in time, and the answer ends complete
+    /// (`.stop`) instead of cut (`.length`). It acts only on such a token: an answer that ends on
+    /// its own within the budget is unchanged. False keeps the cut.
+    public var finishInBudget = true
 
     public init() {}
 }
@@ -73,6 +80,9 @@ public struct GenerationSummary: Sendable {
     /// accepted one is a generated token that took no step of its own).
     public var draftedTokens = 0
     public var acceptedDraftTokens = 0
+    /// Tokens that ``GenerationParameters/finishInBudget`` chose instead of the sampled one (0:
+    /// the budget did not shape the answer).
+    public var budgetShapedTokens = 0
 
     /// Prompt tokens processed per second (cached ones excluded).
     public var prefillTokensPerSecond: Double {
@@ -982,7 +992,7 @@ struct SequenceRun {
     mutating func next(
         _ logits: UnsafeBufferPointer<Float>, eos: Set<Int32>, context: Int, onToken: (GeneratedToken) -> Void
     ) -> Outcome {
-        guard summary.completionTokens < parameters.maxTokens else { return .finished }
+        guard summary.completionTokens < parameters.maxTokens else { return endOfBudget() }
         var allowed: [UInt64]? = nil
         if matcher != nil {
             matcher?.fillMask(&mask)  // in place: a copy would duplicate the matcher's mask cache each step
@@ -993,7 +1003,10 @@ struct SequenceRun {
             }
             allowed = mask
         }
-        let id = sampler.sample(logits, recent: history[...], generated: generatedCounts, allowed: allowed)
+        var id = sampler.sample(logits, recent: history[...], generated: generatedCounts, allowed: allowed)
+        if parameters.finishInBudget, matcher != nil, !eos.contains(id) {
+            id = withinBudget(id, logits, context: context)
+        }
         matcher?.advance(id)
         generatedCounts[id, default: 0] += 1
         var token = GeneratedToken(id: id, text: "", logprob: .nan, topLogprobs: [])
@@ -1026,12 +1039,33 @@ struct SequenceRun {
         onToken(token)
 
         history.append(id)
-        if summary.completionTokens == parameters.maxTokens { return .finished }
-        if history.count >= context {
-            summary.finishReason = .length
-            return .finished
-        }
+        if summary.completionTokens == parameters.maxTokens { return endOfBudget() }
+        if history.count >= context { return endOfBudget() }
         return .feed(id)
+    }
+
+    /// The tokens ran out: `.stop` when a constraint's output is complete (it may end here),
+    /// else `.length`.
+    private mutating func endOfBudget() -> Outcome {
+        summary.finishReason = matcher?.isAccepting == true ? .stop : .length
+        return .finished
+    }
+
+    /// `id`, or — when the constrained output could not be completed after it in the tokens
+    /// left (counting a byte a token, which every vocabulary with byte tokens can always do) —
+    /// the sampler's choice among the tokens that keep a completion within reach (see
+    /// ``GenerationParameters/finishInBudget``). Costs one lookup per token until it acts.
+    private mutating func withinBudget(_ id: Int32, _ logits: UnsafeBufferPointer<Float>, context: Int) -> Int32 {
+        guard var m = matcher else { return id }
+        // Tokens after this one: the end of sequence needs none (a complete output ends `.stop`).
+        let left = min(parameters.maxTokens - summary.completionTokens, context - history.count) - 1
+        defer { matcher = m }
+        guard let after = m.bytesToComplete(after: id), after > left else { return id }
+        var feasible: [UInt64] = []
+        m.fillFeasibleMask(&feasible, within: left)
+        guard feasible.contains(where: { $0 != 0 }) else { return id }  // out of reach either way: cut
+        summary.budgetShapedTokens += 1
+        return sampler.sample(logits, recent: history[...], generated: generatedCounts, allowed: feasible)
     }
 
     /// The summary, with the decode time filled in.

@@ -27,6 +27,10 @@ public struct Usage: Sendable, Equatable, Codable {
     /// of them were accepted; `nil` when the provider does not say.
     public var draftedTokens: Int?
     public var acceptedDraftTokens: Int?
+    /// Structured output (the local engine): tokens the finish-in-budget rule chose so the
+    /// answer ends complete within its token budget (``GenerationOptions/finishInBudget``); `nil`
+    /// or 0 when the budget did not shape the answer.
+    public var budgetShapedTokens: Int?
 
     /// Creates usage figures.
     public init(

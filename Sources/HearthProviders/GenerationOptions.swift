@@ -45,6 +45,11 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
     /// providers with extended sampling (vLLM, llama-server) get it as `ignore_eos`; `hearth serve`
     /// refuses it on cloud routes.
     public var ignoreEOS: Bool?
+    /// Structured output within the token budget (the local model): nil or true lets the
+    /// constraint steer the last tokens so a constrained answer ends complete instead of cut
+    /// at `maxTokens` (``finishReason`` `stop`); false keeps the cut (`length`). Cloud
+    /// providers ignore it (their APIs cut).
+    public var finishInBudget: Bool?
 
     /// Creates options; every argument defaults to "provider default".
     public init(
@@ -90,6 +95,7 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
         toolChoice = try c.decodeIfPresent(ToolChoice.self, forKey: .toolChoice)
         parallelToolCalls = try c.decodeIfPresent(Bool.self, forKey: .parallelToolCalls)
         ignoreEOS = try c.decodeIfPresent(Bool.self, forKey: .ignoreEOS)
+        finishInBudget = try c.decodeIfPresent(Bool.self, forKey: .finishInBudget)
         logitBias = try c.decodeIfPresent([Int32: Double].self, forKey: .logitBias) ?? [:]
     }
 
