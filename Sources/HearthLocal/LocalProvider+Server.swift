@@ -59,39 +59,89 @@ extension LocalProvider {
     /// The vocabulary size once the model is loaded.
     public var loadedVocabularySize: Int? { generatorIfLoaded?.model.options.vocabSize }
 
-    /// Tokenizes `text` with the loaded model's tokenizer (loading it first if needed).
-    /// - Throws: `ProviderError`.
-    public func tokenize(_ text: String, addSpecialTokens: Bool) async throws -> [Int32] {
-        let generator = try await loadedGenerator()
-        do { return try generator.model.tokenizer.encode(text, addSpecialTokens: addSpecialTokens) } catch {
+    /// What ``tokenize(_:addSpecialTokens:limit:pieces:admission:)`` found.
+    public struct Tokenization: Sendable {
+        /// The ids, or nil when the text has more than the limit.
+        public var ids: [Int32]?
+        /// Each id's bytes as it stands in text (``tokenPieces(_:admission:)``), when asked for.
+        public var pieces: [[UInt8]]?
+        /// The model's context in tokens.
+        public var context: Int
+    }
+
+    /// Tokenizes `text` with the model's tokenizer (loading it first if needed), with each
+    /// id's bytes when `pieces` is set — unless it has more than `limit` ids: then `ids` is nil,
+    /// found without tokenizing all of it where the tokenizer can stop early, or at once when
+    /// the text is longer in bytes than `limit` of the vocabulary's longest tokens. With
+    /// `admission`, the tokenizing waits for it (the model is held meanwhile, see
+    /// ``Admission``); it runs on a thread of its own, off the cooperative pool.
+    /// - Throws: `ProviderError` (`.modelUnavailable`, `.cancelled`, a tokenizer's error).
+    public func tokenize(_ text: String, addSpecialTokens: Bool, limit: Int, pieces: Bool = false, admission: Admission? = nil)
+        async throws -> Tokenization
+    {
+        let (generator, hold) = try await heldGenerator()
+        defer { hold?.end() }
+        let release = try await admission?()
+        defer { release?() }
+        try Task.checkCancellation()
+        let context = generator.context
+        if Self.trimmedByteCount(text) / longestTokenBytes(generator) > limit { return Tokenization(ids: nil, context: context) }
+        let tokenizer = generator.model.tokenizer
+        do {
+            return try await Self.detached {
+                guard let ids = try tokenizer.encode(text, addSpecialTokens: addSpecialTokens, limit: limit) else {
+                    return Tokenization(ids: nil, context: context)
+                }
+                return Tokenization(ids: ids, pieces: pieces ? ids.map { Self.piece($0, tokenizer) } : nil, context: context)
+            }
+        } catch {
             throw providerError(error)
         }
+    }
+
+    /// Tokenizes `text` with the model's tokenizer (loading it first if needed), unbounded.
+    /// - Throws: `ProviderError`.
+    public func tokenize(_ text: String, addSpecialTokens: Bool) async throws -> [Int32] {
+        try await tokenize(text, addSpecialTokens: addSpecialTokens, limit: Int.max).ids ?? []
     }
 
     /// Each token's bytes as it stands in text (`▁` as a space, `<0xNN>` as that byte; a control
     /// token as it is written, such as `<eos>`), for `/tokenize` with pieces.
     /// - Throws: `ProviderError` `.invalidRequest` when an id is outside the vocabulary.
-    public func tokenPieces(_ ids: [Int32]) async throws -> [[UInt8]] {
-        let generator = try await loadedGenerator()
-        let vocabulary = generator.model.options.vocabSize
-        if let bad = ids.first(where: { $0 < 0 || Int($0) >= vocabulary }) {
-            throw ProviderError(
-                .invalidRequest, provider: id, message: "token id \(bad) is outside the vocabulary (0..<\(vocabulary))")
-        }
+    public func tokenPieces(_ ids: [Int32], admission: Admission? = nil) async throws -> [[UInt8]] {
+        let (generator, hold) = try await heldGenerator()
+        defer { hold?.end() }
+        let release = try await admission?()
+        defer { release?() }
+        try checkVocabulary(ids, generator)
         let tokenizer = generator.model.tokenizer
-        return ids.map { tokenizer.bytes(of: $0) ?? Array((tokenizer.token($0) ?? "").utf8) }
+        return ids.map { Self.piece($0, tokenizer) }
     }
 
-    /// Decodes token ids to text (special tokens skipped).
+    /// A token's bytes as it stands in text (a control token as it is written).
+    static func piece(_ id: Int32, _ tokenizer: any Tokenizer) -> [UInt8] {
+        tokenizer.bytes(of: id) ?? Array((tokenizer.token(id) ?? "").utf8)
+    }
+
+    /// Decodes token ids to text (special tokens skipped), after `admission` when given (the
+    /// model held meanwhile).
     /// - Throws: `ProviderError` `.invalidRequest` when an id is outside the vocabulary.
-    public func detokenize(_ ids: [Int32]) async throws -> String {
-        let generator = try await loadedGenerator()
+    public func detokenize(_ ids: [Int32], admission: Admission? = nil) async throws -> String {
+        let (generator, hold) = try await heldGenerator()
+        defer { hold?.end() }
+        let release = try await admission?()
+        defer { release?() }
+        try checkVocabulary(ids, generator)
+        return generator.model.tokenizer.decode(ids)
+    }
+
+    /// Refuses ids outside the vocabulary.
+    private func checkVocabulary(_ ids: [Int32], _ generator: Generator) throws {
         let vocabulary = generator.model.options.vocabSize
         if let bad = ids.first(where: { $0 < 0 || Int($0) >= vocabulary }) {
             throw ProviderError(
                 .invalidRequest, provider: id, message: "token id \(bad) is outside the vocabulary (0..<\(vocabulary))")
         }
-        return generator.model.tokenizer.decode(ids)
     }
 
     /// The length in tokens of the prompt `input` becomes (the chat template or dialogue applied,
@@ -99,7 +149,8 @@ extension LocalProvider {
     /// - Throws: `ProviderError` `.contextLengthExceeded` when it cannot fit the context
     ///   (refused before a prompt of megabytes is all tokenized).
     public func promptTokenCount(_ input: LocalInput) async throws -> Int {
-        let generator = try await loadedGenerator()
+        let (generator, hold) = try await heldGenerator()
+        defer { hold?.end() }
         switch input {
         case .chat(let messages):
             return try prompt(for: ChatRequest(messages: messages), generator: generator).tokens.count
@@ -109,18 +160,23 @@ extension LocalProvider {
     }
 
     /// The length in tokens of the prompt `request` becomes (its tools described as the model
-    /// reads them, as ``stream(_:)`` renders it), for counting before generating.
+    /// reads them, as ``stream(_:)`` renders it), for counting before generating; after
+    /// `admission` when given (the model held meanwhile).
     /// - Throws: `ProviderError` (`.invalidRequest` for bad tools or tool results,
     ///   `.contextLengthExceeded` when it cannot fit the context).
-    public func promptTokenCount(_ request: ChatRequest) async throws -> Int {
-        let generator = try await loadedGenerator()
+    public func promptTokenCount(_ request: ChatRequest, admission: Admission? = nil) async throws -> Int {
+        let (generator, hold) = try await heldGenerator()
+        defer { hold?.end() }
         do {
             try request.options.validateTools()
             try request.messages.validateToolResults()
         } catch {
             throw ProviderError(.invalidRequest, provider: id, message: error.message, underlying: error)
         }
-        return try prompt(for: request, generator: generator).tokens.count
+        let release = try await admission?()
+        defer { release?() }
+        try Task.checkCancellation()
+        return try await Self.detached { try self.prompt(for: request, generator: generator).tokens.count }
     }
 
     /// Decides when a tokenized request may join the model's queue: called once the prompt is
@@ -258,7 +314,8 @@ extension LocalProvider {
                 .invalidRequest, provider: id, message: "choices must be between 1 and \(Self.maxChoices), got \(count)",
                 underlying: InvalidGenerationOption(field: "n", message: "must be between 1 and \(Self.maxChoices)"))
         }
-        let generator = try await loadedGenerator()
+        let (generator, hold) = try await heldGenerator()
+        defer { hold?.end() }  // the model stays loaded until the choices have ended
         try Task.checkCancellation()
         let tokens: [Int32]
         if let text = rawText {

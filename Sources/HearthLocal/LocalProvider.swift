@@ -50,6 +50,15 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// Shared with the other models of a server that serves several: unloads the least
         /// recently used beyond its limit when this one is about to be used (nil: stay loaded).
         public var residency: ModelResidency?
+        /// The model's name in errors (`hearth serve` gives the name clients use; nil: the
+        /// model file's or folder's name without extension). Errors never show the path.
+        public var name: String?
+        /// Seconds after a failed load before a request may try loading again; each further
+        /// failure doubles it, up to ``maxLoadRetryDelay`` (a success starts over). Requests
+        /// within the pause get the failure at once.
+        public var loadRetryDelay: Double = 1
+        /// The longest pause between load attempts, in seconds.
+        public var maxLoadRetryDelay: Double = 60
         /// Speculative decoding for every request (``SpeculativeMode``; default prompt lookup,
         /// adaptive). It changes how many tokens a step verifies, never which are generated.
         public var speculative: SpeculativeMode = .lookup
@@ -130,6 +139,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     let lock = NSLock()
     var state = State.idle  // internal: LocalProvider+Snapshot.swift reads it
     private var waiters: [CheckedContinuation<Generator, Error>] = []
+    /// Loads that failed in a row, and when the next may be tried (``Configuration/loadRetryDelay``).
+    private var failedLoads = 0
+    private var nextLoadAttempt = ContinuousClock.now
     /// The longest token of the loaded vocabulary in bytes (computed once, for ``refuseByLength(_:generator:)``).
     private var longestToken: Int?
 
@@ -191,7 +203,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     /// Loads the model and, when `request` is given, prefills its prompt so the first real
     /// request with that prefix starts generating at once.
     public func prewarm(_ request: ChatRequest?) async throws {
-        let generator = try await loadedGenerator()
+        let (generator, hold) = try await heldGenerator()
+        defer { hold?.end() }
         guard let request else { return }
         let prompt = try prompt(for: request, generator: generator).tokens
         var prefillOnly = GenerationParameters()
@@ -218,7 +231,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
 
     private func serve(_ request: ChatRequest, into continuation: AsyncThrowingStream<ChatEvent, Error>.Continuation) async throws {
         let started = DispatchTime.now()
-        let generator = try await loadedGenerator()
+        let (generator, hold) = try await heldGenerator()
+        defer { hold?.end() }
         try Task.checkCancellation()
         continuation.yield(.servedBy(id))
         let (tokens, dropped) = try prompt(for: request, generator: generator)
@@ -451,17 +465,39 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         }
     }
 
-    /// The generator, loading the model on first use (once, even with concurrent callers).
+    /// The generator, loading the model on first use (once, even with concurrent callers),
+    /// and the hold that keeps it loaded (``ModelResidency``; nil without one): end it when the
+    /// use is over. Waits for the model's place when the residency has none free.
+    /// - Throws: `ProviderError` `.modelUnavailable` when the model cannot load, `.cancelled`.
+    func heldGenerator() async throws -> (Generator, ModelResidency.Hold?) {
+        let hold: ModelResidency.Hold?
+        do { hold = try await configuration.residency?.hold(self) } catch { throw providerError(error) }
+        do { return (try await generatorLoadingOnce(), hold) } catch {
+            hold?.end()
+            throw error
+        }
+    }
+
+    /// The generator (``heldGenerator()``), held only until it is returned: a residency may
+    /// unload it while it is used (for callers that serve one model, such as the chat REPL).
     func loadedGenerator() async throws -> Generator {
-        configuration.residency?.willUse(self)
-        return try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Generator, Error>) in
+        let (generator, hold) = try await heldGenerator()
+        hold?.end()
+        return generator
+    }
+
+    /// The generator, loading the model on first use (once, even with concurrent callers). A
+    /// load that failed is tried again by a request that comes after the pause
+    /// (``Configuration/loadRetryDelay``); within it the failure is answered at once.
+    private func generatorLoadingOnce() async throws -> Generator {
+        try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Generator, Error>) in
             lock.lock()
             switch state {
             case .loaded(let generator):
                 lock.unlock()
                 waiter.resume(returning: generator)
                 return
-            case .failed(let error):
+            case .failed(let error) where ContinuousClock.now < nextLoadAttempt:
                 lock.unlock()
                 waiter.resume(throwing: error)
                 return
@@ -469,7 +505,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 waiters.append(waiter)
                 lock.unlock()
                 return
-            case .idle:
+            case .idle, .failed:
                 state = .loading
                 waiters.append(waiter)
                 lock.unlock()
@@ -492,19 +528,55 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                     generator.activationPrecision = configuration.activationPrecision
                     result = .success(generator)
                 } catch {
-                    result = .failure(self.providerError(error))
+                    result = .failure(self.loadError(error))
                 }
                 lock.lock()
                 let pending = waiters
                 waiters = []
                 switch result {
-                case .success(let generator): state = .loaded(generator)
-                case .failure(let error): state = .failed(error)
+                case .success(let generator):
+                    state = .loaded(generator)
+                    failedLoads = 0
+                case .failure(let error):
+                    state = .failed(error)
+                    let delay = min(configuration.maxLoadRetryDelay, configuration.loadRetryDelay * pow(2, Double(min(failedLoads, 30))))
+                    failedLoads += 1
+                    nextLoadAttempt = ContinuousClock.now + .milliseconds(Int64(max(0, delay) * 1000))
                 }
                 lock.unlock()
                 for waiter in pending { waiter.resume(with: result.mapError { $0 as Error }) }
             }
         }
+    }
+
+    /// The model's name in errors: ``Configuration/name``, else its file's or folder's name
+    /// without extension.
+    public var modelName: String {
+        configuration.name ?? URL(fileURLWithPath: configuration.modelPath).deletingPathExtension().lastPathComponent
+    }
+
+    /// A failed load as the shared error type: the model named, every path in the cause shown
+    /// by its last component only (a client must not learn where the server keeps its files).
+    func loadError(_ error: Error) -> ProviderError {
+        let cause = Self.withoutPaths(String(describing: error))
+        return ProviderError(
+            .modelUnavailable, provider: id,
+            message: "the model '\(modelName)' could not be loaded: \(cause); it is tried again on a request after a pause",
+            underlying: error)
+    }
+
+    /// `text` with every absolute or home-relative path (two components or more) replaced by
+    /// its last component.
+    static func withoutPaths(_ text: String) -> String {
+        guard let pattern = try? NSRegularExpression(pattern: #"(?<![\w.~/:])~?(?:/[^/\s'"`,;:()\[\]]+){2,}/?"#) else { return text }
+        var result = text
+        for match in pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)).reversed() {
+            guard let range = Range(match.range, in: result) else { continue }
+            let path = result[range]
+            let last = path.split(separator: "/").last.map(String.init) ?? ""
+            result.replaceSubrange(range, with: last)
+        }
+        return result
     }
 
     /// Maps engine, format and tokenizer errors to the shared error type.
@@ -521,10 +593,13 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 return ProviderError(.invalidRequest, provider: id, message: error.description, underlying: error)
             }
         }
-        return ProviderError(.modelUnavailable, provider: id, message: "the local model could not be used: \(error)", underlying: error)
+        return ProviderError(
+            .modelUnavailable, provider: id, message: "the model '\(modelName)' could not be used: \(Self.withoutPaths("\(error)"))",
+            underlying: error)
     }
 
-    private static func detached<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    /// Runs blocking work on a thread of its own, off the cooperative pool.
+    static func detached<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread { continuation.resume(with: Result { try work() }) }
         }

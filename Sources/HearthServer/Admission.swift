@@ -1,5 +1,7 @@
 import Foundation
+import HearthLocal
 import HearthProviders
+import NIOCore
 
 /// A generation request's place in its pool (the local model's slots and queue, or the cloud
 /// routes' own pool). Released exactly once: by ``end()`` when the answer is done, or when the
@@ -96,3 +98,90 @@ extension HearthServer {
         }
     }
 }
+
+extension HearthServer {
+    /// A local request's wait for its fair-queue turn (``FairQueue``): `slots` sequence slots
+    /// for `client` (a request's `n` choices take `n`); nil without a local model.
+    func localAdmission(client: String, slots: Int = 1) -> LocalProvider.Admission? {
+        guard let queue = localQueue else { return nil }
+        return {
+            let turn = try await queue.turn(for: client, slots: slots)
+            return { turn.end() }
+        }
+    }
+
+    /// Runs local work that is not a generation (embeddings, tokenizing, counting) as a
+    /// generation runs: admitted to the route's pool (``admit(_:client:cancel:)``: 503 when full
+    /// or draining, 429 past the client's `max_in_flight`), its model work after a fair-queue
+    /// turn (`work` gets the admission to pass to the provider), and stopped — between the
+    /// provider's steps — when the client goes away, at ``ServerOptions/requestTimeout`` (504)
+    /// or when the server drains past its grace (503).
+    /// - Throws: ``APIError`` for the refusals and stops above; what `work` throws otherwise.
+    func runAdmitted<T: Sendable>(
+        _ route: Gateway.ModelRoute, client: GatewayConfiguration.Client, channel: any Channel,
+        _ work: @escaping @Sendable (LocalProvider.Admission?) async throws -> T
+    ) async throws -> T {
+        let stop = AdmittedWork()
+        let lease = try admit(route, client: client) { stop.stop(.draining) }
+        defer { lease.end() }
+        let admission = localAdmission(client: client.name)
+        let task = Task { try await work(admission) }
+        stop.attach(task)
+        let watch = await watchConnection(channel) { stop.stop(.clientGone) }
+        let timeout = options.requestTimeout
+        let deadline = Task {
+            try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
+            stop.stop(.timeout)
+        }
+        defer {
+            watch.end()
+            deadline.cancel()
+        }
+        do {
+            return try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+        } catch {
+            switch stop.reason {
+            case .timeout?:
+                throw APIError(
+                    status: 504, message: "The request took longer than \(Int(timeout)) seconds.", type: "timeout_error", code: "timeout")
+            case .draining?: throw APIError.unavailable("The server is shutting down.", retryAfter: 5)
+            case .clientGone?: throw ClientGone()
+            case nil: throw error
+            }
+        }
+    }
+}
+
+/// Why admitted work was stopped from outside, and the task to stop.
+final class AdmittedWork: @unchecked Sendable {
+    // `@unchecked Sendable`: `why` and `task` are only touched under `lock`.
+    enum Reason { case clientGone, timeout, draining }
+    private let lock = NSLock()
+    private var why: Reason?
+    private var task: (any CancellableTask)?
+
+    /// The first reason it was stopped for (nil: it was not).
+    var reason: Reason? { lock.withLock { why } }
+
+    /// The work to cancel (at once if it was stopped before it started).
+    func attach(_ task: some CancellableTask) {
+        let stopped: Bool = lock.withLock {
+            self.task = task
+            return why != nil
+        }
+        if stopped { task.cancel() }
+    }
+
+    /// Stops the work (the first reason is kept).
+    func stop(_ reason: Reason) {
+        let task: (any CancellableTask)? = lock.withLock {
+            if why == nil { why = reason }
+            return self.task
+        }
+        task?.cancel()
+    }
+}
+
+/// A task that can be cancelled, whatever it returns.
+protocol CancellableTask: Sendable { func cancel() }
+extension Task: CancellableTask {}

@@ -8,7 +8,7 @@ extension HearthServer {
     /// `/v1/messages` request with the same `system`, `messages` and `tools` becomes on a local
     /// model (its chat template and tool prompt applied, as generation renders it) →
     /// `{"input_tokens": N}`. Errors in Anthropic's shape. Cloud routes are refused (400): their
-    /// tokenizers are not here.
+    /// tokenizers are not here. Admitted like a generation (``runAdmitted(_:client:channel:_:)``).
     func countTokens(_ context: ServerRequestContext) async -> Response {
         do {
             let ordered = try RequestParser.ordered(context.body)
@@ -20,7 +20,8 @@ extension HearthServer {
                 json = .object(pairs)
             }
             let name = try RequestParser.requiredModel(try Fields(json))
-            let route = try gateway.route(name, for: (context.caller ?? GatewayAuthenticator.anonymous).client)
+            let client = (context.caller ?? GatewayAuthenticator.anonymous).client
+            let route = try gateway.route(name, for: client)
             guard case .local(let provider) = route.target else {
                 throw APIError.invalid("model", "'\(name.prefix(200))' is a cloud route; tokens are counted for local models only.")
             }
@@ -31,7 +32,11 @@ extension HearthServer {
             guard case .chat(let messages) = job.input else {
                 throw APIError.invalid("messages", "'messages' is required.", code: "missing_field")
             }
-            let count = try await provider.promptTokenCount(ChatRequest(messages: messages, options: job.options))
+            // Admitted like a generation: a fair-queue turn, stopped when the client leaves or at the timeout.
+            let request = ChatRequest(messages: messages, options: job.options)
+            let count = try await runAdmitted(route, client: client, channel: context.channel) { admission in
+                try await provider.promptTokenCount(request, admission: admission)
+            }
             return Self.json(200, ["input_tokens": .int(count)])
         } catch {
             return Self.errorResponse(Self.apiError(error), endpoint: .messages, requestID: context.requestID)

@@ -1,4 +1,5 @@
 import Foundation
+import HearthLocal
 import HearthProviders
 import Hummingbird
 
@@ -8,7 +9,9 @@ extension HearthServer {
     /// float32, what the official client asks for by default); `dimensions` refused unless it is
     /// the model's own. Served by the route's provider — the local model in one batched pass with
     /// no sampling and no KV slot kept, or a router that falls back between the providers that
-    /// embed — through the same admission, quota and usage as generation.
+    /// embed — through the same admission, quota and usage as generation: a fair-queue turn for
+    /// the local model, the request timeout, a stop between forward passes when the client
+    /// leaves, and at most ``ServerOptions/maxEmbeddingTokens`` tokens (a 400 naming the bound).
     func embeddings(_ context: ServerRequestContext) async throws -> Response {
         let caller = context.caller ?? GatewayAuthenticator.anonymous
         let client = caller.client
@@ -36,11 +39,18 @@ extension HearthServer {
             }
         }
         let (reservation, _) = try gateway.limiter.reserve(client, prompt: estimate, reply: 0)
-        let lease = try admit(route, client: client) {}
-        defer { lease.end() }
+        let request = EmbeddingRequest(inputs: inputs, dimensions: dimensions, model: name)
+        let maxTokens = options.maxEmbeddingTokens
         let response: EmbeddingResponse
         do {
-            response = try await provider.embed(EmbeddingRequest(inputs: inputs, dimensions: dimensions, model: name))
+            // Admitted like a generation: the local model's work after a fair-queue turn, bounded
+            // in tokens, stopped between forward passes when the client leaves or at the timeout.
+            response = try await runAdmitted(route, client: client, channel: context.channel) { admission in
+                if let local = provider as? LocalProvider {
+                    return try await local.embed(request, maxTokens: maxTokens, admission: admission)
+                }
+                return try await provider.embed(request)
+            }
         } catch {
             gateway.limiter.settle(reservation, used: 0)
             throw Self.gatewayAPIError(error)

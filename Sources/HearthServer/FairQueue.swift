@@ -11,6 +11,11 @@ import Foundation
 /// delays another client's next request by at most one answer per slot. A client alone is
 /// served in arrival order (the plain server has one client: nothing changes for it).
 ///
+/// A request may need several slots at once (`n` choices decode as `n` sequences): its turn
+/// counts as that many, for the slots and for its client's share, and it goes when that many
+/// are free — a smaller request behind it does not pass it (it would wait for ever behind a
+/// stream of single ones).
+///
 /// A held request is still waiting for a slot, and is counted in `hearth_requests_waiting`
 /// (``waitingCount``). A waiter whose task is cancelled (its client left, its deadline
 /// passed, the server drains) leaves the queue at once.
@@ -36,6 +41,8 @@ final class FairQueue: @unchecked Sendable {
     private final class Waiter: @unchecked Sendable {
         // `@unchecked Sendable`: its fields are only touched under the queue's `lock`.
         let client: String
+        /// Slots it takes (1 ... the queue's slots).
+        let weight: Int
         /// Its place in arrival order (set when it joins the queue).
         var arrival: UInt64 = 0
         var continuation: CheckedContinuation<Turn, Error>?
@@ -43,7 +50,10 @@ final class FairQueue: @unchecked Sendable {
         var done = false
         var cancelled = false
 
-        init(client: String) { self.client = client }
+        init(client: String, weight: Int) {
+            self.client = client
+            self.weight = weight
+        }
     }
 
     /// A request's right to be handed to the engine: hold it while the request runs, then
@@ -52,12 +62,15 @@ final class FairQueue: @unchecked Sendable {
         // `@unchecked Sendable`: `ended` is only touched under `lock`.
         private weak var queue: FairQueue?
         let client: String
+        /// Slots it holds.
+        let weight: Int
         private let lock = NSLock()
         private var ended = false
 
-        fileprivate init(queue: FairQueue, client: String) {
+        fileprivate init(queue: FairQueue, client: String, weight: Int) {
             self.queue = queue
             self.client = client
+            self.weight = weight
         }
 
         /// Gives the turn back (later calls do nothing).
@@ -66,7 +79,7 @@ final class FairQueue: @unchecked Sendable {
                 defer { ended = true }
                 return !ended
             }
-            if first { queue?.finish(client) }
+            if first { queue?.finish(client, weight: weight) }
         }
 
         deinit { end() }
@@ -78,13 +91,14 @@ final class FairQueue: @unchecked Sendable {
     /// Requests held here now (waiting for a turn).
     var waitingCount: Int { lock.withLock { waitingTotal } }
 
-    /// Turns held now.
+    /// Slots held now (a turn of several slots counts each).
     var runningCount: Int { lock.withLock { runningTotal } }
 
-    /// Waits until `client`'s request may be handed to the engine.
+    /// Waits until `client`'s request, which needs `slots` sequence slots at once (its choices;
+    /// at most the queue's slots count), may be handed to the engine.
     /// - Throws: `CancellationError` when the calling task is cancelled while it waits.
-    func turn(for client: String) async throws -> Turn {
-        let waiter = Waiter(client: client)
+    func turn(for client: String, slots needed: Int = 1) async throws -> Turn {
+        let waiter = Waiter(client: client, weight: min(max(1, needed), slots))
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 lock.withLock {
@@ -113,15 +127,16 @@ final class FairQueue: @unchecked Sendable {
                 waitingTotal -= 1
                 forgetIfIdle(client)
                 continuation.resume(throwing: CancellationError())
+                dispatch()  // a request of several slots that left may have held up smaller ones
             }
         }
     }
 
-    /// A turn ended: its slot goes to the next waiting request.
-    private func finish(_ client: String) {
+    /// A turn ended: its slots go to the next waiting requests.
+    private func finish(_ client: String, weight: Int) {
         lock.withLock {
-            runningTotal -= 1
-            let left = running[client, default: 1] - 1
+            runningTotal -= weight
+            let left = running[client, default: weight] - weight
             running[client] = left > 0 ? left : nil
             forgetIfIdle(client)
             dispatch()
@@ -139,18 +154,20 @@ final class FairQueue: @unchecked Sendable {
                 let rank = (running[client] ?? 0, lastServed[client] ?? 0, oldest.arrival)
                 if best.map({ rank < $0.rank }) ?? true { best = (client, rank) }
             }
-            guard let pick = best, var queue = waiting[pick.client], !queue.isEmpty else { return }
-            let waiter = queue.removeFirst()
+            guard let pick = best, var queue = waiting[pick.client], let waiter = queue.first else { return }
+            // The fairest request waits for as many free slots as it needs.
+            guard runningTotal + waiter.weight <= slots else { return }
+            queue.removeFirst()
             waiting[pick.client] = queue.isEmpty ? nil : queue
             waitingTotal -= 1
-            runningTotal += 1
-            running[pick.client, default: 0] += 1
+            runningTotal += waiter.weight
+            running[pick.client, default: 0] += waiter.weight
             served += 1
             lastServed[pick.client] = served
             waiter.done = true
             let continuation = waiter.continuation
             waiter.continuation = nil
-            continuation?.resume(returning: Turn(queue: self, client: pick.client))
+            continuation?.resume(returning: Turn(queue: self, client: pick.client, weight: waiter.weight))
         }
     }
 

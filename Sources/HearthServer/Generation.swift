@@ -207,14 +207,8 @@ extension HearthServer {
         do {
             // A local request waits its turn in the fair queue (between clients) before the
             // model's own queue; it still counts as admitted and waiting.
-            var admission: LocalProvider.Admission?
-            if let queue = localQueue {
-                let name = client.name
-                admission = {
-                    let turn = try await queue.turn(for: name)
-                    return { turn.end() }
-                }
-            }
+            // `n` choices take `n` slots.
+            let admission = localAdmission(client: client.name, slots: job.choices)
             let first = try await stream.start(route, job: job, admission: admission)
             renderer.promptTokens = first.promptTokens ?? 0
             Self.set(&headers, "x-hearth-served-by", first.provider)

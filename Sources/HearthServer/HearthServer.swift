@@ -37,6 +37,16 @@ public struct ServerOptions: Sendable {
     /// Requests to cloud routes in flight at once (their own pool: they never take the local
     /// model's slots); more get 503 + Retry-After.
     public var maxCloudInFlight: Int
+    /// Tokens one `/v1/embeddings` request may have, all inputs together; more is a 400 naming
+    /// the bound (`--max-embedding-tokens`).
+    public var maxEmbeddingTokens = 16384
+    /// Bytes of text one `/tokenize` request may have; more is a 400 naming the bound.
+    public var maxTokenizeBytes = 1 << 20
+    /// Tokens one `/tokenize` answer (or `/detokenize` request) may have; more is a 400 naming
+    /// the bound (`--max-tokenize-tokens`).
+    public var maxTokenizeTokens = 131_072
+    /// Bytes one `/tokenize` or `/detokenize` answer may have; more is a 400 naming the bound.
+    public var maxTokenizeResponseBytes = 8 << 20
 
     /// Creates options.
     public init(

@@ -33,8 +33,8 @@ extension HearthServer {
         }
         router.post("/v1/embeddings") { _, context in try await self.embeddings(context) }
         router.post("/v1/messages/count_tokens") { _, context in await self.countTokens(context) }
-        router.post("/tokenize") { _, context in try await self.tokenize(context.body) }
-        router.post("/detokenize") { _, context in try await self.detokenize(context.body) }
+        router.post("/tokenize") { _, context in try await self.tokenize(context) }
+        router.post("/detokenize") { _, context in try await self.detokenize(context) }
         if configured {
             router.post("/v1/auth/token") { _, context in
                 try self.issueToken(context.caller ?? GatewayAuthenticator.anonymous, body: context.body)
@@ -99,49 +99,100 @@ extension HearthServer {
         return entry
     }
 
-    /// The local model for `/tokenize` and `/detokenize`, once loaded.
-    func localModel(_ fields: Fields) throws -> LocalProvider {
-        guard let local else {
+    /// The local model a `/tokenize` or `/detokenize` request names (`model`), within the
+    /// client's allowlist (404 for a model this server does not serve or that is not local, 403
+    /// for one the client may not use); without `model`, the server's first local model the
+    /// client may use.
+    func localRoute(_ fields: Fields, client: GatewayConfiguration.Client) throws -> (Gateway.ModelRoute, LocalProvider) {
+        if let model = try fields.string("model") {
+            let route = try gateway.route(model, for: client)
+            guard case .local(let provider) = route.target else {
+                throw APIError(
+                    status: 404, message: "The model '\(model.prefix(200))' is not a local model of this server (see GET /v1/models).",
+                    type: "invalid_request_error", code: "model_not_found", param: "model")
+            }
+            return (route, provider)
+        }
+        let locals = gateway.allowed(client).compactMap { name -> (Gateway.ModelRoute, LocalProvider)? in
+            guard let route = gateway.routes[name], case .local(let provider) = route.target else { return nil }
+            return (route, provider)
+        }
+        guard let first = locals.first(where: { $0.1 === local }) ?? locals.first else {
             throw APIError(
                 status: 404, message: "This server has no local model to tokenize with.", type: "invalid_request_error",
                 code: "model_not_found", param: "model")
         }
-        if let model = try fields.string("model"), gateway.routes[model]?.isLocal != true {
-            throw APIError(
-                status: 404, message: "The model '\(model.prefix(200))' is not a local model of this server (see GET /v1/models).",
-                type: "invalid_request_error", code: "model_not_found", param: "model")
-        }
-        try requireReady()
-        return local
+        return first
     }
 
-    func tokenize(_ body: Data) async throws -> Response {
-        let f = try Fields(try RequestParser.json(body))
+    /// `POST /tokenize` (llama-server's): the ids of `content` (or `prompt`), with each id's
+    /// piece when `with_pieces` is set, by the model the request names — admitted like a
+    /// generation (a fair-queue turn, stopped when the client leaves or at the request
+    /// timeout) and bounded: at most ``ServerOptions/maxTokenizeBytes`` of text,
+    /// ``ServerOptions/maxTokenizeTokens`` tokens and ``ServerOptions/maxTokenizeResponseBytes``
+    /// of answer, each a 400 naming the bound.
+    func tokenize(_ context: ServerRequestContext) async throws -> Response {
+        let client = (context.caller ?? GatewayAuthenticator.anonymous).client
+        let f = try Fields(try RequestParser.json(context.body))
         try f.refuseUnknown(AcceptedFields.tokenize)
-        let local = try localModel(f)
+        let (route, local) = try localRoute(f, client: client)
+        let field = f.value("content") != nil ? "content" : "prompt"
         guard let text = try f.string("content") ?? f.string("prompt") else {
             throw APIError.invalid("content", "'content' (the text to tokenize) is required.", code: "missing_field")
         }
-        let tokens = try await local.tokenize(text, addSpecialTokens: try f.bool("add_special") ?? false)
-        var listed: [JSONValue] = tokens.map { .int(Int($0)) }
-        if try f.bool("with_pieces") == true {
-            // llama-server's shape: each id with its piece, a string when the piece is valid
-            // UTF-8 on its own, else its bytes.
-            let pieces = try await local.tokenPieces(tokens)
-            listed = zip(tokens, pieces).map { id, bytes in
-                let piece: JSONValue = String(validating: bytes, as: UTF8.self).map { .string($0) } ?? .array(bytes.map { .int(Int($0)) })
-                return .object([("id", .int(Int(id))), ("piece", piece)])
-            }
+        let maxBytes = options.maxTokenizeBytes, maxTokens = options.maxTokenizeTokens
+        guard text.utf8.count <= maxBytes else {
+            throw APIError.invalid(
+                field, "'\(field)' is \(text.utf8.count) bytes; /tokenize takes at most \(maxBytes) bytes of text per request.",
+                code: "too_large")
         }
-        return Self.json(200, ["tokens": .array(listed), "count": .int(tokens.count), "max_model_len": .int(local.loadedContext ?? 0)])
+        let special = try f.bool("add_special") ?? false, withPieces = try f.bool("with_pieces") == true
+        let found = try await runAdmitted(route, client: client, channel: context.channel) { admission in
+            try await local.tokenize(text, addSpecialTokens: special, limit: maxTokens, pieces: withPieces, admission: admission)
+        }
+        guard let tokens = found.ids else {
+            throw APIError.invalid(
+                field, "'\(field)' is more than \(maxTokens) tokens, the most one /tokenize answer may have (--max-tokenize-tokens).",
+                code: "too_large")
+        }
+        // llama-server's shape with pieces: each id with its piece, a string when the piece is
+        // valid UTF-8 on its own, else its bytes. Sized as it is built, so an answer over the
+        // bound is refused before it is all made.
+        var size = 64
+        var listed: [JSONValue] = []
+        listed.reserveCapacity(tokens.count)
+        for (index, id) in tokens.enumerated() {
+            let entry: JSONValue
+            if let pieces = found.pieces, pieces.indices.contains(index) {
+                let bytes = pieces[index]
+                let piece: JSONValue = String(validating: bytes, as: UTF8.self).map { .string($0) } ?? .array(bytes.map { .int(Int($0)) })
+                entry = .object([("id", .int(Int(id))), ("piece", piece)])
+                size += entry.serialized().count + 1
+            } else {
+                entry = .int(Int(id))
+                size += String(id).utf8.count + 1
+            }
+            if size > options.maxTokenizeResponseBytes { throw Self.answerTooLarge(options.maxTokenizeResponseBytes, "/tokenize") }
+            listed.append(entry)
+        }
+        return Self.json(200, ["tokens": .array(listed), "count": .int(tokens.count), "max_model_len": .int(found.context)])
     }
 
-    func detokenize(_ body: Data) async throws -> Response {
-        let f = try Fields(try RequestParser.json(body))
+    /// `POST /detokenize` (llama-server's): the text of `tokens` by the model the request
+    /// names, admitted like `/tokenize` and bounded by the same token and answer bounds.
+    func detokenize(_ context: ServerRequestContext) async throws -> Response {
+        let client = (context.caller ?? GatewayAuthenticator.anonymous).client
+        let f = try Fields(try RequestParser.json(context.body))
         try f.refuseUnknown(AcceptedFields.detokenize)
-        let local = try localModel(f)
+        let (route, local) = try localRoute(f, client: client)
         guard let items = try f.array("tokens") else {
             throw APIError.invalid("tokens", "'tokens' (an array of token ids) is required.", code: "missing_field")
+        }
+        let maxTokens = options.maxTokenizeTokens
+        guard items.count <= maxTokens else {
+            throw APIError.invalid(
+                "tokens", "'tokens' has \(items.count) ids; /detokenize takes at most \(maxTokens) per request (--max-tokenize-tokens).",
+                code: "too_large")
         }
         let ids: [Int32] = try items.enumerated().map { index, item in
             guard case .number(let value) = item, value == value.rounded(), abs(value) < 1e9 else {
@@ -149,7 +200,20 @@ extension HearthServer {
             }
             return Int32(value)
         }
-        return Self.json(200, ["content": .string(try await local.detokenize(ids))])
+        let text = try await runAdmitted(route, client: client, channel: context.channel) { admission in
+            try await local.detokenize(ids, admission: admission)
+        }
+        let body: JSONValue = ["content": .string(text)]
+        let data = body.serialized()
+        guard data.count <= options.maxTokenizeResponseBytes else { throw Self.answerTooLarge(options.maxTokenizeResponseBytes, "/detokenize") }
+        return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// The refusal of an answer over ``ServerOptions/maxTokenizeResponseBytes``.
+    static func answerTooLarge(_ limit: Int, _ path: String) -> APIError {
+        APIError(
+            status: 400, message: "The \(path) answer would be more than \(limit) bytes, the most one answer may have; send less text.",
+            type: "invalid_request_error", code: "response_too_large")
     }
 
     // MARK: Gateway routes

@@ -76,6 +76,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Requests to cloud routes (--config) in flight at once, a pool of their own beside the local model's slots.")
     var maxCloudInFlight: Int = 64
 
+    @Option(name: .long, help: "Tokens one /v1/embeddings request may have, all inputs together; more is refused with 400.")
+    var maxEmbeddingTokens: Int = 16384
+
+    @Option(name: .long, help: "Tokens one /tokenize answer or /detokenize request may have; more is refused with 400 (the text is also bounded at 1 MiB, the answer at 8 MiB).")
+    var maxTokenizeTokens: Int = 131_072
+
     @Option(name: .long, help: "Prompt tokens a decode step may spend on new requests while others are generating (at most --batch): more admits a burst of new requests sooner (time to first token); 32 keeps running streams' pace steadier (inter-token latency).")
     var prefillWhileDecoding: Int = 128
 
@@ -105,6 +111,9 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--prefill-while-decoding must be between 1 and --batch (\(batching.batch))")
         }
         if maxConnections < 1 || maxCloudInFlight < 1 { throw ValidationError("--max-connections and --max-cloud-in-flight must be at least 1") }
+        if !(1...10_000_000).contains(maxEmbeddingTokens) || !(1...10_000_000).contains(maxTokenizeTokens) {
+            throw ValidationError("--max-embedding-tokens and --max-tokenize-tokens must be between 1 and 10000000")
+        }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("--log-level takes trace, debug, info, notice, warning, error or critical") }
         if let alias, alias.isEmpty || alias.count > 256 { throw ValidationError("--alias must be 1 to 256 characters") }
         if alias != nil && (model.count > 1 || models != nil) {
@@ -189,6 +198,7 @@ struct Serve: AsyncParsableCommand {
                 settings.promptCache = promptCache.options
                 let modelName = alias ?? given.flatMap { ModelNames.isPath($0) ? nil : $0 }
                     ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
+                settings.name = modelName  // errors name the model as clients know it, never its path
                 if localModels.contains(where: { $0.name == modelName }) {
                     throw ValidationError("two models would be served as \(modelName): give them distinct names")
                 }
@@ -207,10 +217,12 @@ struct Serve: AsyncParsableCommand {
             }
             if provider == nil { name = configuration.routes.keys.sorted().joined(separator: ", ") }
         }
-        let options = ServerOptions(
+        var options = ServerOptions(
             host: host, port: port, apiKey: gateway == nil ? try key() : nil, maxQueue: maxQueue, alias: name,
             maxBodyBytes: maxBodyBytes, requestTimeout: requestTimeout, drainGrace: grace, idleTimeout: idleTimeout,
             writeTimeout: writeTimeout, maxConnections: maxConnections, maxCloudInFlight: maxCloudInFlight)
+        options.maxEmbeddingTokens = maxEmbeddingTokens
+        options.maxTokenizeTokens = maxTokenizeTokens
         let server = HearthServer(local: provider, options: options, logger: logger, gateway: gateway, models: others)
         let served = ([name] + others.keys.sorted()).joined(separator: ", ")
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
