@@ -43,6 +43,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// How ``LocalProvider/embed(_:)`` pools a text's final hidden states: `.mean` over its
         /// tokens (the default) or the `.last` token's.
         public var embeddingPooling: EmbeddingPooling = .mean
+        /// Structured output ends complete within the token budget unless a request says
+        /// otherwise (``GenerationParameters/finishInBudget``). On by default.
+        public var finishInBudget = true
         /// Prompt tokens a step may spend on new requests while others are decoding (nil: the
         /// engine's default, 32, which keeps running sequences' pace; up to `batch`, which
         /// admits a wave of new requests sooner at the cost of those steps' latency).
@@ -405,6 +408,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         p.stop = o.stop + (usesDialogue(generator.model) ? ChatTemplate.dialogueStops : [])
         p.speculative = configuration.speculative
         p.stripLeadingSpace = request.continuation?.isEmpty ?? true
+        p.finishInBudget = o.finishInBudget ?? configuration.finishInBudget
         if !o.tools.isEmpty {
             try applyTools(request, to: &p, generator: generator)
         } else {
@@ -615,6 +619,7 @@ extension LocalProvider {
             tokensPerSecond: summary.decodeTokensPerSecond > 0 ? summary.decodeTokensPerSecond : nil)
         usage.draftedTokens = summary.draftedTokens
         usage.acceptedDraftTokens = summary.acceptedDraftTokens
+        usage.budgetShapedTokens = summary.budgetShapedTokens
         return usage
     }
 }

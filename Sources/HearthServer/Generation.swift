@@ -487,6 +487,10 @@ extension HearthServer {
             metrics.generatedTokens.increment(by: Int64(usage.completionTokens))
             metrics.draftedTokens.increment(by: Int64(usage.draftedTokens ?? 0))
             metrics.acceptedDraftTokens.increment(by: Int64(usage.acceptedDraftTokens ?? 0))
+            if let shaped = usage.budgetShapedTokens, shaped > 0 {
+                metrics.budgetShapedTokens.increment(by: Int64(shaped))
+                metrics.budgetShapedAnswers.increment()
+            }
             metrics.requestDuration.record(Self.seconds(ContinuousClock.now - call.started))
         }
         metrics.countRequest(endpoint: call.endpoint.rawValue, status: outcome.status)

@@ -16,6 +16,8 @@ final class ServerMetrics: Sendable {
     let cachedPromptTokens: Counter
     let draftedTokens: Counter
     let acceptedDraftTokens: Counter
+    let budgetShapedTokens: Counter
+    let budgetShapedAnswers: Counter
     let rejected: Counter
     let timeToFirstToken: ValueHistogram
     let timePerOutputToken: ValueHistogram
@@ -37,6 +39,11 @@ final class ServerMetrics: Sendable {
         acceptedDraftTokens = registry.makeCounter(
             name: "hearth_speculative_accepted_tokens_total",
             help: "Drafted tokens the model accepted: generated tokens that took no decode step of their own.")
+        budgetShapedTokens = registry.makeCounter(
+            name: "hearth_budget_shaped_tokens_total",
+            help: "Tokens of structured answers the finish-in-budget rule chose so the answer ended complete within max_tokens.")
+        budgetShapedAnswers = registry.makeCounter(
+            name: "hearth_budget_shaped_answers_total", help: "Structured answers the finish-in-budget rule shaped (at least one token).")
         rejected = registry.makeCounter(
             name: "hearth_requests_rejected_total", help: "Generation requests refused with 503 because the queue was full or the server was not ready.")
         let latency: [Double] = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2.5, 5, 10]

@@ -91,6 +91,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    @Flag(name: .long, help: "Cut structured output at max_tokens (finish_reason length) instead of steering its last tokens so the answer ends complete and valid; a request's finish_in_budget overrides it.")
+    var noFinishInBudget = false
+
     @Option(name: .long, help: "Run as a gateway configured by this JSON file: client keys, HMAC signatures, rate limits, token quotas, usage in SQLite, response cache, content filter, cloud routes with local fallback (docs/SERVER.md#gateway). Replaces --api-key.")
     var config: String?
 
@@ -196,6 +199,7 @@ struct Serve: AsyncParsableCommand {
                 settings.activationPrecision = activation.precision
                 settings.residency = residency
                 settings.promptCache = promptCache.options
+                settings.finishInBudget = !noFinishInBudget
                 let modelName = alias ?? given.flatMap { ModelNames.isPath($0) ? nil : $0 }
                     ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
                 settings.name = modelName  // errors name the model as clients know it, never its path
