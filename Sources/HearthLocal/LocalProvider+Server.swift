@@ -348,7 +348,17 @@ extension LocalProvider {
         parameters.topLogprobs = max(0, topLogprobs ?? 0)
         parameters.logprobs = topLogprobs != nil
         let tokenizer = generator.model.tokenizer
-        func piece(_ id: Int32) -> String { String(decoding: tokenizer.bytes(of: id) ?? [], as: UTF8.self) }
+        // A token's piece as it stands in the reply, so that the logprob tokens join to exactly
+        // the text: the detokenizer drops the reply's first space (SentencePiece's dummy prefix,
+        // on the first token with bytes), a tool-call scanner drops the reply's leading white
+        // space; the first pieces (and the alternatives at their positions) lose the same.
+        var trims = (0..<count).map { _ in (space: parameters.stripLeadingSpace && parameters.constraint == nil, whitespace: false) }
+        func piece(_ id: Int32, _ trim: (space: Bool, whitespace: Bool)) -> String {
+            var bytes = tokenizer.bytes(of: id) ?? []
+            if trim.space, bytes.first == 0x20 { bytes.removeFirst() }
+            let text = String(decoding: bytes, as: UTF8.self)
+            return trim.whitespace ? String(text.drop { $0.isWhitespace }) : text
+        }
         var firstToken: Double?
         // Per choice: its seed, its tool-call scanner, and its stop flag — set when the reply
         // repeats a call exactly: the sequence stops like a cancellation and still ends with its
@@ -359,6 +369,7 @@ extension LocalProvider {
             return choice
         }
         var scanners = (0..<count).map { _ in toolScanner(request, generator: generator) }
+        for index in scanners.indices where scanners[index] != nil { trims[index].whitespace = true }
         let stops = (0..<count).map { _ in CancellationFlag() }
         func emitCalls(_ outputs: [ToolCallScanner.Output], choice: Int) -> String {
             var text = ""
@@ -387,13 +398,17 @@ extension LocalProvider {
                     callEvents = outputs.filter { if case .call = $0 { true } else { false } }
                     if scanners[index]?.repeatedCall == true { stops[index].set() }
                 }
+                let trim = trims[index]
+                let tokenPiece = piece(token.id, trim)
+                if trim.space, !tokenizer.isSpecial(token.id), !(tokenizer.bytes(of: token.id) ?? []).isEmpty { trims[index].space = false }
+                if trim.whitespace, tokenPiece.contains(where: { !$0.isWhitespace }) { trims[index].whitespace = false }
                 emit(
                     LocalChoiceEvent(
                         choice: index,
                         event: .token(
                             LocalToken(
-                                text: text, piece: piece(token.id), logprob: Double(token.logprob),
-                                topLogprobs: token.topLogprobs.map { (piece($0.id), Double($0.logprob)) }))))
+                                text: text, piece: tokenPiece, logprob: Double(token.logprob),
+                                topLogprobs: token.topLogprobs.map { (piece($0.id, trim), Double($0.logprob)) }))))
                 _ = emitCalls(callEvents, choice: index)
             case .done(let summary):
                 let rest = emitCalls(scanners[index]?.finish() ?? [], choice: index)

@@ -1,31 +1,48 @@
-/// The request fields each endpoint accepts. Every one is honoured or refused for the values it
-/// cannot honour (docs/SERVER.md, "Request fields", lists each with what it does and the test
-/// that shows it; `AcceptedFieldsTests` keeps that table and these lists equal). Any other
-/// field is refused with a 400 naming it, as the official APIs refuse arguments they do not
-/// define — never accepted and ignored. A field sent as `null` counts as absent.
+/// The request fields each endpoint accepts: every field the official API defines for it
+/// (Tests/Fixtures/api-fields.json, read from the current official SDKs by
+/// scripts/make_api_fields.py) and the llama-server / vLLM extras clients send. Each is
+/// honoured, accepted as a hint (informational fields: recorded or used as a cache hint,
+/// checked for shape, never refused), or refused — with a 400 naming it and why — where the
+/// model cannot do what it asks at all (docs/SERVER.md, "Request fields", lists each with what
+/// it does and the test that shows it; `AcceptedFieldsTests` keeps that table, these lists and
+/// the SDKs' fields equal). Any other field is refused with a 400 naming it, as the official
+/// APIs refuse arguments they do not define — never accepted and ignored. A field sent as
+/// `null` counts as absent.
 enum AcceptedFields {
     /// The sampling, length and format fields chat and text completions share.
     static let openAISampling: Set<String> = [
         "model", "temperature", "top_p", "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty", "seed",
         "stop", "logit_bias", "max_tokens", "max_completion_tokens", "n", "response_format", "json_schema", "grammar", "stream",
-        "stream_options", "ignore_eos",
+        "stream_options", "ignore_eos", "user", "finish_in_budget",
     ]
-    static let chatCompletions = openAISampling.union([
-        "messages", "tools", "tool_choice", "parallel_tool_calls", "logprobs", "top_logprobs", "store",
+    /// The informational fields of the OpenAI APIs that carry them (``RequestParser/openAIHints(_:)``).
+    static let openAIHints: Set<String> = [
+        "metadata", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "prompt_cache_options", "service_tier",
+    ]
+    static let chatCompletions = openAISampling.union(openAIHints).union([
+        "messages", "tools", "tool_choice", "parallel_tool_calls", "logprobs", "top_logprobs", "store", "functions", "function_call",
+        "reasoning_effort", "verbosity", "prediction", "modalities", "audio", "web_search_options", "moderation",
     ])
     /// A chat message's fields.
-    static let chatMessage: Set<String> = ["role", "content", "tool_calls", "tool_call_id"]
+    static let chatMessage: Set<String> = ["role", "content", "tool_calls", "tool_call_id", "name", "refusal", "function_call", "audio"]
     static let completions = openAISampling.union(["prompt", "logprobs", "echo", "suffix", "best_of"])
     static let messages: Set<String> = [
         "model", "messages", "system", "max_tokens", "temperature", "top_p", "top_k", "stop_sequences", "stream", "tools",
-        "tool_choice", "output_format", "output_config",
+        "tool_choice", "output_format", "output_config", "metadata", "thinking", "cache_control", "service_tier", "speed",
+        "inference_geo", "diagnostics", "context_management", "billing_policy", "fallback_credit_token", "fallbacks", "container",
+        "mcp_servers", "thread", "compaction",
     ]
-    static let countTokens: Set<String> = ["model", "messages", "system", "tools", "tool_choice"]
-    static let responses: Set<String> = [
+    static let countTokens: Set<String> = [
+        "model", "messages", "system", "tools", "tool_choice", "output_config", "thinking", "cache_control", "speed",
+        "context_management", "billing_policy", "mcp_servers", "compaction",
+    ]
+    static let responses: Set<String> = openAIHints.union([
         "model", "input", "instructions", "tools", "tool_choice", "parallel_tool_calls", "text", "temperature", "top_p",
-        "max_output_tokens", "stream", "store", "metadata", "include", "truncation", "previous_response_id", "reasoning",
-    ]
-    static let embeddings: Set<String> = ["model", "input", "encoding_format", "dimensions"]
+        "max_output_tokens", "stream", "stream_options", "store", "include", "truncation", "previous_response_id", "reasoning",
+        "top_logprobs", "user", "background", "background_options", "conversation", "prompt", "context_management",
+        "max_tool_calls", "access_programs", "image", "moderation",
+    ])
+    static let embeddings: Set<String> = ["model", "input", "encoding_format", "dimensions", "user"]
     static let tokenize: Set<String> = ["model", "content", "prompt", "add_special", "with_pieces"]
     static let detokenize: Set<String> = ["model", "tokens"]
 

@@ -28,7 +28,7 @@ extension HearthServer {
             try requireReady()
             let parser = RequestParser(alias: name, maxTokensLimit: Int.max, body: context.body)
             parser.ordered.set(ordered)
-            let job = try parser.messages(json)
+            let job = try parser.messages(json, counting: true)  // takes `compaction` and ignores it, as the API does
             guard case .chat(let messages) = job.input else {
                 throw APIError.invalid("messages", "'messages' is required.", code: "missing_field")
             }

@@ -17,6 +17,7 @@ extension HearthServer {
         let client = caller.client
         let f = try Fields(try RequestParser.json(context.body))
         try f.refuseUnknown(AcceptedFields.embeddings)
+        _ = try RequestParser.openAIHints(f)  // `user`: a hint, checked for shape
         let name = try RequestParser.requiredModel(f)
         let route = try gateway.route(name, for: client)
         let inputs = try Self.embeddingInputs(f)

@@ -155,6 +155,67 @@ extension RequestParser {
         return parsed
     }
 
+    /// Chat completions' deprecated `functions` (`{name, description, parameters}`) and
+    /// `function_call` (`none`, `auto`, `{"name": …}`) as tools: one call per reply, answered as
+    /// `message.function_call` (``GenerationJob/legacyFunctions``).
+    func legacyFunctionTools(_ f: Fields) throws -> ParsedTools {
+        if f.value("tools") != nil || f.value("tool_choice") != nil {
+            throw APIError.invalid("functions", "Send 'tools' / 'tool_choice' or the deprecated 'functions' / 'function_call', not both.")
+        }
+        var parsed = ParsedTools()
+        let document = orderedBody()
+        for (index, item) in (try f.array("functions") ?? []).enumerated() {
+            try parsed.add(try Fields(item, prefix: "functions[\(index)]"), schemaKey: "parameters", parser: self, document: document)
+        }
+        parsed.parallel = false
+        switch f.value("function_call") {
+        case nil: break
+        case .string("auto")?: parsed.choice = .auto
+        case .string("none")?: parsed.choice = ToolChoice.disabled
+        case .object(let pairs)?:
+            let c = try Fields(.object(pairs), prefix: "function_call")
+            parsed.choice = .named(try requiredString(c, "name"))
+            parsed.choiceParam = c.name("name")
+        case .string(let text)?:
+            throw APIError.invalid("function_call", "'function_call' must be none, auto or {\"name\": …}, got '\(text.prefix(40))'.")
+        case let other?: throw f.wrongType("function_call", "a string or an object", other)
+        }
+        return parsed
+    }
+
+    /// The deprecated function-calling turns of a chat: an assistant's `function_call` is a tool
+    /// call with an id of the server's making, and a `role: "function"` message answers the
+    /// latest call of its `name` not yet answered.
+    struct LegacyFunctionCalls {
+        private var open: [(id: String, name: String)] = []
+        private var made = 0
+
+        /// The call of an assistant message's `function_call` (nil when it has none).
+        mutating func call(_ m: Fields) throws -> ToolCall? {
+            guard let value = m.value("function_call") else { return nil }
+            let fn = try Fields(value, prefix: m.name("function_call"))
+            guard let name = try fn.string("name") else {
+                throw APIError.invalid(fn.name("name"), "'\(fn.name("name"))' is required.", code: "missing_field")
+            }
+            let id = "call_function_\(made)"
+            made += 1
+            open.append((id, name))
+            return ToolCall(id: id, name: name, arguments: try fn.string("arguments") ?? "{}")
+        }
+
+        /// The call id a `role: "function"` message answers.
+        mutating func result(_ m: Fields) throws -> String {
+            guard let name = try m.string("name") else {
+                throw APIError.invalid(m.name("name"), "'\(m.name("name"))' is required: the function this result is from.", code: "missing_field")
+            }
+            guard let index = open.lastIndex(where: { $0.name == name }) else {
+                throw APIError.invalid(
+                    m.name("name"), "'\(m.prefix)' is the result of function '\(name.prefix(64))', which no earlier assistant message's function_call named.")
+            }
+            return open.remove(at: index).id
+        }
+    }
+
     /// OpenAI's `tool_choice` (`auto`, `none`, `required`, or `{"type": "function"}` with the
     /// name in the object `nameIn`, or at its top when nil) and `parallel_tool_calls`.
     private func openAIChoice(_ f: Fields, nameIn: String?, into parsed: inout ParsedTools) throws {
@@ -240,6 +301,10 @@ extension RequestParser {
                 guard case .object = input else { throw b.wrongType("input", "an object", input) }
                 calls.append(ToolCall(id: try requiredString(b, "id"), name: try requiredString(b, "name"), arguments: orderedText(input, at: b.name("input"), in: document)))
                 pending = true
+            case "thinking" where role == .assistant, "redacted_thinking" where role == .assistant:
+                // Reasoning of an earlier turn: the served models take none back (the API drops
+                // it from earlier turns as well).
+                break
             case "tool_result" where role == .user:
                 flush()
                 var result = b.value("content") == nil ? "" : try self.text(b, key: "content", partType: "text")

@@ -37,6 +37,11 @@ struct GenerationJob: Sendable {
     var choices = 1
     /// Responses API: the `metadata` pairs, echoed in the response object.
     var metadata: [(String, String)] = []
+    /// The request's informational fields (user, cache key, tier, the reasoning it allows).
+    var hints = RequestHints()
+    /// Chat completions asked with the deprecated `functions` / `function_call`: a call is
+    /// answered as `message.function_call` with `finish_reason: "function_call"`.
+    var legacyFunctions = false
 }
 
 /// Parses and validates request bodies; every failure is a 4xx ``APIError`` naming the field.
@@ -120,6 +125,7 @@ struct RequestParser {
         o.stop = try f.stops("stop", limit: 4)
         o.logitBias = try Self.logitBias(f)
         o.ignoreEOS = try f.bool("ignore_eos")
+        o.finishInBudget = try f.bool("finish_in_budget")
         let maxTokens = try f.int("max_tokens", in: 1...maxTokensLimit)
         let maxCompletion = try f.int("max_completion_tokens", in: 1...maxTokensLimit)
         o.maxTokens = maxCompletion ?? maxTokens
@@ -135,15 +141,11 @@ struct RequestParser {
         try f.int("n", in: 1...LocalProvider.maxChoices) ?? 1
     }
 
+    /// `stream` and `stream_options` (`include_usage`; `include_obfuscation` is a hint: a local
+    /// link has no payload sizes to hide) of chat and text completions.
     func streamFlags(_ f: Fields) throws -> (stream: Bool, includeUsage: Bool) {
         let stream = try f.bool("stream") ?? false
-        var includeUsage = false
-        if let options = f.value("stream_options") {
-            let fields = try Fields(options, prefix: "stream_options")
-            try fields.refuseUnknown(["include_usage"])
-            includeUsage = try fields.bool("include_usage") ?? false
-        }
-        return (stream, includeUsage)
+        return (stream, try Self.streamOptions(f, keys: ["include_usage", "include_obfuscation"]))
     }
 
     /// `POST /v1/chat/completions`.
@@ -153,15 +155,19 @@ struct RequestParser {
         if try f.bool("store") == true {
             throw APIError.invalid("store", "'store': true is not supported: this server stores no completions.")
         }
+        let hints = try Self.chatHints(f)
         let model = alias
         guard let items = try f.array("messages") else { throw APIError.invalid("messages", "'messages' is required.", code: "missing_field") }
         guard !items.isEmpty else { throw APIError.invalid("messages", "'messages' must contain at least one message.") }
         var messages: [ChatMessage] = []
         var origins = MessageOrigins()
+        var functionCalls = LegacyFunctionCalls()
         for (index, item) in items.enumerated() {
             let m = try Fields(item, prefix: "messages[\(index)]")
             try m.refuseUnknown(AcceptedFields.chatMessage)
             guard let roleName = try m.string("role") else { throw APIError.invalid(m.name("role"), "'\(m.name("role"))' is required.", code: "missing_field") }
+            // `name` tells participants of one role apart; the served chat templates have no place for it.
+            _ = try m.string("name")
             var message = ChatMessage(role: .user, content: try text(m, key: "content", partType: "text"))
             switch roleName {
             case "system", "developer": message.role = .system
@@ -169,18 +175,29 @@ struct RequestParser {
             case "assistant":
                 message.role = .assistant
                 message.toolCalls = try chatToolCalls(m)
+                if let call = try functionCalls.call(m) { message.toolCalls.append(call) }
+                // An earlier refusal is what the assistant said that turn.
+                if let refusal = try m.string("refusal"), message.content.isEmpty { message.content = refusal }
+                if m.value("audio") != nil {
+                    throw Self.unsupported(m.name("audio"), "refers to an earlier spoken reply; this server's models produce text only.")
+                }
             case "tool":
                 message.role = .tool
                 message.toolCallID = try m.string("tool_call_id")
+            case "function":
+                message.role = .tool
+                message.toolCallID = try functionCalls.result(m)
             default:
                 throw APIError.invalid(
-                    m.name("role"), "'\(m.name("role"))' must be system, developer, user, assistant or tool, got '\(roleName.prefix(40))'.")
+                    m.name("role"),
+                    "'\(m.name("role"))' must be system, developer, user, assistant, tool or function, got '\(roleName.prefix(40))'.")
             }
             messages.append(message)
             origins.add(owner: m.prefix, callID: m.name("tool_call_id"), calls: m.name("tool_calls"))
         }
         try validateToolResults(messages, origins: origins)
-        let tools = try openAITools(f, nested: true)
+        let legacy = f.value("functions") != nil || f.value("function_call") != nil
+        let tools = legacy ? try legacyFunctionTools(f) : try openAITools(f, nested: true)
         let (options, formatParam) = try openAIOptions(f, tools: tools)
         var logprobs: Int?
         if try f.bool("logprobs") == true { logprobs = try f.int("top_logprobs", in: 0...20) ?? 0 }
@@ -191,7 +208,7 @@ struct RequestParser {
         return GenerationJob(
             endpoint: .chatCompletions, input: .chat(messages), options: options, stream: stream, includeUsage: includeUsage,
             logprobs: logprobs, model: model, formatParam: formatParam, toolSchemaParams: tools.schemaParams,
-            choices: try Self.choices(f))
+            choices: try Self.choices(f), hints: hints, legacyFunctions: legacy)
     }
 
     /// A message's content: a string, or an array of `{"type": partType, "text": …}` parts.
@@ -224,6 +241,7 @@ struct RequestParser {
     func completion(_ body: JSONValue) throws -> GenerationJob {
         let f = try Fields(body)
         try f.refuseUnknown(AcceptedFields.completions)
+        let hints = try Self.openAIHints(f)
         let model = alias
         let prompt: String
         switch f.value("prompt") {
@@ -252,13 +270,15 @@ struct RequestParser {
         let (stream, includeUsage) = try streamFlags(f)
         return GenerationJob(
             endpoint: .completions, input: .text(prompt), options: options, stream: stream, includeUsage: includeUsage,
-            logprobs: logprobs, model: model, formatParam: formatParam, choices: try Self.choices(f))
+            logprobs: logprobs, model: model, formatParam: formatParam, choices: try Self.choices(f), hints: hints)
     }
 
-    /// `POST /v1/messages` (Anthropic Messages).
-    func messages(_ body: JSONValue) throws -> GenerationJob {
+    /// `POST /v1/messages` (Anthropic Messages); with `counting`, the body of a
+    /// `/v1/messages/count_tokens` request (which takes `compaction` and ignores it).
+    func messages(_ body: JSONValue, counting: Bool = false) throws -> GenerationJob {
         let f = try Fields(body)
         try f.refuseUnknown(AcceptedFields.messages, anthropic: true)
+        let hints = try Self.anthropicHints(f, counting: counting)
         let model = alias
         guard let maxTokens = try f.int("max_tokens", in: 1...Int.max) else {
             throw APIError.invalid("max_tokens", "'max_tokens' is required.", code: "missing_field")
@@ -303,16 +323,18 @@ struct RequestParser {
         let stream = try f.bool("stream") ?? false
         return GenerationJob(
             endpoint: .messages, input: .chat(messages), options: o, stream: stream, includeUsage: true, logprobs: nil,
-            model: model, formatParam: format?.param, toolSchemaParams: tools.schemaParams)
+            model: model, formatParam: format?.param, toolSchemaParams: tools.schemaParams, hints: hints)
     }
 
     /// `POST /v1/responses` (stateless): `input` as a string or a list of message items,
     /// `instructions`, sampling fields, `text.format` (text, json_object, json_schema) and
     /// `stream`, function tools (``openAITools(_:nested:)``) with `function_call` and
-    /// `function_call_output` input items. Reasoning is refused by name.
+    /// `function_call_output` input items; logprobs (`include`, `top_logprobs`); the hints and
+    /// refusals of ``responsesHints(_:)``. `reasoning` is permission: echoed, no reasoning item.
     func responses(_ body: JSONValue) throws -> GenerationJob {
         let f = try Fields(body)
         try f.refuseUnknown(AcceptedFields.responses)
+        let (hints, logprobs) = try Self.responsesHints(f)
         var messages: [ChatMessage] = []
         var origins = MessageOrigins()
         let instructions = try f.string("instructions")
@@ -366,16 +388,10 @@ struct RequestParser {
         }
         let tools = try openAITools(f, nested: false)
         let format = try responsesFormat(f)
-        if let reasoning = f.value("reasoning"), reasoning != .null {
-            throw APIError.invalid("reasoning", "'reasoning' is not supported: the served models do not reason in separate tokens.")
-        }
         if try f.bool("store") == true {
             throw APIError.invalid("store", "'store': true is not supported: this server keeps no responses; send store: false.")
         }
-        if let include = try f.array("include"), let first = include.first {
-            let shown = if case .string(let text) = first { "'\(text.prefix(60))'" } else { "that value" }
-            throw APIError.invalid("include", "'include': \(shown) is not supported (the response carries everything this server produces).")
-        }
+        _ = try Self.streamOptions(f, keys: ["include_obfuscation"])  // the Responses API always ends with usage
         switch try f.string("truncation") {
         case nil, "disabled"?: break
         case let other?:
@@ -392,9 +408,9 @@ struct RequestParser {
         tools.apply(to: &o)
         try validated(o, tools: tools)
         return GenerationJob(
-            endpoint: .responses, input: .chat(messages), options: o, stream: try f.bool("stream") ?? false, includeUsage: true,
-            logprobs: nil, model: alias, instructions: instructions, formatParam: format?.param, toolSchemaParams: tools.schemaParams,
-            metadata: metadata)
+            endpoint: .responses, input: .chat(messages), options: o, stream: try f.bool("stream") ?? false,
+            includeUsage: true, logprobs: logprobs, model: alias, instructions: instructions, formatParam: format?.param,
+            toolSchemaParams: tools.schemaParams, metadata: metadata, hints: hints)
     }
 
     /// The Responses API's `metadata`: up to 16 string pairs (keys ≤ 64 characters, values ≤ 512),

@@ -133,14 +133,21 @@ extension ResponseRenderer {
             return [Self.frame(["type": "content_block_stop", "index": .int(position)], event: "content_block_stop")]
         case (.responses, .text(let text)):
             let itemID = messageID(position)
+            // Tokens that completed no text of their own still belong to this item's logprobs.
+            itemLogprobs[position, default: []] += logprobEntries(pendingLogprobs)
+            pendingLogprobs = []
+            let logprobs = itemLogprobs[position] ?? []
             return [
                 event(
                     "response.output_text.done",
-                    ["item_id": .string(itemID), "output_index": .int(position), "content_index": 0, "text": .string(text), "logprobs": []]),
+                    [
+                        "item_id": .string(itemID), "output_index": .int(position), "content_index": 0, "text": .string(text),
+                        "logprobs": .array(logprobs),
+                    ]),
                 event(
                     "response.content_part.done",
-                    ["item_id": .string(itemID), "output_index": .int(position), "content_index": 0, "part": outputText(text)]),
-                event("response.output_item.done", ["output_index": .int(position), "item": outputItem(text: text, id: itemID)]),
+                    ["item_id": .string(itemID), "output_index": .int(position), "content_index": 0, "part": outputText(text, logprobs: logprobs)]),
+                event("response.output_item.done", ["output_index": .int(position), "item": outputItem(text: text, id: itemID, logprobs: logprobs)]),
             ]
         case (.responses, .call(let index)):
             guard calls.calls.indices.contains(index) else { return [] }
@@ -163,6 +170,16 @@ extension ResponseRenderer {
     mutating func toolFrames(_ step: ToolCallEvent) -> [Data] {
         calls.add(step)
         switch job.endpoint {
+        case .chatCompletions where job.legacyFunctions:
+            // The deprecated function calling: one call, `delta.function_call`.
+            switch step {
+            case .started(0, _, let name):
+                return [chatChunk(delta: ["function_call": ["name": .string(name), "arguments": ""]], logprobs: nil, finish: nil)]
+            case .arguments(0, let fragment) where !fragment.isEmpty:
+                return [chatChunk(delta: ["function_call": ["arguments": .string(fragment)]], logprobs: nil, finish: nil)]
+            default:
+                return []
+            }
         case .chatCompletions:
             switch step {
             case .started(let index, let id, let name):
@@ -224,7 +241,7 @@ extension ResponseRenderer {
     func streamedOutput() -> [JSONValue] {
         items.enumerated().compactMap { position, item in
             switch item {
-            case .text(let text): return outputItem(text: text, id: messageID(position))
+            case .text(let text): return outputItem(text: text, id: messageID(position), logprobs: itemLogprobs[position] ?? [])
             case .call(let index):
                 guard calls.calls.indices.contains(index) else { return nil }
                 return functionCallItem(calls.calls[index], index: index, status: Self.status(of: index, in: calls))

@@ -10,6 +10,9 @@ struct ResponseRenderer {
     let id: String
     let created: Int
     var promptTokens = 0
+    /// Of ``promptTokens``, those served from a cache (Anthropic's `message_start` reports them
+    /// before the answer's usage arrives; 0 until a prompt cache reports them there).
+    var cachedPromptTokens = 0
     /// Say which provider serves (the gateway's `hearth` field and `hearth_provider` event).
     let reportsProvider: Bool
     /// The provider was announced in the stream.
@@ -27,6 +30,10 @@ struct ResponseRenderer {
     var itemOpen = false
     /// The tool calls streamed so far.
     var calls = ToolCallCollector()
+    /// Responses API with logprobs: tokens whose text has not gone out yet, and each streamed
+    /// message item's logprob entries (by its place in ``items``).
+    var pendingLogprobs: [LocalProvider.LocalToken] = []
+    var itemLogprobs: [Int: [JSONValue]] = [:]
     /// The choice this renderer streams (its `index`: chat and text completions).
     var choice = 0
     /// With several choices (`n` > 1): one renderer per choice, each keeping its own offsets
@@ -64,34 +71,82 @@ struct ResponseRenderer {
     func finishName(_ reason: FinishReason, filtered: Bool = false) -> String {
         switch job.endpoint {
         case .messages: return filtered ? "refusal" : reason == .length ? "max_tokens" : reason == .toolCalls ? "tool_use" : "end_turn"
-        default: return filtered ? "content_filter" : reason == .length ? "length" : reason == .toolCalls ? "tool_calls" : "stop"
+        default:
+            if reason == .toolCalls && !filtered { return job.legacyFunctions ? "function_call" : "tool_calls" }
+            return filtered ? "content_filter" : reason == .length ? "length" : "stop"
         }
     }
 
-    func openAIUsage(_ usage: Usage) -> JSONValue {
-        var pairs: [(String, JSONValue)] = [
-            ("prompt_tokens", .int(usage.promptTokens)), ("completion_tokens", .int(usage.completionTokens)),
-            ("total_tokens", .int(usage.promptTokens + usage.completionTokens)),
-            ("prompt_tokens_details", ["cached_tokens": .int(usage.cachedPromptTokens ?? 0)]),
-        ]
-        if job.endpoint == .chatCompletions { pairs.append(("completion_tokens_details", ["reasoning_tokens": 0])) }
-        return .object(pairs)
+    // MARK: Usage
+    //
+    // Every field the current APIs return (Tests/Fixtures/api-fields.json, from the official
+    // SDKs' usage models; `AcceptedFieldsTests` checks each is here). Cached prompt tokens come
+    // from the provider's usage (`Usage.cachedPromptTokens`: the prefix served from a cache);
+    // the rest of what a local text model cannot spend (audio, images, reasoning, predictions,
+    // cache writes with a lifetime, hosted tools) is 0.
+
+    /// `object` with Hearth's extension `budget_shaped_tokens` when the finish-in-budget rule
+    /// chose tokens of the answer (docs/STRUCTURED.md; absent otherwise, ignored by the SDKs).
+    static func withBudget(_ object: JSONValue, _ usage: Usage) -> JSONValue {
+        guard let shaped = usage.budgetShapedTokens, shaped > 0, case .object(var members) = object else { return object }
+        members.append(("budget_shaped_tokens", .int(shaped)))
+        return .object(members)
     }
 
-    /// Anthropic's usage object with every field its current schema requires.
+    /// Chat and text completions' usage.
+    func openAIUsage(_ usage: Usage) -> JSONValue {
+        Self.withBudget(openAIUsageFields(usage), usage)
+    }
+
+    private func openAIUsageFields(_ usage: Usage) -> JSONValue {
+        let cached = usage.cachedPromptTokens ?? 0
+        return [
+            "prompt_tokens": .int(usage.promptTokens), "completion_tokens": .int(usage.completionTokens),
+            "total_tokens": .int(usage.promptTokens + usage.completionTokens),
+            "prompt_tokens_details": [
+                "cached_tokens": .int(cached), "cache_write_tokens": 0, "audio_tokens": 0, "image_tokens": 0,
+                "text_tokens": .int(usage.promptTokens),
+            ],
+            "completion_tokens_details": [
+                "reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0,
+                "text_tokens": .int(usage.completionTokens),
+            ],
+        ]
+    }
+
+    /// Anthropic's usage object (a whole message's, and `message_start`'s).
     func anthropicUsage(input: Int, output: Int, cached: Int) -> JSONValue {
         [
             "input_tokens": .int(input), "output_tokens": .int(output), "cache_read_input_tokens": .int(cached),
             "cache_creation_input_tokens": 0,
             "cache_creation": ["ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0],
+            "output_tokens_details": ["thinking_tokens": 0],
             "server_tool_use": ["web_search_requests": 0, "web_fetch_requests": 0], "service_tier": "standard",
+            "inference_geo": "not_available", "speed": "standard",
+        ]
+    }
+
+    /// Anthropic's `message_delta` usage (the counts so far; a stream's last word on them).
+    func anthropicDeltaUsage(input: Int, output: Int, cached: Int) -> JSONValue {
+        [
+            "input_tokens": .int(input), "output_tokens": .int(output), "cache_read_input_tokens": .int(cached),
+            "cache_creation_input_tokens": 0, "output_tokens_details": ["thinking_tokens": 0],
+            "server_tool_use": ["web_search_requests": 0, "web_fetch_requests": 0],
         ]
     }
 
     /// The Responses API's usage object.
     func responsesUsage(_ usage: Usage) -> JSONValue {
+        Self.withBudget(responsesUsageFields(usage), usage)
+    }
+
+    private func responsesUsageFields(_ usage: Usage) -> JSONValue {
         [
-            "input_tokens": .int(usage.promptTokens), "input_tokens_details": ["cached_tokens": .int(usage.cachedPromptTokens ?? 0)],
+            "input_tokens": .int(usage.promptTokens),
+            "input_tokens_details": [
+                "cached_tokens": .int(usage.cachedPromptTokens ?? 0), "cache_write_tokens": 0,
+                "cache_write_tokens_details": ["ttl_30m_tokens": 0, "ttl_12h_tokens": 0],
+            ],
             "output_tokens": .int(usage.completionTokens), "output_tokens_details": ["reasoning_tokens": 0],
             "total_tokens": .int(usage.promptTokens + usage.completionTokens),
         ]
@@ -100,15 +155,18 @@ struct ResponseRenderer {
     static func bytes(_ text: String) -> JSONValue { .array(Array(text.utf8).map { .int(Int($0)) }) }
 
     /// Chat logprobs `content` entries for tokens.
-    func chatLogprobs(_ tokens: [LocalProvider.LocalToken]) -> JSONValue {
-        .array(
-            tokens.map { t in
-                [
-                    "token": .string(t.piece), "logprob": .number(t.logprob), "bytes": Self.bytes(t.piece),
-                    "top_logprobs": .array(
-                        t.topLogprobs.map { ["token": .string($0.piece), "logprob": .number($0.logprob), "bytes": Self.bytes($0.piece)] }),
-                ]
-            })
+    func chatLogprobs(_ tokens: [LocalProvider.LocalToken]) -> JSONValue { .array(logprobEntries(tokens)) }
+
+    /// One `{token, logprob, bytes, top_logprobs}` entry per token (chat's `logprobs.content`,
+    /// the Responses API's `output_text.logprobs`).
+    func logprobEntries(_ tokens: [LocalProvider.LocalToken]) -> [JSONValue] {
+        tokens.map { t in
+            [
+                "token": .string(t.piece), "logprob": .number(t.logprob), "bytes": Self.bytes(t.piece),
+                "top_logprobs": .array(
+                    t.topLogprobs.map { ["token": .string($0.piece), "logprob": .number($0.logprob), "bytes": Self.bytes($0.piece)] }),
+            ]
+        }
     }
 
     /// Legacy completions logprobs object; `offset` is the text offset of the first token.
@@ -151,7 +209,8 @@ struct ResponseRenderer {
         case .messages:
             let message: JSONValue = [
                 "id": .string(id), "type": "message", "role": "assistant", "model": .string(job.model), "content": [],
-                "stop_reason": nil, "stop_sequence": nil, "usage": anthropicUsage(input: promptTokens, output: 0, cached: 0),
+                "stop_reason": nil, "stop_sequence": nil,
+                "usage": anthropicUsage(input: promptTokens, output: 0, cached: cachedPromptTokens),
             ]
             return [
                 Self.frame(["type": "message_start", "message": message], event: "message_start"),
@@ -202,8 +261,10 @@ struct ResponseRenderer {
         }
     }
 
-    /// Frames carrying reply text without per-token detail.
-    mutating func textFrames(_ text: String) -> [Data] {
+    /// Frames carrying reply text without per-token detail (but the Responses API's logprobs:
+    /// `token`, when they were asked for, goes out with the next text).
+    mutating func textFrames(_ text: String, token: LocalProvider.LocalToken? = nil) -> [Data] {
+        if let token, job.endpoint == .responses, !(text.isEmpty && calls.hasOpenCall) { pendingLogprobs.append(token) }
         guard !text.isEmpty else { return [] }
         switch job.endpoint {
         case .chatCompletions: return [chatChunk(delta: ["content": .string(text)], logprobs: nil, finish: nil)]
@@ -218,12 +279,15 @@ struct ResponseRenderer {
             return frames
         case .responses:
             var frames = openText()
+            let logprobs = logprobEntries(pendingLogprobs)
+            pendingLogprobs = []
+            itemLogprobs[items.count - 1, default: []] += logprobs
             frames.append(
                 event(
                     "response.output_text.delta",
                     [
                         "item_id": .string(messageID(items.count - 1)), "output_index": .int(items.count - 1), "content_index": 0,
-                        "delta": .string(text), "logprobs": [],
+                        "delta": .string(text), "logprobs": .array(logprobs),
                     ]))
             appendText(text)
             return frames
@@ -245,8 +309,10 @@ struct ResponseRenderer {
         case .text(let piece, let token):
             pieces += 1
             defer { textOffset += piece.count }
-            if let token, job.logprobs != nil { return streamToken(token, textOffset: textOffset) }
-            return textFrames(piece)
+            if let token, job.logprobs != nil, job.endpoint == .chatCompletions || job.endpoint == .completions {
+                return streamToken(token, textOffset: textOffset)
+            }
+            return textFrames(piece, token: job.logprobs != nil ? token : nil)
         case .toolCall(let step):
             return toolFrames(step)
         case .finished(let usage, let reason):
@@ -359,7 +425,8 @@ struct ResponseRenderer {
                 Self.frame(
                     [
                         "type": "message_delta", "delta": ["stop_reason": .string(finish), "stop_sequence": nil],
-                        "usage": ["output_tokens": .int(usage.completionTokens)],
+                        "usage": anthropicDeltaUsage(
+                            input: usage.promptTokens, output: usage.completionTokens, cached: usage.cachedPromptTokens ?? 0),
                     ], event: "message_delta"),
                 Self.frame(["type": "message_stop"], event: "message_stop"),
             ]
@@ -387,15 +454,15 @@ struct ResponseRenderer {
         return Self.frame(.object([("type", .string(type))] + pairs + [("sequence_number", .int(sequence))]), event: type)
     }
 
-    func outputText(_ text: String) -> JSONValue {
-        ["type": "output_text", "text": .string(text), "annotations": [], "logprobs": []]
+    func outputText(_ text: String, logprobs: [JSONValue] = []) -> JSONValue {
+        ["type": "output_text", "text": .string(text), "annotations": [], "logprobs": .array(logprobs)]
     }
 
     /// The assistant message item (`text` nil: just begun).
-    func outputItem(text: String?, id: String? = nil) -> JSONValue {
+    func outputItem(text: String?, id: String? = nil, logprobs: [JSONValue] = []) -> JSONValue {
         [
             "id": .string(id ?? itemID), "type": "message", "status": text == nil ? "in_progress" : "completed", "role": "assistant",
-            "content": text.map { [outputText($0)] } ?? [],
+            "content": text.map { [outputText($0, logprobs: logprobs)] } ?? [],
         ]
     }
 
@@ -421,9 +488,11 @@ struct ResponseRenderer {
             "incomplete_details": nil, "instructions": .optional(job.instructions),
             "max_output_tokens": o.maxTokens.map { .int($0) } ?? .null, "model": .string(job.model), "output": .array(output),
             "parallel_tool_calls": .bool(o.parallelToolCalls ?? true), "previous_response_id": nil,
-            "reasoning": ["effort": nil, "summary": nil], "store": false, "temperature": o.temperature.map { .number($0) } ?? 1,
+            "reasoning": ["effort": .optional(job.hints.reasoning.effort), "summary": .optional(job.hints.reasoning.summary)],
+            "store": false, "background": false, "service_tier": "default", "temperature": o.temperature.map { .number($0) } ?? 1,
             "text": ["format": textFormat], "tool_choice": responsesToolChoice, "tools": responsesTools,
-            "top_p": o.topP.map { .number($0) } ?? 1, "truncation": "disabled",
+            "top_p": o.topP.map { .number($0) } ?? 1, "top_logprobs": job.logprobs.map { .int($0) } ?? .null, "truncation": "disabled",
+            "prompt_cache_key": .optional(job.hints.cacheKey), "user": .optional(job.hints.user),
             "usage": usage.map { responsesUsage($0) } ?? .null, "metadata": .object(job.metadata.map { ($0.0, .string($0.1)) }),
         ]
     }
@@ -483,7 +552,8 @@ struct ResponseRenderer {
                     input: usage.promptTokens, output: usage.completionTokens, cached: usage.cachedPromptTokens ?? 0),
             ]
         case .responses:
-            let output = (hasText ? [outputItem(text: text)] : []) + calls.enumerated().map { functionCallItem($1, index: $0, status: Self.status(of: $0, in: collector)) }
+            let logprobs = job.logprobs != nil ? logprobEntries(tokens) : []
+            let output = (hasText ? [outputItem(text: text, logprobs: logprobs)] : []) + calls.enumerated().map { functionCallItem($1, index: $0, status: Self.status(of: $0, in: collector)) }
             let response = responseObject(status: "completed", output: output, usage: usage)
             return reason == .length || filtered ? incomplete(response, reason: filtered ? "content_filter" : "max_output_tokens") : response
         }
@@ -506,17 +576,24 @@ struct ResponseRenderer {
         var message: [(String, JSONValue)] = [
             ("role", "assistant"), ("content", !text.isEmpty || calls.isEmpty ? .string(text) : .null), ("refusal", nil),
         ]
-        if !calls.isEmpty { message.append(("tool_calls", chatToolCalls(calls))) }
+        if let call = calls.first, job.legacyFunctions {
+            message.append(("function_call", ["name": .string(call.name), "arguments": .string(call.arguments)]))
+        } else if !calls.isEmpty {
+            message.append(("tool_calls", chatToolCalls(calls)))
+        }
         return ["index": .int(index), "message": .object(message), "logprobs": logprobs, "finish_reason": .string(finish)]
     }
 
     /// A chat or text completion object around its choices.
     func openAIBody(choices: [JSONValue], usage: Usage) -> JSONValue {
-        [
-            "id": .string(id), "object": job.endpoint == .chatCompletions ? "chat.completion" : "text_completion",
-            "created": .int(created), "model": .string(job.model), "system_fingerprint": "hearth", "choices": .array(choices),
-            "usage": openAIUsage(usage),
+        var pairs: [(String, JSONValue)] = [
+            ("id", .string(id)), ("object", job.endpoint == .chatCompletions ? "chat.completion" : "text_completion"),
+            ("created", .int(created)), ("model", .string(job.model)), ("system_fingerprint", "hearth"), ("choices", .array(choices)),
+            ("usage", openAIUsage(usage)),
         ]
+        // Asked for a tier, a chat completion says which served it (there is one).
+        if job.hints.serviceTier != nil, job.endpoint == .chatCompletions { pairs.append(("service_tier", "default")) }
+        return .object(pairs)
     }
 
     /// The whole answer of a request for several choices: each choice in order (a choice the

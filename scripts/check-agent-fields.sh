@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Coding agents' requests against `hearth serve` on the default model, through the official
+# clients: starts the server (release build, loopback, an API key), then
+# scripts/check_agent_fields.py in a private venv of pinned PyPI packages — the `anthropic`
+# client sending requests as Claude Code does (metadata.user_id, cache_control on system, tool
+# and message blocks and tool results, thinking, the beta endpoint's context_management,
+# count_tokens), the `openai` client as a Responses-API coding agent does (prompt_cache_key,
+# store: false, include, reasoning on a model that cannot reason, parallel_tool_calls,
+# stream_options) and as a chat agent does (reasoning_effort, user, metadata, stream_options),
+# whole and streamed; logprob tokens joining to exactly the content. Prints "N passed, M
+# failed" and exits 1 on any failed check; the server's log must hold neither the key nor the
+# prompt text.
+#
+# Usage: scripts/check-agent-fields.sh [--binary PATH] [--model PATH]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/serve-common.sh
+binary=""
+model="models/gemma-3-270m-q4_k_m.gguf"
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --binary) binary="$2"; shift 2 ;;
+        --model) model="$2"; shift 2 ;;
+        *) echo "unknown argument $1" >&2; exit 2 ;;
+    esac
+done
+binary="$(hearth_binary "$binary")"
+require_model "$model"
+
+venv=".build/agent-fields-venv"
+private_venv "$venv" openai==3.57.0 anthropic==2.14.0
+
+server_scratch
+key="hk-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+printf '%s\n' "$key" > "$work/key"
+
+"$binary" serve --model "$model" --port 0 --api-key-file "$work/key" --parallel 2 --ctx 4096 \
+    --alias gemma > "$work/out" 2> "$work/log" &
+server_pid=$!
+url="$(server_url "$server_pid" "$work/out" "$work/log")"
+echo "server: $url (pid $server_pid)"
+
+status=0
+"$venv/bin/python" scripts/check_agent_fields.py "${url%/v1}" "$key" gemma || status=$?
+kill -0 "$server_pid" 2>/dev/null || { echo "FAIL the server exited during the checks" >&2; cat "$work/log" >&2; exit 1; }
+if grep -q -- "$key" "$work/log" || grep -q "Which files are here" "$work/log"; then
+    echo "FAIL the server log contains the API key or prompt text" >&2; exit 1
+fi
+exit "$status"
