@@ -219,7 +219,9 @@ time.sleep(0.5)
 status, _, seconds = request("POST", "/v1/chat/completions", chat)
 tb.join()
 b_seconds = results["b"][2]
-check(status == 200 and seconds <= max(4 * baseline, baseline + 1.5) and seconds < b_seconds / 2,
+# With --parallel 2, b's eight choices run two at a time: a fair queue gives a the first slot that
+# frees (about a quarter of b's time), never the wait for all eight (all of it).
+check(status == 200 and seconds < b_seconds / 2,
       f"client a's 20-token chat beside client b's n=8 x 300 tokens: {seconds:.2f} s (baseline {baseline:.2f} s; b: {results['b'][0]} in {b_seconds:.2f} s)")
 
 watch.stop.set()
