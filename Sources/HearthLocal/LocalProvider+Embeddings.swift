@@ -38,7 +38,7 @@ extension LocalProvider: EmbeddingProvider {
                     + "\(generator.embeddingDimensions) dimensions (its hidden size). Leave `dimensions` unset.")
         }
         let release: (@Sendable () -> Void)?
-        do { release = try await admission?() } catch { throw providerError(error) }
+        do { release = try await admission?(1) } catch { throw providerError(error) }
         defer { release?() }
         try Task.checkCancellation(provider: id)
         let inputs = request.inputs, pooling = configuration.embeddingPooling

@@ -81,7 +81,7 @@ extension LocalProvider {
     {
         let (generator, hold) = try await heldGenerator()
         defer { hold?.end() }
-        let release = try await admission?()
+        let release = try await admission?(1)
         defer { release?() }
         try Task.checkCancellation()
         let context = generator.context
@@ -111,7 +111,7 @@ extension LocalProvider {
     public func tokenPieces(_ ids: [Int32], admission: Admission? = nil) async throws -> [[UInt8]] {
         let (generator, hold) = try await heldGenerator()
         defer { hold?.end() }
-        let release = try await admission?()
+        let release = try await admission?(1)
         defer { release?() }
         try checkVocabulary(ids, generator)
         let tokenizer = generator.model.tokenizer
@@ -129,7 +129,7 @@ extension LocalProvider {
     public func detokenize(_ ids: [Int32], admission: Admission? = nil) async throws -> String {
         let (generator, hold) = try await heldGenerator()
         defer { hold?.end() }
-        let release = try await admission?()
+        let release = try await admission?(1)
         defer { release?() }
         try checkVocabulary(ids, generator)
         return generator.model.tokenizer.decode(ids)
@@ -173,18 +173,21 @@ extension LocalProvider {
         } catch {
             throw ProviderError(.invalidRequest, provider: id, message: error.message, underlying: error)
         }
-        let release = try await admission?()
+        let release = try await admission?(1)
         defer { release?() }
         try Task.checkCancellation()
         return try await Self.detached { try self.prompt(for: request, generator: generator).tokens.count }
     }
 
-    /// Decides when a tokenized request may join the model's queue: called once the prompt is
-    /// tokenized and checked, generation waits until it returns, and the closure it returns is
-    /// called exactly once when the sequence has ended (its slot is free), failed or was
-    /// cancelled. A server uses it to release requests to the model fairly between its clients;
-    /// throwing (e.g. `CancellationError` while waiting) ends the generation with that error.
-    public typealias Admission = @Sendable () async throws -> @Sendable () -> Void
+    /// Decides when a tokenized request may join the model's queue: called with the sequence
+    /// slots the work needs now (1; a wave of a request's choices, at most `parallel`) once the
+    /// prompt is tokenized and checked, generation waits until it returns, and the closure it
+    /// returns is called exactly once when those sequences have ended (their slots are free),
+    /// failed or were cancelled. A request of more choices than `parallel` calls it again before
+    /// each later wave. A server uses it to release requests to the model fairly between its
+    /// clients; throwing (e.g. `CancellationError` while waiting) ends the generation with that
+    /// error.
+    public typealias Admission = @Sendable (_ slots: Int) async throws -> @Sendable () -> Void
 
     /// One event of one choice of ``generate(_:options:choices:topLogprobs:admission:)``.
     public struct LocalChoiceEvent: Sendable {
@@ -229,7 +232,7 @@ extension LocalProvider {
     /// none), follows the same stop strings, format and tools, and ends with its own `.finished`
     /// (its usage counts the prompt; `cachedPromptTokens` shows the choices that reused it). The
     /// stream ends after the last choice; a failure ends it for all. `admission` is asked once
-    /// for the whole request.
+    /// per wave of at most `parallel` choices (once when `choices` is at most `parallel`).
     /// - Throws: `ProviderError` `.invalidRequest` when `choices` is outside 1...``maxChoices``,
     ///   as ``generate(_:options:topLogprobs:admission:)`` otherwise.
     public func generate(
@@ -332,9 +335,12 @@ extension LocalProvider {
             tokens = try prompt(for: request, generator: generator).tokens
         }
         // Wait for the caller's go-ahead (its fair share of the slots), holding it until the
-        // sequences have ended: a schema or grammar is compiled within the caller's turn.
-        let release = try await admission?()
-        defer { release?() }
+        // sequences have ended: a schema or grammar is compiled within the caller's turn. `n`
+        // choices take `n` slots: at most `parallel` at once, the rest in later waves, each after
+        // a turn of its own (``choiceWaves(_:prompt:choices:stops:wave:turn:admission:)``).
+        let wave = max(1, min(count, configuration.parallel))
+        let turn = HeldTurn(try await admission?(wave))
+        defer { turn.end() }
         try Task.checkCancellation()
         // Parameters before the prompt is announced, so a schema that cannot be compiled is
         // refused before any output; compiled on the compile threads, off the cooperative pool.
@@ -381,7 +387,7 @@ extension LocalProvider {
             }
             return text
         }
-        for try await item in generator.generate(prompt: tokens, choices: choices, stops: stops) {
+        for try await item in choiceWaves(generator, prompt: tokens, choices: choices, stops: stops, wave: wave, turn: turn, admission: admission) {
             let index = item.choice
             switch item.event {
             case .token(let token):

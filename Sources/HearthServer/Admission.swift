@@ -100,11 +100,11 @@ extension HearthServer {
 }
 
 extension HearthServer {
-    /// A local request's wait for its fair-queue turn (``FairQueue``): `slots` sequence slots
-    /// for `client` (a request's `n` choices take `n`); nil without a local model.
-    func localAdmission(client: String, slots: Int = 1) -> LocalProvider.Admission? {
+    /// A local request's wait for its fair-queue turn (``FairQueue``) of as many sequence slots
+    /// as the model asks for (a wave of `n` choices takes `n`); nil without a local model.
+    func localAdmission(client: String) -> LocalProvider.Admission? {
         guard let queue = localQueue else { return nil }
-        return {
+        return { slots in
             let turn = try await queue.turn(for: client, slots: slots)
             return { turn.end() }
         }

@@ -207,8 +207,8 @@ extension HearthServer {
         do {
             // A local request waits its turn in the fair queue (between clients) before the
             // model's own queue; it still counts as admitted and waiting.
-            // `n` choices take `n` slots.
-            let admission = localAdmission(client: client.name, slots: job.choices)
+            // `n` choices take `n` slots (in waves of at most the model's parallel sequences).
+            let admission = localAdmission(client: client.name)
             let first = try await stream.start(route, job: job, admission: admission)
             renderer.promptTokens = first.promptTokens ?? 0
             Self.set(&headers, "x-hearth-served-by", first.provider)

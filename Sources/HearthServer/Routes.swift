@@ -64,8 +64,10 @@ extension HearthServer {
     func metricsResponse() -> Response {
         let load = localModelLoad()  // all local models; per model under hearth_model_*
         metrics.running.set(to: Double(load.running))
-        // Waiting: in the models' queues, or held by the server's fair queue before them.
-        metrics.waiting.set(to: Double(load.waiting + (localQueue?.waitingCount ?? 0)))
+        // Waiting: in the models' queues, held by the server's fair queue before them, or waiting
+        // for their model to have a place among those loaded (`--max-loaded`).
+        let forModel = local?.configuration.residency?.waitingCount ?? 0
+        metrics.waiting.set(to: Double(load.waiting + (localQueue?.waitingCount ?? 0) + forModel))
         metrics.kvCacheUsage.set(to: load.kvCacheUsage)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],

@@ -34,7 +34,7 @@ private final class Gate: @unchecked Sendable {
     }
 
     var admission: LocalProvider.Admission {
-        { [self] in
+        { [self] _ in
             await wait()
             return {}
         }

@@ -215,4 +215,50 @@ import Testing
             try await harness.stop()
         }
     }
+
+    /// More choices than slots go in waves, each after a turn of its own: another client's
+    /// request waiting meanwhile goes between them (the whole request held every slot until its
+    /// last choice, its other choices queued in the engine ahead of everyone).
+    @Test func choicesBeyondTheSlotsGoInWaves() async throws {
+        let (harness, upstream, directory) = try await SecurityTests.gateway(
+            "[\(SecurityTests.client("a")), \(SecurityTests.client("b"))]", parallel: 2, context: 512)
+        try await withCleanup({ try? await harness.stop(); await upstream.stop(); try? FileManager.default.removeItem(at: directory) }) {
+            let queue = try #require(harness.server.localQueue)
+            let held = try await queue.turn(for: "test", slots: 2)
+            let finished = Finished()
+            let many = try Self.body([
+                "model": "local", "messages": [Self.user], "max_tokens": 48, "n": 4, "temperature": 1, "seed": 2, "min_p": 0, "top_k": 0,
+                "ignore_eos": true,
+            ])
+            let a = Task {
+                let reply = try await harness.send(.POST, "/v1/chat/completions", body: many, headers: SecurityTests.auth("a"))
+                finished.append("a")
+                return reply
+            }
+            #expect(try await Self.eventually { queue.waitingCount == 1 })
+            let one = try Self.body(["model": "local", "messages": [Self.user], "max_tokens": 2])
+            let b = Task {
+                let reply = try await harness.send(.POST, "/v1/chat/completions", body: one, headers: SecurityTests.auth("b"))
+                finished.append("b")
+                return reply
+            }
+            #expect(try await Self.eventually { queue.waitingCount == 2 })
+            held.end()
+            let answers = (try await a.value, try await b.value)
+            #expect(answers.0.status == 200 && (answers.0.json["choices"] as? [Any])?.count == 4, "\(answers.0.body.prefix(300))")
+            #expect(answers.1.status == 200, "\(answers.1.body.prefix(300))")
+            #expect(finished.names == ["b", "a"], "b waited for all of a's choices: \(finished.names)")
+            try await harness.stop()
+        }
+    }
+}
+
+/// The order in which answers came back.
+private final class Finished: @unchecked Sendable {
+    // `@unchecked Sendable`: `list` is only touched under `lock`.
+    private let lock = NSLock()
+    private var list: [String] = []
+
+    func append(_ name: String) { lock.withLock { list.append(name) } }
+    var names: [String] { lock.withLock { list } }
 }
