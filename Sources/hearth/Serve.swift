@@ -21,7 +21,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Serve every .gguf and .hqf file and checkpoint folder in this directory too, each under its name without extension.")
     var models: String?
 
-    @Option(name: .long, help: "With several models: how many stay loaded at once; using another unloads the least recently used (models load on first use).")
+    @Option(name: .long, help: "With several models: how many are in memory at once, those requests still use included; a request for another unloads the least recently used that nothing uses, or waits for one (models load on first use).")
     var maxLoaded: Int = 3
 
     @Option(name: .long, help: "Address to bind; 127.0.0.1 (loopback) unless you mean to expose the server.")
