@@ -181,9 +181,12 @@ model_bytes = int(sys.argv[5]) if len(sys.argv) > 5 else 253_113_024
 bound = before + model_bytes // 2
 check(peak <= bound, f"alternating models: peak RSS {peak / 2**20:.0f} MiB <= {bound / 2**20:.0f} MiB (before {before / 2**20:.0f} MiB + half a model)")
 
-# 5. An embeddings request whose client leaves after 2 s stops within a forward pass.
+# 5. 32 inputs of ~1,000 tokens: over the embeddings token bound, refused before any work.
 words = " ".join(["lorem ipsum dolor sit amet"] * 200)
-body = json.dumps({"model": "ga", "input": [words] * 32}).encode()
+status, body, seconds = request("POST", "/v1/embeddings", {"model": "ga", "input": [words] * 32})
+check(status == 400, f"32x1000-token embeddings request: {status} in {seconds:.2f} s (over --max-embedding-tokens)", body[:200])
+# One within the bound (12 inputs) whose client leaves after 2 s stops within a forward pass.
+body = json.dumps({"model": "ga", "input": [words] * 12}).encode()
 sock = socket.create_connection((URL.hostname, URL.port))
 sock.sendall(
     f"POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {KEY_B}\r\nContent-Type: application/json\r\n"
@@ -195,7 +198,7 @@ time.sleep(1.5)
 cpu = cpu_seconds()
 time.sleep(2)
 busy = cpu_seconds() - cpu
-check(busy < 0.5, f"a 32x1000-token embeddings request stops when its client leaves: {busy:.2f} s of CPU in the 2 s after")
+check(busy < 0.5, f"a 12x1000-token embeddings request stops when its client leaves: {busy:.2f} s of CPU in the 2 s after")
 status, _, seconds = request("POST", "/v1/chat/completions", chat)
 check(status == 200 and seconds <= max(4 * baseline, baseline + 0.5),
       f"after it: a 20-token chat in {seconds:.2f} s (baseline {baseline:.2f} s)")
