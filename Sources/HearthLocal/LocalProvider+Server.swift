@@ -21,6 +21,11 @@ extension LocalProvider {
         public var text: String
         /// The token's own text (its bytes decoded alone), for log-probability listings.
         public var piece: String
+        /// The token's bytes as they stand in the reply (the reply's dropped leading space or
+        /// white space left out; none for a control token such as the end token, which adds no
+        /// text): a listing of the tokens joins to exactly the reply (``piece`` is their UTF-8
+        /// decoding, U+FFFD where a token holds part of a character).
+        public var bytes: [UInt8] = []
         /// log p(token) (NaN when no log-probabilities were asked for).
         public var logprob: Double
         /// The most likely alternatives (piece, log p), when asked for.
@@ -360,10 +365,13 @@ extension LocalProvider {
         // space; the first pieces (and the alternatives at their positions) lose the same.
         var trims = (0..<count).map { _ in (space: parameters.stripLeadingSpace && parameters.constraint == nil, whitespace: false) }
         func piece(_ id: Int32, _ trim: (space: Bool, whitespace: Bool)) -> String {
+            String(decoding: pieceBytes(id, trim), as: UTF8.self)
+        }
+        func pieceBytes(_ id: Int32, _ trim: (space: Bool, whitespace: Bool)) -> [UInt8] {
             var bytes = tokenizer.bytes(of: id) ?? []
             if trim.space, bytes.first == 0x20 { bytes.removeFirst() }
-            let text = String(decoding: bytes, as: UTF8.self)
-            return trim.whitespace ? String(text.drop { $0.isWhitespace }) : text
+            if trim.whitespace { bytes = Array(bytes.drop { $0 == 0x20 || (0x09...0x0d).contains($0) }) }
+            return bytes
         }
         var firstToken: Double?
         // Per choice: its seed, its tool-call scanner, and its stop flag — set when the reply
@@ -405,7 +413,9 @@ extension LocalProvider {
                     if scanners[index]?.repeatedCall == true { stops[index].set() }
                 }
                 let trim = trims[index]
-                let tokenPiece = piece(token.id, trim)
+                // A control token (the end token) adds no text: its listing is empty.
+                let tokenBytes = tokenizer.isSpecial(token.id) ? [] : pieceBytes(token.id, trim)
+                let tokenPiece = String(decoding: tokenBytes, as: UTF8.self)
                 if trim.space, !tokenizer.isSpecial(token.id), !(tokenizer.bytes(of: token.id) ?? []).isEmpty { trims[index].space = false }
                 if trim.whitespace, tokenPiece.contains(where: { !$0.isWhitespace }) { trims[index].whitespace = false }
                 emit(
@@ -413,7 +423,7 @@ extension LocalProvider {
                         choice: index,
                         event: .token(
                             LocalToken(
-                                text: text, piece: tokenPiece, logprob: Double(token.logprob),
+                                text: text, piece: tokenPiece, bytes: tokenBytes, logprob: Double(token.logprob),
                                 topLogprobs: token.topLogprobs.map { (piece($0.id, trim), Double($0.logprob)) }))))
                 _ = emitCalls(callEvents, choice: index)
             case .done(let summary):

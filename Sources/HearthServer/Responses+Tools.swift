@@ -133,7 +133,8 @@ extension ResponseRenderer {
             return [Self.frame(["type": "content_block_stop", "index": .int(position)], event: "content_block_stop")]
         case (.responses, .text(let text)):
             let itemID = messageID(position)
-            // Tokens that completed no text of their own still belong to this item's logprobs.
+            // Tokens listed after the last delta, and the one the text ends within, still belong to this item.
+            if job.logprobs != nil { pendingLogprobs += aligner.finish() }
             itemLogprobs[position, default: []] += logprobEntries(pendingLogprobs)
             pendingLogprobs = []
             let logprobs = itemLogprobs[position] ?? []

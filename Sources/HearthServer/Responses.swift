@@ -30,8 +30,12 @@ struct ResponseRenderer {
     var itemOpen = false
     /// The tool calls streamed so far.
     var calls = ToolCallCollector()
-    /// Responses API with logprobs: tokens whose text has not gone out yet, and each streamed
-    /// message item's logprob entries (by its place in ``items``).
+    /// With logprobs: which streamed tokens to list, and when (``LogprobAligner``); the
+    /// characters of the tokens listed so far (legacy completions' `text_offset`).
+    var aligner = LogprobAligner()
+    var listedCharacters = 0
+    /// Responses API with logprobs: tokens listed before their message's next delta, and each
+    /// streamed message item's logprob entries (by its place in ``items``).
     var pendingLogprobs: [LocalProvider.LocalToken] = []
     var itemLogprobs: [Int: [JSONValue]] = [:]
     /// The choice this renderer streams (its `index`: chat and text completions).
@@ -158,11 +162,11 @@ struct ResponseRenderer {
     func chatLogprobs(_ tokens: [LocalProvider.LocalToken]) -> JSONValue { .array(logprobEntries(tokens)) }
 
     /// One `{token, logprob, bytes, top_logprobs}` entry per token (chat's `logprobs.content`,
-    /// the Responses API's `output_text.logprobs`).
+    /// the Responses API's `output_text.logprobs`); `bytes` are the token's own.
     func logprobEntries(_ tokens: [LocalProvider.LocalToken]) -> [JSONValue] {
         tokens.map { t in
             [
-                "token": .string(t.piece), "logprob": .number(t.logprob), "bytes": Self.bytes(t.piece),
+                "token": .string(t.piece), "logprob": .number(t.logprob), "bytes": .array(t.bytes.map { .int(Int($0)) }),
                 "top_logprobs": .array(
                     t.topLogprobs.map { ["token": .string($0.piece), "logprob": .number($0.logprob), "bytes": Self.bytes($0.piece)] }),
             ]
@@ -175,7 +179,7 @@ struct ResponseRenderer {
         var offsets: [JSONValue] = []
         for t in tokens {
             offsets.append(.int(position))
-            position += t.text.count
+            position += t.piece.count
         }
         return [
             "tokens": .array(tokens.map { .string($0.piece) }),
@@ -239,32 +243,37 @@ struct ResponseRenderer {
         return Self.frame(.object(pairs))
     }
 
-    /// Frames for one token (none when it completed no text and no logprobs were asked for).
-    func streamToken(_ token: LocalProvider.LocalToken, textOffset: Int) -> [Data] {
-        let wantsLogprobs = job.logprobs != nil
+    /// Frames for one token of a chat or text completion with logprobs: its text, and the
+    /// tokens whose text has now gone out (``LogprobAligner``); none when there is neither.
+    mutating func streamToken(_ token: LocalProvider.LocalToken) -> [Data] {
         // A token of a tool call (empty text while a call is open) goes out as the call's events.
-        guard !token.text.isEmpty || (wantsLogprobs && !calls.hasOpenCall) else { return [] }
-        switch job.endpoint {
-        case .chatCompletions:
-            return [
-                chatChunk(
-                    delta: ["content": .string(token.text)], logprobs: wantsLogprobs ? ["content": chatLogprobs([token])] : nil,
-                    finish: nil)
-            ]
-        case .completions:
-            return [
-                completionChunk(
-                    text: token.text, logprobs: wantsLogprobs ? completionLogprobs([token], offset: textOffset) : nil, finish: nil)
-            ]
-        case .messages, .responses:
-            return []
+        let listed = token.text.isEmpty && calls.hasOpenCall ? [] : aligner.add(token, text: token.text)
+        guard !token.text.isEmpty || !listed.isEmpty else { return [] }
+        return [logprobChunk(text: token.text, listed)]
+    }
+
+    /// A chat or text completion chunk with `text` and the logprobs of `listed`.
+    mutating func logprobChunk(text: String, _ listed: [LocalProvider.LocalToken]) -> Data {
+        if job.endpoint == .chatCompletions {
+            return chatChunk(delta: ["content": .string(text)], logprobs: ["content": chatLogprobs(listed)], finish: nil)
         }
+        defer { listedCharacters += listed.reduce(0) { $0 + $1.piece.count } }
+        return completionChunk(text: text, logprobs: completionLogprobs(listed, offset: listedCharacters), finish: nil)
+    }
+
+    /// The chunk listing the token the reply's text ends within (cut by a stop string), if any.
+    mutating func logprobEnd() -> [Data] {
+        guard job.logprobs != nil, job.endpoint == .chatCompletions || job.endpoint == .completions else { return [] }
+        let last = aligner.finish()
+        return last.isEmpty ? [] : [logprobChunk(text: "", last)]
     }
 
     /// Frames carrying reply text without per-token detail (but the Responses API's logprobs:
     /// `token`, when they were asked for, goes out with the next text).
     mutating func textFrames(_ text: String, token: LocalProvider.LocalToken? = nil) -> [Data] {
-        if let token, job.endpoint == .responses, !(text.isEmpty && calls.hasOpenCall) { pendingLogprobs.append(token) }
+        if job.endpoint == .responses, job.logprobs != nil {
+            pendingLogprobs += aligner.add(text.isEmpty && calls.hasOpenCall ? nil : token, text: text)
+        }
         guard !text.isEmpty else { return [] }
         switch job.endpoint {
         case .chatCompletions: return [chatChunk(delta: ["content": .string(text)], logprobs: nil, finish: nil)]
@@ -310,7 +319,7 @@ struct ResponseRenderer {
             pieces += 1
             defer { textOffset += piece.count }
             if let token, job.logprobs != nil, job.endpoint == .chatCompletions || job.endpoint == .completions {
-                return streamToken(token, textOffset: textOffset)
+                return streamToken(token)
             }
             return textFrames(piece, token: job.logprobs != nil ? token : nil)
         case .toolCall(let step):
@@ -337,7 +346,7 @@ struct ResponseRenderer {
         }
         if case .finished(_, let reason) = event {
             endedChoices.insert(index)
-            return [choiceRenderers[index].finishChunk(finishName(reason))]
+            return choiceRenderers[index].logprobEnd() + [choiceRenderers[index].finishChunk(finishName(reason))]
         }
         choiceRenderers[index].pieces = 0
         let frames = choiceRenderers[index].frames(for: event, text: "")
@@ -405,7 +414,7 @@ struct ResponseRenderer {
                     return renderer.finishChunk(finish)
                 }
             } else {
-                frames = [finishChunk(finish)]
+                frames = logprobEnd() + [finishChunk(finish)]
             }
             if job.includeUsage {
                 frames.append(
@@ -552,7 +561,7 @@ struct ResponseRenderer {
                     input: usage.promptTokens, output: usage.completionTokens, cached: usage.cachedPromptTokens ?? 0),
             ]
         case .responses:
-            let logprobs = job.logprobs != nil ? logprobEntries(tokens) : []
+            let logprobs = job.logprobs != nil ? logprobEntries(LogprobAligner.align(tokens, to: text)) : []
             let output = (hasText ? [outputItem(text: text, logprobs: logprobs)] : []) + calls.enumerated().map { functionCallItem($1, index: $0, status: Self.status(of: $0, in: collector)) }
             let response = responseObject(status: "completed", output: output, usage: usage)
             return reason == .length || filtered ? incomplete(response, reason: filtered ? "content_filter" : "max_output_tokens") : response
@@ -567,12 +576,13 @@ struct ResponseRenderer {
         guard job.endpoint == .chatCompletions else {
             return [
                 "text": .string(text), "index": .int(index),
-                "logprobs": job.logprobs != nil ? completionLogprobs(tokens, offset: 0) : .null,
+                "logprobs": job.logprobs != nil ? completionLogprobs(LogprobAligner.align(tokens, to: text), offset: 0) : .null,
                 "finish_reason": .string(finish),
             ]
         }
         let calls = collector.calls
-        let logprobs: JSONValue = job.logprobs != nil ? ["content": chatLogprobs(tokens), "refusal": nil] : .null
+        let logprobs: JSONValue =
+            job.logprobs != nil ? ["content": chatLogprobs(LogprobAligner.align(tokens, to: text)), "refusal": nil] : .null
         var message: [(String, JSONValue)] = [
             ("role", "assistant"), ("content", !text.isEmpty || calls.isEmpty ? .string(text) : .null), ("refusal", nil),
         ]

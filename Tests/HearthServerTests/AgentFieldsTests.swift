@@ -335,8 +335,10 @@ import Testing
 
     /// The logprob tokens of a reply join to exactly its text — chat whole and streamed, the
     /// Responses API whole and streamed — when the reply's first token carries the space the
-    /// reply drops (forced with `logit_bias` onto a token that starts with one). Before the fix
-    /// the tokens joined to " word word word" while the content was "word word word".
+    /// reply drops (forced with `logit_bias` onto a token that starts with one), and when a stop
+    /// string ends the reply (its tokens are not listed; a token it cuts is listed with its part
+    /// before the stop). Before the fix the tokens joined to " word word word" while the content
+    /// was "word word word", and a stop string's tokens were listed.
     @Test func logprobTokensJoinToExactlyTheText() async throws {
         let harness = try await ServerHarness(context: 512)
         try await withCleanup({ try? await harness.stop() }) {
@@ -396,6 +398,42 @@ import Testing
                     deltaTokens += (payload["logprobs"] as? [[String: Any]] ?? []).compactMap { $0["token"] as? String }.joined()
                 }
                 #expect(deltas == answerText && deltaTokens == answerText, "'\(deltaTokens)' vs '\(deltas)': \(events)")
+            }
+            // Stop strings: one at a token boundary ("the| the"), one inside a token ("t|he the").
+            let word = String(((pieces as? [[String: Any]] ?? []).first { $0["id"] as? Int == id }?["piece"] as? String ?? "").dropFirst())
+            for (stop, expected) in [(" " + word, word), (String(word.dropFirst()) + " " + String(word.prefix(1)), String(word.prefix(1)))] {
+                var request: [String: Any] = [
+                    "model": "tiny", "messages": messages, "max_tokens": 3, "logprobs": true, "stop": [stop],
+                ]
+                request.merge(forced) { $1 }
+                let whole = try await harness.send("/v1/chat/completions", json: request)
+                let choice = (whole.json["choices"] as? [[String: Any]])?.first ?? [:]
+                let content = (choice["message"] as? [String: Any])?["content"] as? String
+                let tokens: [[String: Any]] = (choice["logprobs"] as? [String: Any])?["content"] as? [[String: Any]] ?? []
+                let joined: String = tokens.compactMap { $0["token"] as? String }.joined()
+                #expect(content == expected && joined == expected, "stop '\(stop)': \(whole.body)")
+                let bytes: [UInt8] = tokens.flatMap { $0["bytes"] as? [Int] ?? [] }.map { UInt8($0) }
+                #expect(bytes == Array(expected.utf8), "\(whole.body)")
+                request["stream"] = true
+                let streamed = try await harness.send("/v1/chat/completions", json: request)
+                var text = ""
+                var listed = ""
+                for payload in sseData(streamed.body).payloads where payload != "[DONE]" {
+                    guard let choice = (parse(payload)["choices"] as? [[String: Any]])?.first else { continue }
+                    text += (choice["delta"] as? [String: Any])?["content"] as? String ?? ""
+                    let entries: [[String: Any]] = (choice["logprobs"] as? [String: Any])?["content"] as? [[String: Any]] ?? []
+                    listed += entries.compactMap { $0["token"] as? String }.joined()
+                }
+                #expect(text == expected && listed == expected, "stop '\(stop)' streamed: '\(listed)' vs '\(text)'")
+                // Legacy completions list the same way.
+                let completionBody: [String: Any] = [
+                    "model": "tiny", "prompt": "Say", "max_tokens": 3, "logprobs": 1, "stop": [stop], "logit_bias": ["\(id)": 100],
+                ]
+                let completion = try await harness.send("/v1/completions", json: completionBody)
+                let completionChoice: [String: Any] = (completion.json["choices"] as? [[String: Any]])?.first ?? [:]
+                let completionTokens: [String] = (completionChoice["logprobs"] as? [String: Any])?["tokens"] as? [String] ?? []
+                let completionText = completionChoice["text"] as? String
+                #expect(completionText != nil && completionTokens.joined() == completionText, "\(completion.body)")
             }
             try await harness.stop()
         }
