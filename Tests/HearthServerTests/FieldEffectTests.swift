@@ -182,7 +182,7 @@ import Testing
 
     /// `/tokenize`'s `add_special` adds the BOS token, `prompt` is `content`'s other name, and
     /// `/detokenize` turns the ids back into the text; fields taken only for what this server
-    /// does (`echo: false`) or refused outright (`suffix`, `reasoning`) say so by name.
+    /// does (`echo: false`) or refused outright (`suffix`, Responses `background: true`) say so by name.
     @Test func tokenizeFieldsAndRefusedValues() async throws {
         let harness = try await ServerHarness(context: 512)
         try await withCleanup({ try? await harness.stop() }) {
