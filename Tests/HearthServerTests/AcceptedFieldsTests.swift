@@ -100,7 +100,7 @@ import Testing
 
     /// A field the spec defines and the server does not list fails here: the server would answer
     /// a client built for the real API with `unknown_parameter`. (Before issue 56 this failed
-    /// for 60 fields, `metadata` and `thinking` on /v1/messages and `prompt_cache_key` on
+    /// for 62 fields, `metadata` and `thinking` on /v1/messages and `prompt_cache_key` on
     /// /v1/responses among them.)
     @Test func everyFieldTheSDKsDefineIsInTheTables() throws {
         let spec = try Self.specFields()
