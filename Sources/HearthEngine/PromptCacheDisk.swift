@@ -271,7 +271,7 @@ final class PromptCacheDisk: @unchecked Sendable {
             Self.logger.debug("prompt cache blocks not written: the disk is behind")
             return
         }
-        PromptCacheWrites.shared.start { [self] in
+        PendingWrites.shared.start(name: "hearth.prompt-cache") { [self] in
             for job in jobs {
                 let header = self.header(key: job.key, parent: job.parent, index: job.index, window: job.window != nil, layout: layout)
                 self.writeFile(key: job.key, header: header, tokens: job.tokens, full: job.full, window: job.window)
@@ -362,7 +362,7 @@ final class PromptCacheDisk: @unchecked Sendable {
     }
 
     /// Waits for every write this process has started (tests; the process does it at exit).
-    func waitForWrites() { PromptCacheWrites.shared.wait() }
+    func waitForWrites() { PendingWrites.shared.wait() }
 
     // MARK: - The model key
 
@@ -423,41 +423,5 @@ final class PromptCacheDisk: @unchecked Sendable {
             hash.add(UnsafeRawBufferPointer(rebasing: buffer[0..<range.count]))
         }
         return hash.value
-    }
-}
-
-/// The prompt cache's background writes of this process; waited for at exit.
-final class PromptCacheWrites: @unchecked Sendable {
-    // `@unchecked Sendable`: `running` is touched only under `condition`.
-    static let shared = PromptCacheWrites()
-    private let condition = NSCondition()
-    private var running = 0
-    private var exitHookInstalled = false
-
-    /// Runs `work` on a new thread, counted until it returns.
-    func start(_ work: @escaping @Sendable () -> Void) {
-        condition.lock()
-        running += 1
-        if !exitHookInstalled {
-            exitHookInstalled = true
-            atexit { PromptCacheWrites.shared.wait() }
-        }
-        condition.unlock()
-        let thread = Thread { [self] in
-            work()
-            condition.lock()
-            running -= 1
-            condition.broadcast()
-            condition.unlock()
-        }
-        thread.name = "hearth.prompt-cache"
-        thread.start()
-    }
-
-    /// Blocks until no write is running.
-    func wait() {
-        condition.lock()
-        while running > 0 { condition.wait() }
-        condition.unlock()
     }
 }

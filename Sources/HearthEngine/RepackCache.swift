@@ -521,15 +521,16 @@ extension RepackCache {
     }
 }
 
-/// The background cache writes of this process; waited for at exit.
+/// The background cache writes of this process (the repack cache's and the prompt cache's
+/// disk tier); waited for at exit.
 final class PendingWrites: @unchecked Sendable {
     static let shared = PendingWrites()
     private let condition = NSCondition()
     private var running = 0
     private var exitHookInstalled = false
 
-    /// Runs `work` on a new thread, counted until it returns.
-    func start(_ work: @escaping @Sendable () -> Void) {
+    /// Runs `work` on a new thread named `name`, counted until it returns.
+    func start(name: String = "hearth.repack-cache", _ work: @escaping @Sendable () -> Void) {
         condition.lock()
         running += 1
         if !exitHookInstalled {
@@ -544,7 +545,7 @@ final class PendingWrites: @unchecked Sendable {
             condition.broadcast()
             condition.unlock()
         }
-        thread.name = "hearth.repack-cache"
+        thread.name = name
         thread.start()
     }
 
