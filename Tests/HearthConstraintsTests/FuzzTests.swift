@@ -111,7 +111,7 @@ import Testing
         }
         // Front end and masks have a time limit each; allow a slow, shared machine its slack.
         let elapsed = clock.now - started
-        #expect(elapsed < Self.budget.timeLimit * 2 + .seconds(2), "compile of \(what.prefix(200)) took \(elapsed)")
+        #expect(elapsed < Self.budget.timeLimit * 2 + .seconds(8), "compile of \(what.prefix(200)) took \(elapsed)")
     }
 
     @Test func randomAndMutatedInputsStayWithinTheBudget() throws {
