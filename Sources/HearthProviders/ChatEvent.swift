@@ -31,6 +31,9 @@ public struct Usage: Sendable, Equatable, Codable {
     /// answer ends complete within its token budget (``GenerationOptions/finishInBudget``); `nil`
     /// or 0 when the budget did not shape the answer.
     public var budgetShapedTokens: Int?
+    /// Of ``completionTokens``, how many were reasoning (a reasoning part's tokens; nil when the
+    /// provider does not say, 0 when the reply had no reasoning).
+    public var reasoningTokens: Int?
 
     /// Creates usage figures.
     public init(
@@ -75,6 +78,14 @@ public enum ChatEvent: Sendable {
     /// A step of a tool call: its start (id, name), a piece of its arguments, or its end. A
     /// reply may mix text and calls; text never carries a call.
     case toolCall(ToolCallEvent)
+    /// The next piece of the reply's reasoning (whole Unicode characters), apart from its text:
+    /// no byte of reasoning is ever in a ``textDelta(_:)``. Providers that do not reason never
+    /// send it.
+    case reasoningDelta(String)
+    /// A reasoning part is complete: its whole text and what the provider needs back (a
+    /// signature, encrypted content; a redacted part arrives only as this event). Keep the parts
+    /// and send them back in the assistant message (``ChatMessage/reasoning``).
+    case reasoningEnded(ReasoningPart)
 }
 
 /// The state of a realtime dialog server, as a ``ChatEvent/dialogState(_:)`` reports it.
@@ -115,9 +126,16 @@ public struct ChatResponse: Sendable {
     public var finishReason: FinishReason
     /// The provider that produced the (end of the) reply.
     public var provider: String
+    /// The reply's reasoning parts, in order (empty when the model did not reason). Send them
+    /// back in the assistant message (``ChatMessage/reasoning``).
+    public var reasoning: [ReasoningPart]
 
     /// Creates a response.
-    public init(text: String, toolCalls: [ToolCall] = [], usage: Usage?, finishReason: FinishReason, provider: String) {
+    public init(
+        text: String, toolCalls: [ToolCall] = [], usage: Usage?, finishReason: FinishReason, provider: String,
+        reasoning: [ReasoningPart] = []
+    ) {
+        self.reasoning = reasoning
         self.text = text
         self.toolCalls = toolCalls
         self.usage = usage

@@ -25,9 +25,18 @@ public struct ChatMessage: Sendable, Codable, Equatable {
     public var toolCalls: [ToolCall]
     /// The call a ``Role/tool`` message answers (nil for every other message).
     public var toolCallID: String?
+    /// An assistant message's reasoning parts (``ChatResponse/reasoning``), sent back so the
+    /// provider that made them can continue (Anthropic signatures, OpenAI encrypted content);
+    /// empty for other roles. Each provider sends only the parts that
+    /// ``ReasoningPart/belongs(to:)`` it.
+    public var reasoning: [ReasoningPart]
 
     /// Creates a message.
-    public init(role: Role, content: String, toolCalls: [ToolCall] = [], toolCallID: String? = nil) {
+    public init(
+        role: Role, content: String, toolCalls: [ToolCall] = [], toolCallID: String? = nil,
+        reasoning: [ReasoningPart] = []
+    ) {
+        self.reasoning = reasoning
         self.role = role
         self.content = content
         self.toolCalls = toolCalls
@@ -35,7 +44,7 @@ public struct ChatMessage: Sendable, Codable, Equatable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case role, content, toolCalls, toolCallID
+        case role, content, toolCalls, toolCallID, reasoning
     }
 
     /// Decodes a message; `toolCalls` and `toolCallID` may be absent (files written before tools).
@@ -45,6 +54,7 @@ public struct ChatMessage: Sendable, Codable, Equatable {
         content = try container.decode(String.self, forKey: .content)
         toolCalls = try container.decodeIfPresent([ToolCall].self, forKey: .toolCalls) ?? []
         toolCallID = try container.decodeIfPresent(String.self, forKey: .toolCallID)
+        reasoning = try container.decodeIfPresent([ReasoningPart].self, forKey: .reasoning) ?? []
     }
 
     /// Encodes a message; `toolCalls` and `toolCallID` only when set.
@@ -54,6 +64,7 @@ public struct ChatMessage: Sendable, Codable, Equatable {
         try container.encode(content, forKey: .content)
         if !toolCalls.isEmpty { try container.encode(toolCalls, forKey: .toolCalls) }
         try container.encodeIfPresent(toolCallID, forKey: .toolCallID)
+        if !reasoning.isEmpty { try container.encode(reasoning, forKey: .reasoning) }
     }
 
     /// A system message (instructions for the whole conversation).

@@ -50,6 +50,9 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
     /// at `maxTokens` (``finishReason`` `stop`); false keeps the cut (`length`). Cloud
     /// providers ignore it (their APIs cut).
     public var finishInBudget: Bool?
+    /// Reasoning: whether the model may reason, with what effort or budget (nil: the provider's
+    /// default). A model that cannot reason accepts any value and answers without reasoning.
+    public var reasoning: ReasoningOptions?
 
     /// Creates options; every argument defaults to "provider default".
     public init(
@@ -96,6 +99,7 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
         parallelToolCalls = try c.decodeIfPresent(Bool.self, forKey: .parallelToolCalls)
         ignoreEOS = try c.decodeIfPresent(Bool.self, forKey: .ignoreEOS)
         finishInBudget = try c.decodeIfPresent(Bool.self, forKey: .finishInBudget)
+        reasoning = try c.decodeIfPresent(ReasoningOptions.self, forKey: .reasoning)
         logitBias = try c.decodeIfPresent([Int32: Double].self, forKey: .logitBias) ?? [:]
     }
 

@@ -4,6 +4,8 @@
 /// The stream's contract:
 /// - it starts with ``ChatEvent/servedBy(_:)`` carrying ``id`` (a ``FallbackRouter`` adds it if missing),
 ///   then ``ChatEvent/textDelta(_:)``s, ``ChatEvent/usage(_:)`` when known, and ``ChatEvent/finished(_:)``;
+/// - a reasoning model's reasoning comes as ``ChatEvent/reasoningDelta(_:)``s, each part closed by
+///   one ``ChatEvent/reasoningEnded(_:)``, never inside a text delta;
 /// - when ``ChatRequest/continuation`` is set, the deltas carry only the text that follows it;
 /// - cancelling the consuming task, or dropping the stream, stops the work (the HTTP request,
 ///   the decode loop) promptly; the stream then ends with ``ProviderError/Code/cancelled``
@@ -32,19 +34,24 @@ extension LanguageModelProvider {
         var finishReason: FinishReason?
         var provider = id
         var calls = ToolCallCollector()
+        var reasoning: [ReasoningPart] = []
         for try await event in stream(request) {
             switch event {
             case .textDelta(let delta): text += delta
             case .usage(let value): usage = value
             case .finished(let reason): finishReason = reason
             case .servedBy(let name): provider = name
-            case .switchedProvider(_, let to, _): provider = to
+            case .switchedProvider(_, let to, _):
+                provider = to
+                reasoning = []  // the failed provider's reasoning is not this reply's
             case .toolCall(let step): calls.add(step)
-            case .contextTruncated, .dialogState: break
+            case .reasoningEnded(let part): reasoning.append(part)
+            case .contextTruncated, .dialogState, .reasoningDelta: break
             }
         }
         return ChatResponse(
-            text: text, toolCalls: calls.calls, usage: usage, finishReason: finishReason ?? .stop, provider: provider)
+            text: text, toolCalls: calls.calls, usage: usage, finishReason: finishReason ?? .stop, provider: provider,
+            reasoning: reasoning)
     }
 
     /// Does nothing: a provider with nothing to load is always warm.

@@ -194,6 +194,7 @@ final class TurnRunner: @unchecked Sendable {
         case .switchedProvider(_, let to, _): lock.withLock { result.servedBy = to }
         case .contextTruncated(let dropped): lock.withLock { result.droppedMessages = dropped }
         case .dialogState, .toolCall: break  // the REPL sends no tools
+        case .reasoningDelta, .reasoningEnded: break  // shown dimmed by issue 57's `hearth chat` work
         }
     }
 

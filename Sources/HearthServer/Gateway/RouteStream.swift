@@ -136,8 +136,8 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
                 case .finished(let reason):
                     self.started(RouteStart(provider: current))
                     self.continuation.yield(.finished(usage ?? Usage(promptTokens: 0, completionTokens: 0), reason))
-                case .contextTruncated, .dialogState:
-                    break
+                case .contextTruncated, .dialogState, .reasoningDelta, .reasoningEnded:
+                    break  // reasoning: passed to the server's events by issue 57's work
                 }
             }
         }
