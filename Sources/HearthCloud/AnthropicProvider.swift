@@ -12,7 +12,11 @@ import NIOHTTP1
 /// `message_start`, `content_block_start/delta/stop`, `message_delta`, `message_stop`, `ping`, `error`.
 /// Tools go out as `tools`/`tool_choice`, calls and results as `tool_use`/`tool_result` blocks;
 /// streamed `tool_use` blocks (`input_json_delta`) come back as
-/// ``HearthProviders/ChatEvent/toolCall(_:)`` events (see docs/TOOLS-cloud.md).
+/// ``HearthProviders/ChatEvent/toolCall(_:)`` events (see docs/TOOLS-cloud.md). Reasoning options
+/// go out as `thinking` (`enabled` with `budget_tokens`, or `disabled`); streamed `thinking`
+/// blocks (`thinking_delta`, `signature_delta`) and `redacted_thinking` blocks come back as
+/// reasoning events, and an assistant message's signed parts are sent back as blocks before its
+/// `tool_use` blocks, so a tool round trip with thinking continues (see docs/REASONING.md).
 public struct AnthropicProvider: LanguageModelProvider {
     /// Everything that identifies and tunes the endpoint.
     public struct Configuration: Sendable {

@@ -29,13 +29,18 @@ enum AnthropicWire {
             if kept.isEmpty { turns.removeLast() } else { turns[turns.count - 1].content = kept }
         }
         var pieces = RawJSONPieces()
+        var maxTokens = request.options.maxTokens ?? configuration.defaultMaxTokens
+        let thinking = try thinking(
+            request.options.reasoning, maxTokens: &maxTokens, maxTokensSet: request.options.maxTokens != nil,
+            provider: configuration.id)
         var body: [String: Any] = [
             "model": request.model ?? configuration.model,
-            "max_tokens": request.options.maxTokens ?? configuration.defaultMaxTokens,
+            "max_tokens": maxTokens,
             "messages": try messages(turns, pieces: &pieces, provider: configuration.id),
             "stream": true,
         ]
         if !system.isEmpty { body["system"] = system }
+        if let thinking { body["thinking"] = thinking }
         let options = request.options
         if let value = options.temperature { body["temperature"] = value }
         if let value = options.topP { body["top_p"] = value }
@@ -70,9 +75,11 @@ enum AnthropicWire {
                 results.append(["type": "tool_result", "tool_use_id": message.toolCallID ?? "", "content": message.content])
             case .user where !results.isEmpty:
                 results.append(["type": "text", "text": message.content])
-            case .assistant where !message.toolCalls.isEmpty:
+            case .assistant where !message.toolCalls.isEmpty || !thinkingBlocks(message.reasoning, provider: provider).isEmpty:
                 flushResults()
-                var blocks: [[String: Any]] = message.content.isEmpty ? [] : [["type": "text", "text": message.content]]
+                // Thinking first, signature intact: the API checks it and wants it before tool_use.
+                var blocks = thinkingBlocks(message.reasoning, provider: provider)
+                if !message.content.isEmpty { blocks.append(["type": "text", "text": message.content]) }
                 for call in message.toolCalls {
                     let input = pieces.add(try ToolWire.arguments(call, provider: provider))
                     blocks.append(["type": "tool_use", "id": call.id, "name": call.name, "input": input])
@@ -85,6 +92,52 @@ enum AnthropicWire {
         }
         flushResults()
         return out
+    }
+
+    /// An assistant message's reasoning as the blocks the API takes back: `thinking` (text and
+    /// signature) and `redacted_thinking` (its opaque `data`), in order. Only parts that
+    /// ``HearthProviders/ReasoningPart/belongs(to:)`` this provider and carry a signature or
+    /// redacted data: the API refuses a thinking block without its signature, and another
+    /// provider's reasoning (unsigned, or sealed for it) means nothing here.
+    static func thinkingBlocks(_ parts: [ReasoningPart], provider: String) -> [[String: Any]] {
+        parts.belonging(to: provider).compactMap { part in
+            if let data = part.redactedData { return ["type": "redacted_thinking", "data": data] }
+            guard let signature = part.signature else { return nil }
+            return ["type": "thinking", "thinking": part.text, "signature": signature]
+        }
+    }
+
+    /// The smallest `budget_tokens` the API takes.
+    static let minimumThinkingBudget = 1024
+
+    /// The `thinking` field for `options`: `{type: disabled}` when reasoning is off,
+    /// `{type: enabled, budget_tokens}` when on — the resolved budget (an effort's
+    /// ``HearthProviders/ReasoningEffort/defaultBudgetTokens``, or medium's when the options name
+    /// neither), at least 1024 as the API requires. The API counts thinking in `max_tokens` and
+    /// wants it above the budget: when the request set no `maxTokens`, `maxTokens` grows to the
+    /// budget plus the default; when it set one at or below the budget, the budget shrinks to
+    /// fit, and below 1024 is ``HearthProviders/ProviderError/Code/invalidRequest``.
+    static func thinking(_ options: ReasoningOptions?, maxTokens: inout Int, maxTokensSet: Bool, provider: String) throws
+        -> [String: Any]?
+    {
+        guard let options else { return nil }
+        guard options.enabled else { return ["type": "disabled"] }
+        var budget = max(minimumThinkingBudget, options.resolvedBudget ?? ReasoningEffort.medium.defaultBudgetTokens)
+        if maxTokens <= budget {
+            if maxTokensSet {
+                budget = maxTokens - 1
+                guard budget >= minimumThinkingBudget else {
+                    throw ProviderError(
+                        .invalidRequest, provider: provider,
+                        message: "Anthropic counts thinking in max_tokens and takes a thinking budget of at least "
+                            + "\(minimumThinkingBudget) tokens below it: raise maxTokens above \(minimumThinkingBudget), "
+                            + "or turn reasoning off.")
+                }
+            } else {
+                maxTokens += budget
+            }
+        }
+        return ["type": "enabled", "budget_tokens": budget]
     }
 
     /// Adds `tools` (`{name, description, input_schema, strict}`) and `tool_choice`
@@ -152,11 +205,20 @@ enum AnthropicWire {
             var text: String?
             var partialJson: String?
             var stopReason: String?
+            /// A `thinking_delta`'s piece of thinking.
+            var thinking: String?
+            /// A `signature_delta`'s signature of the thinking block.
+            var signature: String?
         }
         struct ContentBlock: Decodable {
             var type: String?
             var id: String?
             var name: String?
+            /// A `thinking` block's opening text and signature (usually empty; deltas follow).
+            var thinking: String?
+            var signature: String?
+            /// A `redacted_thinking` block's opaque data.
+            var data: String?
         }
         struct ErrorPayload: Decodable {
             var type: String?
@@ -201,6 +263,8 @@ enum AnthropicWire {
         /// Open `tool_use` blocks: block index → call index, and whether arguments came.
         var openCalls: [Int: (call: Int, sentArguments: Bool)] = [:]
         var callCount = 0
+        /// The open `thinking` block: its index, its text so far and its signature.
+        var openThinking: (block: Int, text: String, signature: String?)?
 
         mutating func handle(_ raw: ServerSentEvent, sink: EventSink, failures: HTTPFailureMapper) throws {
             guard !raw.data.isEmpty else { return }
@@ -221,6 +285,22 @@ enum AnthropicWire {
                         + (usage.cacheCreationInputTokens ?? 0)
                     cachedTokens = usage.cacheReadInputTokens
                     outputTokens = usage.outputTokens
+                }
+            case "content_block_start" where event.contentBlock?.type == "thinking":
+                let start = event.contentBlock?.thinking ?? ""
+                openThinking = (event.index ?? -1, start, event.contentBlock?.signature.flatMap { $0.isEmpty ? nil : $0 })
+                sink.reasoning(start)
+            case "content_block_start" where event.contentBlock?.type == "redacted_thinking":
+                let part = ReasoningPart(text: "", redactedData: event.contentBlock?.data ?? "", provider: failures.provider)
+                sink.yield(.reasoningEnded(part))
+            case "content_block_delta" where event.delta?.type == "thinking_delta":
+                guard let piece = event.delta?.thinking, openThinking != nil else { return }
+                openThinking?.text += piece
+                sink.reasoning(piece)
+            case "content_block_delta" where event.delta?.type == "signature_delta":
+                if let signature = event.delta?.signature, var open = openThinking {
+                    open.signature = (open.signature ?? "") + signature
+                    openThinking = open
                 }
             case "content_block_start":
                 guard event.contentBlock?.type == "tool_use" else { return }
@@ -243,6 +323,7 @@ enum AnthropicWire {
                     sink.toolCall(.arguments(index: open.call, fragment: fragment))
                 }
             case "content_block_stop":
+                if let open = openThinking, open.block == event.index ?? -1 { endThinking(sink: sink, provider: failures.provider) }
                 if let block = event.index { closeCall(block, sink: sink) }
             case "content_block_delta":
                 guard event.delta?.type == "text_delta" || event.delta?.type == nil, var text = event.delta?.text
@@ -262,9 +343,10 @@ enum AnthropicWire {
                 }
                 if let output = event.usage?.outputTokens { outputTokens = output }
             case "message_stop":
+                endThinking(sink: sink, provider: failures.provider)
                 for block in openCalls.keys.sorted() { closeCall(block, sink: sink) }
                 done = true
-                if let outputTokens {
+                if let outputTokens {  // Anthropic does not count thinking apart: reasoningTokens stays nil
                     sink.yield(.usage(sink.usage(prompt: promptTokens, completion: outputTokens, cached: cachedTokens)))
                 }
                 sink.yield(.finished(finishReason ?? .stop))
@@ -274,6 +356,13 @@ enum AnthropicWire {
             default:
                 break  // ping, and types added later
             }
+        }
+
+        /// Ends the open thinking block: its whole text and its signature, as one part.
+        private mutating func endThinking(sink: EventSink, provider: String) {
+            guard let open = openThinking else { return }
+            openThinking = nil
+            sink.yield(.reasoningEnded(ReasoningPart(text: open.text, signature: open.signature, provider: provider)))
         }
 
         /// Ends the call of a `tool_use` block (a call whose input never came gets `{}`).

@@ -26,6 +26,17 @@ final class EventSink: Sendable {
         continuation.yield(.textDelta(delta))
     }
 
+    /// Sends a piece of reasoning (empty pieces are dropped). Counts as reply output: a retry
+    /// would show it twice, so the runner stops retrying after it.
+    func reasoning(_ delta: String) {
+        guard !delta.isEmpty else { return }
+        state.withLock {
+            $0.sentText = true
+            $0.metrics.textArrived()
+        }
+        continuation.yield(.reasoningDelta(delta))
+    }
+
     /// Sends a step of a tool call (counts as reply output, like text).
     func toolCall(_ event: ToolCallEvent) {
         state.withLock {

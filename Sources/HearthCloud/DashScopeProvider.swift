@@ -14,7 +14,9 @@ import NIOHTTP1
 /// `[DONE]`. Errors are `{code, message, request_id}` bodies (`Retry-After` on 429 is honoured)
 /// or, mid-stream, `event:error`. Tools go out as `parameters.tools`/`tool_choice`/
 /// `parallel_tool_calls`; streamed `message.tool_calls` pieces come back as
-/// ``HearthProviders/ChatEvent/toolCall(_:)`` events (see docs/TOOLS-cloud.md). See docs/PROVIDERS.md.
+/// ``HearthProviders/ChatEvent/toolCall(_:)`` events (see docs/TOOLS-cloud.md). Reasoning options go
+/// out as `parameters.enable_thinking`/`thinking_budget`, and `message.reasoning_content` comes
+/// back as reasoning events (see docs/REASONING.md). See docs/PROVIDERS.md.
 public struct DashScopeProvider: LanguageModelProvider {
     /// A Qwen model name, with the common ones as presets.
     public struct Model: Sendable, Hashable, ExpressibleByStringLiteral {

@@ -33,6 +33,7 @@ enum DashScopeWire {
         if !options.stop.isEmpty { parameters["stop"] = options.stop }
         if let value = options.repetitionPenalty { parameters["repetition_penalty"] = value }
         if let value = options.presencePenalty { parameters["presence_penalty"] = value }
+        reasoning(options.reasoning, into: &parameters)
         var pieces = RawJSONPieces()
         try tools(options, into: &parameters, pieces: &pieces, provider: configuration.id)
         var schema: (placeholder: String, text: String)?
@@ -55,6 +56,16 @@ enum DashScopeWire {
     /// the whole text so far.
     static func incrementalOutput(_ request: ChatRequest, configuration: DashScopeProvider.Configuration) -> Bool {
         configuration.incrementalOutput || !request.options.tools.isEmpty
+    }
+
+    /// Adds `enable_thinking` (the options' `enabled`) and `thinking_budget` (the resolved
+    /// budget in tokens, when reasoning is on and has one) to `parameters`; nothing when the
+    /// request has no reasoning options (the model's default: Qwen3's commercial models do not
+    /// think unless asked, QwQ and the -thinking models always do).
+    static func reasoning(_ options: ReasoningOptions?, into parameters: inout [String: Any]) {
+        guard let options else { return }
+        parameters["enable_thinking"] = options.enabled
+        if options.enabled, let budget = options.resolvedBudget { parameters["thinking_budget"] = max(1, budget) }
     }
 
     /// One message: `{role, content}`, plus `tool_calls` (OpenAI's shape, `content` `""`) for
@@ -124,6 +135,8 @@ enum DashScopeWire {
                 struct Message: Decodable {
                     var content: String?
                     var toolCalls: [OpenAIWire.ToolCallDelta]?
+                    /// The thinking of a Qwen3/QwQ model (`enable_thinking`), before the content.
+                    var reasoningContent: String?
                 }
                 var message: Message?
                 var finishReason: String?
@@ -137,9 +150,14 @@ enum DashScopeWire {
             struct Details: Decodable {
                 var cachedTokens: Int?
             }
+            struct OutputDetails: Decodable {
+                var reasoningTokens: Int?
+            }
             var inputTokens: Int?
             var outputTokens: Int?
             var promptTokensDetails: Details?
+            /// `output_tokens_details.reasoning_tokens` of a thinking reply.
+            var outputTokensDetails: OutputDetails?
         }
         var output: Output?
         var usage: UsagePayload?
@@ -154,13 +172,17 @@ enum DashScopeWire {
     struct State {
         let incremental: Bool
         var text: CumulativeText
+        /// The reasoning so far, when the documents carry it whole (not incremental).
+        var reasoningText = CumulativeText()
+        var reasoning: StreamedReasoning
         var usage: Chunk.UsagePayload?
         var calls = StreamedToolCalls()
         var done = false
 
-        init(incremental: Bool) {
+        init(incremental: Bool, provider: String) {
             self.incremental = incremental
             text = CumulativeText()
+            reasoning = StreamedReasoning(provider: provider)
         }
 
         /// Handles one decoded document; the first real finish reason completes the reply.
@@ -173,9 +195,16 @@ enum DashScopeWire {
             let content = choice?.message?.content ?? chunk.output?.text
             let raw = choice?.finishReason ?? chunk.output?.finishReason
             let ending = Self.isFinal(raw)
-            if let content {
-                sink.text(incremental ? content : text.delta(for: content, final: ending))
+            if let thinking = choice?.message?.reasoningContent {
+                // Without increments the service repeats the whole reasoning so far in each document.
+                reasoning.add(incremental ? thinking : reasoningText.delta(for: thinking, final: false), sink: sink)
             }
+            if let content {
+                let delta = incremental ? content : text.delta(for: content, final: ending)
+                if !delta.isEmpty { reasoning.end(sink: sink) }
+                sink.text(delta)
+            }
+            if choice?.message?.toolCalls?.isEmpty == false { reasoning.end(sink: sink) }
             for (position, delta) in (choice?.message?.toolCalls ?? []).enumerated() {
                 try calls.add(
                     wireIndex: delta.index ?? (whole ? position : nil), id: delta.id, name: delta.function?.name,
@@ -192,11 +221,13 @@ enum DashScopeWire {
         }
 
         mutating func complete(_ reason: FinishReason, sink: EventSink, provider: String) throws {
+            reasoning.end(sink: sink)
             try calls.finish(sink: sink, provider: provider)
             done = true
             if let usage, let prompt = usage.inputTokens, let completion = usage.outputTokens {
-                sink.yield(
-                    .usage(sink.usage(prompt: prompt, completion: completion, cached: usage.promptTokensDetails?.cachedTokens)))
+                var figures = sink.usage(prompt: prompt, completion: completion, cached: usage.promptTokensDetails?.cachedTokens)
+                figures.reasoningTokens = usage.outputTokensDetails?.reasoningTokens
+                sink.yield(.usage(figures))
             }
             sink.yield(.finished(reason))
             sink.finish()
@@ -210,7 +241,7 @@ enum DashScopeWire {
         failures: HTTPFailureMapper
     ) async throws {
         let contentType = response.contentType
-        var state = State(incremental: true)
+        var state = State(incremental: true, provider: failures.provider)
         if contentType.contains("application/json") {
             let body = try await OpenAIWire.collect(response.body, limit: 16 << 20, watchdog: watchdog, provider: failures.provider)
             let chunk = try decode(Data(body.readableBytesView), failures: failures)
@@ -222,7 +253,7 @@ enum DashScopeWire {
             return
         }
         try failures.requireEventStream(contentType)
-        state = State(incremental: incremental)
+        state = State(incremental: incremental, provider: failures.provider)
         try await ServerSentEventParser.read(response.body, watchdog: watchdog, isDone: { state.done }) { event in
             let data = event.data.trimmingCharacters(in: .whitespaces)
             guard !data.isEmpty else { return }

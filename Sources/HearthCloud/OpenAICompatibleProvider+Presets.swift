@@ -36,7 +36,7 @@ extension OpenAICompatibleProvider {
                 id: "deepseek", baseURL: baseURL, apiKey: entry.apiKey, requiresAPIKey: true,
                 model: model ?? entry.model ?? "deepseek-chat", headers: entry.headers ?? [:],
                 continuationStyle: style, credentialHint: hint("DEEPSEEK_API_KEY", "deepseek"), structuredOutput: .jsonObject,
-                toolCalling: [.tools, .noneChoice, .requiredChoice, .namedChoice]))
+                toolCalling: [.tools, .noneChoice, .requiredChoice, .namedChoice], reasoningDialect: .none))
     }
 
     /// Qwen through DashScope's OpenAI-compatible mode
@@ -53,7 +53,7 @@ extension OpenAICompatibleProvider {
                 id: "qwen", baseURL: entry.baseURL ?? "https://dashscope.aliyuncs.com/compatible-mode/v1",
                 apiKey: entry.apiKey, requiresAPIKey: true, model: model ?? entry.model ?? "qwen-plus",
                 headers: entry.headers ?? [:], sendsExtendedSampling: true, continuationStyle: .qwenPartial,
-                credentialHint: hint("DASHSCOPE_API_KEY", "qwen"), toolCalling: .qwen))
+                credentialHint: hint("DASHSCOPE_API_KEY", "qwen"), toolCalling: .qwen, reasoningDialect: .qwen))
     }
 
     /// Ollama's OpenAI-compatible endpoint (default `http://127.0.0.1:11434/v1`), no key. Tools:
@@ -77,7 +77,7 @@ extension OpenAICompatibleProvider {
             Configuration(
                 id: "llama.cpp", baseURL: baseURL, model: model, sendsExtendedSampling: true,
                 continuationStyle: .trailingAssistantMessage, structuredOutput: [.jsonObject, .jsonSchema, .gbnfGrammar],
-                toolCalling: [.tools, .noneChoice, .requiredChoice, .parallelSwitch]))
+                toolCalling: [.tools, .noneChoice, .requiredChoice, .parallelSwitch], reasoningDialect: .chatTemplateKwargs))
     }
 
     /// A vLLM server (default `http://127.0.0.1:8000/v1`); pass `apiKey` if it was started with `--api-key`.
@@ -87,6 +87,6 @@ extension OpenAICompatibleProvider {
         OpenAICompatibleProvider(
             Configuration(
                 id: "vllm", baseURL: baseURL, apiKey: apiKey, model: model, sendsExtendedSampling: true,
-                continuationStyle: .vllmContinueFinalMessage))
+                continuationStyle: .vllmContinueFinalMessage, reasoningDialect: .chatTemplateKwargs))
     }
 }

@@ -12,7 +12,10 @@ import NIOHTTP1
 /// Presets such as ``openAI(model:credentials:)`` and ``ollama(model:baseURL:)`` fill in the
 /// base URL and the server's dialect. Tools go out as `tools`/`tool_choice`/`parallel_tool_calls`
 /// and streamed `delta.tool_calls` come back as ``HearthProviders/ChatEvent/toolCall(_:)``
-/// events (see docs/TOOLS-cloud.md). See docs/PROVIDERS.md.
+/// events (see docs/TOOLS-cloud.md). Reasoning (`reasoning_content`, or its alias `reasoning`,
+/// as DeepSeek, Qwen, vLLM and llama.cpp's server stream it) comes back as
+/// ``HearthProviders/ChatEvent/reasoningDelta(_:)`` and ``HearthProviders/ChatEvent/reasoningEnded(_:)``
+/// (see docs/REASONING.md). See docs/PROVIDERS.md.
 public struct OpenAICompatibleProvider: LanguageModelProvider {
     /// Everything that identifies and tunes one endpoint.
     public struct Configuration: Sendable {
@@ -54,6 +57,10 @@ public struct OpenAICompatibleProvider: LanguageModelProvider {
         /// that needs another is refused with
         /// ``HearthProviders/ProviderError/Code/unsupported(feature:)`` before it is sent.
         public var toolCalling: ToolCallingSupport
+        /// How the endpoint takes ``HearthProviders/GenerationOptions/reasoning`` (default:
+        /// OpenAI's `reasoning_effort`). Its reasoning comes back as `reasoning_content` (or
+        /// `reasoning`) whatever the dialect; see docs/REASONING.md.
+        public var reasoningDialect: ReasoningDialect
 
         /// Creates a configuration; the defaults suit a generic OpenAI-compatible server.
         public init(
@@ -62,8 +69,10 @@ public struct OpenAICompatibleProvider: LanguageModelProvider {
             sendsExtendedSampling: Bool = false, includeUsage: Bool = true,
             continuationStyle: ContinuationStyle = .trailingAssistantMessage, timeouts: CloudTimeouts = CloudTimeouts(),
             retry: RetryPolicy = RetryPolicy(), credentialHint: String? = nil, embeddingModel: String? = nil,
-            structuredOutput: StructuredOutputSupport = .openAI, toolCalling: ToolCallingSupport = .openAI
+            structuredOutput: StructuredOutputSupport = .openAI, toolCalling: ToolCallingSupport = .openAI,
+            reasoningDialect: ReasoningDialect = .openAI
         ) {
+            self.reasoningDialect = reasoningDialect
             self.structuredOutput = structuredOutput
             self.toolCalling = toolCalling
             self.id = id

@@ -52,12 +52,31 @@ enum OpenAIWire {
             if let value = options.repetitionPenalty { body["repetition_penalty"] = value }
             if options.ignoreEOS == true { body["ignore_eos"] = true }
         }
+        reasoning(options.reasoning, into: &body, dialect: configuration.reasoningDialect)
         var pieces = RawJSONPieces()
         try tools(request, into: &body, pieces: &pieces, configuration: configuration)
         let schema = try responseFormat(options.constrainedFormat, into: &body, configuration: configuration)
         let data = try pieces.data(body, provider: configuration.id)
         guard let schema else { return data }
         return try ResponseFormatWire.splice(data, placeholder: schema.placeholder, schema: schema.text, provider: configuration.id)
+    }
+
+    /// Adds the reasoning options in the endpoint's ``ReasoningDialect`` (nothing when the
+    /// request has none: the server's default).
+    static func reasoning(_ options: ReasoningOptions?, into body: inout [String: Any], dialect: ReasoningDialect) {
+        guard let options else { return }
+        switch dialect {
+        case .openAI:
+            if options.enabled, let effort = options.effort { body["reasoning_effort"] = effort.rawValue }
+        case .qwen:
+            body["enable_thinking"] = options.enabled
+            if options.enabled, let budget = options.resolvedBudget { body["thinking_budget"] = max(1, budget) }
+        case .chatTemplateKwargs:
+            body["chat_template_kwargs"] = ["enable_thinking": options.enabled]
+            if options.enabled, let effort = options.effort { body["reasoning_effort"] = effort.rawValue }
+        case .none:
+            break
+        }
     }
 
     /// One message: `{role, content}`, plus `tool_calls` (`content` null when empty) for an
@@ -165,6 +184,24 @@ enum OpenAIWire {
             struct Delta: Decodable {
                 var content: String?
                 var toolCalls: [ToolCallDelta]?
+                /// DeepSeek's, Qwen's, vLLM's and llama.cpp's field for reasoning.
+                var reasoningContent: String?
+                /// The same under the name vLLM (since 0.9), Ollama and OpenRouter use; read
+                /// only when it is a string (some gateways put an object here).
+                var reasoning: String?
+
+                private enum CodingKeys: String, CodingKey { case content, toolCalls, reasoningContent, reasoning }
+
+                init(from decoder: any Decoder) throws {
+                    let container = try decoder.container(keyedBy: CodingKeys.self)
+                    content = try container.decodeIfPresent(String.self, forKey: .content)
+                    toolCalls = try container.decodeIfPresent([ToolCallDelta].self, forKey: .toolCalls)
+                    reasoningContent = try? container.decodeIfPresent(String.self, forKey: .reasoningContent)
+                    reasoning = try? container.decodeIfPresent(String.self, forKey: .reasoning)
+                }
+
+                /// The reasoning piece, under either name.
+                var reasoningPiece: String? { reasoningContent ?? reasoning }
             }
             var delta: Delta?
             var message: Delta?
@@ -174,9 +211,14 @@ enum OpenAIWire {
             struct Details: Decodable {
                 var cachedTokens: Int?
             }
+            struct CompletionDetails: Decodable {
+                var reasoningTokens: Int?
+            }
             var promptTokens: Int?
             var completionTokens: Int?
             var promptTokensDetails: Details?
+            /// `completion_tokens_details.reasoning_tokens` (OpenAI, DeepSeek, vLLM).
+            var completionTokensDetails: CompletionDetails?
             var promptCacheHitTokens: Int?
         }
         struct ErrorPayload: Decodable {
@@ -230,7 +272,12 @@ enum OpenAIWire {
         var finishReason: FinishReason?
         var usage: Chunk.UsagePayload?
         var calls = StreamedToolCalls()
+        var reasoning: StreamedReasoning
         var done = false
+
+        init(provider: String) {
+            reasoning = StreamedReasoning(provider: provider)
+        }
 
         /// Handles one decoded chunk.
         mutating func handle(_ chunk: Chunk, sink: EventSink, failures: HTTPFailureMapper) throws {
@@ -238,13 +285,23 @@ enum OpenAIWire {
                 throw failures.streamError(type: error.type, code: error.code, message: error.message)
             }
             for choice in chunk.choices ?? [] {
-                if let text = choice.delta?.content ?? choice.message?.content { sink.text(text) }
+                // Reasoning comes before the answer; the part ends where text or a call begins.
+                if let piece = choice.delta?.reasoningPiece ?? choice.message?.reasoningPiece {
+                    reasoning.add(piece, sink: sink)
+                }
+                if let text = choice.delta?.content ?? choice.message?.content, !text.isEmpty {
+                    reasoning.end(sink: sink)
+                    sink.text(text)
+                }
                 if let deltas = choice.delta?.toolCalls {
+                    reasoning.end(sink: sink)
                     try addCalls(deltas, whole: false, sink: sink, provider: failures.provider)
                 } else if let whole = choice.message?.toolCalls {
+                    reasoning.end(sink: sink)
                     try addCalls(whole, whole: true, sink: sink, provider: failures.provider)
                 }
                 if let reason = choice.finishReason {
+                    reasoning.end(sink: sink)
                     try calls.finish(sink: sink, provider: failures.provider)
                     finishReason = OpenAIWire.finishReason(reason, calls: calls.count)
                 }
@@ -263,11 +320,14 @@ enum OpenAIWire {
 
         /// Sends usage and the finish reason and ends the consumer's stream.
         mutating func complete(sink: EventSink, provider: String) throws {
+            reasoning.end(sink: sink)
             try calls.finish(sink: sink, provider: provider)
             done = true
             if let usage, let prompt = usage.promptTokens, let completion = usage.completionTokens {
                 let cached = usage.promptTokensDetails?.cachedTokens ?? usage.promptCacheHitTokens
-                sink.yield(.usage(sink.usage(prompt: prompt, completion: completion, cached: cached)))
+                var figures = sink.usage(prompt: prompt, completion: completion, cached: cached)
+                figures.reasoningTokens = usage.completionTokensDetails?.reasoningTokens
+                sink.yield(.usage(figures))
             }
             sink.yield(.finished(finishReason ?? .stop))
             sink.finish()
@@ -282,7 +342,7 @@ enum OpenAIWire {
         _ response: HTTPClientResponse, sink: EventSink, watchdog: IdleWatchdog, failures: HTTPFailureMapper
     ) async throws {
         let contentType = response.contentType
-        var state = State()
+        var state = State(provider: failures.provider)
         if contentType.contains("application/json") {
             let body = try await collect(response.body, limit: 16 << 20, watchdog: watchdog, provider: failures.provider)
             let data = Data(body.readableBytesView)

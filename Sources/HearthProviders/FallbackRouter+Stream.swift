@@ -33,7 +33,8 @@ extension FallbackRouter {
         while true {
             try Task.checkCancellation()
             let provider = candidates[current]
-            var attempt = request
+            // Each provider sees only the reasoning it may be sent (never another's sealed parts).
+            var attempt = request.keepingReasoning(for: provider.id)
             if !streamed.isEmpty { attempt.continuation = (request.continuation ?? "") + streamed }
 
             let failure: ProviderError

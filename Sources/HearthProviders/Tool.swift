@@ -144,7 +144,7 @@ extension LanguageModelProvider {
         var made: [(call: ToolCall, result: String)] = []
         for _ in 0..<max(1, maxRounds) {
             let response = try await complete(ChatRequest(messages: transcript, options: options))
-            transcript.append(.assistant(response.text, toolCalls: response.toolCalls))
+            transcript.append(response.assistantMessage)  // with its reasoning, for the next round
             guard !response.toolCalls.isEmpty else {
                 return ToolConversation(response: response, messages: transcript, calls: made)
             }
