@@ -40,6 +40,11 @@ public struct GenerationParameters: Sendable {
     /// (`.stop`) instead of cut (`.length`). It acts only on such a token: an answer that ends on
     /// its own within the budget is unchanged. False keeps the cut.
     public var finishInBudget = true
+    /// A reasoning model's reasoning (``ReasoningControl``): its text is split from the answer
+    /// (``GeneratedToken/reasoning``), ``constraint`` applies only after the block closes, the
+    /// opening tag is not sampled again once decided, and a budget closes the block with the
+    /// model's closing sequence. Nil: all text is answer.
+    public var reasoning: ReasoningControl?
 
     public init() {}
 }
@@ -65,6 +70,14 @@ public struct GeneratedToken: Sendable {
     public var logprob: Float
     /// The most likely alternatives, when requested.
     public var topLogprobs: [(id: Int32, logprob: Float)]
+    /// Reasoning text this token completed (``GenerationParameters/reasoning``), never part of
+    /// ``text``.
+    public var reasoning = ""
+    /// Whether the reasoning block closed with this token (the rest is answer).
+    public var endsReasoning = false
+    /// Whether this token belongs to the reasoning block (its tags, its text, the closing
+    /// sequence): none of its bytes is answer.
+    public var inReasoning = false
 }
 
 /// Counts and timings of a finished generation.
@@ -83,6 +96,9 @@ public struct GenerationSummary: Sendable {
     /// Tokens that ``GenerationParameters/finishInBudget`` chose instead of the sampled one (0:
     /// the budget did not shape the answer).
     public var budgetShapedTokens = 0
+    /// Of ``completionTokens``, those of the reasoning block: the opening tag, the reasoning and
+    /// the closing sequence (0 without ``GenerationParameters/reasoning``).
+    public var reasoningTokens = 0
 
     /// Prompt tokens processed per second (cached ones excluded).
     public var prefillTokensPerSecond: Double {
@@ -961,10 +977,15 @@ struct SequenceRun {
     /// Prompt and generated tokens.
     var history: [Int32]
     var generatedCounts: [Int32: Int] = [:]
+    /// Set for the step whose token opened a reasoning block under a constraint (the matcher
+    /// does not see it).
+    var matcherWaits = false
     /// Generated text not yet emitted (held back for stop strings).
     var text = ""
     var summary: GenerationSummary
     var decodeStart = DispatchTime.now()
+    /// The reasoning block's state (``GenerationParameters/reasoning``).
+    var reasoning: ReasoningRun?
 
     enum Outcome {
         /// Feed this token and call again with the logits it produces.
@@ -983,6 +1004,7 @@ struct SequenceRun {
         detokenizer = StreamingDetokenizer(
             tokenizer: tokenizer, stripLeadingSpace: parameters.stripLeadingSpace && parameters.constraint == nil)
         history = prompt
+        reasoning = parameters.reasoning.map { ReasoningRun($0, tokenizer: tokenizer) }
         summary = GenerationSummary(
             finishReason: .length, promptTokens: prompt.count, cachedPromptTokens: 0, completionTokens: 0,
             prefillSeconds: 0, decodeSeconds: 0)
@@ -994,20 +1016,40 @@ struct SequenceRun {
     ) -> Outcome {
         guard summary.completionTokens < parameters.maxTokens else { return endOfBudget() }
         var allowed: [UInt64]? = nil
-        if matcher != nil {
+        // A reasoning block is free text: the constraint waits for the answer (`grammar`).
+        let phase = reasoning?.splitter.phase ?? .answer
+        let forced = reasoning?.nextForced()
+        let grammar = matcher != nil && forced == nil && phase != .reasoning
+        if grammar {
             matcher?.fillMask(&mask)  // in place: a copy would duplicate the matcher's mask cache each step
+            reasoning?.adjust(&mask, phase: phase)
             if !mask.contains(where: { $0 != 0 }) {
                 // Complete, with no end-of-sequence token to say so (or no token can go on).
                 summary.finishReason = .stop
                 return .finished
             }
             allowed = mask
+        } else if forced == nil, phase != .undecided {
+            allowed = reasoning?.withoutOpeningTag(vocabulary: logits.count)
         }
         var id = sampler.sample(logits, recent: history[...], generated: generatedCounts, allowed: allowed)
-        if parameters.finishInBudget, matcher != nil, !eos.contains(id) {
+        if let forced {
+            id = forced
+        } else if phase == .reasoning, eos.contains(id), let close = reasoning?.beginClosing() {
+            id = close  // the end of the reply inside the block: close it, an answer follows
+        }
+        if grammar, phase == .undecided {
+            if id == reasoning?.control.format.openID {
+                matcherWaits = true
+            } else {
+                text += reasoning?.splitter.decideAnswer() ?? ""
+            }
+        }
+        if grammar, !matcherWaits, parameters.finishInBudget, !eos.contains(id) {
             id = withinBudget(id, logits, context: context)
         }
-        matcher?.advance(id)
+        if grammar, !matcherWaits { matcher?.advance(id) }
+        matcherWaits = false
         generatedCounts[id, default: 0] += 1
         var token = GeneratedToken(id: id, text: "", logprob: .nan, topLogprobs: [])
         if sampler.normalizes {
@@ -1019,12 +1061,27 @@ struct SequenceRun {
         if summary.completionTokens == 1 { decodeStart = DispatchTime.now() }
 
         if eos.contains(id) {
-            token.text = text + detokenizer.flush()
+            var rest = detokenizer.flush()
+            if reasoning != nil {
+                let (thought, said) = reasoning?.split(rest, id: id, phase: phase, forced: forced != nil, end: true, summary: &summary) ?? ("", rest)
+                (token.reasoning, rest) = (thought, said)
+            }
+            token.text = text + rest
             onToken(token)
             summary.finishReason = .stop
             return .finished
         }
-        text += detokenizer.push(id)
+        var piece = detokenizer.push(id)
+        if reasoning != nil {
+            let grammarWaits = matcher != nil
+            let (thought, said) =
+                reasoning?.split(piece, id: id, phase: phase, forced: forced != nil, end: false, summary: &summary, constrained: grammarWaits)
+                ?? ("", piece)
+            (token.reasoning, piece) = (thought, said)
+            token.endsReasoning = reasoning?.endedNow == true
+            token.inReasoning = reasoning?.lastInBlock == true
+        }
+        text += piece
         let current = text
         if let range = parameters.stop.lazy.compactMap({ current.range(of: $0) }).first {
             token.text = String(text[..<range.lowerBound])

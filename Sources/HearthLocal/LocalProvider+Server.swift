@@ -30,6 +30,11 @@ extension LocalProvider {
         public var logprob: Double
         /// The most likely alternatives (piece, log p), when asked for.
         public var topLogprobs: [(piece: String, logprob: Double)]
+        /// Reasoning text this token completed (a reasoning model's block), never in ``text``.
+        public var reasoning = ""
+        /// Whether the reasoning block closed with this token: the reply's reasoning part is
+        /// complete (the server ends its reasoning item or block here).
+        public var endsReasoning = false
     }
 
     /// Events of ``generate(_:options:topLogprobs:)``.
@@ -267,19 +272,27 @@ extension LocalProvider {
             try await self.serveChoices(request, rawText: nil, count: choices, topLogprobs: nil, admission: nil, emit: emit)
         }
         var replies = (0..<max(0, choices)).map { _ in
-            (text: "", calls: ToolCallCollector(), usage: Usage?.none, reason: HearthProviders.FinishReason.stop)
+            (text: "", calls: ToolCallCollector(), usage: Usage?.none, reason: HearthProviders.FinishReason.stop, reasoning: "",
+             reasoned: false)
         }
         for try await item in events where replies.indices.contains(item.choice) {
             switch item.event {
             case .promptTokens: break
-            case .token(let token): replies[item.choice].text += token.text
+            case .token(let token):
+                replies[item.choice].text += token.text
+                replies[item.choice].reasoning += token.reasoning
+                if token.endsReasoning || !token.reasoning.isEmpty { replies[item.choice].reasoned = true }
             case .toolCall(let step): replies[item.choice].calls.add(step)
             case .finished(let usage, let reason):
                 replies[item.choice].usage = usage
                 replies[item.choice].reason = reason
             }
         }
-        return replies.map { ChatResponse(text: $0.text, toolCalls: $0.calls.calls, usage: $0.usage, finishReason: $0.reason, provider: id) }
+        return replies.map {
+            ChatResponse(
+                text: $0.text, toolCalls: $0.calls.calls, usage: $0.usage, finishReason: $0.reason, provider: id,
+                reasoning: $0.reasoned ? [reasoningPart($0.reasoning)] : [])
+        }
     }
 
     /// The request an input stands for, and its raw text (`/v1/completions`), if any.
@@ -353,6 +366,7 @@ extension LocalProvider {
         var parameters = try await ConstraintCompiler.run {
             try self.parametersFor(request, promptTokens: promptCount, generator: generator)
         }
+        try applyReasoning(request, prompt: tokens, rawText: rawText != nil, to: &parameters, generator: generator)
         try Task.checkCancellation()
         emit(LocalChoiceEvent(choice: 0, event: .promptTokens(tokens.count)))
         if rawText != nil { parameters.stripLeadingSpace = false }
@@ -413,18 +427,22 @@ extension LocalProvider {
                     if scanners[index]?.repeatedCall == true { stops[index].set() }
                 }
                 let trim = trims[index]
-                // A control token (the end token) adds no text: its listing is empty.
-                let tokenBytes = tokenizer.isSpecial(token.id) ? [] : pieceBytes(token.id, trim)
+                // A control token (the end token) adds no text: its listing is empty; so does a
+                // token of the reasoning block, which is not the reply's text.
+                let tokenBytes = tokenizer.isSpecial(token.id) || token.inReasoning ? [] : pieceBytes(token.id, trim)
                 let tokenPiece = String(decoding: tokenBytes, as: UTF8.self)
                 if trim.space, !tokenizer.isSpecial(token.id), !(tokenizer.bytes(of: token.id) ?? []).isEmpty { trims[index].space = false }
                 if trim.whitespace, tokenPiece.contains(where: { !$0.isWhitespace }) { trims[index].whitespace = false }
+                // The answer after a reasoning block starts without white space (the separator).
+                if token.endsReasoning, token.text.isEmpty { trims[index].whitespace = true }
                 emit(
                     LocalChoiceEvent(
                         choice: index,
                         event: .token(
                             LocalToken(
                                 text: text, piece: tokenPiece, bytes: tokenBytes, logprob: Double(token.logprob),
-                                topLogprobs: token.topLogprobs.map { (piece($0.id, trim), Double($0.logprob)) }))))
+                                topLogprobs: token.topLogprobs.map { (piece($0.id, trim), Double($0.logprob)) },
+                                reasoning: token.reasoning, endsReasoning: token.endsReasoning))))
                 _ = emitCalls(callEvents, choice: index)
             case .done(let summary):
                 let rest = emitCalls(scanners[index]?.finish() ?? [], choice: index)

@@ -242,10 +242,12 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         if dropped > 0 { continuation.yield(.contextTruncated(droppedMessages: dropped)) }
         // Compiled on the compile threads (a schema or grammar), off the cooperative pool.
         let promptCount = tokens.count
-        let parameters = try await ConstraintCompiler.run {
+        var parameters = try await ConstraintCompiler.run {
             try self.parametersFor(request, promptTokens: promptCount, generator: generator)
         }
+        try applyReasoning(request, prompt: tokens, rawText: false, to: &parameters, generator: generator)
         var firstToken: Double?
+        var reasoning = ReasoningCollector()
         var scanner = toolScanner(request, generator: generator)
         func emit(_ outputs: [ToolCallScanner.Output]) {
             for output in outputs {
@@ -268,6 +270,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                     firstToken = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
                 }
                 guard !stopped.isSet else { continue }
+                for event in reasoning.events(token.reasoning, ends: token.endsReasoning, part: reasoningPart) {
+                    continuation.yield(event)
+                }
                 if scanner != nil {
                     emit(scanner?.feed(token.text) ?? [])
                     if scanner?.repeatedCall == true { stopped.set() }
@@ -277,6 +282,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 if !text.isEmpty { continuation.yield(.textDelta(text)) }
                 if repetitionGuard?.stopped == true { stopped.set() }
             case .done(let summary):
+                for event in reasoning.finish(part: reasoningPart) { continuation.yield(event) }
                 if let rest = repetitionGuard?.finish(), !rest.isEmpty { continuation.yield(.textDelta(rest)) }
                 emit(scanner?.finish() ?? [])
                 continuation.yield(.usage(Self.usage(summary, timeToFirstToken: firstToken)))
@@ -317,7 +323,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 ?? (messages.map { ChatTurn(role: $0.role.rawValue, content: $0.content) }, false)
             var tokens: [Int32]
             do {
-                let text = try model.chatPromptText(turns, dialogue: usesDialogue(model), toolsDeclared: toolsDeclared)
+                let text = reasoningPrompt(
+                    try model.chatPromptText(turns, dialogue: usesDialogue(model), toolsDeclared: toolsDeclared), request, model)
                 guard let encoded = try model.tokenizer.encode(text, addSpecialTokens: false, limit: limit) else {
                     throw tooLong(generator)
                 }
@@ -620,6 +627,7 @@ extension LocalProvider {
         usage.draftedTokens = summary.draftedTokens
         usage.acceptedDraftTokens = summary.acceptedDraftTokens
         usage.budgetShapedTokens = summary.budgetShapedTokens
+        usage.reasoningTokens = summary.reasoningTokens > 0 ? summary.reasoningTokens : nil
         return usage
     }
 }

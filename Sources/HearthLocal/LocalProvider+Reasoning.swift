@@ -1,0 +1,81 @@
+import HearthEngine
+import HearthProviders
+import HearthTokenizers
+
+/// Reasoning on the local model (docs/REASONING.md, "Local models"): a model whose vocabulary
+/// has the `<think>`/`</think>` tokens (``ReasoningFormat``) reasons in a block that the engine
+/// splits from the answer; the request's ``ReasoningOptions`` bound it.
+extension LocalProvider {
+    /// Whether `request` turns reasoning off: `enabled` false, or a budget of 0 (an effort
+    /// always means a budget above 0).
+    static func reasoningOff(_ request: ChatRequest) -> Bool {
+        guard let options = request.options.reasoning else { return false }
+        return !options.enabled || options.resolvedBudget == 0
+    }
+
+    /// The prompt text with reasoning closed before it starts when the request turns it off
+    /// and the model reasons: the template's no-think form (`<think>\n\n</think>\n\n`, or its
+    /// rest when the generation prompt opened the block), so the whole reply is answer.
+    func reasoningPrompt(_ text: String, _ request: ChatRequest, _ model: LanguageModel) -> String {
+        guard Self.reasoningOff(request), request.continuation?.isEmpty ?? true, let format = model.reasoningFormat else {
+            return text
+        }
+        return text + format.noThinkSuffix(promptOpens: format.promptOpens(text))
+    }
+
+    /// Sets `parameters` up to split the reasoning of a reasoning model from its answer and to
+    /// bound it by the request's budget (``ReasoningOptions/resolvedBudget``; nil: unbounded).
+    /// Nothing for a model that does not reason, a request that turned reasoning off (its
+    /// prompt closed the block, ``reasoningPrompt(_:_:_:)``), raw text and a continued answer.
+    func applyReasoning(
+        _ request: ChatRequest, prompt: [Int32], rawText: Bool, to parameters: inout GenerationParameters, generator: Generator
+    ) throws {
+        let model = generator.model
+        guard !rawText, request.continuation?.isEmpty ?? true, !Self.reasoningOff(request), let format = model.reasoningFormat
+        else { return }
+        // The prompt's last tokens, as text (special tokens written), say whether it opened the block.
+        let tail = model.tokenizer.decode(Array(prompt.suffix(4)), skipSpecialTokens: false)
+        do {
+            parameters.reasoning = try ReasoningControl(
+                format: format, opened: format.promptOpens(tail), budget: request.options.reasoning?.resolvedBudget,
+                tokenizer: model.tokenizer)
+        } catch {
+            throw providerError(error)
+        }
+    }
+
+    /// The reasoning part a local reply ends its block with (no signature: the text is the
+    /// whole reasoning, readable by any provider it is sent back to).
+    func reasoningPart(_ text: String) -> ReasoningPart {
+        ReasoningPart(text: text, provider: id)
+    }
+}
+
+/// Turns a local reply's reasoning pieces into the provider protocol's events: deltas, then one
+/// ``ChatEvent/reasoningEnded(_:)`` when the block closes (or the reply ends inside it).
+struct ReasoningCollector {
+    private(set) var text = ""
+    private var open = false
+
+    /// The events for one token's reasoning piece and whether its block closed with it.
+    mutating func events(_ piece: String, ends: Bool, part: (String) -> ReasoningPart) -> [ChatEvent] {
+        var events: [ChatEvent] = []
+        if !piece.isEmpty {
+            text += piece
+            open = true
+            events.append(.reasoningDelta(piece))
+        }
+        if ends {
+            open = false
+            events.append(.reasoningEnded(part(text)))
+        }
+        return events
+    }
+
+    /// The end of a block still open when the reply ends.
+    mutating func finish(part: (String) -> ReasoningPart) -> [ChatEvent] {
+        guard open else { return [] }
+        open = false
+        return [.reasoningEnded(part(text))]
+    }
+}
