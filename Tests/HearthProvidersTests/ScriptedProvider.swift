@@ -121,6 +121,8 @@ struct Collected {
             case .contextTruncated(let count): "truncated:\(count)"
             case .dialogState(let state): "state:\(state)"
             case .toolCall(let step): "tool:\(step)"
+            case .reasoningDelta(let text): "reasoning:\(text)"
+            case .reasoningEnded(let part): "reasoning-end:\(part.provider ?? "")"
             }
         }
     }
