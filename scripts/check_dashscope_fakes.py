@@ -10,6 +10,12 @@ pass the fakes' checks — the same checks Hearth's providers' requests pass in 
 It starts the fake, points the SDK at it with DASHSCOPE_WEBSOCKET_BASE_URL and
 DASHSCOPE_HTTP_BASE_URL (read by the SDK when it is imported), runs MultiModalDialog and
 Generation.call through the scenarios Hearth's tests use, and prints one line per check.
+Reasoning (issue 57): the official clients read the fakes' reasoning as they read the real
+services' — openai's `reasoning_content` (whole and streamed, and the `reasoning` alias),
+anthropic's thinking blocks with signatures and redacted_thinking blocks (and a tool round trip
+that sends them back, which the fake verifies; an altered signature is refused), and the
+dashscope SDK's `reasoning_content` with `enable_thinking`.
+
 Run by scripts/check-dashscope-fakes.sh, which makes the venv.
 """
 
@@ -34,6 +40,15 @@ FFFD = "\ufffd"
 
 passed = 0
 failed = 0
+# Violations the checks provoke on purpose (a refused request), as substrings of the fake's
+# report: the fake must report exactly these.
+EXPECTED_VIOLATIONS = []
+
+
+def thought(prompt):
+    """The reasoning the fakes give for `prompt` (FakeReasoning.thought in Tests/HearthFakeServers)."""
+    topic = prompt.replace("#", "")[:40]
+    return f"The user asks about \u201c{topic}\u201d. 先想一想：西湖在杭州 🌸, Ça marche — answer briefly."
 
 
 def check(condition, what, detail=""):
@@ -411,6 +426,144 @@ def anthropic_checks(base_url):
     check(none.stop_reason == "end_turn" and none.content[0].type == "text", "anthropic: tool_choice none answers with text")
 
 
+def openai_reasoning_checks(base_url):
+    import openai
+    client = openai.OpenAI(api_key=KEY, base_url=base_url, max_retries=0)
+    prompt = "Why is the sky blue?"
+    question = [{"role": "user", "content": prompt}]
+
+    whole = client.chat.completions.create(model="deepseek-reasoner", messages=question, reasoning_effort="high")
+    message = whole.choices[0].message
+    check(getattr(message, "reasoning_content", None) == thought(prompt),
+          "openai reasoning: a whole reply's message.reasoning_content", message)
+    check(message.content and "先想一想" not in message.content, "openai reasoning: the content has no reasoning")
+    details = whole.usage.completion_tokens_details
+    check(details is not None and details.reasoning_tokens == len(thought(prompt)),
+          "openai reasoning: usage.completion_tokens_details.reasoning_tokens", whole.usage)
+
+    chunks = list(client.chat.completions.create(
+        model="deepseek-reasoner", messages=question, stream=True, stream_options={"include_usage": True}))
+    order = []
+    reasoning = content = ""
+    for chunk in chunks:
+        for choice in chunk.choices:
+            piece = getattr(choice.delta, "reasoning_content", None)
+            if piece:
+                reasoning += piece
+                order.append("r")
+            if choice.delta.content:
+                content += choice.delta.content
+                order.append("c")
+    check(reasoning == thought(prompt), "openai reasoning: streamed delta.reasoning_content pieces join", reasoning)
+    check(content and "先想一想" not in content, "openai reasoning: streamed content has no reasoning")
+    check("".join(order).startswith("r") and "cr" not in "".join(order), "openai reasoning: reasoning streams before the answer")
+    check(chunks[-1].usage.completion_tokens_details.reasoning_tokens == len(thought(prompt)),
+          "openai reasoning: the usage chunk counts reasoning tokens")
+
+    alias = "#think-alias " + prompt
+    chunks = list(client.chat.completions.create(
+        model="gpt-test", messages=[{"role": "user", "content": alias}], stream=True))
+    joined = "".join(getattr(c.choices[0].delta, "reasoning", None) or "" for c in chunks if c.choices)
+    check(joined == thought(alias), "openai reasoning: the `reasoning` alias (vLLM, Ollama) streams", joined)
+
+    try:
+        client.chat.completions.create(model="gpt-test", messages=question, reasoning_effort="extreme")
+        check(False, "openai reasoning: an unknown reasoning_effort is refused")
+    except openai.BadRequestError:
+        check(True, "openai reasoning: an unknown reasoning_effort is refused")
+        EXPECTED_VIOLATIONS.append("reasoning_effort must be one of")
+
+
+def anthropic_reasoning_checks(base_url):
+    import anthropic
+    client = anthropic.Anthropic(api_key=KEY, base_url=base_url.removesuffix("/v1"), max_retries=0)
+    tools = [{"name": "weather", "description": "The forecast for a city.", "input_schema": WEATHER_SCHEMA}]
+    prompt = "#redacted Weather in Hangzhou?"
+    question = [{"role": "user", "content": prompt}]
+    thinking = {"type": "enabled", "budget_tokens": 1024}
+
+    with client.messages.stream(model="claude-test", max_tokens=2048, messages=question, tools=tools,
+                                thinking=thinking) as stream:
+        deltas = [event.delta.type for event in stream if event.type == "content_block_delta"]
+        final = stream.get_final_message()
+    types = [block.type for block in final.content]
+    check(types == ["thinking", "redacted_thinking", "tool_use"],
+          "anthropic reasoning: a thinking block, a redacted_thinking block, then tool_use", types)
+    check(final.content[0].thinking == thought(prompt), "anthropic reasoning: thinking_delta pieces join", final.content[0])
+    check(bool(final.content[0].signature), "anthropic reasoning: signature_delta gives the block its signature")
+    check("thinking_delta" in deltas and deltas.count("signature_delta") == 1, "anthropic reasoning: the delta types", deltas)
+    check(bool(final.content[1].data), "anthropic reasoning: the redacted block's data is opaque and kept")
+
+    def follow_up(content):
+        return question + [
+            {"role": "assistant", "content": content},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": final.content[2].id, "content": "晴 25°C"}]},
+        ]
+
+    sent_back = [block.model_dump(exclude_none=True) for block in final.content]
+    answer = client.messages.create(model="claude-test", max_tokens=2048, messages=follow_up(sent_back), tools=tools,
+                                    thinking=thinking)
+    check(answer.stop_reason == "end_turn" and "晴 25°C" in answer.content[-1].text,
+          "anthropic reasoning: a tool round trip that sends the thinking blocks back is answered", answer.content)
+
+    altered = [dict(block) for block in sent_back]
+    altered[0]["thinking"] += " (edited)"
+    try:
+        client.messages.create(model="claude-test", max_tokens=2048, messages=follow_up(altered), tools=tools,
+                               thinking=thinking)
+        check(False, "anthropic reasoning: an altered thinking block is refused")
+    except anthropic.BadRequestError as error:
+        check("signature" in str(error), "anthropic reasoning: an altered thinking block is refused", error)
+        EXPECTED_VIOLATIONS.append("Invalid `signature` in `thinking` block")
+    try:
+        client.messages.create(model="claude-test", max_tokens=2048, messages=follow_up(sent_back[2:]), tools=tools,
+                               thinking=thinking)
+        check(False, "anthropic reasoning: a tool_result turn without its thinking block is refused")
+    except anthropic.BadRequestError as error:
+        check("must start with a thinking block" in str(error),
+              "anthropic reasoning: a tool_result turn without its thinking block is refused", error)
+        EXPECTED_VIOLATIONS.append("must start with a thinking block")
+
+    whole = client.messages.create(model="claude-test", max_tokens=2048, messages=[{"role": "user", "content": "Hi"}],
+                                   thinking=thinking)
+    check([b.type for b in whole.content] == ["thinking", "text"] and whole.content[0].signature,
+          "anthropic reasoning: a whole reply has its signed thinking block first")
+    off = client.messages.create(model="claude-test", max_tokens=256, messages=[{"role": "user", "content": "Hi"}],
+                                 thinking={"type": "disabled"})
+    check([b.type for b in off.content] == ["text"], "anthropic reasoning: thinking disabled has no thinking block")
+
+
+def generation_reasoning_checks(dashscope):
+    from dashscope import Generation
+
+    prompt = "用一句话总结"
+    messages = [{"role": "user", "content": prompt}]
+    responses = list(Generation.call(model="qwen-plus", messages=messages, result_format="message", stream=True,
+                                     incremental_output=True, enable_thinking=True, thinking_budget=1024, api_key=KEY))
+    check(all(r.status_code == 200 for r in responses), "generation reasoning: every streamed response is 200")
+    reasoning = "".join(r.output.choices[0].message.get("reasoning_content") or "" for r in responses)
+    content = "".join(r.output.choices[0].message.content or "" for r in responses)
+    check(reasoning == thought(prompt), "generation reasoning: reasoning_content pieces join", reasoning)
+    check(content == ANSWERS[prompt], "generation reasoning: the content is exactly the answer", content)
+    details = responses[-1].usage.get("output_tokens_details") or {}
+    check(details.get("reasoning_tokens", 0) > 0, "generation reasoning: usage.output_tokens_details.reasoning_tokens",
+          responses[-1].usage)
+
+    merged = list(Generation.call(model="qwen-plus", messages=messages, result_format="message", stream=True,
+                                  incremental_output=False, enable_thinking=True, api_key=KEY))
+    last = merged[-1].output.choices[0].message
+    check(last.get("reasoning_content") == thought(prompt) and last.content == ANSWERS[prompt],
+          "generation reasoning: without increments the last response has the whole reasoning and answer", last)
+
+    whole = Generation.call(model="qwen-plus", messages=messages, result_format="message", enable_thinking=True,
+                            api_key=KEY)
+    check(whole.output.choices[0].message.get("reasoning_content") == thought(prompt),
+          "generation reasoning: a whole reply carries message.reasoning_content")
+    off = Generation.call(model="qwen-plus", messages=messages, result_format="message", enable_thinking=False,
+                          api_key=KEY)
+    check(not off.output.choices[0].message.get("reasoning_content"), "generation reasoning: enable_thinking false has none")
+
+
 def generation_tool_checks(dashscope):
     from dashscope import Generation
 
@@ -471,6 +624,9 @@ def main():
         generation_tool_checks(dashscope)
         openai_checks(urls["openai"])
         anthropic_checks(urls["anthropic"])
+        generation_reasoning_checks(dashscope)
+        openai_reasoning_checks(urls["openai"])
+        anthropic_reasoning_checks(urls["anthropic"])
     finally:
         fake.send_signal(signal.SIGTERM)
         try:
@@ -480,7 +636,12 @@ def main():
             _, err = fake.communicate()
         os.unlink(file.name)
     sys.stderr.write(err)
-    check(fake.returncode == 0, "fake: no frame or request from the SDK broke the protocol", f"exit {fake.returncode}")
+    reported = [line for line in err.splitlines() if line.startswith("violation: ")]
+    unexpected = [line for line in reported if not any(expected in line for expected in EXPECTED_VIOLATIONS)]
+    check(not unexpected and len(reported) == len(EXPECTED_VIOLATIONS)
+          and fake.returncode == (3 if EXPECTED_VIOLATIONS else 0),
+          "fake: no frame or request from the SDK broke the protocol (but the refusals provoked on purpose)",
+          f"exit {fake.returncode}, unexpected {unexpected}")
     print(f"{passed} passed, {failed} failed")
     sys.exit(1 if failed else 0)
 

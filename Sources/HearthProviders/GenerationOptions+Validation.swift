@@ -32,6 +32,9 @@ extension GenerationOptions {
         if let topK, topK < 0 { throw bad("top_k", "must be a whole number ≥ 0", topK) }
         if let minP, !(minP >= 0 && minP < 1) { throw bad("min_p", "must be in [0, 1) (1 would keep only the top token: use temperature 0)", minP) }
         if let maxTokens, maxTokens < 1 { throw bad("max_tokens", "must be a whole number ≥ 1", maxTokens) }
+        if let budget = reasoning?.budgetTokens, budget < 0 {
+            throw bad("reasoning.budget_tokens", "must be a whole number ≥ 0 (0: no reasoning)", budget)
+        }
         if let repetitionPenalty, !(repetitionPenalty > 0 && repetitionPenalty.isFinite) {
             throw bad("repetition_penalty", "must be a number > 0 (1 is off)", repetitionPenalty)
         }

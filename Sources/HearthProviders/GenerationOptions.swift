@@ -60,8 +60,9 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
         maxTokens: Int? = nil, stop: [String] = [], seed: Int? = nil, repetitionPenalty: Double? = nil,
         presencePenalty: Double? = nil, frequencyPenalty: Double? = nil, responseFormat: ResponseFormat? = nil,
         tools: [ToolDefinition] = [], toolChoice: ToolChoice? = nil, parallelToolCalls: Bool? = nil,
-        logitBias: [Int32: Double] = [:], ignoreEOS: Bool? = nil
+        logitBias: [Int32: Double] = [:], ignoreEOS: Bool? = nil, reasoning: ReasoningOptions? = nil
     ) {
+        self.reasoning = reasoning
         self.ignoreEOS = ignoreEOS
         self.logitBias = logitBias
         self.tools = tools

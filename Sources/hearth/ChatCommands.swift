@@ -9,6 +9,7 @@ extension ChatSession {
         /reset                forget the conversation (keeps the system prompt)
         /system TEXT          set the system prompt (no TEXT: show it)
         /set NAME VALUE       temperature, top_p, top_k, min_p, repetition_penalty, max_tokens or seed ("default" clears it)
+        /think on|off|N       let the model reason (N: a budget in tokens; also low, medium, high, default)
         /show                 model, the values replies run with, context used
         /history              the conversation so far
         /retry                regenerate the last answer
@@ -42,6 +43,7 @@ extension ChatSession {
                 output.note("system prompt set")
             }
         case "/set": set(argument)
+        case "/think": think(argument)
         case "/show": show()
         case "/history":
             if messages.isEmpty { output.info("(empty)") }
@@ -113,6 +115,43 @@ extension ChatSession {
         output.note("\(key) = \(clear ? "default" : text)")
     }
 
+    /// `/think on|off|N|low|medium|high|minimal|default`: sets ``GenerationOptions/reasoning``
+    /// (N: a budget of N reasoning tokens, 0 the same as off); no argument shows it.
+    func think(_ argument: String) {
+        let word = argument.lowercased()
+        var changed = options
+        switch word {
+        case "": output.info("think: \(Self.describe(options.reasoning))"); return
+        case "on": changed.reasoning = ReasoningOptions()
+        case "off", "0": changed.reasoning = .off
+        case "default": changed.reasoning = nil
+        default:
+            if let effort = ReasoningEffort(rawValue: word) {
+                changed.reasoning = .effort(effort)
+            } else if let budget = Int(word), budget > 0 {
+                changed.reasoning = .budget(budget)
+            } else {
+                output.error("usage: /think on|off|N (a budget in tokens)|minimal|low|medium|high|default")
+                return
+            }
+        }
+        do { try changed.validate() } catch {
+            output.error(error.message)
+            return
+        }
+        options = changed
+        output.note("think: \(Self.describe(changed.reasoning))")
+    }
+
+    /// How `/think` and `/show` name reasoning options.
+    static func describe(_ reasoning: ReasoningOptions?) -> String {
+        guard let reasoning else { return "provider default" }
+        guard reasoning.enabled else { return "off" }
+        if let budget = reasoning.budgetTokens { return "on, budget \(budget) tokens" }
+        if let effort = reasoning.effort { return "on, effort \(effort.rawValue)" }
+        return "on"
+    }
+
     /// `/show`: every value a turn runs with, the model's or provider's defaults resolved.
     func show() {
         func number(_ v: Double?) -> String { v.map { String(format: "%g", $0) } ?? "provider default" }
@@ -132,6 +171,7 @@ extension ChatSession {
                 + " · max_tokens \(effective.maxTokens.map(String.init) ?? "none")\(source(options.maxTokens))"
                 + " · seed \(effective.seed.map(String.init) ?? "random")\(source(options.seed))"
                 + (provider is LocalProvider ? " · replies that repeat a line a third time are ended" : ""))
+        lines.append("think: \(Self.describe(options.reasoning))")
         // As the stats line counts it: the last turn's prompt and reply (the KV cache holds all
         // but the reply's last token); before any turn, what the cache holds.
         let cached = provider is LocalProvider ? local?.cachedTokenCount : nil

@@ -165,7 +165,7 @@ final class ChatSession {
             output.note(result.text.isEmpty ? "interrupted (nothing kept)" : "interrupted (the partial answer is kept)")
             if result.text.isEmpty { return }
         }
-        pending.append(.assistant(result.text))
+        pending.append(ChatMessage(role: .assistant, content: result.text, reasoning: result.reasoning))
         messages = pending
         persist()
         lastUsage = result.usage
@@ -177,6 +177,7 @@ final class ChatSession {
         var parts: [String] = []
         if let usage = result.usage {
             parts.append("\(usage.completionTokens) tokens")
+            if let thinking = usage.reasoningTokens, thinking > 0 { parts.append("\(thinking) thinking") }
             if let ttft = usage.timeToFirstToken ?? result.timeToFirstText { parts.append(String(format: "first token %.2f s", ttft)) }
             if let speed = usage.tokensPerSecond { parts.append(String(format: "%.1f tok/s", speed)) }
             let used = usage.promptTokens + usage.completionTokens

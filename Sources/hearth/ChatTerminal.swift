@@ -15,6 +15,8 @@ final class ChatOutput: @unchecked Sendable {
     /// Whether escape codes may be written.
     let styled: Bool
     private let lock = NSLock()
+    /// Whether a reasoning part is being written (guarded by `lock`).
+    private var reasoningOpen = false
 
     init(interactive: Bool) {
         self.interactive = interactive
@@ -24,6 +26,35 @@ final class ChatOutput: @unchecked Sendable {
     /// Reply text, written as it arrives.
     func answer(_ text: String) {
         lock.withLock { FileHandle.standardOutput.write(Data(text.utf8)) }
+    }
+
+    /// A piece of the model's reasoning, kept apart from the answer: dim on stdout in a styled
+    /// terminal; otherwise on stderr, each part starting with `thinking: `, so stdout carries
+    /// the answer only.
+    func reasoning(_ text: String) {
+        lock.withLock {
+            let opening = !reasoningOpen
+            reasoningOpen = true
+            if styled {
+                FileHandle.standardOutput.write(Data("\u{1B}[2m\(text)\u{1B}[0m".utf8))
+            } else {
+                FileHandle.standardError.write(Data(((opening ? "thinking: " : "") + text).utf8))
+            }
+        }
+    }
+
+    /// Ends the reasoning being written (nothing when none is): a line break, and on a terminal
+    /// a blank line before the answer.
+    func endReasoning() {
+        lock.withLock {
+            guard reasoningOpen else { return }
+            reasoningOpen = false
+            if styled {
+                FileHandle.standardOutput.write(Data("\n\n".utf8))
+            } else {
+                FileHandle.standardError.write(Data("\n".utf8))
+            }
+        }
     }
 
     /// A note for the person: dim on a terminal, plain on stderr when piped.
@@ -107,6 +138,11 @@ struct TurnResult {
     var cancelled = false
     var timeToFirstText: Double?
     var seconds: Double = 0
+    /// The reply's reasoning parts (only the serving provider's: a failover starts them over),
+    /// kept with the assistant message so the provider that made them gets them back.
+    var reasoning: [ReasoningPart] = []
+    /// Whether the next reasoning delta starts a part (its leading line breaks are dropped).
+    var reasoningStarts = true
 }
 
 /// Runs one provider stream on a task while the main thread waits, so a signal handler can
@@ -179,6 +215,7 @@ final class TurnRunner: @unchecked Sendable {
     private func handle(_ event: ChatEvent, output: ChatOutput, spinner: Spinner, start: DispatchTime) {
         switch event {
         case .textDelta(let text):
+            output.endReasoning()
             let first = lock.withLock { () -> Bool in
                 guard !cancelRequested else { return false }
                 let first = result.timeToFirstText == nil
@@ -189,12 +226,38 @@ final class TurnRunner: @unchecked Sendable {
             if first { spinner.stop() }
             if lock.withLock({ !cancelRequested }) { output.answer(first ? Self.trimmedStart(text) : text) }
         case .usage(let usage): lock.withLock { result.usage = usage }
-        case .finished(let reason): lock.withLock { result.finishReason = reason }
+        case .finished(let reason):
+            output.endReasoning()
+            lock.withLock { result.finishReason = reason }
         case .servedBy(let id): lock.withLock { result.servedBy = id }
-        case .switchedProvider(_, let to, _): lock.withLock { result.servedBy = to }
+        case .switchedProvider(_, let to, _):
+            output.endReasoning()
+            lock.withLock {
+                result.servedBy = to
+                result.reasoning = []  // the failed provider's reasoning is not this reply's
+                result.reasoningStarts = true
+            }
         case .contextTruncated(let dropped): lock.withLock { result.droppedMessages = dropped }
         case .dialogState, .toolCall: break  // the REPL sends no tools
-        case .reasoningDelta, .reasoningEnded: break  // shown dimmed by issue 57's `hearth chat` work
+        case .reasoningDelta(let text):
+            spinner.stop()
+            let piece = lock.withLock { () -> String? in
+                guard !cancelRequested else { return nil }
+                let starts = result.reasoningStarts
+                result.reasoningStarts = false
+                return starts ? Self.trimmedStart(text) : text
+            }
+            if let piece, !piece.isEmpty { output.reasoning(piece) }
+        case .reasoningEnded(let part):
+            if part.isRedacted {
+                spinner.stop()
+                output.reasoning("(redacted thinking)")
+            }
+            output.endReasoning()
+            lock.withLock {
+                result.reasoning.append(part)
+                result.reasoningStarts = true
+            }
         }
     }
 

@@ -26,8 +26,17 @@ struct Generate: ParsableCommand {
     @Flag(name: .long, help: "Use the prompt as is instead of wrapping it in the model's chat template as one user turn.")
     var raw = false
 
-    @Flag(name: .long, help: "Write JSON Lines: one object per token, then a summary object.")
+    @Flag(
+        name: .long,
+        help: ArgumentHelp(
+            "Write JSON Lines: one object per token, then a summary object.",
+            discussion: "A reasoning model's reasoning tokens are tagged \"reasoning\": true (their text is the reasoning), and the summary counts them in reasoning_tokens."))
     var json = false
+
+    @Option(
+        name: .long,
+        help: "With a reasoning model (<think> tokens), close its reasoning block after N tokens (the model's own closing sequence follows).")
+    var reasoningBudget: Int?
 
     @Option(name: .long, help: "With --json, include the K most likely tokens and their log-probabilities per step.")
     var topLogprobs: Int = 0
@@ -77,6 +86,9 @@ struct Generate: ParsableCommand {
             throw ValidationError("--tool-choice and --no-parallel-tool-calls need --tools.")
         }
         if topLogprobs < 0 || topLogprobs > 100 { throw ValidationError("--top-logprobs must be between 0 and 100") }
+        if let reasoningBudget, reasoningBudget < 1 {
+            throw ValidationError("--reasoning-budget must be at least 1.")
+        }
         if [jsonSchema, grammar, regex].compactMap({ $0 }).count > 1 {
             throw ValidationError("Give one of --json-schema, --grammar and --regex.")
         }
@@ -158,6 +170,14 @@ struct Generate: ParsableCommand {
             parameters.logprobs = json  // JSON lines carry each token's log-probability
             parameters.stripLeadingSpace = !raw
             parameters.speculative = speculation.mode
+            if let reasoning = lm.reasoningFormat {
+                // A reasoning model: its <think> block (opened by the model, or by the prompt —
+                // a template's generation prompt, or a raw prompt ending in <think>) is split
+                // from the answer, bounded by --reasoning-budget, and tagged in --json.
+                let tail = lm.tokenizer.decode(Array(tokens.suffix(4)), skipSpecialTokens: false)
+                parameters.reasoning = try ReasoningControl(
+                    format: reasoning, opened: reasoning.promptOpens(tail), budget: reasoningBudget, tokenizer: lm.tokenizer)
+            }
             if let format {
                 do { try ResponseFormatGrammar.apply(format, to: &parameters, model: lm) } catch {
                     throw ValidationError("\(formatFlag): \(error)")
@@ -166,10 +186,14 @@ struct Generate: ParsableCommand {
             let summary = try generator.run(prompt: tokens, parameters: parameters) { token in
                 if json {
                     let line = TokenLine(
-                        id: token.id, text: token.text, logprob: token.logprob,
-                        top_logprobs: token.topLogprobs.map { .init(id: $0.id, logprob: $0.logprob) })
+                        id: token.id, text: token.inReasoning ? token.reasoning : token.text, logprob: token.logprob,
+                        top_logprobs: token.topLogprobs.map { .init(id: $0.id, logprob: $0.logprob) },
+                        reasoning: token.inReasoning ? true : nil)
                     if let text = try? jsonLine(line) { emit(text) }
                 } else {
+                    // Reasoning goes to stderr, so stdout carries the answer only.
+                    if !token.reasoning.isEmpty { FileHandle.standardError.write(Data(token.reasoning.utf8)) }
+                    if token.endsReasoning { FileHandle.standardError.write(Data("\n".utf8)) }
                     emit(token.text)
                 }
             }
@@ -181,7 +205,8 @@ struct Generate: ParsableCommand {
                             prompt_tokens: summary.promptTokens, completion_tokens: summary.completionTokens,
                             prefill_tokens_per_second: summary.prefillTokensPerSecond,
                             decode_tokens_per_second: summary.decodeTokensPerSecond,
-                            drafted_tokens: summary.draftedTokens, accepted_draft_tokens: summary.acceptedDraftTokens)))
+                            drafted_tokens: summary.draftedTokens, accepted_draft_tokens: summary.acceptedDraftTokens,
+                            reasoning_tokens: summary.reasoningTokens)))
             } else {
                 emit("\n")
             }
@@ -193,6 +218,9 @@ struct Generate: ParsableCommand {
             let id: Int32, logprob: Float
         }
         let id: Int32, text: String, logprob: Float, top_logprobs: [Alternative]
+        /// `true` on the tokens of a reasoning model's reasoning block (its tags, its reasoning,
+        /// the closing sequence; `text` is then the reasoning, never answer); absent on answer tokens.
+        let reasoning: Bool?
     }
 
     struct DoneLine: Encodable {
@@ -200,6 +228,8 @@ struct Generate: ParsableCommand {
         let prefill_tokens_per_second: Double, decode_tokens_per_second: Double
         /// Speculative decoding: tokens drafted and accepted (each accepted one took no step of its own).
         let drafted_tokens: Int, accepted_draft_tokens: Int
+        /// Of `completion_tokens`, those tagged `"reasoning": true` (0 for a model that does not reason).
+        let reasoning_tokens: Int
     }
 
     /// Generates through `LocalProvider` (the same path as `hearth serve`), printing text as it

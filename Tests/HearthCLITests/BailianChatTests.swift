@@ -16,6 +16,8 @@ import Glibc
     final class Fake {
         let process = Process()
         let url: String
+        /// The fake DashScope text-generation base URL (`DASHSCOPE_HTTP_BASE_URL`).
+        let http: String
         private let errors = Pipe()
 
         init(directory: URL) throws {
@@ -37,6 +39,7 @@ import Glibc
             }
             let urls = try #require(try JSONSerialization.jsonObject(with: line) as? [String: String])
             url = try #require(urls["websocket"])
+            http = try #require(urls["http"])
         }
 
         /// Stops the fake; returns its exit status (3 when a frame broke the protocol) and its report.

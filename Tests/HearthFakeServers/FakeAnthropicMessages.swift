@@ -14,7 +14,12 @@ import Synchronization
 /// `content_block_start` of type `tool_use` per call (input `{}`), `input_json_delta`
 /// pieces (the first one empty, as the API sends), `content_block_stop`, then `message_delta`
 /// with `stop_reason: "tool_use"` and `message_stop`; or as one message. Text answers stream as
-/// `text_delta`s. Problems are answered with Anthropic's 400 error body and recorded in ``violations``.
+/// `text_delta`s. With `thinking: {type: enabled, budget_tokens}` (at least 1024, below
+/// `max_tokens`) or a prompt with `#think`, a new turn starts with a `thinking` block
+/// (`thinking_delta` pieces, then a `signature_delta`), and `#redacted` adds a
+/// `redacted_thinking` block; thinking blocks sent back must carry the fake's signature of their
+/// text (``FakeReasoning``), and with thinking enabled the assistant turn a tool_result answers
+/// must start with its thinking block — as the API checks. Problems are answered with Anthropic's 400 error body and recorded in ``violations``.
 public final class FakeAnthropicMessages: LoopbackFake {
     /// The key requests must carry.
     public let apiKey: String
@@ -34,7 +39,16 @@ public final class FakeAnthropicMessages: LoopbackFake {
     }
 
     /// The problem with the conversation's blocks, or nil.
-    static func check(_ messages: [[String: Any]]) -> String? {
+    static func check(_ messages: [[String: Any]], thinking: Bool = false) -> String? {
+        if thinking, messages.count >= 2, let last = messages.last?["content"] as? [[String: Any]],
+            last.contains(where: { $0["type"] as? String == "tool_result" })
+        {
+            let turn = messages[messages.count - 2]
+            let first = (turn["content"] as? [[String: Any]])?.first?["type"] as? String
+            if turn["role"] as? String == "assistant", first != "thinking", first != "redacted_thinking" {
+                return "messages.\(messages.count - 2).content.0.type: Expected `thinking` or `redacted_thinking`, but found `\(first ?? "text")`. When `thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks)."
+            }
+        }
         var pending: Set<String> = []  // tool_use ids the next user turn must answer
         var seen: Set<String> = []
         for (i, message) in messages.enumerated() {
@@ -64,6 +78,9 @@ public final class FakeAnthropicMessages: LoopbackFake {
                         block["input"] is [String: Any]
                     else { return "\(at) is not an assistant's {type: tool_use, id, name, input: {…}}" }
                     seen.insert(id)
+                case "thinking", "redacted_thinking":
+                    guard role == "assistant" else { return "\(at): thinking blocks are only in assistant turns" }
+                    if let problem = FakeReasoning.problem(block, at: at) { return problem }
                 case "tool_result":
                     guard role == "user", let id = block["tool_use_id"] as? String, seen.contains(id) else {
                         return "\(at) is not a user's tool_result answering an earlier tool_use"
@@ -73,7 +90,7 @@ public final class FakeAnthropicMessages: LoopbackFake {
                     }
                     answered.insert(id)
                 default:
-                    return "\(at).type is not text, tool_use or tool_result"
+                    return "\(at).type is not text, thinking, redacted_thinking, tool_use or tool_result"
                 }
             }
             if !pending.isEmpty {
@@ -108,7 +125,21 @@ public final class FakeAnthropicMessages: LoopbackFake {
         guard let body = request.json, body["model"] is String, body["max_tokens"] is Int,
             let messages = body["messages"] as? [[String: Any]], !messages.isEmpty
         else { return try await refuse(out, index, "the body is not {model, max_tokens, messages: [...]}") }
-        if let problem = Self.check(messages) { return try await refuse(out, index, problem) }
+        var thinkingEnabled = false
+        if let value = body["thinking"] {
+            guard let object = value as? [String: Any], let type = object["type"] as? String, ["enabled", "disabled"].contains(type)
+            else { return try await refuse(out, index, "thinking: Input should be {type: enabled, budget_tokens} or {type: disabled}") }
+            if type == "enabled" {
+                guard let budget = object["budget_tokens"] as? Int, budget >= 1024 else {
+                    return try await refuse(out, index, "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024")
+                }
+                guard let max = body["max_tokens"] as? Int, max > budget else {
+                    return try await refuse(out, index, "`max_tokens` must be greater than `thinking.budget_tokens`")
+                }
+                thinkingEnabled = true
+            }
+        }
+        if let problem = Self.check(messages, thinking: thinkingEnabled) { return try await refuse(out, index, problem) }
         var tools: [FakeToolPlan.Tool] = []
         if let value = body["tools"] {
             guard let list = value as? [[String: Any]] else { return try await refuse(out, index, "tools is not an array") }
@@ -153,12 +184,18 @@ public final class FakeAnthropicMessages: LoopbackFake {
         let prompt = last["content"] as? String ?? ""
         let text =
             plan.calls.isEmpty ? (afterResult ? FakeToolPlan.answer(toResult: result) : FakeAnswers().answer(to: prompt, round: 1)) : ""
+        let thinks = !afterResult && (thinkingEnabled || FakeReasoning.asked(in: prompt))
+        let thought = thinks ? FakeReasoning.thought(for: prompt) : ""
+        let redacted = thinks && prompt.contains("#redacted")
         let stopReason = plan.calls.isEmpty ? "end_turn" : "tool_use"
         let id = "msg_fake\(index)"
         let model = body["model"] as? String ?? ""
 
         guard body["stream"] as? Bool == true else {
-            var content: [[String: Any]] = text.isEmpty ? [] : [["type": "text", "text": text]]
+            var content: [[String: Any]] = []
+            if thinks { content.append(["type": "thinking", "thinking": thought, "signature": FakeReasoning.signature(of: thought)]) }
+            if redacted { content.append(["type": "redacted_thinking", "data": FakeReasoning.redactedData]) }
+            if !text.isEmpty { content.append(["type": "text", "text": text]) }
             for call in plan.calls {
                 let input = (try? JSONSerialization.jsonObject(with: Data(call.arguments.utf8))) ?? [String: Any]()
                 content.append(["type": "tool_use", "id": call.id, "name": call.name, "input": input])
@@ -183,14 +220,46 @@ public final class FakeAnthropicMessages: LoopbackFake {
                 ])
         ]
         var block = 0
+        if thinks {
+            events.append(
+                event(
+                    "content_block_start",
+                    ["type": "content_block_start", "index": block, "content_block": ["type": "thinking", "thinking": "", "signature": ""]]))
+            for piece in FakeToolPlan.pieces(thought, seed: UInt64(index) &+ 101) {
+                events.append(
+                    event(
+                        "content_block_delta",
+                        ["type": "content_block_delta", "index": block, "delta": ["type": "thinking_delta", "thinking": piece]]))
+            }
+            events.append(
+                event(
+                    "content_block_delta",
+                    [
+                        "type": "content_block_delta", "index": block,
+                        "delta": ["type": "signature_delta", "signature": FakeReasoning.signature(of: thought)],
+                    ]))
+            events.append(event("content_block_stop", ["type": "content_block_stop", "index": block]))
+            block += 1
+        }
+        if redacted {
+            events.append(
+                event(
+                    "content_block_start",
+                    [
+                        "type": "content_block_start", "index": block,
+                        "content_block": ["type": "redacted_thinking", "data": FakeReasoning.redactedData],
+                    ]))
+            events.append(event("content_block_stop", ["type": "content_block_stop", "index": block]))
+            block += 1
+        }
         if !text.isEmpty {
-            events.append(event("content_block_start", ["type": "content_block_start", "index": 0, "content_block": ["type": "text", "text": ""]]))
+            events.append(event("content_block_start", ["type": "content_block_start", "index": block, "content_block": ["type": "text", "text": ""]]))
             for piece in FakeToolPlan.pieces(text, seed: UInt64(index)) {
                 events.append(
-                    event("content_block_delta", ["type": "content_block_delta", "index": 0, "delta": ["type": "text_delta", "text": piece]]))
+                    event("content_block_delta", ["type": "content_block_delta", "index": block, "delta": ["type": "text_delta", "text": piece]]))
             }
-            events.append(event("content_block_stop", ["type": "content_block_stop", "index": 0]))
-            block = 1
+            events.append(event("content_block_stop", ["type": "content_block_stop", "index": block]))
+            block += 1
         }
         for (number, call) in plan.calls.enumerated() {
             events.append(

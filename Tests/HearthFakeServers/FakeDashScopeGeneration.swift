@@ -17,6 +17,11 @@ import Synchronization
 /// `#overflow`, `#silent`, `#drop`, `#length`, `#slow`). With `parameters.tools` (checked, with
 /// `tool_choice`, `parallel_tool_calls`, assistant `tool_calls` and `tool` messages) it answers
 /// after ``FakeToolPlan``: calls streamed as `message.tool_calls` pieces, or text after a tool result.
+/// With `parameters.enable_thinking: true` (or a prompt with `#think`) a text answer starts with
+/// `message.reasoning_content` (pieces, or the whole reasoning so far without
+/// `incremental_output`; `content` empty meanwhile) and usage has
+/// `output_tokens_details.reasoning_tokens`; `enable_thinking` must be a boolean and
+/// `thinking_budget` a positive integer.
 public final class FakeDashScopeGeneration: Sendable {
     /// How the fake behaves.
     public struct Configuration: Sendable {
@@ -114,6 +119,15 @@ public final class FakeDashScopeGeneration: Sendable {
             return try await error(out, 400, "Bad Request", code: "InvalidParameter", message: "result_format must be text or message")
         }
         let incremental = parameters["incremental_output"] as? Bool ?? false
+        let thinkingProblem: String? =
+            parameters["enable_thinking"].map { !($0 is Bool) } == true
+            ? "enable_thinking must be a boolean"
+            : parameters["thinking_budget"].map { ($0 as? Int).map { $0 < 1 } ?? true } == true
+                ? "thinking_budget must be a positive integer" : nil
+        if let thinkingProblem {
+            problems.withLock { $0.append("request \(index): \(thinkingProblem)") }
+            return try await error(out, 400, "Bad Request", code: "InvalidParameter", message: thinkingProblem)
+        }
         let prompt = messages.last { $0["role"] as? String == "user" }?["content"] as? String ?? ""
         let scenario = FakeScenario.of(prompt)
         let promptTokens = messages.reduce(0) { $0 + ($1["content"] as? String ?? "").count }
@@ -149,8 +163,15 @@ public final class FakeDashScopeGeneration: Sendable {
             answer = String(answer.dropFirst(partial.count))  // partial mode: only what follows
         }
         let id = requestID()
-        func document(_ content: String, finish: String, tokens: Int) -> [String: Any] {
+        let thinks =
+            lastMessage["role"] as? String != "tool"
+            && (parameters["enable_thinking"] as? Bool == true || FakeReasoning.asked(in: prompt))
+        let thought = thinks ? FakeReasoning.thought(for: prompt) : ""
+        var thoughtRandom = SplitMix64(seed: configuration.seed &+ 77 &+ UInt64(index))
+        let thoughtCuts = thinks ? characterCuts(thought, using: &thoughtRandom) : []
+        func document(_ content: String, finish: String, tokens: Int, reasoning: String? = nil) -> [String: Any] {
             var message: [String: Any] = ["role": "assistant", "content": content]
+            if thinks { message["reasoning_content"] = reasoning ?? (incremental ? "" : thought) }
             if !plan.calls.isEmpty {  // a whole (non-streamed) reply with calls
                 message["tool_calls"] = plan.calls.enumerated().map { number, call in
                     ["index": number, "id": call.id, "type": "function", "function": ["name": call.name, "arguments": call.arguments]]
@@ -160,17 +181,21 @@ public final class FakeDashScopeGeneration: Sendable {
                 resultFormat == "message"
                 ? ["choices": [["message": message, "finish_reason": finish]]]
                 : ["text": content, "finish_reason": finish]
-            return [
-                "output": output,
-                "usage": ["input_tokens": promptTokens, "output_tokens": tokens, "total_tokens": promptTokens + tokens],
-                "request_id": id,
+            var usage: [String: Any] = [
+                "input_tokens": promptTokens, "output_tokens": tokens + thoughtCuts.count,
+                "total_tokens": promptTokens + tokens + thoughtCuts.count,
             ]
+            if thinks { usage["output_tokens_details"] = ["reasoning_tokens": thoughtCuts.count] }
+            return ["output": output, "usage": usage, "request_id": id]
         }
         var random = SplitMix64(seed: configuration.seed &+ UInt64(index))
         let cuts = characterCuts(answer, using: &random)
         let finish = scenario == .length ? "length" : "stop"
         guard request.headers.first(name: "x-dashscope-sse")?.lowercased() == "enable" else {
-            let body = json(document(plan.calls.isEmpty ? answer : "", finish: plan.calls.isEmpty ? finish : "tool_calls", tokens: cuts.count))
+            let body = json(
+                document(
+                    plan.calls.isEmpty ? answer : "", finish: plan.calls.isEmpty ? finish : "tool_calls", tokens: cuts.count,
+                    reasoning: thought))
             try await out.respond(200, "OK", headers: [("Content-Type", "application/json")], body: body)
             return .close
         }
@@ -179,19 +204,26 @@ public final class FakeDashScopeGeneration: Sendable {
         let failing: Set<FakeScenario> = [.errorMidAnswer, .drop]
         let shown = failing.contains(scenario) ? Array(cuts.prefix(max(1, cuts.count / 3))) : cuts
         var stream = ""
+        var thoughtStart = thought.startIndex
+        for (number, cut) in thoughtCuts.enumerated() {
+            let piece = incremental ? String(thought[thoughtStart..<cut]) : String(thought[..<cut])
+            let data = json(document("", finish: "null", tokens: 0, reasoning: piece))
+            stream += "id:\(number + 1)\nevent:result\n:HTTP_STATUS/200\ndata:\(data)\n\n"
+            thoughtStart = cut
+        }
         var start = answer.startIndex
         for (number, cut) in shown.enumerated() {
             let content = incremental ? String(answer[start..<cut]) : String(answer[..<cut])
             let last = cut == answer.endIndex && !failing.contains(scenario)
             let data = json(document(content, finish: last ? finish : "null", tokens: number + 1))
-            stream += "id:\(number + 1)\nevent:result\n:HTTP_STATUS/200\ndata:\(data)\n\n"
+            stream += "id:\(thoughtCuts.count + number + 1)\nevent:result\n:HTTP_STATUS/200\ndata:\(data)\n\n"
             start = cut
         }
         if scenario == .errorMidAnswer {
             let data = json([
                 "code": "DataInspectionFailed", "message": "Output data may contain inappropriate content.", "request_id": id,
             ])
-            stream += "id:\(shown.count + 1)\nevent:error\n:HTTP_STATUS/400\ndata:\(data)\n\n"
+            stream += "id:\(thoughtCuts.count + shown.count + 1)\nevent:error\n:HTTP_STATUS/400\ndata:\(data)\n\n"
         }
         let pause = scenario == .slow ? configuration.pause * 40 : configuration.pause
         try await out.stream(split(stream, every: 5 + Int(random.next() % 60)), pause: pause)

@@ -12,7 +12,11 @@ import Synchronization
 /// arguments in pieces; `finish_reason: "tool_calls"`, a usage chunk when
 /// `stream_options.include_usage`, and `[DONE]` — or as one `chat.completion`. Text answers
 /// stream as `delta.content`. The prompt `#drop-mid-call` cuts the connection in the middle
-/// of the first call's arguments. Problems are answered with OpenAI's 400 error body and
+/// of the first call's arguments. A model whose name contains `reasoner`, or a prompt with
+/// `#think`, reasons first, as DeepSeek does: `delta.reasoning_content` pieces (with `content`
+/// null) before the answer, `message.reasoning_content` in a whole reply, and
+/// `usage.completion_tokens_details.reasoning_tokens`; `#think-alias` uses the `reasoning` field
+/// (vLLM, Ollama) instead. `reasoning_effort` must be none, minimal, low, medium or high. Problems are answered with OpenAI's 400 error body and
 /// recorded in ``violations``.
 public final class FakeOpenAIChat: LoopbackFake {
     /// The key requests must carry.
@@ -66,6 +70,11 @@ public final class FakeOpenAIChat: LoopbackFake {
                 return try await refuse(out, index, "parallel_tool_calls must be a boolean, and only with tools")
             }
         }
+        if let effort = body["reasoning_effort"] {
+            guard let value = effort as? String, ["none", "minimal", "low", "medium", "high"].contains(value) else {
+                return try await refuse(out, index, "reasoning_effort must be one of none, minimal, low, medium, high")
+            }
+        }
         let stream = body["stream"] as? Bool ?? false
         if body["stream_options"] != nil && !stream {
             return try await refuse(out, index, "stream_options is only allowed when stream is true")
@@ -80,12 +89,21 @@ public final class FakeOpenAIChat: LoopbackFake {
             ? (last["role"] as? String == "tool" ? FakeToolPlan.answer(toResult: prompt) : FakeAnswers().answer(to: prompt, round: 1))
             : ""
         let finish = plan.calls.isEmpty ? "stop" : "tool_calls"
-        let usage: [String: Any] = ["prompt_tokens": 31, "completion_tokens": 17, "total_tokens": 48]
         let model = body["model"] as? String ?? ""
+        let thinks = model.contains("reasoner") || FakeReasoning.asked(in: prompt)
+        let thought = thinks ? FakeReasoning.thought(for: prompt) : ""
+        let reasoningField = prompt.contains("#think-alias") ? "reasoning" : "reasoning_content"
+        var usage: [String: Any] = ["prompt_tokens": 31, "completion_tokens": 17, "total_tokens": 48]
+        if thinks {
+            usage["completion_tokens"] = 17 + thought.count
+            usage["total_tokens"] = 48 + thought.count
+            usage["completion_tokens_details"] = ["reasoning_tokens": thought.count]
+        }
         let base: [String: Any] = ["id": "chatcmpl-fake\(index)", "created": 1_700_000_000, "model": model]
 
         guard stream else {
             var message: [String: Any] = ["role": "assistant", "content": plan.calls.isEmpty ? text : NSNull(), "refusal": NSNull()]
+            if thinks { message[reasoningField] = thought }
             if !plan.calls.isEmpty {
                 message["tool_calls"] = plan.calls.map {
                     ["id": $0.id, "type": "function", "function": ["name": $0.name, "arguments": $0.arguments]]
@@ -104,7 +122,10 @@ public final class FakeOpenAIChat: LoopbackFake {
             chunk["choices"] = [["index": 0, "delta": delta, "finish_reason": finish.map { $0 as Any } ?? NSNull(), "logprobs": NSNull()]]
             return "data: \(json(chunk))\n\n"
         }
-        var events = [chunk(["role": "assistant", "content": plan.calls.isEmpty ? "" : NSNull()])]
+        var events = [chunk(["role": "assistant", "content": plan.calls.isEmpty && !thinks ? "" : NSNull()])]
+        for piece in FakeToolPlan.pieces(thought, seed: UInt64(index) &+ 101) {
+            events.append(chunk([reasoningField: piece, "content": NSNull()]))
+        }
         for piece in FakeToolPlan.pieces(text, seed: UInt64(index)) { events.append(chunk(["content": piece])) }
         let dropping = prompt.contains("#drop-mid-call")
         var dropped = false

@@ -9,6 +9,8 @@ final class ScriptedProvider: LanguageModelProvider {
         case finish(FinishReason)
         case state(DialogState)
         case tool(ToolCallEvent)
+        case reasoning(String)
+        case reasoningEnd(ReasoningPart)
         case fail(ProviderError)
         case failForeign
         /// Waits until cancelled (bounded to 10 s so a broken test cannot hang).
@@ -61,6 +63,8 @@ final class ScriptedProvider: LanguageModelProvider {
                     case .finish(let reason): continuation.yield(.finished(reason))
                     case .state(let state): continuation.yield(.dialogState(state))
                     case .tool(let step): continuation.yield(.toolCall(step))
+                    case .reasoning(let text): continuation.yield(.reasoningDelta(text))
+                    case .reasoningEnd(let part): continuation.yield(.reasoningEnded(part))
                     case .fail(let error):
                         continuation.finish(throwing: error)
                         return
