@@ -1,0 +1,341 @@
+/// Python's `str`, `list` and `dict` methods that jinja2's immutable sandbox lets templates call.
+extension Evaluator {
+    func callMethod(
+        _ receiver: JinjaValue, _ name: String, _ positional: [JinjaValue], _ keyword: [(String, JinjaValue)], _ position: SourcePosition
+    ) throws -> JinjaValue {
+        if Builtins.mutatingMethods.contains(name), !(name == "pop" && isStringValue(receiver)) {
+            throw TemplateError(.security, "access to attribute '\(name)' of '\(receiver.typeName)' object is unsafe", at: position)
+        }
+        func arg(_ i: Int, _ key: String) -> JinjaValue? {
+            if i < positional.count { return positional[i] }
+            return keyword.first { $0.0 == key }?.1
+        }
+        func stringArg(_ i: Int, _ key: String) throws -> String? {
+            guard let v = arg(i, key) else { return nil }
+            if case .none = v { return nil }
+            guard case .string(let s) = v else {
+                throw TemplateError(.type, "\(name)() argument must be str, not \(v.typeName)", at: position)
+            }
+            return s
+        }
+        switch receiver {
+        case .string(let s):
+            return try stringMethod(s, name, positional, arg, stringArg, position)
+        case .list(let a), .tuple(let a):
+            switch name {
+            case "index":
+                guard let x = arg(0, "value"), let i = a.firstIndex(where: { PythonFormat.equal($0, x) }) else {
+                    throw TemplateError(.type, "value is not in list", at: position)
+                }
+                return .int(i)
+            case "count":
+                guard let x = arg(0, "value") else { throw TemplateError(.type, "count() takes exactly one argument", at: position) }
+                return .int(a.filter { PythonFormat.equal($0, x) }.count)
+            case "copy":
+                return receiver
+            default: break
+            }
+        case .dict(let d):
+            switch name {
+            case "items": return .list(d.entries.map { .tuple([$0.key, $0.value]) })
+            case "keys": return .list(d.keys)
+            case "values": return .list(d.values)
+            case "get":
+                guard let key = arg(0, "key") else { throw TemplateError(.type, "get expected at least 1 argument, got 0", at: position) }
+                return d[key] ?? arg(1, "default") ?? JinjaValue.none
+            case "copy": return receiver
+            default: break
+            }
+        default: break
+        }
+        throw TemplateError(.unsupported, "method '\(name)' of '\(receiver.typeName)' is not supported", at: position)
+    }
+
+    private func isStringValue(_ v: JinjaValue) -> Bool {
+        if case .string = v { return true }
+        return false
+    }
+
+    private func stringMethod(
+        _ s: String, _ name: String, _ positional: [JinjaValue], _ arg: (Int, String) -> JinjaValue?,
+        _ stringArg: (Int, String) throws -> String?, _ position: SourcePosition
+    ) throws -> JinjaValue {
+        switch name {
+        case "strip": return .string(StringOps.strip(s, try stringArg(0, "chars"), leading: true, trailing: true))
+        case "lstrip": return .string(StringOps.strip(s, try stringArg(0, "chars"), leading: true, trailing: false))
+        case "rstrip": return .string(StringOps.strip(s, try stringArg(0, "chars"), leading: false, trailing: true))
+        case "split", "rsplit":
+            let sep = try stringArg(0, "sep")
+            let maxSplit = arg(1, "maxsplit").flatMap(intValue) ?? -1
+            if sep == "" { throw TemplateError(.type, "empty separator", at: position) }
+            let parts = StringOps.split(s, sep, maxSplit: maxSplit, fromRight: name == "rsplit")
+            try checkList(parts.count, position)
+            try tick(position, parts.count / 16)
+            return .list(parts.map { .string($0) })
+        case "splitlines":
+            return .list(StringOps.splitlines(s, keepEnds: arg(0, "keepends")?.isTruthy ?? false).map { .string($0) })
+        case "startswith", "endswith":
+            guard let p = arg(0, "prefix") else { throw TemplateError(.type, "\(name)() takes at least 1 argument", at: position) }
+            var candidates: [String] = []
+            switch p {
+            case .string(let x): candidates = [x]
+            case .tuple(let xs), .list(let xs):
+                for x in xs {
+                    guard case .string(let c) = x else { throw TemplateError(.type, "tuple for \(name) must only contain str", at: position) }
+                    candidates.append(c)
+                }
+            default: throw TemplateError(.type, "\(name) first arg must be str or a tuple of str, not \(p.typeName)", at: position)
+            }
+            let scalars = Array(s.unicodeScalars)
+            return .bool(candidates.contains { c in
+                let cs = Array(c.unicodeScalars)
+                guard cs.count <= scalars.count else { return false }
+                return name == "startswith" ? Array(scalars.prefix(cs.count)) == cs : Array(scalars.suffix(cs.count)) == cs
+            })
+        case "upper": return .string(s.uppercased())
+        case "lower": return .string(s.lowercased())
+        case "casefold": return .string(s.lowercased())
+        case "swapcase":
+            return .string(String(s.map { c in c.isUppercase ? Character(c.lowercased()) : (c.isLowercase ? Character(c.uppercased()) : c) }))
+        case "title": return .string(StringOps.pythonTitle(s))
+        case "capitalize": return .string(StringOps.capitalize(s))
+        case "replace":
+            guard let old = try stringArg(0, "old"), let new = try stringArg(1, "new") else {
+                throw TemplateError(.type, "replace() takes at least 2 arguments", at: position)
+            }
+            let count = arg(2, "count").flatMap(intValue) ?? -1
+            let result = StringOps.replace(s, old, new, count: count)
+            return try checkString(result, position)
+        case "find", "rfind", "index", "rindex":
+            guard let sub = try stringArg(0, "sub") else { throw TemplateError(.type, "\(name)() takes at least 1 argument", at: position) }
+            let found = StringOps.find(s, sub, fromRight: name.hasPrefix("r"))
+            if found < 0 && name.hasSuffix("index") { throw TemplateError(.type, "substring not found", at: position) }
+            return .int(found)
+        case "count":
+            guard let sub = try stringArg(0, "sub") else { throw TemplateError(.type, "count() takes at least 1 argument", at: position) }
+            if sub.isEmpty { return .int(s.unicodeScalars.count + 1) }
+            return .int(StringOps.split(s, sub, maxSplit: -1, fromRight: false).count - 1)
+        case "join":
+            guard let items = arg(0, "iterable") else { throw TemplateError(.type, "join() takes exactly one argument", at: position) }
+            var parts: [String] = []
+            for item in try iterate(items, position) {
+                guard case .string(let x) = item else {
+                    throw TemplateError(.type, "sequence item \(parts.count): expected str instance, \(item.typeName) found", at: position)
+                }
+                parts.append(x)
+            }
+            return try checkString(parts.joined(separator: s), position)
+        case "isdigit", "isdecimal", "isnumeric":
+            return .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { $0.properties.numericType != nil })
+        case "isalpha": return .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { $0.properties.isAlphabetic })
+        case "isalnum": return .bool(!s.isEmpty && s.unicodeScalars.allSatisfy { $0.properties.isAlphabetic || $0.properties.numericType != nil })
+        case "isspace": return .bool(!s.isEmpty && s.unicodeScalars.allSatisfy(PythonFormat.isSpace))
+        case "islower": return .bool(s.contains { $0.isCased } && s.lowercased() == s)
+        case "isupper": return .bool(s.contains { $0.isCased } && s.uppercased() == s)
+        case "removeprefix":
+            let p = try stringArg(0, "prefix") ?? ""
+            return .string(s.hasPrefix(p) && !p.isEmpty ? String(s.unicodeScalars.dropFirst(p.unicodeScalars.count)) : s)
+        case "removesuffix":
+            let p = try stringArg(0, "suffix") ?? ""
+            return .string(!p.isEmpty && s.unicodeScalars.reversed().starts(with: p.unicodeScalars.reversed())
+                ? String(String.UnicodeScalarView(s.unicodeScalars.dropLast(p.unicodeScalars.count))) : s)
+        case "zfill", "center", "ljust", "rjust":
+            guard let width = arg(0, "width").flatMap(intValue) else { throw TemplateError(.type, "\(name)() needs an integer width", at: position) }
+            if width > limits.maxOutputBytes { throw TemplateError(.limit, "a string is longer than \(limits.maxOutputBytes) bytes", at: position) }
+            let fill = try stringArg(1, "fillchar") ?? (name == "zfill" ? "0" : " ")
+            let n = s.unicodeScalars.count
+            if width <= n { return .string(s) }
+            let pad = width - n
+            switch name {
+            case "ljust": return .string(s + String(repeating: fill, count: pad))
+            case "rjust": return .string(String(repeating: fill, count: pad) + s)
+            case "zfill":
+                if s.hasPrefix("-") || s.hasPrefix("+") { return .string(String(s.prefix(1)) + String(repeating: "0", count: pad) + s.dropFirst()) }
+                return .string(String(repeating: "0", count: pad) + s)
+            default:
+                let left = pad / 2 + (pad & width & 1)
+                return .string(String(repeating: fill, count: left) + s + String(repeating: fill, count: pad - left))
+            }
+        case "partition", "rpartition":
+            guard let sep = try stringArg(0, "sep"), !sep.isEmpty else { throw TemplateError(.type, "empty separator", at: position) }
+            let parts = StringOps.split(s, sep, maxSplit: 1, fromRight: name == "rpartition")
+            if parts.count == 2 { return .tuple([.string(parts[0]), .string(sep), .string(parts[1])]) }
+            return name == "partition" ? .tuple([.string(s), "", ""]) : .tuple(["", "", .string(s)])
+        default:
+            throw TemplateError(.unsupported, "method '\(name)' of 'str' is not supported", at: position)
+        }
+    }
+}
+
+/// Python string operations on Unicode scalars (Python indexes code points, not graphemes).
+enum StringOps {
+    static func strip(_ s: String, _ chars: String?, leading: Bool, trailing: Bool) -> String {
+        let set = chars.map { Set($0.unicodeScalars) }
+        func strippable(_ c: Unicode.Scalar) -> Bool { set?.contains(c) ?? PythonFormat.isSpace(c) }
+        let scalars = s.unicodeScalars
+        var lo = scalars.startIndex, hi = scalars.endIndex
+        if leading { while lo < hi, strippable(scalars[lo]) { lo = scalars.index(after: lo) } }
+        if trailing {
+            while hi > lo {
+                let prev = scalars.index(before: hi)
+                if !strippable(scalars[prev]) { break }
+                hi = prev
+            }
+        }
+        return String(scalars[lo..<hi])
+    }
+
+    /// `str.split(sep, maxsplit)` / `rsplit`; `sep == nil` splits on runs of whitespace.
+    static func split(_ s: String, _ sep: String?, maxSplit: Int, fromRight: Bool) -> [String] {
+        let scalars = Array(s.unicodeScalars)
+        func make(_ r: Range<Int>) -> String { String(String.UnicodeScalarView(scalars[r])) }
+        guard let sep else {
+            // Whitespace split: no empty strings.
+            var ranges: [Range<Int>] = []
+            if !fromRight {
+                var i = 0
+                var splits = 0
+                while i < scalars.count {
+                    while i < scalars.count, PythonFormat.isSpace(scalars[i]) { i += 1 }
+                    if i >= scalars.count { break }
+                    if maxSplit >= 0 && splits >= maxSplit {
+                        var end = scalars.count
+                        while end > i, PythonFormat.isSpace(scalars[end - 1]) { end -= 1 }
+                        ranges.append(i..<end)
+                        break
+                    }
+                    let start = i
+                    while i < scalars.count, !PythonFormat.isSpace(scalars[i]) { i += 1 }
+                    ranges.append(start..<i)
+                    splits += 1
+                }
+                return ranges.map(make)
+            }
+            var i = scalars.count
+            var splits = 0
+            while i > 0 {
+                while i > 0, PythonFormat.isSpace(scalars[i - 1]) { i -= 1 }
+                if i <= 0 { break }
+                if maxSplit >= 0 && splits >= maxSplit {
+                    var start = 0
+                    while start < i, PythonFormat.isSpace(scalars[start]) { start += 1 }
+                    ranges.append(start..<i)
+                    break
+                }
+                let end = i
+                while i > 0, !PythonFormat.isSpace(scalars[i - 1]) { i -= 1 }
+                ranges.append(i..<end)
+                splits += 1
+            }
+            return ranges.reversed().map(make)
+        }
+        let sepScalars = Array(sep.unicodeScalars)
+        let m = sepScalars.count
+        func matches(at i: Int) -> Bool {
+            guard i >= 0, i + m <= scalars.count else { return false }
+            for k in 0..<m where scalars[i + k] != sepScalars[k] { return false }
+            return true
+        }
+        var parts: [String] = []
+        if !fromRight {
+            var start = 0, i = 0
+            while i + m <= scalars.count {
+                if (maxSplit < 0 || parts.count < maxSplit) && matches(at: i) {
+                    parts.append(make(start..<i))
+                    i += m
+                    start = i
+                } else {
+                    i += 1
+                }
+            }
+            parts.append(make(start..<scalars.count))
+            return parts
+        }
+        var end = scalars.count, i = scalars.count - m
+        while i >= 0 {
+            if (maxSplit < 0 || parts.count < maxSplit) && matches(at: i) {
+                parts.append(make((i + m)..<end))
+                end = i
+                i -= m
+            } else {
+                i -= 1
+            }
+        }
+        parts.append(make(0..<end))
+        return parts.reversed()
+    }
+
+    static func isLineBreak(_ c: Unicode.Scalar) -> Bool {
+        switch c.value {
+        case 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x85, 0x2028, 0x2029: return true
+        default: return false
+        }
+    }
+
+    static func splitlines(_ s: String, keepEnds: Bool) -> [String] {
+        let scalars = Array(s.unicodeScalars)
+        var lines: [String] = []
+        var start = 0, i = 0
+        while i < scalars.count {
+            if isLineBreak(scalars[i]) {
+                var end = i + 1
+                if scalars[i] == "\r", i + 1 < scalars.count, scalars[i + 1] == "\n" { end = i + 2 }
+                lines.append(String(String.UnicodeScalarView(scalars[start..<(keepEnds ? end : i)])))
+                start = end
+                i = end
+            } else {
+                i += 1
+            }
+        }
+        if start < scalars.count { lines.append(String(String.UnicodeScalarView(scalars[start...]))) }
+        return lines
+    }
+
+    static func replace(_ s: String, _ old: String, _ new: String, count: Int) -> String {
+        if old.isEmpty {
+            // Python inserts `new` between every character (and at both ends).
+            var out = new
+            var n = 1
+            for c in s.unicodeScalars {
+                out.unicodeScalars.append(c)
+                if count < 0 || n < count { out += new; n += 1 }
+            }
+            return out
+        }
+        let parts = split(s, old, maxSplit: count, fromRight: false)
+        return parts.joined(separator: new)
+    }
+
+    static func find(_ s: String, _ sub: String, fromRight: Bool) -> Int {
+        let a = Array(s.unicodeScalars), b = Array(sub.unicodeScalars)
+        if b.count > a.count { return -1 }
+        let candidates = fromRight ? Array(stride(from: a.count - b.count, through: 0, by: -1)) : Array(0...(a.count - b.count))
+        for i in candidates {
+            var ok = true
+            for k in 0..<b.count where a[i + k] != b[k] { ok = false; break }
+            if ok { return i }
+        }
+        return -1
+    }
+
+    /// Python's `str.title()`: uppercase after any non-cased character.
+    static func pythonTitle(_ s: String) -> String {
+        var out = ""
+        var previousCased = false
+        for c in s {
+            if c.isCased {
+                out += previousCased ? c.lowercased() : c.uppercased()
+                previousCased = true
+            } else {
+                out.append(c)
+                previousCased = false
+            }
+        }
+        return out
+    }
+
+    static func capitalize(_ s: String) -> String {
+        guard let first = s.first else { return s }
+        return first.uppercased() + s.dropFirst().lowercased()
+    }
+}

@@ -1,0 +1,193 @@
+/// A value a template sees or makes: Python's data model as jinja2 exposes it.
+///
+/// Lists, tuples and dicts are values (Swift copy-on-write): the sandbox transformers renders in
+/// forbids mutating them, so sharing is never observable. Namespaces, loops and callables are
+/// objects that only exist inside one render.
+public enum JinjaValue: @unchecked Sendable {
+    // @unchecked: the payloads are immutable values except `object`, whose classes (namespaces,
+    // loop state, macros) are created by one render and never escape it to another thread.
+
+    /// jinja2's `Undefined`; the payload names what was missing (for error messages).
+    case undefined(String)
+    /// Python's `None`.
+    case none
+    /// A `bool`.
+    case bool(Bool)
+    /// An `int` (64-bit here; overflow is a typed error, not a big integer).
+    case int(Int)
+    /// A `float`.
+    case float(Double)
+    /// A `str`.
+    case string(String)
+    /// A `list`.
+    case list([JinjaValue])
+    /// A `tuple` (printed with parentheses, unequal to a list).
+    case tuple([JinjaValue])
+    /// A `dict` (insertion-ordered).
+    case dict(JinjaDict)
+    /// A namespace, loop, macro or builtin function (made by the template, not by callers).
+    case object(JinjaObject)
+
+    /// Python truthiness (`Undefined` is false).
+    public var isTruthy: Bool {
+        switch self {
+        case .undefined, .none: return false
+        case .bool(let b): return b
+        case .int(let i): return i != 0
+        case .float(let d): return d != 0
+        case .string(let s): return !s.isEmpty
+        case .list(let a), .tuple(let a): return !a.isEmpty
+        case .dict(let d): return !d.isEmpty
+        case .object: return true
+        }
+    }
+
+    /// Whether this is jinja2's `Undefined`.
+    public var isUndefined: Bool {
+        if case .undefined = self { return true }
+        return false
+    }
+
+    /// Python's type name, for error messages that match Python's.
+    var typeName: String {
+        switch self {
+        case .undefined: return "Undefined"
+        case .none: return "NoneType"
+        case .bool: return "bool"
+        case .int: return "int"
+        case .float: return "float"
+        case .string: return "str"
+        case .list: return "list"
+        case .tuple: return "tuple"
+        case .dict: return "dict"
+        case .object(let o): return o.typeName
+        }
+    }
+}
+
+extension JinjaValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
+{
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int) { self = .int(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    public init(floatLiteral value: Double) { self = .float(value) }
+    public init(arrayLiteral elements: JinjaValue...) { self = .list(elements) }
+    public init(dictionaryLiteral elements: (String, JinjaValue)...) {
+        var d = JinjaDict()
+        for (k, v) in elements { d[.string(k)] = v }
+        self = .dict(d)
+    }
+    public init(nilLiteral: ()) { self = .none }
+}
+
+/// A dict key as Python hashes it: `True == 1 == 1.0` are one key.
+struct DictKey: Hashable {
+    enum Storage: Hashable {
+        case none, int(Int), float(Double), string(String), other(String)
+    }
+    let storage: Storage
+
+    init(_ value: JinjaValue) {
+        switch value {
+        case .none, .undefined: storage = .none
+        case .bool(let b): storage = .int(b ? 1 : 0)
+        case .int(let i): storage = .int(i)
+        case .float(let d):
+            if d == d.rounded(), abs(d) < 9e18 { storage = .int(Int(d)) } else { storage = .float(d) }
+        case .string(let s): storage = .string(s)
+        default: storage = .other(PythonFormat.repr(value, depth: 0, limit: 32))
+        }
+    }
+}
+
+/// An insertion-ordered dict, as Python's.
+public struct JinjaDict: Sendable {
+    private(set) var keys: [JinjaValue] = []
+    private var storage: [DictKey: (index: Int, value: JinjaValue)] = [:]
+
+    /// An empty dict.
+    public init() {}
+
+    /// The number of entries.
+    public var count: Int { keys.count }
+    /// Whether the dict is empty.
+    public var isEmpty: Bool { keys.isEmpty }
+
+    /// The value under `key`, or nil; setting appends a new key or replaces the value in place.
+    public subscript(key: JinjaValue) -> JinjaValue? {
+        get { storage[DictKey(key)]?.value }
+        set {
+            let k = DictKey(key)
+            if let newValue {
+                if let old = storage[k] {
+                    storage[k] = (old.index, newValue)
+                } else {
+                    storage[k] = (keys.count, newValue)
+                    keys.append(key)
+                }
+            } else if storage[k] != nil {
+                // Removal is rare (never done by templates); rebuild the order.
+                storage[k] = nil
+                keys.removeAll { DictKey($0) == k }
+                for (i, key) in keys.enumerated() { storage[DictKey(key)]?.index = i }
+            }
+        }
+    }
+
+    /// The value under a string key.
+    public subscript(string key: String) -> JinjaValue? {
+        storage[DictKey(.string(key))]?.value
+    }
+
+    /// The entries in insertion order.
+    public var entries: [(key: JinjaValue, value: JinjaValue)] {
+        keys.map { ($0, storage[DictKey($0)]?.value ?? JinjaValue.none) }
+    }
+
+    /// The values in insertion order.
+    public var values: [JinjaValue] { keys.map { storage[DictKey($0)]?.value ?? JinjaValue.none } }
+}
+
+/// A reference object inside one render: a namespace, a loop, a callable.
+public class JinjaObject: @unchecked Sendable {
+    // @unchecked: created and used by one render on one thread (see JinjaValue).
+    var typeName: String { "object" }
+}
+
+/// `namespace(...)`: the one mutable object a template can make (`{% set ns.x = 1 %}`).
+final class NamespaceObject: JinjaObject, @unchecked Sendable {
+    var attributes = JinjaDict()
+    override var typeName: String { "Namespace" }
+}
+
+/// A callable: a macro, a builtin, a bound method, `caller`, `loop.cycle`.
+final class CallableObject: JinjaObject, @unchecked Sendable {
+    enum Kind {
+        case macro(MacroDefinition, Scope)
+        case caller(MacroDefinition, Scope)
+        case builtin(String)
+        case method(JinjaValue, String)
+        case loopMethod(LoopObject, String)
+    }
+    let kind: Kind
+    init(_ kind: Kind) { self.kind = kind }
+    override var typeName: String {
+        switch kind {
+        case .macro: return "Macro"
+        case .caller: return "Macro"
+        case .builtin: return "builtin_function_or_method"
+        case .method: return "builtin_function_or_method"
+        case .loopMethod: return "method"
+        }
+    }
+}
+
+/// The `loop` variable of a `for`.
+final class LoopObject: JinjaObject, @unchecked Sendable {
+    var items: [JinjaValue] = []
+    var index0 = 0
+    var depth0 = 0
+    var lastChanged: [JinjaValue]? = nil
+    override var typeName: String { "LoopContext" }
+}

@@ -1,0 +1,45 @@
+import Foundation
+
+/// A compiled Jinja template, rendered as Hugging Face transformers renders chat templates:
+/// jinja2's `ImmutableSandboxedEnvironment` with `trim_blocks` and `lstrip_blocks`, the
+/// `loopcontrols` extension (`break`, `continue`), the `{% generation %}` tag, and the globals
+/// `raise_exception`, `strftime_now`, `namespace`, `dict`, `range` and the `tojson` filter
+/// (`json.dumps` with `ensure_ascii=False`).
+///
+/// Compiling and rendering never trap on template input: every failure is a `TemplateError`
+/// with a line and column, and `TemplateLimits` bounds size, time and depth.
+public struct Template: @unchecked Sendable {
+    // @unchecked: the syntax tree is immutable after parsing (its classes hold only `let`s).
+    let nodes: [Node]
+    /// The template's source text.
+    public let source: String
+    /// The bounds every render of this template runs under.
+    public let limits: TemplateLimits
+
+    /// Compiles `source`.
+    ///
+    /// - Throws: `TemplateError` (`.syntax`, `.unsupported`, or `.limit` when the source is larger
+    ///   than `limits.maxTemplateBytes` or nests deeper than `limits.maxNesting`).
+    public init(_ source: String, limits: TemplateLimits = .default) throws {
+        if source.utf8.count > limits.maxTemplateBytes {
+            throw TemplateError(.limit, "template is \(source.utf8.count) bytes, more than the limit of \(limits.maxTemplateBytes)")
+        }
+        self.source = source
+        self.limits = limits
+        self.nodes = try Parser.parse(source, limits: limits)
+    }
+
+    /// Renders the template with `context` as its variables.
+    ///
+    /// - Parameters:
+    ///   - now: the time `strftime_now` formats.
+    ///   - timeZone: the zone `strftime_now` formats `now` in (Python's `datetime.now()` is local).
+    /// - Throws: `TemplateError` for anything the template does wrong, including
+    ///   `raise_exception(...)` (`.raised`, with the template's message) and bounds (`.limit`).
+    public func render(_ context: [String: JinjaValue], now: Date = Date(), timeZone: TimeZone = .current) throws -> String {
+        let evaluator = Evaluator(limits: limits, now: now, timeZone: timeZone)
+        let scope = Scope(context, parent: nil)
+        _ = try evaluator.run(nodes, scope)
+        return evaluator.buffers[0]
+    }
+}
