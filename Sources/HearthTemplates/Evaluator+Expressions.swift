@@ -56,7 +56,12 @@ extension Evaluator {
             }
         case .binary(let op, let l, let r, let position):
             try tick(position)
-            return try binary(op, try eval(l, scope), try eval(r, scope), position)
+            let left = try eval(l, scope), right = try eval(r, scope)
+            if op == "+", Self.isMarkup(l) || Self.isMarkup(r), case .string(let a) = left, case .string(let b) = right {
+                // markupsafe's Markup + str escapes the plain side (`"'"|safe + name`).
+                return try checkString((Self.isMarkup(l) ? a : htmlEscape(a)) + (Self.isMarkup(r) ? b : htmlEscape(b)), position)
+            }
+            return try binary(op, left, right, position)
         case .concat(let items, let position):
             var s = ""
             for item in items { s += try str(try eval(item, scope), position) }
@@ -81,6 +86,17 @@ extension Evaluator {
             if try eval(test, scope).isTruthy { return try eval(then, scope) }
             if let otherwise { return try eval(otherwise, scope) }
             return .undefined("the conditional expression had no else branch")
+        }
+    }
+
+    /// Whether an expression's value is markupsafe's `Markup` (the result of `safe` or `escape`,
+    /// or of `+` with one): known from the syntax, which covers the templates' use
+    /// (`"…"|safe + text`); a `Markup` stored in a variable is a plain string here.
+    static func isMarkup(_ expr: Expr) -> Bool {
+        switch expr {
+        case .filter(_, let name, _, _): return ["safe", "escape", "e", "forceescape"].contains(name)
+        case .binary("+", let l, let r, _): return isMarkup(l) || isMarkup(r)
+        default: return false
         }
     }
 
@@ -125,10 +141,12 @@ extension Evaluator {
             return a.contains { PythonFormat.equal($0, needle) }
         case .dict(let d):
             return d[needle] != nil
-        case .undefined(let name):
-            throw undefinedError(name, position)
+        case .undefined:
+            return false  // jinja2's Undefined iterates as empty
         case .object(let o):
-            if let ns = o as? NamespaceObject { _ = ns }
+            if let generator = o as? GeneratorObject {
+                return generator.items.contains { PythonFormat.equal($0, needle) }
+            }
             throw TemplateError(.type, "argument of type '\(o.typeName)' is not iterable", at: position)
         default:
             throw TemplateError(.type, "argument of type '\(container.typeName)' is not iterable", at: position)

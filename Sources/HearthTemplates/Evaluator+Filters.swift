@@ -86,16 +86,17 @@ extension Evaluator {
         case "last":
             if case .undefined(let n) = value { throw undefinedError(n, position) }
             if case .dict = value { throw TemplateError(.type, "'dict' object is not reversible", at: position) }
+            if case .object(let o) = value, o is GeneratorObject { throw TemplateError(.type, "'generator' object is not reversible", at: position) }
             return try iterate(value, position).last ?? .undefined("no last item, sequence was empty")
         case "list":
             return .list(try iterate(value, position))
         case "reverse":
             if case .string(let s) = value { return .string(String(String.UnicodeScalarView(s.unicodeScalars.reversed()))) }
-            return .list(try iterate(value, position).reversed())
+            return .object(GeneratorObject(try iterate(value, position).reversed()))
         case "items":
-            if value.isUndefined { return .list([]) }
+            if value.isUndefined { return .object(GeneratorObject([])) }
             guard case .dict(let d) = value else { throw TemplateError(.type, "items filter expects a mapping, got \(value.typeName)", at: position) }
-            return .list(d.entries.map { .tuple([$0.key, $0.value]) })
+            return .object(GeneratorObject(d.entries.map { .tuple([$0.key, $0.value]) }))
         case "int":
             let def = arg(0, "default") ?? .int(0)
             let base = arg(1, "base").flatMap(intValue) ?? 10
@@ -142,7 +143,7 @@ extension Evaluator {
             let scaled = d * scale
             let rounded: Double
             switch method {
-            case "common": rounded = scaled.rounded(.toNearestOrAwayFromZero)
+            case "common": rounded = scaled.rounded(.toNearestOrEven)  // Python's round()
             case "ceil": rounded = scaled.rounded(.up)
             case "floor": rounded = scaled.rounded(.down)
             default: throw TemplateError(.type, "method must be common, ceil or floor", at: position)
@@ -176,23 +177,25 @@ extension Evaluator {
         case "wordcount":
             return .int(StringOps.split(try str(value, position), nil, maxSplit: -1, fromRight: false).count)
         case "map":
+            guard value.isTruthy else { return .object(GeneratorObject([])) }
             let items = try iterate(value, position)
             try tick(position, items.count)
             if let attribute = keyword.first(where: { $0.0 == "attribute" })?.1 {
                 let def = keyword.first { $0.0 == "default" }?.1
-                return .list(try items.map { item in
+                return .object(GeneratorObject(try items.map { item in
                     let v = try lookupAttribute(item, attribute, position)
                     if v.isUndefined, let def { return def }
                     return v
-                })
+                }))
             }
             guard case .string(let filterName) = positional.first ?? JinjaValue.none else {
                 throw TemplateError(.type, "map requires a filter name or attribute=", at: position)
             }
             guard Builtins.filters.contains(filterName) else { throw TemplateError(.unsupported, "no filter named '\(filterName)'", at: position) }
             let rest = Array(positional.dropFirst())
-            return .list(try items.map { try filter(filterName, $0, rest, keyword, position) })
+            return .object(GeneratorObject(try items.map { try filter(filterName, $0, rest, keyword, position) }))
         case "select", "reject", "selectattr", "rejectattr":
+            guard value.isTruthy else { return .object(GeneratorObject([])) }
             let items = try iterate(value, position)
             try tick(position, items.count)
             let byAttribute = name.hasSuffix("attr")
@@ -215,7 +218,7 @@ extension Evaluator {
                 let result = try testName.map { try applyTest($0, subject, rest, position) } ?? subject.isTruthy
                 if result == keep { out.append(item) }
             }
-            return .list(out)
+            return .object(GeneratorObject(out))
         case "unique":
             let caseSensitive = flag(0, "case_sensitive", false)
             let attribute = arg(1, "attribute")
@@ -230,7 +233,7 @@ extension Evaluator {
                     out.append(item)
                 }
             }
-            return .list(out)
+            return .object(GeneratorObject(out))
         case "sort":
             let reverse = flag(0, "reverse", false), caseSensitive = flag(1, "case_sensitive", false)
             let attribute = arg(2, "attribute")
@@ -395,7 +398,11 @@ extension Evaluator {
         case "float": if case .float = value { return true }; return false
         case "mapping": if case .dict = value { return true }; return false
         case "iterable":
-            switch value { case .string, .list, .tuple, .dict, .undefined: return true; case .object(let o): return o is LoopObject; default: return false }
+            switch value {
+            case .string, .list, .tuple, .dict, .undefined: return true
+            case .object(let o): return o is LoopObject || o is GeneratorObject
+            default: return false
+            }
         case "sequence":
             switch value { case .string, .list, .tuple, .dict, .undefined: return true; default: return false }
         case "callable":

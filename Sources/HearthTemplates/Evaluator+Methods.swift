@@ -51,6 +51,44 @@ extension Evaluator {
         throw TemplateError(.unsupported, "method '\(name)' of '\(receiver.typeName)' is not supported", at: position)
     }
 
+    /// `str.format` with positional (`{}`, `{0}`) and keyword (`{name}`) fields and `!r`/`!s`;
+    /// format specs are refused as unsupported.
+    private func pythonFormat(_ s: String, _ positional: [JinjaValue], _ arg: (Int, String) -> JinjaValue?, _ position: SourcePosition) throws -> String {
+        var out = ""
+        var auto = 0
+        var it = Array(s.unicodeScalars)[...]
+        while let c = it.popFirst() {
+            if c == "}" {
+                guard it.first == "}" else { throw TemplateError(.type, "Single '}' encountered in format string", at: position) }
+                it.removeFirst()
+                out += "}"
+                continue
+            }
+            guard c == "{" else { out.unicodeScalars.append(c); continue }
+            if it.first == "{" { it.removeFirst(); out += "{"; continue }
+            var field = ""
+            while let d = it.popFirst(), d != "}" { field.unicodeScalars.append(d) }
+            var conversion: String? = nil
+            if let bang = field.firstIndex(of: "!") {
+                conversion = String(field[field.index(after: bang)...])
+                field = String(field[..<bang])
+            }
+            if field.contains(":") { throw TemplateError(.unsupported, "format specs in str.format are not supported", at: position) }
+            let value: JinjaValue?
+            if field.isEmpty {
+                value = auto < positional.count ? positional[auto] : nil
+                auto += 1
+            } else if let i = Int(field) {
+                value = i < positional.count ? positional[i] : nil
+            } else {
+                value = arg(Int.max, field)
+            }
+            guard let value else { throw TemplateError(.type, "Replacement index \(field) out of range for positional args tuple", at: position) }
+            out += conversion == "r" ? PythonFormat.repr(value, depth: 0, limit: limits.maxValueDepth) : try str(value, position)
+        }
+        return out
+    }
+
     private func isStringValue(_ v: JinjaValue) -> Bool {
         if case .string = v { return true }
         return false
@@ -161,6 +199,8 @@ extension Evaluator {
             let parts = StringOps.split(s, sep, maxSplit: 1, fromRight: name == "rpartition")
             if parts.count == 2 { return .tuple([.string(parts[0]), .string(sep), .string(parts[1])]) }
             return name == "partition" ? .tuple([.string(s), "", ""]) : .tuple(["", "", .string(s)])
+        case "format":
+            return try checkString(try pythonFormat(s, positional, arg, position), position)
         default:
             throw TemplateError(.unsupported, "method '\(name)' of 'str' is not supported", at: position)
         }

@@ -101,6 +101,25 @@ final class Evaluator {
         }
     }
 
+    /// Refuses a container nested deeper than `maxValueDepth`, visiting containers only: a
+    /// variable re-wrapped in a loop (`{% set x = [x] %}`) must not grow without bound (Swift
+    /// would recurse that deep to print or even free it).
+    func checkContainerDepth(_ value: JinjaValue, _ position: SourcePosition?) throws {
+        var stack: [(JinjaValue, Int)] = [(value, 0)]
+        while let (v, d) = stack.popLast() {
+            if d > limits.maxValueDepth {
+                throw TemplateError(.limit, "a value nests deeper than \(limits.maxValueDepth) levels", at: position)
+            }
+            switch v {
+            case .list(let a), .tuple(let a):
+                for x in a { if case .list = x { stack.append((x, d + 1)) } else if case .tuple = x { stack.append((x, d + 1)) } else if case .dict = x { stack.append((x, d + 1)) } }
+            case .dict(let dict):
+                for x in dict.values { if case .list = x { stack.append((x, d + 1)) } else if case .tuple = x { stack.append((x, d + 1)) } else if case .dict = x { stack.append((x, d + 1)) } }
+            default: break
+            }
+        }
+    }
+
     // MARK: statements
 
     func run(_ nodes: [Node], _ scope: Scope) throws -> Flow {
@@ -175,6 +194,10 @@ final class Evaluator {
     }
 
     func assign(_ target: AssignTarget, _ value: JinjaValue, _ scope: Scope, _ position: SourcePosition?) throws {
+        switch value {
+        case .list, .tuple, .dict: try checkContainerDepth(value, position)
+        default: break
+        }
         switch target {
         case .name(let n):
             scope.variables[n] = value
@@ -212,6 +235,7 @@ final class Evaluator {
         case .undefined: return []
         case .object(let o):
             if let loop = o as? LoopObject { return loop.items }
+            if let generator = o as? GeneratorObject { return generator.items }
             throw TemplateError(.type, "'\(o.typeName)' object is not iterable", at: position)
         default:
             throw TemplateError(.type, "'\(value.typeName)' object is not iterable", at: position)

@@ -183,6 +183,14 @@ final class CallableObject: JinjaObject, @unchecked Sendable {
     }
 }
 
+/// What jinja2's `map`, `select`, `reject`, `selectattr` and `rejectattr` return: a Python
+/// generator, always true, without a length, not JSON; iterating, `list`, `join`, `first` work.
+final class GeneratorObject: JinjaObject, @unchecked Sendable {
+    let items: [JinjaValue]
+    init(_ items: [JinjaValue]) { self.items = items }
+    override var typeName: String { "generator" }
+}
+
 /// The `loop` variable of a `for`.
 final class LoopObject: JinjaObject, @unchecked Sendable {
     var items: [JinjaValue] = []

@@ -7,6 +7,9 @@ struct Parser {
     private var depth = 0
     private let maxDepth: Int
     private var loopDepth = 0
+    /// Inside an `if` or a conditional expression (jinja2's "soft" frame), an unknown filter or
+    /// test is an error only when it runs, as jinja2 raises it; elsewhere at compile time.
+    private var softDepth = 0
 
     static func parse(_ source: String, limits: TemplateLimits) throws -> [Node] {
         var parser = Parser(tokens: try Lexer.tokenize(source), maxDepth: limits.maxNesting)
@@ -147,6 +150,8 @@ struct Parser {
         advance()
         switch keyword {
         case "if":
+            softDepth += 1
+            defer { softDepth -= 1 }
             var branches: [(Expr, [Node])] = []
             var condition = try parseTuple()
             try expectBlockEnd()
@@ -178,7 +183,10 @@ struct Parser {
             }
             try expectBlockEnd()
             loopDepth += 1
+            let savedSoft = softDepth
+            softDepth = 0
             let (body, tag) = try parseRequiredBody(["endfor", "else"], for: "for", at: position)
+            softDepth = savedSoft
             loopDepth -= 1
             var otherwise: [Node] = []
             if tag == "else" {
@@ -203,10 +211,10 @@ struct Parser {
             let name = try expectName()
             let parameters = try parseSignature()
             try expectBlockEnd()
-            let savedLoops = loopDepth
-            loopDepth = 0
+            let savedLoops = loopDepth, savedSoft = softDepth
+            (loopDepth, softDepth) = (0, 0)
             let (body, _) = try parseRequiredBody(["endmacro"], for: "macro", at: position)
-            loopDepth = savedLoops
+            (loopDepth, softDepth) = (savedLoops, savedSoft)
             try expectBlockEnd()
             return .macro(MacroDefinition(name: name, parameters: parameters, body: body, position: position))
         case "call":
@@ -299,7 +307,9 @@ struct Parser {
             first = false
             let position = current.position
             let name = try parseDottedName()
-            guard Builtins.filters.contains(name) else { throw TemplateError(.unsupported, "no filter named '\(name)'", at: position) }
+            guard Builtins.filters.contains(name) || softDepth > 0 else {
+                throw TemplateError(.unsupported, "no filter named '\(name)'", at: position)
+            }
             let arguments = isOp("(") ? try parseArguments() : Arguments()
             filters.append((name, arguments, position))
         }
@@ -333,7 +343,12 @@ struct Parser {
         try enter()
         defer { leave() }
         var expr = try parseOr()
-        while skipName("if") {
+        while isName("if") {
+            // The whole conditional expression is a soft frame, its first operand included:
+            // an unknown filter there was already accepted only if inside one; parse the rest soft.
+            advance()
+            softDepth += 1
+            defer { softDepth -= 1 }
             let test = try parseOr()
             let otherwise: Expr? = skipName("else") ? try parseExpression() : nil
             expr = .conditional(test: test, then: expr, otherwise: otherwise)
@@ -644,7 +659,7 @@ struct Parser {
         let negated = skipName("not")
         let position = current.position
         let name = try parseDottedName()
-        guard Builtins.tests.contains(name) else { throw TemplateError(.unsupported, "no test named '\(name)'", at: position) }
+        guard Builtins.tests.contains(name) || softDepth > 0 else { throw TemplateError(.unsupported, "no test named '\(name)'", at: position) }
         var arguments = Arguments()
         if isOp("(") {
             arguments = try parseArguments()

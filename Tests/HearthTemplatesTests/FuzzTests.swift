@@ -67,7 +67,14 @@ import Testing
             let clock = ContinuousClock()
             let start = clock.now
             let result = Self.render(source, limits: limits)
-            if case .success(let output) = result { #expect(output.utf8.count <= limits.maxOutputBytes) }
+            switch result {
+            case .success(let output):
+                // Only the last one fits its bounds (300 kB of output).
+                #expect(source == Self.hostile.last, "\(source.prefix(80)) rendered")
+                #expect(output.utf8.count <= limits.maxOutputBytes)
+            case .failure(let error):
+                #expect(error.kind == .limit, "\(source.prefix(80)): \(error)")
+            }
             // Not a timing assertion of speed: a generous ceiling that only a runaway loop breaks.
             #expect(clock.now - start < .seconds(20), "\(source.prefix(80)) ran too long")
         }
