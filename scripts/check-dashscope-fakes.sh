@@ -4,6 +4,9 @@
 # DASHSCOPE_HTTP_BASE_URL, with and without tools) and checks the SDK is satisfied
 # (scripts/check_dashscope_fakes.py). The same program's tool-calling fakes of OpenAI chat
 # completions and Anthropic messages are driven with the official `openai` and `anthropic` SDKs.
+# Reasoning too (issue 57): openai reads `reasoning_content` whole and streamed, anthropic reads
+# signed thinking and redacted_thinking blocks and sends them back in a tool round trip (the fake
+# verifies the signatures), and the dashscope SDK reads `reasoning_content` with enable_thinking.
 #
 #   scripts/check-dashscope-fakes.sh            # builds dashscope-fake (debug) if needed, then checks
 #

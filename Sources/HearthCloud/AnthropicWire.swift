@@ -110,7 +110,8 @@ enum AnthropicWire {
     /// The smallest `budget_tokens` the API takes.
     static let minimumThinkingBudget = 1024
 
-    /// The `thinking` field for `options`: `{type: disabled}` when reasoning is off,
+    /// The `thinking` field for `options`: `{type: disabled}` when reasoning is off (or its
+    /// budget is 0),
     /// `{type: enabled, budget_tokens}` when on — the resolved budget (an effort's
     /// ``HearthProviders/ReasoningEffort/defaultBudgetTokens``, or medium's when the options name
     /// neither), at least 1024 as the API requires. The API counts thinking in `max_tokens` and
@@ -121,7 +122,7 @@ enum AnthropicWire {
         -> [String: Any]?
     {
         guard let options else { return nil }
-        guard options.enabled else { return ["type": "disabled"] }
+        guard !options.isOff else { return ["type": "disabled"] }
         var budget = max(minimumThinkingBudget, options.resolvedBudget ?? ReasoningEffort.medium.defaultBudgetTokens)
         if maxTokens <= budget {
             if maxTokensSet {

@@ -58,14 +58,14 @@ enum DashScopeWire {
         configuration.incrementalOutput || !request.options.tools.isEmpty
     }
 
-    /// Adds `enable_thinking` (the options' `enabled`) and `thinking_budget` (the resolved
+    /// Adds `enable_thinking` (false when the options turn reasoning off, or give it 0 tokens) and `thinking_budget` (the resolved
     /// budget in tokens, when reasoning is on and has one) to `parameters`; nothing when the
     /// request has no reasoning options (the model's default: Qwen3's commercial models do not
     /// think unless asked, QwQ and the -thinking models always do).
     static func reasoning(_ options: ReasoningOptions?, into parameters: inout [String: Any]) {
         guard let options else { return }
-        parameters["enable_thinking"] = options.enabled
-        if options.enabled, let budget = options.resolvedBudget { parameters["thinking_budget"] = max(1, budget) }
+        parameters["enable_thinking"] = !options.isOff
+        if !options.isOff, let budget = options.resolvedBudget { parameters["thinking_budget"] = budget }
     }
 
     /// One message: `{role, content}`, plus `tool_calls` (OpenAI's shape, `content` `""`) for

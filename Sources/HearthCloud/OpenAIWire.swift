@@ -67,13 +67,13 @@ enum OpenAIWire {
         guard let options else { return }
         switch dialect {
         case .openAI:
-            if options.enabled, let effort = options.effort { body["reasoning_effort"] = effort.rawValue }
+            if !options.isOff, let effort = options.effort { body["reasoning_effort"] = effort.rawValue }
         case .qwen:
-            body["enable_thinking"] = options.enabled
-            if options.enabled, let budget = options.resolvedBudget { body["thinking_budget"] = max(1, budget) }
+            body["enable_thinking"] = !options.isOff
+            if !options.isOff, let budget = options.resolvedBudget { body["thinking_budget"] = budget }
         case .chatTemplateKwargs:
-            body["chat_template_kwargs"] = ["enable_thinking": options.enabled]
-            if options.enabled, let effort = options.effort { body["reasoning_effort"] = effort.rawValue }
+            body["chat_template_kwargs"] = ["enable_thinking": !options.isOff]
+            if !options.isOff, let effort = options.effort { body["reasoning_effort"] = effort.rawValue }
         case .none:
             break
         }

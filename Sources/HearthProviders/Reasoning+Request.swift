@@ -9,6 +9,11 @@ extension Array where Element == ReasoningPart {
     public var text: String { map(\.text).joined() }
 }
 
+extension ReasoningOptions {
+    /// Whether these options turn reasoning off: `enabled` false, or a budget of 0 tokens.
+    public var isOff: Bool { !enabled || resolvedBudget == 0 }
+}
+
 extension ChatRequest {
     /// The request as provider `providerID` may see it: every message's reasoning keeps only the
     /// parts that ``ReasoningPart/belongs(to:)`` that provider. ``FallbackRouter`` sends each

@@ -254,6 +254,8 @@ struct Generate: ParsableCommand {
             for try await event in provider.stream(request) {
                 switch event {
                 case .textDelta(let text): emit(text)
+                case .reasoningDelta(let text): FileHandle.standardError.write(Data(text.utf8))  // apart from the answer
+                case .reasoningEnded: FileHandle.standardError.write(Data("\n".utf8))
                 case .toolCall(let step):
                     calls.add(step)
                     if case .finished(let index) = step, calls.calls.indices.contains(index) {

@@ -120,6 +120,7 @@ extension Collected {
         let qwenOff = try body(.off, .qwen)
         #expect(qwenOff["enable_thinking"] as? Bool == false && qwenOff["thinking_budget"] == nil)
         #expect(try body(nil, .qwen)["enable_thinking"] == nil)
+        #expect(try body(.budget(0), .qwen)["enable_thinking"] as? Bool == false)
         let kwargs = try body(.off, .chatTemplateKwargs)
         #expect((kwargs["chat_template_kwargs"] as? [String: Any])?["enable_thinking"] as? Bool == false)
         #expect(try body(.effort(.low), .chatTemplateKwargs)["reasoning_effort"] as? String == "low")
@@ -147,7 +148,7 @@ extension Collected {
 
     @Test(arguments: [true, false])
     func dashScopeThinkingStreamsReasoningContent(incremental: Bool) async throws {
-        let fake = try await FakeDashScopeGeneration.start(.init(apiKey: Self.key))
+        let fake = try await FakeDashScopeGeneration.start(.init(apiKey: Self.key, pause: .zero))
         let prompt = "介绍一下杭州"
         let request = ChatRequest(messages: [.user(prompt)], options: GenerationOptions(reasoning: .budget(2048)))
         let result = await collect(dashScope(fake, incremental: incremental).stream(request))
@@ -165,7 +166,7 @@ extension Collected {
     }
 
     @Test func dashScopeThinkingOffSendsFalseAndGetsNoReasoning() async throws {
-        let fake = try await FakeDashScopeGeneration.start(.init(apiKey: Self.key))
+        let fake = try await FakeDashScopeGeneration.start(.init(apiKey: Self.key, pause: .zero))
         let request = ChatRequest(messages: [.user("你好")], options: GenerationOptions(reasoning: .off))
         let result = await collect(dashScope(fake, incremental: true).stream(request))
         await fake.stop()
@@ -242,7 +243,7 @@ extension Collected {
         case "altered": assistant.reasoning[0].text += " (edited)"
         default: assistant.reasoning[0].provider = "another-cloud"  // sealed for another provider: not sent
         }
-        let followUp = [.user("Weather?"), assistant, .tool("晴", callID: first.toolCalls[0].id)]
+        let followUp: [ChatMessage] = [.user("Weather?"), assistant, .tool("晴", callID: first.toolCalls[0].id)]
         await #expect(throws: ProviderError.self) {
             _ = try await provider.complete(ChatRequest(messages: followUp, options: options))
         }
@@ -258,6 +259,7 @@ extension Collected {
         }
         #expect(try body(GenerationOptions())["thinking"] == nil)
         #expect((try body(GenerationOptions(reasoning: .off))["thinking"] as? [String: Any])?["type"] as? String == "disabled")
+        #expect((try body(GenerationOptions(reasoning: .budget(0)))["thinking"] as? [String: Any])?["type"] as? String == "disabled")
         // No maxTokens: the default grows by the budget, so the answer keeps its room.
         let grown = try body(GenerationOptions(reasoning: .budget(8000)))
         #expect(grown["max_tokens"] as? Int == 8000 + 4096)
