@@ -7,6 +7,8 @@ enum StreamItem: Sendable {
     case text(String)
     /// The tool call of this index.
     case call(Int)
+    /// Reasoning (an Anthropic thinking block, a Responses reasoning item), with the text so far.
+    case reasoning(String)
 }
 
 /// Tool calls in each API's shape, whole and streamed, as the official clients reassemble them
@@ -29,9 +31,10 @@ extension ResponseRenderer {
         .array(calls.map { ["id": .string($0.id), "type": "function", "function": ["name": .string($0.name), "arguments": .string($0.arguments)]] })
     }
 
-    /// An Anthropic `tool_use` block; `input` is the arguments as a JSON object (their key order kept).
+    /// An Anthropic `tool_use` block; `input` is the arguments as a JSON object (their key order
+    /// kept); `caller` is `direct` (the model called it, not a server tool's code).
     func toolUseBlock(_ call: ToolCall) -> JSONValue {
-        ["type": "tool_use", "id": .string(call.id), "name": .string(call.name), "input": Self.input(call.arguments)]
+        ["type": "tool_use", "id": .string(call.id), "name": .string(call.name), "input": Self.input(call.arguments), "caller": ["type": "direct"]]
     }
 
     /// A Responses `function_call` item.
@@ -202,7 +205,7 @@ extension ResponseRenderer {
                 itemOpen = true
                 let position = items.count - 1
                 if job.endpoint == .messages {
-                    let block: JSONValue = ["type": "tool_use", "id": .string(id), "name": .string(name), "input": [:]]
+                    let block: JSONValue = ["type": "tool_use", "id": .string(id), "name": .string(name), "input": [:], "caller": ["type": "direct"]]
                     frames.append(
                         Self.frame(["type": "content_block_start", "index": .int(position), "content_block": block], event: "content_block_start"))
                 } else {
@@ -246,6 +249,7 @@ extension ResponseRenderer {
             case .call(let index):
                 guard calls.calls.indices.contains(index) else { return nil }
                 return functionCallItem(calls.calls[index], index: index, status: Self.status(of: index, in: calls))
+            case .reasoning(let text): return reasoningItem(text, id: reasoningItemID(position), part: nil)
             }
         }
     }

@@ -112,16 +112,18 @@ struct ResponseRenderer {
                 "text_tokens": .int(usage.promptTokens),
             ],
             "completion_tokens_details": [
-                "reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0,
+                "reasoning_tokens": .int(usage.reasoningTokens ?? 0), "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0,
                 "text_tokens": .int(usage.completionTokens),
             ],
         ]
     }
 
-    /// Anthropic's usage object (a whole message's, and `message_start`'s).
+    /// Anthropic's usage object (a whole message's, and `message_start`'s). `input` is the whole
+    /// prompt; as in Anthropic's API, `input_tokens` counts only the part not read from the cache
+    /// (the prompt is `input_tokens + cache_read_input_tokens + cache_creation_input_tokens`).
     func anthropicUsage(input: Int, output: Int, cached: Int) -> JSONValue {
         [
-            "input_tokens": .int(input), "output_tokens": .int(output), "cache_read_input_tokens": .int(cached),
+            "input_tokens": .int(max(0, input - cached)), "output_tokens": .int(output), "cache_read_input_tokens": .int(cached),
             "cache_creation_input_tokens": 0,
             "cache_creation": ["ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0],
             "output_tokens_details": ["thinking_tokens": 0],
@@ -130,10 +132,11 @@ struct ResponseRenderer {
         ]
     }
 
-    /// Anthropic's `message_delta` usage (the counts so far; a stream's last word on them).
+    /// Anthropic's `message_delta` usage (the counts so far; a stream's last word on them);
+    /// `input_tokens` without the cached part, as in ``anthropicUsage(input:output:cached:)``.
     func anthropicDeltaUsage(input: Int, output: Int, cached: Int) -> JSONValue {
         [
-            "input_tokens": .int(input), "output_tokens": .int(output), "cache_read_input_tokens": .int(cached),
+            "input_tokens": .int(max(0, input - cached)), "output_tokens": .int(output), "cache_read_input_tokens": .int(cached),
             "cache_creation_input_tokens": 0, "output_tokens_details": ["thinking_tokens": 0],
             "server_tool_use": ["web_search_requests": 0, "web_fetch_requests": 0],
         ]
@@ -151,7 +154,7 @@ struct ResponseRenderer {
                 "cached_tokens": .int(usage.cachedPromptTokens ?? 0), "cache_write_tokens": 0,
                 "cache_write_tokens_details": ["ttl_30m_tokens": 0, "ttl_12h_tokens": 0],
             ],
-            "output_tokens": .int(usage.completionTokens), "output_tokens_details": ["reasoning_tokens": 0],
+            "output_tokens": .int(usage.completionTokens), "output_tokens_details": ["reasoning_tokens": .int(usage.reasoningTokens ?? 0)],
             "total_tokens": .int(usage.promptTokens + usage.completionTokens),
         ]
     }
@@ -213,7 +216,7 @@ struct ResponseRenderer {
         case .messages:
             let message: JSONValue = [
                 "id": .string(id), "type": "message", "role": "assistant", "model": .string(job.model), "content": [],
-                "stop_reason": nil, "stop_sequence": nil,
+                "stop_reason": nil, "stop_sequence": nil, "stop_details": nil, "container": nil,
                 "usage": anthropicUsage(input: promptTokens, output: 0, cached: cachedPromptTokens),
             ]
             return [
@@ -324,6 +327,10 @@ struct ResponseRenderer {
             return textFrames(piece, token: job.logprobs != nil ? token : nil)
         case .toolCall(let step):
             return toolFrames(step)
+        case .reasoning(let piece):
+            return reasoningFrames(piece)
+        case .reasoningEnded(let part):
+            return reasoningEndFrames(part)
         case .finished(let usage, let reason):
             return streamEnd(usage: usage, reason: reason, text: text)
         case .filtered:
@@ -520,12 +527,14 @@ struct ResponseRenderer {
 
     /// The whole answer (`hearth: {served_by, switched, cache}` added when the server reports providers).
     func body(_ outcome: RouteOutcome) -> JSONValue {
-        let body =
+        let plain =
             job.choices > 1
             ? choicesBody(outcome)
             : plainBody(
                 text: outcome.text, calls: outcome.toolCalls, tokens: outcome.tokens, usage: outcome.usage, reason: outcome.reason,
                 filtered: outcome.filtered)
+        let body = withReasoning(
+            plain, parts: outcome.answer.reasoning, choiceParts: outcome.choices.map(\.reasoning), usage: outcome.usage)
         guard reportsProvider, case .object(var pairs) = body else { return body }
         var info: [(String, JSONValue)] = [("served_by", .string(outcome.servedBy))]
         if !outcome.switches.isEmpty {
@@ -556,7 +565,7 @@ struct ResponseRenderer {
                 "id": .string(id), "type": "message", "role": "assistant", "model": .string(job.model),
                 "content": .array((hasText ? [["type": "text", "text": .string(text), "citations": nil]] : []) + calls.map(toolUseBlock)),
                 "stop_reason": .string(finish),
-                "stop_sequence": nil, "container": nil,
+                "stop_sequence": nil, "stop_details": nil, "container": nil,
                 "usage": anthropicUsage(
                     input: usage.promptTokens, output: usage.completionTokens, cached: usage.cachedPromptTokens ?? 0),
             ]
@@ -584,7 +593,7 @@ struct ResponseRenderer {
         let logprobs: JSONValue =
             job.logprobs != nil ? ["content": chatLogprobs(LogprobAligner.align(tokens, to: text)), "refusal": nil] : .null
         var message: [(String, JSONValue)] = [
-            ("role", "assistant"), ("content", !text.isEmpty || calls.isEmpty ? .string(text) : .null), ("refusal", nil),
+            ("role", "assistant"), ("content", !text.isEmpty || calls.isEmpty ? .string(text) : .null), ("refusal", nil), ("annotations", []),
         ]
         if let call = calls.first, job.legacyFunctions {
             message.append(("function_call", ["name": .string(call.name), "arguments": .string(call.arguments)]))
