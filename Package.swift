@@ -53,6 +53,7 @@ let package = Package(
         .library(name: "HearthFormats", targets: ["HearthFormats"]),
         .library(name: "HearthTokenizers", targets: ["HearthTokenizers"]),
         .library(name: "HearthConstraints", targets: ["HearthConstraints"]),
+        .library(name: "HearthTemplates", targets: ["HearthTemplates"]),
         .library(name: "HearthEngine", targets: ["HearthEngine"]),
         .library(name: "HearthProviders", targets: ["HearthProviders"]),
         .library(name: "HearthCloud", targets: ["HearthCloud"]),
@@ -125,8 +126,13 @@ let package = Package(
         // Earley parse over whole vocabularies, and the server's structured-output tests mask
         // the default model's 262k-token vocabulary at every step.
         .target(name: "HearthConstraints", swiftSettings: optimizedInDebug),
+        // Chat templates: a Jinja interpreter for the templates model files ship (depends on
+        // nothing; issue 58).
+        .target(name: "HearthTemplates", swiftSettings: optimizedInDebug),
         .testTarget(
             name: "HearthConstraintsTests", dependencies: ["HearthConstraints", "HearthTestSupport"], swiftSettings: optimizedInDebug),
+        // The chat-template corpus (88 real templates x 30 conversations against transformers) and fuzz tests.
+        .testTarget(name: "HearthTemplatesTests", dependencies: ["HearthTemplates"], swiftSettings: optimizedInDebug),
         .target(
             name: "HearthEngine",
             dependencies: [
@@ -141,6 +147,7 @@ let package = Package(
                 "HearthLocal", "HearthProviders", "HearthCloud",  // hearth chat
                 "HearthServer", .product(name: "Logging", package: "swift-log"),  // hearth serve
                 "HearthHub",  // hearth pull, list, rm; model names wherever a path is accepted
+                "HearthTemplates",  // hearth bench-template
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
 

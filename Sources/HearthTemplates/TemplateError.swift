@@ -81,7 +81,7 @@ public struct TemplateLimits: Sendable, Equatable {
 
     /// Bounds with the given values; every default is documented on its property.
     public init(
-        maxTemplateBytes: Int = 1 << 20, maxOutputBytes: Int = 8 << 20, maxSteps: Int = 20_000_000,
+        maxTemplateBytes: Int = 1 << 20, maxOutputBytes: Int = 8 << 20, maxSteps: Int = 10_000_000,
         maxCallDepth: Int = 32, maxNesting: Int = 100, maxValueDepth: Int = 256, maxListLength: Int = 1_000_000
     ) {
         self.maxTemplateBytes = maxTemplateBytes

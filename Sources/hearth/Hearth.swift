@@ -8,7 +8,7 @@ struct Hearth: AsyncParsableCommand {
         commandName: "hearth",
         abstract: "A pure-Swift, CPU-only inference engine for Phi-style language models.",
         subcommands: [
-            Generate.self, Tokenize.self, Embed.self, Inspect.self, Quantize.self, Bench.self, BenchStructured.self, BenchTokenizer.self,
+            Generate.self, Tokenize.self, Embed.self, Inspect.self, Quantize.self, Bench.self, BenchStructured.self, BenchTokenizer.self, BenchTemplate.self,
             Perplexity.self, Chat.self,
             Serve.self, Pull.self, ListModels.self, RemoveModel.self,
         ])

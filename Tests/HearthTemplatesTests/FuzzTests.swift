@@ -37,7 +37,7 @@ import Testing
         "{{ [1] * 1000000000000 }}",
         "{{ 2 ** 100000 }}",
         "{{ 9223372036854775807 + 1 }}",
-        String(repeating: "(", count: 100_000) + "1" + String(repeating: ")", count: 100_000),
+        "{{ " + String(repeating: "(", count: 100_000) + "1" + String(repeating: ")", count: 100_000) + " }}",
         "{{ " + String(repeating: "not ", count: 100_000) + "x }}",
         String(repeating: "{% if x %}", count: 10_000) + String(repeating: "{% endif %}", count: 10_000),
         "{{ " + String(repeating: "-", count: 100_000) + "1 }}",
