@@ -20,8 +20,9 @@ struct ReasoningRun {
     private(set) var lastInBlock = false
     /// The text a tag token stands for when the detokenizer leaves it out (a tag marked special).
     private let silentTags: [Int32: String]
-    /// Every token but the opening tag (built on first use).
+    /// Every token but the opening tag, and every token but both tags (built on first use).
     private var openingBanned: [UInt64] = []
+    private var tagsBanned: [UInt64] = []
 
     init(_ control: ReasoningControl, tokenizer: any Tokenizer) {
         self.control = control
@@ -50,27 +51,35 @@ struct ReasoningRun {
     }
 
     /// A constraint's mask for a step in `phase`: before the reply has decided, the opening tag
-    /// is allowed beside the grammar's first tokens; after, it is not (one block per reply).
+    /// is allowed beside the grammar's first tokens; in the answer, neither tag is.
     func adjust(_ mask: inout [UInt64], phase: ReasoningSplitter.Phase) {
-        let id = Int(control.format.openID)
-        guard id >= 0, id / 64 < mask.count else { return }
         if phase == .undecided {
-            mask[id / 64] |= 1 << UInt64(id % 64)
+            Self.set(&mask, control.format.openID, true)
         } else {
-            mask[id / 64] &= ~(1 << UInt64(id % 64))
+            Self.set(&mask, control.format.openID, false)
+            Self.set(&mask, control.format.closeID, false)
         }
     }
 
-    /// Every token of a vocabulary of `vocabulary` ids but the opening tag: once the reply has
-    /// decided, the tag is not sampled again (no nested block, one block per reply).
-    mutating func withoutOpeningTag(vocabulary: Int) -> [UInt64] {
+    /// The tokens a step in `phase` (past the undecided start) may sample, of a vocabulary of
+    /// `vocabulary` ids: inside the block every token but the opening tag (no nested block);
+    /// in the answer every token but both tags (one block per reply, no stray tag in the answer).
+    mutating func allowed(in phase: ReasoningSplitter.Phase, vocabulary: Int) -> [UInt64] {
         let words = (vocabulary + 63) / 64
         if openingBanned.count != words {
             openingBanned = [UInt64](repeating: ~0, count: words)
-            let id = Int(control.format.openID)
-            if id >= 0, id / 64 < words { openingBanned[id / 64] &= ~(1 << UInt64(id % 64)) }
+            Self.set(&openingBanned, control.format.openID, false)
+            tagsBanned = openingBanned
+            Self.set(&tagsBanned, control.format.closeID, false)
         }
-        return openingBanned
+        return phase == .answer ? tagsBanned : openingBanned
+    }
+
+    /// Sets or clears token `id`'s bit of `mask` (ids outside it are left alone).
+    static func set(_ mask: inout [UInt64], _ id: Int32, _ on: Bool) {
+        let i = Int(id)
+        guard i >= 0, i / 64 < mask.count else { return }
+        if on { mask[i / 64] |= 1 << UInt64(i % 64) } else { mask[i / 64] &= ~(1 << UInt64(i % 64)) }
     }
 
     /// Splits token `id`'s text (`piece`, what the detokenizer gave) into reasoning and answer,

@@ -1030,7 +1030,7 @@ struct SequenceRun {
             }
             allowed = mask
         } else if forced == nil, phase != .undecided {
-            allowed = reasoning?.withoutOpeningTag(vocabulary: logits.count)
+            allowed = reasoning?.allowed(in: phase, vocabulary: logits.count)
         }
         var id = sampler.sample(logits, recent: history[...], generated: generatedCounts, allowed: allowed)
         if let forced {

@@ -31,8 +31,13 @@ extension LocalProvider {
         _ request: ChatRequest, prompt: [Int32], rawText: Bool, to parameters: inout GenerationParameters, generator: Generator
     ) throws {
         let model = generator.model
-        guard !rawText, request.continuation?.isEmpty ?? true, !Self.reasoningOff(request), let format = model.reasoningFormat
-        else { return }
+        guard !rawText, request.continuation?.isEmpty ?? true, let format = model.reasoningFormat else { return }
+        if Self.reasoningOff(request) {
+            // The prompt closed the block; the opening tag is not sampled (no second block).
+            parameters.sampling.logitBias[format.openID] = -1e9
+            parameters.sampling.logitBias[format.closeID] = -1e9
+            return
+        }
         // The prompt's last tokens, as text (special tokens written), say whether it opened the block.
         let tail = model.tokenizer.decode(Array(prompt.suffix(4)), skipSpecialTokens: false)
         do {

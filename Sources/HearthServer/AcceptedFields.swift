@@ -24,7 +24,10 @@ enum AcceptedFields {
         "reasoning_effort", "verbosity", "prediction", "modalities", "audio", "web_search_options", "moderation",
     ])
     /// A chat message's fields.
-    static let chatMessage: Set<String> = ["role", "content", "tool_calls", "tool_call_id", "name", "refusal", "function_call", "audio"]
+    static let chatMessage: Set<String> = [
+        "role", "content", "tool_calls", "tool_call_id", "name", "refusal", "function_call", "audio",
+        "reasoning_content", "reasoning",  // extras: an earlier turn's reasoning (DeepSeek, vLLM, llama-server; issue 57)
+    ]
     static let completions = openAISampling.union(["prompt", "logprobs", "echo", "suffix", "best_of"])
     static let messages: Set<String> = [
         "model", "messages", "system", "max_tokens", "temperature", "top_p", "top_k", "stop_sequences", "stream", "tools",

@@ -67,10 +67,13 @@ struct ChoiceOutcome: Sendable {
     var toolCalls = ToolCallCollector()
     var reason = FinishReason.stop
     var finished = false
+    /// The reasoning parts, complete (``RouteEvent/reasoningEnded(_:)``).
+    var reasoning: [ReasoningPart] = []
 
-    /// Takes one of the choice's events (text, a call's step, its end).
+    /// Takes one of the choice's events (text, a call's step, its reasoning, its end).
     mutating func add(_ event: RouteEvent) {
         switch event {
+        case .reasoningEnded(let part): reasoning.append(part)
         case .text(let piece, let token):
             text += piece
             // Log-probabilities describe the text: a call's tokens (empty text) are left out.
@@ -128,6 +131,7 @@ extension HearthServer {
             case .messages: job = try parser.messages(json)
             case .responses: job = try parser.responses(json)
             }
+            job.options.reasoning = job.hints.reasoning.options  // issue 57: reasoning_effort, reasoning, thinking
             if job.options.tools.count > RequestLimits.maxTools {
                 throw APIError.invalid(
                     "tools", "'tools' has \(job.options.tools.count) tools; at most \(RequestLimits.maxTools) are allowed per request.")
@@ -256,7 +260,9 @@ extension HearthServer {
             if let cache = self.gateway.cache, let cacheKey = storeKey, outcome.status == 200, !outcome.filtered, outcome.reason != .cancelled {
                 cache.store(
                     cacheKey,
-                    .init(text: outcome.text, toolCalls: outcome.toolCalls.calls, usage: outcome.usage, reason: outcome.reason, servedBy: outcome.servedBy))
+                    .init(
+                        text: outcome.text, toolCalls: outcome.toolCalls.calls, usage: outcome.usage, reason: outcome.reason,
+                        servedBy: outcome.servedBy, reasoning: outcome.answer.reasoning))
             }
         }
         if job.stream {
@@ -344,7 +350,7 @@ extension HearthServer {
                     case .promptTokens(let count):
                         outcome.usage.promptTokens = count
                         outcome.local = true
-                    case .text, .toolCall:
+                    case .text, .toolCall, .reasoning, .reasoningEnded:
                         outcome.answer.add(event)
                     case .finished(let usage, _):
                         if usage.promptTokens > 0 || usage.completionTokens > 0 {
@@ -544,6 +550,7 @@ extension HearthServer {
         outcome.servedBy = answer.servedBy
         outcome.cacheHit = true
         outcome.text = answer.text
+        outcome.answer.reasoning = answer.reasoning
         var headers = headers
         Self.set(&headers, "x-hearth-served-by", answer.servedBy)
         await record(outcome, call: call)
@@ -561,6 +568,10 @@ extension HearthServer {
                 var renderer = renderer
                 var frames = renderer.streamStart()
                 frames += renderer.frames(for: .servedBy(answer.servedBy), text: "", cached: true)
+                for part in answer.reasoning {
+                    frames += renderer.frames(for: .reasoning(part.text), text: "")
+                    frames += renderer.frames(for: .reasoningEnded(part), text: "")
+                }
                 // Replayed in pieces of a few characters, as a stream would bring it.
                 var rest = Substring(answer.text)
                 var text = ""

@@ -283,12 +283,13 @@ extension RequestParser {
         let start = messages.count
         var text = ""
         var calls: [ToolCall] = []
+        var reasoning: [ReasoningPart] = []
         var pending = false
         func flush() {
             guard pending else { return }
-            messages.append(ChatMessage(role: role, content: text, toolCalls: calls))
+            messages.append(ChatMessage(role: role, content: text, toolCalls: calls, reasoning: reasoning))
             origins.add(owner: owner, callID: owner, calls: m.name("content"))
-            (text, calls, pending) = ("", [], false)
+            (text, calls, reasoning, pending) = ("", [], [], false)
         }
         for (index, block) in blocks.enumerated() {
             let b = try Fields(block, prefix: m.name("content[\(index)]"))
@@ -301,10 +302,14 @@ extension RequestParser {
                 guard case .object = input else { throw b.wrongType("input", "an object", input) }
                 calls.append(ToolCall(id: try requiredString(b, "id"), name: try requiredString(b, "name"), arguments: orderedText(input, at: b.name("input"), in: document)))
                 pending = true
-            case "thinking" where role == .assistant, "redacted_thinking" where role == .assistant:
-                // Reasoning of an earlier turn: the served models take none back (the API drops
-                // it from earlier turns as well).
-                break
+            case "thinking" where role == .assistant:
+                // Reasoning of an earlier turn, with the signature its provider needs back
+                // (Anthropic's; a local block's is checked, ``ReasoningSignature``).
+                reasoning.append(ReasoningSignature.returned(text: try b.string("thinking") ?? "", signature: try b.string("signature")))
+                pending = true
+            case "redacted_thinking" where role == .assistant:
+                reasoning.append(ReasoningPart(text: "", redactedData: try requiredString(b, "data")))
+                pending = true
             case "tool_result" where role == .user:
                 flush()
                 var result = b.value("content") == nil ? "" : try self.text(b, key: "content", partType: "text")

@@ -178,6 +178,10 @@ struct RequestParser {
                 if let call = try functionCalls.call(m) { message.toolCalls.append(call) }
                 // An earlier refusal is what the assistant said that turn.
                 if let refusal = try m.string("refusal"), message.content.isEmpty { message.content = refusal }
+                // The turn's reasoning as DeepSeek, vLLM and llama-server return it (`reasoning` the alias).
+                if let reasoning = try m.string("reasoning_content") ?? m.string("reasoning"), !reasoning.isEmpty {
+                    message.reasoning = [ReasoningPart(text: reasoning)]
+                }
                 if m.value("audio") != nil {
                     throw Self.unsupported(m.name("audio"), "refers to an earlier spoken reply; this server's models produce text only.")
                 }
@@ -349,6 +353,13 @@ struct RequestParser {
             origins.add(owner: "input", callID: "input", calls: "input")
         case .array(let items)?:
             guard !items.isEmpty else { throw APIError.invalid("input", "'input' must contain at least one item.") }
+            // Reasoning items belong to the assistant turn that follows them (its message or call).
+            var pendingReasoning: [ReasoningPart] = []
+            func attachReasoning() {
+                guard !pendingReasoning.isEmpty, let last = messages.indices.last, messages[last].role == .assistant else { return }
+                messages[last].reasoning += pendingReasoning
+                pendingReasoning = []
+            }
             for (index, item) in items.enumerated() {
                 let m = try Fields(item, prefix: "input[\(index)]")
                 let type = try m.string("type") ?? "message"
@@ -356,14 +367,18 @@ struct RequestParser {
                 case "message": break
                 case "function_call":
                     try responsesCall(m, into: &messages, origins: &origins)
+                    attachReasoning()
                     continue
                 case "function_call_output":
                     try responsesCallOutput(m, into: &messages, origins: &origins)
                     continue
+                case "reasoning":
+                    pendingReasoning.append(try responsesReasoning(m))
+                    continue
                 default:
                     throw APIError.invalid(
                         m.name("type"),
-                        "'\(m.name("type"))' is '\(type.prefix(40))': only message, function_call and function_call_output items are supported.")
+                        "'\(m.name("type"))' is '\(type.prefix(40))': only message, reasoning, function_call and function_call_output items are supported.")
                 }
                 let role: ChatMessage.Role
                 switch try m.string("role") {
@@ -377,6 +392,7 @@ struct RequestParser {
                 }
                 messages.append(ChatMessage(role: role, content: try text(m, key: "content", partTypes: ["input_text", "output_text", "text"])))
                 origins.add(owner: m.prefix, callID: m.prefix, calls: m.prefix)
+                attachReasoning()
             }
         case let other?: throw f.wrongType("input", "a string or an array of input items", other)
         }
@@ -411,6 +427,22 @@ struct RequestParser {
             endpoint: .responses, input: .chat(messages), options: o, stream: try f.bool("stream") ?? false,
             includeUsage: true, logprobs: logprobs, model: alias, instructions: instructions, formatParam: format?.param,
             toolSchemaParams: tools.schemaParams, metadata: metadata, hints: hints)
+    }
+
+    /// A Responses `reasoning` input item (an earlier turn's, sent back): its text (the
+    /// `reasoning_text` content, else the summary), id and encrypted content, kept as a
+    /// ``ReasoningPart`` of the assistant turn that follows it.
+    func responsesReasoning(_ m: Fields) throws -> ReasoningPart {
+        func texts(_ key: String) throws -> [String] {
+            try (m.array(key) ?? []).enumerated().map { index, value in
+                let part = try Fields(value, prefix: m.name("\(key)[\(index)]"))
+                return try part.string("text") ?? ""
+            }
+        }
+        let content = try texts("content")
+        let summary = try texts("summary")
+        let text = (content.isEmpty ? summary : content).joined(separator: "\n\n")
+        return ReasoningPart(text: text, encryptedContent: try m.string("encrypted_content"), id: try m.string("id"))
     }
 
     /// The Responses API's `metadata`: up to 16 string pairs (keys ≤ 64 characters, values ≤ 512),

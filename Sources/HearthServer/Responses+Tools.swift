@@ -7,6 +7,8 @@ enum StreamItem: Sendable {
     case text(String)
     /// The tool call of this index.
     case call(Int)
+    /// Reasoning (an Anthropic thinking block, a Responses reasoning item), with the text so far.
+    case reasoning(String)
 }
 
 /// Tool calls in each API's shape, whole and streamed, as the official clients reassemble them
@@ -247,6 +249,7 @@ extension ResponseRenderer {
             case .call(let index):
                 guard calls.calls.indices.contains(index) else { return nil }
                 return functionCallItem(calls.calls[index], index: index, status: Self.status(of: index, in: calls))
+            case .reasoning(let text): return reasoningItem(text, id: reasoningItemID(position), part: nil)
             }
         }
     }

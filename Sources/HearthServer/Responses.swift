@@ -112,7 +112,7 @@ struct ResponseRenderer {
                 "text_tokens": .int(usage.promptTokens),
             ],
             "completion_tokens_details": [
-                "reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0,
+                "reasoning_tokens": .int(usage.reasoningTokens ?? 0), "audio_tokens": 0, "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0,
                 "text_tokens": .int(usage.completionTokens),
             ],
         ]
@@ -154,7 +154,7 @@ struct ResponseRenderer {
                 "cached_tokens": .int(usage.cachedPromptTokens ?? 0), "cache_write_tokens": 0,
                 "cache_write_tokens_details": ["ttl_30m_tokens": 0, "ttl_12h_tokens": 0],
             ],
-            "output_tokens": .int(usage.completionTokens), "output_tokens_details": ["reasoning_tokens": 0],
+            "output_tokens": .int(usage.completionTokens), "output_tokens_details": ["reasoning_tokens": .int(usage.reasoningTokens ?? 0)],
             "total_tokens": .int(usage.promptTokens + usage.completionTokens),
         ]
     }
@@ -327,6 +327,10 @@ struct ResponseRenderer {
             return textFrames(piece, token: job.logprobs != nil ? token : nil)
         case .toolCall(let step):
             return toolFrames(step)
+        case .reasoning(let piece):
+            return reasoningFrames(piece)
+        case .reasoningEnded(let part):
+            return reasoningEndFrames(part)
         case .finished(let usage, let reason):
             return streamEnd(usage: usage, reason: reason, text: text)
         case .filtered:
@@ -523,12 +527,14 @@ struct ResponseRenderer {
 
     /// The whole answer (`hearth: {served_by, switched, cache}` added when the server reports providers).
     func body(_ outcome: RouteOutcome) -> JSONValue {
-        let body =
+        let plain =
             job.choices > 1
             ? choicesBody(outcome)
             : plainBody(
                 text: outcome.text, calls: outcome.toolCalls, tokens: outcome.tokens, usage: outcome.usage, reason: outcome.reason,
                 filtered: outcome.filtered)
+        let body = withReasoning(
+            plain, parts: outcome.answer.reasoning, choiceParts: outcome.choices.map(\.reasoning), usage: outcome.usage)
         guard reportsProvider, case .object(var pairs) = body else { return body }
         var info: [(String, JSONValue)] = [("served_by", .string(outcome.servedBy))]
         if !outcome.switches.isEmpty {

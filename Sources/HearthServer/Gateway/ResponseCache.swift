@@ -19,9 +19,14 @@ final class ResponseCache: @unchecked Sendable {
         var usage: Usage
         var reason: FinishReason
         var servedBy: String
+        /// The answer's reasoning parts (replayed before its text).
+        var reasoning: [ReasoningPart] = []
 
-        /// Bytes held: the text and the calls' names and arguments.
-        var size: Int { text.utf8.count + toolCalls.reduce(0) { $0 + $1.name.utf8.count + $1.arguments.utf8.count } }
+        /// Bytes held: the text, the calls' names and arguments, the reasoning.
+        var size: Int {
+            text.utf8.count + toolCalls.reduce(0) { $0 + $1.name.utf8.count + $1.arguments.utf8.count }
+                + reasoning.reduce(0) { $0 + $1.text.utf8.count + ($1.signature?.utf8.count ?? 0) + ($1.encryptedContent?.utf8.count ?? 0) }
+        }
     }
 
     private struct Entry {
@@ -67,6 +72,8 @@ final class ResponseCache: @unchecked Sendable {
                         [
                             .string(message.role.rawValue), .string(message.content), .optional(message.toolCallID),
                             .array(message.toolCalls.map { [.string($0.id), .string($0.name), .string($0.arguments)] }),
+                            // Reasoning sent back changes what a cloud (and its signature checks) answers.
+                            .array(message.reasoning.map { [.string($0.text), .optional($0.signature), .optional($0.encryptedContent), .optional($0.redactedData)] }),
                         ]
                     })
             ]
@@ -90,6 +97,10 @@ final class ResponseCache: @unchecked Sendable {
             "tools": .array(
                 options.tools.map { [.string($0.name), .optional($0.description), .string($0.parameters), $0.strict.map { .bool($0) } ?? .null] }),
             "tool_choice": .optional(options.toolChoice?.caseKey), "parallel_tool_calls": options.parallelToolCalls.map { .bool($0) } ?? .null,
+            // Reasoning on or off, its effort and budget change the answer (and whether it has reasoning).
+            "reasoning": options.reasoning.map { r in
+                [.bool(r.enabled), .optional(r.effort?.rawValue), integer(r.budgetTokens), r.summary.map { .bool($0) } ?? .null]
+            } ?? .null,
         ]
         // Sorted keys: the encoder's object order is not stable from one value to the next.
         let encoder = JSONEncoder()

@@ -15,6 +15,12 @@ indirect enum RouteEvent: Sendable {
     case text(String, token: LocalProvider.LocalToken?)
     /// A step of a tool call: its start (index, id, name), a piece of its arguments, its end.
     case toolCall(ToolCallEvent)
+    /// A piece of the reply's reasoning (a reasoning model's, local or cloud), never in a
+    /// ``text(_:token:)``.
+    case reasoning(String)
+    /// The reasoning part is complete: its whole text and what its provider needs back (a
+    /// signature, encrypted content; a redacted part arrives only as this).
+    case reasoningEnded(ReasoningPart)
     /// The answer is complete.
     case finished(Usage, FinishReason)
     /// The output filter cut the answer here (what it let through came before); nothing follows.
@@ -61,6 +67,7 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
             job.input, options: job.options, checked: true, topLogprobs: job.logprobs, admission: admission)
         let id = provider.id
         return try await run {
+            var reasoning = LocalReasoning(provider: id)
             for try await event in upstream {
                 switch event {
                 case .promptTokens(let count):
@@ -68,10 +75,12 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
                     self.continuation.yield(.promptTokens(count))
                     self.started(RouteStart(provider: id, promptTokens: count))
                 case .token(let token):
+                    for event in reasoning.events(token) { self.continuation.yield(event) }
                     self.continuation.yield(.text(token.text, token: token))
                 case .toolCall(let step):
                     self.continuation.yield(.toolCall(step))
                 case .finished(let usage, let reason):
+                    for event in reasoning.finish() { self.continuation.yield(event) }
                     self.continuation.yield(.finished(usage, reason))
                 }
             }
@@ -90,6 +99,7 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
             // the completion tokens of every choice.
             var first: (usage: Usage, reason: FinishReason)?
             var completion = 0
+            var reasoning = (0..<job.choices).map { _ in LocalReasoning(provider: id) }
             for try await item in upstream {
                 switch item.event {
                 case .promptTokens(let count):
@@ -97,10 +107,16 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
                     self.continuation.yield(.promptTokens(count))
                     self.started(RouteStart(provider: id, promptTokens: count))
                 case .token(let token):
+                    if reasoning.indices.contains(item.choice) {
+                        for event in reasoning[item.choice].events(token) { self.continuation.yield(.choice(item.choice, event)) }
+                    }
                     self.continuation.yield(.choice(item.choice, .text(token.text, token: token)))
                 case .toolCall(let step):
                     self.continuation.yield(.choice(item.choice, .toolCall(step)))
                 case .finished(let usage, let reason):
+                    if reasoning.indices.contains(item.choice) {
+                        for event in reasoning[item.choice].finish() { self.continuation.yield(.choice(item.choice, event)) }
+                    }
                     self.continuation.yield(.choice(item.choice, .finished(usage, reason)))
                     completion += usage.completionTokens
                     if item.choice == 0 { first = (usage, reason) }
@@ -136,10 +152,48 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
                 case .finished(let reason):
                     self.started(RouteStart(provider: current))
                     self.continuation.yield(.finished(usage ?? Usage(promptTokens: 0, completionTokens: 0), reason))
-                case .contextTruncated, .dialogState, .reasoningDelta, .reasoningEnded:
-                    break  // reasoning: passed to the server's events by issue 57's work
+                case .reasoningDelta(let text):
+                    self.started(RouteStart(provider: current))
+                    self.continuation.yield(.reasoning(text))
+                case .reasoningEnded(let part):
+                    self.started(RouteStart(provider: current))
+                    self.continuation.yield(.reasoningEnded(part))
+                case .contextTruncated, .dialogState:
+                    break
                 }
             }
         }
+    }
+}
+
+/// A local reply's reasoning as route events: its pieces, then one end with the whole part
+/// (when the block closes, or at the reply's end if it did not).
+struct LocalReasoning {
+    let provider: String
+    private var text = ""
+    private var open = false
+
+    init(provider: String) { self.provider = provider }
+
+    /// The reasoning events of one token (before its text).
+    mutating func events(_ token: LocalProvider.LocalToken) -> [RouteEvent] {
+        var events: [RouteEvent] = []
+        if !token.reasoning.isEmpty {
+            text += token.reasoning
+            open = true
+            events.append(.reasoning(token.reasoning))
+        }
+        if token.endsReasoning {
+            open = false
+            events.append(.reasoningEnded(ReasoningSignature.signed(ReasoningPart(text: text, provider: provider))))
+        }
+        return events
+    }
+
+    /// The end of a block the reply did not close (cut by its length).
+    mutating func finish() -> [RouteEvent] {
+        guard open else { return [] }
+        open = false
+        return [.reasoningEnded(ReasoningSignature.signed(ReasoningPart(text: text, provider: provider)))]
     }
 }
