@@ -9,6 +9,7 @@
 #
 # Usage: scripts/check-structured.sh [--binary PATH] [--model PATH] [--seeds N] [--max-tokens N]
 #                                    [--parallel N] [--schemas DIR] [--report FILE]
+#                                    [--multiple-samples N]   (answers per multipleOf schema; 0 skips)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/serve-common.sh
@@ -19,6 +20,7 @@ max_tokens=768
 parallel=4
 schemas="Tests/Fixtures/schemas"
 report=""
+multiple_samples=200
 while [ $# -gt 0 ]; do
     case "$1" in
         --binary) binary="$2"; shift 2 ;;
@@ -28,6 +30,7 @@ while [ $# -gt 0 ]; do
         --parallel) parallel="$2"; shift 2 ;;
         --schemas) schemas="$2"; shift 2 ;;
         --report) report="$2"; shift 2 ;;
+        --multiple-samples) multiple_samples="$2"; shift 2 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -49,6 +52,6 @@ url="$(server_url "$server_pid" "$work/out" "$work/log")"
 echo "server: $url (pid $server_pid)"
 
 args=("${url%/v1}" "$key" gemma --schemas "$schemas" --seeds "$seeds" --max-tokens "$max_tokens" --parallel "$parallel"
-      --binary "$binary" --model-path "$model")
+      --binary "$binary" --model-path "$model" --multiple-samples "$multiple_samples")
 [ -n "$report" ] && args+=(--report "$report")
 "$venv/bin/python" scripts/check_structured.py "${args[@]}"

@@ -7,12 +7,16 @@
 2. The official `openai` client's `chat.completions.parse` (and `responses.parse` when the
    installed client has it) with pydantic models: the parsed object is an instance of the model.
 3. `hearth generate --json-schema` once, its output validated the same way.
+4. `multipleOf` with bounds (0.5, 0.01 and 7; issue 59): `--multiple-samples` answers each at
+   temperature 1, every number checked exactly (decimal arithmetic, not floats: `jsonschema`
+   divides floats, and 0.07 / 0.01 is not an integer there).
 
 Exits 1 on any invalid answer or failed request.
 """
 
 import argparse
 import concurrent.futures
+import decimal
 import json
 import pathlib
 import re
@@ -134,6 +138,68 @@ def check_corpus(args):
     return total, failures, results, elapsed
 
 
+MULTIPLE_SCHEMAS = [
+    # (the multiple, lower bound, upper bound, exclusive lower, exclusive upper, type)
+    ("0.5", "-10", "25", False, True, "number"),
+    ("0.01", "0", "1", True, False, "number"),
+    ("7", "-100", "1000", False, False, "integer"),
+]
+
+
+def multiple_schema(multiple, lower, upper, exclusive_lower, exclusive_upper, kind):
+    bounds = {("exclusiveMinimum" if exclusive_lower else "minimum"): json.loads(lower),
+              ("exclusiveMaximum" if exclusive_upper else "maximum"): json.loads(upper)}
+    number = {"type": kind, "multipleOf": json.loads(multiple), **bounds}
+    return {"type": "object", "properties": {"price": number, "items": {"type": "array", "items": number, "maxItems": 3}},
+            "required": ["price", "items"], "additionalProperties": False}
+
+
+def exactly_valid(text, multiple, lower, upper, exclusive_lower, exclusive_upper, kind):
+    """The problems of one answer, checked with exact decimals (the numbers as written)."""
+    try:
+        value = json.loads(text, parse_float=decimal.Decimal, parse_int=decimal.Decimal)
+    except json.JSONDecodeError as error:
+        return [f"not JSON: {error}"]
+    numbers = [value.get("price")] + list(value.get("items", []))
+    m, lo, hi = decimal.Decimal(multiple), decimal.Decimal(lower), decimal.Decimal(upper)
+    problems = []
+    for x in numbers:
+        if not isinstance(x, decimal.Decimal):
+            problems.append(f"{x!r} is not a number")
+            continue
+        if kind == "integer" and x != x.to_integral_value():
+            problems.append(f"{x} is not an integer")
+        if x % m != 0:
+            problems.append(f"{x} is not a multiple of {m}")
+        if x < lo or (exclusive_lower and x == lo) or x > hi or (exclusive_upper and x == hi):
+            problems.append(f"{x} is outside the bounds")
+    return problems
+
+
+def check_multiples(args):
+    failures = []
+    for spec in MULTIPLE_SCHEMAS:
+        schema = multiple_schema(*spec)
+        path = pathlib.Path(f"multipleOf-{spec[0]}.json")
+        valid = cut = 0
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
+            outcomes = list(pool.map(lambda seed: sample(args.base, args.key, args.model, path, schema, seed, 96),
+                                     range(1, args.multiple_samples + 1)))
+        for seed, outcome in enumerate(outcomes, start=1):
+            if outcome["status"] != 200:
+                failures.append(f"multipleOf {spec[0]} seed {seed}: HTTP {outcome['status']} {outcome['error']}")
+            elif outcome["finish"] == "length":
+                cut += 1
+                failures.append(f"multipleOf {spec[0]} seed {seed}: cut at max_tokens — {outcome['text'][:200]!r}")
+            elif problems := exactly_valid(outcome["text"], *spec):
+                failures.append(f"multipleOf {spec[0]} seed {seed}: INVALID {problems[0]} — {outcome['text'][:200]!r}")
+            else:
+                valid += 1
+        print(f"multipleOf {spec[0]} in {'(' if spec[3] else '['}{spec[1]}, {spec[2]}{')' if spec[4] else ']'} ({spec[5]}): "
+              f"{valid}/{args.multiple_samples} valid, {cut} cut")
+    return failures
+
+
 class Address(BaseModel):
     street: str = Field(max_length=40)
     city: str = Field(max_length=30)
@@ -229,11 +295,15 @@ def main():
     parser.add_argument("--binary", default="")
     parser.add_argument("--model-path", default="")
     parser.add_argument("--report", default="")
+    parser.add_argument("--multiple-samples", type=int, default=200,
+                        help="answers per multipleOf schema (0: skip that check)")
     args = parser.parse_args()
 
     total, failures, results, elapsed = check_corpus(args)
     failures += check_openai_parse(args)
     failures += check_cli(args)
+    if args.multiple_samples:
+        failures += check_multiples(args)
     if args.report:
         with open(args.report, "w") as handle:
             json.dump({"total": total, "seconds": elapsed, "seeds": args.seeds, "max_tokens": args.max_tokens,

@@ -382,27 +382,32 @@ struct SchemaCompiler {
         }
         var integerOnly = integer
         var fractionDigits = NumberGrammar.maxFractionDigits
-        var multiple: Int? = nil
         if let m = schema["multipleOf"] {
             guard case .number(let text) = m, let d = DecimalNumber(text), !d.negative, !d.isZero else {
                 throw ConstraintError(.syntax, "multipleOf must be a positive number", at: path + "/multipleOf")
             }
-            if d.isInteger {
-                guard let n = d.integerValue, n <= 10_000 else {
-                    throw ConstraintError(.unsupported, "multipleOf above 10000 is not supported", at: path + "/multipleOf")
+            guard var automaton = MultipleAutomaton(d) else {
+                throw ConstraintError(.unsupported, "multipleOf \(text) has more digits than a number is written with", at: path + "/multipleOf")
+            }
+            // A multiple of an integer is written as an integer; among integers, a decimal
+            // multiple is a multiple of an integer (0.5: every integer; 2.5: multiples of 5).
+            if d.isInteger { integerOnly = true }
+            if integerOnly { automaton = automaton.amongIntegers }
+            if automaton.p == 1 {
+                fractionDigits = automaton.k  // 0.01: at most two digits after the point; 1: integers
+                if automaton.k == 0 { integerOnly = true }
+            } else if automaton.fits(upper: upper, lower: lower) {
+                guard let e = try automaton.range(lower: lower, upper: upper, builder: &builder) else {
+                    throw ConstraintError(.unsatisfiable, "no multiple of \(text) lies within the bounds", at: path + "/multipleOf")
                 }
-                integerOnly = true  // a multiple of an integer is written as an integer
-                if n > 1 { multiple = n }
-            } else if d.integer == "0", d.fraction.hasSuffix("1"), d.fraction.dropLast().allSatisfy({ $0 == "0" }) {
-                fractionDigits = d.fraction.count  // 0.01: at most two digits after the point
+                return e
+            } else if automaton.k == 0 && automaton.p <= 10_000 {
+                return try multiples(of: automaton.p, lower: lower, upper: upper, path: path)
             } else {
                 throw ConstraintError(
-                    .unsupported, "multipleOf \(text) is not supported (integers and powers of ten such as 0.01 are)",
+                    .unsupported, "multipleOf \(text) with these bounds needs more than \(MultipleAutomaton.maxStates) states of a digit automaton",
                     at: path + "/multipleOf")
             }
-        }
-        if let multiple {
-            return try multiples(of: multiple, lower: lower, upper: upper, path: path)
         }
         if integerOnly { fractionDigits = 0 }
         if lower == nil && upper == nil {
