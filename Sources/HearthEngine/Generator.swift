@@ -567,6 +567,7 @@ public final class Generator: @unchecked Sendable {
                 slots[job.slot].tokens += job.input.prefix(entry.count)
                 job.position += entry.count
                 job.input = job.input.dropFirst(entry.count)
+                keepWindowRows(slot: job.slot, ropeLength: job.ropeLength)
                 continue
             }
             let rowLogits = { (i: Int) in UnsafeBufferPointer(start: base + (row + i) * vocab, count: vocab) }

@@ -36,6 +36,24 @@ extension Generator {
 }
 
 extension Generator {
+    /// Between the chunks of a long prompt, on a model with sliding-window layers: stores the
+    /// blocks slot `s` has computed so far, with their window rows, before the next chunk drops
+    /// the oldest of those rows. A request's end stores only the window rows its slot still
+    /// holds (the last window's worth), so without this a prompt that shares only an earlier
+    /// part of this one — the system prompt of another sub-agent, a conversation forked further
+    /// back than a window — could not be restored there (a restore at m needs the window rows
+    /// of the W − 1 positions before m). Blocks the cache holds already cost only their hashing.
+    /// `ropeLength` is the length the slot's keys were computed for (LongRoPE's factor family).
+    func keepWindowRows(slot s: Int, ropeLength: Int) {
+        guard let promptCache, !promptCache.layout.windowLayers.isEmpty else { return }
+        let held = min(slots[s].tokens.count, decoder.cache.counts[s])
+        promptCache.store(
+            slots[s].tokens.prefix(held), cache: decoder.cache, sequence: s,
+            longFactors: decoder.usesLongFactors(length: ropeLength))
+    }
+}
+
+extension Generator {
     /// ``modelIdentity`` computed from the model alone (the same recipe: architecture, decoder
     /// options, parameter count, bytes per weight type), for use before the generator exists.
     static func identity(of model: LanguageModel) -> UInt64 {
