@@ -33,7 +33,9 @@ Runs (--runs, comma-separated):
                   server is stopped and started again on the same directory and the session's
                   last main turn is sent as the first request of the new process (`restart`
                   rows: its cached share came from disk)
-  llama-fa-off    llama-server -np P -c P*ctx --cache-ram MiB --cache-reuse 256 -fa off --jinja
+  llama-fa-off    llama-server -np P -c P*ctx --cache-ram MiB --cache-reuse 256 -fa off (a GGUF
+                  without a chat template, as the default Gemma file, needs --llama-args
+                  "--chat-template gemma": llama-server would fall back to ChatML)
   llama-fa-on     the same with -fa on
 Each server is started fresh for its run.
 
@@ -410,6 +412,33 @@ def summarize(rows: list) -> dict:
     }
 
 
+def markdown(results: dict) -> str:
+    """The run's tables for RESULTS.md: per run, then the main conversation turn by turn."""
+    r = results["runs"]
+    out = ["| run | summed TTFT | main | sub-agents | main turns 2–30 | min main share (turn ≥ 2) | wall | peak RSS |",
+           "|---|---|---|---|---|---|---|---|"]
+    for k, e in r.items():
+        s = e["summary"]
+        main = [x for x in e["rows"] if x["conv"] == "main"]
+        share = s["main_min_share_from_turn2"]
+        out.append(f"| {k} | {s['ttft_sum']:.2f} s | {s['ttft_sum_main']:.2f} s | {s['ttft_sum'] - s['ttft_sum_main']:.2f} s | "
+                   f"{s['ttft_sum_main'] - main[0]['ttft']:.2f} s | {share:.3f} | {e['wall']:.1f} s | {e['peak_rss_mb']:.0f} MB |"
+                   if share is not None else f"| {k} | {s['ttft_sum']:.2f} s | … |")
+    out += ["", "| main turn | " + " | ".join(f"{k} prompt / share / TTFT" for k in r) + " |",
+            "|---|" + "---|" * len(r)]
+    turns = max(len([x for x in e["rows"] if x["conv"] == "main"]) for e in r.values())
+    for t in range(1, turns + 1):
+        cells = []
+        for e in r.values():
+            row = next((x for x in e["rows"] if x["conv"] == "main" and x["turn"] == t), None)
+            if not row or row.get("error") or not row.get("prompt"):
+                cells.append("–")
+            else:
+                cells.append(f"{row['prompt']} / {(row.get('cached') or 0) / row['prompt']:.3f} / {row['ttft']:.2f} s")
+        out.append(f"| {t} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def hearth_argv(a, port: int, cache_ram: int, cache_dir: str | None) -> list:
     argv = [a.hearth, "serve", "--model", a.model, "--host", "127.0.0.1", "--port", str(port),
             "--parallel", str(a.parallel), "--ctx", str(a.ctx), "--threads", str(a.threads),
@@ -423,7 +452,7 @@ def llama_argv(a, port: int, fa: str) -> list:
     return [a.llama_server, "-m", a.model, "--host", "127.0.0.1", "--port", str(port),
             "-t", str(a.threads), "-tb", str(a.threads), "-np", str(a.parallel), "-c", str(a.parallel * a.ctx),
             "--cont-batching", "-fa", fa, "--cache-ram", str(a.cache_ram), "--cache-reuse", "256",
-            "--jinja", "--no-webui"] + a.llama_args.split()
+            "--no-webui"] + a.llama_args.split()
 
 
 def served_model(port: int) -> str:
@@ -465,7 +494,11 @@ def main() -> int:
     ap.add_argument("--logs", default=str(REPO / "benchmarks/work/agent-replay-logs"))
     ap.add_argument("--json", default="")
     ap.add_argument("--session-out", default="")
+    ap.add_argument("--report", default="", help="print the markdown tables of a --json file and exit")
     a = ap.parse_args()
+    if a.report:
+        print(markdown(json.loads(Path(a.report).read_text())))
+        return 0
     a.model = str(Path(a.model).resolve())
     runs = [r for r in a.runs.split(",") if r]
     for r in runs:
