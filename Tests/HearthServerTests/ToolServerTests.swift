@@ -172,7 +172,7 @@ final class ToolScriptedProvider: LanguageModelProvider, @unchecked Sendable {
                 responses(["input": [["role": "user", "content": "hi"], ["type": "function_call_output", "call_id": "call_zz", "output": "1"]]]))
             #expect(output.param == "input[1].call_id", "\(output.message)")
             #expect(
-                try await Self.refusal(harness, "/v1/responses", responses(["input": [["type": "reasoning", "summary": [Any]()]]])).param
+                try await Self.refusal(harness, "/v1/responses", responses(["input": [["type": "web_search_call", "id": "ws_1"]]])).param
                     == "input[0].type")
 
             // Nothing was admitted for any of them, and the server still answers.
