@@ -35,7 +35,8 @@ Runs (--runs, comma-separated):
                   rows: its cached share came from disk)
   llama-fa-off    llama-server -np P -c P*ctx --cache-ram MiB --cache-reuse 256 -fa off (a GGUF
                   without a chat template, as the default Gemma file, needs --llama-args
-                  "--chat-template gemma": llama-server would fall back to ChatML)
+                  "--chat-template-file benchmarks/data/gemma3-chat.jinja": llama-server
+                  would fall back to ChatML)
   llama-fa-on     the same with -fa on
 Each server is started fresh for its run.
 
