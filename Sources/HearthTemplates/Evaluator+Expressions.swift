@@ -135,7 +135,7 @@ extension Evaluator {
                 if case .undefined(let name) = needle { throw undefinedError(name, position) }
                 throw TemplateError(.type, "'in <string>' requires string as left operand, not \(needle.typeName)", at: position)
             }
-            return n.isEmpty || s.contains(n)
+            return StringOps.find(s, n, fromRight: false) >= 0
         case .list(let a), .tuple(let a):
             try tick(position, a.count / 8)
             return a.contains { PythonFormat.equal($0, needle) }

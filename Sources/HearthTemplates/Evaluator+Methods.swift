@@ -346,16 +346,33 @@ enum StringOps {
         return parts.joined(separator: new)
     }
 
+    /// Python's `str.find`/`rfind`: the code-point index of `sub` in `s`, or -1. Searches the
+    /// UTF-8 bytes (a match of valid UTF-8 starts on a scalar boundary), then counts scalars.
     static func find(_ s: String, _ sub: String, fromRight: Bool) -> Int {
-        let a = Array(s.unicodeScalars), b = Array(sub.unicodeScalars)
-        if b.count > a.count { return -1 }
-        let candidates = fromRight ? Array(stride(from: a.count - b.count, through: 0, by: -1)) : Array(0...(a.count - b.count))
-        for i in candidates {
-            var ok = true
-            for k in 0..<b.count where a[i + k] != b[k] { ok = false; break }
-            if ok { return i }
+        if sub.isEmpty { return fromRight ? s.unicodeScalars.count : 0 }
+        var s = s, sub = sub
+        return s.withUTF8 { a in
+            sub.withUTF8 { b in
+                if b.count > a.count { return -1 }
+                let last = a.count - b.count
+                var i = fromRight ? last : 0
+                let first = b[0]
+                while i >= 0 && i <= last {
+                    if a[i] == first {
+                        var k = 1
+                        while k < b.count, a[i + k] == b[k] { k += 1 }
+                        if k == b.count {
+                            // Code points before the match: bytes that do not continue a scalar.
+                            var n = 0
+                            for j in 0..<i where a[j] & 0xC0 != 0x80 { n += 1 }
+                            return n
+                        }
+                    }
+                    i += fromRight ? -1 : 1
+                }
+                return -1
+            }
         }
-        return -1
     }
 
     /// Python's `str.title()`: uppercase after any non-cased character.

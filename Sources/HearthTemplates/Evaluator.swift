@@ -1,12 +1,50 @@
 import Foundation
 
+/// A frame's variables: a few names, searched linearly (comparing short strings is cheaper than
+/// hashing them, and a frame rarely holds more than a few dozen), with a hash index past 32.
+struct VariableTable {
+    private var names: [String] = []
+    private var values: [JinjaValue] = []
+    private var index: [String: Int]? = nil
+
+    init(_ dictionary: [String: JinjaValue] = [:]) {
+        for (k, v) in dictionary { self[k] = v }
+    }
+
+    private func position(_ name: String) -> Int? {
+        if let index { return index[name] }
+        for i in names.indices where names[i] == name { return i }
+        return nil
+    }
+
+    subscript(name: String) -> JinjaValue? {
+        get { position(name).map { values[$0] } }
+        set {
+            guard let newValue else { return }  // templates never unset a variable
+            if let i = position(name) {
+                values[i] = newValue
+                return
+            }
+            names.append(name)
+            values.append(newValue)
+            if index != nil {
+                index?[name] = names.count - 1
+            } else if names.count > 32 {
+                var built: [String: Int] = [:]
+                for (i, n) in names.enumerated() { built[n] = i }
+                index = built
+            }
+        }
+    }
+}
+
 /// Variables visible at one point of a render: a chain of frames (template, `for` body, macro call).
 final class Scope {
-    var variables: [String: JinjaValue]
+    var variables: VariableTable
     let parent: Scope?
 
     init(_ variables: [String: JinjaValue] = [:], parent: Scope?) {
-        self.variables = variables
+        self.variables = VariableTable(variables)
         self.parent = parent
     }
 

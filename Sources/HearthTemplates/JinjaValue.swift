@@ -101,10 +101,13 @@ struct DictKey: Hashable {
     }
 }
 
-/// An insertion-ordered dict, as Python's.
+/// An insertion-ordered dict, as Python's. Small dicts (messages, tool calls) are searched
+/// linearly; a hash index is built past 16 entries.
 public struct JinjaDict: Sendable {
     private(set) var keys: [JinjaValue] = []
-    private var storage: [DictKey: (index: Int, value: JinjaValue)] = [:]
+    /// The values, in the order of `keys`.
+    public private(set) var values: [JinjaValue] = []
+    private var index: [DictKey: Int]? = nil
 
     /// An empty dict.
     public init() {}
@@ -114,39 +117,59 @@ public struct JinjaDict: Sendable {
     /// Whether the dict is empty.
     public var isEmpty: Bool { keys.isEmpty }
 
+    private func position(_ key: JinjaValue) -> Int? {
+        if let index { return index[DictKey(key)] }
+        if case .string(let s) = key {
+            for i in keys.indices {
+                if case .string(let k) = keys[i], k == s { return i }
+            }
+            return nil
+        }
+        let k = DictKey(key)
+        for i in keys.indices where DictKey(keys[i]) == k { return i }
+        return nil
+    }
+
     /// The value under `key`, or nil; setting appends a new key or replaces the value in place.
     public subscript(key: JinjaValue) -> JinjaValue? {
-        get { storage[DictKey(key)]?.value }
+        get { position(key).map { values[$0] } }
         set {
-            let k = DictKey(key)
             if let newValue {
-                if let old = storage[k] {
-                    storage[k] = (old.index, newValue)
-                } else {
-                    storage[k] = (keys.count, newValue)
-                    keys.append(key)
+                if let i = position(key) {
+                    values[i] = newValue
+                    return
                 }
-            } else if storage[k] != nil {
-                // Removal is rare (never done by templates); rebuild the order.
-                storage[k] = nil
-                keys.removeAll { DictKey($0) == k }
-                for (i, key) in keys.enumerated() { storage[DictKey(key)]?.index = i }
+                keys.append(key)
+                values.append(newValue)
+                if index != nil {
+                    index?[DictKey(key)] = keys.count - 1
+                } else if keys.count > 16 {
+                    var built: [DictKey: Int] = [:]
+                    for (i, k) in keys.enumerated() { built[DictKey(k)] = i }
+                    index = built
+                }
+            } else if let i = position(key) {
+                // Removal is rare (never done by templates); rebuild the index.
+                keys.remove(at: i)
+                values.remove(at: i)
+                if index != nil {
+                    var built: [DictKey: Int] = [:]
+                    for (i, k) in keys.enumerated() { built[DictKey(k)] = i }
+                    index = built
+                }
             }
         }
     }
 
     /// The value under a string key.
     public subscript(string key: String) -> JinjaValue? {
-        storage[DictKey(.string(key))]?.value
+        position(.string(key)).map { values[$0] }
     }
 
     /// The entries in insertion order.
     public var entries: [(key: JinjaValue, value: JinjaValue)] {
-        keys.map { ($0, storage[DictKey($0)]?.value ?? JinjaValue.none) }
+        Array(zip(keys, values)).map { (key: $0.0, value: $0.1) }
     }
-
-    /// The values in insertion order.
-    public var values: [JinjaValue] { keys.map { storage[DictKey($0)]?.value ?? JinjaValue.none } }
 }
 
 /// A reference object inside one render: a namespace, a loop, a callable.
