@@ -111,8 +111,7 @@ enum AnthropicWire {
     static let minimumThinkingBudget = 1024
 
     /// The `thinking` field for `options`: `{type: disabled}` when reasoning is off (or its
-    /// budget is 0),
-    /// `{type: enabled, budget_tokens}` when on — the resolved budget (an effort's
+    /// budget is 0), `{type: enabled, budget_tokens}` when on — the resolved budget (an effort's
     /// ``HearthProviders/ReasoningEffort/defaultBudgetTokens``, or medium's when the options name
     /// neither), at least 1024 as the API requires. The API counts thinking in `max_tokens` and
     /// wants it above the budget: when the request set no `maxTokens`, `maxTokens` grows to the
@@ -293,7 +292,7 @@ enum AnthropicWire {
                 sink.reasoning(start)
             case "content_block_start" where event.contentBlock?.type == "redacted_thinking":
                 let part = ReasoningPart(text: "", redactedData: event.contentBlock?.data ?? "", provider: failures.provider)
-                sink.yield(.reasoningEnded(part))
+                sink.reasoningEnded(part)
             case "content_block_delta" where event.delta?.type == "thinking_delta":
                 guard let piece = event.delta?.thinking, openThinking != nil else { return }
                 openThinking?.text += piece
@@ -363,7 +362,7 @@ enum AnthropicWire {
         private mutating func endThinking(sink: EventSink, provider: String) {
             guard let open = openThinking else { return }
             openThinking = nil
-            sink.yield(.reasoningEnded(ReasoningPart(text: open.text, signature: open.signature, provider: provider)))
+            sink.reasoningEnded(ReasoningPart(text: open.text, signature: open.signature, provider: provider))
         }
 
         /// Ends the call of a `tool_use` block (a call whose input never came gets `{}`).

@@ -37,6 +37,13 @@ final class EventSink: Sendable {
         continuation.yield(.reasoningDelta(delta))
     }
 
+    /// Sends the end of a reasoning part (counts as reply output, like its deltas: a redacted
+    /// part has no deltas, and a retry would deliver it twice).
+    func reasoningEnded(_ part: ReasoningPart) {
+        state.withLock { $0.sentText = true }
+        continuation.yield(.reasoningEnded(part))
+    }
+
     /// Sends a step of a tool call (counts as reply output, like text).
     func toolCall(_ event: ToolCallEvent) {
         state.withLock {

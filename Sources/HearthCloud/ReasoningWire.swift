@@ -29,7 +29,7 @@ struct StreamedReasoning {
     /// Ends the open part (nothing when none is open) with what the provider gave to send back.
     mutating func end(signature: String? = nil, sink: EventSink) {
         guard open else { return }
-        sink.yield(.reasoningEnded(ReasoningPart(text: text, signature: signature, provider: provider)))
+        sink.reasoningEnded(ReasoningPart(text: text, signature: signature, provider: provider))
         text = ""
         open = false
     }

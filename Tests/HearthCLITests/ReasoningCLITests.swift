@@ -88,4 +88,36 @@ import Testing
         #expect(stderr.components(separatedBy: "think: off").count == 3, "/think off, then /think shows it: \(stderr)")
         #expect(status == 0, "the fake saw no protocol violation: \(report)")
     }
+
+    /// On a terminal the reasoning is written dim (ANSI SGR 2) before the answer, with a blank
+    /// line between them, and the answer is saved with its reasoning part.
+    @Test func interactiveChatShowsReasoningDimBeforeTheAnswer() throws {
+        let home = BailianChatTests().home()
+        defer { try? FileManager.default.removeItem(at: home) }
+        let fake = try BailianChatTests.Fake(directory: home)
+        var environment = BailianChatTests().environment(home, url: fake.url)
+        environment["DASHSCOPE_HTTP_BASE_URL"] = fake.http
+        let chat = try ChatPTY(
+            binary: try #require(CLITests.binary), arguments: ["chat", "--provider", "dashscope", "r1"], environment: environment)
+        try chat.expect(">>> ")
+        chat.send("/think on\r")
+        try chat.expect("think: on")
+        try chat.expect(">>> ")
+        chat.send("介绍一下杭州\r")
+        let shown = try chat.expect(BailianChatTests.answer, timeout: 15)
+        // The reasoning starts "The user asks…" (the spinner, also dim, starts with a braille frame).
+        let dim = try #require(shown.range(of: "\u{1B}[2mT"), "reasoning is dim: \(shown)")
+        let answer = try #require(shown.range(of: BailianChatTests.answer))
+        #expect(dim.lowerBound < answer.lowerBound)
+        let reasoning = shown[dim.lowerBound..<answer.lowerBound]
+        #expect(reasoning.contains("先想") && reasoning.contains("\u{1B}[0m"), "\(reasoning)")
+        #expect(reasoning.hasSuffix("\n\n") || reasoning.hasSuffix("\r\n\r\n"), "a blank line before the answer: \(reasoning)")
+        try chat.expect(">>> ")
+        chat.send("\u{04}")
+        #expect(chat.exitStatus(timeout: 5) == 0)
+        let (status, report) = fake.stop()
+        #expect(status == 0, "the fake saw no protocol violation: \(report)")
+        let saved = try String(contentsOf: home.appendingPathComponent("chats/r1.jsonl"), encoding: .utf8)
+        #expect(saved.contains("\"reasoning\"") && saved.contains("先想一想") && saved.contains("\"provider\":\"dashscope\""), "\(saved)")
+    }
 }
