@@ -115,19 +115,21 @@ check(
     response.usage is not None and response.usage.output_tokens_details.reasoning_tokens > 0,
     f"{response.usage}",
 )
-deltas, summaries = "", ""
-with oa.responses.stream(
-    model=MODEL, input="Hi", max_output_tokens=16, temperature=0, reasoning={"effort": "low", "summary": "auto"}
-) as stream:
-    for event in stream:
-        if event.type == "response.reasoning_text.delta":
-            deltas += event.delta
-        elif event.type == "response.reasoning_summary_text.delta":
-            summaries += event.delta
-    final = stream.get_final_response()
+# The block runs to max_output_tokens (effort low is a budget of 1024), so the stream ends with
+# response.incomplete, whose response is the final one (get_final_response wants completed).
+deltas, summaries, final = "", "", None
+for event in oa.responses.create(
+    model=MODEL, input="Hi", max_output_tokens=16, temperature=0, reasoning={"effort": "low", "summary": "auto"}, stream=True
+):
+    if event.type == "response.reasoning_text.delta":
+        deltas += event.delta
+    elif event.type == "response.reasoning_summary_text.delta":
+        summaries += event.delta
+    elif event.type in ("response.completed", "response.incomplete"):
+        final = event.response
 check("responses stream: reasoning_text deltas join to the item", deltas != "" and deltas == item_text, f"{deltas!r}")
 check("responses stream: summary deltas join to the item", summaries == item_text, f"{summaries!r}")
-check("responses stream: the final response has the item", any(i.type == "reasoning" for i in final.output))
+check("responses stream: the final response has the item", final is not None and any(i.type == "reasoning" for i in final.output))
 
 # 3. anthropic thinking
 BUDGET = 4
