@@ -38,7 +38,9 @@ public struct GenerationParameters: Sendable {
     /// model's likeliest choice among those that keep a completion within reach, so strings
     /// close, arrays stop and optional parts are left out in time, and the answer ends complete
     /// (`.stop`) instead of cut (`.length`). It acts only on such a token: an answer that ends on
-    /// its own within the budget is unchanged. False keeps the cut.
+    /// its own within the budget is unchanged. False keeps the cut. The same flag turns on the
+    /// repetition rule (``RepetitionRule``): a constrained output that loops is wound down the
+    /// same way.
     public var finishInBudget = true
     /// A reasoning model's reasoning (``ReasoningControl``): its text is split from the answer
     /// (``GeneratedToken/reasoning``), ``constraint`` applies only after the block closes, the
@@ -96,6 +98,9 @@ public struct GenerationSummary: Sendable {
     /// Tokens that ``GenerationParameters/finishInBudget`` chose instead of the sampled one (0:
     /// the budget did not shape the answer).
     public var budgetShapedTokens = 0
+    /// Whether the repetition rule (``RepetitionRule``) ended a constrained output that had
+    /// fallen into a loop.
+    public var repetitionEnded = false
     /// Of ``completionTokens``, those of the reasoning block: the opening tag, the reasoning and
     /// the closing sequence (0 without ``GenerationParameters/reasoning``).
     public var reasoningTokens = 0
@@ -987,6 +992,9 @@ struct SequenceRun {
     var decodeStart = DispatchTime.now()
     /// The reasoning block's state (``GenerationParameters/reasoning``).
     var reasoning: ReasoningRun?
+    /// Set when a constrained output fell into a loop (``RepetitionRule``): the completion
+    /// token count by which the output must be complete.
+    var windDownBy: Int?
 
     enum Outcome {
         /// Feed this token and call again with the logits it produces.
@@ -1097,6 +1105,17 @@ struct SequenceRun {
         onToken(token)
 
         history.append(id)
+        if grammar, parameters.finishInBudget, windDownBy == nil,
+            RepetitionRule.isLooping(history.suffix(summary.completionTokens)), var m = matcher
+        {
+            windDownBy = summary.completionTokens + m.bytesToComplete() + RepetitionRule.margin
+            matcher = m
+            summary.repetitionEnded = true
+        }
+        if windDownBy != nil, matcher?.isAccepting == true {
+            summary.finishReason = .stop  // wound down: complete, so it ends here
+            return .finished
+        }
         if summary.completionTokens == parameters.maxTokens { return endOfBudget() }
         if history.count >= context { return endOfBudget() }
         return .feed(id)
@@ -1116,7 +1135,8 @@ struct SequenceRun {
     private mutating func withinBudget(_ id: Int32, _ logits: UnsafeBufferPointer<Float>, context: Int) -> Int32 {
         guard var m = matcher else { return id }
         // Tokens after this one: the end of sequence needs none (a complete output ends `.stop`).
-        let left = min(parameters.maxTokens - summary.completionTokens, context - history.count) - 1
+        var left = min(parameters.maxTokens - summary.completionTokens, context - history.count) - 1
+        if let windDownBy { left = min(left, windDownBy - summary.completionTokens - 1) }
         defer { matcher = m }
         guard let after = m.bytesToComplete(after: id), after > left else { return id }
         var feasible: [UInt64] = []
