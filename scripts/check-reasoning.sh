@@ -30,7 +30,7 @@ server_scratch
 key="hk-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 printf '%s\n' "$key" > "$work/key"
 
-"$binary" serve --model "$model" --port 0 --api-key-file "$work/key" --parallel 2 --ctx 128 \
+"$binary" serve --model "$model" --port 0 --api-key-file "$work/key" --parallel 2 --ctx 512 \
     --prompt-style chat-template --alias phi-reasoning > "$work/out" 2> "$work/log" &
 server_pid=$!
 url="$(server_url "$server_pid" "$work/out" "$work/log")"
