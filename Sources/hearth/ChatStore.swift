@@ -60,6 +60,9 @@ struct ChatStore {
     struct Record: Codable {
         var role: ChatMessage.Role
         var content: String
+        /// An answer's reasoning parts (absent when it had none, and in files written before them),
+        /// so a resumed chat still sends a provider the parts it needs back.
+        var reasoning: [ReasoningPart]?
     }
 
     /// Rewrites a session with these messages.
@@ -87,7 +90,9 @@ struct ChatStore {
         }
         let decoder = JSONDecoder()
         return data.split(separator: UInt8(ascii: "\n")).compactMap { line in
-            (try? decoder.decode(Record.self, from: Data(line))).map { ChatMessage(role: $0.role, content: $0.content) }
+            (try? decoder.decode(Record.self, from: Data(line))).map {
+                ChatMessage(role: $0.role, content: $0.content, reasoning: $0.reasoning ?? [])
+            }
         }
     }
 
@@ -96,7 +101,9 @@ struct ChatStore {
         encoder.outputFormatting = [.withoutEscapingSlashes]
         var data = Data()
         for message in messages {
-            data.append(try encoder.encode(Record(role: message.role, content: message.content)))
+            let record = Record(
+                role: message.role, content: message.content, reasoning: message.reasoning.isEmpty ? nil : message.reasoning)
+            data.append(try encoder.encode(record))
             data.append(UInt8(ascii: "\n"))
         }
         return data

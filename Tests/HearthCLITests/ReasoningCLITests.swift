@@ -97,6 +97,7 @@ import Testing
         let fake = try BailianChatTests.Fake(directory: home)
         var environment = BailianChatTests().environment(home, url: fake.url)
         environment["DASHSCOPE_HTTP_BASE_URL"] = fake.http
+        environment.removeValue(forKey: "NO_COLOR")  // styled output is what this test is about
         let chat = try ChatPTY(
             binary: try #require(CLITests.binary), arguments: ["chat", "--provider", "dashscope", "r1"], environment: environment)
         try chat.expect(">>> ")
@@ -110,7 +111,8 @@ import Testing
         let answer = try #require(shown.range(of: BailianChatTests.answer))
         #expect(dim.lowerBound < answer.lowerBound)
         let reasoning = shown[dim.lowerBound..<answer.lowerBound]
-        #expect(reasoning.contains("先想") && reasoning.contains("\u{1B}[0m"), "\(reasoning)")
+        let plain = reasoning.replacingOccurrences(of: "\u{1B}[2m", with: "").replacingOccurrences(of: "\u{1B}[0m", with: "")
+        #expect(plain.contains("先想一想") && reasoning.contains("\u{1B}[0m"), "each piece dim, then reset: \(reasoning)")
         #expect(reasoning.hasSuffix("\n\n") || reasoning.hasSuffix("\r\n\r\n"), "a blank line before the answer: \(reasoning)")
         try chat.expect(">>> ")
         chat.send("\u{04}")
