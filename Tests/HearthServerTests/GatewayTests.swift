@@ -101,7 +101,9 @@ import Testing
 
     static func usage(_ reply: ServerHarness.Reply) -> (prompt: Int, completion: Int) {
         let usage = reply.json["usage"] as? [String: Any]
-        return (usage?["prompt_tokens"] as? Int ?? usage?["input_tokens"] as? Int ?? -1,
+        // Anthropic's input_tokens leaves out the tokens read from the cache (the Messages API's meaning).
+        let anthropicPrompt = (usage?["input_tokens"] as? Int).map { $0 + (usage?["cache_read_input_tokens"] as? Int ?? 0) }
+        return (usage?["prompt_tokens"] as? Int ?? anthropicPrompt ?? -1,
                 usage?["completion_tokens"] as? Int ?? usage?["output_tokens"] as? Int ?? -1)
     }
 
