@@ -251,7 +251,11 @@ check("anthropic reply = openai reply (same prompt, greedy)", atext == text, (at
 # messages.count_tokens: the prompt the same request generates from, tools included.
 counted = an.messages.count_tokens(model=MODEL, system="You answer briefly.",
                                    messages=[{"role": "user", "content": "Name three colours."}])
-check("anthropic messages.count_tokens = the reply's input_tokens", counted.input_tokens == message.usage.input_tokens,
+# The reply's input_tokens leaves out the prompt tokens read from the cache (the Messages API's
+# meaning): the whole prompt is input_tokens + cache_read_input_tokens.
+prompt_tokens = message.usage.input_tokens + (message.usage.cache_read_input_tokens or 0)
+check("anthropic messages.count_tokens = the reply's whole prompt (input_tokens + cache_read_input_tokens)",
+      counted.input_tokens == prompt_tokens,
       (counted.input_tokens, message.usage.input_tokens))
 weather = {"name": "get_weather", "description": "The weather in a city.",
            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}

@@ -226,3 +226,31 @@ import Testing
         }
     }
 }
+
+/// The output filter screens reasoning too (issue 57: the gateway passes cloud reasoning): a part
+/// is held until it ends and goes out whole, or not at all when it matches.
+@Suite struct ReasoningScreenTests {
+    @Test func reasoningIsScreenedWholeAtItsEnd() throws {
+        let filter = try ContentFilter(lines: ["pineapple"], filterOutput: true)
+        var screen = OutputScreen(filter: filter)
+        #expect(screen.pass(.reasoning("I think about pine")).isEmpty)
+        #expect(screen.pass(.reasoning("apple now.")).isEmpty)
+        let blocked = screen.pass(.reasoningEnded(ReasoningPart(text: "I think about pineapple now.", signature: "s")))
+        #expect(blocked.count == 1 && { if case .filtered = blocked[0] { true } else { false } }())
+
+        var clean = OutputScreen(filter: filter)
+        #expect(clean.pass(.reasoning("Nothing to block.")).isEmpty)
+        let out = clean.pass(.reasoningEnded(ReasoningPart(text: "Nothing to block.")))
+        #expect(out.count == 2)
+        if case .reasoning(let text)? = out.first { #expect(text == "Nothing to block.") } else { Issue.record("\(out)") }
+
+        // A redacted part (only its end) with a blocked text, and a part cut by the end of the reply.
+        var redacted = OutputScreen(filter: filter)
+        let r = redacted.pass(.reasoningEnded(ReasoningPart(text: "pineapple", redactedData: "x")))
+        #expect(r.count == 1 && { if case .filtered = r[0] { true } else { false } }())
+        var unfinished = OutputScreen(filter: filter)
+        _ = unfinished.pass(.reasoning("a pineapple"))
+        let end = unfinished.pass(.finished(Usage(promptTokens: 1, completionTokens: 1), .stop))
+        #expect(end.count == 1 && { if case .filtered = end[0] { true } else { false } }())
+    }
+}

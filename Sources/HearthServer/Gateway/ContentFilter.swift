@@ -142,6 +142,10 @@ struct OutputScreen {
     /// The events of calls begun and not yet finished, and their name and arguments so far.
     private var heldCalls: [RouteEvent] = []
     private var callText: [Int: String] = [:]
+    /// A reasoning part's events not yet forwarded, and its text so far: a part is checked
+    /// whole at its end (its deltas wait for it), and goes out complete or, on a match, not at all.
+    private var heldReasoning: [RouteEvent] = []
+    private var reasoningText = ""
 
     init(filter: ContentFilter) { self.filter = filter }
 
@@ -183,16 +187,37 @@ struct OutputScreen {
                 }
             }
             return out
+        case .reasoning(let text):
+            heldReasoning.append(event)
+            reasoningText += text
+            return []
+        case .reasoningEnded(let part):
+            heldReasoning.append(event)
+            return releaseReasoning(also: part.text)
         case .finished:
-            if !held.isEmpty, let cut = scan(final: true).definite { return cutAt(cut) }
+            let reasoning = releaseReasoning(also: "")
+            if reasoning.last.map({ if case .filtered = $0 { true } else { false } }) == true { return reasoning }
+            if !held.isEmpty, let cut = scan(final: true).definite { return reasoning + cutAt(cut) }
             let out = held
             held = ""
             let calls = heldCalls
             heldCalls = []
-            return (out.isEmpty ? [] : [.text(out, token: nil)]) + calls + [event]
+            return reasoning + (out.isEmpty ? [] : [.text(out, token: nil)]) + calls + [event]
         default:
             return [event]
         }
+    }
+
+    /// The held reasoning part, checked whole (its streamed text, or `whole` when it came only
+    /// as its end): the events, or ``RouteEvent/filtered`` on a match.
+    private mutating func releaseReasoning(also whole: String) -> [RouteEvent] {
+        defer {
+            heldReasoning = []
+            reasoningText = ""
+        }
+        guard !heldReasoning.isEmpty else { return [] }
+        if filter.blocks(reasoningText) || filter.blocks(whole) { return [.filtered] }
+        return heldReasoning
     }
 
     /// The held text checked with what went out before it; offsets count from the start of `sentTail`.
