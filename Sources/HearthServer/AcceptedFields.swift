@@ -27,6 +27,7 @@ enum AcceptedFields {
     static let chatMessage: Set<String> = [
         "role", "content", "tool_calls", "tool_call_id", "name", "refusal", "function_call", "audio",
         "reasoning_content", "reasoning",  // extras: an earlier turn's reasoning (DeepSeek, vLLM, llama-server; issue 57)
+        "annotations",  // the reply's own url citations, sent back when a client appends the reply message as it came
     ]
     static let completions = openAISampling.union(["prompt", "logprobs", "echo", "suffix", "best_of"])
     static let messages: Set<String> = [

@@ -182,6 +182,8 @@ struct RequestParser {
                 if let reasoning = try m.string("reasoning_content") ?? m.string("reasoning"), !reasoning.isEmpty {
                     message.reasoning = [ReasoningPart(text: reasoning)]
                 }
+                // The reply's url citations, echoed back when a client appends the message it received.
+                _ = try m.array("annotations")
                 if m.value("audio") != nil {
                     throw Self.unsupported(m.name("audio"), "refers to an earlier spoken reply; this server's models produce text only.")
                 }

@@ -220,7 +220,7 @@ import Testing
                 "messages": [
                     ["role": "developer", "content": "Be brief.", "name": "harness"],
                     ["role": "user", "content": "Say something rude.", "name": "ann"],
-                    ["role": "assistant", "content": NSNull(), "refusal": "I will not."],
+                    ["role": "assistant", "content": NSNull(), "refusal": "I will not.", "annotations": [Any]()],
                     ["role": "user", "content": [["type": "text", "text": "Then say hello."]]],
                 ],
                 "tools": [["type": "function", "function": ["name": "shell", "parameters": Self.bash]]], "parallel_tool_calls": true,
