@@ -63,7 +63,7 @@ sed -i 's/.product(name: "HearthLocal", package: "hearth"),/.product(name: "Hear
 python3 - "$ROOT/README.md" > "$work/app/Sources/EmbeddingCheck/ReadmeExample.swift" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
-section = text[text.index("## Embedding Hearth in an app"):]
+section = text[text.index("## In an app"):]
 code = re.search(r"```swift\n(.*?)```", section, re.S).group(1)
 imports = [l for l in code.splitlines() if l.startswith("import ")]
 body = [l for l in code.splitlines() if not l.startswith("import ")]
