@@ -1503,6 +1503,8 @@ def write_results_md(run: dict) -> str:
     kept = kept_sections(RESULTS_MD)
     text = GEN_BEGIN + "\n" + generated + GEN_END + "\n" + ("\n" + kept if kept else "")
     RESULTS_MD.write_text(text)
+    # The README's picture follows the summary it was drawn from.
+    subprocess.run([sys.executable, str(HERE / "plot_summary.py")], check=False)
     return text
 
 
