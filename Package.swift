@@ -118,7 +118,10 @@ let package = Package(
         .target(name: "HearthFormats", dependencies: ["HearthKernels"], swiftSettings: optimizedInDebug),
         .target(
             name: "HearthTokenizers",
-            dependencies: [.target(name: "CSentencePieceShim", condition: .when(platforms: [.linux], traits: systemLibraries))],
+            dependencies: [
+                .target(name: "CSentencePieceShim", condition: .when(platforms: [.linux], traits: systemLibraries)),
+                "HearthTemplates",  // a model's own chat template, compiled at load (issue 58)
+            ],
             swiftSettings: optimizedInDebug),
         // Structured output: JSON Schema, regular expressions and GBNF grammars compiled to token
         // masks (depends on nothing; it sees a vocabulary only as token byte strings).
@@ -136,7 +139,7 @@ let package = Package(
         .target(
             name: "HearthEngine",
             dependencies: [
-                "HearthKernels", "HearthFormats", "HearthTokenizers", "HearthConstraints",
+                "HearthKernels", "HearthFormats", "HearthTokenizers", "HearthConstraints", "HearthTemplates",
                 .product(name: "Logging", package: "swift-log"),  // the repack cache's debug lines
             ],
             swiftSettings: optimizedInDebug),
@@ -163,7 +166,7 @@ let package = Package(
         // The provider protocol and router (no engine import), and the cloud providers.
         .target(name: "HearthProviders"),
         // The engine behind the provider protocol.
-        .target(name: "HearthLocal", dependencies: ["HearthEngine", "HearthProviders", "HearthConstraints", "CZstd"]),
+        .target(name: "HearthLocal", dependencies: ["HearthEngine", "HearthProviders", "HearthConstraints", "HearthTemplates", "CZstd"]),
         .target(
             name: "HearthCloud",
             dependencies: [

@@ -30,8 +30,19 @@ enum GGUFTokenizer {
         let endTexts = Set(endOfGenerationTexts)
         for (i, text) in tokens.enumerated() where endTexts.contains(text) { stops.append(Int32(i)) }
         func text(_ id: Int32?) -> String? { id.flatMap { Int($0) < tokens.count && $0 >= 0 ? tokens[Int($0)] : nil } }
-        var template = try md.string("tokenizer.chat_template").flatMap {
-            ChatTemplate(jinja: $0, bosToken: text(bos), eosToken: text(eos))
+        var special: [String: String] = [:]
+        special["bos_token"] = text(bos)
+        special["eos_token"] = text(eos)
+        special["unk_token"] = text(try id("tokenizer.ggml.unknown_token_id"))
+        special["pad_token"] = text(try id("tokenizer.ggml.padding_token_id"))
+        // Named variants: `tokenizer.chat_template.<name>` (llama.cpp's convert script writes them).
+        var variants: [String: String] = [:]
+        let variantPrefix = "tokenizer.chat_template."
+        for key in md.keys where key.hasPrefix(variantPrefix) {
+            if let source = try? md.string(key) { variants[String(key.dropFirst(variantPrefix.count))] = source }
+        }
+        var template = try md.string("tokenizer.chat_template").map {
+            ChatTemplate(ownTemplate: $0, origin: "GGUF tokenizer.chat_template", specialTokens: special, variants: variants)
         }
         // Files without a template get their family's known format.
         if template == nil, let arch = try md.string("general.architecture") {

@@ -1,6 +1,7 @@
 import Foundation
 import HearthFormats
 import HearthKernels
+import HearthTemplates
 import HearthTokenizers
 
 /// A loaded model: configuration, weights (memory-mapped), tokenizer and stop tokens.
@@ -22,8 +23,9 @@ public final class LanguageModel: Sendable {
     public let tokenizer: any Tokenizer
     /// The vocabulary as structured output sees it, and compiled constraints (built on first use).
     let constraintStore = ConstraintStore()
-    /// The prompt format: the tokenizer's chat template, else the family's fallback (Phi-2's
-    /// `Instruct: …\nOutput:`), else nil.
+    /// The prompt format: the `chatTemplate` the load was given (`--chat-template`), else the
+    /// checkpoint's own Jinja template (rendered by HearthTemplates), else the family's
+    /// hand-written fallback (Phi-2's `Instruct: …\nOutput:`, Gemma's turns), else nil.
     public let chatTemplate: ChatTemplate?
     /// The model's name as its files give it (GGUF `general.name`/`general.finetune`, else the
     /// file or directory name).
@@ -79,6 +81,8 @@ public final class LanguageModel: Sendable {
         var repackOutcome: RepackCache.Outcome = .notNeeded
         /// Seconds per load phase (GGUF).
         var phases: [(name: String, seconds: Double)] = []
+        /// `--chat-template FILE|NAME` (``LanguageModel/chatTemplate(override:own:tokenizer:)``).
+        var chatTemplateOverride: String? = nil
     }
 
     private init(parts: Parts, started: Date) throws {
@@ -90,9 +94,12 @@ public final class LanguageModel: Sendable {
         options = parts.options
         weights = parts.weights
         tokenizer = parts.tokenizer
-        chatTemplate = parts.tokenizer.chatTemplate ?? parts.fallbackChatTemplate
+        let own = parts.tokenizer.chatTemplate ?? parts.fallbackChatTemplate
+        chatTemplate = try parts.chatTemplateOverride.map { try Self.chatTemplate(override: $0, own: own, tokenizer: parts.tokenizer) } ?? own
         name = parts.name
-        baseModelReason = Self.baseModelReason(name: parts.name, hasOwnTemplate: parts.ownChatTemplate ?? (parts.tokenizer.chatTemplate != nil))
+        baseModelReason = Self.baseModelReason(
+            name: parts.name,
+            hasOwnTemplate: parts.chatTemplateOverride != nil || (parts.ownChatTemplate ?? (parts.tokenizer.chatTemplate != nil)))
         let bosText = parts.tokenizer.bosID.flatMap { parts.tokenizer.bytes(of: $0) }.map { String(decoding: $0, as: UTF8.self) }
         dialogueTemplate = ChatTemplate(format: .dialogue, prefix: parts.tokenizer.addsBOS ? (bosText ?? "") : "")
         tokenizerFiles = parts.tokenizerFiles
@@ -130,9 +137,15 @@ public final class LanguageModel: Sendable {
     /// use their own vocabulary. GGUF weights rearranged into the kernels' layout are kept in
     /// `repackCache` (default: the environment's, see ``RepackCache/init(environment:)``), so
     /// a second load of the same unchanged file maps them instead of rearranging them.
+    ///
+    /// `chatTemplate` overrides the checkpoint's prompt format (`--chat-template`): a named
+    /// template of the file (`tool_use`, `rag`…; `default` is the file's own), a hand-written
+    /// format (`chatml`, `gemma`, `llama3`, `phi3`, `phi4-mini`, `instruct`), or the path of a
+    /// Jinja file. It throws `EngineError` `.invalidOption` when it names nothing, or when the
+    /// file's template does not compile (with the `TemplateError`'s line and column).
     public convenience init(
         path: String, quantize: DType? = nil, threads: Int? = nil, progress: (@Sendable (Double) -> Void)? = nil,
-        tokenizer: TokenizerSource = .automatic, repackCache: RepackCache = .default
+        tokenizer: TokenizerSource = .automatic, repackCache: RepackCache = .default, chatTemplate: String? = nil
     ) throws {
         let started = Date()
         let url = URL(fileURLWithPath: path)
@@ -173,6 +186,7 @@ public final class LanguageModel: Sendable {
             parts.weights = parts.weights.quantized(
                 plan: plan, options: parts.options, threads: threads ?? WorkerPool.defaultThreadCount, progress: progress)
         }
+        parts.chatTemplateOverride = chatTemplate
         try self.init(parts: parts, started: started)
     }
 
@@ -235,7 +249,8 @@ public final class LanguageModel: Sendable {
             sentencePieceModel: try hqf.embeddedFile("tokenizer.model"),
             tokenizerJSON: try hqf.embeddedFile("tokenizer.json"),
             config: try hqf.embeddedFile("tokenizer_config.json"),
-            addedTokens: try hqf.embeddedFile("added_tokens.json"), origin: url.path)
+            addedTokens: try hqf.embeddedFile("added_tokens.json"), chatTemplateJinja: try hqf.embeddedFile("chat_template.jinja"),
+            origin: url.path)
         return Parts(
             path: url, config: config, configText: hqf.header.config, generationConfigText: hqf.header.generationConfig,
             architecture: config.architectures.first ?? "?", options: options, weights: weights,
@@ -320,7 +335,72 @@ public final class LanguageModel: Sendable {
                 .missingComponent, "this checkpoint has no chat template Hearth recognises",
                 remedy: "Use --raw to send the prompt as is")
         }
-        return template.render(messages, addGenerationPrompt: true, toolsDeclared: toolsDeclared)
+        do {
+            return try template.render(messages, addGenerationPrompt: true, toolsDeclared: toolsDeclared)
+        } catch let error as TemplateError {
+            throw Self.templateFailure(error, template)
+        }
+    }
+
+    /// The prompt text of a structured conversation (tool calls, tool results, reasoning,
+    /// `tools`, `documents`, extra variables) rendered by the chat template
+    /// (``ChatTemplate/render(_:now:)``); BOS and the other special tokens come from the tokenizer.
+    /// - Throws: `EngineError` `.missingComponent` without a template, `.invalidOption` naming the
+    ///   template's error (``templateFailure(_:_:)``).
+    public func chatPromptText(_ input: ChatTemplateInput) throws -> String {
+        guard let template = chatTemplate else {
+            throw EngineError(
+                .missingComponent, "this checkpoint has no chat template Hearth recognises",
+                remedy: "Use --raw to send the prompt as is, or --chat-template to name one")
+        }
+        do { return try template.render(input) } catch let error as TemplateError { throw Self.templateFailure(error, template) }
+    }
+
+    /// A template's failure as the engine's error: `.invalidOption` (the conversation or the
+    /// template is at fault, never the process), naming the template and the `TemplateError`.
+    static func templateFailure(_ error: TemplateError, _ template: ChatTemplate) -> EngineError {
+        EngineError(.invalidOption, "the chat template (\(template.rendererDescription)) failed: \(error)")
+    }
+
+    /// The template `--chat-template spec` names (see ``init(path:quantize:threads:progress:tokenizer:repackCache:chatTemplate:)``).
+    static func chatTemplate(override spec: String, own: ChatTemplate?, tokenizer: any Tokenizer) throws -> ChatTemplate {
+        func text(_ id: Int32?) -> String? { id.flatMap { tokenizer.bytes(of: $0) }.map { String(decoding: $0, as: UTF8.self) } }
+        var special = own?.jinja?.specialTokens ?? [:]
+        if special.isEmpty {
+            special["bos_token"] = text(tokenizer.bosID)
+            special["eos_token"] = text(tokenizer.eosIDs.min())
+        }
+        func compiled(_ source: String, origin: String) throws -> ChatTemplate {
+            let template = ChatTemplate(ownTemplate: source, origin: origin, specialTokens: special, variants: own?.variants ?? [:])
+            if let error = template.jinja?.compileError {
+                throw EngineError(.invalidOption, "--chat-template \(origin): the template does not compile: \(error)")
+            }
+            return template
+        }
+        let looksLikePath = spec.contains("/") || spec.hasSuffix(".jinja")
+        if !looksLikePath {
+            if spec == "default", let own, own.jinja != nil { return own }
+            if let source = own?.variants[spec] { return try compiled(source, origin: "named template '\(spec)'") }
+            if let format = ChatTemplate.Format(rawValue: spec), format != .jinja, format != .dialogue {
+                let bos = special["bos_token"] ?? "", eos = special["eos_token"] ?? ""
+                switch format {
+                case .gemma, .llama3: return ChatTemplate(format: format, prefix: bos)
+                case .phi3, .phi4Mini: return ChatTemplate(format: format, endOfText: eos)
+                default: return ChatTemplate(format: format)
+                }
+            }
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: spec, isDirectory: &isDirectory), !isDirectory.boolValue {
+            guard let data = FileManager.default.contents(atPath: spec) else {
+                throw EngineError(.invalidOption, "--chat-template: the file \(URL(fileURLWithPath: spec).lastPathComponent) cannot be read")
+            }
+            return try compiled(String(decoding: data, as: UTF8.self), origin: "file \(URL(fileURLWithPath: spec).lastPathComponent)")
+        }
+        let names = (["default"] + (own?.variants.keys.sorted() ?? []) + ["chatml", "gemma", "llama3", "phi3", "phi4-mini", "instruct"])
+        throw EngineError(
+            .invalidOption, "--chat-template '\(spec.prefix(80))' is neither a file nor a template name",
+            remedy: "Pass the path of a Jinja file or one of: \(names.joined(separator: ", "))")
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import HearthEngine
 import HearthProviders
 import HearthTokenizers
@@ -7,8 +8,9 @@ import HearthTokenizers
 /// splits from the answer; the request's ``ReasoningOptions`` bound it.
 extension LocalProvider {
     /// Whether `request` turns reasoning off: `enabled` false, or a budget of 0 (an effort
-    /// always means a budget above 0).
+    /// always means a budget above 0), or `chat_template_kwargs.enable_thinking` false.
     static func reasoningOff(_ request: ChatRequest) -> Bool {
+        if thinkingSwitch(request) == false { return true }
         guard let options = request.options.reasoning else { return false }
         return !options.enabled || options.resolvedBudget == 0
     }
@@ -20,6 +22,8 @@ extension LocalProvider {
         guard Self.reasoningOff(request), request.continuation?.isEmpty ?? true, let format = model.reasoningFormat else {
             return text
         }
+        // A template that read `enable_thinking: false` has closed the block itself.
+        if text.trimmingCharacters(in: .whitespacesAndNewlines).hasSuffix(format.close) { return text }
         return text + format.noThinkSuffix(promptOpens: format.promptOpens(text))
     }
 

@@ -8,7 +8,10 @@ extension LocalProvider {
     /// model's chat template), nil when it has neither.
     func toolFormat(_ model: LanguageModel) -> ToolFormat? {
         if usesDialogue(model) { return ToolFormat.forTemplate(.dialogue) }
-        return model.chatTemplate.map { ToolFormat.forTemplate($0.format) }
+        guard let template = model.chatTemplate else { return nil }
+        // A template of no hand-written family: Phi-4-mini's call list if it writes one, else the tags.
+        if template.format == .jinja, let jinja = template.activeJinja, jinja.mentions("functools[") { return ToolFormat(.functools) }
+        return ToolFormat.forTemplate(template.format)
     }
 
     /// Whether a request involves tools: tools offered, or calls and results in its history.

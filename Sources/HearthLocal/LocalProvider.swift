@@ -316,15 +316,10 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         // long prompt stops as soon as it has more than `context - 1` ids.
         let contents = messages.map(\.content) + [request.continuation ?? ""]
         let limit = request.allowTruncation ? Int.max : Self.encodingLimit(contents, generator.context - 1)
-        let toolFormat = Self.involvesTools(request) ? self.toolFormat(model) : nil
         while true {
-            let (turns, toolsDeclared) =
-                toolFormat?.turns(messages, tools: request.options.tools)
-                ?? (messages.map { ChatTurn(role: $0.role.rawValue, content: $0.content) }, false)
             var tokens: [Int32]
             do {
-                let text = reasoningPrompt(
-                    try model.chatPromptText(turns, dialogue: usesDialogue(model), toolsDeclared: toolsDeclared), request, model)
+                let text = reasoningPrompt(try renderPrompt(messages, request, model: model), request, model)
                 guard let encoded = try model.tokenizer.encode(text, addSpecialTokens: false, limit: limit) else {
                     throw tooLong(generator)
                 }

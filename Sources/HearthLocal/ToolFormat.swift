@@ -36,7 +36,7 @@ public struct ToolFormat: Sendable, Hashable {
         switch format {
         case .phi4Mini: return ToolFormat(.functools)
         case .llama3: return ToolFormat(.llama3JSON)
-        case .chatml, .phi3, .gemma, .instruct, .dialogue: return ToolFormat(.taggedJSON)
+        case .chatml, .phi3, .gemma, .instruct, .dialogue, .jinja: return ToolFormat(.taggedJSON)
         }
     }
 

@@ -53,6 +53,10 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
     /// Reasoning: whether the model may reason, with what effort or budget (nil: the provider's
     /// default). A model that cannot reason accepts any value and answers without reasoning.
     public var reasoning: ReasoningOptions?
+    /// Extra variables for the local model's chat template, as a JSON object's text (the
+    /// `chat_template_kwargs` of llama-server and vLLM, e.g. `{"enable_thinking": false}`); nil
+    /// for none. Only the local model reads it (cloud providers render no templates).
+    public var chatTemplateKwargs: String?
 
     /// Creates options; every argument defaults to "provider default".
     public init(
@@ -101,6 +105,7 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
         ignoreEOS = try c.decodeIfPresent(Bool.self, forKey: .ignoreEOS)
         finishInBudget = try c.decodeIfPresent(Bool.self, forKey: .finishInBudget)
         reasoning = try c.decodeIfPresent(ReasoningOptions.self, forKey: .reasoning)
+        chatTemplateKwargs = try c.decodeIfPresent(String.self, forKey: .chatTemplateKwargs)
         logitBias = try c.decodeIfPresent([Int32: Double].self, forKey: .logitBias) ?? [:]
     }
 

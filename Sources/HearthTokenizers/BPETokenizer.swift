@@ -87,9 +87,7 @@ public final class BPETokenizer: Tokenizer {
                 preTokenizer: preTokenizer, decoder: try TokenDecoder(definition.decoder, path: path),
                 added: definition.addedTokens.map { ($0, false) }, prefix: prefix, suffix: suffix, bosID: bosID,
                 eosIDs: Set(config.eosToken.flatMap(lookup).map { [$0] } ?? []),
-                chatTemplate: config.chatTemplate.flatMap {
-                    ChatTemplate(jinja: $0, bosToken: config.bosToken, eosToken: config.eosToken)
-                },
+                chatTemplate: config.ownChatTemplate,
                 kind: kind, definition: definition, controlTokensNeedParseSpecial: false, addedTokensDecodeRaw: false),
             path: path)
     }

@@ -1,3 +1,6 @@
+import Foundation
+import HearthTemplates
+
 /// One message of a conversation.
 public struct ChatTurn: Sendable, Codable, Equatable {
     /// `system`, `user` or `assistant`.
@@ -11,11 +14,17 @@ public struct ChatTurn: Sendable, Codable, Equatable {
     }
 }
 
-/// A chat prompt format. Hearth recognises a checkpoint's Jinja `chat_template` by the
-/// markers it writes and renders the same text natively (no Jinja interpreter).
+/// A chat prompt format. A checkpoint that ships a Jinja `chat_template` is rendered by that
+/// template (``jinja``, compiled at load by HearthTemplates); ``format`` then names the family
+/// its markers belong to (which decides the tool-call syntax), or ``Format/jinja`` for a family
+/// Hearth has no hand-written renderer for. Checkpoints without a template get a hand-written
+/// renderer (``renderHandWritten(_:addGenerationPrompt:toolsDeclared:)``), each proven
+/// byte-equal to its family's own template (Tests/HearthTokenizersTests/TemplateParityTests).
 public struct ChatTemplate: Sendable, Equatable {
     /// The prompt formats Hearth can render.
     public enum Format: String, Sendable {
+        /// The model's own Jinja template, of a family Hearth has not hand-written (only with ``ChatTemplate/jinja``).
+        case jinja
         /// `<|user|>\n…<|end|>\n<|assistant|>\n` (Phi-3, Phi-3.5).
         case phi3
         /// `<|system|>…<|end|><|user|>…<|end|><|assistant|>` with no newlines (Phi-4-mini).
@@ -58,11 +67,20 @@ public struct ChatTemplate: Sendable, Equatable {
     public var prefix: String
     /// Text a finished conversation ends with when no generation prompt is added.
     public var endOfText: String
+    /// The model's own Jinja template, compiled; when set (and compiled), every prompt is
+    /// rendered by it and ``format`` only names the family its markers belong to.
+    public var jinja: JinjaChatTemplate?
+    /// The file's other named templates (`tool_use`, `rag`…; GGUF `tokenizer.chat_template.<name>`,
+    /// `tokenizer_config.json` named list), by name, for `--chat-template NAME`.
+    public var variants: [String: String]
 
+    /// A hand-written format (``jinja`` nil).
     public init(format: Format, prefix: String = "", endOfText: String = "") {
         self.format = format
         self.prefix = prefix
         self.endOfText = endOfText
+        self.jinja = nil
+        self.variants = [:]
     }
 
     /// Recognises a Jinja template by its markers, or returns nil for an unknown one.
@@ -89,12 +107,29 @@ public struct ChatTemplate: Sendable, Equatable {
         self.init(format: format, prefix: writesBOS ? (bosToken ?? "") : "", endOfText: eosToken ?? "")
     }
 
-    /// Renders a conversation; with `addGenerationPrompt` the text ends where the assistant's reply begins.
-    /// `toolsDeclared` marks a conversation whose turns describe tools (Llama 3 then writes
-    /// `Environment: ipython` in its system header, as its template does when given tools).
-    public func render(_ messages: [ChatTurn], addGenerationPrompt: Bool, toolsDeclared: Bool = false) -> String {
+    /// Renders a conversation of plain turns; with `addGenerationPrompt` the text ends where
+    /// the assistant's reply begins. With ``jinja`` the model's own template renders it (the
+    /// turns as `{"role", "content"}` messages); otherwise the hand-written renderer does.
+    /// `toolsDeclared` marks a conversation whose turns describe tools (the hand-written Llama 3
+    /// then writes `Environment: ipython` in its system header, as its template does when given tools).
+    /// - Throws: `TemplateError` when the model's template fails (or did not compile).
+    public func render(_ messages: [ChatTurn], addGenerationPrompt: Bool, toolsDeclared: Bool = false) throws -> String {
+        if let jinja = activeJinja {
+            let input = ChatTemplateInput(
+                messages: messages.map { ["role": .string($0.role), "content": .string($0.content)] as JinjaValue },
+                addGenerationPrompt: addGenerationPrompt)
+            return try jinja.render(input)
+        }
+        return renderHandWritten(messages, addGenerationPrompt: addGenerationPrompt, toolsDeclared: toolsDeclared)
+    }
+
+    /// The hand-written renderer of ``format`` (what a checkpoint without a template gets),
+    /// whatever ``jinja`` holds. ``Format/jinja`` has none: it gives ``prefix`` alone.
+    public func renderHandWritten(_ messages: [ChatTurn], addGenerationPrompt: Bool, toolsDeclared: Bool = false) -> String {
         var text = prefix
         switch format {
+        case .jinja:
+            break
         case .phi3:
             for m in messages { text += "<|\(m.role)|>\n\(m.content)<|end|>\n" }
             text += addGenerationPrompt ? "<|assistant|>\n" : endOfText

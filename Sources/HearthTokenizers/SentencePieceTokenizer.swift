@@ -90,9 +90,7 @@ public final class SentencePieceTokenizer: Tokenizer {
         }
         eosIDs = eos
         let tokenizerConfig = config
-        chatTemplate = tokenizerConfig.chatTemplate.flatMap {
-            ChatTemplate(jinja: $0, bosToken: tokenizerConfig.bosToken, eosToken: tokenizerConfig.eosToken)
-        }
+        chatTemplate = tokenizerConfig.ownChatTemplate
     }
 
     public func encode(_ text: String, addSpecialTokens: Bool) throws -> [Int32] {

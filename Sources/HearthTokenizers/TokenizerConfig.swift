@@ -34,8 +34,14 @@ public struct TokenizerConfig: Sendable {
     public var eosToken: String?
     public var unkToken: String?
     public var padToken: String?
-    /// The Jinja chat template source, if any (the `default` one when several are named).
+    /// The Jinja chat template source, if any (the `default` one when several are named);
+    /// `chat_template.jinja` beside the config takes precedence, as in transformers.
     public var chatTemplate: String?
+    /// Every named chat template (`chat_template` as a list of `{"name", "template"}`, e.g.
+    /// `default`, `tool_use`, `rag`), by name; empty for a single unnamed template.
+    public var namedChatTemplates: [String: String] = [:]
+    /// Where ``chatTemplate`` came from: `chat_template.jinja` or `tokenizer_config.json`.
+    public var chatTemplateOrigin = "tokenizer_config.json"
     public var modelMaxLength: Int?
     public var addedTokens: [AddedToken] = []
 
@@ -64,6 +70,7 @@ public struct TokenizerConfig: Sendable {
             config.padToken = file.padToken
             config.modelMaxLength = file.modelMaxLength
             config.chatTemplate = file.chatTemplate
+            config.namedChatTemplates = file.namedChatTemplates
             for (key, entry) in file.addedTokensDecoder ?? [:] {
                 guard let id = Int32(key), id >= 0, let content = entry.content, !content.isEmpty else {
                     throw TokenizerError(
@@ -89,7 +96,26 @@ public struct TokenizerConfig: Sendable {
             }
         }
         config.addedTokens.sort { $0.id < $1.id }
+        // transformers reads `chat_template.jinja` in preference to the config's template.
+        if let jinja = files.chatTemplateJinja {
+            config.chatTemplate = String(decoding: jinja, as: UTF8.self)
+            config.chatTemplateOrigin = "chat_template.jinja"
+        }
         return config
+    }
+
+    /// The checkpoint's own chat template (``chatTemplate``), compiled, with the special tokens
+    /// this configuration names; nil when it has none.
+    public var ownChatTemplate: ChatTemplate? {
+        guard let chatTemplate else { return nil }
+        var special: [String: String] = [:]
+        special["bos_token"] = bosToken
+        special["eos_token"] = eosToken
+        special["unk_token"] = unkToken
+        special["pad_token"] = padToken
+        return ChatTemplate(
+            ownTemplate: chatTemplate, origin: chatTemplateOrigin, specialTokens: special,
+            variants: namedChatTemplates.filter { $0.key != "default" })
     }
 
     private static func decode<T: Decodable>(_ type: T.Type, _ data: Data?, path: String) throws -> T? {
@@ -105,6 +131,7 @@ public struct TokenizerConfig: Sendable {
         var bosToken, eosToken, unkToken, padToken: String?
         var modelMaxLength: Int?
         var chatTemplate: String?
+        var namedChatTemplates: [String: String] = [:]
         var addedTokensDecoder: [String: AddedTokenEntry]?
 
         enum CodingKeys: String, CodingKey {
@@ -134,6 +161,9 @@ public struct TokenizerConfig: Sendable {
                 chatTemplate = template
             } else if let named = try? c.decodeIfPresent([NamedTemplate].self, forKey: .chatTemplate) {
                 chatTemplate = (named.first { $0.name == "default" } ?? named.first)?.template
+                for entry in named {
+                    if let name = entry.name, let template = entry.template { namedChatTemplates[name] = template }
+                }
             }
             addedTokensDecoder = try c.decodeIfPresent([String: AddedTokenEntry].self, forKey: .addedTokensDecoder)
         }
@@ -193,13 +223,19 @@ public struct TokenizerFiles: Sendable {
     public var config: Data?
     /// `added_tokens.json`, if any.
     public var addedTokens: Data?
+    /// `chat_template.jinja` (the chat template as a file of its own, transformers ≥ 4.50), if any.
+    public var chatTemplateJinja: Data?
     /// Where they came from, for error messages.
     public var origin: String
 
     /// The file names, as stored in checkpoints.
     public static let names = ["tokenizer.model", "tokenizer.json", "tokenizer_config.json", "added_tokens.json"]
 
-    public init(sentencePieceModel: Data?, tokenizerJSON: Data? = nil, config: Data?, addedTokens: Data?, origin: String) {
+    public init(
+        sentencePieceModel: Data?, tokenizerJSON: Data? = nil, config: Data?, addedTokens: Data?, chatTemplateJinja: Data? = nil,
+        origin: String
+    ) {
+        self.chatTemplateJinja = chatTemplateJinja
         self.sentencePieceModel = sentencePieceModel
         self.tokenizerJSON = tokenizerJSON
         self.config = config
@@ -214,7 +250,8 @@ public struct TokenizerFiles: Sendable {
         }
         self.init(
             sentencePieceModel: read("tokenizer.model"), tokenizerJSON: read("tokenizer.json"),
-            config: read("tokenizer_config.json"), addedTokens: read("added_tokens.json"), origin: directory.path)
+            config: read("tokenizer_config.json"), addedTokens: read("added_tokens.json"),
+            chatTemplateJinja: read("chat_template.jinja"), origin: directory.path)
     }
 
     /// The files by their checkpoint names (for embedding them elsewhere).
@@ -224,6 +261,7 @@ public struct TokenizerFiles: Sendable {
         files["tokenizer.json"] = tokenizerJSON
         files["tokenizer_config.json"] = config
         files["added_tokens.json"] = addedTokens
+        files["chat_template.jinja"] = chatTemplateJinja
         return files
     }
 }

@@ -81,7 +81,7 @@ import Testing
         #expect(chats.count == 3)
         for chat in chats {
             let messages = chat.messages.map { ChatTurn(role: $0.role, content: $0.content) }
-            #expect(model.chatTemplate?.render(messages, addGenerationPrompt: true) == chat.text)
+            #expect(try model.chatTemplate?.render(messages, addGenerationPrompt: true) == chat.text)
             #expect(try model.chatPrompt(messages) == chat.input_ids, "\(name)")
         }
     }

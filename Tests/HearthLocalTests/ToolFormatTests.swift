@@ -43,7 +43,7 @@ import Testing
             }
             let tools = c.tools.map { ToolDefinition(name: $0.name, description: $0.description, parameters: $0.parameters) }
             let (turns, declared) = ToolFormat.forTemplate(format).turns(messages, tools: tools)
-            let text = ChatTemplate(format: format, prefix: c.bos ?? "").render(turns, addGenerationPrompt: true, toolsDeclared: declared)
+            let text = ChatTemplate(format: format, prefix: c.bos ?? "").renderHandWritten(turns, addGenerationPrompt: true, toolsDeclared: declared)
             #expect(text == c.expected, "\(c.template) \(c.case)")
         }
     }

@@ -94,7 +94,7 @@ import Testing
         #expect(entry.chat.count == 3)
         for chat in entry.chat {
             let messages = chat.messages.map { ChatTurn(role: $0.role, content: $0.content) }
-            let rendered = template.render(messages, addGenerationPrompt: true)
+            let rendered = try template.render(messages, addGenerationPrompt: true)
             #expect(rendered == chat.text)
             #expect(try tokenizer.encode(rendered, addSpecialTokens: false) == chat.input_ids)
         }
