@@ -29,8 +29,7 @@ done
 binary="$(hearth_binary "$binary")"
 require_model "$model"
 
-venv=".build/agent-fields-venv"
-private_venv "$venv" openai==3.57.0 anthropic==2.14.0 llm-comply==0.5.0
+checks_venv   # .build/checks-venv: scripts/requirements-checks.txt
 
 server_scratch
 key="hk-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"

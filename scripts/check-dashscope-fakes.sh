@@ -19,7 +19,11 @@ sdk_version="${DASHSCOPE_SDK_VERSION:-1.27.8}"
 openai_version="${OPENAI_SDK_VERSION:-3.57.0}"
 anthropic_version="${ANTHROPIC_SDK_VERSION:-2.14.0}"
 venv=scripts/.venv-dashscope
-if ! "$venv/bin/python" -c "
+if [ -z "${DASHSCOPE_SDK_VERSION:-}${OPENAI_SDK_VERSION:-}${ANTHROPIC_SDK_VERSION:-}" ]; then
+  # The pinned versions above are those of scripts/requirements-checks.txt: the checks' one venv.
+  source scripts/serve-common.sh
+  checks_venv
+elif ! "$venv/bin/python" -c "
 import sys, dashscope, openai, anthropic
 sys.exit((dashscope.__version__, openai.__version__, anthropic.__version__) != ('$sdk_version', '$openai_version', '$anthropic_version'))
 " 2>/dev/null; then

@@ -6,7 +6,7 @@
 # the CLI's, alternating, same prompt, tokens and threads, speculative decoding off on both
 # sides (its draft lengths follow the step times it measures, so two runs of one text can differ
 # by ±20% — 136 to 203 tokens/s in one check — where plain decoding measures the kernels).
-# Fails when the app's decode speed is more than 5% below the CLI's. With --readme-example the
+# Fails when the app's best decode speed is more than 5% below the CLI's best. With --readme-example the
 # app also compiles the README's embedding example verbatim (it links HearthCloud, whose
 # NIO/BoringSSL release build takes 10–20 minutes on 2 cores, so CI leaves it out).
 #
@@ -117,7 +117,11 @@ level=$(env -u HEARTH_CPU "$app" "$model" "$prompt" 4 | python3 -c 'import json,
 python3 - "$level" "${app_rates[*]}" "${cli_rates[*]}" <<'PY'
 import statistics, sys
 level, app, cli = sys.argv[1], [float(x) for x in sys.argv[2].split()], [float(x) for x in sys.argv[3].split()]
-a, c = statistics.median(app), statistics.median(cli)
-print(f"embedding app: kernel level {level}; decode median {a:.2f} t/s vs CLI {c:.2f} t/s: ratio {a / c:.3f}")
+# Each side's best run is what its code can do: other work on the machine (a 2-core CI host) only
+# slows runs down, so the medians of 5 alternating runs still parted by up to 5% between two
+# builds of the same code (0.949 in one run on a busy host); both are printed.
+a, c = max(app), max(cli)
+print(f"embedding app: kernel level {level}; decode median {statistics.median(app):.2f} t/s vs CLI {statistics.median(cli):.2f} t/s; "
+      f"best {a:.2f} vs {c:.2f} t/s: ratio {a / c:.3f}")
 sys.exit(0 if a >= 0.95 * c else 1)
 PY

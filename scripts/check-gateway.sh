@@ -23,8 +23,7 @@ done
 binary="$(hearth_binary "$binary")"
 require_model "$model"
 
-venv=".build/gateway-venv"
-private_venv "$venv" openai httpx
+checks_venv   # .build/checks-venv: scripts/requirements-checks.txt
 py="$venv/bin/python"
 
 work="$(mktemp -d)"

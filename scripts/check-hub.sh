@@ -32,8 +32,7 @@ if [ -z "$fake" ]; then
 fi
 require_model "$model"
 
-venv=".build/hub-venv"
-private_venv "$venv" huggingface_hub==2.4.0
+checks_venv   # .build/checks-venv: scripts/requirements-checks.txt
 
 work="$(mktemp -d)"
 fake_pid=""

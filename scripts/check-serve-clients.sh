@@ -20,8 +20,7 @@ done
 binary="$(hearth_binary "$binary")"
 require_model "$model"
 
-venv=".build/serve-clients-venv"
-private_venv "$venv" openai anthropic
+checks_venv   # .build/checks-venv: scripts/requirements-checks.txt
 
 server_scratch
 key="hk-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"

@@ -18,8 +18,7 @@ while [ $# -gt 0 ]; do
 done
 binary="$(hearth_binary "$binary")"
 
-venv=".build/serve-models-venv"
-private_venv "$venv" openai==3.57.0
+checks_venv   # .build/checks-venv: scripts/requirements-checks.txt
 
 server_scratch
 

@@ -38,8 +38,7 @@ binary="$(hearth_binary "$binary")"
 require_model "$model"
 ls "$schemas"/*.json > /dev/null 2>&1 || { echo "no schemas in $schemas" >&2; exit 1; }
 
-venv=".build/structured-venv"
-private_venv "$venv" openai pydantic "jsonschema[format-nongpl]"
+checks_venv   # .build/checks-venv: scripts/requirements-checks.txt
 
 server_scratch
 key="hk-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"

@@ -23,8 +23,7 @@ done
 binary="$(hearth_binary "$binary")"
 require_model "$model"
 
-venv=".build/tools-venv"
-private_venv "$venv" openai==3.57.0 anthropic==2.14.0 openai-agents==0.24.0 jsonschema==4.26.0
+checks_venv   # .build/checks-venv: scripts/requirements-checks.txt
 
 server_scratch
 key="hk-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"

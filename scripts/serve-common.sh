@@ -28,6 +28,19 @@ private_venv() {
     fi
 }
 
+# The one venv of the check scripts, `$venv` (.build/checks-venv): every package of
+# scripts/requirements-checks.txt, pinned, installed once and again only when the file changes.
+checks_venv() {
+    venv=".build/checks-venv"
+    local wanted
+    wanted="$(sha256sum scripts/requirements-checks.txt | cut -c1-64)"
+    if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$wanted" ]; then
+        python3 -m venv "$venv"
+        "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-checks.txt
+        printf '%s' "$wanted" > "$venv/.installed"
+    fi
+}
+
 # A scratch folder `$work`, removed when the script exits, and `$server_pid` (set it when the
 # server starts), killed then.
 server_scratch() {
