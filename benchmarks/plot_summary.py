@@ -38,10 +38,15 @@ def summary_rows(text):
         if ".gguf" not in record.get("Hearth file", ""):
             continue
         ratio = lambda key: float(re.match(r"([0-9.]+)", record[key]).group(1))
-        rows.append((record["model / type"], ratio("pp512 ×llama.cpp"), ratio("tg128 ×llama.cpp")))
+        variant = re.search(r"\(a(\w+)\)", record["Hearth file"])
+        rows.append((record["model / type"], variant.group(1) if variant else "", ratio("pp512 ×llama.cpp"), ratio("tg128 ×llama.cpp")))
     if not rows:
         sys.exit("the Summary table has no GGUF rows")
-    return rows
+    # A model with rows for several --activation-bits variants: each labelled with its variant.
+    counts = {}
+    for label, *_ in rows:
+        counts[label] = counts.get(label, 0) + 1
+    return [(f"{label} ({variant})" if counts[label] > 1 and variant else label, pp, tg) for label, variant, pp, tg in rows]
 
 
 def run_line(text):
