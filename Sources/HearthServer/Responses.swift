@@ -133,11 +133,12 @@ struct ResponseRenderer {
     }
 
     /// Anthropic's `message_delta` usage (the counts so far; a stream's last word on them);
-    /// `input_tokens` without the cached part, as in ``anthropicUsage(input:output:cached:)``.
-    func anthropicDeltaUsage(input: Int, output: Int, cached: Int) -> JSONValue {
+    /// `input_tokens` without the cached part, as in ``anthropicUsage(input:output:cached:)``;
+    /// `thinking` of the output tokens were reasoning (`output_tokens_details.thinking_tokens`).
+    func anthropicDeltaUsage(input: Int, output: Int, cached: Int, thinking: Int = 0) -> JSONValue {
         [
             "input_tokens": .int(max(0, input - cached)), "output_tokens": .int(output), "cache_read_input_tokens": .int(cached),
-            "cache_creation_input_tokens": 0, "output_tokens_details": ["thinking_tokens": 0],
+            "cache_creation_input_tokens": 0, "output_tokens_details": ["thinking_tokens": .int(thinking)],
             "server_tool_use": ["web_search_requests": 0, "web_fetch_requests": 0],
         ]
     }
@@ -442,7 +443,8 @@ struct ResponseRenderer {
                     [
                         "type": "message_delta", "delta": ["stop_reason": .string(finish), "stop_sequence": nil],
                         "usage": anthropicDeltaUsage(
-                            input: usage.promptTokens, output: usage.completionTokens, cached: usage.cachedPromptTokens ?? 0),
+                            input: usage.promptTokens, output: usage.completionTokens, cached: usage.cachedPromptTokens ?? 0,
+                            thinking: usage.reasoningTokens ?? 0),
                     ], event: "message_delta"),
                 Self.frame(["type": "message_stop"], event: "message_stop"),
             ]

@@ -13,11 +13,11 @@ import Glibc
 struct DashScopeFake: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dashscope-fake",
-        abstract: "Fake Bailian dialog (WebSocket), DashScope text-generation (SSE), OpenAI chat and Anthropic messages servers on loopback.",
+        abstract: "Fake Bailian dialog (WebSocket), DashScope text-generation (SSE), OpenAI chat and responses, and Anthropic messages servers on loopback.",
         discussion: """
-            Prints one JSON line, {"websocket": URL, "http": URL, "openai": URL, "anthropic": URL}, \
+            Prints one JSON line, {"websocket": URL, "http": URL, "openai": URL, "anthropic": URL, "responses": URL}, \
             with the values for DASHSCOPE_WEBSOCKET_BASE_URL and DASHSCOPE_HTTP_BASE_URL and the \
-            OpenAI and Anthropic base URLs (tool-calling fakes, same API key), then serves until it gets \
+            OpenAI chat, Anthropic and OpenAI Responses base URLs (same API key), then serves until it gets \
             SIGTERM or SIGINT, or --lifetime passes. On the way out it prints the protocol \
             violations it saw to stderr and exits 3 if there were any. Prompts pick scenarios \
             by keyword: #slow #error #silent #drop #close #task-failed #449 #429 #429-once \
@@ -76,7 +76,8 @@ struct DashScopeFake: AsyncParsableCommand {
             .init(apiKey: apiKey, answers: book, pause: .milliseconds(pauseMs)), host: host, port: httpPort)
         let openAI = try await FakeOpenAIChat.start(apiKey: apiKey, host: host)
         let anthropic = try await FakeAnthropicMessages.start(apiKey: apiKey, host: host)
-        let urls = #"{"websocket":"\#(dialog.url)","http":"\#(generation.baseURL)","openai":"\#(openAI.baseURL)","anthropic":"\#(anthropic.baseURL)"}"#
+        let responses = try await FakeOpenAIResponses.start(apiKey: apiKey, host: host)
+        let urls = #"{"websocket":"\#(dialog.url)","http":"\#(generation.baseURL)","openai":"\#(openAI.baseURL)","anthropic":"\#(anthropic.baseURL)","responses":"\#(responses.baseURL)"}"#
         FileHandle.standardOutput.write(Data(urls.utf8 + [10]))
 
         signal(SIGTERM, SIG_IGN)
@@ -96,10 +97,10 @@ struct DashScopeFake: AsyncParsableCommand {
         }
         // No graceful stop: clients may hold connections open, and the process ends here anyway.
         let violations = dialog.violations + generation.violations + openAI.violations.map { "openai: \($0)" }
-            + anthropic.violations.map { "anthropic: \($0)" }
+            + anthropic.violations.map { "anthropic: \($0)" } + responses.violations.map { "responses: \($0)" }
         for violation in violations { FileHandle.standardError.write(Data("violation: \(violation)\n".utf8)) }
         FileHandle.standardError.write(
-            Data("dashscope-fake: \(dialog.records.count) dialog directives, \(generation.requests.count) generation requests, \(openAI.requests.count) openai and \(anthropic.requests.count) anthropic requests, \(violations.count) violations\n".utf8))
+            Data("dashscope-fake: \(dialog.records.count) dialog directives, \(generation.requests.count) generation requests, \(openAI.requests.count) openai and \(anthropic.requests.count) anthropic and \(responses.requests.count) responses requests, \(violations.count) violations\n".utf8))
         if !violations.isEmpty { throw ExitCode(3) }
     }
 }

@@ -141,6 +141,12 @@ import Testing
             if blocks.first?["type"] as? String == "thinking" {
                 #expect(Array(kinds.prefix(4)) == ["start:thinking", "thinking_delta", "signature_delta", "stop"], "\(kinds)")
             }
+            // The stream's last word on usage (`message_delta`) counts the thinking tokens as the
+            // whole answer does (it said 0 before).
+            let delta = Self.payloads(streamed.body).last { $0["type"] as? String == "message_delta" }
+            let deltaUsage = try #require(delta?["usage"] as? [String: Any], "\(streamed.body)")
+            let streamedThinking = (deltaUsage["output_tokens_details"] as? [String: Any])?["thinking_tokens"] as? Int
+            #expect(streamedThinking == thinkingTokens, "streamed \(deltaUsage) vs whole \(usage)")
         }
     }
 

@@ -158,6 +158,11 @@ public final class Gateway: Sendable {
             settings.timeouts = timeouts
             settings.retry = retry
             return OpenAICompatibleProvider(settings)
+        case .openaiResponses:
+            var settings = OpenAIResponsesProvider.openAI(model: route.model, credentials: credentials).configuration
+            settings.timeouts = timeouts
+            settings.retry = retry
+            return OpenAIResponsesProvider(settings)
         case .anthropic:
             var settings = AnthropicProvider.fromCredentials(credentials, model: route.model).configuration
             settings.timeouts = timeouts

@@ -97,6 +97,9 @@ public struct GatewayConfiguration: Sendable {
         case local
         /// OpenAI (`OPENAI_API_KEY`, `OPENAI_BASE_URL`).
         case openai
+        /// OpenAI's Responses API (`OPENAI_API_KEY`, `OPENAI_BASE_URL`): reasoning items with
+        /// summaries and encrypted content, sent back on the next turn (docs/REASONING.md).
+        case openaiResponses = "openai-responses"
         /// Anthropic (`ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL`).
         case anthropic
         /// DeepSeek (`DEEPSEEK_API_KEY`).
