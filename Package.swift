@@ -158,7 +158,7 @@ let package = Package(
         .target(name: "HearthTestSupport", path: "Tests/HearthTestSupport", swiftSettings: optimizedInDebug),
         .testTarget(name: "HearthKernelsTests", dependencies: ["HearthKernels", "HearthTestSupport"]),
         .testTarget(name: "HearthFormatsTests", dependencies: ["HearthFormats", "HearthTestSupport"]),
-        .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTestSupport"]),
+        .testTarget(name: "HearthTokenizersTests", dependencies: ["HearthTokenizers", "HearthTemplates", "HearthTestSupport"]),
         .testTarget(name: "HearthEngineTests", dependencies: ["HearthEngine", "HearthTestSupport"]),
         // `dashscope-fake` is built for the CLI test that points `hearth chat --provider bailian` at it.
         .testTarget(name: "HearthCLITests", dependencies: ["hearth", "dashscope-fake", "hub-fake", "HearthTestSupport", "HearthFakeServers"]),

@@ -72,6 +72,22 @@ extension LocalProvider {
         }
     }
 
+    /// What renders this provider's prompts once its model is loaded (nil before): the model's
+    /// own Jinja template and where it came from, a hand-written format, or the base-model
+    /// dialogue (``ChatTemplate/rendererDescription``). For `hearth chat`'s `/show` and the
+    /// server's `GET /props`.
+    public var promptRenderer: String? {
+        guard let model = generatorIfLoaded?.model else { return nil }
+        if usesDialogue(model) { return "the User:/Assistant: dialogue for base models" }
+        return model.chatTemplate?.rendererDescription ?? "none (the model has no chat template)"
+    }
+
+    /// The loaded model's own chat template source, as `GET /props` reports it (nil before the
+    /// model loads or when the prompt format is hand-written).
+    public var chatTemplateSource: String? {
+        generatorIfLoaded?.model.chatTemplate?.activeJinja?.source
+    }
+
     /// The extra variables of a request: its `chat_template_kwargs` object, and
     /// `enable_thinking: false` when the request turns reasoning off and the template reads it.
     /// - Throws: `ProviderError` `.invalidRequest` when the kwargs are not a JSON object.

@@ -82,6 +82,11 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// Default ``PromptCacheOptions/automatic``: up to a quarter of physical memory, at most
         /// 8 GiB; `.disabled` turns it off; a `directory` adds the disk tier.
         public var promptCache: PromptCacheOptions = .automatic
+        /// The chat template to render prompts with instead of the checkpoint's own
+        /// (`--chat-template FILE|NAME`: a Jinja file, a named template of the file such as
+        /// `tool_use`, or a hand-written format such as `chatml`); nil: the checkpoint's.
+        /// A name that names nothing, or a file that does not compile, fails the load.
+        public var chatTemplate: String?
 
         public init(
             modelPath: String, quantize: WeightQuantization? = nil, context: Int? = nil, threads: Int? = nil,
@@ -522,7 +527,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 do {
                     let model = try LanguageModel(
                         path: configuration.modelPath, quantize: configuration.quantize?.dtype, threads: configuration.threads,
-                        repackCache: configuration.repackCache)
+                        repackCache: configuration.repackCache, chatTemplate: configuration.chatTemplate)
                     let draft = try configuration.draftModelPath.map {
                         try LanguageModel(path: $0, threads: configuration.threads, repackCache: configuration.repackCache)
                     }

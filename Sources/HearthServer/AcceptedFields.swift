@@ -22,6 +22,7 @@ enum AcceptedFields {
     static let chatCompletions = openAISampling.union(openAIHints).union([
         "messages", "tools", "tool_choice", "parallel_tool_calls", "logprobs", "top_logprobs", "store", "functions", "function_call",
         "reasoning_effort", "verbosity", "prediction", "modalities", "audio", "web_search_options", "moderation",
+        "chat_template_kwargs",  // extra: llama-server's and vLLM's variables for the chat template (issue 58)
     ])
     /// A chat message's fields.
     static let chatMessage: Set<String> = [

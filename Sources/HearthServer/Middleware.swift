@@ -147,7 +147,7 @@ extension HearthServer {
     /// Routes whose bodies may be large (prompts, texts to embed or tokenize) take
     /// ``ServerOptions/maxBodyBytes``; every other route at most 64 KiB.
     func bodyLimit(path: String) -> Int {
-        let large: Set<String> = Set(Endpoint.allCases.map(\.rawValue)).union(["/v1/embeddings", "/v1/messages/count_tokens", "/tokenize", "/detokenize"])
+        let large: Set<String> = Set(Endpoint.allCases.map(\.rawValue)).union(["/v1/embeddings", "/v1/messages/count_tokens", "/tokenize", "/detokenize", "/apply-template"])
         return large.contains(path) ? options.maxBodyBytes : min(options.maxBodyBytes, 64 << 10)
     }
 

@@ -204,7 +204,8 @@ struct RequestParser {
         try validateToolResults(messages, origins: origins)
         let legacy = f.value("functions") != nil || f.value("function_call") != nil
         let tools = legacy ? try legacyFunctionTools(f) : try openAITools(f, nested: true)
-        let (options, formatParam) = try openAIOptions(f, tools: tools)
+        var (options, formatParam) = try openAIOptions(f, tools: tools)
+        options.chatTemplateKwargs = try Self.chatTemplateKwargs(f)
         var logprobs: Int?
         if try f.bool("logprobs") == true { logprobs = try f.int("top_logprobs", in: 0...20) ?? 0 }
         else if f.value("top_logprobs") != nil {

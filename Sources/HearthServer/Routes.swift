@@ -35,6 +35,7 @@ extension HearthServer {
         router.post("/v1/messages/count_tokens") { _, context in await self.countTokens(context) }
         router.post("/tokenize") { _, context in try await self.tokenize(context) }
         router.post("/detokenize") { _, context in try await self.detokenize(context) }
+        chatTemplateRoutes(router)  // POST /apply-template, GET /props (issue 58)
         if configured {
             router.post("/v1/auth/token") { _, context in
                 try self.issueToken(context.caller ?? GatewayAuthenticator.anonymous, body: context.body)

@@ -122,7 +122,7 @@ extension ChatTemplate {
 
     /// What renders this format, for `hearth inspect` and the server's model info:
     /// `jinja (<origin>; <family> markers)`, `jinja (<origin>) — does not compile: …`, or
-    /// `<family> (hand-written; the files carry no template)`.
+    /// `<family> (hand-written)`.
     public var rendererDescription: String {
         if let jinja {
             if let error = jinja.compileError {
@@ -133,7 +133,7 @@ extension ChatTemplate {
             }
             return "jinja (\(jinja.origin)\(format == .jinja ? "" : "; \(format.rawValue) markers"))"
         }
-        return "\(format.rawValue) (hand-written; the files carry no template)"
+        return "\(format.rawValue) (hand-written)"
     }
 
     /// The name of the renderer: `jinja` or `hand-written`.

@@ -140,7 +140,8 @@ public struct ChatTemplate: Sendable, Equatable {
             for m in messages { text += "<|im_start|>\(m.role)\n\(m.content)<|im_end|>\n" }
             if addGenerationPrompt { text += "<|im_start|>assistant\n" }
         case .gemma:
-            // Gemma has no system role: its template folds the system text into the first user turn.
+            // Gemma has no system role: its template folds the system text into the first user
+            // turn; it trims each turn's text (Gemma 2's and 3's templates: `content | trim`).
             var pendingSystem = ""
             for m in messages {
                 if m.role == "system" {
@@ -148,7 +149,7 @@ public struct ChatTemplate: Sendable, Equatable {
                     continue
                 }
                 let role = m.role == "assistant" ? "model" : m.role
-                text += "<start_of_turn>\(role)\n\(pendingSystem)\(m.content)<end_of_turn>\n"
+                text += "<start_of_turn>\(role)\n\(pendingSystem)\(Self.trimmed(m.content))<end_of_turn>\n"
                 pendingSystem = ""
             }
             if addGenerationPrompt { text += "<start_of_turn>model\n" }

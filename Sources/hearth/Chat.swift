@@ -41,6 +41,7 @@ struct Chat: ParsableCommand {
         case base, instruct
     }
 
+    @OptionGroup var template: ChatTemplateOption
     @OptionGroup var batching: BatchOption
     @OptionGroup var kv: KVTypeOption
     @OptionGroup var promptCache: PromptCacheOption
@@ -105,6 +106,7 @@ struct Chat: ParsableCommand {
             configuration.repackCache = source.repackCache
             configuration.kvType = kv.kvType
             configuration.promptCache = promptCache.options
+            configuration.chatTemplate = template.chatTemplate
             return configuration
         }
         let session = ChatSession(

@@ -11,6 +11,7 @@ extension ChatSession {
         /set NAME VALUE       temperature, top_p, top_k, min_p, repetition_penalty, max_tokens or seed ("default" clears it)
         /think on|off|N       let the model reason (N: a budget in tokens; also low, medium, high, default)
         /show                 model, the values replies run with, context used
+        /show prompt          the prompt the last turn was rendered to (chat template applied)
         /history              the conversation so far
         /retry                regenerate the last answer
         /save NAME            save the conversation and its KV cache (resumes without re-processing)
@@ -44,7 +45,7 @@ extension ChatSession {
             }
         case "/set": set(argument)
         case "/think": think(argument)
-        case "/show": show()
+        case "/show": argument.lowercased() == "prompt" ? showPrompt() : show()
         case "/history":
             if messages.isEmpty { output.info("(empty)") }
             for message in messages { output.info("\(message.role.rawValue): \(message.content)") }
@@ -180,6 +181,23 @@ extension ChatSession {
             + (cached.map { " (\($0) in the KV cache)" } ?? ""))
         lines.append("messages: \(messages.count) · chat \(name) → \(store.sessionURL(name).path)")
         output.info(lines.joined(separator: "\n"))
+    }
+
+    /// `/show prompt`: the text the local model was given for the last turn — the chat template
+    /// applied, special tokens written as text (before any turn: what the conversation so far
+    /// renders to). Cloud providers render their own prompts: there is nothing to show.
+    func showPrompt() {
+        guard let local, provider is LocalProvider else {
+            output.error("/show prompt shows a local model's prompt; the provider \(providerName) renders its own")
+            return
+        }
+        let request = lastRequest ?? ChatRequest(messages: messages, options: requestOptions, allowTruncation: true)
+        do {
+            let text = try blocking { try await local.promptText(request) }
+            output.info("prompt (\(local.promptRenderer ?? "chat template")):\n\(text)")
+        } catch {
+            output.error("\(error)")
+        }
     }
 
     private func save(_ argument: String) {

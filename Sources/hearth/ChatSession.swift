@@ -21,6 +21,8 @@ final class ChatSession {
     /// What the session file holds (to append only the new messages when possible).
     private var persisted: [ChatMessage] = []
     var lastUsage: Usage?
+    /// The last turn's request (`/show prompt` renders it).
+    var lastRequest: ChatRequest?
 
     init(
         output: ChatOutput, store: ChatStore, name: String, messages: [ChatMessage], options: GenerationOptions,
@@ -144,6 +146,7 @@ final class ChatSession {
         var pending = messages
         if let user { pending.append(.user(user)) }
         let request = ChatRequest(messages: pending, options: requestOptions, allowTruncation: true)
+        lastRequest = request
         let spinner = output.spinner("thinking", after: 0.25)
         let result = runner.run(request, on: provider, output: output, spinner: spinner)
         if !result.text.isEmpty { output.answer("\n") }

@@ -13,6 +13,7 @@ struct Generate: ParsableCommand {
     @OptionGroup var runtime: RuntimeOptions
     @OptionGroup var sampling: SamplingFlags
     @OptionGroup var speculation: SpeculativeOption
+    @OptionGroup var template: ChatTemplateOption
 
     @Option(name: .long, help: "The prompt text.")
     var prompt: String
@@ -151,7 +152,7 @@ struct Generate: ParsableCommand {
                 // A schema, pattern or grammar that cannot be enforced is refused before the model loads.
                 do { _ = try ResponseFormatGrammar.grammar(for: format) } catch { throw ValidationError("\(formatFlag): \(error)") }
             }
-            let lm = try model.load(threads: runtime.threads, showProgress: !json)
+            let lm = try model.load(threads: runtime.threads, showProgress: !json, chatTemplate: template.chatTemplate)
             let generator = try Generator(
                 model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch,
                 kvType: runtime.kernels.kvType,
@@ -242,7 +243,7 @@ struct Generate: ParsableCommand {
         options.toolChoice = choice
         options.parallelToolCalls = noParallelToolCalls ? false : nil
         do { try options.validate() } catch { throw ValidationError(error.message) }
-        let lm = try model.load(threads: runtime.threads, showProgress: true)
+        let lm = try model.load(threads: runtime.threads, showProgress: true, chatTemplate: template.chatTemplate)
         let provider = try LocalProvider(
             model: lm, context: runtime.ctx, threads: runtime.threads, batch: runtime.batch, kvType: runtime.kernels.kvType,
             speculative: speculation.mode,

@@ -10,6 +10,7 @@ struct Inspect: ParsableCommand {
     @OptionGroup var model: ModelOptions
     @OptionGroup var context: ContextOption
     @OptionGroup var kv: KVTypeOption
+    @OptionGroup var template: ChatTemplateOption
 
     @Flag(name: .long, help: "Print one JSON object (stable keys, for scripts) instead of text.")
     var json = false
@@ -40,11 +41,14 @@ struct Inspect: ParsableCommand {
         let weight_bytes: [String: Int]
         let bos: Token?
         let stop_tokens: [Token]
+        /// What renders chat prompts: the model's own Jinja template (and where it came from) or
+        /// a hand-written format (``ChatTemplate/rendererDescription``); nil without a template.
+        let chat_template_renderer: String?
     }
 
     func run() throws {
         try reportingErrors {
-            let lm = try model.load()
+            let lm = try model.load(chatTemplate: template.chatTemplate)
             let report = Self.report(lm, context: context.ctx ?? lm.defaultContext, kvType: kv.kvType)
             emit(json ? try jsonLine(report) : Self.text(report, lm: lm))
         }
@@ -82,7 +86,8 @@ struct Inspect: ParsableCommand {
             kv_bytes_per_token: perToken, sliding_window: o.slidingWindow, norm_epsilon: o.norm.epsilon,
             rope_theta: o.rope.theta,
             weight_bytes: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
-            bos: tokenizer.bosID.map(token), stop_tokens: lm.eosIDs.sorted().map(token))
+            bos: tokenizer.bosID.map(token), stop_tokens: lm.eosIDs.sorted().map(token),
+            chat_template_renderer: lm.chatTemplate?.rendererDescription)
     }
 
     static func text(_ r: Report, lm: LanguageModel) -> String {
@@ -109,7 +114,8 @@ struct Inspect: ParsableCommand {
         let bos = r.bos.map { "\($0.id) \($0.text)" } ?? "none"
         lines.append("tokenizer:       \(r.tokenizer), \(r.vocabulary) tokens, BOS \(bos) (added: \(r.adds_bos))")
         lines.append("stop tokens:     \(r.stop_tokens.map { "\($0.id) \($0.text)" }.joined(separator: ", "))")
-        lines.append("chat template:   \(r.chat_template ?? "none (use --raw)")")
+        lines.append(
+            "chat template:   \(r.chat_template.map { "\($0), rendered by \(r.chat_template_renderer ?? "?")" } ?? "none (use --raw or --chat-template)")")
         let cpu = KernelLevel.cpuName
         lines.append("kernels:         \(r.kernels) (best on this CPU: \(r.best_kernels)\(cpu.isEmpty ? "" : ", \(cpu)"); HEARTH_CPU forces a lower one)")
         lines.append("activations:     \(r.activations) (the default; --activation-bits outliers, balanced, 16, mixed or 8)")

@@ -59,14 +59,14 @@ struct ModelOptions: ParsableArguments {
         if let quantize, !QuantizationPlan.types.contains(quantize) { throw ValidationError("--quantize takes q4_0, q4_1 or q8_0") }
     }
 
-    func load(threads: Int? = nil, showProgress: Bool = false) throws -> LanguageModel {
+    func load(threads: Int? = nil, showProgress: Bool = false, chatTemplate: String? = nil) throws -> LanguageModel {
         let bar = showProgress && quantize != nil ? ProgressBar(label: "quantizing") : nil
         defer { bar?.finish() }
         var progress: (@Sendable (Double) -> Void)?
         if let bar { progress = { bar.update($0) } }
         return try LanguageModel(
             path: try path(), quantize: quantize, threads: threads, progress: progress, tokenizer: tokenizer.source,
-            repackCache: source.repackCache)
+            repackCache: source.repackCache, chatTemplate: chatTemplate)
     }
 }
 

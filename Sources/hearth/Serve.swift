@@ -88,6 +88,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "How conversations become prompts: automatic (base models get the User:/Assistant: dialogue and its stop rules, instruction-tuned models their chat template), chat-template or dialogue.")
     var promptStyle: ServePromptStyle = .automatic
 
+    @Option(name: .customLong("chat-template"), help: ArgumentHelp(ChatTemplateOption.help + " Given once, it applies to every model; repeated, the Nth goes with the Nth --model.", valueName: "file|name"))
+    var chatTemplate: [String] = []
+
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
@@ -123,6 +126,10 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--alias names the one model; with several, each is named by its --model value")
         }
         if !(1...64).contains(maxLoaded) { throw ValidationError("--max-loaded must be between 1 and 64") }
+        if chatTemplate.count > 1 && chatTemplate.count != model.count {
+            throw ValidationError("--chat-template is given once (for every model) or once per --model, in the same order")
+        }
+        if chatTemplate.contains(where: \.isEmpty) { throw ValidationError("--chat-template needs a file or a name") }
     }
 
     /// The models to serve, in order: each `--model`, then each model in `--models DIR`.
@@ -187,7 +194,7 @@ struct Serve: AsyncParsableCommand {
         let residency = named.count > 1 ? ModelResidency(maxLoaded: maxLoaded) : nil
         if needsModel || !named.isEmpty {
             let requested: [(name: String?, text: String?)] = named.isEmpty ? [(nil, nil)] : named.map { ($0.name, $0.text) }
-            for (given, text) in requested {
+            for (index, (given, text)) in requested.enumerated() {
                 let path = try await ModelNames.resolvedPath(text)
                 var settings = LocalProvider.Configuration(
                     modelPath: path, context: ctx, threads: threads, batch: batching.batch, parallel: parallel,
@@ -200,6 +207,7 @@ struct Serve: AsyncParsableCommand {
                 settings.residency = residency
                 settings.promptCache = promptCache.options
                 settings.finishInBudget = !noFinishInBudget
+                settings.chatTemplate = chatTemplate.count == 1 ? chatTemplate[0] : (index < chatTemplate.count ? chatTemplate[index] : nil)
                 let modelName = alias ?? given.flatMap { ModelNames.isPath($0) ? nil : $0 }
                     ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
                 settings.name = modelName  // errors name the model as clients know it, never its path

@@ -17,14 +17,16 @@ final class ServerHarness: @unchecked Sendable {
 
     init(
         context: Int = 512, parallel: Int = 2, options: ServerOptions = ServerOptions(port: 0, alias: "tiny"),
-        checkpoint: String = "phi3-mha", logger: Logger? = nil, gateway: ((LocalProvider) throws -> Gateway)? = nil
+        checkpoint: String = "phi3-mha", logger: Logger? = nil, gateway: ((LocalProvider) throws -> Gateway)? = nil,
+        chatTemplate: String? = nil
     ) async throws {
         // The fixtures are random-weight models: the tests' long generations and expected lengths
         // were made with their chat template (the automatic style would pick the base-model dialogue).
-        provider = LocalProvider(
-            configuration: .init(
-                modelPath: Fixtures.checkpoint(checkpoint).path, context: context, threads: 1, batch: 16, parallel: parallel,
-                promptStyle: .chatTemplate))
+        var configuration = LocalProvider.Configuration(
+            modelPath: Fixtures.checkpoint(checkpoint).path, context: context, threads: 1, batch: 16, parallel: parallel,
+            promptStyle: .chatTemplate)
+        configuration.chatTemplate = chatTemplate  // --chat-template
+        provider = LocalProvider(configuration: configuration)
         var options = options
         options.port = 0
         options.host = "127.0.0.1"

@@ -96,6 +96,8 @@ final class ResponseCache: @unchecked Sendable {
             // Tools change the answer: their definitions (schema text as sent), the choice, parallel calls.
             "tools": .array(
                 options.tools.map { [.string($0.name), .optional($0.description), .string($0.parameters), $0.strict.map { .bool($0) } ?? .null] }),
+            // Variables of the chat template change the prompt.
+            "chat_template_kwargs": .optional(options.chatTemplateKwargs),
             "tool_choice": .optional(options.toolChoice?.caseKey), "parallel_tool_calls": options.parallelToolCalls.map { .bool($0) } ?? .null,
             // Reasoning on or off, its effort and budget change the answer (and whether it has reasoning).
             "reasoning": options.reasoning.map { r in

@@ -1,0 +1,96 @@
+import Foundation
+import HearthLocal
+import HearthProviders
+import Hummingbird
+
+/// The chat template over HTTP (issue 58): `POST /apply-template` (llama-server's) renders a
+/// chat completion request to the prompt the local model would be given; `GET /props`
+/// (llama-server's) says which template renders a model's prompts.
+extension HearthServer {
+    /// Registers `/apply-template` and `/props`.
+    func chatTemplateRoutes(_ router: Router<ServerRequestContext>) {
+        router.post("/apply-template") { _, context in await self.applyTemplate(context) }
+        router.get("/props") { request, context in await self.props(request, context) }
+    }
+
+    /// `POST /apply-template`: a `/v1/chat/completions` body (every field that endpoint takes,
+    /// checked the same way; `model` optional, as on `/tokenize`) → `{"prompt": "…"}`, the text
+    /// the local model would be given: its chat template applied to the messages, tools and
+    /// `chat_template_kwargs`, the no-think block when the request turns reasoning off. A
+    /// template that fails on the conversation is a 400 naming the template's error. Admitted
+    /// like a generation (a fair-queue turn); loads the model when it is not loaded.
+    func applyTemplate(_ context: ServerRequestContext) async -> Response {
+        do {
+            let ordered = try RequestParser.ordered(context.body)
+            let json = JSONValue(ordered)
+            let fields = try Fields(json)
+            let client = (context.caller ?? GatewayAuthenticator.anonymous).client
+            let (route, provider) = try localRoute(fields, client: client)
+            try requireReady()
+            let parser = RequestParser(alias: try fields.string("model") ?? "local", maxTokensLimit: Int.max, body: context.body)
+            parser.ordered.set(ordered)
+            var job = try parser.chat(json)
+            job.options.reasoning = job.hints.reasoning.options
+            guard case .chat(let messages) = job.input else {
+                throw APIError.invalid("messages", "'messages' is required.", code: "missing_field")
+            }
+            var request = ChatRequest(messages: messages, options: job.options)
+            request.optionsChecked = true  // checked as the request was parsed
+            let prompt = try await runAdmitted(route, client: client, channel: context.channel) { [request] _ in
+                try await provider.promptText(request)
+            }
+            return Self.json(200, ["prompt": .string(prompt)])
+        } catch {
+            return Self.errorResponse(Self.apiError(error), endpoint: .chatCompletions, requestID: context.requestID)
+        }
+    }
+
+    /// `GET /props[?model=NAME]`: the served model's name and how its prompts are rendered —
+    /// `chat_template` (the model's own Jinja source, as llama-server gives it; empty for a
+    /// hand-written format) and `chat_template_renderer` (``LocalProvider/promptRenderer``:
+    /// the template's origin or the hand-written format). Loads the model when it is not loaded.
+    func props(_ request: Request, _ context: ServerRequestContext) async -> Response {
+        do {
+            let client = (context.caller ?? GatewayAuthenticator.anonymous).client
+            var pairs: [(String, JSONValue)] = []
+            if let model = request.uri.queryParameters.get("model") { pairs.append(("model", .string(model))) }
+            let (_, provider) = try localRoute(try Fields(.object(pairs)), client: client)
+            try requireReady()
+            try await provider.prewarm(nil)  // loads the model (nothing is prefilled)
+            return Self.json(
+                200,
+                [
+                    "model_alias": .string(provider.modelName), "chat_template": .string(provider.chatTemplateSource ?? ""),
+                    "chat_template_renderer": .string(provider.promptRenderer ?? "unknown"),
+                ])
+        } catch {
+            return Self.errorResponse(Self.apiError(error), requestID: context.requestID)
+        }
+    }
+}
+
+extension RequestParser {
+    /// The most bytes `chat_template_kwargs` may have (serialized).
+    static let maxChatTemplateKwargsBytes = 64 << 10
+
+    /// `chat_template_kwargs` (llama-server's and vLLM's extra): an object of extra variables
+    /// for the local model's chat template, kept as its JSON text; nil when absent.
+    /// - Throws: `APIError` 400 when it is not an object or is larger than
+    ///   ``maxChatTemplateKwargsBytes``.
+    static func chatTemplateKwargs(_ f: Fields) throws -> String? {
+        guard let value = f.value("chat_template_kwargs"), value != .null else { return nil }
+        guard case .object = value else {
+            throw APIError.invalid(
+                "chat_template_kwargs", "'chat_template_kwargs' must be an object of variables for the chat template.",
+                code: "invalid_type")
+        }
+        let text = String(decoding: value.serialized(), as: UTF8.self)
+        guard text.utf8.count <= maxChatTemplateKwargsBytes else {
+            throw APIError.invalid(
+                "chat_template_kwargs",
+                "'chat_template_kwargs' is \(text.utf8.count) bytes; at most \(maxChatTemplateKwargsBytes) are allowed per request.",
+                code: "too_large")
+        }
+        return text
+    }
+}
