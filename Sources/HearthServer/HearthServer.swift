@@ -47,6 +47,10 @@ public struct ServerOptions: Sendable {
     public var maxTokenizeTokens = 131_072
     /// Bytes one `/tokenize` or `/detokenize` answer may have; more is a 400 naming the bound.
     public var maxTokenizeResponseBytes = 8 << 20
+    /// Serve the chat page at `/` and `/chat` (`--no-web-ui` turns it off).
+    public var webUI = true
+    /// Where Ollama's `/api/pull` and `/api/delete` fetch and remove models (nil: both answer 501).
+    public var modelStore: (any ModelStore)?
 
     /// Creates options.
     public init(

@@ -34,7 +34,9 @@ struct FrontMiddleware: RouterMiddleware {
         } catch {
             let apiError = HearthServer.apiError(error, path: request.uri.path, method: request.method)
             failure = apiError
-            response = HearthServer.errorResponse(apiError, endpoint: endpoint)
+            response =
+                request.uri.path.hasPrefix("/api/")
+                ? HearthServer.ollamaErrorResponse(apiError) : HearthServer.errorResponse(apiError, endpoint: endpoint)
         }
         HearthServer.set(&response.headers, "x-request-id", context.requestID)
         if let endpoint, let failure {
@@ -63,7 +65,8 @@ struct FrontMiddleware: RouterMiddleware {
 struct AuthenticationMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let server: HearthServer
-    static let open: Set<String> = ["/health", "/live"]
+    /// The chat page (`/`, `/chat`) is static: it asks for the key in the browser and sends it with each call.
+    static let open: Set<String> = ["/health", "/live", "/", "/chat"]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let path = request.uri.path
@@ -75,7 +78,7 @@ struct AuthenticationMiddleware: RouterMiddleware {
         var context = context
         context.caller = identity.caller
         context.note?.client = identity.caller.client.name
-        if request.method == .post || request.method == .put {
+        if request.method == .post || request.method == .put || request.method == .delete {
             context.body = try await server.readBody(request, limit: server.bodyLimit(path: path))
         }
         try authenticator.verify(identity, method: request.method.rawValue, path: request.head.path ?? path, header: header, body: context.body)
@@ -148,6 +151,7 @@ extension HearthServer {
     /// ``ServerOptions/maxBodyBytes``; every other route at most 64 KiB.
     func bodyLimit(path: String) -> Int {
         let large: Set<String> = Set(Endpoint.allCases.map(\.rawValue)).union(["/v1/embeddings", "/v1/messages/count_tokens", "/tokenize", "/detokenize", "/apply-template"])
+            .union(["/api/chat", "/api/generate", "/api/embed", "/api/embeddings"])
         return large.contains(path) ? options.maxBodyBytes : min(options.maxBodyBytes, 64 << 10)
     }
 

@@ -36,6 +36,8 @@ extension HearthServer {
         router.post("/tokenize") { _, context in try await self.tokenize(context) }
         router.post("/detokenize") { _, context in try await self.detokenize(context) }
         chatTemplateRoutes(router)  // POST /apply-template, GET /props (issue 58)
+        ollamaRoutes(router)
+        if options.webUI { webUIRoutes(router) }
         if configured {
             router.post("/v1/auth/token") { _, context in
                 try self.issueToken(context.caller ?? GatewayAuthenticator.anonymous, body: context.body)

@@ -97,6 +97,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .long, help: "Cut structured output at max_tokens (finish_reason length) instead of steering its last tokens so the answer ends complete and valid; a request's finish_in_budget overrides it.")
     var noFinishInBudget = false
 
+    @Flag(name: .long, help: "Do not serve the chat page at / and /chat (the APIs stay).")
+    var noWebUI = false
+
     @Option(name: .long, help: "Run as a gateway configured by this JSON file: client keys, HMAC signatures, rate limits, token quotas, usage in SQLite, response cache, content filter, cloud routes with local fallback (docs/SERVER.md#gateway). Replaces --api-key.")
     var config: String?
 
@@ -235,6 +238,8 @@ struct Serve: AsyncParsableCommand {
             writeTimeout: writeTimeout, maxConnections: maxConnections, maxCloudInFlight: maxCloudInFlight)
         options.maxEmbeddingTokens = maxEmbeddingTokens
         options.maxTokenizeTokens = maxTokenizeTokens
+        options.webUI = !noWebUI
+        options.modelStore = HubModelStore()  // Ollama's /api/pull and /api/delete
         let server = HearthServer(local: provider, options: options, logger: logger, gateway: gateway, models: others)
         let served = ([name] + others.keys.sorted()).joined(separator: ", ")
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
