@@ -15,7 +15,8 @@ tokens), the other APIs close the block with a budget or run it to the length.
    `response.reasoning_text.delta` and `response.reasoning_summary_text.delta` join to it.
 3. anthropic messages with `thinking` (budget 4): a `thinking` block first, with a signature, then
    the text; the thinking tokens within the budget and the closing sequence; streamed
-   (`messages.stream`), `thinking_delta` then `signature_delta` and the final message's blocks.
+   (`messages.stream`), `thinking_delta` then `signature_delta` and the final message's blocks,
+   and the `message_delta` usage's `thinking_tokens` equal to the whole answer's.
 4. anthropic tool round trip: a forced call after thinking, then the assistant turn sent back as
    the client returned it (thinking block with its signature, tool_use) with the tool result:
    the server accepts it and answers.
@@ -151,13 +152,19 @@ thinking_tokens = thinking_tokens or getattr(getattr(msg.usage, "output_tokens_d
 check("anthropic: thinking tokens within the budget and the closing sequence", 0 < thinking_tokens <= BUDGET + CLOSING,
       f"{msg.usage}")
 seen = []
+streamed_thinking_tokens = None
 with an.messages.stream(
     model=MODEL, max_tokens=32, extra_body=GREEDY, messages=HI, thinking={"type": "enabled", "budget_tokens": BUDGET}
 ) as stream:
     for event in stream:
         if event.type == "content_block_delta" and (not seen or seen[-1] != event.delta.type):
             seen.append(event.delta.type)
+        if event.type == "message_delta":
+            details = extra(event.usage, "output_tokens_details") or {}
+            streamed_thinking_tokens = details.get("thinking_tokens") if isinstance(details, dict) else getattr(details, "thinking_tokens", None)
     final = stream.get_final_message()
+check("anthropic stream: message_delta usage counts the thinking tokens as the whole answer does",
+      streamed_thinking_tokens == thinking_tokens, f"streamed {streamed_thinking_tokens}, whole {thinking_tokens}")
 check("anthropic stream: thinking_delta, signature_delta, then text", seen[:3] == ["thinking_delta", "signature_delta", "text_delta"],
       f"{seen}")
 check("anthropic stream: the same blocks as whole",
