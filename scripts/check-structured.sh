@@ -4,12 +4,16 @@
 # seeds, and validates every answer with the `jsonschema` package (format checks on); answers
 # cut by max_tokens (finish_reason "length") are counted apart, neither valid nor invalid. Then
 # the official `openai` client's chat.completions.parse (and responses.parse) with pydantic
-# models, and `hearth generate --json-schema` once (scripts/check_structured.py). Exits 1 on
-# any invalid answer or failed request.
+# models, and `hearth generate --json-schema` once (scripts/check_structured.py); then the front
+# ends — instructor (JSON-schema and tools modes), LangChain `with_structured_output`
+# (json_schema and function_calling) and openai's parse helper — at max_tokens 200 over
+# --frontend-seeds seeds, every answer parsed (scripts/check_frontends.py, its own venv). Exits 1
+# on any invalid answer or failed request.
 #
 # Usage: scripts/check-structured.sh [--binary PATH] [--model PATH] [--seeds N] [--max-tokens N]
 #                                    [--parallel N] [--schemas DIR] [--report FILE]
 #                                    [--multiple-samples N]   (answers per multipleOf schema; 0 skips)
+#                                    [--frontend-seeds N]     (seeds per front end, default 20; 0 skips)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/serve-common.sh
@@ -21,6 +25,7 @@ parallel=4
 schemas="Tests/Fixtures/schemas"
 report=""
 multiple_samples=200
+frontend_seeds=20
 while [ $# -gt 0 ]; do
     case "$1" in
         --binary) binary="$2"; shift 2 ;;
@@ -31,6 +36,7 @@ while [ $# -gt 0 ]; do
         --schemas) schemas="$2"; shift 2 ;;
         --report) report="$2"; shift 2 ;;
         --multiple-samples) multiple_samples="$2"; shift 2 ;;
+        --frontend-seeds) frontend_seeds="$2"; shift 2 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -39,6 +45,7 @@ require_model "$model"
 ls "$schemas"/*.json > /dev/null 2>&1 || { echo "no schemas in $schemas" >&2; exit 1; }
 
 checks_venv   # .build/checks-venv: scripts/requirements-checks.txt
+[ "$frontend_seeds" -gt 0 ] && frontends_venv   # .build/frontends-venv: scripts/requirements-frontends.txt
 
 server_scratch
 key="hk-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
@@ -53,4 +60,12 @@ echo "server: $url (pid $server_pid)"
 args=("${url%/v1}" "$key" gemma --schemas "$schemas" --seeds "$seeds" --max-tokens "$max_tokens" --parallel "$parallel"
       --binary "$binary" --model-path "$model" --multiple-samples "$multiple_samples")
 [ -n "$report" ] && args+=(--report "$report")
-"$venv/bin/python" scripts/check_structured.py "${args[@]}"
+status=0
+"$venv/bin/python" scripts/check_structured.py "${args[@]}" || status=$?
+if [ "$frontend_seeds" -gt 0 ]; then
+    # instructor (JSON-schema and tools modes), LangChain with_structured_output and openai's parse
+    # helper at max_tokens 200: every answer parses (issue 59).
+    "$frontends_venv/bin/python" scripts/check_frontends.py "${url%/v1}" "$key" gemma --seeds "$frontend_seeds" \
+        --max-tokens 200 --parallel "$parallel" || status=$?
+fi
+exit $status

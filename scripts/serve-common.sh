@@ -41,6 +41,19 @@ checks_venv() {
     fi
 }
 
+# The venv of the structured-output front ends, `$frontends_venv` (.build/frontends-venv):
+# scripts/requirements-frontends.txt (instructor pins an older openai than the other checks).
+frontends_venv() {
+    frontends_venv=".build/frontends-venv"
+    local wanted
+    wanted="$(sha256sum scripts/requirements-frontends.txt | cut -c1-64)"
+    if [ ! -f "$frontends_venv/.installed" ] || [ "$(cat "$frontends_venv/.installed")" != "$wanted" ]; then
+        python3 -m venv "$frontends_venv"
+        "$frontends_venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-frontends.txt
+        printf '%s' "$wanted" > "$frontends_venv/.installed"
+    fi
+}
+
 # A scratch folder `$work`, removed when the script exits, and `$server_pid` (set it when the
 # server starts), killed then.
 server_scratch() {
