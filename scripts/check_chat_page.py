@@ -3,6 +3,7 @@
 Usage: check_chat_page.py BASE_URL FIRST_MODEL SECOND_MODEL SCREENSHOT_PATH
 """
 import json
+import re
 import shutil
 import sys
 import time
@@ -57,9 +58,21 @@ def state():
     return driver.find_element(By.TAG_NAME, "body").get_attribute("data-state")
 
 
+def texts(selector):
+    """The text of every element matching selector, read in one script (the page re-renders as it streams)."""
+    return driver.execute_script("return Array.from(document.querySelectorAll(arguments[0])).map((e) => e.innerText)", selector)
+
+
 def last_reply():
-    replies = driver.find_elements(By.CSS_SELECTOR, ".msg.assistant .content")
-    return replies[-1].text if replies else ""
+    replies = texts(".msg.assistant .content")
+    return replies[-1] if replies else ""
+
+
+def running():
+    """hearth_requests_running from /metrics."""
+    text = urllib.request.urlopen(base + "/metrics").read().decode()
+    match = re.search(r"^hearth_requests_running (\S+)$", text, re.M)
+    return float(match.group(1)) if match else -1
 
 
 def send(text):
@@ -83,47 +96,76 @@ try:
     wait(lambda: (seen.add(last_reply()) or state() == "idle"), 90, 0.02)
     seen.discard("")
     done = driver.find_elements(By.CSS_SELECTOR, ".msg.assistant[data-done='1']")
-    stats = driver.find_elements(By.CSS_SELECTOR, ".msg.assistant .stats")
+    stats = texts(".msg.assistant .stats")
     check("the reply streams in (text seen growing) and ends", state() == "idle" and len(seen) >= 2 and done and last_reply(),
           f"state {state()}, seen {len(seen)}: {last_reply()!r}")
-    check("the reply shows tokens, tokens/s and context use", stats and "tokens" in stats[-1].text and "context" in stats[-1].text,
-          stats[-1].text if stats else "no stats")
+    check("the reply shows tokens, tokens/s and context use", stats and "tokens" in stats[-1] and "context" in stats[-1],
+          stats[-1] if stats else "no stats")
 
-    # A long reply, stopped: the stream ends at once and the text stops growing.
-    send("Write a very long story about a dragon who learns to bake bread, in ten chapters.")
+    # A long reply, stopped: the stream ends at once, the text stops growing, and the server
+    # frees the request. The default model is a base model that answers briefly, so the test
+    # asks the server for a long reply (greedy, ignore_eos, 1500 tokens) by adding those fields
+    # to the page's own request (the page is unchanged).
+    driver.execute_script(
+        """
+        window.__fetch = window.__fetch || window.fetch;
+        window.fetch = (url, init) => {
+          if (String(url).endsWith('/v1/chat/completions') && init && init.body) {
+            const body = JSON.parse(init.body);
+            Object.assign(body, {temperature: 0, ignore_eos: true, max_tokens: 1500});
+            init = Object.assign({}, init, {body: JSON.stringify(body)});
+          }
+          return window.__fetch(url, init);
+        };
+        """)
+    long_prompt = ("Please write the numbers from 1 to 200 in words: one, two, three, four, five, six, seven, eight, nine, ten, "
+                   "eleven, twelve,")
+    # A new conversation (Ctrl+K): the base model's dialogue ends early after earlier turns.
+    driver.find_element(By.ID, "input").send_keys(Keys.CONTROL, "k")
+    wait(lambda: not texts(".msg .content"), 5)
+    send(long_prompt)
     wait(lambda: state() == "streaming", 10)
-    grown = wait(lambda: len(last_reply()) > 40, 60)
-    driver.find_element(By.ID, "stop").click()
+    grown = wait(lambda: len(last_reply()) > 60 or state() == "idle", 60) and state() == "streaming"
+    at_stop = last_reply()
+    driver.execute_script("document.getElementById('stop').click()")
     stopped = wait(lambda: state() == "idle", 5)
     text_then = last_reply()
     time.sleep(0.8)
-    stats = driver.find_elements(By.CSS_SELECTOR, ".msg.assistant .stats")
-    check("Stop aborts a long reply", grown and stopped and last_reply() == text_then and "stopped" in stats[-1].text,
-          f"grown {grown}, stopped {stopped}, stats {stats[-1].text if stats else None}")
+    stats = texts(".msg.assistant .stats")
+    freed = wait(lambda: running() == 0, 5, 0.1)
+    check("Stop aborts a long reply (the text stops, the server frees the request)",
+          grown and stopped and last_reply() == text_then and stats and "stopped" in stats[-1] and freed,
+          f"grown {grown}, stopped {stopped}, freed {freed}, stats {stats[-1] if stats else None}")
+    print(f"  stopped after {len(at_stop)} characters: {at_stop[:80]!r}…, kept {len(text_then)}")
     # Esc stops too.
-    send("Tell me another very long story, about a lighthouse keeper, in ten chapters.")
+    driver.find_element(By.ID, "input").send_keys(Keys.CONTROL, "k")
+    wait(lambda: not texts(".msg .content"), 5)
+    send(long_prompt)
     wait(lambda: state() == "streaming", 10)
     wait(lambda: len(last_reply()) > 10, 60)
     driver.find_element(By.ID, "input").send_keys(Keys.ESCAPE)
-    check("Esc stops a reply", wait(lambda: state() == "idle", 5))
+    check("Esc stops a reply", wait(lambda: state() == "idle", 5) and wait(lambda: running() == 0, 5, 0.1))
+    driver.execute_script("window.fetch = window.__fetch;")
 
     # Another model: the next reply comes from it (and the server now has it loaded).
     Select(driver.find_element(By.ID, "model")).select_by_visible_text(second)
     send("Name a color.")
     wait(lambda: state() == "streaming", 10)
     wait(lambda: state() == "idle", 90)
-    who = driver.find_elements(By.CSS_SELECTOR, ".msg.assistant .who")
+    who = texts(".msg.assistant .who")
     ps = json.loads(urllib.request.urlopen(base + "/api/ps").read())
     check("switching the model: the reply comes from the second model",
-          who and who[-1].text.lower() == second.lower() and last_reply() and any(m["name"] == second for m in ps["models"]),
-          f"{who[-1].text if who else None}, ps {ps}")
+          who and who[-1].lower() == second.lower() and last_reply() and any(m["name"] == second for m in ps["models"]),
+          f"{who[-1] if who else None}, ps {ps}")
 
     # Reload: the conversation is still there (localStorage), and so is the chosen model.
-    before = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".msg .content")]
+    before = texts(".msg .content")
+    listed = texts("#convs li")
     driver.refresh()
     wait(lambda: len(driver.find_elements(By.CSS_SELECTOR, "#model option")) == 2, 15)
-    after = [e.text for e in driver.find_elements(By.CSS_SELECTOR, ".msg .content")]
-    check("reload finds the conversation", len(before) >= 8 and after == before, f"{len(before)} vs {len(after)}")
+    after = texts(".msg .content")
+    check("reload finds the conversations", len(before) >= 4 and after == before and len(listed) == 3 and texts("#convs li") == listed,
+          f"{before} vs {after}, {listed}")
     check("reload keeps the chosen model", Select(driver.find_element(By.ID, "model")).first_selected_option.text == second)
     driver.save_screenshot(screenshot)
     check("screenshot saved", True)

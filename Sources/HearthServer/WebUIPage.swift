@@ -158,14 +158,15 @@ function el(tag, cls, text) {
 
 // ---- Markdown, built as DOM nodes (text only; no HTML from the model is ever parsed) ----
 function inline(parent, text) {
-  const re = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([^*]+)\*\*|__([^_]+)__|\*([^*\s][^*]*)\*|_([^_\s][^_]*)_|\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)/g;
+  // Emphasis with asterisks only: underscores are common inside words and code-like text.
+  const re = /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([^*]+)\*\*|\*([^*\s][^*]*)\*|\[([^\]]+)\]\((https?:\/\/[^\s)]+)\)/g;
   let last = 0, m;
   while ((m = re.exec(text))) {
     if (m.index > last) parent.appendChild(document.createTextNode(text.slice(last, m.index)));
     if (m[1]) parent.appendChild(el("code", null, m[2]));
-    else if (m[3] || m[4]) parent.appendChild(el("strong", null, m[3] || m[4]));
-    else if (m[5] || m[6]) parent.appendChild(el("em", null, m[5] || m[6]));
-    else if (m[7]) { const a = el("a", null, m[7]); a.href = m[8]; a.rel = "noopener noreferrer"; a.target = "_blank"; parent.appendChild(a); }
+    else if (m[3]) parent.appendChild(el("strong", null, m[3]));
+    else if (m[4]) parent.appendChild(el("em", null, m[4]));
+    else if (m[5]) { const a = el("a", null, m[5]); a.href = m[6]; a.rel = "noopener noreferrer"; a.target = "_blank"; parent.appendChild(a); }
     last = re.lastIndex;
   }
   if (last < text.length) parent.appendChild(document.createTextNode(text.slice(last)));
