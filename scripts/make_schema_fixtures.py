@@ -36,6 +36,25 @@ class Raw(str):
 
 U1 = "123e4567-e89b-12d3-a456-426614174000"
 C = {
+    # pattern / format with minLength and maxLength (issue 59): lengths in characters.
+    "bounded_strings": [
+        {"email": "ann@example.org", "name": "Ann Lee", "code": "ab12", "stamp": "2025-03-07T14:05:09Z", "id": U1},
+        {"email": "a@b.co", "name": "Ann Lee", "code": "ab12", "stamp": "2025-03-07T14:05:09Z", "id": U1},
+        {"email": "a.very.long.name@example.org", "name": "Ann Lee", "code": "ab12", "stamp": "2025-03-07T14:05:09Z", "id": U1},
+        {"email": "ann@example.org", "name": "Ann", "code": "ab12", "stamp": "2025-03-07T14:05:09Z", "id": U1},
+        {"email": "ann@example.org", "name": "Ann Marie Lee Jones Smith", "code": "ab12", "stamp": "2025-03-07T14:05:09Z", "id": U1},
+        {"email": "ann@example.org", "name": "Ann lee", "code": "ab12", "stamp": "2025-03-07T14:05:09Z", "id": U1},
+        {"email": "ann@example.org", "name": "Ann Lee", "code": "12", "stamp": "2025-03-07T14:05:09Z", "id": U1},
+        {"email": "ann@example.org", "name": "Ann Lee", "code": "x12yz", "stamp": "2025-03-07T14:05:09Z", "id": U1},
+        {"email": "ann@example.org", "name": "Ann Lee", "code": "abcdefg12", "stamp": "2025-03-07T14:05:09Z", "id": U1},
+        {"email": "ann@example.org", "name": "Ann Lee", "code": "abcd", "stamp": "2025-03-07T14:05:09Z", "id": U1},
+        {"email": "ann@example.org", "name": "Ann Lee", "code": "é12ü", "stamp": "2025-03-07T14:05:09Z", "id": U1},
+        {"email": "ann@example.org", "name": "Ann Lee", "code": "ab12", "stamp": "2025-03-07T14:05:09.5Z", "id": U1},
+        {"email": "ann@example.org", "name": "Ann Lee", "code": "ab12", "stamp": "2025-03-07T14:05:09+01:00", "id": U1},
+        {"email": "ann@example.org", "name": "Ann Lee", "code": "ab12", "stamp": "2025-03-07", "id": U1},
+        {"email": "ann@example.org", "name": "Ann Lee", "code": "ab12", "stamp": "2025-03-07T14:05:09Z", "id": "123"},
+        {"email": "ann@example.org", "name": "Ann Lee Ng", "code": "9900", "stamp": "2024-02-29T00:00:00z", "id": U1.upper()},
+    ],
     "weather": [
         {"city": "Oslo", "temperature_c": -3.5, "conditions": "snow", "humidity": 80},
         {"city": "Lima", "temperature_c": 22, "conditions": "fog"},

@@ -312,19 +312,26 @@ struct SchemaCompiler {
         let quote = GrammarExpression.literal("\"")
         if let format = schema["format"] {
             guard let name = format.stringValue else { throw ConstraintError(.syntax, "format must be a string", at: path + "/format") }
-            if let other = ["pattern", "minLength", "maxLength"].first(where: { schema[$0] != nil }) {
-                throw ConstraintError(.unsupported, "format together with \(other) is not supported", at: path + "/" + other)
+            if schema["pattern"] != nil {
+                throw ConstraintError(.unsupported, "format together with pattern is not supported", at: path + "/pattern")
+            }
+            if minLength != nil || maxLength != nil, let formatPattern = StringFormats.pattern(name) {
+                // The format's strings of the allowed lengths (its automaton times a counter).
+                let body = try RegularExpression.bounded(
+                    formatPattern, search: false, minLength: minLength ?? 0, maxLength: maxLength, builder: &builder, path: path)
+                return .sequence([quote, body, quote])
             }
             return .sequence([quote, try StringFormats.expression(name, builder: &builder, path: path + "/format"), quote])
         }
         if let pattern = schema["pattern"] {
             guard let text = pattern.stringValue else { throw ConstraintError(.syntax, "pattern must be a string", at: path + "/pattern") }
-            if minLength != nil || maxLength != nil {
-                throw ConstraintError(
-                    .unsupported, "pattern together with minLength/maxLength is not supported; put the length in the pattern",
-                    at: path + "/pattern")
-            }
             do {
+                if minLength != nil || maxLength != nil {
+                    // The pattern's matches of the allowed lengths (its automaton times a counter).
+                    let body = try RegularExpression.bounded(
+                        text, search: true, minLength: minLength ?? 0, maxLength: maxLength, builder: &builder, path: path)
+                    return .sequence([quote, body, quote])
+                }
                 return .sequence([quote, try RegularExpression.expression(text, encoding: .jsonString, search: true), quote])
             } catch let e as ConstraintError {
                 throw ConstraintError(e.kind, "pattern: \(e.message) (\(e.location))", at: path + "/pattern")
