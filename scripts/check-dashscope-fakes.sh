@@ -6,7 +6,9 @@
 # completions and Anthropic messages are driven with the official `openai` and `anthropic` SDKs.
 # Reasoning too (issue 57): openai reads `reasoning_content` whole and streamed, anthropic reads
 # signed thinking and redacted_thinking blocks and sends them back in a tool round trip (the fake
-# verifies the signatures), and the dashscope SDK reads `reasoning_content` with enable_thinking.
+# verifies the signatures), and the dashscope SDK reads `reasoning_content` with enable_thinking;
+# openai reads the fake Responses API's reasoning items (summary, reasoning_text, encrypted
+# content) whole and streamed, and a tool round trip sends the reasoning item back (verified).
 #
 #   scripts/check-dashscope-fakes.sh            # builds dashscope-fake (debug) if needed, then checks
 #

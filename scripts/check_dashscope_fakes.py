@@ -14,7 +14,9 @@ Reasoning (issue 57): the official clients read the fakes' reasoning as they rea
 services' — openai's `reasoning_content` (whole and streamed, and the `reasoning` alias),
 anthropic's thinking blocks with signatures and redacted_thinking blocks (and a tool round trip
 that sends them back, which the fake verifies; an altered signature is refused), and the
-dashscope SDK's `reasoning_content` with `enable_thinking`.
+dashscope SDK's `reasoning_content` with `enable_thinking`; and openai's Responses API reasoning
+items (summary, reasoning_text, encrypted content) whole and through its stream helper, with a
+tool round trip that sends the reasoning item back (verified; refused without it or altered).
 
 Run by scripts/check-dashscope-fakes.sh, which makes the venv.
 """
@@ -474,6 +476,74 @@ def openai_reasoning_checks(base_url):
         EXPECTED_VIOLATIONS.append("reasoning_effort must be one of")
 
 
+def responses_reasoning_checks(base_url):
+    """The official openai client against the fake Responses API (FakeOpenAIResponses): reasoning
+    items (summary, reasoning_text, encrypted content) whole and through the SDK's stream helper,
+    and a tool round trip that sends the reasoning item back (the fake verifies it, and refuses
+    the turn without it or with its encrypted content altered)."""
+    import openai
+    client = openai.OpenAI(api_key=KEY, base_url=base_url, max_retries=0)
+    prompt = "Why is the sky blue?"
+    reasoning = {"effort": "low", "summary": "auto"}
+    include = ["reasoning.encrypted_content"]
+
+    whole = client.responses.create(model="gpt-5-fake", input=prompt, reasoning=reasoning, include=include, store=False)
+    kinds = [item.type for item in whole.output]
+    item = whole.output[0]
+    check(kinds == ["reasoning", "message"], "responses reasoning: a reasoning item, then the message", kinds)
+    check([s.text for s in item.summary] == [thought(prompt)], "responses reasoning: the item's summary", item.summary)
+    check((item.encrypted_content or "").startswith("gAAAAB"), "responses reasoning: encrypted_content with include", item)
+    check(whole.output_text and "先想一想" not in whole.output_text, "responses reasoning: output_text has no reasoning")
+    check(whole.usage.output_tokens_details.reasoning_tokens == len(thought(prompt))
+          and whole.usage.input_tokens_details.cached_tokens == 8, "responses reasoning: reasoning and cached tokens", whole.usage)
+
+    summary = ""
+    with client.responses.stream(model="gpt-5-fake", input=prompt, reasoning=reasoning, include=include, store=False) as stream:
+        for event in stream:
+            if event.type == "response.reasoning_summary_text.delta":
+                summary += event.delta
+        final = stream.get_final_response()
+    check(summary == thought(prompt), "responses reasoning: streamed summary deltas join (the SDK's stream helper)", summary)
+    check([i.type for i in final.output] == kinds and final.output_text == whole.output_text
+          and (final.output[0].encrypted_content or "").startswith("gAAAAB"),
+          "responses reasoning: the stream helper's final response has the same items", final.output)
+
+    text_prompt = "#reasoning-text " + prompt
+    content = ""
+    with client.responses.stream(model="gpt-5-fake", input=text_prompt) as stream:
+        for event in stream:
+            if event.type == "response.reasoning_text.delta":
+                content += event.delta
+    check(content == thought(text_prompt), "responses reasoning: reasoning_text deltas (gpt-oss servers) join", content)
+
+    tools = [{"type": "function", "name": "weather", "strict": False,
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
+    question = [{"role": "user", "content": "Weather in Hangzhou?"}]
+    first = client.responses.create(model="gpt-5-fake", input=question, tools=tools, tool_choice="required",
+                                    reasoning=reasoning, include=include, store=False)
+    calls = [i for i in first.output if i.type == "function_call"]
+    check([i.type for i in first.output] == ["reasoning", "function_call"] and calls[0].name == "weather",
+          "responses reasoning: reasoning, then a function_call", first.output)
+    sent = [i.model_dump(exclude_none=True) for i in first.output]
+    result = [{"type": "function_call_output", "call_id": calls[0].call_id, "output": "晴 25°C"}]
+    second = client.responses.create(model="gpt-5-fake", input=question + sent + result, tools=tools,
+                                     reasoning=reasoning, include=include, store=False)
+    check("晴 25°C" in second.output_text, "responses reasoning: a tool round trip with the reasoning item sent back is answered",
+          second.output_text)
+    for what, items, expected in [
+        ("without its reasoning item", [i for i in sent if i["type"] != "reasoning"], "without its required 'reasoning' item"),
+        ("with altered encrypted content", [dict(i, encrypted_content="gAAAAB-altered") if i["type"] == "reasoning" else i
+                                            for i in sent], "could not be verified"),
+    ]:
+        try:
+            client.responses.create(model="gpt-5-fake", input=question + items + result, tools=tools,
+                                    reasoning=reasoning, include=include, store=False)
+            check(False, f"responses reasoning: the follow-up {what} is refused")
+        except openai.BadRequestError:
+            check(True, f"responses reasoning: the follow-up {what} is refused")
+            EXPECTED_VIOLATIONS.append(expected)
+
+
 def anthropic_reasoning_checks(base_url):
     import anthropic
     client = anthropic.Anthropic(api_key=KEY, base_url=base_url.removesuffix("/v1"), max_retries=0)
@@ -627,6 +697,7 @@ def main():
         generation_reasoning_checks(dashscope)
         openai_reasoning_checks(urls["openai"])
         anthropic_reasoning_checks(urls["anthropic"])
+        responses_reasoning_checks(urls["responses"])
     finally:
         fake.send_signal(signal.SIGTERM)
         try:
