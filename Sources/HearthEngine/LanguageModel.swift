@@ -348,11 +348,13 @@ public final class LanguageModel: Sendable {
     /// - Throws: `EngineError` `.missingComponent` without a template, `.invalidOption` naming the
     ///   template's error (``templateFailure(_:_:)``).
     public func chatPromptText(_ input: ChatTemplateInput) throws -> String {
-        guard let template = chatTemplate else {
+        guard var template = chatTemplate else {
             throw EngineError(
                 .missingComponent, "this checkpoint has no chat template Hearth recognises",
                 remedy: "Use --raw to send the prompt as is, or --chat-template to name one")
         }
+        // With tools, a file's `tool_use` template renders (as transformers picks it).
+        if input.tools != nil, let toolUse = template.toolUseJinja, toolUse.compileError == nil { template.jinja = toolUse }
         do { return try template.render(input) } catch let error as TemplateError { throw Self.templateFailure(error, template) }
     }
 
@@ -371,7 +373,8 @@ public final class LanguageModel: Sendable {
             special["eos_token"] = text(tokenizer.eosIDs.min())
         }
         func compiled(_ source: String, origin: String) throws -> ChatTemplate {
-            let template = ChatTemplate(ownTemplate: source, origin: origin, specialTokens: special, variants: own?.variants ?? [:])
+            var template = ChatTemplate(ownTemplate: source, origin: origin, specialTokens: special, variants: own?.variants ?? [:])
+            template.toolUseJinja = nil  // the template asked for renders every conversation
             if let error = template.jinja?.compileError {
                 throw EngineError(.invalidOption, "--chat-template \(origin): the template does not compile: \(error)")
             }

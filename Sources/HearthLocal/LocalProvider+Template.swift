@@ -35,7 +35,9 @@ extension LocalProvider {
         if case .list(let given)? = variables.removeValue(forKey: "documents") { documents = given }
         let tools = request.options.tools
         if let toolFormat {
-            if Self.rendersToolsNatively(jinja, toolFormat) {
+            // A file's `tool_use` template renders when tools are given (``LanguageModel/chatPromptText(_:)``).
+            let toolTemplate = tools.isEmpty ? jinja : (model.chatTemplate?.toolUseJinja ?? jinja)
+            if Self.rendersToolsNatively(toolTemplate, toolFormat) {
                 let input = ChatTemplateInput(
                     messages: templateMessages(messages), tools: tools.isEmpty ? nil : tools.map(Self.templateTool),
                     documents: documents, addGenerationPrompt: true, extraVariables: variables)

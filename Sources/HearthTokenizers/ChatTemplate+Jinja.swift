@@ -72,6 +72,9 @@ extension ChatTemplate {
         self.init(format: family?.format ?? .jinja, prefix: family?.prefix ?? "", endOfText: family?.endOfText ?? "")
         jinja = JinjaChatTemplate(source: source, origin: origin, specialTokens: specialTokens)
         self.variants = variants
+        toolUseJinja = variants["tool_use"].map {
+            JinjaChatTemplate(source: $0, origin: "\(origin), named template 'tool_use'", specialTokens: specialTokens)
+        }
     }
 
     /// Renders a structured conversation (messages as dicts with tool calls, tool results and
@@ -131,7 +134,8 @@ extension ChatTemplate {
                 }
                 return "jinja (\(jinja.origin)) — does not compile: \(error)"
             }
-            return "jinja (\(jinja.origin)\(format == .jinja ? "" : "; \(format.rawValue) markers"))"
+            let toolUse = toolUseJinja == nil ? "" : "; its tool_use template for requests with tools"
+            return "jinja (\(jinja.origin)\(format == .jinja ? "" : "; \(format.rawValue) markers")\(toolUse))"
         }
         return "\(format.rawValue) (hand-written)"
     }

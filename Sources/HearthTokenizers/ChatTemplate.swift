@@ -73,6 +73,9 @@ public struct ChatTemplate: Sendable, Equatable {
     /// The file's other named templates (`tool_use`, `rag`…; GGUF `tokenizer.chat_template.<name>`,
     /// `tokenizer_config.json` named list), by name, for `--chat-template NAME`.
     public var variants: [String: String]
+    /// The file's `tool_use` template, compiled, when it has one: transformers renders a
+    /// conversation given tools with it instead of the default (Command-R, Hermes 2 Pro).
+    public var toolUseJinja: JinjaChatTemplate?
 
     /// A hand-written format (``jinja`` nil).
     public init(format: Format, prefix: String = "", endOfText: String = "") {
@@ -81,6 +84,7 @@ public struct ChatTemplate: Sendable, Equatable {
         self.endOfText = endOfText
         self.jinja = nil
         self.variants = [:]
+        self.toolUseJinja = nil
     }
 
     /// Recognises a Jinja template by its markers, or returns nil for an unknown one.

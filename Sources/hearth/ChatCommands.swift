@@ -160,7 +160,11 @@ extension ChatSession {
         var lines = ["provider: \(providerName)"]
         if let path = localSettings?.modelPath { lines.append("local model: \(path)") }
         if let summary = local?.loadedModelSummary { lines.append("  \(summary)") }
-        if provider is LocalProvider, let reason = local?.dialogueReason { lines.append("  prompt: User:/Assistant: dialogue (\(reason))") }
+        if provider is LocalProvider, let reason = local?.dialogueReason {
+            lines.append("  prompt: User:/Assistant: dialogue (\(reason))")
+        } else if provider is LocalProvider, let renderer = local?.promptRenderer {
+            lines.append("  prompt: rendered by \(renderer) (/show prompt prints the last one)")
+        }
         let sent = requestOptions
         let effective = provider is LocalProvider ? (local?.effectiveOptions(sent) ?? sent) : sent
         lines.append(

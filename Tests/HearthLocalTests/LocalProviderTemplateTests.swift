@@ -145,3 +145,39 @@ import Testing
         #expect(chatml.chatTemplate?.format == .chatml && chatml.chatTemplate?.jinja == nil)
     }
 }
+
+/// A checkpoint whose `tokenizer_config.json` names several templates (`default`, `tool_use`):
+/// the default renders plain conversations, `tool_use` those given tools (as transformers picks).
+@Suite struct NamedTemplateTests {
+    @Test func theToolUseTemplateRendersRequestsWithTools() async throws {
+        let source = Fixtures.checkpoint("phi3-mha")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-named-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        for name in try FileManager.default.contentsOfDirectory(atPath: source.path) where name != "tokenizer_config.json" {
+            try FileManager.default.createSymbolicLink(at: dir.appendingPathComponent(name), withDestinationURL: source.appendingPathComponent(name))
+        }
+        var config = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: source.appendingPathComponent("tokenizer_config.json"))) as? [String: Any])
+        config["chat_template"] = [
+            ["name": "default", "template": "{% for m in messages %}<default>{{ m.content }}{% endfor %}"],
+            // A template that writes Hearth's tagged calls (so the tools go to it as they are).
+            [
+                "name": "tool_use",
+                "template": "{% if tools %}{% for t in tools %}<tool {{ t.function.name }}>{% endfor %}{% endif %}{% for m in messages %}<tools>{{ m.content }}{% if m.tool_calls %}<tool_call>{% endif %}{% endfor %}",
+            ],
+        ]
+        try JSONSerialization.data(withJSONObject: config).write(to: dir.appendingPathComponent("tokenizer_config.json"))
+        let model = try LanguageModel(path: dir.path)
+        #expect(model.chatTemplate?.variants.keys.sorted() == ["tool_use"])
+        #expect(model.chatTemplate?.rendererDescription.contains("tool_use template") == true)
+        let provider = try LocalProvider(model: model, context: 256, threads: 1, batch: 16)
+        #expect(try await provider.promptText(ChatRequest(messages: [.user("hi")])) == "<default>hi")
+        let tools = GenerationOptions(tools: [ToolDefinition(name: "ping")])
+        let withTools = try await provider.promptText(ChatRequest(messages: [.user("hi")], options: tools))
+        #expect(withTools.hasPrefix("<tool ping>"), "\(withTools)")
+        // --chat-template tool_use: that template renders everything, tools or not.
+        let pinned = try LocalProvider(model: try LanguageModel(path: dir.path, chatTemplate: "tool_use"), context: 256, threads: 1, batch: 16)
+        #expect(try await pinned.promptText(ChatRequest(messages: [.user("hi")])) == "<tools>hi")
+    }
+}
