@@ -10,7 +10,9 @@
 # the fake OpenAI Responses API of `dashscope-fake` (debug build, as check-dashscope-fakes.sh
 # makes it), read by the same openai client (scripts/check_reasoning_cloud.py): reasoning items
 # with summaries and encrypted content whole and streamed, a tool round trip that sends the
-# reasoning item back to the cloud, chat `reasoning_content` from it. Exits 1 on any failed
+# reasoning item back to the cloud, chat `reasoning_content` from it; and a route to the fake
+# Anthropic API read by the anthropic client (the cloud's signed thinking and redacted blocks
+# whole and streamed, sent back in a tool round trip the cloud verifies). Exits 1 on any failed
 # check. Takes well under a minute after the builds.
 #
 # Usage: scripts/check-reasoning.sh [--binary PATH] [--fake PATH]
@@ -60,19 +62,28 @@ trap 'kill $fake_pid $gateway_pid 2>/dev/null || true; server_cleanup' EXIT
 fake_pid=$!
 for _ in $(seq 1 100); do [ -s "$work/fake.json" ] && break; sleep 0.05; done
 responses_url="$(grep -o '"responses":"[^"]*"' "$work/fake.json" | cut -d'"' -f4)"
+anthropic_url="$(grep -o '"anthropic":"[^"]*"' "$work/fake.json" | cut -d'"' -f4)"
 [ -n "$responses_url" ] || { echo "FAIL the fake did not start" >&2; cat "$work/fake.log" >&2; exit 1; }
 cat > "$work/gateway.json" <<EOF
 {"clients": [{"name": "app", "key_env": "REASONING_APP_KEY"}],
- "models": {"o-cloud": {"provider": "openai-responses", "model": "gpt-5-fake", "timeout_seconds": 10}}}
+ "models": {"o-cloud": {"provider": "openai-responses", "model": "gpt-5-fake", "timeout_seconds": 10},
+            "claude-cloud": {"provider": "anthropic", "model": "claude-fake", "timeout_seconds": 10}}}
 EOF
 REASONING_APP_KEY="$key" OPENAI_API_KEY="sk-fake-dashscope-key" OPENAI_BASE_URL="$responses_url" \
+    ANTHROPIC_API_KEY="sk-fake-dashscope-key" ANTHROPIC_BASE_URL="$anthropic_url" \
     "$binary" serve --config "$work/gateway.json" --port 0 > "$work/gateway.out" 2> "$work/gateway.log" &
 gateway_pid=$!
 server_pid="$gateway_pid"
 gateway_url="$(server_url "$gateway_pid" "$work/gateway.out" "$work/gateway.log")"
 echo "gateway: $gateway_url (pid $gateway_pid), fake responses API: $responses_url"
-"$venv/bin/python" scripts/check_reasoning_cloud.py "${gateway_url%/v1}" "$key" o-cloud || status=$?
+"$venv/bin/python" scripts/check_reasoning_cloud.py "${gateway_url%/v1}" "$key" o-cloud claude-cloud || status=$?
 kill -0 "$gateway_pid" 2>/dev/null || { echo "FAIL the gateway exited during the checks" >&2; cat "$work/gateway.log" >&2; exit 1; }
-grep -h "violation" "$work/fake.log" >&2 || true
+kill "$fake_pid" 2>/dev/null || true
+wait "$fake_pid" 2>/dev/null || true
+if grep -q "^violation" "$work/fake.log"; then
+    echo "FAIL a request Hearth sent the cloud fakes broke their protocol:" >&2
+    grep "^violation" "$work/fake.log" >&2
+    status=1
+fi
 echo "check-reasoning: $(( $(date +%s) - started )) s"
 exit "$status"

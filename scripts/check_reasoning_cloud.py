@@ -15,15 +15,20 @@ an `openai-responses` provider pointed at the fake Responses API of `dashscope-f
    answers (it refuses a reasoning model's call sent back without its reasoning item).
 4. chat completions from the same cloud (gpt-oss style `reasoning_text`): `reasoning_content`
    whole and streamed, apart from the answer.
+5. the anthropic client on route CLAUDE (an `anthropic` provider pointed at the fake Messages
+   API): the cloud's thinking block with the cloud's own signature and a redacted_thinking block,
+   whole and streamed (`thinking_delta`, `signature_delta`); a tool round trip in which the client
+   sends the signed blocks back as it got them and the cloud verifies them before answering.
 
-Usage: check_reasoning_cloud.py BASE_URL API_KEY MODEL
+Usage: check_reasoning_cloud.py BASE_URL API_KEY MODEL CLAUDE
 Prints one line per check and exits 1 when any fails.
 """
 import sys
 
+import anthropic
 import openai
 
-BASE, KEY, MODEL = sys.argv[1], sys.argv[2], sys.argv[3]
+BASE, KEY, MODEL, CLAUDE = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 failures = []
 
 
@@ -126,6 +131,44 @@ for chunk in oa.chat.completions.create(model=MODEL, messages=[{"role": "user", 
             content.append(choice.delta.content)
 check("chat streamed: reasoning_content pieces join to the cloud's reasoning",
       "".join(pieces) == thought(chat_prompt) and "".join(content) == answer(chat_prompt), ("".join(pieces), "".join(content)))
+
+# 5. Anthropic's signed thinking from a cloud route, sent back in a tool round trip.
+an = anthropic.Anthropic(base_url=BASE, api_key=KEY, max_retries=0, timeout=60)
+THINKING = {"type": "enabled", "budget_tokens": 1024}
+claude_prompt = "Why is the sky blue? #redacted"
+msg = an.messages.create(model=CLAUDE, max_tokens=2048, thinking=THINKING, messages=[{"role": "user", "content": claude_prompt}])
+kinds = [block.type for block in msg.content]
+check("anthropic whole: the cloud's thinking and redacted_thinking blocks, then text",
+      kinds == ["thinking", "redacted_thinking", "text"], kinds)
+first = msg.content[0] if kinds[:1] == ["thinking"] else None
+check("anthropic whole: the thinking is the cloud's, signed by the cloud (not re-signed)",
+      first is not None and first.thinking == thought(claude_prompt) and first.signature
+      and not first.signature.startswith("hearth-sha256:"), first)
+seen = []
+with an.messages.stream(model=CLAUDE, max_tokens=2048, thinking=THINKING,
+                        messages=[{"role": "user", "content": claude_prompt}]) as stream:
+    for event in stream:
+        if event.type == "content_block_delta" and (not seen or seen[-1] != event.delta.type):
+            seen.append(event.delta.type)
+    final = stream.get_final_message()
+check("anthropic streamed: thinking_delta, signature_delta, then text, the same blocks as whole",
+      seen[:2] == ["thinking_delta", "signature_delta"] and "text_delta" in seen
+      and [b.type for b in final.content] == kinds and first is not None and final.content[0].signature == first.signature, seen)
+weather = [{"name": "weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
+ask = [{"role": "user", "content": "Weather in Hangzhou?"}]
+turn = an.messages.create(model=CLAUDE, max_tokens=2048, thinking=THINKING, tools=weather, messages=ask)
+uses = [block for block in turn.content if block.type == "tool_use"]
+check("anthropic tools: thinking, then a tool_use", [b.type for b in turn.content][:1] == ["thinking"] and len(uses) >= 1,
+      [b.type for b in turn.content])
+if uses:
+    follow = ask + [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in turn.content]},
+                    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": u.id, "content": "晴 25°C"} for u in uses]}]
+    try:
+        done = an.messages.create(model=CLAUDE, max_tokens=2048, thinking=THINKING, tools=weather, messages=follow)
+        text = "".join(b.text for b in done.content if b.type == "text")
+        check("anthropic tool round trip: the cloud verified its signed thinking sent back and answered", "晴 25°C" in text, text)
+    except anthropic.APIError as error:
+        check("anthropic tool round trip: the cloud verified its signed thinking sent back and answered", False, error)
 
 print(f"cloud reasoning: {len(failures)} failed")
 sys.exit(1 if failures else 0)
