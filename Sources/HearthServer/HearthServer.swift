@@ -51,6 +51,9 @@ public struct ServerOptions: Sendable {
     public var webUI = true
     /// Where Ollama's `/api/pull` and `/api/delete` fetch and remove models (nil: both answer 501).
     public var modelStore: (any ModelStore)?
+    /// A second port serving the same routes (`--ollama-port 11434`, for apps that assume
+    /// Ollama's port); 0 picks a free one (``HearthServer/ollamaPort``); nil: none.
+    public var ollamaPort: Int?
 
     /// Creates options.
     public init(
@@ -106,6 +109,7 @@ public final class HearthServer: @unchecked Sendable {
     var cancellers: [Int: @Sendable () -> Void] = [:]
     var nextLease = 0
     var boundPort: Int?
+    var ollamaBoundPort: Int?
     var serviceGroup: ServiceGroup?
     var pendingShutdown = false
     var announced = false
@@ -151,6 +155,8 @@ public final class HearthServer: @unchecked Sendable {
 
     /// The bound port once listening (useful with port 0).
     public var port: Int? { lock.withLock { boundPort } }
+    /// The second port (``ServerOptions/ollamaPort``) once bound.
+    public var ollamaPort: Int? { lock.withLock { ollamaBoundPort } }
 
     /// Whether the model has loaded and the server is not draining.
     public var isReady: Bool { lock.withLock { if case .ready = phase { return true } else { return false } } }
@@ -221,9 +227,25 @@ public final class HearthServer: @unchecked Sendable {
                 announceIfReady()
             },
             logger: bindLogger)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app)]
+        if let second = options.ollamaPort {
+            // The same router on Ollama's port: one pipeline, two listeners.
+            services.append(
+                .init(
+                    service: Application(
+                        router: router,
+                        server: .http1(
+                            configuration: .init(
+                                additionalChannelHandlers: [ConnectionWatcher(counter: counter)],
+                                idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000)))),
+                        configuration: .init(address: .hostname(options.host, port: second), serverName: "hearth"),
+                        onServerRunning: { [self] channel in lock.withLock { ollamaBoundPort = channel.localAddress?.port ?? second } },
+                        logger: bindLogger)))
+        }
+        services.append(.init(service: LifecycleService(server: self)))
         let group = ServiceGroup(
             configuration: .init(
-                services: [.init(service: app), .init(service: LifecycleService(server: self))],
+                services: services,
                 gracefulShutdownSignals: gracefulShutdownSignals, logger: bindLogger))
         let shutdownEarly = lock.withLock {
             serviceGroup = group

@@ -97,6 +97,9 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .long, help: "Cut structured output at max_tokens (finish_reason length) instead of steering its last tokens so the answer ends complete and valid; a request's finish_in_budget overrides it.")
     var noFinishInBudget = false
 
+    @Option(name: .long, help: "Also listen on this port (same routes), for apps that assume Ollama's 11434.")
+    var ollamaPort: Int?
+
     @Flag(name: .long, help: "Do not serve the chat page at / and /chat (the APIs stay).")
     var noWebUI = false
 
@@ -109,6 +112,9 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--config declares the clients' keys; do not give --api-key or --api-key-file with it")
         }
         if !(0...65535).contains(port) { throw ValidationError("--port must be between 0 and 65535") }
+        if let ollamaPort, !(0...65535).contains(ollamaPort) || (ollamaPort == port && port != 0) {
+            throw ValidationError("--ollama-port must be between 0 and 65535 and differ from --port")
+        }
         if !(1...256).contains(parallel) { throw ValidationError("--parallel must be between 1 and 256") }
         if parallel > batching.batch { throw ValidationError("--parallel must be at most --batch (each step holds a token of every running request)") }
         if !(0...100_000).contains(maxQueue) { throw ValidationError("--max-queue must be between 0 and 100000") }
@@ -239,6 +245,7 @@ struct Serve: AsyncParsableCommand {
         options.maxEmbeddingTokens = maxEmbeddingTokens
         options.maxTokenizeTokens = maxTokenizeTokens
         options.webUI = !noWebUI
+        options.ollamaPort = ollamaPort
         options.modelStore = HubModelStore()  // Ollama's /api/pull and /api/delete
         let server = HearthServer(local: provider, options: options, logger: logger, gateway: gateway, models: others)
         let served = ([name] + others.keys.sorted()).joined(separator: ", ")
@@ -246,6 +253,10 @@ struct Serve: AsyncParsableCommand {
         do {
             try await server.run { port in
                 emit("Hearth is serving \(served) at http://\(host):\(port)/v1 (OpenAI and Anthropic APIs; /health, /metrics)\n")
+                let second = ollamaPort.map { server.ollamaPort ?? $0 }
+                var more = "Ollama's API at http://\(host):\(port)/api" + (second.map { " and on port \($0)" } ?? "")
+                if !noWebUI { more += "; chat page at http://\(host):\(port)/" }
+                emit(more + "\n")
             }
         } catch {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))

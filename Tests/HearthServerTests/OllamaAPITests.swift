@@ -251,6 +251,29 @@ import Testing
         }
     }
 
+    /// `--ollama-port`: the same routes (and key) on a second listener.
+    @Test func secondPortServesTheSameRoutes() async throws {
+        var options = ServerOptions(port: 0, apiKey: "sesame", alias: "tiny")
+        options.ollamaPort = 0
+        let harness = try await ServerHarness(options: options)
+        try await withCleanup({ try? await harness.stop() }) {
+            var second = harness.server.ollamaPort
+            for _ in 0..<100 where second == nil {
+                try await Task.sleep(for: .milliseconds(20))
+                second = harness.server.ollamaPort
+            }
+            let port = try #require(second)
+            #expect(port != harness.port)
+            let client = ServerHarness.Client(port: port)
+            #expect(try await client.send(.GET, "/api/tags").status == 401)
+            let tags = try await client.send(.GET, "/api/tags", headers: [("authorization", "Bearer sesame")])
+            #expect(tags.status == 200 && (tags.json["models"] as? [Any])?.count == 1, "\(tags.body)")
+            let reply = try await client.send("/api/chat", json: Self.chat(), headers: [("authorization", "Bearer sesame")])
+            #expect(reply.status == 200 && reply.json["done"] as? Bool == true, "\(reply.body)")
+            try await harness.stop()
+        }
+    }
+
     @Test func keyAppliesAndThePageIsServed() async throws {
         let harness = try await ServerHarness(options: ServerOptions(port: 0, apiKey: "sesame", alias: "tiny"))
         try await withCleanup({ try? await harness.stop() }) {
@@ -282,6 +305,41 @@ import Testing
         try await withCleanup({ try? await plain.stop() }) {
             #expect(try await plain.send(.GET, "/").status == 404)
             try await plain.stop()
+        }
+    }
+}
+
+/// `think` on the reasoning fixture (Tests/Fixtures/phi4-mini-reasoning-tiny, as
+/// ReasoningServerTests uses it): the reasoning comes back apart, as Ollama's `thinking`, whole
+/// and streamed, never in the content; `think: false` turns it off.
+@Suite(.serialized) struct OllamaThinkTests {
+    @Test func thinkingIsApartWholeAndStreamed() async throws {
+        let harness = try await ServerHarness(context: 128, checkpoint: ReasoningServerTests.fixture)
+        try await withCleanup({ try? await harness.stop() }) {
+            let body: [String: Any] = [
+                "model": "tiny", "messages": [["role": "user", "content": "Hi"]], "think": true, "stream": false,
+                "options": ["temperature": 0, "num_predict": 24],
+            ]
+            let whole = try await harness.send("/api/chat", json: body)
+            #expect(whole.status == 200, "\(whole.body)")
+            let message = whole.json["message"] as? [String: Any] ?? [:]
+            let thinking = message["thinking"] as? String ?? ""
+            #expect(!thinking.isEmpty, "\(whole.body)")
+            #expect(!(message["content"] as? String ?? "").contains("<think>"))
+            var streamed = body
+            streamed["stream"] = true
+            let reply = try await harness.send("/api/chat", json: streamed)
+            let lines = OllamaAPITests.lines(reply.body).compactMap { $0 }
+            let pieces = lines.map { ($0["message"] as? [String: Any])?["thinking"] as? String ?? "" }.joined()
+            #expect(pieces == thinking, "\(reply.body)")
+            var off = body
+            off["think"] = false
+            let plain = try await harness.send("/api/chat", json: off)
+            #expect(plain.status == 200 && (plain.json["message"] as? [String: Any])?["thinking"] == nil, "\(plain.body)")
+            let generated = try await harness.send(
+                "/api/generate", json: ["model": "tiny", "prompt": "Hi", "think": true, "stream": false, "options": ["temperature": 0, "num_predict": 24]])
+            #expect(!(generated.json["thinking"] as? String ?? "").isEmpty, "\(generated.body)")
+            try await harness.stop()
         }
     }
 }
