@@ -57,6 +57,15 @@ import Testing
             let joined = objects.map { ($0["message"] as? [String: Any])?["content"] as? String ?? "" }.joined()
             #expect(joined == text, "streamed \(joined.debugDescription) vs whole \(text.debugDescription)")
             if let last = objects.last { Self.checkFinal(last, evalCount: whole.json["eval_count"] as? Int) }
+
+            // logprobs: one entry per generated token, with its alternatives.
+            let scored = try await harness.send("/api/chat", json: Self.chat(["logprobs": true, "top_logprobs": 2]))
+            let entries = scored.json["logprobs"] as? [[String: Any]] ?? []
+            #expect(entries.count == scored.json["eval_count"] as? Int, "\(scored.body)")
+            #expect(entries.allSatisfy { $0["token"] is String && $0["logprob"] is Double && ($0["top_logprobs"] as? [Any])?.count == 2 })
+            let raw = try await harness.send(
+                "/api/generate", json: ["model": "tiny", "prompt": "Once", "raw": true, "stream": false, "logprobs": true, "options": ["num_predict": 4]])
+            #expect((raw.json["logprobs"] as? [[String: Any]])?.count == raw.json["eval_count"] as? Int, "\(raw.body)")
             try await harness.stop()
         }
     }
