@@ -43,6 +43,11 @@ public struct OpenAIResponsesProvider: LanguageModelProvider {
         public var store: Bool
         /// Ask for `include: ["reasoning.encrypted_content"]` (unless reasoning is off).
         public var includesEncryptedReasoning: Bool
+        /// Ask for `reasoning.summary: auto` when the request's
+        /// ``HearthProviders/ReasoningOptions/summary`` is nil (default false: OpenAI's own
+        /// default, no summary, so no reasoning text). Only for reasoning models: OpenAI refuses
+        /// `reasoning` fields on the others.
+        public var summaryByDefault: Bool
         /// How a partial answer is continued (the Responses API has no prefill: default an
         /// instruction after the partial text).
         public var continuationStyle: ContinuationStyle
@@ -57,7 +62,7 @@ public struct OpenAIResponsesProvider: LanguageModelProvider {
         public init(
             id: String = "openai-responses", baseURL: String = "https://api.openai.com/v1", apiKey: CloudSecret?,
             requiresAPIKey: Bool = true, model: String = "gpt-5-mini", headers: [String: String] = [:], store: Bool = false,
-            includesEncryptedReasoning: Bool = true,
+            includesEncryptedReasoning: Bool = true, summaryByDefault: Bool = false,
             continuationStyle: ContinuationStyle = .instruction(ContinuationStyle.defaultInstruction),
             timeouts: CloudTimeouts = CloudTimeouts(), retry: RetryPolicy = RetryPolicy(), credentialHint: String? = nil
         ) {
@@ -69,6 +74,7 @@ public struct OpenAIResponsesProvider: LanguageModelProvider {
             self.headers = headers
             self.store = store
             self.includesEncryptedReasoning = includesEncryptedReasoning
+            self.summaryByDefault = summaryByDefault
             self.continuationStyle = continuationStyle
             self.timeouts = timeouts
             self.retry = retry
@@ -92,13 +98,17 @@ public struct OpenAIResponsesProvider: LanguageModelProvider {
     }
 
     /// OpenAI's Responses API with the `openai` entry's key, base URL and headers
-    /// (`OPENAI_API_KEY`, `OPENAI_BASE_URL`); `model` or the entry's model, else `gpt-5-mini`.
-    public static func openAI(model: String? = nil, credentials: CloudCredentials) -> OpenAIResponsesProvider {
+    /// (`OPENAI_API_KEY`, `OPENAI_BASE_URL`); `model` or the entry's model, else `gpt-5-mini`;
+    /// `summaryByDefault` as in ``Configuration/summaryByDefault`` (`hearth chat` sets it, to
+    /// show the reasoning).
+    public static func openAI(
+        model: String? = nil, credentials: CloudCredentials, summaryByDefault: Bool = false
+    ) -> OpenAIResponsesProvider {
         let entry = credentials["openai"]
         return OpenAIResponsesProvider(
             Configuration(
                 baseURL: entry.baseURL ?? "https://api.openai.com/v1", apiKey: entry.apiKey,
-                model: model ?? entry.model ?? "gpt-5-mini", headers: entry.headers ?? [:]))
+                model: model ?? entry.model ?? "gpt-5-mini", headers: entry.headers ?? [:], summaryByDefault: summaryByDefault))
     }
 
     /// `.unavailable(.unauthorized)` when a required key is missing, else `.available`.

@@ -33,7 +33,7 @@ enum OpenAIResponsesWire {
         if let value = options.temperature { body["temperature"] = value }
         if let value = options.topP { body["top_p"] = value }
         if let value = options.maxTokens { body["max_output_tokens"] = value }
-        let reasoning = reasoning(options.reasoning)
+        let reasoning = reasoning(options.reasoning, summaryByDefault: configuration.summaryByDefault)
         if let reasoning { body["reasoning"] = reasoning }
         // Without stored state, a reasoning item can only be sent back with its encrypted content.
         if configuration.includesEncryptedReasoning, options.reasoning?.isOff != true {
@@ -49,9 +49,9 @@ enum OpenAIResponsesWire {
     /// `reasoning: {effort, summary}` for the options (nil when the request has none: the
     /// model's default). Off is `effort: "none"`; a budget without an effort is the smallest
     /// effort whose ``HearthProviders/ReasoningEffort/defaultBudgetTokens`` covers it; `summary`
-    /// true asks for `auto` summaries.
-    static func reasoning(_ options: ReasoningOptions?) -> [String: Any]? {
-        guard let options else { return nil }
+    /// true asks for `auto` summaries, and so does nil with `summaryByDefault`.
+    static func reasoning(_ options: ReasoningOptions?, summaryByDefault: Bool = false) -> [String: Any]? {
+        guard let options else { return summaryByDefault ? ["summary": "auto"] : nil }
         var reasoning: [String: Any] = [:]
         if options.isOff {
             reasoning["effort"] = "none"
@@ -63,7 +63,7 @@ enum OpenAIResponsesWire {
             let effort = ReasoningEffort.allCases.first { budget <= $0.defaultBudgetTokens } ?? .high
             reasoning["effort"] = effort.rawValue
         }
-        if options.summary == true { reasoning["summary"] = "auto" }
+        if options.summary ?? summaryByDefault { reasoning["summary"] = "auto" }
         return reasoning.isEmpty ? nil : reasoning
     }
 

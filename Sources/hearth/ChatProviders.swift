@@ -13,7 +13,7 @@ enum ChatProviders {
         let credentials = try CloudCredentials.load()
         switch name {
         case "openai": return OpenAICompatibleProvider.openAI(credentials: credentials)
-        case "openai-responses": return OpenAIResponsesProvider.openAI(credentials: credentials)
+        case "openai-responses": return OpenAIResponsesProvider.openAI(credentials: credentials, summaryByDefault: true)
         case "deepseek": return OpenAICompatibleProvider.deepSeek(credentials: credentials)
         case "qwen": return OpenAICompatibleProvider.qwen(credentials: credentials)
         case "anthropic": return AnthropicProvider.fromCredentials(credentials)

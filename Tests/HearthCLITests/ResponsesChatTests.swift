@@ -3,9 +3,9 @@ import HearthFakeServers
 import Testing
 
 /// `hearth chat --provider openai-responses` against the fake Responses API
-/// (``FakeOpenAIResponses``, in process): the cloud's reasoning on stderr after `thinking: `,
-/// never in stdout; the next turn sends the reply's reasoning item back with its encrypted
-/// content, which the fake verifies.
+/// (``FakeOpenAIResponses``, in process): the chat asks for reasoning summaries, and the cloud's
+/// reasoning goes to stderr after `thinking: `, never to stdout; the next turn sends the reply's
+/// reasoning item back with its encrypted content, which the fake verifies.
 @Suite struct ResponsesChatTests {
     static let key = "sk-responses-cli-test-1f3b"
 
@@ -49,7 +49,7 @@ import Testing
         environment["HEARTH_HOME"] = home.path
         environment["OPENAI_API_KEY"] = Self.key
         environment["OPENAI_BASE_URL"] = fake.baseURL
-        let prompt = "#reasoning-text Why is the sky blue?"
+        let prompt = "Why is the sky blue?"
         let (status, stdout, stderr) = try await run(binary, environment: environment, input: "\(prompt)\nAnd at night?\n")
         await fake.stop()
         #expect(status == 0, "\(stderr)")
@@ -58,6 +58,7 @@ import Testing
         #expect(!stdout.contains("先想一想") && stdout.contains(FakeAnswers().answer(to: prompt, round: 1)), "\(stdout)")
         #expect(fake.violations.isEmpty, "\(fake.violations)")
         #expect(fake.requests.count == 2)
+        #expect((fake.requests.first?.json?["reasoning"] as? [String: Any])?["summary"] as? String == "auto")
         let input = fake.requests.last?.json?["input"] as? [[String: Any]] ?? []
         #expect(input.map { $0["type"] as? String } == ["message", "reasoning", "message", "message"], "\(input)")
         #expect(input.count == 4 && input[1]["encrypted_content"] as? String == FakeOpenAIResponses.encryptedContent(id: "rs_fake0_0"))

@@ -133,6 +133,10 @@ import Testing
         #expect(OpenAIResponsesWire.reasoning(.budget(100_000))?["effort"] as? String == "high")
         #expect(OpenAIResponsesWire.reasoning(ReasoningOptions(summary: true))?["summary"] as? String == "auto")
         #expect(OpenAIResponsesWire.reasoning(ReasoningOptions()) == nil)
+        #expect(OpenAIResponsesWire.reasoning(nil, summaryByDefault: true)?["summary"] as? String == "auto")
+        #expect(OpenAIResponsesWire.reasoning(.effort(.low), summaryByDefault: true)?["summary"] as? String == "auto")
+        #expect(OpenAIResponsesWire.reasoning(ReasoningOptions(summary: false), summaryByDefault: true) == nil)
+        #expect(OpenAIResponsesWire.reasoning(.off, summaryByDefault: true)?["summary"] == nil)
     }
 
     @Test func reasoningOffSendsEffortNoneAndGetsNoPart() async throws {
