@@ -9,7 +9,9 @@ extension Generator {
     // MARK: - The scheduler
 
     /// One request: its prompt, what it has fed into its slot, and its sampling state.
-    final class Job {
+    /// `@unchecked Sendable`: the scheduler thread owns its state; `warming` alone is also set
+    /// by the read-ahead, under the generator's `queue` lock.
+    final class Job: @unchecked Sendable {
         let prompt: [Int32]
         let parameters: GenerationParameters
         let isCancelled: () -> Bool
@@ -24,6 +26,9 @@ extension Generator {
         var run: SequenceRun
         var admitted = DispatchTime.now()
         var prefilled = false
+        /// Its prompt's blocks are being read ahead from the prompt cache's disk tier: it waits
+        /// in the queue (others are admitted past it) until they are in memory.
+        var warming = false
         /// Other choices of the same prompt, started from this job's prompt once it is processed.
         var forks: [Job] = []
         /// A choice forked from another's prompt (copies a cached prefix of any length).
@@ -50,8 +55,31 @@ extension Generator {
     }
 
     func submit(_ job: Job) {
+        // A prompt that may continue a chain on the prompt cache's disk tier: its blocks are
+        // read ahead off the scheduler thread, so running sequences do not wait for the files.
+        let readAhead = promptCache.flatMap { cache in
+            cache.disk != nil && job.prompt.count > cache.layout.blockTokens ? cache : nil
+        }
         queue.lock()
+        job.warming = readAhead != nil
         pending.append(job)
+        queue.unlock()
+        if let readAhead {
+            let longFactors = decoder.usesLongFactors(length: job.prompt.count)
+            DispatchQueue.global(qos: .userInitiated).async { [self] in
+                readAhead.prefetch(job.prompt, limit: job.prompt.count - 1, longFactors: longFactors)
+                queue.lock()
+                job.warming = false
+                queue.unlock()
+                wake()
+            }
+        }
+        wake()
+    }
+
+    /// Starts the scheduler thread unless it runs.
+    func wake() {
+        queue.lock()
         let start = !schedulerRunning
         schedulerRunning = true
         queue.unlock()
@@ -61,11 +89,12 @@ extension Generator {
         thread.start()
     }
 
-    /// The scheduler thread: steps while requests run or wait, then exits.
+    /// The scheduler thread: steps while requests run or can be admitted, then exits (a request
+    /// whose blocks are being read ahead wakes it again when they are in memory).
     func schedule() {
         while true {
             queue.lock()
-            if pending.isEmpty && active.isEmpty {
+            if active.isEmpty && pending.allSatisfy({ $0.warming && !$0.isCancelled() }) {
                 schedulerRunning = false
                 queue.unlock()
                 return
@@ -232,15 +261,17 @@ extension Generator {
     func admit() {
         while true {
             queue.lock()
-            guard let job = pending.first else {
+            // The first request that can go: not waiting for its read-ahead (or cancelled).
+            guard let index = pending.firstIndex(where: { !$0.warming || $0.isCancelled() }) else {
                 queue.unlock()
                 return
             }
+            let job = pending[index]
             if job.isCancelled() {
-                pending.removeFirst()
+                pending.remove(at: index)
                 job.run.summary.finishReason = .cancelled
                 // Its waiting choices start on their own (or end here, when cancelled too).
-                pending.insert(contentsOf: job.forks, at: 0)
+                pending.insert(contentsOf: job.forks, at: index)
                 job.forks = []
                 job.onEnd(.success(job.run.finish()))
                 queue.unlock()
@@ -250,7 +281,7 @@ extension Generator {
                 queue.unlock()
                 return
             }
-            pending.removeFirst()
+            pending.remove(at: index)
             queue.unlock()
             job.admitted = DispatchTime.now()  // a prefix's copy counts in the prefill time
             guard let reuse = fillPrefix(for: job, slot: s) else {

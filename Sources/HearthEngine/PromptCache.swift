@@ -200,6 +200,7 @@ final class PromptCache: @unchecked Sendable {
                 // Read back from disk: held in memory from now on (within the budget).
                 guard makeRoom(read.bytes, protecting: Set(chain.map(\.key))) else { break }
                 insert(read)
+                statistics.schedulerDiskReads += 1
                 found = read
             }
             guard let block = found, block.parent == parent, block.index == i, block.tokens.elementsEqual(tokens) else { break }
@@ -228,6 +229,41 @@ final class PromptCache: @unchecked Sendable {
         }
         for block in hit.blocks.reversed() { recency.touch(.full(block.key)) }
         return hit
+    }
+
+    /// Reads ahead, into memory, the blocks of `prompt`'s chain (as ``lookup(_:limit:beyond:longFactors:accept:)``
+    /// walks it, up to `limit` tokens) that only the disk tier holds, so that the admission that
+    /// follows finds them in memory instead of reading files on the scheduler thread. The
+    /// files are read outside the cache's lock (lookups and stores of the running requests go
+    /// on meanwhile); each block is checked as a lookup checks it and kept within the budget.
+    /// Stops at the first block held nowhere. Returns the blocks read.
+    @discardableResult
+    func prefetch(_ prompt: [Int32], limit: Int, longFactors: Bool) -> Int {
+        guard let disk else { return 0 }
+        let b = layout.blockTokens
+        let most = max(0, min(limit, prompt.count)) / b
+        var parent = root(longFactors: longFactors)
+        var chain: Set<UInt64> = []
+        var read = 0
+        for i in 0..<most {
+            let tokens = prompt[(i * b)..<((i + 1) * b)]
+            let key = Self.key(parent: parent, tokens: tokens)
+            if !lock.withLock({ blocks[key] != nil }) {
+                guard let block = disk.read(key: key, parent: parent, index: i, tokens: tokens, layout: layout) else { break }
+                let kept = lock.withLock { () -> Bool in
+                    if blocks[key] != nil { return true }
+                    guard makeRoom(block.bytes, protecting: chain) else { return false }
+                    insert(block)
+                    statistics.prefetchedBlocks += 1
+                    return true
+                }
+                guard kept else { break }
+                read += 1
+            }
+            chain.insert(key)
+            parent = key
+        }
+        return read
     }
 
     /// Copies `hit`'s rows into slot `sequence` of `cache`, leaving it holding `hit.count`

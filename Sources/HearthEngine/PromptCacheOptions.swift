@@ -83,6 +83,13 @@ public struct PromptCacheStatistics: Sendable, Equatable {
     public var evictedBytes = 0
     /// Blocks read back from the disk tier (checked) because memory no longer held them.
     public var diskReads = 0
+    /// Of those, blocks read ahead of a request's admission, off the scheduler thread (a
+    /// request whose prompt may continue a chain on disk waits for its read while the running
+    /// sequences keep decoding).
+    public var prefetchedBlocks = 0
+    /// Of those, blocks read by the scheduler itself while admitting a request (a block evicted
+    /// again between its read-ahead and the admission): running sequences waited for these.
+    public var schedulerDiskReads = 0
     /// Blocks written to the disk tier.
     public var diskWrites = 0
     /// Disk files refused and removed: corrupt, truncated or another model's (never used).

@@ -64,6 +64,8 @@ import Testing
         #expect(outcome.summary?.cachedPromptTokens == 288)
         let statistics = try #require(restarted.promptCacheStatistics)
         #expect(statistics.diskReads == 18 && statistics.diskRejected == 0)
+        // Read ahead before the admission, off the scheduler thread; none read by the scheduler.
+        #expect(statistics.prefetchedBlocks == 18 && statistics.schedulerDiskReads == 0, "\(statistics)")
         let plain = try Generator(model: model, context: 1024, threads: 2, batch: 64, sequences: 1)
         PromptCacheTests.expectAgreement(outcome, try PromptCacheTests.run(plain, next, maxTokens: 2), tolerance: 2e-3, "restarted")
     }
