@@ -173,6 +173,42 @@ import Testing
         #expect(fake.violations.isEmpty, "\(fake.violations)")
     }
 
+    /// Events fed straight to the reader: summary parts are joined by a blank line, an item that
+    /// streams both its summary and its content shows one of them, a whole function_call item
+    /// with no argument deltas is one call, and an `error` event is a ``ProviderError``.
+    @Test func eventsReadDirectly() async throws {
+        let frames = [
+            #"{"type":"response.output_item.added","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[]}}"#,
+            #"{"type":"response.reasoning_summary_text.delta","output_index":0,"summary_index":0,"delta":"First."}"#,
+            #"{"type":"response.reasoning_text.delta","output_index":0,"content_index":0,"delta":"raw"}"#,
+            #"{"type":"response.reasoning_summary_text.delta","output_index":0,"summary_index":1,"delta":"Second."}"#,
+            #"{"type":"response.output_item.done","output_index":0,"item":{"id":"rs_1","type":"reasoning","summary":[],"encrypted_content":"e"}}"#,
+            #"{"type":"response.output_item.added","output_index":1,"item":{"id":"fc_1","type":"function_call","call_id":"c1","name":"f","arguments":""}}"#,
+            #"{"type":"response.output_item.done","output_index":1,"item":{"id":"fc_1","type":"function_call","call_id":"c1","name":"f","arguments":"{\"a\":1}"}}"#,
+            #"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":3,"output_tokens":5,"output_tokens_details":{"reasoning_tokens":2}}}}"#,
+        ]
+        let (stream, continuation) = AsyncThrowingStream.makeStream(of: ChatEvent.self, throwing: Error.self)
+        let sink = EventSink(continuation)
+        let failures = HTTPFailureMapper(provider: "p", redactor: Redactor([]), credentialHint: "")
+        var state = OpenAIResponsesWire.ReplyState(provider: "p")
+        for frame in frames {
+            try state.handle(
+                OpenAIResponsesWire.decoder.decode(OpenAIResponsesWire.Event.self, from: Data(frame.utf8)), sink: sink, failures: failures)
+        }
+        let result = await collect(stream)
+        #expect(result.reasoningText == "First.\n\nSecond.")
+        #expect(result.reasoningParts == [ReasoningPart(text: "First.\n\nSecond.", encryptedContent: "e", id: "rs_1", provider: "p")])
+        #expect(result.toolCalls.map(\.id) == ["c1"] && result.toolCalls.first?.arguments == #"{"a":1}"#)
+        #expect(result.finish == .toolCalls && result.usage?.reasoningTokens == 2 && result.reasoningComesFirst)
+
+        var failing = OpenAIResponsesWire.ReplyState(provider: "p")
+        let error = #"{"type":"error","code":"rate_limit_exceeded","message":"Slow down."}"#
+        #expect(throws: ProviderError.self) {
+            try failing.handle(
+                OpenAIResponsesWire.decoder.decode(OpenAIResponsesWire.Event.self, from: Data(error.utf8)), sink: sink, failures: failures)
+        }
+    }
+
     @Test func whatTheAPICannotDoIsRefusedBeforeSending() async throws {
         let fake = try await FakeOpenAIResponses.start(apiKey: Self.key)
         for options in [GenerationOptions(stop: ["\n"]), GenerationOptions(logitBias: [42: -100]), GenerationOptions(responseFormat: .regex("a+"))] {
