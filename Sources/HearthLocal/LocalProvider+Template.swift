@@ -19,16 +19,25 @@ import HearthTokenizers
 extension LocalProvider {
     /// The prompt text of `messages` under `request` (before the reasoning suffix and the
     /// continuation): the base-model dialogue, the hand-written renderer, or the model's own template.
+    /// `ending` is how the prompt ends (a generation prompt, unless `/apply-template` asks for
+    /// none or for the final message left open).
     /// - Throws: `ProviderError` `.invalidRequest` for malformed `chat_template_kwargs`;
     ///   `EngineError` for a template that fails or a model without one.
-    func renderPrompt(_ messages: [ChatMessage], _ request: ChatRequest, model: LanguageModel) throws -> String {
+    func renderPrompt(_ messages: [ChatMessage], _ request: ChatRequest, model: LanguageModel, ending: PromptEnding = .generationPrompt)
+        throws -> String
+    {
         let dialogue = usesDialogue(model)
         let toolFormat = Self.involvesTools(request) ? self.toolFormat(model) : nil
+        let generate = ending == .generationPrompt, open = ending == .finalMessageOpen
         guard !dialogue, let jinja = model.chatTemplate?.activeJinja else {
             let (turns, toolsDeclared) =
                 toolFormat?.turns(messages, tools: request.options.tools)
                 ?? (messages.map { ChatTurn(role: $0.role.rawValue, content: $0.content) }, false)
-            return try model.chatPromptText(turns, dialogue: dialogue, toolsDeclared: toolsDeclared)
+            if generate || dialogue { return try model.chatPromptText(turns, dialogue: dialogue, toolsDeclared: toolsDeclared) }
+            return try model.chatPromptText(
+                ChatTemplateInput(
+                    messages: turns.map { ["role": .string($0.role), "content": .string($0.content)] as JinjaValue },
+                    continueFinalMessage: open))
         }
         var variables = try templateVariables(request, jinja)
         var documents: [JinjaValue]? = nil
@@ -40,33 +49,48 @@ extension LocalProvider {
             if Self.rendersToolsNatively(toolTemplate, toolFormat) {
                 let input = ChatTemplateInput(
                     messages: templateMessages(messages), tools: tools.isEmpty ? nil : tools.map(Self.templateTool),
-                    documents: documents, addGenerationPrompt: true, extraVariables: variables)
+                    documents: documents, addGenerationPrompt: generate, continueFinalMessage: open, extraVariables: variables)
                 if let text = try? model.chatPromptText(input), Self.shows(text, messages: messages, tools: tools) { return text }
             }
             let (turns, _) = toolFormat.turns(messages, tools: tools)
             return try model.chatPromptText(
                 ChatTemplateInput(
                     messages: turns.map { ["role": .string($0.role), "content": .string($0.content)] as JinjaValue },
-                    documents: documents, addGenerationPrompt: true, extraVariables: variables))
+                    documents: documents, addGenerationPrompt: generate, continueFinalMessage: open, extraVariables: variables))
         }
         return try model.chatPromptText(
             ChatTemplateInput(
-                messages: templateMessages(messages), documents: documents, addGenerationPrompt: true, extraVariables: variables))
+                messages: templateMessages(messages), documents: documents, addGenerationPrompt: generate,
+                continueFinalMessage: open, extraVariables: variables))
+    }
+
+    /// How a rendered prompt ends.
+    public enum PromptEnding: Sendable {
+        /// With the header of the assistant's reply (`add_generation_prompt`), as generation renders it.
+        case generationPrompt
+        /// After the last message (`add_generation_prompt` false).
+        case afterLastMessage
+        /// Inside the final message, left open for the model to continue (`continue_final_message`).
+        case finalMessageOpen
     }
 
     /// The prompt text of a chat request as the model is given it (special tokens written as
     /// text): the rendered conversation, the no-think block when the request turns reasoning
     /// off, and any partial answer to continue. What `POST /apply-template` returns and
     /// `hearth chat`'s `/show prompt` prints. Loads the model when it is not loaded.
+    /// `ending` other than ``PromptEnding/generationPrompt`` renders the conversation as
+    /// transformers' `add_generation_prompt=False` or `continue_final_message=True` do (no
+    /// no-think block then).
     /// - Throws: `ProviderError` (`.invalidRequest` for a template that fails on this conversation).
-    public func promptText(_ request: ChatRequest) async throws -> String {
+    public func promptText(_ request: ChatRequest, ending: PromptEnding = .generationPrompt) async throws -> String {
         let (generator, hold) = try await heldGenerator()
         defer { hold?.end() }
         let model = generator.model
         do {
             if !request.optionsChecked { try request.options.validate() }
-            return reasoningPrompt(try renderPrompt(request.messages, request, model: model), request, model)
-                + (request.continuation ?? "")
+            let text = try renderPrompt(request.messages, request, model: model, ending: ending)
+            guard ending == .generationPrompt else { return text + (request.continuation ?? "") }
+            return reasoningPrompt(text, request, model) + (request.continuation ?? "")
         } catch let error as InvalidGenerationOption {
             throw ProviderError(.invalidRequest, provider: id, message: error.message, underlying: error)
         } catch {

@@ -14,7 +14,10 @@ extension HearthServer {
     }
 
     /// `POST /apply-template`: a `/v1/chat/completions` body (every field that endpoint takes,
-    /// checked the same way; `model` optional, as on `/tokenize`) → `{"prompt": "…"}`, the text
+    /// checked the same way; `model` optional, as on `/tokenize`; plus vLLM's
+    /// `add_generation_prompt`, default true, and `continue_final_message`, default false, which
+    /// leaves the final assistant message open and then needs `add_generation_prompt` false or
+    /// absent) → `{"prompt": "…"}`, the text
     /// the local model would be given: its chat template applied to the messages, tools and
     /// `chat_template_kwargs`, the no-think block when the request turns reasoning off. A
     /// template that fails on the conversation is a 400 naming the template's error. Admitted
@@ -22,8 +25,19 @@ extension HearthServer {
     func applyTemplate(_ context: ServerRequestContext) async -> Response {
         do {
             let ordered = try RequestParser.ordered(context.body)
-            let json = JSONValue(ordered)
-            let fields = try Fields(json)
+            var json = JSONValue(ordered)
+            var fields = try Fields(json)
+            // vLLM's prompt-ending flags, taken here and left out of the chat request.
+            let continueFinal = try fields.bool("continue_final_message") ?? false
+            let generate = try fields.bool("add_generation_prompt") ?? !continueFinal
+            if continueFinal && generate {
+                throw APIError.invalid(
+                    "continue_final_message", "'continue_final_message' leaves the last message open; it cannot be combined with 'add_generation_prompt': true.")
+            }
+            if case .object(let pairs) = json {
+                json = .object(pairs.filter { $0.0 != "continue_final_message" && $0.0 != "add_generation_prompt" })
+                fields = try Fields(json)
+            }
             let client = (context.caller ?? GatewayAuthenticator.anonymous).client
             let (route, provider) = try localRoute(fields, client: client)
             try requireReady()
@@ -36,8 +50,9 @@ extension HearthServer {
             }
             var request = ChatRequest(messages: messages, options: job.options)
             request.optionsChecked = true  // checked as the request was parsed
+            let ending: LocalProvider.PromptEnding = continueFinal ? .finalMessageOpen : generate ? .generationPrompt : .afterLastMessage
             let prompt = try await runAdmitted(route, client: client, channel: context.channel) { [request] _ in
-                try await provider.promptText(request)
+                try await provider.promptText(request, ending: ending)
             }
             return Self.json(200, ["prompt": .string(prompt)])
         } catch {

@@ -33,6 +33,16 @@ import Testing
         let off = try await server.send(
             "/apply-template", json: ["messages": [["role": "user", "content": "Hi"]], "reasoning_effort": "none"])
         #expect(off.json["prompt"] as? String == "[user]Hi(thinking False)[assistant]", "\(off.body)")
+        // vLLM's prompt endings: no generation prompt; the final assistant message left open.
+        let bare = try await server.send(
+            "/apply-template", json: ["messages": [["role": "user", "content": "Hi"]], "add_generation_prompt": false])
+        #expect(bare.json["prompt"] as? String == "[user]Hi", "\(bare.body)")
+        let prefill: [[String: Any]] = [["role": "user", "content": "Hi"], ["role": "assistant", "content": "Sure, "]]
+        let open = try await server.send("/apply-template", json: ["messages": prefill, "continue_final_message": true])
+        #expect(open.json["prompt"] as? String == "[user]Hi[assistant]Sure, ", "\(open.body)")
+        let both = try await server.send(
+            "/apply-template", json: ["messages": prefill, "continue_final_message": true, "add_generation_prompt": true])
+        #expect(both.status == 400, "\(both.body)")
         // Fields /v1/chat/completions refuses are refused here too.
         let unknown = try await server.send("/apply-template", json: ["messages": [["role": "user", "content": "Hi"]], "nope": 1])
         #expect(unknown.status == 400)
