@@ -127,7 +127,8 @@ extension HearthServer {
         var inner = context
         inner.body = translated.openAI.serialized()
         let response = await generate(translated.endpoint, request, inner)
-        return await ollamaAnswer(response, kind: kind, model: translated.model, stream: translated.stream, started: context.started)
+        return await ollamaAnswer(
+            response, kind: kind, model: translated.model, stream: translated.stream, started: context.started, channel: context.channel)
     }
 
     /// The body of an Ollama request as JSON (Ollama's own wording for a malformed one).
@@ -146,9 +147,9 @@ extension HearthServer {
 
     /// Reads the shared pipeline's answer (an SSE stream, or an error before it began) and
     /// answers in Ollama's shape: NDJSON lines as the events arrive, or one object at the end.
-    func ollamaAnswer(_ response: Response, kind: OllamaAPI.Kind, model: String, stream: Bool, started: ContinuousClock.Instant) async
-        -> Response
-    {
+    func ollamaAnswer(
+        _ response: Response, kind: OllamaAPI.Kind, model: String, stream: Bool, started: ContinuousClock.Instant, channel: any Channel
+    ) async -> Response {
         var headers = HTTPFields()
         for name in ["x-request-id", "x-hearth-served-by", "x-hearth-cache"] {
             if let field = HTTPField.Name(name), let value = response.headers[field] { headers[field] = value }
@@ -177,9 +178,15 @@ extension HearthServer {
         }
         headers[.contentType] = "application/x-ndjson"
         headers[.cacheControl] = "no-cache"
+        let writeTimeout = options.writeTimeout
         return Response(
             status: .ok, headers: headers,
             body: ResponseBody { writer in
+                // The shared pipeline writes into the translation without waiting, so its own
+                // watchdog never sees a client that stops reading: this one does, on the writes to
+                // the client, and closes the connection (which stops the answer).
+                let watchdog = WriteWatchdog(timeout: writeTimeout) { channel.close(mode: .all, promise: nil) }
+                defer { watchdog.stop() }
                 let (buffers, sink) = AsyncStream<ByteBuffer>.makeStream()
                 let producer = Task {
                     try? await body.write(ForwardingBodyWriter(sink: sink))
@@ -193,7 +200,11 @@ extension HearthServer {
                         for event in reader.feed(buffer) {
                             for line in reply.take(event) { Self.appendLine(line, to: &out) }
                         }
-                        if out.readableBytes > 0 { try await writer.write(out) }
+                        if out.readableBytes > 0 {
+                            watchdog.begin()
+                            defer { watchdog.end() }
+                            try await writer.write(out)
+                        }
                     }
                     var out = ByteBuffer()
                     for event in reader.finish() {

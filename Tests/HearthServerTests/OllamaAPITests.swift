@@ -260,6 +260,51 @@ import Testing
         }
     }
 
+    /// A client that stops reading an NDJSON stream loses its connection after the write
+    /// timeout. (The shared pipeline writes into the translation without waiting, so its own
+    /// watchdog never saw the stall: the answer was buffered and the connection held forever.)
+    @Test func stalledReaderIsCutAfterTheWriteTimeout() async throws {
+        var options = ServerOptions(port: 0, alias: "tiny")
+        options.writeTimeout = 1
+        let harness = try await ServerHarness(context: 32768, parallel: 1, options: options)
+        try await withCleanup({ try? await harness.stop() }) {
+            let connection = try RawConnection(port: harness.port, receiveBuffer: 1024)
+            let long: [String: Any] = [
+                "type": "object",
+                "properties": [
+                    "s": ["type": "array", "items": ["type": "string", "pattern": "^[a-z ]{4000}$"], "minItems": 4, "maxItems": 4]
+                ],
+                "required": ["s"],
+                "additionalProperties": false,
+            ]
+            try connection.post(
+                "/api/chat",
+                json: [
+                    "model": "tiny", "messages": [["role": "user", "content": "Tell me a long story."]], "format": long,
+                    "logprobs": true, "top_logprobs": 20, "options": ["num_predict": 32000, "temperature": 1, "seed": 3],
+                ])
+            // Never read: the socket buffers fill, the write waits, the timeout closes the connection.
+            #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 0, within: 60) == 0)
+            try await Task.sleep(for: .seconds(3))
+            var received = ""
+            var closed = false
+            let deadline = ContinuousClock.now + .seconds(60)
+            while ContinuousClock.now < deadline {
+                guard let piece = connection.receive(within: 3, limit: 1 << 22) else {
+                    closed = true
+                    break
+                }
+                received += piece
+                if received.contains(#""done":true"#) { break }
+            }
+            #expect(closed, "the server never closed the stalled connection")
+            #expect(!received.contains(#""done":true"#), "the whole answer was delivered after the stall (\(received.utf8.count) bytes)")
+            #expect(received.hasPrefix("HTTP/1.1 200"), "\(received.prefix(600))")
+            connection.close()
+            try await harness.stop()
+        }
+    }
+
     /// `--ollama-port`: the same routes (and key) on a second listener.
     @Test func secondPortServesTheSameRoutes() async throws {
         var options = ServerOptions(port: 0, apiKey: "sesame", alias: "tiny")
