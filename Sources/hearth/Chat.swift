@@ -19,7 +19,7 @@ struct Chat: ParsableCommand {
 
     @OptionGroup var source: ModelOption
 
-    @Option(name: .long, help: "Who answers: local, openai, anthropic, spark, deepseek, qwen, dashscope (Qwen's native API) or bailian (Bailian's real-time dialog); cloud keys from the environment or ~/.config/hearth/providers.json.")
+    @Option(name: .long, help: "Who answers: local, openai, openai-responses (OpenAI's Responses API, with reasoning summaries), anthropic, spark, deepseek, qwen, dashscope (Qwen's native API) or bailian (Bailian's real-time dialog); cloud keys from the environment or ~/.config/hearth/providers.json.")
     var provider: String = "local"
 
     @Option(name: .long, help: "System prompt: instructions for the whole conversation.")
