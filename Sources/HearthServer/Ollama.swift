@@ -70,6 +70,9 @@ enum OllamaFields {
     /// `options` keys for samplers Hearth does not have: refused when set to anything but
     /// their neutral value (`typical_p` 1, `tfs_z` 1, `mirostat` 0).
     static let refusedOptions: [String: Double] = ["typical_p": 1, "tfs_z": 1, "mirostat": 0, "mirostat_tau": 5, "mirostat_eta": 0.1]
+    /// Every `options` key with a disposition (others are ignored, as Ollama ignores them): the
+    /// audit table's `/api/chat options` list.
+    static let options: Set<String> = honouredOptions.union(hintOptions).union(refusedOptions.keys)
 }
 
 extension HearthServer {
