@@ -275,20 +275,31 @@ private struct DFA {
         }
         let rule = { (q: Int, c: Int) in "\(name)_\(q)_\(c)" }
         if builder.contains(rule(0, 0)) { return .reference(rule(0, 0)) }
+        // Each character class is one rule that every (state, count) refers to, so its
+        // positions (and their token masks) are computed once, not once per count.
+        var classRules: [Int: String] = [:]
+        func classRule(_ k: Int) throws -> GrammarExpression {
+            if let existing = classRules[k] { return .reference(existing) }
+            let ruleName = "\(name)_class\(k)"
+            try builder.define(ruleName, CharacterEncoding.jsonString.expression(classes[k]))
+            classRules[k] = ruleName
+            return .reference(ruleName)
+        }
         for (q, c) in order where live.contains(key(q, c)) {
-            var byTarget: [Int: ScalarSet] = [:]
+            var byTarget: [Int: [Int]] = [:]
             var targets: [Int] = []
             if let c2 = step(c) {
                 for (cls, t) in next[q].enumerated() {
                     guard let t, live.contains(key(t, c2)) else { continue }
                     if byTarget[t] == nil { targets.append(t) }
-                    byTarget[t] = (byTarget[t] ?? ScalarSet()).union(classes[cls])
+                    byTarget[t, default: []].append(cls)
                 }
             }
             var options: [GrammarExpression] = []
             if accepting[q] && c >= minLength { options.append(.empty) }
             for t in targets {
-                options.append(.sequence([CharacterEncoding.jsonString.expression(byTarget[t] ?? ScalarSet()), .reference(rule(t, step(c) ?? c))]))
+                let read = try (byTarget[t] ?? []).map(classRule)
+                options.append(.sequence([read.count == 1 ? read[0] : .choice(read), .reference(rule(t, step(c) ?? c))]))
             }
             try builder.define(rule(q, c), options.count == 1 ? options[0] : .choice(options))
         }

@@ -17,7 +17,9 @@ struct BenchStructured: ParsableCommand {
             outputs the model generates under the schema (sampled at temperature 1 with --seeds
             seeds), replayed through a fresh matcher; then, for --decode-schemas schemas, decode
             tokens/s with the schema against the same generation without it (same prompt, seed and
-            token count). Figures: median, p90, p99 and max.
+            token count, speculative decoding off on both: the mask's cost), and the generation
+            without it once more with prompt lookup on (the default). Figures: median, p90, p99 and
+            max.
             """)
 
     @OptionGroup var model: ModelOptions
@@ -54,6 +56,9 @@ struct BenchStructured: ParsableCommand {
         var decode_tokens_per_second_with: Double = 0
         var decode_tokens_per_second_without: Double = 0
         var decode_ratio: Double = 0
+        /// The unconstrained runs again with prompt-lookup speculation on (the CLI's default):
+        /// how fast a plain reply that copies from the prompt (here, the schema) decodes.
+        var decode_tokens_per_second_without_lookup: Double = 0
         /// The slowest schemas to compile and the slowest step of each schema, for finding outliers.
         var slowest_compiles: [String: Double] = [:]
         var slowest_masks: [String: Double] = [:]
@@ -89,9 +94,10 @@ struct BenchStructured: ParsableCommand {
             figures.schemas = files.count
             figures.compile_ms = summary(compiles)
 
-            let generator = try Generator(model: lm, context: 1024, threads: workers.threads, sequences: 1)
+            // Room for a long schema in the prompt (the long-array and deep-object schemas are over 2k tokens on a 32k vocabulary).
+            let generator = try Generator(model: lm, context: min(lm.options.maxContext, 4096), threads: workers.threads, sequences: 1)
             var maskTimes: [Double] = []
-            var decodeWith: [Double] = [], decodeWithout: [Double] = []
+            var decodeWith: [Double] = [], decodeWithout: [Double] = [], decodeWithoutLookup: [Double] = []
             for (index, entry) in compiled.enumerated() {
                 let schemaText = try String(contentsOf: directory.appendingPathComponent(entry.name), encoding: .utf8)
                 let prompt = try lm.chatPrompt([
@@ -103,6 +109,8 @@ struct BenchStructured: ParsableCommand {
                     parameters.sampling.temperature = 1.0
                     parameters.sampling.seed = UInt64(seed)
                     parameters.constraint = entry.constraint
+                    // The mask's cost alone: both runs of a pair decode one token per step.
+                    parameters.speculative = .off
                     var ids: [Int32] = []
                     let result = try generator.run(prompt: prompt, parameters: parameters) { ids.append($0.id) }
                     if result.finishReason == .stop { figures.outputs_stopped += 1 } else { figures.outputs_cut += 1 }
@@ -125,6 +133,9 @@ struct BenchStructured: ParsableCommand {
                         if unconstrained.completionTokens == result.completionTokens {
                             decodeWith.append(result.decodeTokensPerSecond)
                             decodeWithout.append(unconstrained.decodeTokensPerSecond)
+                            var lookup = plain
+                            lookup.speculative = .lookup
+                            decodeWithoutLookup.append(try generator.run(prompt: prompt, parameters: lookup) { _ in }.decodeTokensPerSecond)
                         }
                     }
                 }
@@ -138,6 +149,7 @@ struct BenchStructured: ParsableCommand {
             figures.decode_tokens_per_second_with = with
             figures.decode_tokens_per_second_without = without
             figures.decode_ratio = without > 0 ? with / without : 0
+            figures.decode_tokens_per_second_without_lookup = decodeWithoutLookup.reduce(0, +) / Double(max(1, decodeWithoutLookup.count))
 
             if json {
                 let encoder = JSONEncoder()
@@ -149,7 +161,7 @@ struct BenchStructured: ParsableCommand {
                     compile: first schema \(format(figures.first_compile_ms)) ms; the other \(compiles.count): \(describe(figures.compile_ms, unit: "ms"))
                     mask per step (\(figures.mask_steps) steps): \(describe(figures.mask_us, unit: "µs"))
                     outputs: \(figures.outputs_stopped) complete, \(figures.outputs_cut) cut by the token limit
-                    decode: \(format(with)) tok/s with a schema, \(format(without)) without (ratio \(format(figures.decode_ratio, digits: 3)), \(decodeWith.count) pairs)
+                    decode (speculation off on both): \(format(with)) tok/s with a schema, \(format(without)) without (ratio \(format(figures.decode_ratio, digits: 3)), \(decodeWith.count) pairs); without a schema and with prompt lookup: \(format(figures.decode_tokens_per_second_without_lookup)) tok/s
 
                     """)
             }
