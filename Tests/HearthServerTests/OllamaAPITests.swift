@@ -70,6 +70,37 @@ import Testing
         }
     }
 
+    /// Each sampling option reaches the sampler: with a fixed seed the reply repeats, and each
+    /// option moved from its neutral value changes it (or, `num_predict` and `stop`, cuts it).
+    @Test func optionsChangeTheReply() async throws {
+        let harness = try await ServerHarness()
+        try await withCleanup({ try? await harness.stop() }) {
+            func reply(_ options: [String: Any]) async throws -> (text: String, count: Int) {
+                var all: [String: Any] = ["temperature": 1.5, "seed": 11, "num_predict": 24]
+                all.merge(options) { $1 }
+                let r = try await harness.send("/api/chat", json: Self.chat(["options": all]))
+                #expect(r.status == 200, "\(r.body)")
+                return ((r.json["message"] as? [String: Any])?["content"] as? String ?? "", r.json["eval_count"] as? Int ?? -1)
+            }
+            let base = try await reply([:])
+            #expect(try await reply([:]).text == base.text, "the same seed repeats the draw")
+            #expect(try await reply(["seed": 12]).text != base.text)
+            #expect(try await reply(["num_predict": 5]).count == 5)
+            for (key, value) in [
+                ("temperature", 0.0), ("top_k", 1), ("top_p", 0.05), ("min_p", 0.5), ("repeat_penalty", 1.8), ("presence_penalty", 1.9),
+                ("frequency_penalty", 1.9),
+            ] as [(String, Any)] {
+                #expect(try await reply([key: value]).text != base.text, "options.\(key) changed nothing")
+            }
+            if base.text.count > 4 {
+                let cut = String(base.text.dropFirst(2).prefix(2))
+                let stopped = try await reply(["stop": [cut]])
+                #expect(!stopped.text.contains(cut) && stopped.text.count < base.text.count, "\(stopped.text) vs \(base.text)")
+            }
+            try await harness.stop()
+        }
+    }
+
     @Test func generateWholeStreamedAndRaw() async throws {
         let harness = try await ServerHarness()
         try await withCleanup({ try? await harness.stop() }) {
@@ -166,8 +197,14 @@ import Testing
             #expect(format.0 == 400 && format.1.contains("format"), "\(format)")
             let missing = try await error("/api/generate", ["prompt": "x"])
             #expect(missing.0 == 400 && missing.1.contains("model"), "\(missing)")
-            let suffix = try await error("/api/generate", ["model": "tiny", "prompt": "x", "suffix": "y"])
-            #expect(suffix.0 == 400 && suffix.1.contains("suffix"), "\(suffix)")
+            for (field, value) in [("suffix", "y"), ("template", "{{ .Prompt }}"), ("context", [1, 2]), ("images", ["aGk="])] as [(String, Any)] {
+                let refused = try await error("/api/generate", ["model": "tiny", "prompt": "x", field: value])
+                #expect(refused.0 == 400 && refused.1.hasPrefix(field), "\(refused)")
+            }
+            let unload = try await harness.send("/api/chat", json: ["model": "tiny", "messages": [Any](), "keep_alive": 0])
+            #expect(unload.json["done_reason"] as? String == "unload", "\(unload.body)")
+            let tooSmall = try await error("/api/chat", Self.chat(["options": ["num_ctx": 0]]))
+            #expect(tooSmall.0 == 400 && tooSmall.1.contains("num_ctx"), "\(tooSmall)")
             let broken = try await harness.send(.POST, "/api/chat", body: "{not json")
             #expect(broken.status == 400 && broken.json["error"] is String, "\(broken.body)")
             // Fields Ollama does not define are ignored, as Ollama's server ignores them, and so
