@@ -90,10 +90,19 @@ try:
     Select(driver.find_element(By.ID, "model")).select_by_visible_text(first)
 
     # A message: streamed text arrives in several paints, then the reply ends with its stats.
+    # Every text the reply shows on its way, recorded in the page (no polling gaps).
+    driver.execute_script(
+        """
+        window.__texts = new Set();
+        new MutationObserver(() => {
+          const r = document.querySelectorAll('.msg.assistant .content');
+          if (r.length && document.body.dataset.state === 'streaming') window.__texts.add(r[r.length - 1].textContent);
+        }).observe(document.getElementById('messages'), {subtree: true, childList: true, characterData: true});
+        """)
     send("Say hello in one short sentence.")
     check("sending starts a stream", wait(lambda: state() == "streaming", 10))
-    seen = set()
-    wait(lambda: (seen.add(last_reply()) or state() == "idle"), 90, 0.02)
+    wait(lambda: state() == "idle", 90)
+    seen = set(driver.execute_script("return Array.from(window.__texts)"))
     seen.discard("")
     done = driver.find_elements(By.CSS_SELECTOR, ".msg.assistant[data-done='1']")
     stats = texts(".msg.assistant .stats")
