@@ -308,6 +308,13 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         }
     }
 
+    /// Whether `request` asks to continue its final message: ``GenerationOptions/continueFinalMessage``
+    /// with an assistant message last that carries text and no tool calls (and no router continuation).
+    static func continuesFinalMessage(_ request: ChatRequest, _ messages: [ChatMessage]) -> Bool {
+        guard request.options.continueFinalMessage == true, request.continuation == nil, let last = messages.last else { return false }
+        return last.role == .assistant && last.toolCalls.isEmpty && !last.content.isEmpty
+    }
+
     /// Renders the conversation (plus any partial reply to continue) and fits it into the
     /// context, dropping the oldest turns (system prompt kept) when the request allows it.
     func prompt(for request: ChatRequest, generator: Generator) throws -> (tokens: [Int32], dropped: Int) {
@@ -324,7 +331,12 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         while true {
             var tokens: [Int32]
             do {
-                let text = reasoningPrompt(try renderPrompt(messages, request, model: model), request, model)
+                // A final assistant message to continue (a prefill) is left open, and no
+                // reasoning suffix follows it: the reply continues that message's text.
+                let text =
+                    Self.continuesFinalMessage(request, messages)
+                    ? try renderPrompt(messages, request, model: model, ending: .finalMessageOpen)
+                    : reasoningPrompt(try renderPrompt(messages, request, model: model), request, model)
                 guard let encoded = try model.tokenizer.encode(text, addSpecialTokens: false, limit: limit) else {
                     throw tooLong(generator)
                 }

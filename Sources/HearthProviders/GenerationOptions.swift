@@ -58,6 +58,12 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
     /// for none. Only the local model reads it (cloud providers render no templates).
     public var chatTemplateKwargs: String?
 
+    /// The conversation's last message is an assistant message to continue, not a finished
+    /// turn: the local model's prompt leaves it open and the reply is only what follows it
+    /// (an Anthropic "prefill", vLLM's `continue_final_message`). Ignored when the last message
+    /// is not the assistant's; cloud providers send the messages as they are.
+    public var continueFinalMessage: Bool?
+
     /// Creates options; every argument defaults to "provider default".
     public init(
         temperature: Double? = nil, topP: Double? = nil, topK: Int? = nil, minP: Double? = nil,
@@ -106,6 +112,7 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
         finishInBudget = try c.decodeIfPresent(Bool.self, forKey: .finishInBudget)
         reasoning = try c.decodeIfPresent(ReasoningOptions.self, forKey: .reasoning)
         chatTemplateKwargs = try c.decodeIfPresent(String.self, forKey: .chatTemplateKwargs)
+        continueFinalMessage = try c.decodeIfPresent(Bool.self, forKey: .continueFinalMessage)
         logitBias = try c.decodeIfPresent([Int32: Double].self, forKey: .logitBias) ?? [:]
     }
 

@@ -153,6 +153,10 @@ extension HearthServer {
                 if job.options.ignoreEOS == true {
                     throw APIError.invalid("ignore_eos", "'\(name)' is a cloud route; ignore_eos is served by local routes only.")
                 }
+                if job.endpoint == .chatCompletions && job.options.continueFinalMessage == true {
+                    throw APIError.invalid(
+                        "continue_final_message", "'\(name)' is a cloud route; continue_final_message is served by local routes only.")
+                }
                 if job.options.chatTemplateKwargs != nil {
                     throw APIError.invalid(
                         "chat_template_kwargs", "'\(name)' is a cloud route; chat_template_kwargs is served by local routes only.")

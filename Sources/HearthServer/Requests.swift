@@ -206,6 +206,14 @@ struct RequestParser {
         let tools = legacy ? try legacyFunctionTools(f) : try openAITools(f, nested: true)
         var (options, formatParam) = try openAIOptions(f, tools: tools)
         options.chatTemplateKwargs = try Self.chatTemplateKwargs(f)
+        if try f.bool("continue_final_message") == true {
+            // vLLM's: the last message, the assistant's, is left open and the reply continues it.
+            guard let last = messages.last, last.role == .assistant, last.toolCalls.isEmpty, !last.content.isEmpty else {
+                throw APIError.invalid(
+                    "continue_final_message", "'continue_final_message' needs an assistant message with text last in 'messages'.")
+            }
+            options.continueFinalMessage = true
+        }
         var logprobs: Int?
         if try f.bool("logprobs") == true { logprobs = try f.int("top_logprobs", in: 0...20) ?? 0 }
         else if f.value("top_logprobs") != nil {
@@ -326,6 +334,10 @@ struct RequestParser {
         o.responseFormat = format?.format
         let tools = try anthropicTools(f)
         tools.apply(to: &o)
+        // A last assistant message is a prefill, as in the Messages API: the reply continues it.
+        if let last = messages.last, last.role == .assistant, last.toolCalls.isEmpty, !last.content.isEmpty {
+            o.continueFinalMessage = true
+        }
         try validated(o, tools: tools)
         let stream = try f.bool("stream") ?? false
         return GenerationJob(
