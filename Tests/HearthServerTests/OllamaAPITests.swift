@@ -61,11 +61,17 @@ import Testing
             // logprobs: one entry per generated token, with its alternatives.
             let scored = try await harness.send("/api/chat", json: Self.chat(["logprobs": true, "top_logprobs": 2]))
             let entries = scored.json["logprobs"] as? [[String: Any]] ?? []
-            #expect(entries.count == scored.json["eval_count"] as? Int, "\(scored.body)")
+            // A token whose text never goes out (the end token, a stop string's) is counted, not listed.
+            #expect((1...(scored.json["eval_count"] as? Int ?? 0)).contains(entries.count), "\(scored.body)")
             #expect(entries.allSatisfy { $0["token"] is String && $0["logprob"] is Double && ($0["top_logprobs"] as? [Any])?.count == 2 })
             let raw = try await harness.send(
-                "/api/generate", json: ["model": "tiny", "prompt": "Once", "raw": true, "stream": false, "logprobs": true, "options": ["num_predict": 4]])
-            #expect((raw.json["logprobs"] as? [[String: Any]])?.count == raw.json["eval_count"] as? Int, "\(raw.body)")
+                "/api/generate",
+                json: [
+                    "model": "tiny", "prompt": "Once", "raw": true, "stream": false, "logprobs": true,
+                    "options": ["num_predict": 4, "temperature": 0],
+                ])
+            let rawCount = (raw.json["logprobs"] as? [[String: Any]])?.count ?? 0
+            #expect(rawCount >= 1 && rawCount <= raw.json["eval_count"] as? Int ?? 0, "\(raw.body)")
             try await harness.stop()
         }
     }
@@ -321,6 +327,7 @@ import Testing
                     "logprobs": true, "top_logprobs": 20, "options": ["num_predict": 32000, "temperature": 1, "seed": 3],
                 ])
             // Never read: the socket buffers fill, the write waits, the timeout closes the connection.
+            #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 1) == 1)
             #expect(try await ServerTests.waitFor(harness, "hearth_requests_admitted", is: 0, within: 60) == 0)
             try await Task.sleep(for: .seconds(3))
             var received = ""
