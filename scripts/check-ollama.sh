@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Ollama's native API and the chat page of `hearth serve` (issue 65), driven by the official
-# clients of each: the `ollama` Python client (PyPI, pinned, in a private venv) runs chat whole
+# clients of each: the `ollama` Python client (PyPI, pinned, in the checks' venv) runs chat whole
 # and streamed, generate, `format` with a pydantic model's schema (parsed), a tool call and its
 # answer, embed (and the legacy embeddings), list, show, ps, pull from the loopback hub stand-in
 # (`hub-fake`, as scripts/check-hub.sh uses it) and delete, version and errors
@@ -52,8 +52,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
     DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
 
-venv=".build/ollama-venv"
-private_venv "$venv" ollama==0.6.3 selenium==4.50.0 pydantic==2.14.4
+checks_venv   # .build/checks-venv: scripts/requirements-checks.txt (ollama, selenium, pydantic)
 
 server_scratch
 fake_pid=""

@@ -57,6 +57,7 @@ enum AcceptedFields {
         ("/v1/chat/completions", chatCompletions), ("/v1/chat/completions messages[]", chatMessage),
         ("/v1/completions", completions), ("/v1/messages", messages), ("/v1/messages/count_tokens", countTokens),
         ("/v1/responses", responses), ("/v1/embeddings", embeddings), ("/tokenize", tokenize), ("/detokenize", detokenize),
+        ("/api/chat", OllamaFields.chat), ("/api/chat options", OllamaFields.options), ("/api/generate", OllamaFields.generate),
     ]
 }
 
