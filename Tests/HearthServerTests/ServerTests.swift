@@ -329,8 +329,11 @@ import Testing
             let response = try await ServerHarness.client.execute(request, timeout: .seconds(60))
             let stop = Task { try await harness.stop() }
             var sawDraining = false
-            for _ in 0..<100 {
-                let health = try? await harness.send(.GET, "/health", timeout: 5)
+            // Polls for at most 10 s (a health call that does not answer within 1 s is retried),
+            // so the stream's body is read before the server's write timeout could cut it.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                let health = try? await harness.send(.GET, "/health", timeout: 1)
                 if health?.status == 503 {
                     sawDraining = true
                     break
