@@ -50,7 +50,7 @@ for format in openai-chat anthropic; do
     ids="$(printf "$prefix-%s," "${comply[@]}")"
     # Every named test must have run and passed (a renamed test id would otherwise run nothing).
     if "$venv/bin/llm-comply" run --format "$format" -u "$url" -k "$key" -m gemma "${auth[@]}" -f "${ids%,}" > "$work/comply" 2>&1 \
-        && grep -q "Results: ${#comply[@]}/${#comply[@]} passed" "$work/comply"; then
+        && grep -qE "Results: ${#comply[@]}/${#comply[@]} passed|All ${#comply[@]} tests passed" "$work/comply"; then
         echo "PASS llm-comply $format: $(grep -iE '[0-9]+ passed|passed' "$work/comply" | tail -1)"
     else
         echo "FAIL llm-comply $format:"; cat "$work/comply"; status=1
