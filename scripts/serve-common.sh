@@ -28,30 +28,29 @@ private_venv() {
     fi
 }
 
-# The one venv of the check scripts, `$venv` (.build/checks-venv): every package of
-# scripts/requirements-checks.txt, pinned, installed once and again only when the file changes.
+# A venv at $1 holding every package of the pinned requirements file $2, installed once and
+# again only when the file changes.
+requirements_venv() {
+    local dir="$1" file="$2" wanted
+    wanted="$(sha256sum "$file" | cut -c1-64)"
+    if [ ! -f "$dir/.installed" ] || [ "$(cat "$dir/.installed")" != "$wanted" ]; then
+        python3 -m venv "$dir"
+        "$dir/bin/pip" install --quiet --disable-pip-version-check -r "$file"
+        printf '%s' "$wanted" > "$dir/.installed"
+    fi
+}
+
+# The one venv of the check scripts, `$venv` (.build/checks-venv): scripts/requirements-checks.txt.
 checks_venv() {
     venv=".build/checks-venv"
-    local wanted
-    wanted="$(sha256sum scripts/requirements-checks.txt | cut -c1-64)"
-    if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$wanted" ]; then
-        python3 -m venv "$venv"
-        "$venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-checks.txt
-        printf '%s' "$wanted" > "$venv/.installed"
-    fi
+    requirements_venv "$venv" scripts/requirements-checks.txt
 }
 
 # The venv of the structured-output front ends, `$frontends_venv` (.build/frontends-venv):
 # scripts/requirements-frontends.txt (instructor pins an older openai than the other checks).
 frontends_venv() {
     frontends_venv=".build/frontends-venv"
-    local wanted
-    wanted="$(sha256sum scripts/requirements-frontends.txt | cut -c1-64)"
-    if [ ! -f "$frontends_venv/.installed" ] || [ "$(cat "$frontends_venv/.installed")" != "$wanted" ]; then
-        python3 -m venv "$frontends_venv"
-        "$frontends_venv/bin/pip" install --quiet --disable-pip-version-check -r scripts/requirements-frontends.txt
-        printf '%s' "$wanted" > "$frontends_venv/.installed"
-    fi
+    requirements_venv "$frontends_venv" scripts/requirements-frontends.txt
 }
 
 # A scratch folder `$work`, removed when the script exits, and `$server_pid` (set it when the
