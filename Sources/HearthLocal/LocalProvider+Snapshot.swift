@@ -34,21 +34,20 @@ extension LocalProvider {
     }
 
     /// The options a request with `options` would run with: each unset sampling value
-    /// resolved as `parametersFor` resolves it (the model's generation_config.json, else the
-    /// engine's defaults); nil before the model loads. `maxTokens` stays as given (nil: until
-    /// the model stops or the context fills).
+    /// resolved as `parametersFor` resolves it (``Configuration/defaults``, else the model's
+    /// generation_config.json, else the engine's defaults); nil before the model loads.
+    /// `maxTokens` stays as given (nil: the configured default, else until the model stops or
+    /// the context fills).
     public func effectiveOptions(_ options: GenerationOptions) -> GenerationOptions? {
         guard let generator = generatorIfLoaded else { return nil }
-        let s = SamplingOptions(
-            temperature: options.temperature, topK: options.topK, topP: options.topP, minP: options.minP,
-            repetitionPenalty: options.repetitionPenalty, presencePenalty: options.presencePenalty,
-            frequencyPenalty: options.frequencyPenalty, seed: options.seed, modelDefaults: generator.model.generationConfig)
+        let s = sampling(options, generator: generator)
         var resolved = options
         resolved.temperature = Double(s.temperature)
         resolved.topK = s.topK
         resolved.topP = Double(s.topP)
         resolved.minP = Double(s.minP)
         resolved.repetitionPenalty = Double(s.repetitionPenalty)
+        resolved.seed = options.seed ?? configuration.defaults.seed
         return resolved
     }
 

@@ -46,6 +46,11 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// Structured output ends complete within the token budget unless a request says
         /// otherwise (``GenerationParameters/finishInBudget``). On by default.
         public var finishInBudget = true
+        /// Values for requests that leave them out (`hearth serve --temperature`, `--seed`,
+        /// `--max-tokens`…, as llama-server's): sampling fields and `maxTokens`; the other
+        /// fields are not used. Unset ones fall back to the model's generation_config.json,
+        /// else the engine's defaults (and no token cap but the context).
+        public var defaults = GenerationOptions()
         /// Prompt tokens a step may spend on new requests while others are decoding (nil: the
         /// engine's default, 32, which keeps running sequences' pace; up to `batch`, which
         /// admits a wave of new requests sooner at the cost of those steps' latency).
@@ -408,10 +413,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         } catch {
             throw ProviderError(.invalidRequest, provider: id, message: error.message, underlying: error)
         }
-        var s = SamplingOptions(
-            temperature: o.temperature, topK: o.topK, topP: o.topP, minP: o.minP, repetitionPenalty: o.repetitionPenalty,
-            presencePenalty: o.presencePenalty, frequencyPenalty: o.frequencyPenalty, seed: o.seed,
-            modelDefaults: generator.model.generationConfig)
+        var s = sampling(o, generator: generator)
         let vocabulary = generator.model.options.vocabSize
         if let bad = o.logitBias.keys.first(where: { Int($0) >= vocabulary }) {
             throw ProviderError(
@@ -423,7 +425,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         // ignore_eos: the end tokens are banned (−100), so the reply runs to its length or a stop string.
         if o.ignoreEOS == true { for id in generator.model.eosIDs { s.logitBias[id] = -100 } }
         p.sampling = s
-        p.maxTokens = min(o.maxTokens ?? Int.max, generator.context - promptTokens)
+        p.maxTokens = min(o.maxTokens ?? configuration.defaults.maxTokens ?? Int.max, generator.context - promptTokens)
         p.stop = o.stop + (usesDialogue(generator.model) ? ChatTemplate.dialogueStops : [])
         p.speculative = configuration.speculative
         p.stripLeadingSpace = request.continuation?.isEmpty ?? true
@@ -434,6 +436,19 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
             try applyConstraint(o.responseFormat, stop: o.stop, continuation: request.continuation, to: &p, generator: generator)
         }
         return p
+    }
+
+    /// A request's sampling values, each unset one taken from ``Configuration/defaults`` (the
+    /// server's `--temperature`, `--seed`…), else the model's generation_config.json, else the
+    /// engine's defaults.
+    func sampling(_ o: GenerationOptions, generator: Generator) -> SamplingOptions {
+        let d = configuration.defaults
+        return SamplingOptions(
+            temperature: o.temperature ?? d.temperature, topK: o.topK ?? d.topK, topP: o.topP ?? d.topP,
+            minP: o.minP ?? d.minP, repetitionPenalty: o.repetitionPenalty ?? d.repetitionPenalty,
+            presencePenalty: o.presencePenalty ?? d.presencePenalty,
+            frequencyPenalty: o.frequencyPenalty ?? d.frequencyPenalty, seed: o.seed ?? d.seed,
+            modelDefaults: generator.model.generationConfig)
     }
 
     /// Refuses, without tokenizing anything, text that cannot fit the context: no token covers

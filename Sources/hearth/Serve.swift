@@ -11,7 +11,7 @@ struct Serve: AsyncParsableCommand {
         discussion: """
             Binds to loopback unless --host says otherwise and prints the URL once the model is loaded. \
             SIGTERM or SIGINT drains: /health turns 503, new requests get 503, in-flight requests get \
-            --grace seconds to finish, then the server exits 0. See docs/SERVER.md.
+            --grace seconds to finish, then the server exits 0. The sampling flags (--temperature,             --top-k, --top-p, --min-p, --repeat-penalty, --seed) and --max-tokens are defaults for             requests that leave the field out, as llama-server's are. See docs/SERVER.md.
             """)
 
     // `--model` as every command declares it (`ModelOption.help`), but repeatable.
@@ -103,6 +103,11 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .long, help: "Do not serve the chat page at / and /chat (the APIs stay).")
     var noWebUI = false
 
+    @OptionGroup var sampling: SamplingFlags
+
+    @Option(name: .long, help: "Most tokens a reply may have when the request sets no max_tokens (default: until the model stops or the context fills).")
+    var maxTokens: Int?
+
     @Option(name: .long, help: "Run as a gateway configured by this JSON file: client keys, HMAC signatures, rate limits, token quotas, usage in SQLite, response cache, content filter, cloud routes with local fallback (docs/SERVER.md#gateway). Replaces --api-key.")
     var config: String?
 
@@ -138,6 +143,7 @@ struct Serve: AsyncParsableCommand {
         if chatTemplate.count > 1 && chatTemplate.count != model.count {
             throw ValidationError("--chat-template is given once (for every model) or once per --model, in the same order")
         }
+        if let maxTokens, maxTokens < 1 { throw ValidationError("--max-tokens must be ≥ 1") }
         if chatTemplate.contains(where: \.isEmpty) { throw ValidationError("--chat-template needs a file or a name") }
     }
 
@@ -216,6 +222,8 @@ struct Serve: AsyncParsableCommand {
                 settings.residency = residency
                 settings.promptCache = promptCache.options
                 settings.finishInBudget = !noFinishInBudget
+                settings.defaults = sampling.generationOptions
+                settings.defaults.maxTokens = maxTokens
                 settings.chatTemplate = chatTemplate.count == 1 ? chatTemplate[0] : (index < chatTemplate.count ? chatTemplate[index] : nil)
                 let modelName = alias ?? given.flatMap { ModelNames.isPath($0) ? nil : $0 }
                     ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent

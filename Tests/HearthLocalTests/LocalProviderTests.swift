@@ -47,6 +47,32 @@ import Testing
         #expect(response.provider == "local")
     }
 
+    /// `Configuration.defaults` (`hearth serve --seed/--temperature/--max-tokens`) fill what a
+    /// request leaves out and never override what it sets.
+    @Test func configuredDefaultsFillUnsetFields() async throws {
+        var configuration = LocalProvider.Configuration(
+            modelPath: Fixtures.checkpoint("phi3-mha").path, context: 128, threads: 2, batch: 8, parallel: 1)
+        configuration.defaults = GenerationOptions(temperature: 1.5, maxTokens: 6, seed: 11)
+        let provider = LocalProvider(configuration: configuration)
+        let unset = ChatRequest(messages: [.user("How do I bake bread?")])
+        let first = try await Self.collect(provider, unset)
+        let second = try await Self.collect(provider, unset)
+        #expect(first.usage?.completionTokens == 6)  // the default cap, not the context
+        #expect(first.text == second.text)  // the default seed: the same sample twice
+        // Other seeds at the default temperature sample other replies (the tiny random model is
+        // near-uniform at 1.5), and a request's own cap wins.
+        var texts: Set<String> = [first.text]
+        for seed in 1...4 {
+            let own = ChatRequest(messages: [.user("How do I bake bread?")], options: GenerationOptions(maxTokens: 3, seed: seed))
+            let result = try await Self.collect(provider, own)
+            #expect(result.usage?.completionTokens == 3)
+            texts.insert(result.text)
+        }
+        #expect(texts.count > 2)
+        let resolved = await provider.effectiveOptions(GenerationOptions())
+        #expect(resolved?.temperature == 1.5 && resolved?.seed == 11)
+    }
+
     /// Turn N prefills only its new tokens: the rest comes from the KV cache.
     @Test func multiTurnReusesTheCache() async throws {
         let provider = try Self.provider(context: 512)
