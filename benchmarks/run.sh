@@ -9,6 +9,8 @@
 #   benchmarks/run.sh --models gemma,phi3-q4_k_m   # only these tables
 #   benchmarks/run.sh --prepare-only   # only make and check the model files
 #   benchmarks/run.sh --setup-only     # only create/refresh benchmarks/.venv
+#   benchmarks/run.sh --report-only    # only rewrite RESULTS.md and its plots from benchmarks/results/*.json
+#   benchmarks/run.sh --check          # fail if RESULTS.md or its plots differ from a fresh rewrite
 #
 # Everything it makes lives in benchmarks/.venv and benchmarks/work (both
 # gitignored). Running it again reuses them: nothing is reinstalled, rebuilt,
@@ -36,8 +38,17 @@ args=()
 for a in "$@"; do
   case "$a" in
     --setup-only) setup_only=1 ;;
-    -h|--help) sed -n '2,15p' "$0"; exec python3 "$HERE/bench.py" --help ;;
+    -h|--help) sed -n '2,17p' "$0"; exec python3 "$HERE/bench.py" --help ;;
     *) args+=("$a") ;;
+  esac
+done
+
+# The results page needs no venv, no lock and no benchmark: the committed JSON, python3's standard
+# library, seconds (benchmarks/hearthbench/page.py).
+for a in "$@"; do
+  case "$a" in
+    --report-only) exec python3 "$HERE/plot_summary.py" ;;
+    --check) exec python3 "$HERE/plot_summary.py" --check ;;
   esac
 done
 

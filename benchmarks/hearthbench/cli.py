@@ -14,9 +14,10 @@ script does the real work:
   5. model file by model file, alternates llama.cpp and Hearth benches on the
      same GGUF (pp512 / tg128, llama-bench semantics), each bench in its own
      process so its peak RSS is its own;
-  6. writes benchmarks/RESULTS.md (one table per model file, with each tg
-     row's decode bandwidth as a share of membw's figure) and
-     benchmarks/work/last-run.json.
+  6. writes its tables (one per model file, with each tg row's decode
+     bandwidth as a share of membw's figure) and benchmarks/work/last-run.json;
+     a full run also benchmarks/results/ggufs.json and .md, from which
+     benchmarks/RESULTS.md and its plots are rewritten (page.py).
 
 --models restricts all of this to some entries of MODELS.
 Internal subcommands (run in child processes): `_llama-bench`, `_quantize`,
@@ -38,7 +39,7 @@ from .checkpoints import ensure_checkpoint, parameter_count, write_json
 from .ggufs import check_gguf, child_quantize, ensure_ggufs, gguf_stats, gguf_stats_here
 from .llama_child import child_llama_bench
 from .harness import IDLE_WAIT, bench_hearth, bench_llama, clear_repack_cache, ensure_hqf, find_hearth, git_info, hearth_has, machine_info, measured, run_membw
-from .report import add_bandwidth_shares, summarize, write_results_md
+from .report import add_bandwidth_shares, report_path, summarize, write_committed_run, write_results_md
 
 
 # ---------------------------------------------------------------------------
@@ -81,8 +82,8 @@ def main(argv: list[str]) -> int:
                          + ", ".join(m["name"] for m in MODELS) + "; families "
                          + ", ".join(sorted({m["family"] for m in MODELS}))
                          + " (e.g. --models gemma,phi3-q4_k_m; default: all). Only their files are made and "
-                         "benched, and RESULTS.md and work/last-run.json are rewritten with only their tables "
-                         "(`git checkout benchmarks/RESULTS.md` brings back the committed full run)")
+                         "benched, and their tables go to work/last-run.md and work/last-run.json "
+                         "(benchmarks/results/ and RESULTS.md keep the committed full run)")
     ap.add_argument("--prepare-only", action="store_true",
                     help="only make and check the selected files (checkpoint, GGUFs, .hqf), print their tensor "
                          "types and sizes, and stop: no bandwidth probe, no benches, RESULTS.md untouched")
@@ -93,7 +94,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--hearth-bin", default=os.environ.get("HEARTH_BIN"), help="hearth binary (default: $HEARTH_BIN, "
                     "else .build/release/hearth, else `swift build -c release --show-bin-path`/hearth)")
     ap.add_argument("--report-only", action="store_true",
-                    help="only rewrite RESULTS.md from benchmarks/work/last-run.json (after a format change)")
+                    help="only rewrite the run's tables from benchmarks/work/last-run.json (after a format change; "
+                         "a full run's also to benchmarks/results/), then RESULTS.md and its plots. "
+                         "benchmarks/run.sh --report-only does only the last step, from the committed JSON")
     a = ap.parse_args(argv)
 
     if a.report_only:
@@ -109,8 +112,9 @@ def main(argv: list[str]) -> int:
                         and not any(x["engine"] == "hearth" for x in mo["runs"])]
                 mo["summary"] = summarize(by_name[mo["name"]], mo["runs"], mo["stats"]) + keep
         add_bandwidth_shares(run)
+        write_committed_run(run)
         write_results_md(run)
-        print(RESULTS_MD.read_text())
+        print(report_path(run).read_text())
         return 0
 
     t_start = time.time()
@@ -288,9 +292,11 @@ def main(argv: list[str]) -> int:
     }
     add_bandwidth_shares(run)
     write_json(LAST_RUN, run)
+    write_committed_run(run)
     write_results_md(run)
-    log(f"wrote {RESULTS_MD.relative_to(REPO)} and {LAST_RUN.relative_to(REPO)} in {timings['total_s']:.0f} s")
-    print(RESULTS_MD.read_text())
+    log(f"wrote {report_path(run).relative_to(REPO)}, {RESULTS_MD.relative_to(REPO)} and "
+        f"{LAST_RUN.relative_to(REPO)} in {timings['total_s']:.0f} s")
+    print(report_path(run).read_text())
     return 0
 
 

@@ -1,12 +1,13 @@
-"""Summaries of a run and benchmarks/RESULTS.md."""
+"""Summaries of a run and its tables (benchmarks/results/ggufs.md; the results page itself is page.py's)."""
 from __future__ import annotations
 
+import json
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
-from .common import HERE, REPO, RESULTS_MD
+from .common import GGUF_REPORT_MD, GGUF_RUN, HERE, PARTIAL_REPORT_MD, REPO
 from .llama_child import mean_sd
 
 
@@ -157,7 +158,22 @@ def _hearth_types(wt) -> str:
     return str(wt)
 
 
+def report_path(run: dict) -> Path:
+    """Where a run's tables go: the committed report for a full run, work/ for a --models run."""
+    return GGUF_REPORT_MD if not run["settings"].get("models_filter") else PARTIAL_REPORT_MD
+
+
+def write_committed_run(run: dict) -> None:
+    """A full run's JSON as benchmarks/results/ggufs.json, the checkout's path prefix removed."""
+    if run["settings"].get("models_filter"):
+        return
+    GGUF_RUN.parent.mkdir(parents=True, exist_ok=True)
+    GGUF_RUN.write_text(json.dumps(run, ensure_ascii=False, indent=2).replace(f"{REPO}/", "") + "\n", encoding="utf-8")
+
+
 def write_results_md(run: dict) -> str:
+    """The run's tables (report_path(run)), then benchmarks/RESULTS.md and its plots from the
+    committed results (plot_summary.py)."""
     m = run["machine"]
     s = run["settings"]
     git = run["git"]
@@ -166,8 +182,9 @@ def write_results_md(run: dict) -> str:
     L = []
     L.append("# Benchmarks: Hearth vs llama.cpp (CPU)")
     L.append("")
-    L.append("Written by `benchmarks/run.sh` (see [README.md](README.md)); every run rewrites this part, down to "
-             "the end-of-generated marker, and keeps its raw numbers in `benchmarks/work/last-run.json`. One table "
+    L.append("Written by `benchmarks/run.sh` (see [README.md](../README.md)); every full run rewrites this file "
+             "and `benchmarks/results/ggufs.json` (a `--models` run writes `benchmarks/work/last-run.md` instead), "
+             "and keeps its raw numbers in `benchmarks/work/last-run.json`. One table "
              "per model file (model × quant type), both engines reading the same GGUF; the entries are `MODELS` in "
              "`benchmarks/bench.py`.")
     L.append("")
@@ -342,34 +359,10 @@ def write_results_md(run: dict) -> str:
     L.append("")
     L.append(", ".join(f"{k.replace('_s', '')} {v:.0f} s" for k, v in run["timings"].items()) + ".")
     L.append("")
-    generated = "\n".join(L)
-    kept = kept_sections(RESULTS_MD)
-    text = GEN_BEGIN + "\n" + generated + GEN_END + "\n" + ("\n" + kept if kept else "")
-    RESULTS_MD.write_text(text)
-    # The README's picture follows the summary it was drawn from.
+    text = "\n".join(L)
+    path = report_path(run)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    # The results page and the README's picture follow the committed results.
     subprocess.run([sys.executable, str(HERE / "plot_summary.py")], check=False)
     return text
-
-
-GEN_BEGIN = ("<!-- generated: benchmarks/run.sh rewrites everything down to the end-of-generated marker; "
-             "hand-written sections below that marker are kept -->")
-GEN_END = "<!-- end-of-generated -->"
-
-
-def kept_sections(path: Path) -> str:
-    """What an existing RESULTS.md has besides the generated block: text after
-    the end marker (or, in a file written before the markers existed, every
-    section after the generated '## Timings' one)."""
-    if not path.is_file():
-        return ""
-    old = path.read_text()
-    if GEN_END in old:
-        return old.split(GEN_END, 1)[1].lstrip("\n")
-    lines = old.splitlines(keepends=True)
-    for k, line in enumerate(lines):
-        if line.startswith("## Timings"):
-            for j in range(k + 1, len(lines)):
-                if lines[j].startswith("## "):
-                    return "".join(lines[j:])
-            return ""
-    return ""

@@ -1,0 +1,350 @@
+"""benchmarks/RESULTS.md, its plots (docs/*.svg) and benchmarks/history/README.md, written from the
+committed measurements in benchmarks/results/*.json — nothing is measured here. Standard library
+only, deterministic (the same JSON gives byte-identical files), so `--check` can compare the
+committed files with a fresh regeneration.
+
+Each results file is either what a harness wrote (`ggufs.json` from benchmarks/run.sh in a full
+run: schema 2; `agent-replay-*.json` from benchmarks/agent_replay.py --json) or numbers copied from
+a dated diary in benchmarks/history/, with a "source" field naming the file and table. A plot
+whose file is missing is left out and listed under "Not plotted".
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from . import svgplot
+
+BENCH = Path(__file__).resolve().parent.parent   # benchmarks/
+REPO = BENCH.parent
+RESULTS = BENCH / "results"
+HISTORY = BENCH / "history"
+DOCS = REPO / "docs"
+PAGE = BENCH / "RESULTS.md"
+HEADLINE = DOCS / "speed-vs-llama-cpp.svg"   # the README embeds this one: keep its name
+
+C = svgplot.COLOURS
+
+
+def _load(name: str) -> dict | None:
+    path = RESULTS / name
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def _rel(path: Path) -> str:
+    return path.relative_to(REPO).as_posix()
+
+
+def _x(v: float | None, digits: int = 2) -> str:
+    return "—" if v is None else f"{v:.{digits}f}×"
+
+
+def _f(v: float | None, digits: int = 1) -> str:
+    return "—" if v is None else f"{v:,.{digits}f}"
+
+
+def _source(d: dict) -> str:
+    return f"*Source: {d['source']}.*" if d.get("source") else ""
+
+
+def _table(head: list[str], rows: list[list[str]], right_from: int = 1) -> list[str]:
+    align = ["---" if i < right_from else "---:" for i in range(len(head))]
+    return ["| " + " | ".join(head) + " |", "|" + "|".join(align) + "|"] + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+# ----------------------------------------------------------------------------- GGUF types
+def gguf_rows(d: dict) -> tuple[dict, list[dict]]:
+    """(run facts, one row per engine per model file) from either form of ggufs.json: a harness
+    run (schema 2, benchmarks/run.sh) or the copied tables (kind "ggufs")."""
+    if d.get("schema") == 2:
+        facts = {"date": d.get("date_utc", ""), "commit": (d.get("git") or {}).get("commit", "")[:12],
+                 "cpu": (d.get("machine") or {}).get("cpu", ""), "threads": (d.get("settings") or {}).get("threads")}
+        rows = []
+        for mo in d.get("models", []):
+            for r in mo.get("summary", []):
+                if not r.get("ok_runs"):
+                    continue
+                engine = r["engine"] + (f" (a{r['variant']})" if r.get("variant") else "")
+                rows.append({"model": mo["name"], "engine": engine, "file": r["file"],
+                             "pp": (r.get("pp") or {}).get("tokens_per_second"),
+                             "tg": (r.get("tg") or {}).get("tokens_per_second"),
+                             "pp_ratio": r.get("pp_ratio"), "tg_ratio": r.get("tg_ratio")})
+        return facts, rows
+    facts = {k: d.get(k) for k in ("date", "commit", "cpu", "threads")}
+    rows = [{"model": mo["name"], "engine": r["engine"], "file": r["file"], "pp": r["pp512_tps"], "tg": r["tg128_tps"],
+             "pp_ratio": None if r["engine"] == "llama.cpp" else r["pp_ratio"],
+             "tg_ratio": None if r["engine"] == "llama.cpp" else r["tg_ratio"]}
+            for mo in d["models"] for r in mo["rows"]]
+    return facts, rows
+
+
+def section_ggufs(d: dict) -> tuple[list[str], dict[Path, str]]:
+    facts, rows = gguf_rows(d)
+    run_line = ", ".join(str(p) for p in (facts.get("date"), facts.get("cpu"),
+                                           facts.get("threads") and f"{facts['threads']} threads") if p)
+    # The chart: Hearth on the GGUF itself (both engines read the same file), one bar pair per file;
+    # a model with several Hearth variants gets one group per variant.
+    hearth = [r for r in rows if r["engine"].startswith("hearth") and r["file"].endswith(".gguf") and r["pp_ratio"]]
+    per_model: dict[str, int] = {}
+    for r in hearth:
+        per_model[r["model"]] = per_model.get(r["model"], 0) + 1
+    groups = []
+    for r in hearth:
+        variant = re.search(r"\((a\w+)\)", r["engine"])
+        label = f"{r['model']} ({variant.group(1)})" if per_model[r["model"]] > 1 and variant else r["model"]
+        groups.append((label, [r["pp_ratio"], r["tg_ratio"]]))
+    svg = svgplot.bars("Hearth ÷ llama.cpp, same GGUF, same threads (> 1 = Hearth faster)",
+                       f"{run_line} — benchmarks/results/ggufs.json", groups,
+                       [("prompt (pp512)", C["prompt"]), ("decode (tg128)", C["decode"])])
+    md = ["## Speed per GGUF type", "",
+          f"![Hearth ÷ llama.cpp per GGUF type](../{_rel(HEADLINE)})", "",
+          f"Both engines read the same GGUF file, same threads, in one run ({run_line}; commit "
+          f"`{facts.get('commit')}`): llama-bench's pp512 (a 512-token prompt) and tg128 (128 decoded tokens), "
+          "tokens/s. Ratios > 1: Hearth faster. Per-model detail (bits/weight, peak RSS, load time, share of "
+          "memory bandwidth) in the run's own report (link below).", ""]
+    table = []
+    for r in rows:
+        table.append([r["model"], r["engine"], f"`{Path(r['file']).name}`", _f(r["pp"], 2), _f(r["tg"], 2),
+                      _x(r["pp_ratio"]) if r["pp_ratio"] else "1", _x(r["tg_ratio"]) if r["tg_ratio"] else "1"])
+    md += _table(["model / type", "engine", "file", "pp512 t/s", "tg128 t/s", "pp ×llama.cpp", "tg ×llama.cpp"], table, 3)
+    if d.get("schema") == 2:
+        md += ["", "*Source: benchmarks/results/ggufs.json, written by benchmarks/run.sh (a full run). Per-model "
+               "detail: [results/ggufs.md](results/ggufs.md).*"]
+    else:
+        detail = d["source"].split(":")[0].removeprefix("benchmarks/")
+        md += ["", f"{_source(d)} Per-model detail: [{detail}]({detail})."]
+    return md, {HEADLINE: svg}
+
+
+# ----------------------------------------------------------------------------- long context
+def section_long_context(d: dict) -> tuple[list[str], dict[Path, str]]:
+    out = DOCS / "bench-long-context.svg"
+    pp = [r for r in d["rows"] if r["model"] == "Gemma" and r["test"].startswith("pp")]
+    labels = [r["test"][2:] for r in pp]
+    svg = svgplot.lines("Prompt speed against prompt length, Gemma 3 270M Q4_K_M",
+                        f"{d['date']}, {d['host']} — benchmarks/results/long-context.json", [{
+                            "title": "prompt processing (one prompt from an empty cache)",
+                            "x_labels": labels, "x_title": "prompt tokens", "y_label": "tokens/s", "log_y": False,
+                            "series": [("Hearth", C["hearth"], "", [r["hearth_tps"] for r in pp]),
+                                       ("llama.cpp, flash attention off", C["llama"], "", [r["llama_fa0_tps"] for r in pp]),
+                                       ("llama.cpp, flash attention on", C["llama-alt"], "6 4", [r["llama_fa1_tps"] for r in pp])]}])
+    md = ["## Long prompts", "", f"![prompt speed against prompt length](../{_rel(out)})", "",
+          f"{d['method']}.", ""]
+    md += _table(["model", "test", "Hearth t/s", "llama.cpp fa off", "llama.cpp fa on", "÷ llama.cpp's better",
+                  "Hearth peak RSS", "llama.cpp peak RSS fa off / on"],
+                 [[r["model"], r["test"], _f(r["hearth_tps"], 2), _f(r["llama_fa0_tps"], 2), _f(r["llama_fa1_tps"], 2),
+                   _x(r["ratio_to_better"]), r["hearth_peak_rss"], r["llama_peak_rss_fa0_fa1"]] for r in d["rows"]], 2)
+    return md + ["", _source(d)], {out: svg}
+
+
+# ----------------------------------------------------------------------------- batched decoding
+def section_batched(d: dict) -> tuple[list[str], dict[Path, str]]:
+    out = DOCS / "bench-batched.svg"
+    panels, md_rows = [], []
+    for run in sorted(d["runs"], key=lambda r: "phi" in r["model"]):
+        name = Path(run["model"]).name
+        rows = run["rows"]
+        panels.append({"title": name, "x_labels": [str(r["sequences"]) for r in rows], "x_title": "sequences decoded together",
+                       "y_label": "aggregate decode tokens/s", "log_y": False,
+                       "series": [("Hearth", C["hearth"], "", [r["hearth_tg_aggregate_tps"] for r in rows]),
+                                  ("llama.cpp", C["llama"], "", [r["llama_tg_aggregate_tps"] for r in rows])]})
+        for r in rows:
+            md_rows.append([f"`{name}`", str(r["sequences"]), _f(r["hearth_tg_aggregate_tps"]), _f(r["llama_tg_aggregate_tps"]),
+                            _f(r["hearth_pp_tps"]), _f(r["llama_pp_tps"])])
+    svg = svgplot.lines("Aggregate decode speed against sequences", f"{d['date']}, {d['host']} — benchmarks/results/batched.json", panels)
+    md = ["## Many sequences at once", "", f"![aggregate decode against sequences](../{_rel(out)})", "",
+          f"`benchmarks/batched.py`: {d['method']}.", ""]
+    md += _table(["model", "sequences", "Hearth decode t/s (all sequences)", "llama.cpp decode t/s", "Hearth prompt t/s",
+                  "llama.cpp prompt t/s"], md_rows, 1)
+    return md + ["", _source(d)], {out: svg}
+
+
+# ----------------------------------------------------------------------------- serving
+def section_serving(d: dict) -> tuple[list[str], dict[Path, str]]:
+    out = DOCS / "bench-serving.svg"
+    clients = sorted({r["clients"] for r in d["rows"]})
+    servers = list(dict.fromkeys(r["server"] for r in d["rows"]))
+    colour = {s: (C["hearth"] if s.startswith("Hearth") else C["llama"] if "off" in s else C["llama-alt"]) for s in servers}
+    val = lambda s, c, k: next((r[k] for r in d["rows"] if r["server"] == s and r["clients"] == c), None)
+    labels = [str(c) for c in clients]
+    ttft = []
+    for s in servers:
+        ttft.append((s, colour[s], "", [val(s, c, "ttft_p50_ms") for c in clients]))
+        ttft.append((f"{s} p99", colour[s], "5 4", [val(s, c, "ttft_p99_ms") for c in clients]))
+    svg = svgplot.lines("Serving: throughput and time to first token against clients",
+                        f"{d['date']}, {d['host']} — benchmarks/results/serving.json", [
+                            {"title": "throughput", "x_labels": labels, "x_title": "concurrent clients",
+                             "y_label": "completion tokens/s", "log_y": False,
+                             "series": [(s, colour[s], "", [val(s, c, "tokens_per_s") for c in clients]) for s in servers]},
+                            {"title": "time to first token: p50 (solid), p99 (dashed)", "x_labels": labels,
+                             "x_title": "concurrent clients", "y_label": "TTFT, ms (log)", "log_y": True, "series": ttft}])
+    md = ["## Serving", "", f"![serving throughput and TTFT against clients](../{_rel(out)})", "",
+          f"`benchmarks/serve.sh`: {d['method']}.", ""]
+    md += _table(["clients", "server", "tokens/s", "TTFT p50 ms", "TTFT p99 ms", "inter-token p99 ms"],
+                 [[str(r["clients"]), r["server"], _f(r["tokens_per_s"]), _f(r["ttft_p50_ms"]), _f(r["ttft_p99_ms"]),
+                   _f(r["inter_token_p99_ms"])] for r in d["rows"]], 2)
+    return md + ["", _source(d)], {out: svg}
+
+
+# ----------------------------------------------------------------------------- speculative decoding
+def section_speculative(d: dict) -> tuple[list[str], dict[Path, str]]:
+    out = DOCS / "bench-speculative.svg"
+    look = next(c for c in d["configurations"] if "lookup" in c["configuration"])
+    groups = [("all prompts (aggregate)", [look["vs_plain_aggregate"], look["vs_llama_best_ngram"]])]
+    groups += [(f"{k['kind']} (median)", [k["lookup_vs_off_median"], k["lookup_vs_llama_best_median"]]) for k in d["per_kind"]]
+    svg = svgplot.bars("Speculative decoding: Hearth's prompt lookup, per prompt kind",
+                       f"{d['date']}, {d['host']} — benchmarks/results/speculative.json", groups,
+                       [("lookup ÷ Hearth without speculation", C["hearth"]),
+                        ("lookup ÷ llama.cpp's best n-gram type", C["llama"])])
+    md = ["## Speculative decoding", "", f"![speculative gain per prompt kind](../{_rel(out)})", "",
+          f"`benchmarks/speculative.py`: {d['method']}. Per kind: the median over that kind's prompts "
+          "(the table this run kept has no per-prompt figures).", ""]
+    md += _table(["configuration", "decode t/s (all prompts)", "÷ plain: aggregate", "median prompt", "worst prompt",
+                  "÷ llama.cpp's best n-gram type"],
+                 [[c["configuration"], _f(c["decode_tps"]), _x(c["vs_plain_aggregate"]), _x(c["vs_plain_median_prompt"]),
+                   _x(c["vs_plain_worst_prompt"]), _x(c["vs_llama_best_ngram"])] for c in d["configurations"]], 1)
+    return md + ["", _source(d)], {out: svg}
+
+
+# ----------------------------------------------------------------------------- agent replay
+def section_agent_replay(hearth: dict, llama: dict | None) -> tuple[list[str], dict[Path, str]]:
+    out = DOCS / "bench-agent-replay.svg"
+    runs: list[tuple[str, str, str, dict]] = []
+    for name, colour, dash in (("hearth", C["hearth"], ""), ("hearth-off", C["hearth-alt"], "5 4")):
+        if name in hearth.get("runs", {}):
+            runs.append((name, colour, dash, hearth["runs"][name]))
+    # llama-server's rows come from the second file when there is one (the first file's were run
+    # with a template llama-server misread; its history section says so).
+    source_llama = llama if llama else {}
+    for name, colour, dash in (("llama-fa-off", C["llama"], ""), ("llama-fa-on", C["llama-alt"], "5 4")):
+        if name in source_llama.get("runs", {}):
+            runs.append((name, colour, dash, source_llama["runs"][name]))
+    turns = sorted({r["turn"] for _, _, _, run in runs for r in run["rows"] if r["conv"] == "main"})
+    series = []
+    for name, colour, dash, run in runs:
+        by_turn = {r["turn"]: r["ttft"] for r in run["rows"] if r["conv"] == "main"}
+        series.append((name, colour, dash, [round(by_turn[t], 3) if t in by_turn else None for t in turns]))
+    a = hearth.get("args", {})
+    svg = svgplot.lines("Agent replay: time to first token of each main turn", f"{Path(hearth.get('model', '')).name}, "
+                        f"--parallel {a.get('parallel')}, {a.get('threads')} threads, {hearth.get('host', '')} — "
+                        "benchmarks/results/agent-replay-*.json", [{
+                            "title": "main conversation (sub-agents after turns 5, 10, 15, 20, 25)",
+                            "x_labels": [str(t) for t in turns], "x_title": "main turn", "y_label": "TTFT, s (log)",
+                            "log_y": True, "series": series}])
+    md = ["## Agent replay", "", f"![agent-replay TTFT per turn](../{_rel(out)})", "",
+          "`benchmarks/agent_replay.py`: one recorded coding-agent session (30 main turns growing to 13k tokens, two "
+          "sub-agents at once after every fifth turn) against two slots, so the main conversation's next turn finds its "
+          "prefix only in a prompt cache; streaming chat completions, temperature 0, 24 tokens per reply. "
+          "`hearth-off`: Hearth with its prompt cache off.", ""]
+    rows = []
+    for name, _, _, run in runs:
+        s = run["summary"]
+        rows.append([name, f"{s['ttft_sum']:.2f} s", f"{s['ttft_sum_main']:.2f} s", f"{s['main_min_share_from_turn2']:.3f}",
+                     f"{run['wall']:.1f} s", f"{run['peak_rss_mb']:.0f} MB"])
+    md += _table(["run", "summed TTFT", "main conversation", "min cached share (turn ≥ 2)", "wall", "peak RSS"], rows, 1)
+    src = [f"*Source: {hearth['source']}*"] + ([f"*and {llama['source']}.*"] if llama and llama.get("source") else [])
+    return md + [""] + src, {out: svg}
+
+
+# ----------------------------------------------------------------------------- history
+def history_entries() -> list[tuple[str, str]]:
+    """(file name, title) of every diary in benchmarks/history/, newest date first."""
+    entries = []
+    for path in sorted(HISTORY.glob("*.md"), key=lambda p: (p.name[:10], p.name), reverse=True):
+        if path.name == "README.md":
+            continue
+        text = path.read_text(encoding="utf-8")
+        h1 = re.search(r"^# (.+)$", text, re.M)
+        date = re.search(r"^- Date: (.+)$", text, re.M)
+        if h1 and date:   # a whole harness report: its title and the run's date
+            title = f"{h1.group(1)}, the run of {date.group(1)}"
+        else:
+            title = next((line.lstrip("#").strip() for line in text.splitlines() if line.startswith("## ")), path.stem)
+        entries.append((path.name, title))
+    return entries
+
+
+def history_index(entries: list[tuple[str, str]]) -> str:
+    lines = ["<!-- generated by benchmarks/run.sh --report-only from the files in this folder -->",
+             "# Benchmark history", "",
+             "Dated runs and investigations, as they were written at the time (they were the body of "
+             "benchmarks/RESULTS.md until 2026-11-29; moved here unchanged apart from two relative links). "
+             "The current figures are in [../RESULTS.md](../RESULTS.md). Newest first.", ""]
+    lines += [f"- {name[:10]}: [{title}]({name})" for name, title in entries]
+    return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- the page
+def render() -> dict[Path, str]:
+    """Every generated file and its content."""
+    files: dict[Path, str] = {}
+    sections: list[list[str]] = []
+    missing: list[str] = []
+    plan = [("ggufs.json", section_ggufs, "speed ratio per GGUF type"),
+            ("long-context.json", section_long_context, "prompt speed against context length"),
+            ("batched.json", section_batched, "aggregate decode against sequences"),
+            ("serving.json", section_serving, "serving throughput and TTFT against clients"),
+            ("speculative.json", section_speculative, "speculative gain per prompt")]
+    for name, fn, what in plan:
+        d = _load(name)
+        if d is None:
+            missing.append(f"{what}: no benchmarks/results/{name}")
+            continue
+        md, svgs = fn(d)
+        sections.append(md)
+        files.update(svgs)
+    replay = _load("agent-replay-gemma.json")
+    if replay is None:
+        missing.append("agent-replay TTFT per turn: no benchmarks/results/agent-replay-gemma.json")
+    else:
+        md, svgs = section_agent_replay(replay, _load("agent-replay-gemma-llama.json"))
+        sections.append(md)
+        files.update(svgs)
+    missing.append("speculative gain per single prompt: only per-kind medians and the aggregate / median / worst "
+                   "prompt were kept; `benchmarks/speculative.py --json benchmarks/results/speculative-run.json` "
+                   "records every prompt")
+    entries = history_entries()
+    page = ["<!-- generated by `benchmarks/run.sh --report-only` (benchmarks/hearthbench/page.py) from "
+            "benchmarks/results/*.json: change those files or the generator, not this page -->",
+            "# Benchmarks: Hearth against llama.cpp on the CPU", "",
+            "The current figures, each from the newest committed measurement of its kind in "
+            "[results/](results/) (JSON a harness wrote, or numbers copied from a dated run with a `source` "
+            "naming it). Every figure compares the two engines on the same GGUF file and the same threads. "
+            "How each harness works: [README.md](README.md). Dated runs and investigations, with the reasoning "
+            "behind each number: [history/](history/README.md).", "",
+            "`benchmarks/run.sh --report-only` rewrites this page and its plots from the committed JSON "
+            "(no benchmark runs); `benchmarks/run.sh --check` fails if they differ from a fresh rewrite.", ""]
+    toc = [re.sub(r"^## ", "", s[0]) for s in sections]
+    page += [f"- [{t}](#{re.sub(r'[^a-z0-9 -]', '', t.lower()).replace(' ', '-')})" for t in toc] + [""]
+    for s in sections:
+        page += s + [""]
+    page += ["## Not plotted", ""] + [f"- {m}" for m in missing] + [""]
+    page += ["## History", "", "Newest first; [the index](history/README.md).", ""]
+    page += [f"- {name[:10]}: [{title}](history/{name})" for name, title in entries]
+    files[PAGE] = "\n".join(page) + "\n"
+    files[HISTORY / "README.md"] = history_index(entries)
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import time
+    ap = argparse.ArgumentParser(description="Rewrite benchmarks/RESULTS.md and its plots from benchmarks/results/*.json.")
+    ap.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 if a committed file differs from a fresh regeneration")
+    a = ap.parse_args(argv)
+    t0 = time.monotonic()
+    files = render()
+    stale = [p for p, text in files.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
+    if a.check:
+        for p in stale:
+            print(f"stale: {_rel(p)} (run benchmarks/run.sh --report-only)")
+        print(f"checked {len(files)} files in {time.monotonic() - t0:.2f} s: " + ("ok" if not stale else f"{len(stale)} stale"))
+        return 1 if stale else 0
+    for p in stale:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(files[p], encoding="utf-8")
+    print(f"wrote {len(stale)} of {len(files)} files ({', '.join(_rel(p) for p in stale) or 'all up to date'}) "
+          f"in {time.monotonic() - t0:.2f} s")
+    return 0
