@@ -3,7 +3,8 @@
 # both engines reading the same GGUF files: a random-weight Phi-3-mini-shaped
 # checkpoint quantized by llama.cpp to Q4_0, Q4_K_M, Q5_K_M, Q6_K and Q8_0 (plus
 # Hearth's own q4_0 .hqf), and Gemma 3 270M Q4_K_M (models/). Writes
-# benchmarks/RESULTS.md and benchmarks/work/last-run.json. See benchmarks/README.md.
+# benchmarks/work/last-run.json; a full run also benchmarks/results/ggufs.json and .md,
+# and from benchmarks/results/ the page benchmarks/RESULTS.md with its plots. See benchmarks/README.md.
 #
 #   benchmarks/run.sh [--threads 2] [--reps 5] [--rounds 2] [--skip-hearth] ...
 #   benchmarks/run.sh --models gemma,phi3-q4_k_m   # only these tables
@@ -11,6 +12,7 @@
 #   benchmarks/run.sh --setup-only     # only create/refresh benchmarks/.venv
 #   benchmarks/run.sh --report-only    # only rewrite RESULTS.md and its plots from benchmarks/results/*.json
 #   benchmarks/run.sh --check          # fail if RESULTS.md or its plots differ from a fresh rewrite
+#                                      # (and run benchmarks/test_page.py)
 #
 # Everything it makes lives in benchmarks/.venv and benchmarks/work (both
 # gitignored). Running it again reuses them: nothing is reinstalled, rebuilt,
@@ -38,7 +40,7 @@ args=()
 for a in "$@"; do
   case "$a" in
     --setup-only) setup_only=1 ;;
-    -h|--help) sed -n '2,17p' "$0"; exec python3 "$HERE/bench.py" --help ;;
+    -h|--help) sed -n '2,19p' "$0"; exec python3 "$HERE/bench.py" --help ;;
     *) args+=("$a") ;;
   esac
 done
@@ -48,7 +50,7 @@ done
 for a in "$@"; do
   case "$a" in
     --report-only) exec python3 "$HERE/plot_summary.py" ;;
-    --check) exec python3 "$HERE/plot_summary.py" --check ;;
+    --check) python3 "$HERE/plot_summary.py" --check && exec python3 "$HERE/test_page.py" -q ;;
   esac
 done
 

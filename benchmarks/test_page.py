@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Tests of the results page generator (benchmarks/hearthbench/page.py, svgplot.py). Standard
+library only, under a second:
+
+    python3 benchmarks/test_page.py
+"""
+import contextlib
+import io
+import json
+import shutil
+import sys
+import tempfile
+import unittest
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from hearthbench import page  # noqa: E402
+
+
+class Sandbox:
+    """page's inputs copied to a temporary tree and its outputs pointed there."""
+
+    NAMES = ("REPO", "RESULTS", "HISTORY", "DOCS", "PAGE", "HEADLINE")
+
+    def __enter__(self):
+        self.saved = {n: getattr(page, n) for n in self.NAMES}
+        self.tmp = Path(tempfile.mkdtemp())
+        bench = self.tmp / "benchmarks"
+        shutil.copytree(page.RESULTS, bench / "results")
+        shutil.copytree(page.HISTORY, bench / "history")
+        (self.tmp / "docs").mkdir()
+        page.REPO, page.RESULTS, page.HISTORY = self.tmp, bench / "results", bench / "history"
+        page.DOCS, page.PAGE = self.tmp / "docs", bench / "RESULTS.md"
+        page.HEADLINE = page.DOCS / "speed-vs-llama-cpp.svg"
+        return self
+
+    def __exit__(self, *exc):
+        for n, v in self.saved.items():
+            setattr(page, n, v)
+        shutil.rmtree(self.tmp)
+
+
+def quiet(fn, *args):
+    with contextlib.redirect_stdout(io.StringIO()):
+        return fn(*args)
+
+
+class PageTests(unittest.TestCase):
+    def test_the_same_json_gives_the_same_bytes_and_well_formed_svg(self):
+        first, second = page.render(), page.render()
+        self.assertEqual(first, second)
+        svgs = [p for p in first if p.suffix == ".svg"]
+        self.assertGreaterEqual(len(svgs), 6)
+        for p in svgs:
+            ET.fromstring(first[p])   # raises on malformed XML
+            self.assertNotIn("nan", first[p].lower())
+
+    def test_the_page_opens_with_the_plots(self):
+        text = page.render()[page.PAGE]
+        first_section = text.split("\n## ", 1)[1]
+        self.assertIn("![", first_section.split("\n## ", 1)[0])
+        self.assertIn("../docs/speed-vs-llama-cpp.svg", text)
+
+    def test_check_fails_on_a_stale_file_and_passes_after_a_rewrite(self):
+        with Sandbox():
+            self.assertEqual(quiet(page.main, []), 0)
+            self.assertEqual(quiet(page.main, ["--check"]), 0)
+            page.PAGE.write_text(page.PAGE.read_text() + "edited by hand\n")
+            self.assertEqual(quiet(page.main, ["--check"]), 1)
+            self.assertEqual(quiet(page.main, []), 0)
+            self.assertEqual(quiet(page.main, ["--check"]), 0)
+
+    def test_a_missing_measurement_is_listed_not_plotted(self):
+        with Sandbox():
+            (page.RESULTS / "serving.json").unlink()
+            files = page.render()
+            self.assertNotIn(page.DOCS / "bench-serving.svg", files)
+            not_plotted = files[page.PAGE].split("## Not plotted", 1)[1].split("\n## ", 1)[0]
+            self.assertIn("serving throughput and TTFT against clients: no benchmarks/results/serving.json", not_plotted)
+
+    def test_a_harness_run_gives_the_rows_and_ratios_it_measured(self):
+        run = {"schema": 2, "date_utc": "2026-01-01 00:00 UTC", "git": {"commit": "0123456789abcdef"},
+               "machine": {"cpu": "Test CPU"}, "settings": {"threads": 2}, "models": [{
+                   "name": "m", "summary": [
+                       {"engine": "llama.cpp", "file": "m.gguf", "ok_runs": 1,
+                        "pp": {"tokens_per_second": 10.0}, "tg": {"tokens_per_second": 2.0}},
+                       {"engine": "hearth", "variant": "outliers", "file": "m.gguf", "ok_runs": 1,
+                        "pp": {"tokens_per_second": 25.0}, "tg": {"tokens_per_second": 3.0},
+                        "pp_ratio": 2.5, "tg_ratio": 1.5},
+                       {"engine": "hearth", "variant": "16", "file": "m.gguf", "ok_runs": 0}]}]}
+        facts, rows = page.gguf_rows(run)
+        self.assertEqual(facts["commit"], "0123456789ab")
+        self.assertEqual([(r["engine"], r["pp"], r["tg_ratio"]) for r in rows],
+                         [("llama.cpp", 10.0, None), ("hearth (aoutliers)", 25.0, 1.5)])
+        md, svgs = page.section_ggufs(run)
+        self.assertIn("| m | hearth (aoutliers) | `m.gguf` | 25.00 | 3.00 | 2.50× | 1.50× |", md)
+        self.assertIn("2.50×", svgs[page.HEADLINE])
+
+    def test_copied_results_name_their_source(self):
+        for path in sorted(page.RESULTS.glob("*.json")):
+            d = json.loads(path.read_text())
+            if d.get("schema") != 2:
+                self.assertIn("source", d, path.name)
+
+
+if __name__ == "__main__":
+    unittest.main()
