@@ -98,6 +98,27 @@ class PageTests(unittest.TestCase):
         self.assertIn("| m | hearth (aoutliers) | `m.gguf` | 25.00 | 3.00 | 2.50× | 1.50× |", md)
         self.assertIn("2.50×", svgs[page.HEADLINE])
 
+    def test_a_speculative_run_is_plotted_prompt_by_prompt(self):
+        # speculative.py --json's shape; decode rate = (tokens - 1) / decode_seconds, as it computes it.
+        reply = lambda prompt, tokens, seconds: {"prompt": prompt, "kind": "edit", "round": 0,
+                                                 "tokens": tokens, "decode_seconds": seconds, "text": ""}
+        run = {"summary": {"hearth lookup": {"tokens_per_second": 15.0, "median_speedup_vs_plain": 1.5,
+                                             "min_speedup_vs_plain": 1.0}},
+               "runs": {"hearth off": [reply(0, 11, 1.0), reply(1, 11, 1.0)],
+                        "hearth lookup": [reply(0, 21, 1.0), reply(1, 11, 1.0)],
+                        "llama none": [reply(0, 11, 2.0), reply(1, 11, 2.0)],
+                        "llama ngram-simple": [reply(0, 11, 2.0), reply(1, 11, 0.5)],
+                        "llama ngram-mod": [reply(0, 11, 1.0), reply(1, 11, 4.0)]}}
+        rows = page.speculative_per_prompt(run)
+        self.assertEqual([(r["prompt"], r["vs_off"], r["vs_llama_best"]) for r in rows],
+                         [(0, 2.0, 2.0), (1, 1.0, 0.5)])
+        with Sandbox():
+            (page.RESULTS / "speculative-run.json").write_text(json.dumps(run))
+            files = page.render()
+            self.assertIn("| 2 | edit | 1.00× | 0.50× |", files[page.PAGE])
+            self.assertNotIn("speculative gain per single prompt", files[page.PAGE])
+            ET.fromstring(files[page.DOCS / "bench-speculative.svg"])
+
     def test_copied_results_name_their_source(self):
         for path in sorted(page.RESULTS.glob("*.json")):
             d = json.loads(path.read_text())

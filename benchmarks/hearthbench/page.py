@@ -207,6 +207,60 @@ def section_speculative(d: dict) -> tuple[list[str], dict[Path, str]]:
     return md + ["", _source(d)], {out: svg}
 
 
+def _rate(rows: list[dict]) -> float | None:
+    """Decode tokens/s over some of speculative.py's streamed replies, as it computes it: tokens
+    after the first over the time from the first streamed token to the last."""
+    tokens = sum(max(0, r["tokens"] - 1) for r in rows)
+    seconds = sum(r["decode_seconds"] for r in rows)
+    return tokens / seconds if seconds else None
+
+
+def speculative_per_prompt(d: dict) -> list[dict]:
+    """One entry per prompt of a speculative.py --json file: Hearth lookup ÷ Hearth off, and
+    Hearth lookup ÷ the best llama.cpp speculative type on that prompt (as speculative.py's own
+    summary divides them)."""
+    runs = d["runs"]
+    def by_prompt(key: str) -> dict[int, float]:
+        out: dict[int, list[dict]] = {}
+        for r in runs.get(key, []):
+            out.setdefault(r["prompt"], []).append(r)
+        return {k: v for k, v in ((k, _rate(rs)) for k, rs in out.items()) if v}
+    kinds = {r["prompt"]: r.get("kind", "") for rs in runs.values() for r in rs}
+    off, look = by_prompt("hearth off"), by_prompt("hearth lookup")
+    llama = [by_prompt(k) for k in sorted(runs) if k.startswith("llama ") and k != "llama none"]
+    out = []
+    for prompt in sorted(look):
+        best = max((m[prompt] for m in llama if prompt in m), default=None)
+        out.append({"prompt": prompt, "kind": kinds.get(prompt, ""),
+                    "vs_off": look[prompt] / off[prompt] if prompt in off else None,
+                    "vs_llama_best": look[prompt] / best if best else None})
+    return out
+
+
+def section_speculative_run(d: dict) -> tuple[list[str], dict[Path, str]]:
+    """speculative.py --json as it wrote it: the gain of every prompt."""
+    out = DOCS / "bench-speculative.svg"
+    rows = speculative_per_prompt(d)
+    series = [("lookup ÷ Hearth without speculation", C["hearth"], "", [r["vs_off"] for r in rows])]
+    if any(r["vs_llama_best"] for r in rows):
+        series.append(("lookup ÷ llama.cpp's best n-gram type on the prompt", C["llama"], "", [r["vs_llama_best"] for r in rows]))
+    svg = svgplot.lines("Speculative decoding: Hearth's prompt lookup, prompt by prompt",
+                        f"{d.get('date', '')} — benchmarks/results/speculative-run.json".lstrip(" —"), [{
+                            "title": "decode speed ratio per prompt (> 1 = lookup faster)",
+                            "x_labels": [str(r["prompt"] + 1) for r in rows], "x_title": "prompt", "y_label": "ratio",
+                            "log_y": False, "points_only": True, "reference": 1.0, "series": series}])
+    md = ["## Speculative decoding", "", f"![speculative gain per prompt](../{_rel(out)})", "",
+          "`benchmarks/speculative.py --json`: each prompt's decode tokens/s with Hearth's prompt lookup over the "
+          "same prompt without speculation, and over llama.cpp's best n-gram type on that prompt.", ""]
+    summary = d.get("summary", {})
+    md += _table(["configuration", "decode t/s (all prompts)", "median prompt ÷ plain", "worst prompt ÷ plain"],
+                 [[k, _f(v.get("tokens_per_second")), _x(v.get("median_speedup_vs_plain")),
+                   _x(v.get("min_speedup_vs_plain"))] for k, v in summary.items()], 1)
+    md += [""] + _table(["prompt", "kind", "lookup ÷ off", "lookup ÷ llama.cpp's best"],
+                        [[str(r["prompt"] + 1), r["kind"], _x(r["vs_off"]), _x(r["vs_llama_best"])] for r in rows], 2)
+    return md + ["", _source(d) or "*Source: benchmarks/results/speculative-run.json, as benchmarks/speculative.py wrote it.*"], {out: svg}
+
+
 # ----------------------------------------------------------------------------- agent replay
 def section_agent_replay(hearth: dict, llama: dict | None) -> tuple[list[str], dict[Path, str]]:
     out = DOCS / "bench-agent-replay.svg"
@@ -286,7 +340,10 @@ def render() -> dict[Path, str]:
             ("batched.json", section_batched, "aggregate decode against sequences"),
             ("serving.json", section_serving, "serving throughput and TTFT against clients"),
             ("speculative.json", section_speculative, "speculative gain per prompt")]
+    per_prompt = _load("speculative-run.json")   # speculative.py --json: every prompt; preferred
     for name, fn, what in plan:
+        if name == "speculative.json" and per_prompt is not None:
+            name, fn = "speculative-run.json", section_speculative_run
         d = _load(name)
         if d is None:
             missing.append(f"{what}: no benchmarks/results/{name}")
@@ -301,9 +358,10 @@ def render() -> dict[Path, str]:
         md, svgs = section_agent_replay(replay, _load("agent-replay-gemma-llama.json"))
         sections.append(md)
         files.update(svgs)
-    missing.append("speculative gain per single prompt: only per-kind medians and the aggregate / median / worst "
-                   "prompt were kept; `benchmarks/speculative.py --json benchmarks/results/speculative-run.json` "
-                   "records every prompt")
+    if per_prompt is None:
+        missing.append("speculative gain per single prompt: the committed run kept only per-kind medians and the "
+                       "aggregate / median / worst prompt (plotted per kind above); `benchmarks/speculative.py --json "
+                       "benchmarks/results/speculative-run.json` records every prompt, and the page then plots each")
     entries = history_entries()
     page = ["<!-- generated by `benchmarks/run.sh --report-only` (benchmarks/hearthbench/page.py) from "
             "benchmarks/results/*.json: change those files or the generator, not this page -->",

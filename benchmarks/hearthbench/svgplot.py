@@ -125,7 +125,8 @@ def _fmt_tick(v: float) -> str:
 
 
 def lines(title: str, subtitle: str, panels: list[dict]) -> str:
-    """panels: each {"title", "x_labels": [str], "y_label", "log_y": bool, "series": [(name, colour,
+    """panels: each {"title", "x_labels": [str], "x_title", "y_label", "log_y": bool, "points_only":
+    bool (markers without lines, for x positions that are not a sequence), "series": [(name, colour,
     dash, [y or None per x label])]}. Panels share the legend (series names in the first panel
     that has them)."""
     panel_w, panel_h, left, top, gap = 340 if len(panels) > 1 else 640, 280, 64, 84, 40
@@ -161,6 +162,9 @@ def lines(title: str, subtitle: str, panels: list[dict]) -> str:
             out.append(f'<line x1="{_num(x0)}" y1="{_num(ty)}" x2="{_num(x0 + panel_w)}" y2="{_num(ty)}" stroke="{GRID}"/>')
             out.append(f'<text x="{_num(x0 - 6)}" y="{_num(ty + 4)}" text-anchor="end" fill="{MUTED}">{_fmt_tick(t)}</text>')
         out.append(f'<line x1="{_num(x0)}" y1="{y1}" x2="{_num(x0 + panel_w)}" y2="{y1}" stroke="{INK}"/>')
+        if p.get("reference") is not None:
+            ry = ymap(p["reference"])
+            out.append(f'<line x1="{_num(x0)}" y1="{_num(ry)}" x2="{_num(x0 + panel_w)}" y2="{_num(ry)}" stroke="{INK}"/>')
         every = max(1, math.ceil(n / 15))
         for j, lab in enumerate(p["x_labels"]):
             if j % every == 0 or j == n - 1:
@@ -171,8 +175,9 @@ def lines(title: str, subtitle: str, panels: list[dict]) -> str:
         for name, colour, dash, ys in p["series"]:
             pts = [(xmap(j), ymap(v), v) for j, v in enumerate(ys) if v is not None]
             dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-            path = " ".join(f"{_num(px)},{_num(py)}" for px, py, _ in pts)
-            out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash_attr}/>')
+            if not p.get("points_only"):
+                path = " ".join(f"{_num(px)},{_num(py)}" for px, py, _ in pts)
+                out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash_attr}/>')
             for px, py, v in pts:
                 out.append(f'<circle cx="{_num(px)}" cy="{_num(py)}" r="3" fill="{colour}">'
                            f'<title>{_esc(name)}: {v:g}</title></circle>')
