@@ -119,6 +119,23 @@ class PageTests(unittest.TestCase):
             self.assertNotIn("speculative gain per single prompt", files[page.PAGE])
             ET.fromstring(files[page.DOCS / "bench-speculative.svg"])
 
+    def test_harness_files_replace_copied_tables(self):
+        line = lambda label, c, rnd, tps: {"label": label, "clients": c, "round": rnd, "threads": 2, "tokens_per_s": tps,
+                                           "ttft_p50_ms": 50.0, "ttft_p99_ms": 90.0, "itl_p99_ms": 20.0}
+        serve = [line("hearth", 4, 0, 100.0), line("hearth", 4, 1, 120.0), line("hearth", 4, 2, 200.0),
+                 line("llama-fa-on", 4, 0, 80.0)]
+        batched = {"model": "models/gemma-3-270m-q4_k_m.gguf", "threads": 2, "prompt": 16, "gen": 8, "levels": [
+            {"sequences": 1, "hearth": {"pp": [10.0, 20.0], "tg": [5.0, 7.0]}, "llama.cpp": {"pp": [9.0], "tg": [4.0]}}]}
+        with Sandbox():
+            (page.RESULTS / "serving-run.jsonl").write_text("\n".join(json.dumps(x) for x in serve) + "\n")
+            (page.RESULTS / "batched-gemma.json").write_text(json.dumps(batched))
+            text = page.render()[page.PAGE]
+        self.assertIn("| 4 | Hearth | 120.0 | 50.0 | 90.0 | 20.0 |", text)   # the median of three rounds
+        self.assertIn("| 4 | llama-server, fa on | 80.0 |", text)
+        self.assertNotIn("| 16 | Hearth |", text)                           # the copied table is replaced
+        self.assertIn("| `gemma-3-270m-q4_k_m.gguf` | 1 | 6.0 | 4.0 | 15.0 | 9.0 |", text)   # means of the runs
+        self.assertIn("| `phi3-mini-q4_0.gguf` | 8 |", text)                 # the other model's copied run stays
+
     def test_copied_results_name_their_source(self):
         for path in sorted(page.RESULTS.glob("*.json")):
             d = json.loads(path.read_text())

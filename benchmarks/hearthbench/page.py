@@ -139,10 +139,32 @@ def section_long_context(d: dict) -> tuple[list[str], dict[Path, str]]:
 
 
 # ----------------------------------------------------------------------------- batched decoding
+def batched_from_run(d: dict) -> dict:
+    """A batched.py --json file as one of batched.json's runs: each level's mean over its runs."""
+    mean = lambda xs: sum(xs) / len(xs) if xs else None
+    return {"model": d["model"], "command": f"benchmarks/batched.py -p {d['prompt']} -n {d['gen']} --threads {d['threads']}",
+            "rows": [{"sequences": lv["sequences"], "hearth_pp_tps": mean(lv["hearth"]["pp"]), "llama_pp_tps": mean(lv["llama.cpp"]["pp"]),
+                      "hearth_tg_aggregate_tps": mean(lv["hearth"]["tg"]), "llama_tg_aggregate_tps": mean(lv["llama.cpp"]["tg"])}
+                     for lv in d["levels"]]}
+
+
+def batched_runs(d: dict | None) -> tuple[list[dict], list[str]]:
+    """batched.json's runs, each replaced by a batched-*.json file (batched.py --json) of the same model
+    file where there is one; and the sources."""
+    runs = {Path(r["model"]).name: r for r in (d or {}).get("runs", [])}
+    sources = [d["source"]] if d and d.get("source") else []
+    for path in sorted(RESULTS.glob("batched-*.json")):
+        native = json.loads(path.read_text(encoding="utf-8"))
+        runs[Path(native["model"]).name] = batched_from_run(native)
+        sources.append(f"benchmarks/results/{path.name}, as benchmarks/batched.py --json wrote it")
+    return list(runs.values()), sources
+
+
 def section_batched(d: dict) -> tuple[list[str], dict[Path, str]]:
     out = DOCS / "bench-batched.svg"
     panels, md_rows = [], []
-    for run in sorted(d["runs"], key=lambda r: "phi" in r["model"]):
+    all_runs, sources = batched_runs(d)
+    for run in sorted(all_runs, key=lambda r: "phi" in r["model"]):
         name = Path(run["model"]).name
         rows = run["rows"]
         panels.append({"title": name, "x_labels": [str(r["sequences"]) for r in rows], "x_title": "sequences decoded together",
@@ -152,15 +174,43 @@ def section_batched(d: dict) -> tuple[list[str], dict[Path, str]]:
         for r in rows:
             md_rows.append([f"`{name}`", str(r["sequences"]), _f(r["hearth_tg_aggregate_tps"]), _f(r["llama_tg_aggregate_tps"]),
                             _f(r["hearth_pp_tps"]), _f(r["llama_pp_tps"])])
-    svg = svgplot.lines("Aggregate decode speed against sequences", f"{d['date']}, {d['host']} — benchmarks/results/batched.json", panels)
+    # the copied file's date and host only while no harness file replaced one of its runs
+    facts = ", ".join(x for x in (d.get("date"), d.get("host")) if x) if len(sources) == 1 else ""
+    svg = svgplot.lines("Aggregate decode speed against sequences",
+                        f"{facts} — benchmarks/results/batched*.json".lstrip(" —"), panels)
     md = ["## Many sequences at once", "", f"![aggregate decode against sequences](../{_rel(out)})", "",
-          f"`benchmarks/batched.py`: {d['method']}.", ""]
+          "`benchmarks/batched.py`: n sequences, each with its own prompt, processed together, then decoded "
+          "together one token of every sequence per step; decode t/s = all sequences' tokens over the time.", ""]
     md += _table(["model", "sequences", "Hearth decode t/s (all sequences)", "llama.cpp decode t/s", "Hearth prompt t/s",
                   "llama.cpp prompt t/s"], md_rows, 1)
-    return md + ["", _source(d)], {out: svg}
+    return md + [""] + [f"*Source: {x}.*" for x in sources], {out: svg}
 
 
 # ----------------------------------------------------------------------------- serving
+SERVER_NAMES = {"hearth": "Hearth", "llama-fa-off": "llama-server, fa off", "llama-fa-on": "llama-server, fa on"}
+
+
+def serving_from_runs(lines: list[dict]) -> dict:
+    """serve.sh --out's JSON lines (one per server, clients and round) as serving.json's rows:
+    the median over rounds of each figure, as serve.sh's own summary takes it."""
+    import statistics
+    groups: dict[tuple[int, str], list[dict]] = {}
+    for r in lines:
+        groups.setdefault((r["clients"], r["label"]), []).append(r)
+    def med(rs: list[dict], k: str) -> float | None:
+        v = [r[k] for r in rs if r.get(k) is not None]
+        return statistics.median(v) if v else None
+    rows = [{"clients": c, "server": SERVER_NAMES.get(label, label), "tokens_per_s": med(rs, "tokens_per_s"),
+             "ttft_p50_ms": med(rs, "ttft_p50_ms"), "ttft_p99_ms": med(rs, "ttft_p99_ms"),
+             "inter_token_p99_ms": med(rs, "itl_p99_ms")}
+            for (c, label), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] != "hearth", kv[0][1]))]
+    rounds = len({r.get("round") for r in lines})
+    return {"file": "benchmarks/results/serving-run.jsonl",
+            "source": f"benchmarks/results/serving-run.jsonl, as benchmarks/serve.sh --out wrote it (median of {rounds} "
+                      f"round{'s' if rounds != 1 else ''})", "date": "", "host": f"{lines[0].get('threads', '?')} threads per server",
+            "method": "C closed-loop clients streaming POST /v1/completions (benchmarks/serve_load.py)", "rows": rows}
+
+
 def section_serving(d: dict) -> tuple[list[str], dict[Path, str]]:
     out = DOCS / "bench-serving.svg"
     clients = sorted({r["clients"] for r in d["rows"]})
@@ -173,7 +223,8 @@ def section_serving(d: dict) -> tuple[list[str], dict[Path, str]]:
         ttft.append((s, colour[s], "", [val(s, c, "ttft_p50_ms") for c in clients]))
         ttft.append((f"{s} p99", colour[s], "5 4", [val(s, c, "ttft_p99_ms") for c in clients]))
     svg = svgplot.lines("Serving: throughput and time to first token against clients",
-                        f"{d['date']}, {d['host']} — benchmarks/results/serving.json", [
+                        (", ".join(x for x in (d["date"], d["host"]) if x)
+                         + f" — {d.get('file', 'benchmarks/results/serving.json')}").lstrip(" —"), [
                             {"title": "throughput", "x_labels": labels, "x_title": "concurrent clients",
                              "y_label": "completion tokens/s", "log_y": False,
                              "series": [(s, colour[s], "", [val(s, c, "tokens_per_s") for c in clients]) for s in servers]},
@@ -341,10 +392,15 @@ def render() -> dict[Path, str]:
             ("serving.json", section_serving, "serving throughput and TTFT against clients"),
             ("speculative.json", section_speculative, "speculative gain per prompt")]
     per_prompt = _load("speculative-run.json")   # speculative.py --json: every prompt; preferred
+    serve_run = RESULTS / "serving-run.jsonl"       # serve.sh --out: preferred
     for name, fn, what in plan:
         if name == "speculative.json" and per_prompt is not None:
             name, fn = "speculative-run.json", section_speculative_run
         d = _load(name)
+        if name == "serving.json" and serve_run.is_file():
+            d = serving_from_runs([json.loads(x) for x in serve_run.read_text(encoding="utf-8").splitlines() if x.strip()])
+        if name == "batched.json" and d is None and any(RESULTS.glob("batched-*.json")):
+            d = {}
         if d is None:
             missing.append(f"{what}: no benchmarks/results/{name}")
             continue
