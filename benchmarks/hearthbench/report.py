@@ -158,14 +158,20 @@ def _hearth_types(wt) -> str:
     return str(wt)
 
 
+def is_full_run(run: dict) -> bool:
+    """Every model, both engines: the run the committed results and the page show."""
+    s = run["settings"]
+    return not s.get("models_filter") and {"llama.cpp", "hearth"} <= set(s.get("order", []))
+
+
 def report_path(run: dict) -> Path:
-    """Where a run's tables go: the committed report for a full run, work/ for a --models run."""
-    return GGUF_REPORT_MD if not run["settings"].get("models_filter") else PARTIAL_REPORT_MD
+    """Where a run's tables go: the committed report for a full run, work/ for any other."""
+    return GGUF_REPORT_MD if is_full_run(run) else PARTIAL_REPORT_MD
 
 
 def write_committed_run(run: dict) -> None:
     """A full run's JSON as benchmarks/results/ggufs.json, the checkout's path prefix removed."""
-    if run["settings"].get("models_filter"):
+    if not is_full_run(run):
         return
     GGUF_RUN.parent.mkdir(parents=True, exist_ok=True)
     GGUF_RUN.write_text(json.dumps(run, ensure_ascii=False, indent=2).replace(f"{REPO}/", "") + "\n", encoding="utf-8")
