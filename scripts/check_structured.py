@@ -269,10 +269,10 @@ def check_cli(args):
     with open("/tmp/hearth-structured-cli-schema.json", "w") as handle:
         json.dump(schema, handle)
     run = subprocess.run([args.binary, "generate", "--model", args.model_path, "--prompt", "A trip, as JSON.",
-                          "--json-schema", "/tmp/hearth-structured-cli-schema.json", "--temperature", "1.0", "--seed", "7",
+                          "--json-schema-file", "/tmp/hearth-structured-cli-schema.json", "--temperature", "1.0", "--seed", "7",
                           "--max-tokens", str(args.max_tokens)], capture_output=True, text=True, timeout=600)
     if run.returncode != 0:
-        return [f"hearth generate --json-schema exited {run.returncode}: {run.stderr[-500:]}"]
+        return [f"hearth generate --json-schema-file exited {run.returncode}: {run.stderr[-500:]}"]
     try:
         problems = list(validator(schema).iter_errors(json.loads(run.stdout)))
     except json.JSONDecodeError as error:

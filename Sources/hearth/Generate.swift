@@ -7,7 +7,11 @@ import HearthTokenizers
 
 struct Generate: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Generate text from a prompt, streaming tokens to stdout.")
+        abstract: "Generate text from a prompt, streaming tokens to stdout.",
+        discussion: """
+            The prompt is the argument (hearth generate "Why is the sky blue?"), -p TEXT, -f FILE, or \
+            stdin when it is piped (echo Hi | hearth generate -n 16).
+            """)
 
     @OptionGroup var model: ModelOptions
     @OptionGroup var runtime: RuntimeOptions
@@ -15,8 +19,14 @@ struct Generate: ParsableCommand {
     @OptionGroup var speculation: SpeculativeOption
     @OptionGroup var template: ChatTemplateOption
 
-    @Option(name: .long, help: "The prompt text.")
-    var prompt: String
+    @Argument(help: "The prompt text (or give -p, -f FILE, or pipe it on stdin).")
+    var text: String?
+
+    @Option(name: [.customShort("p"), .long], help: "The prompt text.")
+    var prompt: String?
+
+    @Option(name: [.customShort("f"), .long], help: ArgumentHelp("Read the prompt from FILE (- for stdin).", valueName: "FILE"))
+    var file: String?
 
     @OptionGroup var length: MaxTokensOption
     var maxTokens: Int { length.value(default: 256) }
@@ -43,18 +53,26 @@ struct Generate: ParsableCommand {
     var topLogprobs: Int = 0
 
     @Option(
-        name: .long,
+        name: [.customShort("j"), .long],
         help: ArgumentHelp(
-            "Constrain the output to JSON that validates against the JSON Schema in FILE.",
+            "Constrain the output to JSON that validates against this JSON Schema (the schema's text, as llama.cpp's -j takes it).",
             discussion: "Enforced token by token; a keyword that cannot be enforced is an error naming it. See docs/STRUCTURED.md.",
-            valueName: "FILE"))
+            valueName: "SCHEMA"))
     var jsonSchema: String?
 
     @Option(
         name: .long,
+        help: ArgumentHelp("Like --json-schema, with the schema read from FILE.", valueName: "FILE"))
+    var jsonSchemaFile: String?
+
+    @Option(
+        name: .long,
         help: ArgumentHelp(
-            "Constrain the output to the GBNF grammar in FILE (llama.cpp's syntax, start rule 'root').", valueName: "FILE"))
+            "Constrain the output to this GBNF grammar (its text; llama.cpp's syntax, start rule 'root').", valueName: "GBNF"))
     var grammar: String?
+
+    @Option(name: .long, help: ArgumentHelp("Like --grammar, with the grammar read from FILE.", valueName: "FILE"))
+    var grammarFile: String?
 
     @Option(
         name: .long,
@@ -79,8 +97,14 @@ struct Generate: ParsableCommand {
     @Flag(name: .long, help: "With --tools: at most one call per reply.")
     var noParallelToolCalls = false
 
+    /// The format flags given (at most one is allowed).
+    var formats: [String?] { [jsonSchema, jsonSchemaFile, grammar, grammarFile, regex] }
+
     func validate() throws {
-        if tools != nil && (raw || json || [jsonSchema, grammar, regex].contains { $0 != nil }) {
+        if [text, prompt, file].compactMap({ $0 }).count > 1 {
+            throw ValidationError("Give the prompt once: as text, with -p/--prompt, or with -f/--file.")
+        }
+        if tools != nil && (raw || json || formats.contains { $0 != nil }) {
             throw ValidationError("--tools cannot be combined with --raw, --json, --json-schema, --grammar or --regex.")
         }
         if tools == nil && (toolChoice != nil || noParallelToolCalls) {
@@ -90,14 +114,39 @@ struct Generate: ParsableCommand {
         if let reasoningBudget, reasoningBudget < 1 {
             throw ValidationError("--reasoning-budget must be at least 1.")
         }
-        if [jsonSchema, grammar, regex].compactMap({ $0 }).count > 1 {
-            throw ValidationError("Give one of --json-schema, --grammar and --regex.")
+        if formats.compactMap({ $0 }).count > 1 {
+            throw ValidationError("Give one of --json-schema, --json-schema-file, --grammar, --grammar-file and --regex.")
         }
-        if regex?.isEmpty == true { throw ValidationError("--regex must not be empty") }
+        if regex?.isEmpty == true || grammar?.isEmpty == true || jsonSchema?.isEmpty == true {
+            throw ValidationError("--regex, --grammar and --json-schema must not be empty")
+        }
     }
 
     /// The flag that set the output format, for error messages.
-    var formatFlag: String { jsonSchema != nil ? "--json-schema" : grammar != nil ? "--grammar" : "--regex" }
+    var formatFlag: String {
+        jsonSchema != nil ? "--json-schema" : jsonSchemaFile != nil ? "--json-schema-file"
+            : grammar != nil ? "--grammar" : grammarFile != nil ? "--grammar-file" : "--regex"
+    }
+
+    /// The prompt: the positional text, `-p`, `-f FILE` (`-` is stdin), else stdin when it is
+    /// not a terminal (`echo Hi | hearth generate`).
+    func promptText() throws -> String {
+        if let text = text ?? prompt { return text }
+        if let file, file != "-" {
+            do { return try String(contentsOfFile: file, encoding: .utf8) } catch {
+                throw ValidationError("-f \(file): cannot read the file (\(error.localizedDescription))")
+            }
+        }
+        guard file == "-" || isatty(STDIN_FILENO) == 0 else {
+            throw ValidationError("Give a prompt: hearth generate \"TEXT\", -p TEXT, -f FILE, or pipe it on stdin.")
+        }
+        let data = FileHandle.standardInput.readDataToEndOfFile()
+        guard let read = String(data: data, encoding: .utf8) else { throw ValidationError("the prompt on stdin is not UTF-8 text") }
+        // A piped line's newline is not part of the prompt (`echo Hi`), as llama.cpp trims it.
+        let trimmed = read.hasSuffix("\n") ? String(read.dropLast()) : read
+        guard !trimmed.isEmpty else { throw ValidationError("the prompt on stdin is empty") }
+        return trimmed
+    }
 
     /// The output format the flags ask for (files read here), nil for free text.
     func responseFormat() throws -> ResponseFormat? {
@@ -108,11 +157,15 @@ struct Generate: ParsableCommand {
         }
         var format: ResponseFormat?
         if let jsonSchema {
-            let name = URL(fileURLWithPath: jsonSchema).deletingPathExtension().lastPathComponent
+            format = .jsonSchema(name: "schema", schema: jsonSchema)
+        } else if let jsonSchemaFile {
+            let name = URL(fileURLWithPath: jsonSchemaFile).deletingPathExtension().lastPathComponent
             let safe = String(name.unicodeScalars.filter { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == "-") }.prefix(64).map(Character.init))
-            format = .jsonSchema(name: safe.isEmpty ? "schema" : safe, schema: try read(jsonSchema, "--json-schema"))
+            format = .jsonSchema(name: safe.isEmpty ? "schema" : safe, schema: try read(jsonSchemaFile, "--json-schema-file"))
         } else if let grammar {
-            format = .grammar(try read(grammar, "--grammar"))
+            format = .grammar(grammar)
+        } else if let grammarFile {
+            format = .grammar(try read(grammarFile, "--grammar-file"))
         } else if let regex {
             format = .regex(regex)
         }
@@ -143,8 +196,9 @@ struct Generate: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
+            let prompt = try promptText()
             if let toolOptions = try toolOptions() {
-                try runWithTools(toolOptions.tools, choice: toolOptions.choice)
+                try runWithTools(toolOptions.tools, choice: toolOptions.choice, prompt: prompt)
                 return
             }
             let format = try responseFormat()
@@ -235,7 +289,7 @@ struct Generate: ParsableCommand {
 
     /// Generates through `LocalProvider` (the same path as `hearth serve`), printing text as it
     /// comes and each call as a JSON line once it is complete.
-    func runWithTools(_ tools: [ToolDefinition], choice: ToolChoice) throws {
+    func runWithTools(_ tools: [ToolDefinition], choice: ToolChoice, prompt: String) throws {
         var options = sampling.generationOptions
         options.maxTokens = maxTokens
         options.stop = stop

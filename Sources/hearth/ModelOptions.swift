@@ -11,7 +11,7 @@ struct ModelOption: ParsableArguments {
     /// The help text of `--model`.
     static let help = "The model: a path (a Hugging Face checkpoint directory, a .gguf file, or a .hqf file from `hearth quantize`), a Hugging Face repository ORG/REPO[:QUANT] (from the shared cache, pulled if missing), or a short name from models/registry.json (default: the registry's default model)."
 
-    @Option(name: .long, help: ArgumentHelp(ModelOption.help))
+    @Option(name: [.customShort("m"), .long], help: ArgumentHelp(ModelOption.help))
     var model: String?
 
     /// The help text of `--no-repack-cache`.
@@ -87,7 +87,7 @@ struct ThreadsOption: ParsableArguments {
 
 /// `--ctx`: the KV cache size of a generating command.
 struct ContextOption: ParsableArguments {
-    @Option(name: .long, help: "Context size in tokens: the KV cache is sized for this (default: the model's, at most 4096).")
+    @Option(name: [.customShort("c"), .long], help: "Context size in tokens: the KV cache is sized for this (default: the model's, at most 4096).")
     var ctx: Int?
 
     func validate() throws {
@@ -153,7 +153,7 @@ struct BatchOption: ParsableArguments {
 /// `--max-tokens`: the reply cap of a generating command; unset, each command's own default
 /// (named in the help).
 struct MaxTokensOption: ParsableArguments {
-    @Option(name: .long, help: "Most tokens to generate per reply (default: generate 256; chat \(ChatSession.replyCap), which /set max_tokens default restores; bench-structured 160).")
+    @Option(name: [.customShort("n"), .long], help: "Most tokens to generate per reply (default: generate 256; chat \(ChatSession.replyCap), which /set max_tokens default restores; bench-structured 160).")
     var maxTokens: Int?
 
     func validate() throws {
@@ -231,7 +231,7 @@ struct SamplingFlags: ParsableArguments {
     @Option(name: .long, help: "Penalise tokens seen in the last 64 tokens; 1 disables, 1.1 is mild (default: the model's, else 1; chat: 1.1).")
     var repeatPenalty: Double?
 
-    @Option(name: .long, help: "Random seed, for reproducible sampling.")
+    @Option(name: [.customShort("s"), .long], help: "Random seed, for reproducible sampling.")
     var seed: Int?
 
     /// The flags as provider-layer options (unset ones stay nil: the provider's defaults).

@@ -28,7 +28,7 @@ struct Perplexity: ParsableCommand {
     @Option(name: .long, help: "The text file to score (optional with --kl-divergence-base: the base file holds the tokens).")
     var file: String?
 
-    @Option(name: .long, help: "Tokens per chunk (default 512, or the base file's).")
+    @Option(name: [.customShort("c"), .long], help: "Tokens per chunk (default 512, or the base file's).")
     var ctx: Int?
 
     @OptionGroup var workers: ThreadsOption

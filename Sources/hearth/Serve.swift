@@ -15,7 +15,7 @@ struct Serve: AsyncParsableCommand {
             """)
 
     // `--model` as every command declares it (`ModelOption.help`), but repeatable.
-    @Option(name: .long, help: ArgumentHelp(ModelOption.help + " Repeat to serve several: each request's `model` picks one by that name (a path by its file name without extension)."))
+    @Option(name: [.customShort("m"), .long], help: ArgumentHelp(ModelOption.help + " Repeat to serve several: each request's `model` picks one by that name (a path by its file name without extension)."))
     var model: [String] = []
 
     @Option(name: .long, help: "Serve every .gguf and .hqf file and checkpoint folder in this directory too, each under its name without extension.")
@@ -105,7 +105,7 @@ struct Serve: AsyncParsableCommand {
 
     @OptionGroup var sampling: SamplingFlags
 
-    @Option(name: .long, help: "Most tokens a reply may have when the request sets no max_tokens (default: until the model stops or the context fills).")
+    @Option(name: [.customShort("n"), .long], help: "Most tokens a reply may have when the request sets no max_tokens (default: until the model stops or the context fills).")
     var maxTokens: Int?
 
     @Option(name: .long, help: "Run as a gateway configured by this JSON file: client keys, HMAC signatures, rate limits, token quotas, usage in SQLite, response cache, content filter, cloud routes with local fallback (docs/SERVER.md#gateway). Replaces --api-key.")

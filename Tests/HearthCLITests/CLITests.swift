@@ -23,9 +23,9 @@ enum CLITestError: Error { case binaryNotFound }
         return nil
     }
 
-    func hearth(_ arguments: [String]) throws -> Result {
+    func hearth(_ arguments: [String], stdin: Data? = nil) throws -> Result {
         guard let binary = Self.binary else { throw CLITestError.binaryNotFound }
-        let result = try runProcess(binary, arguments)
+        let result = try runProcess(binary, arguments, stdin: stdin)
         return Result(
             status: result.status, stdout: String(decoding: result.stdout, as: UTF8.self),
             stderr: String(decoding: result.stderr, as: UTF8.self))

@@ -21,6 +21,7 @@ import Testing
     static let distinct: Set<String> = [
         "Serve.swift model",  // repeatable (several models), with ModelOption.help plus one sentence
         "Perplexity.swift ctx",  // the scoring chunk, as llama-perplexity's -c (default 512 or the base file's)
+        "Serve.swift max-tokens",  // a default for requests that set none, not a reply cap of the command
     ]
 
     /// `(file, long name)` of every `@Option`/`@Flag` in the CLI's sources.

@@ -3,9 +3,11 @@ import Foundation
 /// Runs `executable` with `arguments` to the end; its exit status, standard output and error.
 /// `environment` adds to (or, with a nil value, removes from) this process's environment.
 public func runProcess(
-    _ executable: URL, _ arguments: [String], environment: [String: String?] = [:]
+    _ executable: URL, _ arguments: [String], environment: [String: String?] = [:], stdin: Data? = nil
 ) throws -> (status: Int32, stdout: Data, stderr: Data) {
     let process = Process()
+    let input = stdin.map { _ in Pipe() }
+    if let input { process.standardInput = input }
     process.executableURL = executable
     process.arguments = arguments
     if !environment.isEmpty {
@@ -17,6 +19,10 @@ public func runProcess(
     process.standardOutput = out
     process.standardError = err
     try process.run()
+    if let input, let stdin {  // small inputs: they fit the pipe's buffer, so writing first cannot block
+        input.fileHandleForWriting.write(stdin)
+        try input.fileHandleForWriting.close()
+    }
     let stdout = out.fileHandleForReading.readDataToEndOfFile()
     let stderr = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
