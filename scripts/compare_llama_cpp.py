@@ -123,7 +123,7 @@ def main():
     for kind, summary in summaries:
         print("\n".join(summary))
         if args.append:
-            write_block(os.path.join(ROOT, "benchmarks/RESULTS.md"), f"<!-- {kind}:{result['model']} -->", summary)
+            write_block(os.path.join(ROOT, "benchmarks/history/2026-11-21-gemma-3-270m-gguf-q4km.md"), f"<!-- {kind}:{result['model']} -->", summary)
     if args.write_expectations and "greedy" in result:
         exp = {"generator": f"scripts/compare_llama_cpp.py with llama-cpp-python {llama_cpp.__version__}",
                "model": result["model"], "prompts": [{"prompt": g["prompt"], "greedy": g["llama_cpp"]}

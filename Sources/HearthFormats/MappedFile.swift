@@ -78,7 +78,7 @@ public final class MappedFile: @unchecked Sendable {
         }
         #if os(Linux)
         // Weights are streamed front to back every token; huge pages raise single-thread
-        // read bandwidth substantially on x86 (measured in benchmarks/RESULTS.md, "huge pages").
+        // read bandwidth substantially on x86 (measured in benchmarks/history/2026-11-28-harness-run-ggufs.md, the bandwidth table).
         _ = madvise(mapped, size, 14 /* MADV_HUGEPAGE */)
         #endif
         base = UnsafeRawPointer(mapped)

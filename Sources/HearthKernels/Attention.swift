@@ -191,7 +191,7 @@ public func cachedElementReference(_ row: UnsafeRawPointer, _ i: Int, type: DTyp
 public enum QuantizedKeyDots: String, Sendable, CaseIterable {
     /// Integer dots for narrow query tiles (a decode step: at most ``fusedAttentionNarrowRows``
     /// rows), keys converted to Float for wide ones (prompts), where the Float register-tiled
-    /// product is faster — as measured (benchmarks/RESULTS.md, "Long context": Gemma 3 270M,
+    /// product is faster — as measured (benchmarks/history/2026-11-26-long-context-fused-attention.md: Gemma 3 270M,
     /// q8_0 at depth 8192, tg64 94.4 integer vs 83.4 Float tokens/s, pp4096 390.6 vs 479.8).
     case automatic = "auto"
     /// Integer dots against 8-bit queries for every tile.

@@ -129,7 +129,7 @@ public final class OwnedBuffer: @unchecked Sendable {
     /// Allocates `count` zeroed bytes aligned to 64. Buffers of 2 MiB or more (weights
     /// rearranged or quantized at load) are aligned to 2 MiB and, on Linux, asked for
     /// transparent huge pages before they are touched: the kernels stream them every token,
-    /// and huge pages raise read bandwidth as they do for mapped files (benchmarks/RESULTS.md).
+    /// and huge pages raise read bandwidth as they do for mapped files (benchmarks/history/2026-11-28-harness-run-ggufs.md, the bandwidth table).
     public init(count: Int) {
         self.count = count
         pointer = allocateStreamedBuffer(byteCount: count)

@@ -21,7 +21,7 @@ import _Builtin_intrinsics.intel
 // 32 units were decoded into an L1 buffer and four tokens at a time streamed past them, each
 // token's 32 activation bytes and its sums reached through its own pointer and block index.
 // The register passes over activation panels took the Phi-3-mini-shaped Q5_K_M file's pp512
-// from 0.86× to 0.99× llama.cpp in one run (2 threads; benchmarks/RESULTS.md).
+// from 0.86× to 0.99× llama.cpp in one run (2 threads; benchmarks/history/2026-11-26-k-quant-prompts-at-8-bits-register-passes-over.md).
 
 /// The eight weight vectors of one unit.
 typealias UnitBytes = (

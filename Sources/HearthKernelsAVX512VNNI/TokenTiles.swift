@@ -14,7 +14,7 @@ import _Builtin_intrinsics.intel
 /// as many tokens as fill 768 KiB (1 MiB L2 on Zen 4, 2 MiB on Sapphire Rapids), a multiple of
 /// eight from 32 to 128. More tokens per block means fewer streams of the whole weight matrix
 /// from memory and one decode of a group serving more passes: 32 → 64 → 128 tokens gave a
-/// Phi-3-mini-shaped Q5_K_M pp512 about +22% and then +13% (benchmarks/RESULTS.md).
+/// Phi-3-mini-shaped Q5_K_M pp512 about +22% and then +13% (benchmarks/history/2026-11-26-k-quant-prompts-at-8-bits-register-passes-over.md).
 @_transparent
 func passBlock(cols: Int) -> Int {
     let fit = 768 * 1024 / (cols * 3 / 2 + 1) / 8 * 8
