@@ -31,6 +31,15 @@ written by save_pretrained) plus tokenizer files and reference.json:
                                    context 16 of 128), tied embeddings, vocabulary 1856 padded;
                                    o200k tokenizer.json with Phi-4-mini's special tokens and chat
                                    template (tokenizers/o200k-bpe)
+    Tests/Fixtures/qwen2-tiny/     Qwen2ForCausalLM shaped like Qwen2.5: GQA 4/1, q/k/v biases (no o_proj
+                                   bias), RoPE base 1e6, untied lm_head, vocabulary 672 padded past the
+                                   tokenizer's 662 (tokenizers/qwen2-bpe, Qwen2.5's chat template)
+    Tests/Fixtures/qwen3-tiny/     Qwen3ForCausalLM shaped like Qwen3-0.6B: GQA 4/2, head_dim 32 with 4 heads
+                                   wider than hidden 64, per-head q/k RMSNorm, no biases, tied embeddings,
+                                   vocabulary 672 padded past 666 (tokenizers/qwen3-bpe, Qwen3's template)
+    The two Qwen fixtures store BF16 weights, as the released checkpoints do (transformers upcasts them
+    exactly to float32, as Hearth does), and use short random-id prompts without BOS (QWEN_PROMPT_LENGTHS)
+    so the logits stay small; their chats are rendered and tokenized by apply_chat_template.
 
 reference.json has the layout of the phi3 fixtures. gemma3-tiny and llama-tiny use
 seeded random token-id lists (BOS 1 first, then ids in [3, 1000)) with "text": ""
@@ -64,6 +73,7 @@ and the tokenizer must still give the recorded prompt and chat ids.
 """
 
 import argparse
+import copy
 import json
 import math
 import random
@@ -88,6 +98,10 @@ from transformers import (
     Phi3ForCausalLM,
     PhiConfig,
     PhiForCausalLM,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+    Qwen3Config,
+    Qwen3ForCausalLM,
 )
 
 transformers.utils.logging.set_verbosity_error()
@@ -105,6 +119,12 @@ PHI2_ENDOFTEXT = 960  # <|endoftext|> in tokenizers/gpt2-bpe: Phi-2's BOS and EO
 PHI4_ENDOFTEXT = 1799  # <|endoftext|> in tokenizers/o200k-bpe (199999 in Phi-4-mini)
 PHI4_END = 1802  # <|end|> (200020 in Phi-4-mini)
 PHI4_VOCAB = 1856  # the model's padded vocabulary (200064 in Phi-4-mini)
+QWEN2_TOKENIZER = FIXTURES / "tokenizers" / "qwen2-bpe"
+QWEN3_TOKENIZER = FIXTURES / "tokenizers" / "qwen3-bpe"
+QWEN_ENDOFTEXT = 640  # <|endoftext|> in tokenizers/qwen*-bpe (151643 in Qwen): BOS/pad in Qwen's configs
+QWEN_IM_END = 642  # <|im_end|> (151645)
+QWEN_VOCAB = 672  # padded past the tokenizers' 662/666 ids, as Qwen's 151936 is past 151669
+QWEN_PROMPT_LENGTHS = [6, 17]  # no BOS; ids in [0, QWEN_ENDOFTEXT)
 SCRIPT_NAME = "scripts/make_family_fixtures.py"
 
 VOCAB = 1024
@@ -232,6 +252,29 @@ def llama_config():
     )
 
 
+def qwen_ids():
+    return dict(vocab_size=QWEN_VOCAB, bos_token_id=QWEN_ENDOFTEXT, eos_token_id=QWEN_IM_END,
+                pad_token_id=QWEN_ENDOFTEXT, max_position_embeddings=MAX_POSITIONS, initializer_range=INIT_STD)
+
+
+def qwen2_config():
+    """Qwen2.5's shape in miniature: GQA with biases on q/k/v only, RoPE base 1e6, separate lm_head."""
+    return Qwen2Config(
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=1, num_hidden_layers=2, intermediate_size=96,
+        hidden_act="silu", rms_norm_eps=1e-6, tie_word_embeddings=False, use_sliding_window=False,
+        sliding_window=32768, max_window_layers=2, rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
+        **qwen_ids())
+
+
+def qwen3_config():
+    """Qwen3-0.6B's shape in miniature: head_dim 32 (4 x 32 = 128 > hidden 64), q/k norms, tied."""
+    return Qwen3Config(
+        hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=32, num_hidden_layers=2,
+        intermediate_size=96, hidden_act="silu", rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False,
+        use_sliding_window=False, sliding_window=None, max_window_layers=2,
+        rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0}, **qwen_ids())
+
+
 PHI4_SHORT_FACTOR = [1.0, 1.1, 1.25, 1.5, 2.0, 3.0]
 PHI4_LONG_FACTOR = [1.5, 2.0, 3.0, 4.5, 6.0, 8.0]
 
@@ -286,6 +329,16 @@ FAMILIES = {
                        "tokenizer": (O200K_TOKENIZER, BPE_TOKENIZER_FILES), "text_prompts": True, "chats": True,
                        "first_damped": PHI4_ENDOFTEXT, "generation_eos": [PHI4_END, PHI4_ENDOFTEXT],
                        "bos": PHI4_ENDOFTEXT, "pad": PHI4_ENDOFTEXT},
+    "qwen2-tiny": {"config": qwen2_config, "model_class": Qwen2ForCausalLM, "seed": 5505,
+                   "tokenizer": (QWEN2_TOKENIZER, BPE_TOKENIZER_FILES), "text_prompts": False, "chats": True,
+                   "prompt_lengths": QWEN_PROMPT_LENGTHS, "dtype": torch.bfloat16,
+                   "first_damped": QWEN_ENDOFTEXT, "generation_eos": [QWEN_IM_END, QWEN_ENDOFTEXT],
+                   "bos": QWEN_ENDOFTEXT, "pad": QWEN_ENDOFTEXT},
+    "qwen3-tiny": {"config": qwen3_config, "model_class": Qwen3ForCausalLM, "seed": 5606,
+                   "tokenizer": (QWEN3_TOKENIZER, BPE_TOKENIZER_FILES), "text_prompts": False, "chats": True,
+                   "prompt_lengths": QWEN_PROMPT_LENGTHS, "dtype": torch.bfloat16,
+                   "first_damped": QWEN_ENDOFTEXT, "generation_eos": [QWEN_IM_END, QWEN_ENDOFTEXT],
+                   "bos": QWEN_ENDOFTEXT, "pad": QWEN_ENDOFTEXT},
 }
 
 
@@ -317,6 +370,10 @@ def chat_ids(tok, messages):
 def family_prompts(name: str, random_prompts: list) -> list:
     """Random id prompts, or TEXT_PROMPTS encoded by transformers on the family's tokenizer files."""
     fam = FAMILIES[name]
+    if "prompt_lengths" in fam:  # no BOS, ids below the first added token
+        rng = random.Random(PROMPT_SEED)
+        return [{"name": f"random-{n}", "text": "", "input_ids": [rng.randrange(0, fam["first_damped"]) for _ in range(n)]}
+                for n in fam["prompt_lengths"]]
     if not fam["text_prompts"]:
         return random_prompts
     tok = load_tokenizer(fam["tokenizer"][0])
@@ -424,8 +481,8 @@ def load_fixture_model(path: Path, expected_class):
 # ---------------------------------------------------------------------------
 
 def read_weights(path: Path) -> dict:
-    with safe_open(str(path / "model.safetensors"), "np") as f:
-        return {k: f.get_tensor(k).astype(np.float64) for k in f.keys()}
+    with safe_open(str(path / "model.safetensors"), "pt") as f:  # "pt": numpy has no bfloat16
+        return {k: f.get_tensor(k).to(torch.float64).numpy() for k in f.keys()}
 
 
 def rope_rotate(x, pos, inv_freq):
@@ -604,8 +661,41 @@ def numpy_forward_phi3(w, cfg, ids):
     return rms_norm(x, w["model.norm.weight"], eps) @ emb.T  # tied: no lm_head.weight in the file
 
 
+def numpy_forward_qwen(w, cfg, ids):
+    """Qwen2 (q/k/v biases) and Qwen3 (per-head q/k RMSNorm before RoPE, own head_dim): whichever
+    tensors the file has; tied when there is no lm_head.weight."""
+    d, nh, nkv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    hd = cfg.get("head_dim") or d // nh
+    inv = default_inv_freq(cfg["rope_parameters"]["rope_theta"], hd)
+    eps = cfg["rms_norm_eps"]
+    pos = np.arange(len(ids), dtype=np.float64)
+
+    def lin(x, name):
+        y = x @ w[name + ".weight"].T
+        return y + w[name + ".bias"] if name + ".bias" in w else y
+
+    def head_norm(x, name):  # x [n, T, hd]
+        return rms_norm(x, w[name + ".weight"], eps) if name + ".weight" in w else x
+
+    emb = w["model.embed_tokens.weight"]
+    x = emb[ids]
+    for L in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{L}."
+        h = rms_norm(x, w[p + "input_layernorm.weight"], eps)
+        q = head_norm(split_heads(lin(h, p + "self_attn.q_proj"), nh), p + "self_attn.q_norm")
+        k = head_norm(split_heads(lin(h, p + "self_attn.k_proj"), nkv), p + "self_attn.k_norm")
+        v = split_heads(lin(h, p + "self_attn.v_proj"), nkv)
+        q, k = rope_rotate(q, pos, inv), rope_rotate(k, pos, inv)
+        x = x + lin(merge_heads(attention(q, k, v, hd ** -0.5)), p + "self_attn.o_proj")
+        h = rms_norm(x, w[p + "post_attention_layernorm.weight"], eps)
+        x = x + lin(silu(lin(h, p + "mlp.gate_proj")) * lin(h, p + "mlp.up_proj"), p + "mlp.down_proj")
+    head = w.get("lm_head.weight", emb)
+    return rms_norm(x, w["model.norm.weight"], eps) @ head.T
+
+
 NUMPY_FORWARD = {"phi2-tiny": numpy_forward_phi2, "gemma3-tiny": numpy_forward_gemma3,
-                 "llama-tiny": numpy_forward_llama, "phi4-mini-tiny": numpy_forward_phi3}
+                 "llama-tiny": numpy_forward_llama, "phi4-mini-tiny": numpy_forward_phi3,
+                 "qwen2-tiny": numpy_forward_qwen, "qwen3-tiny": numpy_forward_qwen}
 
 
 # ---------------------------------------------------------------------------
@@ -638,6 +728,18 @@ def check_model_internals(name, model):
         assert "lm_head.weight" not in read_weights(FIXTURES / name)
         expected = math.sqrt(1 + math.log(MAX_POSITIONS / 16) / math.log(16))
         assert abs(model.model.rotary_emb.attention_scaling - expected) < 1e-9
+    elif name in ("qwen2-tiny", "qwen3-tiny"):
+        attn = model.model.layers[0].self_attn
+        w = read_weights(FIXTURES / name)
+        if name == "qwen2-tiny":
+            assert attn.q_proj.bias is not None and attn.o_proj.bias is None and attn.num_key_value_groups == 4
+            assert not cfg.tie_word_embeddings and "lm_head.weight" in w and cfg.sliding_window is None
+        else:
+            assert attn.head_dim == 32 and attn.q_proj.weight.shape == (128, 64) and attn.q_proj.bias is None
+            assert attn.q_norm.weight.shape == (32,) and attn.num_key_value_groups == 2
+            assert cfg.tie_word_embeddings and "lm_head.weight" not in w
+        assert all(layer.self_attn.sliding_window is None for layer in model.model.layers)
+        np.testing.assert_allclose(model.model.rotary_emb.inv_freq.numpy(), default_inv_freq(1e6, attn.head_dim), rtol=1e-6)
     elif name == "llama-tiny":
         inv = model.model.rotary_emb.inv_freq.numpy()
         np.testing.assert_allclose(inv, llama3_inv_freq(1e4, 16, 8.0, 1.0, 4.0, 16), rtol=1e-6)
@@ -697,6 +799,8 @@ def save_fixture(model, out: Path, name: str):
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
+    if "dtype" in FAMILIES[name]:  # the released checkpoints' storage type (an exact upcast on load)
+        model = copy.deepcopy(model).to(FAMILIES[name]["dtype"])
     model.save_pretrained(str(out), safe_serialization=True)
     assert (out / "model.safetensors").exists() and not (out / "model.safetensors.index.json").exists()
     # Our own generation_config.json (overwrites the one save_pretrained derives from the config).
@@ -758,7 +862,7 @@ def verify(name: str, prompts: list, chats: list) -> bool:
     ok = True
     with safe_open(str(path / "model.safetensors"), "pt") as f:
         dtypes = {f.get_slice(k).get_dtype() for k in f.keys()}
-    ok &= dtypes == {"F32"}
+    ok &= dtypes == ({"BF16"} if fam.get("dtype") == torch.bfloat16 else {"F32"})
     ref_doc = json.loads((path / "reference.json").read_text(encoding="utf-8"))
     ok &= ref_doc["chat"] == chats and len(ref_doc["prompts"]) == len(prompts)
     cfg = json.loads((path / "config.json").read_text())

@@ -33,7 +33,7 @@ from transformers import AutoModelForCausalLM
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "Tests", "Fixtures")
 CHECKPOINTS = ["phi3-mha", "phi3-gqa-longrope", "phi3-partial-tied", "phi2-tiny", "gemma3-tiny", "llama-tiny",
-               "phi4-mini-tiny"]
+               "phi4-mini-tiny", "qwen2-tiny", "qwen3-tiny"]
 LOW = 0.1
 
 
@@ -72,7 +72,7 @@ def main():
     generator = (f"scripts/make_greedy_margins.py (transformers {transformers.__version__}, torch {torch.__version__}; "
                  "float32, eager attention; top-1 minus top-2 logit at each greedy step of reference.json)")
     mismatches, low, minima, worst_check = [], [], {}, 0.0
-    for name in CHECKPOINTS:
+    for name in sys.argv[1:] or CHECKPOINTS:  # names on the command line: only those
         path = os.path.join(FIXTURES, name)
         ref = json.load(open(os.path.join(path, "reference.json")))
         model = load(path)

@@ -37,6 +37,16 @@ sequences, code, contractions, whitespace runs), with a tiny vocabulary:
                                                  a fused <unk> and a "##" continuing-subword prefix, added
                                                  tokens with lstrip/rstrip/single_word/normalized, a
                                                  TemplateProcessing that appends [SEP]
+    Tests/Fixtures/tokenizers/qwen2-bpe/         Qwen2/2.5's pipeline: NFC normalizer, Split(qwen2 regex, Isolated) +
+                                                 ByteLevel(use_regex=false), ByteLevel post-processor (no BOS),
+                                                 Qwen2.5's 22 added tokens (<|endoftext|>, <|im_start|>, <|im_end|>
+                                                 and the vision/tool/FIM ones, special as in Qwen2.5's file) and
+                                                 Qwen2.5-7B-Instruct's chat template (from Tests/Fixtures/chat-templates,
+                                                 taken from llama.cpp's models/templates). Also the tokenizer of
+                                                 qwen2-tiny (scripts/make_family_fixtures.py).
+    Tests/Fixtures/tokenizers/qwen3-bpe/         the same vocabulary with Qwen3's 26 added tokens (<tool_response>,
+                                                 </tool_response>, <think>, </think> added, not special) and
+                                                 Qwen3-0.6B's chat template. Also the tokenizer of qwen3-tiny.
     Tests/Fixtures/tokenizers/cases.json         for every tokenizer above and every text of CASES:
                                                  ids with and without special tokens, tokens, and the
                                                  decoded text (skip_special_tokens false and true) as HF
@@ -95,6 +105,22 @@ PHI4_MINI_CHAT_TEMPLATE = (
     "message['content'] + '<|end|>' }}{% endif %}{% endfor %}{% if add_generation_prompt %}"
     "{{ '<|assistant|>' }}{% else %}{{ eos_token }}{% endif %}"
 )
+QWEN2_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+# Qwen2.5's added tokens in id order (151643... there; here right after the trained vocabulary),
+# with their `special` flag as in Qwen2.5's tokenizer.json; Qwen3 appends QWEN3_EXTRA.
+QWEN2_ADDED = ([("<|endoftext|>", True), ("<|im_start|>", True), ("<|im_end|>", True)]
+               + [(t, True) for t in ["<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>", "<|box_end|>",
+                                      "<|quad_start|>", "<|quad_end|>", "<|vision_start|>", "<|vision_end|>",
+                                      "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>"]]
+               + [("<tool_call>", False), ("</tool_call>", False)]
+               + [(t, False) for t in ["<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
+                                       "<|repo_name|>", "<|file_sep|>"]])
+QWEN3_EXTRA = [("<tool_response>", False), ("</tool_response>", False), ("<think>", False), ("</think>", False)]
+TEMPLATES = FIXTURES / "chat-templates" / "templates"
+QWEN25_CHAT_TEMPLATE = TEMPLATES / "llama.cpp--Qwen-Qwen2.5-7B-Instruct.jinja"
+QWEN3_CHAT_TEMPLATE = TEMPLATES / "llama.cpp--Qwen-Qwen3-0.6B.jinja"
 LLAMA3_SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
 
 TOKENIZERS = {
@@ -103,6 +129,7 @@ TOKENIZERS = {
     "o200k-bpe": {"vocab_size": 1799},
     "llama3-bpe": {"vocab_size": 1200},
     "misc-bpe": {"vocab_size": 700},
+    "qwen2-bpe": {"vocab_size": 640},
 }
 
 EXTRA_CORPUS = """\
@@ -236,7 +263,7 @@ SPLIT_EXTRA = [
 ]
 
 SPLIT_PATTERNS = {"gpt2": r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
-                  "llama3": LLAMA3_PATTERN, "o200k": O200K_PATTERN}
+                  "llama3": LLAMA3_PATTERN, "o200k": O200K_PATTERN, "qwen2": QWEN2_PATTERN}
 
 CHATS = [
     [{"role": "user", "content": "How do I bake a plain loaf of bread at home?"}],
@@ -297,6 +324,34 @@ def build_llama3() -> Tokenizer:
         single="<|begin_of_text|> $A", pair="<|begin_of_text|> $A <|begin_of_text|> $B:1",
         special_tokens=[("<|begin_of_text|>", bos)])
     return tok
+
+
+def build_qwen(added) -> Tokenizer:
+    """Qwen2's tokenizer.json pipeline, trained here; `added` as (content, special) in id order."""
+    pre = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(QWEN2_PATTERN), "isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    tok = Tokenizer(models.BPE())
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=TOKENIZERS["qwen2-bpe"]["vocab_size"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(training_text(), trainer)
+    assert tok.get_vocab_size() == TOKENIZERS["qwen2-bpe"]["vocab_size"]
+    tok.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    for content, special in added:  # one at a time: ids in this order
+        tok.add_tokens([AddedToken(content, special=special, normalized=False)])
+    return tok
+
+
+def qwen_config(tok: Tokenizer, template: Path) -> dict:
+    """tokenizer_config.json as Qwen's instruct checkpoints ship it (eos <|im_end|>, no BOS)."""
+    return tokenizer_config(
+        tok, bos_token=None, chat_template=template.read_text(encoding="utf-8"), clean_up_tokenization_spaces=False,
+        eos_token="<|im_end|>", errors="replace", model_max_length=131072, pad_token="<|endoftext|>",
+        split_special_tokens=False, tokenizer_class="Qwen2Tokenizer", unk_token=None)
 
 
 def llama3_file(doc: dict) -> dict:
@@ -367,6 +422,13 @@ def save_tokenizer(tok: Tokenizer, out: Path, config, edit=None):
         write_json(out / "tokenizer_config.json", config)
 
 
+def write_qwen():
+    qwen2 = build_qwen(QWEN2_ADDED)
+    save_tokenizer(qwen2, OUT / "qwen2-bpe", qwen_config(qwen2, QWEN25_CHAT_TEMPLATE))
+    qwen3 = build_qwen(QWEN2_ADDED + QWEN3_EXTRA)
+    save_tokenizer(qwen3, OUT / "qwen3-bpe", qwen_config(qwen3, QWEN3_CHAT_TEMPLATE))
+
+
 def write_all():
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "corpus-extra.txt").write_text(EXTRA_CORPUS, encoding="utf-8")
@@ -395,6 +457,8 @@ def write_all():
     save_tokenizer(misc, OUT / "misc-bpe", tokenizer_config(
         misc, unk_token="<unk>", sep_token="[SEP]", clean_up_tokenization_spaces=False,
         tokenizer_class="PreTrainedTokenizerFast"))
+
+    write_qwen()
 
     # Phi-3: transformers converts tokenizer.model to a tokenizer.json (legacy false, as in the checkpoint).
     with tempfile.TemporaryDirectory() as tmp:
@@ -429,6 +493,8 @@ FIXTURE_DIRS = {
     "phi3-mha": PHI3_DIR,
     "phi3-legacy": OUT / "phi3-legacy",
     "misc-bpe": OUT / "misc-bpe",
+    "qwen2-bpe": OUT / "qwen2-bpe",
+    "qwen3-bpe": OUT / "qwen3-bpe",
 }
 
 
@@ -565,8 +631,19 @@ def verify() -> bool:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--verify", action="store_true", help="only verify the committed files")
+    ap.add_argument("--only-qwen", action="store_true",
+                    help="write only qwen2-bpe and qwen3-bpe and their cases and splits, keeping the other entries "
+                         "of cases.json (misc-bpe's character-level training is not reproducible across runs)")
     args = ap.parse_args()
-    if not args.verify:
+    if args.only_qwen and not args.verify:
+        write_qwen()
+        doc = json.loads((OUT / "cases.json").read_text(encoding="utf-8"))
+        fresh = make_cases()
+        for name in ["qwen2-bpe", "qwen3-bpe"]:
+            doc["tokenizers"][name] = fresh["tokenizers"][name]
+        doc["splits"]["qwen2"] = fresh["splits"]["qwen2"]
+        (OUT / "cases.json").write_text(dumps_cases(doc), encoding="utf-8")
+    elif not args.verify:
         write_all()
         (OUT / "cases.json").write_text(dumps_cases(make_cases()), encoding="utf-8")
     sys.exit(0 if verify() else 1)

@@ -57,6 +57,8 @@ public enum ModelFamilies {
         Phi2Family.self,
         Gemma3Family.self,
         LlamaFamily.self,
+        Qwen2Family.self,
+        Qwen3Family.self,
     ]
 
     /// The family for a configuration (its `architectures`), or a `FormatError` naming them.
