@@ -152,7 +152,10 @@ let package = Package(
                 "HearthHub",  // hearth pull, list, rm; model names wherever a path is accepted
                 "HearthTemplates",  // hearth bench-template
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]),
+            ],
+            plugins: ["HearthBuildInfo"]),  // `hearth --version`: the git description of the build
+        // Writes the `hearth` target's BuildCommit.swift (`git describe`) before each build.
+        .plugin(name: "HearthBuildInfo", capability: .buildTool(), path: "Plugins/HearthBuildInfo"),
 
         // Fixture paths and reference files shared by the test targets.
         .target(name: "HearthTestSupport", path: "Tests/HearthTestSupport", swiftSettings: optimizedInDebug),

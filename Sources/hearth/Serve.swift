@@ -11,7 +11,12 @@ struct Serve: AsyncParsableCommand {
         discussion: """
             Binds to loopback unless --host says otherwise and prints the URL once the model is loaded. \
             SIGTERM or SIGINT drains: /health turns 503, new requests get 503, in-flight requests get \
-            --grace seconds to finish, then the server exits 0. The sampling flags (--temperature,             --top-k, --top-p, --min-p, --repeat-penalty, --seed) and --max-tokens are defaults for             requests that leave the field out, as llama-server's are. See docs/SERVER.md.
+            --grace seconds to finish, then the server exits 0. The sampling flags (--temperature,             --top-k, --top-p, --min-p, --repeat-penalty, --seed) and --max-tokens are defaults for             requests that leave the field out, as llama-server's are. Every option can also come \
+            from the environment: HEARTH_ and its long name in upper case with - as _ \
+            (HEARTH_PORT=8080, HEARTH_CTX=8192, HEARTH_NO_WEB_UI=1; a repeatable option's values \
+            separated by commas); the command line wins. HEARTH_API_KEY is the key (after \
+            --api-key-file and --api-key); --models has no variable (HEARTH_MODELS says where the \
+            model registry is). See docs/SERVER.md.
             """)
 
     // `--model` as every command declares it (`ModelOption.help`), but repeatable.

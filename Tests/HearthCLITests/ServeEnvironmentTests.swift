@@ -1,0 +1,77 @@
+import Foundation
+import HearthTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `hearth serve`'s `HEARTH_*` environment fallbacks (issue 63), and `hearth --version`.
+@Suite struct ServeEnvironmentTests {
+    @Test func variablesStandInForOptionsAndTheCommandLineWins() async throws {
+        let binary = try #require(CLITests.binary)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["serve", "--alias", "from-cli"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["HEARTH_MODEL"] = Fixtures.checkpoint("phi3-mha").path
+        environment["HEARTH_PORT"] = "0"
+        environment["HEARTH_CTX"] = "256"
+        environment["HEARTH_THREADS"] = "1"
+        environment["HEARTH_ALIAS"] = "from-env"  // the command line's --alias wins
+        environment["HEARTH_NO_WEB_UI"] = "1"
+        environment["HEARTH_MAX_TOKENS"] = "3"
+        process.environment = environment
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var printed = ""
+        let deadline = Date().addingTimeInterval(60)
+        while !printed.contains("\n"), Date() < deadline, process.isRunning {
+            printed += String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        }
+        let url = try #require(printed.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }, "\(printed)")
+        let base = String(url.dropLast(3))
+
+        func call(_ path: String, body: String? = nil) async throws -> (Int, String) {
+            var request = URLRequest(url: try #require(URL(string: base + path)))
+            if let body {
+                request.httpMethod = "POST"
+                request.httpBody = Data(body.utf8)
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            }
+            let (data, response) = try await URLSession.shared.data(for: request)
+            return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+        }
+        let models = try await call("/v1/models")
+        #expect(models.0 == 200 && models.1.contains("\"from-cli\"") && !models.1.contains("from-env"), "\(models.1)")
+        #expect(try await call("/").0 == 404, "HEARTH_NO_WEB_UI=1 turned the chat page off")
+        let chat = #"{"model":"from-cli","messages":[{"role":"user","content":"Hi"}],"temperature":0}"#
+        let (status, body) = try await call("/v1/chat/completions", body: chat)
+        #expect(status == 200 && body.contains("\"completion_tokens\":3"), "HEARTH_MAX_TOKENS=3: \(body)")
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+    }
+
+    @Test func aFlagVariableThatIsNotYesOrNoIsRefused() throws {
+        let binary = try #require(CLITests.binary)
+        let run = try runProcess(binary, ["serve", "--port", "0"], environment: ["HEARTH_NO_WEB_UI": "maybe"])
+        let stderr = String(decoding: run.stderr, as: UTF8.self)
+        #expect(run.status != 0 && stderr.contains("HEARTH_NO_WEB_UI"), "\(stderr)")
+    }
+
+    /// `hearth --version`: the version CHANGELOG.md's newest entry names, the build's git
+    /// description, the kernel level.
+    @Test func versionNamesTheReleaseTheBuildAndTheKernels() throws {
+        let run = try CLITests().hearth(["--version"])
+        #expect(run.status == 0, "\(run.stderr)")
+        let changelog = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let newest = try #require(changelog.firstMatch(of: /\n## \[?(\d+\.\d+\.\d+)\]?/)?.1)
+        let line = run.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(line.wholeMatch(of: /hearth (\d+\.\d+\.\d+) \([^()]+\), kernels [a-z0-9-]+/)?.1 == newest, "\(line)")
+    }
+}
