@@ -1,7 +1,37 @@
+/// A variable name, interned when the template is compiled: frames compare small integer ids,
+/// not strings. One template's ids come from its own `NameTable`.
+struct Name {
+    let id: Int
+    let text: String
+}
+
+/// The variable names one template uses, each with an id (dense, from 0). `loop`, `caller`,
+/// `varargs` and `kwargs`, which the evaluator binds itself, have fixed ids.
+struct NameTable {
+    private(set) var ids: [String: Int] = [:]
+
+    static let loop = Name(id: 0, text: "loop")
+    static let caller = Name(id: 1, text: "caller")
+    static let varargs = Name(id: 2, text: "varargs")
+    static let kwargs = Name(id: 3, text: "kwargs")
+
+    init() {
+        for name in [Self.loop, Self.caller, Self.varargs, Self.kwargs] { ids[name.text] = name.id }
+    }
+
+    /// The name's id, assigning the next one to a name not seen before.
+    mutating func intern(_ text: String) -> Name {
+        if let id = ids[text] { return Name(id: id, text: text) }
+        let id = ids.count
+        ids[text] = id
+        return Name(id: id, text: text)
+    }
+}
+
 /// Expressions of the template language (jinja2's `nodes.Expr` subset).
 indirect enum Expr {
     case literal(JinjaValue)
-    case name(String, SourcePosition)
+    case name(Name, SourcePosition)
     case list([Expr])
     case tuple([Expr])
     case dict([(Expr, Expr)])
@@ -29,18 +59,18 @@ struct Arguments {
 
 /// Where a `set` or `for` stores: a name, `ns.attr`, or a tuple of names.
 enum AssignTarget {
-    case name(String)
-    case attribute(String, String)
+    case name(Name)
+    case attribute(Name, String)
     case tuple([AssignTarget])
 }
 
 /// A macro (or a `call` block's body, which is an anonymous macro named `caller`).
 final class MacroDefinition {
-    let name: String
-    let parameters: [(String, Expr?)]
+    let name: Name
+    let parameters: [(Name, Expr?)]
     let body: [Node]
     let position: SourcePosition
-    init(name: String, parameters: [(String, Expr?)], body: [Node], position: SourcePosition) {
+    init(name: Name, parameters: [(Name, Expr?)], body: [Node], position: SourcePosition) {
         self.name = name
         self.parameters = parameters
         self.body = body

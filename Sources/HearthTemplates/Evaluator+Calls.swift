@@ -38,30 +38,31 @@ extension Evaluator {
         }
         let frame = Scope(parent: scope)
         var kwargs = JinjaDict()
-        var bound = Set<String>()
-        for (i, (name, _)) in definition.parameters.enumerated() where i < positional.count {
-            frame.variables[name] = positional[i]
-            bound.insert(name)
+        let parameters = definition.parameters
+        var bound = [Bool](repeating: false, count: parameters.count)
+        for i in 0..<min(positional.count, parameters.count) {
+            frame.variables[parameters[i].0.id] = positional[i]
+            bound[i] = true
         }
-        let extra = positional.count > definition.parameters.count ? Array(positional[definition.parameters.count...]) : []
+        let extra = positional.count > parameters.count ? Array(positional[parameters.count...]) : []
         for (name, value) in keyword {
-            if definition.parameters.contains(where: { $0.0 == name }) {
-                if bound.contains(name) {
-                    throw TemplateError(.type, "macro '\(definition.name)' got multiple values for argument '\(name)'", at: position)
+            if let i = parameters.firstIndex(where: { $0.0.text == name }) {
+                if bound[i] {
+                    throw TemplateError(.type, "macro '\(definition.name.text)' got multiple values for argument '\(name)'", at: position)
                 }
-                frame.variables[name] = value
-                bound.insert(name)
+                frame.variables[parameters[i].0.id] = value
+                bound[i] = true
             } else if name == "caller" {
-                frame.variables["caller"] = value
+                frame.variables[NameTable.caller.id] = value
             } else {
                 kwargs[.string(name)] = value
             }
         }
-        for (name, defaultValue) in definition.parameters where !bound.contains(name) {
-            frame.variables[name] = try defaultValue.map { try eval($0, frame) } ?? .undefined("parameter '\(name)' was not provided")
+        for (i, (name, defaultValue)) in parameters.enumerated() where !bound[i] {
+            frame.variables[name.id] = try defaultValue.map { try eval($0, frame) } ?? .undefined("parameter '\(name.text)' was not provided")
         }
-        frame.variables["varargs"] = .tuple(extra)
-        frame.variables["kwargs"] = .dict(kwargs)
+        frame.variables[NameTable.varargs.id] = .tuple(extra)
+        frame.variables[NameTable.kwargs.id] = .dict(kwargs)
         return .string(try capture(definition.body, frame))
     }
 

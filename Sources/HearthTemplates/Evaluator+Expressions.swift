@@ -7,9 +7,9 @@ extension Evaluator {
             return v
         case .name(let n, let position):
             try tick(position)
-            if let v = scope.lookup(n) { return v }
-            if Builtins.globals.contains(n) { return .object(CallableObject(.builtin(n))) }
-            return .undefined(n)
+            if let v = scope.lookup(n.id) { return v }
+            if Builtins.globals.contains(n.text) { return .object(CallableObject(.builtin(n.text))) }
+            return .undefined(n.text)
         case .list(let items):
             return .list(try items.map { try eval($0, scope) })
         case .tuple(let items):
@@ -28,7 +28,20 @@ extension Evaluator {
                 value, try a.map { try eval($0, scope) }, try b.map { try eval($0, scope) }, try c.map { try eval($0, scope) }, position)
         case .call(let callee, let arguments, let position):
             try tick(position)
-            let function = try eval(callee, scope)
+            let function: JinjaValue
+            if case .attribute(let baseExpr, let name, let attributePosition) = callee {
+                // `value.method(...)`: call a str, list or dict method directly, without making
+                // the bound-method object `getAttribute` would return for it.
+                let base = try eval(baseExpr, scope)
+                if Self.hasBuiltinMethod(base, name) {
+                    let positional = try arguments.positional.map { try eval($0, scope) }
+                    let keyword = try arguments.keyword.map { ($0.0, try eval($0.1, scope)) }
+                    return try callMethod(base, name, positional, keyword, position)
+                }
+                function = try getAttribute(base, name, attributePosition)
+            } else {
+                function = try eval(callee, scope)
+            }
             var positional = try arguments.positional.map { try eval($0, scope) }
             let keyword = try arguments.keyword.map { ($0.0, try eval($0.1, scope)) }
             return try call(function, &positional, keyword, position)
@@ -280,6 +293,17 @@ extension Evaluator {
     }
 
     // MARK: attribute and item access
+
+    /// Whether `value.name` is a bound method of a str, list, tuple or dict (as `getAttribute`
+    /// decides it).
+    static func hasBuiltinMethod(_ value: JinjaValue, _ name: String) -> Bool {
+        switch value {
+        case .dict: return Builtins.dictMethods.contains(name)
+        case .string: return Builtins.stringMethods.contains(name)
+        case .list, .tuple: return Builtins.listMethods.contains(name)
+        default: return false
+        }
+    }
 
     /// `obj.name`: jinja2's sandboxed `getattr` — the attribute (a method) first, then the item.
     func getAttribute(_ value: JinjaValue, _ name: String, _ position: SourcePosition) throws -> JinjaValue {

@@ -210,6 +210,7 @@ extension Evaluator {
 /// Python string operations on Unicode scalars (Python indexes code points, not graphemes).
 enum StringOps {
     static func strip(_ s: String, _ chars: String?, leading: Bool, trailing: Bool) -> String {
+        if chars == nil, let stripped = stripASCIISpace(s, leading: leading, trailing: trailing) { return stripped }
         let set = chars.map { Set($0.unicodeScalars) }
         func strippable(_ c: Unicode.Scalar) -> Bool { set?.contains(c) ?? PythonFormat.isSpace(c) }
         let scalars = s.unicodeScalars
@@ -225,8 +226,75 @@ enum StringOps {
         return String(scalars[lo..<hi])
     }
 
+    /// `strip()` without `chars` on the UTF-8 bytes, when the bytes it stops at are ASCII (a
+    /// non-ASCII scalar at either end may be whitespace, U+3000 say): nil to take the general path.
+    private static func stripASCIISpace(_ s: String, leading: Bool, trailing: Bool) -> String? {
+        func isSpace(_ b: UInt8) -> Bool { (0x09...0x0D).contains(b) || (0x1C...0x20).contains(b) }
+        var s = s
+        let kept: Range<Int>? = s.withUTF8 { bytes in
+            var lo = 0, hi = bytes.count
+            if leading {
+                while lo < hi, isSpace(bytes[lo]) { lo += 1 }
+                if lo < hi, bytes[lo] >= 0x80 { return nil }
+            }
+            if trailing {
+                while hi > lo, isSpace(bytes[hi - 1]) { hi -= 1 }
+                if hi > lo, bytes[hi - 1] >= 0x80 { return nil }
+            }
+            return lo..<hi
+        }
+        guard let kept else { return nil }
+        if kept.count == s.utf8.count { return s }
+        return s.withUTF8 { String(decoding: UnsafeBufferPointer(rebasing: $0[kept]), as: UTF8.self) }
+    }
+
+    /// `split(sep)` / `rsplit(sep)` with a non-empty separator, on the UTF-8 bytes: a match of
+    /// valid UTF-8 starts on a scalar boundary, so the parts are those of the scalar algorithm.
+    private static func splitUTF8(_ s: String, _ sep: String, maxSplit: Int, fromRight: Bool) -> [String] {
+        var s = s, sep = sep
+        return s.withUTF8 { a in
+            sep.withUTF8 { b in
+                let m = b.count
+                func make(_ r: Range<Int>) -> String { String(decoding: UnsafeBufferPointer(rebasing: a[r]), as: UTF8.self) }
+                func matches(at i: Int) -> Bool {
+                    guard i >= 0, i + m <= a.count else { return false }
+                    for k in 0..<m where a[i + k] != b[k] { return false }
+                    return true
+                }
+                var parts: [String] = []
+                if !fromRight {
+                    var start = 0, i = 0
+                    while i + m <= a.count {
+                        if (maxSplit < 0 || parts.count < maxSplit) && a[i] == b[0] && matches(at: i) {
+                            parts.append(make(start..<i))
+                            i += m
+                            start = i
+                        } else {
+                            i += 1
+                        }
+                    }
+                    parts.append(make(start..<a.count))
+                    return parts
+                }
+                var end = a.count, i = a.count - m
+                while i >= 0 {
+                    if (maxSplit < 0 || parts.count < maxSplit) && matches(at: i) {
+                        parts.append(make((i + m)..<end))
+                        end = i
+                        i -= m
+                    } else {
+                        i -= 1
+                    }
+                }
+                parts.append(make(0..<end))
+                return parts.reversed()
+            }
+        }
+    }
+
     /// `str.split(sep, maxsplit)` / `rsplit`; `sep == nil` splits on runs of whitespace.
     static func split(_ s: String, _ sep: String?, maxSplit: Int, fromRight: Bool) -> [String] {
+        if let sep, !sep.isEmpty { return splitUTF8(s, sep, maxSplit: maxSplit, fromRight: fromRight) }
         let scalars = Array(s.unicodeScalars)
         func make(_ r: Range<Int>) -> String { String(String.UnicodeScalarView(scalars[r])) }
         guard let sep else {

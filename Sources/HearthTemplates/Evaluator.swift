@@ -1,37 +1,37 @@
 import Foundation
 
-/// A frame's variables: a few names, searched linearly (comparing short strings is cheaper than
-/// hashing them, and a frame rarely holds more than a few dozen), with a hash index past 32.
+/// A frame's variables by interned name id (`NameTable`): a few ids, searched linearly (a frame
+/// rarely holds more than a few dozen), with a hash index past 32.
 struct VariableTable {
-    private var names: [String] = []
+    private var ids: [Int] = []
     private var values: [JinjaValue] = []
-    private var index: [String: Int]? = nil
+    private var index: [Int: Int]? = nil
 
-    init(_ dictionary: [String: JinjaValue] = [:]) {
-        for (k, v) in dictionary { self[k] = v }
+    init() {}
+
+    private func position(_ id: Int) -> Int? {
+        if let index { return index[id] }
+        return ids.withUnsafeBufferPointer { buffer in
+            for i in 0..<buffer.count where buffer[i] == id { return i }
+            return nil
+        }
     }
 
-    private func position(_ name: String) -> Int? {
-        if let index { return index[name] }
-        for i in names.indices where names[i] == name { return i }
-        return nil
-    }
-
-    subscript(name: String) -> JinjaValue? {
-        get { position(name).map { values[$0] } }
+    subscript(id: Int) -> JinjaValue? {
+        get { position(id).map { values[$0] } }
         set {
             guard let newValue else { return }  // templates never unset a variable
-            if let i = position(name) {
+            if let i = position(id) {
                 values[i] = newValue
                 return
             }
-            names.append(name)
+            ids.append(id)
             values.append(newValue)
             if index != nil {
-                index?[name] = names.count - 1
-            } else if names.count > 32 {
-                var built: [String: Int] = [:]
-                for (i, n) in names.enumerated() { built[n] = i }
+                index?[id] = ids.count - 1
+            } else if ids.count > 32 {
+                var built: [Int: Int] = [:]
+                for (i, n) in ids.enumerated() { built[n] = i }
                 index = built
             }
         }
@@ -40,18 +40,29 @@ struct VariableTable {
 
 /// Variables visible at one point of a render: a chain of frames (template, `for` body, macro call).
 final class Scope {
-    var variables: VariableTable
+    // Unchecked: a render runs on one thread, and no access to a frame's table overlaps another
+    // (the evaluator reads or writes one variable at a time, never during a call).
+    @exclusivity(unchecked) var variables = VariableTable()
     let parent: Scope?
 
-    init(_ variables: [String: JinjaValue] = [:], parent: Scope?) {
-        self.variables = VariableTable(variables)
+    init(parent: Scope?) {
         self.parent = parent
     }
 
-    func lookup(_ name: String) -> JinjaValue? {
-        var scope: Scope? = self
+    /// The template's top frame: the caller's variables under the template's name ids (a
+    /// variable the template never names cannot be read, so it is left out).
+    init(_ context: [String: JinjaValue], names: NameTable) {
+        self.parent = nil
+        for (key, value) in context {
+            if let id = names.ids[key] { variables[id] = value }
+        }
+    }
+
+    func lookup(_ id: Int) -> JinjaValue? {
+        if let v = variables[id] { return v }
+        var scope = parent
         while let s = scope {
-            if let v = s.variables[name] { return v }
+            if let v = s.variables[id] { return v }
             scope = s.parent
         }
         return nil
@@ -68,10 +79,12 @@ final class Evaluator {
     let limits: TemplateLimits
     let now: Date
     let timeZone: TimeZone
-    var steps = 0
-    var callDepth = 0
+    // Unchecked: one render, one thread; no access to these overlaps another (each is read and
+    // written in one statement, never across a call).
+    @exclusivity(unchecked) var steps = 0
+    @exclusivity(unchecked) var callDepth = 0
     /// Output buffers: the template's, and one per macro call or block capture in progress.
-    var buffers: [String] = [""]
+    @exclusivity(unchecked) var buffers: [String] = [""]
 
     init(limits: TemplateLimits, now: Date, timeZone: TimeZone) {
         self.limits = limits
@@ -191,7 +204,7 @@ final class Evaluator {
             }
             try assign(target, value, scope, position)
         case .macro(let definition):
-            scope.variables[definition.name] = .object(CallableObject(.macro(definition, scope)))
+            scope.variables[definition.name.id] = .object(CallableObject(.macro(definition, scope)))
         case .callBlock(let callExpr, let caller, _):
             guard case .call(let callee, let arguments, let cposition) = callExpr else { return .normal }
             let function = try eval(callee, scope)
@@ -238,10 +251,10 @@ final class Evaluator {
         }
         switch target {
         case .name(let n):
-            scope.variables[n] = value
+            scope.variables[n.id] = value
         case .attribute(let n, let attribute):
-            guard case .object(let object) = scope.lookup(n) ?? .undefined(n), let ns = object as? NamespaceObject else {
-                throw TemplateError(.type, "cannot assign attribute on non-namespace object '\(n)'", at: position)
+            guard case .object(let object) = scope.lookup(n.id) ?? .undefined(n.text), let ns = object as? NamespaceObject else {
+                throw TemplateError(.type, "cannot assign attribute on non-namespace object '\(n.text)'", at: position)
             }
             if attribute.hasPrefix("_") {
                 throw TemplateError(.security, "chat templates cannot store underscore-prefixed attributes on a namespace ('\(attribute)')", at: position)
@@ -298,8 +311,8 @@ final class Evaluator {
         if items.isEmpty { return try run(otherwise, scope) }
         let loop = LoopObject()
         loop.items = items
-        if case .object(let o) = scope.lookup("loop") ?? JinjaValue.none, let outer = o as? LoopObject { loop.depth0 = outer.depth0 + 1 }
-        inner.variables["loop"] = .object(loop)
+        if case .object(let o) = scope.lookup(NameTable.loop.id) ?? JinjaValue.none, let outer = o as? LoopObject { loop.depth0 = outer.depth0 + 1 }
+        inner.variables[NameTable.loop.id] = .object(loop)
         for (i, item) in items.enumerated() {
             try tick(position)
             loop.index0 = i

@@ -102,60 +102,96 @@ struct DictKey: Hashable {
 }
 
 /// An insertion-ordered dict, as Python's. Small dicts (messages, tool calls) are searched
-/// linearly; a hash index is built past 16 entries.
+/// linearly; a hash index is built past 16 entries. The entries live in one copy-on-write box, so
+/// a dict is one reference wide and copying it (into a `JinjaValue`, out of a list) is one retain.
 public struct JinjaDict: Sendable {
-    private(set) var keys: [JinjaValue] = []
+    /// The entries; mutated only through a uniquely referenced box (copy-on-write).
+    final class Storage: @unchecked Sendable {
+        // @unchecked: a box is mutated only while `isKnownUniquelyReferenced` says one dict holds
+        // it; shared boxes are never written.
+        // Unchecked: no two accesses to a box overlap (each is one statement of `JinjaDict`).
+        @exclusivity(unchecked) var keys: [JinjaValue]
+        @exclusivity(unchecked) var values: [JinjaValue]
+        @exclusivity(unchecked) var index: [DictKey: Int]?
+
+        init(keys: [JinjaValue] = [], values: [JinjaValue] = [], index: [DictKey: Int]? = nil) {
+            self.keys = keys
+            self.values = values
+            self.index = index
+        }
+
+        static let empty = Storage()
+    }
+
+    private var storage: Storage
+
+    /// The keys, in insertion order.
+    var keys: [JinjaValue] { storage.keys }
     /// The values, in the order of `keys`.
-    public private(set) var values: [JinjaValue] = []
-    private var index: [DictKey: Int]? = nil
+    public var values: [JinjaValue] { storage.values }
 
     /// An empty dict.
-    public init() {}
+    public init() { storage = .empty }
 
     /// The number of entries.
-    public var count: Int { keys.count }
+    public var count: Int { storage.keys.count }
     /// Whether the dict is empty.
-    public var isEmpty: Bool { keys.isEmpty }
+    public var isEmpty: Bool { storage.keys.isEmpty }
+
+    private mutating func makeUnique() {
+        if !isKnownUniquelyReferenced(&storage) {
+            storage = Storage(keys: storage.keys, values: storage.values, index: storage.index)
+        }
+    }
 
     private func position(_ key: JinjaValue) -> Int? {
-        if let index { return index[DictKey(key)] }
-        if case .string(let s) = key {
-            for i in keys.indices {
+        let storage = self.storage
+        if let index = storage.index { return index[DictKey(key)] }
+        if case .string(let s) = key { return position(string: s) }
+        let k = DictKey(key)
+        for i in storage.keys.indices where DictKey(storage.keys[i]) == k { return i }
+        return nil
+    }
+
+    private func position(string s: String) -> Int? {
+        let storage = self.storage
+        if let index = storage.index { return index[DictKey(.string(s))] }
+        return storage.keys.withUnsafeBufferPointer { keys in
+            for i in 0..<keys.count {
                 if case .string(let k) = keys[i], k == s { return i }
             }
             return nil
         }
-        let k = DictKey(key)
-        for i in keys.indices where DictKey(keys[i]) == k { return i }
-        return nil
     }
 
     /// The value under `key`, or nil; setting appends a new key or replaces the value in place.
     public subscript(key: JinjaValue) -> JinjaValue? {
-        get { position(key).map { values[$0] } }
+        get { position(key).map { storage.values[$0] } }
         set {
             if let newValue {
+                makeUnique()
                 if let i = position(key) {
-                    values[i] = newValue
+                    storage.values[i] = newValue
                     return
                 }
-                keys.append(key)
-                values.append(newValue)
-                if index != nil {
-                    index?[DictKey(key)] = keys.count - 1
-                } else if keys.count > 16 {
+                storage.keys.append(key)
+                storage.values.append(newValue)
+                if storage.index != nil {
+                    storage.index?[DictKey(key)] = storage.keys.count - 1
+                } else if storage.keys.count > 16 {
                     var built: [DictKey: Int] = [:]
-                    for (i, k) in keys.enumerated() { built[DictKey(k)] = i }
-                    index = built
+                    for (i, k) in storage.keys.enumerated() { built[DictKey(k)] = i }
+                    storage.index = built
                 }
             } else if let i = position(key) {
                 // Removal is rare (never done by templates); rebuild the index.
-                keys.remove(at: i)
-                values.remove(at: i)
-                if index != nil {
+                makeUnique()
+                storage.keys.remove(at: i)
+                storage.values.remove(at: i)
+                if storage.index != nil {
                     var built: [DictKey: Int] = [:]
-                    for (i, k) in keys.enumerated() { built[DictKey(k)] = i }
-                    index = built
+                    for (i, k) in storage.keys.enumerated() { built[DictKey(k)] = i }
+                    storage.index = built
                 }
             }
         }
@@ -163,12 +199,12 @@ public struct JinjaDict: Sendable {
 
     /// The value under a string key.
     public subscript(string key: String) -> JinjaValue? {
-        position(.string(key)).map { values[$0] }
+        position(string: key).map { storage.values[$0] }
     }
 
     /// The entries in insertion order.
     public var entries: [(key: JinjaValue, value: JinjaValue)] {
-        Array(zip(keys, values)).map { (key: $0.0, value: $0.1) }
+        Array(zip(storage.keys, storage.values)).map { (key: $0.0, value: $0.1) }
     }
 }
 
@@ -180,7 +216,8 @@ public class JinjaObject: @unchecked Sendable {
 
 /// `namespace(...)`: the one mutable object a template can make (`{% set ns.x = 1 %}`).
 final class NamespaceObject: JinjaObject, @unchecked Sendable {
-    var attributes = JinjaDict()
+    // Unchecked: one render, one thread, and each access is one statement.
+    @exclusivity(unchecked) var attributes = JinjaDict()
     override var typeName: String { "Namespace" }
 }
 
@@ -216,9 +253,10 @@ final class GeneratorObject: JinjaObject, @unchecked Sendable {
 
 /// The `loop` variable of a `for`.
 final class LoopObject: JinjaObject, @unchecked Sendable {
-    var items: [JinjaValue] = []
-    var index0 = 0
-    var depth0 = 0
-    var lastChanged: [JinjaValue]? = nil
+    // Unchecked: one render, one thread, and each access is one statement.
+    @exclusivity(unchecked) var items: [JinjaValue] = []
+    @exclusivity(unchecked) var index0 = 0
+    @exclusivity(unchecked) var depth0 = 0
+    @exclusivity(unchecked) var lastChanged: [JinjaValue]? = nil
     override var typeName: String { "LoopContext" }
 }

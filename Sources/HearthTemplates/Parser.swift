@@ -10,12 +10,14 @@ struct Parser {
     /// Inside an `if` or a conditional expression (jinja2's "soft" frame), an unknown filter or
     /// test is an error only when it runs, as jinja2 raises it; elsewhere at compile time.
     private var softDepth = 0
+    /// The variable names seen so far, interned.
+    private(set) var names = NameTable()
 
-    static func parse(_ source: String, limits: TemplateLimits) throws -> [Node] {
+    static func parse(_ source: String, limits: TemplateLimits) throws -> (nodes: [Node], names: NameTable) {
         var parser = Parser(tokens: try Lexer.tokenize(source), maxDepth: limits.maxNesting)
         let (nodes, endTag) = try parser.parseBody(until: [])
         if let endTag { throw TemplateError(.syntax, "unexpected '\(endTag)'", at: parser.tokens[parser.index].position) }
-        return nodes
+        return (nodes, parser.names)
     }
 
     private init(tokens: [Token], maxDepth: Int) {
@@ -208,7 +210,7 @@ struct Parser {
             try expectBlockEnd()
             return .setBlock(target, filters: filters, body: body, position)
         case "macro":
-            let name = try expectName()
+            let name = names.intern(try expectName())
             let parameters = try parseSignature()
             try expectBlockEnd()
             let savedLoops = loopDepth, savedSoft = softDepth
@@ -227,7 +229,7 @@ struct Parser {
             let (body, _) = try parseRequiredBody(["endcall"], for: "call", at: position)
             loopDepth = savedLoops
             try expectBlockEnd()
-            return .callBlock(call: call, caller: MacroDefinition(name: "caller", parameters: parameters, body: body, position: position), position)
+            return .callBlock(call: call, caller: MacroDefinition(name: NameTable.caller, parameters: parameters, body: body, position: position), position)
         case "filter":
             let filters = try parseFilterChain(requireFirstPipe: false)
             try expectBlockEnd()
@@ -262,13 +264,13 @@ struct Parser {
         }
     }
 
-    private mutating func parseSignature() throws -> [(String, Expr?)] {
+    private mutating func parseSignature() throws -> [(Name, Expr?)] {
         try expectOp("(")
-        var parameters: [(String, Expr?)] = []
+        var parameters: [(Name, Expr?)] = []
         while !skipOp(")") {
             if !parameters.isEmpty { try expectOp(",") }
             if skipOp(")") { break }
-            let name = try expectName()
+            let name = names.intern(try expectName())
             let value: Expr? = skipOp("=") ? try parseExpression() : nil
             parameters.append((name, value))
         }
@@ -286,12 +288,12 @@ struct Parser {
             } else {
                 let name = try expectName()
                 if allowAttribute, skipOp(".") {
-                    targets.append(.attribute(name, try expectName()))
+                    targets.append(.attribute(names.intern(name), try expectName()))
                 } else {
                     if ["true", "false", "none", "True", "False", "None"].contains(name) {
                         throw fail("cannot assign to '\(name)'")
                     }
-                    targets.append(.name(name))
+                    targets.append(.name(names.intern(name)))
                 }
             }
             sawComma = skipOp(",")
@@ -483,7 +485,7 @@ struct Parser {
             case "true", "True": return .literal(.bool(true))
             case "false", "False": return .literal(.bool(false))
             case "none", "None": return .literal(.none)
-            default: return .name(n, token.position)
+            default: return .name(names.intern(n), token.position)
             }
         case .string(let s):
             advance()

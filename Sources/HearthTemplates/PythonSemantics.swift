@@ -89,6 +89,10 @@ enum PythonFormat {
 
     /// Python's `repr(str)`.
     static func stringRepr(_ s: String) -> String {
+        // Printable ASCII without a quote or a backslash (most keys and names): quoted as is.
+        if s.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "'") && $0 != UInt8(ascii: "\\") }) {
+            return "'" + s + "'"
+        }
         let quote: Character = (s.contains("'") && !s.contains("\"")) ? "\"" : "'"
         var out = String(quote)
         for c in s.unicodeScalars {

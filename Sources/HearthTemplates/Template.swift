@@ -11,6 +11,8 @@ import Foundation
 public struct Template: @unchecked Sendable {
     // @unchecked: the syntax tree is immutable after parsing (its classes hold only `let`s).
     let nodes: [Node]
+    /// The variable names the template uses, interned (the render's top frame is keyed by them).
+    let names: NameTable
     /// The template's source text.
     public let source: String
     /// The bounds every render of this template runs under.
@@ -26,7 +28,7 @@ public struct Template: @unchecked Sendable {
         }
         self.source = source
         self.limits = limits
-        self.nodes = try Parser.parse(source, limits: limits)
+        (self.nodes, self.names) = try Parser.parse(source, limits: limits)
     }
 
     /// Renders the template with `context` as its variables.
@@ -38,7 +40,7 @@ public struct Template: @unchecked Sendable {
     ///   `raise_exception(...)` (`.raised`, with the template's message) and bounds (`.limit`).
     public func render(_ context: [String: JinjaValue], now: Date = Date(), timeZone: TimeZone = .current) throws -> String {
         let evaluator = Evaluator(limits: limits, now: now, timeZone: timeZone)
-        let scope = Scope(context, parent: nil)
+        let scope = Scope(context, names: names)
         _ = try evaluator.run(nodes, scope)
         return evaluator.buffers[0]
     }
