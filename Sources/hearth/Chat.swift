@@ -85,9 +85,11 @@ struct Chat: ParsableCommand {
         if source.model != nil {
             modelPath = try source.path()
         } else if provider == "local" {
-            modelPath = try DefaultModel.path()
+            modelPath = try ModelNames.path(nil)  // the default model, pulled on first use
+        } else if case .local(let path)? = try? DefaultModel.target() {
+            modelPath = path  // the cloud's fallback: the default model if it is here, never a download
         } else {
-            modelPath = try? DefaultModel.path()
+            modelPath = nil
         }
         let style: LocalProvider.PromptStyle
         switch promptStyle {

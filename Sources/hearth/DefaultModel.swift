@@ -47,26 +47,27 @@ enum DefaultModel {
         }
     }
 
-    /// The default model's path, or an error saying how to install it.
-    static func path() throws -> String {
-        struct Registry: Decodable {
-            struct Entry: Decodable { let name: String, file: String?, bytes: Int64? }
-            let `default`: String
-            let models: [Entry]
-        }
-        guard let dir = directory(),
-            let data = FileManager.default.contents(atPath: dir.appendingPathComponent("registry.json").path),
-            let registry = try? JSONDecoder().decode(Registry.self, from: data),
-            let entry = registry.models.first(where: { $0.name == registry.default }), let file = entry.file,
-            let path = installedPath(file, in: dir)
-        else {
+    /// The default model: its installed file (`models/` of the checkout, or `$HEARTH_MODELS`),
+    /// else the registry entry that names the same file on the hub (same sha256), which is
+    /// pulled into the hub cache and verified on first use — so an installed binary with no
+    /// checkout gets it too. An error says how to install it when neither is possible.
+    static func target() throws -> ModelNames.Target {
+        guard let registry = ModelNames.registry(), let name = registry.default, let entry = registry.entry(name) else {
             throw ValidationError(
-                "no --model given and no models/registry.json found (looked in $HEARTH_MODELS, else the models/ of the checkout this binary was built in); pass --model PATH or set HEARTH_MODELS")
+                "no --model given and no model registry with a default model (looked in $HEARTH_MODELS, the models/ of the checkout this binary was built in, and the registry built into it); pass --model PATH or set HEARTH_MODELS")
         }
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw ValidationError("the default model \(printableName(registry.default)) is not installed: run scripts/fetch-default-model.sh (or scripts/setup.sh)")
+        if let dir = directory(), let file = entry.file, let path = installedPath(file, in: dir),
+            FileManager.default.fileExists(atPath: path)
+        {
+            try checkInstalled(path, name: name, bytes: entry.bytes)
+            return .local(path)
         }
-        try checkInstalled(path, name: registry.default, bytes: entry.bytes)
-        return path
+        if let twin = registry.models.first(where: { $0.reference != nil && $0.sha256 != nil && $0.sha256 == entry.sha256 }),
+            let reference = twin.reference
+        {
+            return .hub(reference, ExpectedFile(bytes: twin.bytes, sha256: twin.sha256))
+        }
+        throw ValidationError(
+            "the default model \(printableName(name)) is not installed: run scripts/fetch-default-model.sh (or scripts/setup.sh) in a checkout, or pass --model")
     }
 }

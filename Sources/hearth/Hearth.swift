@@ -16,7 +16,7 @@ struct Hearth: AsyncParsableCommand {
         subcommands: [
             Generate.self, Tokenize.self, Embed.self, Inspect.self, Quantize.self, Bench.self, BenchStructured.self, BenchTokenizer.self, BenchTemplate.self,
             Perplexity.self, Chat.self,
-            Serve.self, Pull.self, ListModels.self, RemoveModel.self,
+            Serve.self, Pull.self, ListModels.self, RemoveModel.self, Run.self, Show.self, PS.self,
         ])
 }
 

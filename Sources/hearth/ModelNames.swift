@@ -17,11 +17,14 @@ enum ModelNames {
     /// Whether a `--model` value is a path (it exists on disk) rather than a name.
     static func isPath(_ text: String) -> Bool { FileManager.default.fileExists(atPath: text) }
 
-    /// The registry table, when `models/registry.json` is found where ``DefaultModel`` looks
-    /// (`$HEARTH_MODELS`, else the checkout's `models/`; never the working directory).
+    /// The registry table: `models/registry.json` where ``DefaultModel`` looks (`$HEARTH_MODELS`,
+    /// else the checkout's `models/`; never the working directory), else the copy built into
+    /// the binary (`embeddedRegistry`), so an installed `hearth` knows the short names too.
     static func registry() -> ModelRegistry? {
-        guard let dir = DefaultModel.directory() else { return nil }
-        return try? ModelRegistry.load(dir.appendingPathComponent("registry.json"))
+        if let dir = DefaultModel.directory(), let table = try? ModelRegistry.load(dir.appendingPathComponent("registry.json")) {
+            return table
+        }
+        return try? JSONDecoder().decode(ModelRegistry.self, from: Data(embeddedRegistry.utf8))
     }
 
     /// Decides what `text` names: an existing path first, then a short name, then `org/repo[:QUANT]`.
@@ -67,8 +70,7 @@ enum ModelNames {
     /// The path to load for a `--model` value (nil: the default model), pulling a named model
     /// that is not cached yet. For synchronous commands (waits on the main thread).
     static func path(_ text: String?) throws -> String {
-        guard let text else { return try DefaultModel.path() }
-        switch try target(text) {
+        switch try text.map(target) ?? DefaultModel.target() {
         case .local(let path): return path
         case .hub(let reference, let pins):
             do {
@@ -79,8 +81,7 @@ enum ModelNames {
 
     /// ``path(_:)`` for async commands.
     static func resolvedPath(_ text: String?) async throws -> String {
-        guard let text else { return try DefaultModel.path() }
-        switch try target(text) {
+        switch try text.map(target) ?? DefaultModel.target() {
         case .local(let path): return path
         case .hub(let reference, let pins):
             do { return try await hub(label: reference.repo.id).resolve(reference, expected: pins).path.path } catch let error as HubError {
