@@ -3,6 +3,15 @@
 struct Name {
     let id: Int
     let text: String
+    /// Whether the name is a global function (`range`, `namespace`, …), called when no variable
+    /// shadows it.
+    let isGlobal: Bool
+
+    init(id: Int, text: String) {
+        self.id = id
+        self.text = text
+        self.isGlobal = Builtins.globals.contains(text)
+    }
 }
 
 /// The variable names one template uses, each with an id (dense, from 0). `loop`, `caller`,

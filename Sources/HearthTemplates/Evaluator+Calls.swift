@@ -73,7 +73,7 @@ extension Evaluator {
         return keyword.first { $0.0 == name }?.1
     }
 
-    private func callGlobal(_ name: String, _ positional: [JinjaValue], _ keyword: [(String, JinjaValue)], _ position: SourcePosition) throws -> JinjaValue {
+    func callGlobal(_ name: String, _ positional: [JinjaValue], _ keyword: [(String, JinjaValue)], _ position: SourcePosition) throws -> JinjaValue {
         switch name {
         case "raise_exception":
             let message = try str(argument(positional, keyword, 0, "message") ?? .string(""), position)

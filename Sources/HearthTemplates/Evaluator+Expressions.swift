@@ -8,7 +8,7 @@ extension Evaluator {
         case .name(let n, let position):
             try tick(position)
             if let v = scope.lookup(n.id) { return v }
-            if Builtins.globals.contains(n.text) { return .object(CallableObject(.builtin(n.text))) }
+            if n.isGlobal { return .object(CallableObject(.builtin(n.text))) }
             return .undefined(n.text)
         case .list(let items):
             return .list(try items.map { try eval($0, scope) })
@@ -39,6 +39,15 @@ extension Evaluator {
                     return try callMethod(base, name, positional, keyword, position)
                 }
                 function = try getAttribute(base, name, attributePosition)
+            } else if case .name(let n, let namePosition) = callee, n.isGlobal {
+                // `range(...)`, `namespace(...)`: the global, unless a variable shadows it.
+                try tick(namePosition)
+                guard let shadowing = scope.lookup(n.id) else {
+                    let positional = try arguments.positional.map { try eval($0, scope) }
+                    let keyword = try arguments.keyword.map { ($0.0, try eval($0.1, scope)) }
+                    return try callGlobal(n.text, positional, keyword, position)
+                }
+                function = shadowing
             } else {
                 function = try eval(callee, scope)
             }
@@ -318,10 +327,15 @@ extension Evaluator {
         case .list, .tuple:
             if Builtins.listMethods.contains(name) { return .object(CallableObject(.method(value, name))) }
         case .object(let o):
-            if let ns = o as? NamespaceObject {
+            switch o.objectKind {
+            case .namespace:
+                let ns = unsafeDowncast(o, to: NamespaceObject.self)  // the tag says so
                 return ns.attributes[string: name] ?? .undefined("'Namespace object' has no attribute '\(name)'")
+            case .loop:
+                return loopAttribute(unsafeDowncast(o, to: LoopObject.self), name)
+            case .other:
+                break
             }
-            if let loop = o as? LoopObject { return loopAttribute(loop, name) }
         default:
             break
         }

@@ -3,35 +3,35 @@ import Foundation
 /// A frame's variables by interned name id (`NameTable`): a few ids, searched linearly (a frame
 /// rarely holds more than a few dozen), with a hash index past 32.
 struct VariableTable {
-    private var ids: [Int] = []
-    private var values: [JinjaValue] = []
+    /// (id, value) pairs in one buffer: a frame costs one allocation.
+    private var entries: [(id: Int, value: JinjaValue)] = []
     private var index: [Int: Int]? = nil
 
     init() {}
 
     private func position(_ id: Int) -> Int? {
         if let index { return index[id] }
-        return ids.withUnsafeBufferPointer { buffer in
-            for i in 0..<buffer.count where buffer[i] == id { return i }
+        return entries.withUnsafeBufferPointer { buffer in
+            for i in 0..<buffer.count where buffer[i].id == id { return i }
             return nil
         }
     }
 
     subscript(id: Int) -> JinjaValue? {
-        get { position(id).map { values[$0] } }
+        get { position(id).map { entries[$0].value } }
         set {
             guard let newValue else { return }  // templates never unset a variable
             if let i = position(id) {
-                values[i] = newValue
+                entries[i].value = newValue
                 return
             }
-            ids.append(id)
-            values.append(newValue)
+            if entries.isEmpty { entries.reserveCapacity(4) }
+            entries.append((id, newValue))
             if index != nil {
-                index?[id] = ids.count - 1
-            } else if ids.count > 32 {
+                index?[id] = entries.count - 1
+            } else if entries.count > 32 {
                 var built: [Int: Int] = [:]
-                for (i, n) in ids.enumerated() { built[n] = i }
+                for (i, entry) in entries.enumerated() { built[entry.id] = i }
                 index = built
             }
         }
@@ -59,13 +59,11 @@ final class Scope {
     }
 
     func lookup(_ id: Int) -> JinjaValue? {
+        // Recursive rather than a loop over a `Scope?` variable: reading the `let parent` of a
+        // borrowed frame needs no retain. The depth is the frame chain's (bounded by nesting
+        // and `maxCallDepth`).
         if let v = variables[id] { return v }
-        var scope = parent
-        while let s = scope {
-            if let v = s.variables[id] { return v }
-            scope = s.parent
-        }
-        return nil
+        return parent?.lookup(id)
     }
 }
 
@@ -156,6 +154,8 @@ final class Evaluator {
     /// variable re-wrapped in a loop (`{% set x = [x] %}`) must not grow without bound (Swift
     /// would recurse that deep to print or even free it).
     func checkContainerDepth(_ value: JinjaValue, _ position: SourcePosition?) throws {
+        // Most containers (a message, a list of strings) hold no container: depth 1 at most.
+        if limits.maxValueDepth >= 1, !Self.holdsContainer(value) { return }
         var stack: [(JinjaValue, Int)] = [(value, 0)]
         while let (v, d) = stack.popLast() {
             if d > limits.maxValueDepth {
@@ -171,11 +171,26 @@ final class Evaluator {
         }
     }
 
+    /// Whether a list, tuple or dict has a list, tuple or dict among its items.
+    static func holdsContainer(_ value: JinjaValue) -> Bool {
+        func isContainer(_ x: JinjaValue) -> Bool {
+            switch x {
+            case .list, .tuple, .dict: return true
+            default: return false
+            }
+        }
+        switch value {
+        case .list(let a), .tuple(let a): return a.contains(where: isContainer)
+        case .dict(let d): return d.values.contains(where: isContainer)
+        default: return false
+        }
+    }
+
     // MARK: statements
 
     func run(_ nodes: [Node], _ scope: Scope) throws -> Flow {
-        for node in nodes {
-            let flow = try exec(node, scope)
+        for i in nodes.indices {
+            let flow = try exec(nodes[i], scope)
             if flow != .normal { return flow }
         }
         return .normal
@@ -189,8 +204,8 @@ final class Evaluator {
             let value = try eval(expr, scope)
             try write(try str(value, position), position)
         case .ifChain(let branches, let otherwise):
-            for (condition, body) in branches where try eval(condition, scope).isTruthy {
-                return try run(body, scope)
+            for i in branches.indices where try eval(branches[i].0, scope).isTruthy {
+                return try run(branches[i].1, scope)
             }
             return try run(otherwise, scope)
         case .forLoop(let target, let iterable, let condition, let body, let otherwise, let position):

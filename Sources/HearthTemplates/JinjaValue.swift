@@ -156,9 +156,10 @@ public struct JinjaDict: Sendable {
     private func position(string s: String) -> Int? {
         let storage = self.storage
         if let index = storage.index { return index[DictKey(.string(s))] }
+        let length = s.utf8.count  // O(1); unequal lengths skip the string comparison
         return storage.keys.withUnsafeBufferPointer { keys in
             for i in 0..<keys.count {
-                if case .string(let k) = keys[i], k == s { return i }
+                if case .string(let k) = keys[i], k.utf8.count == length, k == s { return i }
             }
             return nil
         }
@@ -212,6 +213,13 @@ public struct JinjaDict: Sendable {
 public class JinjaObject: @unchecked Sendable {
     // @unchecked: created and used by one render on one thread (see JinjaValue).
     var typeName: String { "object" }
+
+    /// Which subclass an object is, read instead of a dynamic cast where attributes are read.
+    enum ObjectKind { case namespace, loop, other }
+    /// Set once by the subclass's initializer.
+    let objectKind: ObjectKind
+
+    init(objectKind: ObjectKind = .other) { self.objectKind = objectKind }
 }
 
 /// `namespace(...)`: the one mutable object a template can make (`{% set ns.x = 1 %}`).
@@ -219,6 +227,7 @@ final class NamespaceObject: JinjaObject, @unchecked Sendable {
     // Unchecked: one render, one thread, and each access is one statement.
     @exclusivity(unchecked) var attributes = JinjaDict()
     override var typeName: String { "Namespace" }
+    init() { super.init(objectKind: .namespace) }
 }
 
 /// A callable: a macro, a builtin, a bound method, `caller`, `loop.cycle`.
@@ -259,4 +268,5 @@ final class LoopObject: JinjaObject, @unchecked Sendable {
     @exclusivity(unchecked) var depth0 = 0
     @exclusivity(unchecked) var lastChanged: [JinjaValue]? = nil
     override var typeName: String { "LoopContext" }
+    init() { super.init(objectKind: .loop) }
 }
