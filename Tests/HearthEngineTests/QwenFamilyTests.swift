@@ -33,6 +33,20 @@ import Testing
         }
     }
 
+    /// Qwen3 reasons in `<think>` blocks (tokens of its vocabulary); its template's generation
+    /// prompt leaves the block to the model. Qwen2.5 has no such tokens and does not reason.
+    @Test func qwen3ReasonsAndQwen2DoesNot() throws {
+        let qwen3 = try LanguageModel(path: Fixtures.checkpoint("qwen3-tiny").path)
+        let format = try #require(ReasoningFormat(tokenizer: qwen3.tokenizer))
+        #expect(format.open == "<think>" && format.close == "</think>")
+        #expect(format.openID == 664 && format.closeID == 665)
+        let prompt = try #require(try qwen3.chatTemplate?.render([ChatTurn(role: "user", content: "Hi")], addGenerationPrompt: true))
+        #expect(prompt == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
+        #expect(!format.promptOpens(prompt))
+        let qwen2 = try LanguageModel(path: Fixtures.checkpoint("qwen2-tiny").path)
+        #expect(ReasoningFormat(tokenizer: qwen2.tokenizer) == nil)
+    }
+
     /// `use_sliding_window` turns the window on for the layers from `max_window_layers` on, as
     /// transformers' Qwen2Config does; off (the released configs), `sliding_window` is ignored.
     @Test func slidingWindowFollowsUseSlidingWindow() throws {

@@ -82,9 +82,13 @@ public enum Qwen2Family: ModelFamily {
         let h = try GGUFHyperparameters(gguf)
         // llama.cpp runs qwen2/qwen3 with NEOX RoPE and does not permute Q/K: the default pairing.
         var o = try h.base(norm: .rms(eps: try h.optionalFloat("attention.layer_norm_rms_epsilon") ?? 1e-6), mlp: .gated(.silu))
-        if let linear = try h.linearScaling() { o.rope.scaling = linear }
-        // llama.cpp's converter writes no sliding window for Qwen2; a window it did write is
-        // for every layer, as llama.cpp applies it.
+        if let linear = try h.linearScaling() {
+            o.rope.scaling = linear
+        } else if let type = try h.optionalString("rope.scaling.type"), type != "none" {
+            throw FormatError(
+                .invalidValue, "unsupported rope scaling '\(type)'", path: gguf.file.path, key: "\(h.arch).rope.scaling.type",
+                remedy: "Hearth runs Qwen files with the default RoPE")
+        }
         return o
     }
 }
