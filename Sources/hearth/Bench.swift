@@ -158,7 +158,7 @@ struct Bench: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let threads = workers.threads ?? WorkerPool.defaultThreadCount
-            let lm = try model.load(threads: threads)
+            let lm = try model.load(threads: threads, showProgress: !json)
             let pool = WorkerPool(threads: threads)
             var rng = SeededGenerator(seed: 1234)
             let vocab = Int32(lm.options.vocabSize)
@@ -179,6 +179,29 @@ struct Bench: ParsableCommand {
                 }
                 return Double(generate) / elapsed(since: start)
             }
+            // Rows print as each test finishes (llama-bench's habit), with a progress line on a
+            // terminal while it runs; --json prints one object at the end and nothing before.
+            let types = lm.weightBytesByType.keys.map(\.rawValue).sorted().joined(separator: "+")
+            let size = formatBytes(lm.weightBytesByType.values.reduce(0, +))
+            let params = String(format: "%.2f B", Double(lm.parameterCount) / 1e9)
+            if !json { emit("| model | size | params | backend | threads | test | t/s |\n|---|---|---|---|---|---|---|\n") }
+            func row(_ test: String, _ s: Stat) {
+                guard !json else { return }
+                emit("| \(lm.architecture) \(types) | \(size) | \(params) | CPU (\(KernelLevel.current.rawValue), a\(kernels.activationBits)) | \(threads) | \(test) | \(String(format: "%.2f ± %.2f", s.tokens_per_second, s.stddev)) |\n")
+            }
+            /// Runs `body` (warm-up, then the repetitions) under a progress line named `test`.
+            func timed<T>(_ test: String, _ body: () throws -> T) rethrows -> [T] {
+                let bar = json ? nil : ProgressBar(label: test)
+                defer { bar?.finish() }
+                let total = repetitions + (noWarmup ? 0 : 1)
+                bar?.update(0)
+                if !noWarmup { _ = try body(); bar?.update(1 / Double(total)) }
+                return try (0..<repetitions).map { index in
+                    defer { bar?.update(Double(index + 1 + (noWarmup ? 0 : 1)) / Double(total)) }
+                    return try body()
+                }
+            }
+            let at = depth > 0 ? " @ d\(depth)" : ""
             var pp: Stat?
             var tg: Stat?
             var levels: [ParallelLevel]?
@@ -186,9 +209,23 @@ struct Bench: ParsableCommand {
             var spec: SpeculativeReport?
             if let speculative, let promptFile {
                 spec = try measureSpeculative(lm, mode: speculative, promptFile: promptFile, threads: threads)
+                if let spec, !json {
+                    row("tg\(generate) × \(spec.prompts) prompts, speculative off", spec.plain)
+                    row("tg\(generate) × \(spec.prompts) prompts, speculative \(spec.mode)", spec.speculative)
+                    let ratios = [spec.ratio_aggregate, spec.ratio_median_prompt, spec.ratio_worst_prompt].map { String(format: "%.2f×", $0) }
+                    emit("\n\(spec.mode) ÷ off: \(ratios[0]) aggregate, \(ratios[1]) median prompt, \(ratios[2]) worst prompt; "
+                        + "\(spec.accepted) of \(spec.drafted) drafted tokens accepted (\(String(format: "%.0f", 100 * spec.acceptance))%); "
+                        + "identical texts \(spec.identical_texts) of \(spec.runs.count)\n")
+                }
             } else if let parallelLevels {
                 levels = try parallelLevels.map { n in
-                    try measureParallel(lm, sequences: n, pool: pool, random: randomTokens)
+                    let bar = json ? nil : ProgressBar(label: "\(n) seq")
+                    bar?.update(0)
+                    let level = try measureParallel(lm, sequences: n, pool: pool, random: randomTokens)
+                    bar?.finish()
+                    row("pp\(prompt) × \(level.sequences) seq", level.pp)
+                    row("tg\(generate) × \(level.sequences) seq (aggregate)", level.tg)
+                    return level
                 }
                 kvCacheBytes = levels?.map(\.kv_cache_bytes).max() ?? 0
             } else {
@@ -197,12 +234,12 @@ struct Bench: ParsableCommand {
                 // The depth, once: each test starts at `depth` (the cache is cut back to it).
                 if depth > 0 { _ = try decoder.forward(randomTokens(depth), from: 0) }
                 if prompt > 0 {
-                    if !noWarmup { _ = try measurePP(decoder) }
-                    pp = Stat(try (0..<repetitions).map { _ in try measurePP(decoder) })
+                    pp = Stat(try timed("pp\(prompt)\(at)") { try measurePP(decoder) })
+                    if let pp { row("pp\(prompt)\(at)", pp) }
                 }
                 if generate > 0 {
-                    if !noWarmup { _ = try measureTG(decoder) }
-                    tg = Stat(try (0..<repetitions).map { _ in try measureTG(decoder) })
+                    tg = Stat(try timed("tg\(generate)\(at)") { try measureTG(decoder) })
+                    if let tg { row("tg\(generate)\(at)", tg) }
                 }
             }
             let report = Report(
@@ -222,30 +259,7 @@ struct Bench: ParsableCommand {
                 emit(try jsonLine(report))
                 return
             }
-            let types = lm.weightBytesByType.keys.map(\.rawValue).sorted().joined(separator: "+")
-            let size = formatBytes(report.model_bytes)
-            let params = String(format: "%.2f B", Double(lm.parameterCount) / 1e9)
-            var table = "| model | size | params | backend | threads | test | t/s |\n|---|---|---|---|---|---|---|\n"
-            func row(_ test: String, _ s: Stat) {
-                table += "| \(lm.architecture) \(types) | \(size) | \(params) | CPU (\(KernelLevel.current.rawValue), a\(kernels.activationBits)) | \(threads) | \(test) | \(String(format: "%.2f ± %.2f", s.tokens_per_second, s.stddev)) |\n"
-            }
-            let at = depth > 0 ? " @ d\(depth)" : ""
-            if let pp { row("pp\(prompt)\(at)", pp) }
-            if let tg { row("tg\(generate)\(at)", tg) }
-            if let spec {
-                row("tg\(generate) × \(spec.prompts) prompts, speculative off", spec.plain)
-                row("tg\(generate) × \(spec.prompts) prompts, speculative \(spec.mode)", spec.speculative)
-                let ratios = [spec.ratio_aggregate, spec.ratio_median_prompt, spec.ratio_worst_prompt].map { String(format: "%.2f×", $0) }
-                table += "\n\(spec.mode) ÷ off: \(ratios[0]) aggregate, \(ratios[1]) median prompt, \(ratios[2]) worst prompt; "
-                    + "\(spec.accepted) of \(spec.drafted) drafted tokens accepted (\(String(format: "%.0f", 100 * spec.acceptance))%); "
-                    + "identical texts \(spec.identical_texts) of \(spec.runs.count)\n"
-            }
-            for level in levels ?? [] {
-                row("pp\(prompt) × \(level.sequences) seq", level.pp)
-                row("tg\(generate) × \(level.sequences) seq (aggregate)", level.tg)
-            }
-            table += "\npeak RSS \(formatBytes(report.peak_rss_bytes)), load \(String(format: "%.2f", report.load_seconds)) s (\(lm.loadPhases.map { "\($0.name) \(String(format: "%.2f", $0.seconds))" }.joined(separator: ", ")); repack cache: \(lm.repackCacheOutcome)), KV cache \(formatBytes(report.kv_cache_bytes)) \(kernels.kvType.rawValue)\n"
-            emit(table)
+            emit("\npeak RSS \(formatBytes(report.peak_rss_bytes)), load \(String(format: "%.2f", report.load_seconds)) s (\(lm.loadPhases.map { "\($0.name) \(String(format: "%.2f", $0.seconds))" }.joined(separator: ", ")); repack cache: \(lm.repackCacheOutcome)), KV cache \(formatBytes(report.kv_cache_bytes)) \(kernels.kvType.rawValue)\n")
         }
     }
 }

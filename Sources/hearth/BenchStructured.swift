@@ -68,7 +68,7 @@ struct BenchStructured: ParsableCommand {
 
     func run() throws {
         try reportingErrors {
-            let lm = try model.load(threads: workers.threads)
+            let lm = try model.load(threads: workers.threads, showProgress: !json)
             var figures = Figures()
             let t0 = DispatchTime.now()
             let vocabulary = lm.constraintVocabulary
@@ -98,7 +98,10 @@ struct BenchStructured: ParsableCommand {
             let generator = try Generator(model: lm, context: min(lm.options.maxContext, 4096), threads: workers.threads, sequences: 1)
             var maskTimes: [Double] = []
             var decodeWith: [Double] = [], decodeWithout: [Double] = [], decodeWithoutLookup: [Double] = []
+            let bar = json ? nil : ProgressBar(label: "schemas")
+            defer { bar?.finish() }
             for (index, entry) in compiled.enumerated() {
+                bar?.update(Double(index) / Double(compiled.count))
                 let schemaText = try String(contentsOf: directory.appendingPathComponent(entry.name), encoding: .utf8)
                 let prompt = try lm.chatPrompt([
                     ChatTurn(role: "user", content: "Reply with JSON that follows this schema:\n\(schemaText)")

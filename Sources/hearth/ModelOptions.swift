@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import HearthEngine
 import HearthFormats
 import HearthProviders
@@ -59,13 +60,18 @@ struct ModelOptions: ParsableArguments {
         if let quantize, !QuantizationPlan.types.contains(quantize) { throw ValidationError("--quantize takes q4_0, q4_1 or q8_0") }
     }
 
+    /// Loads the model; with `showProgress`, a status line on a terminal while it loads (the
+    /// GGUF repack of a first load takes seconds) and a bar while it quantizes.
     func load(threads: Int? = nil, showProgress: Bool = false, chatTemplate: String? = nil) throws -> LanguageModel {
+        let path = try path()
+        let status = showProgress && quantize == nil ? StatusLine(label: "loading \(URL(fileURLWithPath: path).lastPathComponent)") : nil
+        defer { status?.finish() }
         let bar = showProgress && quantize != nil ? ProgressBar(label: "quantizing") : nil
         defer { bar?.finish() }
         var progress: (@Sendable (Double) -> Void)?
         if let bar { progress = { bar.update($0) } }
         return try LanguageModel(
-            path: try path(), quantize: quantize, threads: threads, progress: progress, tokenizer: tokenizer.source,
+            path: path, quantize: quantize, threads: threads, progress: progress, tokenizer: tokenizer.source,
             repackCache: source.repackCache, chatTemplate: chatTemplate)
     }
 }

@@ -86,7 +86,7 @@ struct Perplexity: ParsableCommand {
                 }
                 return try LogitsFile(data: data, name: path)
             }
-            let lm = try model.load(threads: workers.threads)
+            let lm = try model.load(threads: workers.threads, showProgress: !json)
             let ctx = self.ctx ?? base?.header.ctx ?? 512
             var tokens: [Int32]
             if let file {
@@ -119,7 +119,7 @@ struct Perplexity: ParsableCommand {
             var nll = 0.0
             var scored = 0
             var perTokenLines = ""
-            let bar = ProgressBar(label: base == nil ? "perplexity" : "KL divergence")
+            let bar = json ? nil : ProgressBar(label: base == nil ? "perplexity" : "KL divergence")
             for c in 0..<count {
                 var chunk = Array(tokens[(c * ctx)..<((c + 1) * ctx)])
                 if let bos = lm.tokenizer.bosID { chunk[0] = bos }
@@ -144,9 +144,9 @@ struct Perplexity: ParsableCommand {
                         }
                     }
                 }
-                bar.update(Double(c + 1) / Double(count))
+                bar?.update(Double(c + 1) / Double(count))
             }
-            bar.finish()
+            bar?.finish()
             if let perToken { try perTokenLines.write(toFile: perToken, atomically: true, encoding: .utf8) }
             if let saveLogits, let saved { try saved.serialized().write(to: URL(fileURLWithPath: saveLogits)) }
             let kld = base == nil ? nil : comparison.summary

@@ -95,3 +95,41 @@ final class TransferProgress: @unchecked Sendable {
         return s >= 3600 ? "\(s / 3600)h\(s % 3600 / 60)m" : s >= 60 ? "\(s / 60)m\(s % 60)s" : "\(s)s"
     }
 }
+
+/// A status line for a step with no measurable fraction (loading a model: opening, the GGUF
+/// repack, the tokenizer): on a terminal, "LABEL… Ns" on stderr at once and redrawn every half
+/// second until ``finish()`` clears it; nothing when stderr is not a terminal.
+/// `@unchecked Sendable`: state is guarded by `lock`.
+final class StatusLine: @unchecked Sendable {
+    private let label: String
+    private let lock = NSLock()
+    private let started = Date()
+    private var timer: DispatchSourceTimer?
+
+    init(label: String) {
+        self.label = label
+        guard isatty(STDERR_FILENO) != 0 else { return }
+        draw()
+        let timer = DispatchSource.makeTimerSource(queue: .global(qos: .utility))
+        timer.schedule(deadline: .now() + 0.5, repeating: 0.5)
+        timer.setEventHandler { [weak self] in self?.draw() }
+        self.timer = timer
+        timer.resume()
+    }
+
+    private func draw() {
+        lock.lock()
+        defer { lock.unlock() }
+        FileHandle.standardError.write(Data("\r\(label)… \(String(format: "%.0fs", Date().timeIntervalSince(started)))".utf8))
+    }
+
+    /// Stops redrawing and clears the line.
+    func finish() {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let timer else { return }
+        timer.cancel()
+        self.timer = nil
+        FileHandle.standardError.write(Data("\r\u{1B}[2K".utf8))
+    }
+}

@@ -26,7 +26,14 @@ struct Quantize: ParsableCommand {
     func run() throws {
         try reportingErrors {
             let started = Date()
-            let lm = try LanguageModel(path: try source.path(), threads: workers.threads, repackCache: source.repackCache)
+            let path = try source.path()
+            let status = StatusLine(label: "loading \(URL(fileURLWithPath: path).lastPathComponent)")
+            let lm: LanguageModel
+            do { lm = try LanguageModel(path: path, threads: workers.threads, repackCache: source.repackCache) } catch {
+                status.finish()
+                throw error
+            }
+            status.finish()
             let plan = try QuantizationPlan(type: type)
             let o = lm.options
             var entries: [(name: String, dtype: DType, layout: WeightLayout, shape: [Int], length: Int)] = []
