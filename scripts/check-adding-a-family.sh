@@ -29,6 +29,16 @@ grep -qxP "1\t0\t$registry" <<< "$numstat" || fail "$patch must add exactly one 
 family="$(grep -v -P "\t$registry\$" <<< "$numstat" | cut -f3)"
 [[ "$family" =~ ^Sources/HearthEngine/Families/[A-Za-z0-9]+\.swift$ ]] || fail "the new file $family is not in Sources/HearthEngine/Families/"
 git apply --summary "$patch" | grep -qx " create mode 100644 $family" || fail "$family must be a new file"
+# It describes a family Hearth does not run yet: none of its architecture strings (Hugging Face
+# `architectures`, GGUF `ggufArchitecture`) is claimed by a registered family's file. (Once a
+# family is registered for real, as Qwen2 was, the patch must move on to another one.)
+claimed="$(grep -ohP 'public static let (architectures|ggufArchitecture)\b[^=]*=\s*\K.*' Sources/HearthEngine/Families/*.swift | grep -oP '"[^"]+"' | tr -d '"')"
+names="$(grep -oP '^\+\s*public static let (architectures|ggufArchitecture)\b[^=]*=\s*\K.*' "$patch" | grep -oP '"[^"]+"' | tr -d '"' || true)"
+[ -n "$names" ] || fail "$family declares no architectures"
+while read -r name; do
+    grep -qxF "$name" <<< "$claimed" && fail "$name is already run by a registered family: $patch must describe one that is not"
+done <<< "$names"
+
 git apply --check "$patch" || fail "$patch no longer applies: regenerate it against this tree"
 
 applied=0
