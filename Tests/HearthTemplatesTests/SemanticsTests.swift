@@ -45,6 +45,17 @@ import Testing
         ("{% for a, b in [[1,2],[3,4]] %}{{ a + b }}{% endfor %}", #"{}"#, .success("37")),
         ("{{ [1,2,3][1:] }} {{ [1,2,3][-1] }} {{ 'abc'[5] }}|{{ [1][3] }}|", #"{}"#, .success("[2, 3] 3 ||")),
         ("{{ {'a': 1}|tojson(separators=(',', ':')) }} {{ [1,[2]]|tojson(indent=1) }} {{ 'x'|tojson(ensure_ascii=True) }} {{ 'é😀'|tojson(ensure_ascii=True) }}", #"{}"#, .success("{\"a\":1} [\n 1,\n [\n  2\n ]\n] \"x\" \"\\u00e9\\ud83d\\ude00\"")),
+        // Interned names and the direct calls (issue 58's 1 ms render): a variable shadows a
+        // global of the same name, a macro may be named like one, a dict's method wins over its
+        // key, `loop` is the innermost loop's and undefined outside, keyword arguments bind by
+        // name, and the byte-level split/strip agree with Python on non-ASCII text.
+        ("{% set range = 5 %}{{ range(3) }}", #"{}"#, .failure(.type)),
+        ("{% macro namespace(x) %}<{{ x }}>{% endmacro %}{{ namespace(1) }}{% for i in range(2) %}{{ i }}{% endfor %}", #"{}"#, .success("<1>01")),
+        ("{% set d = {'get': 1, 'split': 2} %}{{ d.get('get') }}|{{ d['split'] }}|{{ 'a b'.split(' ') }}|{{ d.get('x', loop) }}", #"{}"#, .success("1|2|['a', 'b']|")),
+        ("{% for a in [1, 2] %}{% for b in 'xy' %}{{ loop.index }}{{ b }}{% endfor %}{{ loop.index }}{% endfor %}{{ loop }}", #"{"unused": 3}"#, .success("1x2y11x2y2")),
+        ("{% macro m(a, b=2) %}{{ a }}{{ b }}{{ kwargs }}{% endmacro %}{{ m(b=3, a=1, c=4) }}{% set ns = namespace(a=1) %}{{ ns.a }}{{ ns.b }}", #"{}"#, .success("13{'c': 4}1")),
+        ("{{ ' x '.strip() }}|{{ '\u{3000}x\u{3000}'.strip() }}|{{ 'é|é'.split('|') }}|{{ 'a<c>b<c>'.rsplit('<c>', 1) }}", #"{}"#, .success("x|x|['é', 'é']|['a<c>b', '']")),
+        ("{% set x = 1 %}{{ y }}", #"{"y": {"a": [1, {"b": 2}]}}"#, .success("{'a': [1, {'b': 2}]}")),
     ]
 
     @Test(arguments: 0..<cases.count) func caseMatchesJinja2(_ index: Int) throws {
