@@ -99,6 +99,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Log level: trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
+    @Option(name: .long, help: "Log lines on stderr: text (swift-log's key=value lines) or json (one object per line: time, level, logger, message, and the metadata: a request's id, status, model, tokens, timings). Prompts and keys are never logged.")
+    var logFormat: LogFormat = .text
+
     @Flag(name: .long, help: "Cut structured output at max_tokens (finish_reason length) instead of steering its last tokens so the answer ends complete and valid; a request's finish_in_budget overrides it.")
     var noFinishInBudget = false
 
@@ -192,8 +195,12 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // One bootstrap: --log-level and --log-format reach every logger (the server's, the
+        // repack cache's, the prompt cache's disk tier).
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        logFormat.bootstrap(level: level)
         var logger = Logger(label: "hearth.serve")
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        logger.logLevel = level
         var configuration: GatewayConfiguration?
         if let config {
             do { configuration = try GatewayConfiguration.load(file: config) } catch {

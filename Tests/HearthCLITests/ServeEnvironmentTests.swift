@@ -55,6 +55,52 @@ import FoundationNetworking
         process.waitUntilExit()
     }
 
+    /// `--log-format json`: every stderr line is a JSON object; the request line carries its
+    /// id, status and model; no key and no prompt text appear; `--log-level debug` reaches the
+    /// engine's loggers too (one bootstrap).
+    @Test func jsonLogLinesParseAndHoldNoSecrets() async throws {
+        let binary = try #require(CLITests.binary)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = [
+            "serve", "-m", Fixtures.checkpoint("phi3-mha").path, "--port", "0", "-c", "256", "-t", "1", "--alias", "tiny",
+            "--log-format", "json", "--log-level", "debug", "--api-key", "json-log-key-77",
+        ]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        defer { if process.isRunning { process.terminate() } }
+        var printed = ""
+        let deadline = Date().addingTimeInterval(60)
+        while !printed.contains("\n"), Date() < deadline, process.isRunning {
+            printed += String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        }
+        let url = try #require(printed.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }, "\(printed)")
+        var request = URLRequest(url: try #require(URL(string: String(url) + "/chat/completions")))
+        request.httpMethod = "POST"
+        request.httpBody = Data(#"{"model":"tiny","messages":[{"role":"user","content":"secret prompt words"}],"max_tokens":3}"#.utf8)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("Bearer json-log-key-77", forHTTPHeaderField: "Authorization")
+        let (_, response) = try await URLSession.shared.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200)
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let lines = log.split(separator: "\n")
+        #expect(!lines.isEmpty)
+        var objects: [[String: Any]] = []
+        for line in lines {
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            #expect(object != nil, "not a JSON object: \(line)")
+            if let object { objects.append(object) }
+        }
+        let requestLine = objects.first { $0["message"] as? String == "request" }
+        #expect(requestLine?["id"] is String && requestLine?["status"] as? String == "200" && requestLine?["model"] as? String == "tiny", "\(log)")
+        #expect(objects.allSatisfy { $0["time"] is String && $0["level"] is String && $0["logger"] is String })
+        #expect(!log.contains("json-log-key-77") && !log.contains("secret prompt words"))
+    }
+
     @Test func aFlagVariableThatIsNotYesOrNoIsRefused() throws {
         let binary = try #require(CLITests.binary)
         let run = try runProcess(binary, ["serve", "--port", "0"], environment: ["HEARTH_NO_WEB_UI": "maybe"])
