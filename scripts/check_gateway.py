@@ -314,9 +314,42 @@ def checks(base, state_file):
     check({"app", "ops", "limited", "quota"} <= clients, f"an admin sees every client's usage ({sorted(clients)})")
     r = http.get(base + "/v1/usage?client=ops", headers={"authorization": f"Bearer {APP_KEY}", **sign(APP_SECRET, "GET", "/v1/usage?client=ops", b"")})
     check(r.status_code == 403, "a client cannot read another client's usage")
+    scrape_metrics(base)
     state["expected"] = expected
     with open(state_file, "w") as f:
         json.dump(state, f)
+
+
+def scrape_metrics(base):
+    """/metrics read by prometheus_client's own text parser: per-model and per-provider series
+    (the cloud route answered by openai and by the local fallback, the local model), the failover
+    and response-cache counters, hearth_build_info and the resident memory."""
+    from prometheus_client.parser import text_string_to_metric_families
+    r = http.get(base + "/metrics", headers={"authorization": f"Bearer {OPS_KEY}"})
+    check(r.status_code == 200, f"GET /metrics answers ({r.status_code})")
+    families = {family.name: family for family in text_string_to_metric_families(r.text)}
+    def samples(name):
+        family = families.get(name)
+        return [sample for sample in family.samples] if family else []
+    served = [s.labels for s in samples("hearth_served_requests") if s.name == "hearth_served_requests_total"]
+    pairs = {(labels["model"], labels["provider"]) for labels in served}
+    check({("gpt-4o-mini", "openai"), ("gpt-4o-mini", "local"), ("local", "local")} <= pairs,
+          f"hearth_served_requests_total by model and provider: the cloud route served by openai and by the local fallback, the local model ({sorted(pairs)})")
+    check(all(labels.get("route") and labels.get("finish_reason") for labels in served), "each served request carries its route and finish_reason")
+    ttft = {(s.labels["model"], s.labels["provider"]) for s in samples("hearth_served_time_to_first_token_seconds")
+            if s.name.endswith("_count") and s.value > 0}
+    check(("gpt-4o-mini", "openai") in ttft and ("local", "local") in ttft,
+          f"time to first token has its own series per model and provider ({sorted(ttft)})")
+    failovers = [s for s in samples("hearth_failovers") if s.name == "hearth_failovers_total"]
+    check(any(s.labels["from"] == "openai" and s.labels["to"] == "local" and s.value >= 1 for s in failovers),
+          "hearth_failovers_total counts the openai → local fallbacks")
+    hits = [s for s in samples("hearth_response_cache_hits") if s.name == "hearth_response_cache_hits_total"]
+    check(any(s.value >= 1 for s in hits), "hearth_response_cache_hits_total counts the cache hits")
+    build = samples("hearth_build_info")
+    check(build and build[0].value == 1 and build[0].labels.get("version") and build[0].labels.get("commit"),
+          f"hearth_build_info carries the version and commit ({build[0].labels if build else None})")
+    rss = samples("process_resident_memory_bytes")
+    check(rss and rss[0].value > 10_000_000, "process_resident_memory_bytes is the server's resident memory")
 
 
 def inflight(base):

@@ -508,6 +508,13 @@ extension HearthServer {
             metrics.requestDuration.record(Self.seconds(ContinuousClock.now - call.started))
         }
         metrics.countRequest(endpoint: call.endpoint.rawValue, status: outcome.status)
+        metrics.recordServed(
+            model: UsageLedger.safeName(call.model), provider: outcome.servedBy.isEmpty ? "none" : UsageLedger.safeName(outcome.servedBy),
+            route: call.endpoint.rawValue, finishReason: outcome.status == 200 ? outcome.reason.rawValue : "error",
+            promptTokens: outcome.status == 200 ? usage.promptTokens : 0, generatedTokens: usage.completionTokens,
+            timeToFirstToken: outcome.firstToken.map(Self.seconds))
+        for change in outcome.switches { metrics.countFailover(from: change.from, to: change.to, reason: change.reason) }
+        if outcome.cacheHit { metrics.countResponseCacheHit(model: UsageLedger.safeName(call.model)) }
         var metadata: Logger.Metadata = [
             "id": "\(call.requestID)", "path": "\(call.endpoint.rawValue)", "status": "\(outcome.status)",
             "client": "\(call.client ?? "-")", "model": "\(UsageLedger.safeName(call.model))",

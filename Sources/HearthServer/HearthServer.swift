@@ -54,6 +54,9 @@ public struct ServerOptions: Sendable {
     /// A second port serving the same routes (`--ollama-port 11434`, for apps that assume
     /// Ollama's port); 0 picks a free one (``HearthServer/ollamaPort``); nil: none.
     public var ollamaPort: Int?
+    /// The labels of `/metrics`' `hearth_build_info` series (`hearth serve` gives `version`,
+    /// `commit` and `kernel_level`); empty: no such series.
+    public var buildInfo: [(String, String)] = []
 
     /// Creates options.
     public init(
@@ -151,6 +154,7 @@ public final class HearthServer: @unchecked Sendable {
         connections = ConnectionCounter(limit: options.maxConnections)
         localQueue = self.local.map { FairQueue(slots: $0.parallelSequences) }
         if self.local == nil { phase = .ready }
+        metrics.recordBuildInfo(options.buildInfo)
     }
 
     /// The bound port once listening (useful with port 0).

@@ -72,6 +72,7 @@ extension HearthServer {
         let forModel = local?.configuration.residency?.waitingCount ?? 0
         metrics.waiting.set(to: Double(load.waiting + (localQueue?.waitingCount ?? 0) + forModel))
         metrics.kvCacheUsage.set(to: load.kvCacheUsage)
+        metrics.recordResidentMemory()
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
             body: .init(byteBuffer: ByteBuffer(string: metrics.render())))

@@ -58,6 +58,83 @@ final class ServerMetrics: Sendable {
             help: "Seconds from admitting a generation request to its last byte.")
     }
 
+    /// One finished generation request by what served it, labelled `model` (the name the
+    /// client asked for), `provider` (`local` or the cloud provider that answered; `none` when
+    /// nothing did), `route` (the API endpoint) and `finish_reason` (`stop`, `length`,
+    /// `tool_calls`…; `error` for a failed request): the request count, its tokens, and its time
+    /// to first token — so a gateway's cloud routes and local models each have their own series.
+    func recordServed(
+        model: String, provider: String, route: String, finishReason: String, promptTokens: Int, generatedTokens: Int,
+        timeToFirstToken: Double?
+    ) {
+        let served = [("model", model), ("provider", provider)]
+        registry.makeCounter(
+            name: "hearth_served_requests_total", labels: served + [("route", route), ("finish_reason", finishReason)],
+            help: "Generation requests by model, provider, route and finish reason (error: the request failed)."
+        ).increment()
+        if promptTokens > 0 {
+            registry.makeCounter(name: "hearth_served_prompt_tokens_total", labels: served, help: "Prompt tokens by model and provider.")
+                .increment(by: Int64(promptTokens))
+        }
+        if generatedTokens > 0 {
+            registry.makeCounter(name: "hearth_served_generation_tokens_total", labels: served, help: "Generated tokens by model and provider.")
+                .increment(by: Int64(generatedTokens))
+        }
+        if let timeToFirstToken {
+            registry.makeValueHistogram(
+                name: "hearth_served_time_to_first_token_seconds", labels: served, buckets: Self.firstTokenBuckets,
+                help: "Seconds from admitting a request to its first generated token, by model and provider."
+            ).record(timeToFirstToken)
+        }
+    }
+
+    /// Buckets of the time-to-first-token histograms.
+    static let firstTokenBuckets: [Double] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
+
+    /// A gateway request that moved from one provider to the next (`reason`: the failure kind).
+    func countFailover(from: String, to: String, reason: String) {
+        registry.makeCounter(
+            name: "hearth_failovers_total", labels: [("from", from), ("to", to), ("reason", reason)],
+            help: "Requests the gateway moved from one provider to the next, by the failure that moved them."
+        ).increment()
+    }
+
+    /// A request answered from the gateway's response cache.
+    func countResponseCacheHit(model: String) {
+        registry.makeCounter(
+            name: "hearth_response_cache_hits_total", labels: [("model", model)],
+            help: "Requests answered from the gateway's response cache, by model."
+        ).increment()
+    }
+
+    /// `hearth_build_info`: 1, labelled with the version, the build's git description and the
+    /// kernel level (as vLLM's and Prometheus' own build_info series).
+    func recordBuildInfo(_ labels: [(String, String)]) {
+        guard !labels.isEmpty else { return }
+        registry.makeGauge(name: "hearth_build_info", labels: labels, help: "1, labelled with the build's version, commit and kernel level.")
+            .set(to: 1)
+    }
+
+    /// `process_resident_memory_bytes` (Prometheus' process collector name), read at each scrape.
+    func recordResidentMemory() {
+        guard let bytes = Self.residentBytes() else { return }
+        registry.makeGauge(name: "process_resident_memory_bytes", help: "Resident memory of the server process in bytes.")
+            .set(to: Double(bytes))
+    }
+
+    /// The process's resident set: `/proc/self/statm`'s second field times the page size (Linux);
+    /// nil where that file does not exist.
+    static func residentBytes() -> Int? {
+        #if os(Linux)
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return nil }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return nil }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+        #else
+        return nil
+        #endif
+    }
+
     /// Counts a finished request by endpoint and HTTP status.
     func countRequest(endpoint: String, status: Int) {
         registry.makeCounter(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HearthLocal
+import HearthKernels
 import HearthServer
 import Logging
 
@@ -267,6 +268,7 @@ struct Serve: AsyncParsableCommand {
         options.webUI = !noWebUI
         options.ollamaPort = ollamaPort
         options.modelStore = HubModelStore()  // Ollama's /api/pull and /api/delete
+        options.buildInfo = [("version", hearthVersion), ("commit", buildCommit), ("kernel_level", KernelLevel.current.rawValue)]
         let server = HearthServer(local: provider, options: options, logger: logger, gateway: gateway, models: others)
         let served = ([name] + others.keys.sorted()).joined(separator: ", ")
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
