@@ -53,11 +53,18 @@ indirect enum Expr {
     case unary(String, Expr, SourcePosition)
     case binary(String, Expr, Expr, SourcePosition)
     case concat([Expr], SourcePosition)
-    case compare(Expr, [(String, Expr)], SourcePosition)
+    case compare(Expr, [(CompareOperator, Expr)], SourcePosition)
     case and(Expr, Expr)
     case or(Expr, Expr)
     case not(Expr)
     case conditional(test: Expr, then: Expr, otherwise: Expr?)
+}
+
+/// A comparison operator, resolved when the template is compiled (the raw value is its spelling;
+/// `not in` is `notin`).
+enum CompareOperator: String {
+    case equal = "==", notEqual = "!=", less = "<", lessOrEqual = "<=", greater = ">", greaterOrEqual = ">="
+    case contains = "in", notContains = "notin"
 }
 
 /// Call arguments: positional, then keyword.

@@ -56,11 +56,15 @@ extension Template {
             guard case .dict(let d) = message else {
                 throw TemplateError(.type, "chat messages must be dicts, got \(message.typeName)")
             }
-            // Drop null-valued keys (transformers' `_normalize_chat_messages`).
-            var kept = JinjaDict()
-            for (k, v) in d.entries {
-                if case .none = v { continue }
-                kept[k] = v
+            // Drop null-valued keys (transformers' `_normalize_chat_messages`); a message without
+            // any is kept as it is (shared, not rebuilt).
+            var kept = d
+            if d.values.contains(where: { if case .none = $0 { return true }; return false }) {
+                kept = JinjaDict()
+                for (k, v) in d.entries {
+                    if case .none = v { continue }
+                    kept[k] = v
+                }
             }
             // Alias reasoning: {"thinking": r, **message, "reasoning_content": r}.
             if let reasoning = reasoningFields.lazy.compactMap({ kept[string: $0] }).first {

@@ -39,26 +39,31 @@ extension Evaluator {
         let frame = Scope(parent: scope)
         var kwargs = JinjaDict()
         let parameters = definition.parameters
-        var bound = [Bool](repeating: false, count: parameters.count)
+        // Which parameters have a value: bits for the first 64, an array past them (no allocation
+        // for a macro's usual handful).
+        var boundBits: UInt64 = 0
+        var boundRest = [Bool](repeating: false, count: max(0, parameters.count - 64))
+        func isBound(_ i: Int) -> Bool { i < 64 ? boundBits & (1 << UInt64(i)) != 0 : boundRest[i - 64] }
+        func bind(_ i: Int) { if i < 64 { boundBits |= 1 << UInt64(i) } else { boundRest[i - 64] = true } }
         for i in 0..<min(positional.count, parameters.count) {
             frame.variables[parameters[i].0.id] = positional[i]
-            bound[i] = true
+            bind(i)
         }
         let extra = positional.count > parameters.count ? Array(positional[parameters.count...]) : []
         for (name, value) in keyword {
-            if let i = parameters.firstIndex(where: { $0.0.text == name }) {
-                if bound[i] {
+            if let i = parameters.firstIndex(where: { PythonFormat.stringsEqual($0.0.text, name) }) {
+                if isBound(i) {
                     throw TemplateError(.type, "macro '\(definition.name.text)' got multiple values for argument '\(name)'", at: position)
                 }
                 frame.variables[parameters[i].0.id] = value
-                bound[i] = true
+                bind(i)
             } else if name == "caller" {
                 frame.variables[NameTable.caller.id] = value
             } else {
                 kwargs[.string(name)] = value
             }
         }
-        for (i, (name, defaultValue)) in parameters.enumerated() where !bound[i] {
+        for (i, (name, defaultValue)) in parameters.enumerated() where !isBound(i) {
             frame.variables[name.id] = try defaultValue.map { try eval($0, frame) } ?? .undefined("parameter '\(name.text)' was not provided")
         }
         frame.variables[NameTable.varargs.id] = .tuple(extra)

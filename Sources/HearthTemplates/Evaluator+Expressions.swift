@@ -128,22 +128,22 @@ extension Evaluator {
 
     // MARK: operators
 
-    func compare(_ op: String, _ a: JinjaValue, _ b: JinjaValue, _ position: SourcePosition) throws -> Bool {
+    func compare(_ op: CompareOperator, _ a: JinjaValue, _ b: JinjaValue, _ position: SourcePosition) throws -> Bool {
         switch op {
-        case "==": return PythonFormat.equal(a, b)
-        case "!=": return !PythonFormat.equal(a, b)
-        case "in": return try contains(b, a, position)
-        case "notin": return !(try contains(b, a, position))
-        default:
+        case .equal: return PythonFormat.equal(a, b)
+        case .notEqual: return !PythonFormat.equal(a, b)
+        case .contains: return try contains(b, a, position)
+        case .notContains: return !(try contains(b, a, position))
+        case .less, .lessOrEqual, .greater, .greaterOrEqual:
             if case .undefined(let n) = a { throw undefinedError(n, position) }
             if case .undefined(let n) = b { throw undefinedError(n, position) }
             guard let c = PythonFormat.compare(a, b) else {
-                throw TemplateError(.type, "'\(op)' not supported between instances of '\(a.typeName)' and '\(b.typeName)'", at: position)
+                throw TemplateError(.type, "'\(op.rawValue)' not supported between instances of '\(a.typeName)' and '\(b.typeName)'", at: position)
             }
             switch op {
-            case "<": return c == -1
-            case "<=": return c == -1 || c == 0
-            case ">": return c == 1
+            case .less: return c == -1
+            case .lessOrEqual: return c == -1 || c == 0
+            case .greater: return c == 1
             default: return c == 1 || c == 0
             }
         }

@@ -422,10 +422,10 @@ extension Evaluator {
             return i % d == 0
         case "eq", "equalto", "==": return PythonFormat.equal(value, try operand())
         case "ne", "!=": return !PythonFormat.equal(value, try operand())
-        case "lt", "<", "lessthan": return try compare("<", value, try operand(), position)
-        case "le", "<=": return try compare("<=", value, try operand(), position)
-        case "gt", ">", "greaterthan": return try compare(">", value, try operand(), position)
-        case "ge", ">=": return try compare(">=", value, try operand(), position)
+        case "lt", "<", "lessthan": return try compare(.less, value, try operand(), position)
+        case "le", "<=": return try compare(.lessOrEqual, value, try operand(), position)
+        case "gt", ">", "greaterthan": return try compare(.greater, value, try operand(), position)
+        case "ge", ">=": return try compare(.greaterOrEqual, value, try operand(), position)
         case "in": return try contains(try operand(), value, position)
         case "sameas":
             let other = try operand()

@@ -328,6 +328,22 @@ final class Evaluator {
         loop.items = items
         if case .object(let o) = scope.lookup(NameTable.loop.id) ?? JinjaValue.none, let outer = o as? LoopObject { loop.depth0 = outer.depth0 + 1 }
         inner.variables[NameTable.loop.id] = .object(loop)
+        if case .name(let name) = target {
+            // One name (`for message in messages`): store each item under its id directly;
+            // containers still get `assign`'s depth check.
+            let id = name.id
+            for i in items.indices {
+                try tick(position)
+                loop.index0 = i
+                switch items[i] {
+                case .list, .tuple, .dict: try checkContainerDepth(items[i], position)
+                default: break
+                }
+                inner.variables[id] = items[i]
+                if try run(body, inner) == .breakLoop { break }
+            }
+            return .normal
+        }
         for (i, item) in items.enumerated() {
             try tick(position)
             loop.index0 = i

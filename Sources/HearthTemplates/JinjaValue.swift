@@ -159,7 +159,7 @@ public struct JinjaDict: Sendable {
         let length = s.utf8.count  // O(1); unequal lengths skip the string comparison
         return storage.keys.withUnsafeBufferPointer { keys in
             for i in 0..<keys.count {
-                if case .string(let k) = keys[i], k.utf8.count == length, k == s { return i }
+                if case .string(let k) = keys[i], k.utf8.count == length, k == s { return i }  // as PythonFormat.stringsEqual
             }
             return nil
         }

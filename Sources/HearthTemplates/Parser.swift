@@ -392,17 +392,17 @@ struct Parser {
     private mutating func parseCompare() throws -> Expr {
         let position = current.position
         let first = try parseMath1()
-        var ops: [(String, Expr)] = []
+        var ops: [(CompareOperator, Expr)] = []
         while true {
-            if case .op(let o) = current.kind, ["==", "!=", "<", "<=", ">", ">="].contains(o) {
+            if case .op(let o) = current.kind, let op = CompareOperator(rawValue: o), op != .contains, op != .notContains {
                 advance()
-                ops.append((o, try parseMath1()))
+                ops.append((op, try parseMath1()))
             } else if skipName("in") {
-                ops.append(("in", try parseMath1()))
+                ops.append((.contains, try parseMath1()))
             } else if isName("not"), case .name("in") = nextToken.kind {
                 advance()
                 advance()
-                ops.append(("notin", try parseMath1()))
+                ops.append((.notContains, try parseMath1()))
             } else {
                 break
             }

@@ -140,12 +140,21 @@ enum PythonFormat {
         }
     }
 
+    /// Python's `str ==`: equal code points. Strings of different UTF-8 lengths are unequal
+    /// (Swift's `==` would call canonically equivalent ones equal, "é" and "e\u{301}"; Python
+    /// does not), and the length test skips Swift's slower comparison for most unequal pairs.
+    @inline(__always) static func stringsEqual(_ x: String, _ y: String) -> Bool {
+        x.utf8.count == y.utf8.count && x == y
+    }
+
     /// Python `==`.
     static func equal(_ a: JinjaValue, _ b: JinjaValue, depth: Int = 0) -> Bool {
+        // Two strings (most comparisons: `message.role == 'user'`) without building the pair.
+        if case .string(let x) = a, case .string(let y) = b { return stringsEqual(x, y) }
         if depth > 512 { return false }
         switch (a, b) {
         case (.undefined, .undefined), (.none, .none): return true
-        case (.string(let x), .string(let y)): return x == y
+        case (.string(let x), .string(let y)): return stringsEqual(x, y)
         case (.list(let x), .list(let y)), (.tuple(let x), .tuple(let y)):
             guard x.count == y.count else { return false }
             for i in x.indices where !equal(x[i], y[i], depth: depth + 1) { return false }
