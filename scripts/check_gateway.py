@@ -314,13 +314,13 @@ def checks(base, state_file):
     check({"app", "ops", "limited", "quota"} <= clients, f"an admin sees every client's usage ({sorted(clients)})")
     r = http.get(base + "/v1/usage?client=ops", headers={"authorization": f"Bearer {APP_KEY}", **sign(APP_SECRET, "GET", "/v1/usage?client=ops", b"")})
     check(r.status_code == 403, "a client cannot read another client's usage")
-    scrape_metrics(base)
+    scrape_metrics(base, http)
     state["expected"] = expected
     with open(state_file, "w") as f:
         json.dump(state, f)
 
 
-def scrape_metrics(base):
+def scrape_metrics(base, http):
     """/metrics read by prometheus_client's own text parser: per-model and per-provider series
     (the cloud route answered by openai and by the local fallback, the local model), the failover
     and response-cache counters, hearth_build_info and the resident memory."""
