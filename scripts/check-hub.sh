@@ -26,10 +26,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 binary="$(hearth_binary "$binary")"
-if [ -z "$fake" ]; then
-    swift build -c release --product hub-fake >/dev/null
-    fake="$(swift build -c release --show-bin-path)/hub-fake"
-fi
+fake="$(hub_fake_binary "$fake")"
 require_model "$model"
 
 checks_venv   # .build/checks-venv: scripts/requirements-checks.txt
@@ -50,17 +47,7 @@ for f in config.json generation_config.json tokenizer.model tokenizer_config.jso
     ln -s "$(realpath "Tests/Fixtures/gemma3-tiny/$f")" "$work/repos/tiny/$f"
 done
 
-"$fake" --repo "hearth-test/gemma-3-270m-it-GGUF=$work/repos/gguf" --repo "hearth-test/gemma3-tiny=$work/repos/tiny" \
-    > "$work/fake.log" 2> "$work/fake.err" &
-fake_pid=$!
-endpoint=""
-for _ in $(seq 1 300); do
-    endpoint="$(head -1 "$work/fake.log" 2>/dev/null | grep -o 'http://[^ ]*' || true)"
-    [ -n "$endpoint" ] && break
-    kill -0 "$fake_pid" 2>/dev/null || { cat "$work/fake.err" >&2; echo "hub-fake exited" >&2; exit 1; }
-    sleep 0.1
-done
-[ -n "$endpoint" ] || { echo "hub-fake did not start" >&2; exit 1; }
+start_hub_fake "$fake" "$work" --repo "hearth-test/gemma-3-270m-it-GGUF=$work/repos/gguf" --repo "hearth-test/gemma3-tiny=$work/repos/tiny"
 echo "fake hub: $endpoint (pid $fake_pid)"
 
 env -u HF_TOKEN -u HF_HUB_OFFLINE HF_ENDPOINT="$endpoint" HF_HUB_CACHE="$work/cache" HF_HOME="$work/hf-home" \

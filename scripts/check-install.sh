@@ -25,10 +25,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 binary="$(hearth_binary "$binary")"
-if [ -z "$fake" ]; then
-    swift build -c release --product hub-fake >/dev/null
-    fake="$(swift build -c release --show-bin-path)/hub-fake"
-fi
+fake="$(hub_fake_binary "$fake")"
 require_model "$model"
 checkout="$(pwd)"
 
@@ -56,16 +53,7 @@ PY
 short=$(python3 -c 'import json;r=json.load(open("models/registry.json"));d=next(m for m in r["models"] if m["name"]==r["default"]);print(next(m["name"] for m in r["models"] if m.get("repo") and m.get("sha256")==d["sha256"]))')
 mkdir -p "$work/repo"
 ln -s "$(realpath "$model")" "$work/repo/$repo_file"
-"$fake" --repo "$repo=$work/repo" > "$work/fake.log" 2> "$work/fake.err" &
-fake_pid=$!
-endpoint=""
-for _ in $(seq 1 300); do
-    endpoint="$(head -1 "$work/fake.log" 2>/dev/null | grep -o 'http://[^ ]*' || true)"
-    [ -n "$endpoint" ] && break
-    kill -0 "$fake_pid" 2>/dev/null || { cat "$work/fake.err" >&2; echo "hub-fake exited" >&2; exit 1; }
-    sleep 0.1
-done
-[ -n "$endpoint" ] || { echo "hub-fake did not start" >&2; exit 1; }
+start_hub_fake "$fake" "$work" --repo "$repo=$work/repo"
 
 # Nothing of the checkout: an empty directory, a fresh HOME, the installed binary alone on PATH.
 mkdir -p "$work/home" "$work/empty"

@@ -34,14 +34,7 @@ done
 # The release build setup.sh made (no second build when it is there).
 if [ -z "$binary" ] && [ -x .build/release/hearth ]; then binary=".build/release/hearth"; fi
 binary="$(hearth_binary "$binary")"
-if [ -z "$fake" ]; then
-    if [ -x .build/release/hub-fake ]; then
-        fake=".build/release/hub-fake"   # built by scripts/check-hub.sh, which runs before this in CI
-    else
-        swift build -c release --product hub-fake >/dev/null
-        fake="$(swift build -c release --show-bin-path)/hub-fake"
-    fi
-fi
+fake="$(hub_fake_binary "$fake")"
 require_model "$model"
 
 # Headless Chromium and its driver, Debian's packages.
@@ -67,16 +60,7 @@ mkdir -p "$work/repos/tiny"
 for f in config.json generation_config.json tokenizer.model tokenizer_config.json special_tokens_map.json added_tokens.json model.safetensors; do
     ln -s "$(realpath "Tests/Fixtures/gemma3-tiny/$f")" "$work/repos/tiny/$f"
 done
-"$fake" --repo "hearth-test/gemma3-tiny=$work/repos/tiny" > "$work/fake.log" 2> "$work/fake.err" &
-fake_pid=$!
-endpoint=""
-for _ in $(seq 1 300); do
-    endpoint="$(head -1 "$work/fake.log" 2>/dev/null | grep -o 'http://[^ ]*' || true)"
-    [ -n "$endpoint" ] && break
-    kill -0 "$fake_pid" 2>/dev/null || { cat "$work/fake.err" >&2; echo "hub-fake exited" >&2; exit 1; }
-    sleep 0.1
-done
-[ -n "$endpoint" ] || { echo "hub-fake did not start" >&2; exit 1; }
+start_hub_fake "$fake" "$work" --repo "hearth-test/gemma3-tiny=$work/repos/tiny"
 
 # The default model under a second name, to switch models in the page.
 ln -s "$(realpath "$model")" "$work/second.gguf"

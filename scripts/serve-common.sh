@@ -78,3 +78,32 @@ server_url() {
     echo "the server did not become ready" >&2
     return 1
 }
+
+# The hub-fake binary: $1 when given, else the release build (brought up to date: a no-op once
+# scripts/check-hub.sh has built it).
+hub_fake_binary() {
+    if [ -n "$1" ]; then
+        printf '%s\n' "$1"
+        return
+    fi
+    swift build -c release --product hub-fake >/dev/null
+    printf '%s/hub-fake\n' "$(swift build -c release --show-bin-path)"
+}
+
+# Starts the fake hub (`hub-fake BINARY WORK --repo ORG/NAME=DIR …`), logging into WORK; sets
+# fake_pid and endpoint (its URL) once it listens, or exits.
+start_hub_fake() {
+    local fake="$1" dir="$2"
+    shift 2
+    "$fake" "$@" > "$dir/fake.log" 2> "$dir/fake.err" &
+    fake_pid=$!
+    endpoint=""
+    for _ in $(seq 1 300); do
+        endpoint="$(head -1 "$dir/fake.log" 2>/dev/null | grep -o 'http://[^ ]*' || true)"
+        [ -n "$endpoint" ] && return 0
+        kill -0 "$fake_pid" 2>/dev/null || { cat "$dir/fake.err" >&2; echo "hub-fake exited" >&2; exit 1; }
+        sleep 0.1
+    done
+    echo "hub-fake did not start" >&2
+    exit 1
+}

@@ -206,3 +206,49 @@ enum CLITestError: Error { case binaryNotFound }
         #expect(count > 20)
     }
 }
+
+/// `hearth serve` started as a user starts it: the real binary, listening once it prints its URL.
+struct ServeProcess {
+    let process: Process
+    /// `http://127.0.0.1:PORT` (no `/v1`).
+    let base: String
+    let stderr: Pipe
+
+    /// Starts `hearth serve ARGUMENTS` (with `environment` instead of this process's when given)
+    /// and waits up to a minute for its URL line.
+    static func start(_ arguments: [String], environment: [String: String]? = nil) throws -> ServeProcess {
+        let binary = try #require(CLITests.binary)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["serve"] + arguments
+        if let environment { process.environment = environment }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        var printed = ""
+        let deadline = Date().addingTimeInterval(60)
+        while !printed.contains("\n"), Date() < deadline, process.isRunning {
+            printed += String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
+        }
+        guard let url = printed.split(separator: " ").first(where: { $0.hasPrefix("http://127.0.0.1:") }) else {
+            if process.isRunning { process.terminate() }
+            throw ServeStartError(printed: printed)
+        }
+        return ServeProcess(process: process, base: String(url.dropLast(3)), stderr: err)
+    }
+
+    /// SIGTERM, then waits for the exit; returns what the server logged.
+    @discardableResult
+    func stop() -> String {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.waitUntilExit()
+        return String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+}
+
+/// `hearth serve` exited or printed no URL within a minute.
+struct ServeStartError: Error, CustomStringConvertible {
+    let printed: String
+    var description: String { "hearth serve printed no URL: \(printed)" }
+}

@@ -9,10 +9,6 @@ import FoundationNetworking
 /// `hearth serve`'s `HEARTH_*` environment fallbacks (issue 63), and `hearth --version`.
 @Suite struct ServeEnvironmentTests {
     @Test func variablesStandInForOptionsAndTheCommandLineWins() async throws {
-        let binary = try #require(CLITests.binary)
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["serve", "--alias", "from-cli"]
         var environment = ProcessInfo.processInfo.environment
         environment["HEARTH_MODEL"] = Fixtures.checkpoint("phi3-mha").path
         environment["HEARTH_PORT"] = "0"
@@ -21,19 +17,9 @@ import FoundationNetworking
         environment["HEARTH_ALIAS"] = "from-env"  // the command line's --alias wins
         environment["HEARTH_NO_WEB_UI"] = "1"
         environment["HEARTH_MAX_TOKENS"] = "3"
-        process.environment = environment
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        var printed = ""
-        let deadline = Date().addingTimeInterval(60)
-        while !printed.contains("\n"), Date() < deadline, process.isRunning {
-            printed += String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-        }
-        let url = try #require(printed.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }, "\(printed)")
-        let base = String(url.dropLast(3))
+        let server = try ServeProcess.start(["--alias", "from-cli"], environment: environment)
+        defer { server.stop() }
+        let base = server.base
 
         func call(_ path: String, body: String? = nil) async throws -> (Int, String) {
             var request = URLRequest(url: try #require(URL(string: base + path)))
@@ -51,42 +37,24 @@ import FoundationNetworking
         let chat = #"{"model":"from-cli","messages":[{"role":"user","content":"Hi"}],"temperature":0}"#
         let (status, body) = try await call("/v1/chat/completions", body: chat)
         #expect(status == 200 && body.contains("\"completion_tokens\":3"), "HEARTH_MAX_TOKENS=3: \(body)")
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
     }
 
     /// `--log-format json`: every stderr line is a JSON object; the request line carries its
     /// id, status and model; no key and no prompt text appear; `--log-level debug` reaches the
     /// engine's loggers too (one bootstrap).
     @Test func jsonLogLinesParseAndHoldNoSecrets() async throws {
-        let binary = try #require(CLITests.binary)
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = [
-            "serve", "-m", Fixtures.checkpoint("phi3-mha").path, "--port", "0", "-c", "256", "-t", "1", "--alias", "tiny",
+        let server = try ServeProcess.start([
+            "-m", Fixtures.checkpoint("phi3-mha").path, "--port", "0", "-c", "256", "-t", "1", "--alias", "tiny",
             "--log-format", "json", "--log-level", "debug", "--api-key", "json-log-key-77",
-        ]
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
-        var printed = ""
-        let deadline = Date().addingTimeInterval(60)
-        while !printed.contains("\n"), Date() < deadline, process.isRunning {
-            printed += String(decoding: out.fileHandleForReading.availableData, as: UTF8.self)
-        }
-        let url = try #require(printed.split(separator: " ").first { $0.hasPrefix("http://127.0.0.1:") }, "\(printed)")
-        var request = URLRequest(url: try #require(URL(string: String(url) + "/chat/completions")))
+        ])
+        var request = URLRequest(url: try #require(URL(string: server.base + "/v1/chat/completions")))
         request.httpMethod = "POST"
         request.httpBody = Data(#"{"model":"tiny","messages":[{"role":"user","content":"secret prompt words"}],"max_tokens":3}"#.utf8)
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue("Bearer json-log-key-77", forHTTPHeaderField: "Authorization")
         let (_, response) = try await URLSession.shared.data(for: request)
         #expect((response as? HTTPURLResponse)?.statusCode == 200)
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-        let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let log = server.stop()
         let lines = log.split(separator: "\n")
         #expect(!lines.isEmpty)
         var objects: [[String: Any]] = []
