@@ -340,6 +340,8 @@ def scrape_metrics(base, http):
             if s.name.endswith("_count") and s.value > 0}
     check(("gpt-4o-mini", "openai") in ttft and ("local", "local") in ttft,
           f"time to first token has its own series per model and provider ({sorted(ttft)})")
+    queued = {s.labels["model"] for s in samples("hearth_queue_time_seconds") if s.name.endswith("_count") and s.value > 0}
+    check("local" in queued, f"hearth_queue_time_seconds has the local model's requests ({sorted(queued)})")
     failovers = [s for s in samples("hearth_failovers") if s.name == "hearth_failovers_total"]
     check(any(s.labels["from"] == "openai" and s.labels["to"] == "local" and s.value >= 1 for s in failovers),
           "hearth_failovers_total counts the openai → local fallbacks")

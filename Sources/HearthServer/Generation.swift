@@ -44,6 +44,9 @@ struct RouteOutcome: Sendable {
     var cacheHit = false
     /// The time to the first token, when there was one.
     var firstToken: Duration?
+    /// The local model's time from admission to the start of the prompt (its turn among the
+    /// slots, tokenizing, compiling a schema); nil for cloud providers.
+    var queued: Duration?
     /// The error that ended it (status is then not 200).
     var error: APIError?
     /// Each choice's answer when the request asked for several (`n` > 1; the fields above then
@@ -358,6 +361,7 @@ extension HearthServer {
                     case .promptTokens(let count):
                         outcome.usage.promptTokens = count
                         outcome.local = true
+                        if outcome.queued == nil { outcome.queued = ContinuousClock.now - started }
                     case .text, .toolCall, .reasoning, .reasoningEnded:
                         outcome.answer.add(event)
                     case .finished(let usage, _):
@@ -513,6 +517,7 @@ extension HearthServer {
             route: call.endpoint.rawValue, finishReason: outcome.status == 200 ? outcome.reason.rawValue : "error",
             promptTokens: outcome.status == 200 ? usage.promptTokens : 0, generatedTokens: usage.completionTokens,
             timeToFirstToken: outcome.firstToken.map(Self.seconds))
+        if let queued = outcome.queued { metrics.recordQueueTime(model: UsageLedger.safeName(call.model), seconds: Self.seconds(queued)) }
         for change in outcome.switches { metrics.countFailover(from: change.from, to: change.to, reason: change.reason) }
         if outcome.cacheHit { metrics.countResponseCacheHit(model: UsageLedger.safeName(call.model)) }
         var metadata: Logger.Metadata = [

@@ -91,6 +91,15 @@ final class ServerMetrics: Sendable {
     /// Buckets of the time-to-first-token histograms.
     static let firstTokenBuckets: [Double] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
+    /// A local request's time from admission to the start of its prompt: waiting for its turn
+    /// among the slots (the fair queue), tokenizing, compiling its schema.
+    func recordQueueTime(model: String, seconds: Double) {
+        registry.makeValueHistogram(
+            name: "hearth_queue_time_seconds", labels: [("model", model)], buckets: Self.firstTokenBuckets,
+            help: "Seconds from admitting a local request to the start of its prompt (waiting for a slot, tokenizing, compiling its schema), by model."
+        ).record(seconds)
+    }
+
     /// A gateway request that moved from one provider to the next (`reason`: the failure kind).
     func countFailover(from: String, to: String, reason: String) {
         registry.makeCounter(
