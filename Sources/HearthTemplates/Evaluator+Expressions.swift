@@ -157,7 +157,7 @@ extension Evaluator {
                 if case .undefined(let name) = needle { throw undefinedError(name, position) }
                 throw TemplateError(.type, "'in <string>' requires string as left operand, not \(needle.typeName)", at: position)
             }
-            return StringOps.find(s, n, fromRight: false) >= 0
+            return StringOps.contains(s, n)
         case .list(let a), .tuple(let a):
             try tick(position, a.count / 8)
             return a.contains { PythonFormat.equal($0, needle) }

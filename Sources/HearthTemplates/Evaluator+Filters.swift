@@ -20,7 +20,7 @@ extension Evaluator {
         switch name {
         case "length", "count":
             switch value {
-            case .string(let s): return .int(s.unicodeScalars.count)
+            case .string(let s): return .int(StringOps.scalarCount(s))
             case .list(let a), .tuple(let a): return .int(a.count)
             case .dict(let d): return .int(d.count)
             case .undefined: return .int(0)

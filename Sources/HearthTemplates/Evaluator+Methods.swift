@@ -414,6 +414,38 @@ enum StringOps {
         return parts.joined(separator: new)
     }
 
+    /// Python's `len(str)`: the code points, counted as the UTF-8 bytes that start one.
+    static func scalarCount(_ s: String) -> Int {
+        var s = s
+        return s.withUTF8 { bytes in
+            var n = 0
+            for b in bytes where b & 0xC0 != 0x80 { n += 1 }
+            return n
+        }
+    }
+
+    /// Python's `sub in s`: `find` without counting the code points before the match.
+    static func contains(_ s: String, _ sub: String) -> Bool {
+        if sub.isEmpty { return true }
+        var s = s, sub = sub
+        return s.withUTF8 { a in
+            sub.withUTF8 { b in
+                if b.count > a.count { return false }
+                let first = b[0]
+                var i = 0
+                while i <= a.count - b.count {
+                    if a[i] == first {
+                        var k = 1
+                        while k < b.count, a[i + k] == b[k] { k += 1 }
+                        if k == b.count { return true }
+                    }
+                    i += 1
+                }
+                return false
+            }
+        }
+    }
+
     /// Python's `str.find`/`rfind`: the code-point index of `sub` in `s`, or -1. Searches the
     /// UTF-8 bytes (a match of valid UTF-8 starts on a scalar boundary), then counts scalars.
     static func find(_ s: String, _ sub: String, fromRight: Bool) -> Int {

@@ -56,6 +56,7 @@ import Testing
         ("{% macro m(a, b=2) %}{{ a }}{{ b }}{{ kwargs }}{% endmacro %}{{ m(b=3, a=1, c=4) }}{% set ns = namespace(a=1) %}{{ ns.a }}{{ ns.b }}", #"{}"#, .success("13{'c': 4}1")),
         ("{{ ' x '.strip() }}|{{ '\u{3000}x\u{3000}'.strip() }}|{{ 'é|é'.split('|') }}|{{ 'a<c>b<c>'.rsplit('<c>', 1) }}", #"{}"#, .success("x|x|['é', 'é']|['a<c>b', '']")),
         ("{% set x = 1 %}{{ y }}", #"{"y": {"a": [1, {"b": 2}]}}"#, .success("{'a': [1, {'b': 2}]}")),
+        ("{{ 'é' in 'café' }} {{ '' in 'x' }} {{ 'xé' in 'é' }} {{ '😀é'|length }}", #"{}"#, .success("True True False 2")),
         // Python compares strings by code point: precomposed "é" is not "e" + U+0301 (Swift's
         // `==` says they are equal; this printed True|False|1|1|True before).
         ("{{ a == b }}|{{ a != b }}|{{ d[b] }}|{{ d[a] }}|{{ b in [a] }}", #"{"a": "\u00e9", "b": "e\u0301", "d": {"\u00e9": 1}}"#, .success("False|True||1|False")),
