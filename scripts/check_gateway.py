@@ -342,6 +342,9 @@ def scrape_metrics(base, http):
           f"time to first token has its own series per model and provider ({sorted(ttft)})")
     queued = {s.labels["model"] for s in samples("hearth_queue_time_seconds") if s.name.endswith("_count") and s.value > 0}
     check("local" in queued, f"hearth_queue_time_seconds has the local model's requests ({sorted(queued)})")
+    steps = {s.name: s.value for s in samples("hearth_model_steps") + samples("hearth_model_step_sequences") if s.labels.get("model") == "local"}
+    check(steps.get("hearth_model_steps_total", 0) > 0 and steps.get("hearth_model_step_sequences_total", 0) >= steps.get("hearth_model_steps_total", 0),
+          f"the batch's occupancy: steps and the sequences they held ({steps})")
     failovers = [s for s in samples("hearth_failovers") if s.name == "hearth_failovers_total"]
     check(any(s.labels["from"] == "openai" and s.labels["to"] == "local" and s.value >= 1 for s in failovers),
           "hearth_failovers_total counts the openai → local fallbacks")

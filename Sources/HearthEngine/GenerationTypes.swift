@@ -128,3 +128,15 @@ public struct ChoiceEvent: Sendable {
     public var choice: Int
     public var event: GenerationEvent
 }
+
+/// Counts of a generator's scheduler steps (``Generator/stepStatistics``).
+public struct StepStatistics: Sendable, Equatable {
+    /// Forward steps run (each one batched pass of the model).
+    public var steps = 0
+    /// Sequences those steps held, summed over the steps (busy slots per step × steps).
+    public var sequences = 0
+    /// Tokens those steps processed (prompt chunks, decode tokens, drafts), summed.
+    public var tokens = 0
+
+    public init() {}
+}

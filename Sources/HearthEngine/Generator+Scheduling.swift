@@ -101,24 +101,32 @@ extension Generator {
             }
             queue.unlock()
             lock.lock()
-            step()
+            let held = step()
             let filled = decoder.cache.counts.reduce(0, +)
             lock.unlock()
             queue.lock()
             filledPositions = filled
+            if let held {
+                stepTotals.steps += 1
+                stepTotals.sequences += held.sequences
+                stepTotals.tokens += held.tokens
+            }
             queue.unlock()
         }
     }
 
     /// One step: admit waiting requests into free slots, drop cancelled ones, run one batch,
     /// sample every sequence whose logits it produced.
-    func step() {
+    /// One scheduler step; returns the sequences and tokens the forward pass held (nil when
+    /// nothing ran: no active request, or the step was cancelled or failed).
+    @discardableResult
+    func step() -> (sequences: Int, tokens: Int)? {
         admit()
         for job in active where job.isCancelled() {
             job.run.summary.finishReason = .cancelled
             finish(job, .success(job.run.finish()))
         }
-        guard !active.isEmpty else { return }
+        guard !active.isEmpty else { return nil }
 
         // Decode tokens first (one per running sequence), then prompt chunks in arrival order.
         // A decoding sequence may add drafted tokens after its input (speculative decoding);
@@ -166,13 +174,13 @@ extension Generator {
                 entry.job.run.summary.finishReason = .cancelled
                 finish(entry.job, .success(entry.job.run.finish()))
             }
-            return
+            return nil
         } catch {
             for entry in fed {
                 slots[entry.job.slot].tokens = []
                 finish(entry.job, .failure(error))
             }
-            return
+            return nil
         }
         defer {
             // A step of decode tokens only (with their drafts) times the cost of a row.
@@ -202,6 +210,7 @@ extension Generator {
             if !job.prefilled { finishPrefill(job, logits: rowLogits(0)) }
             advance(job, rowLogits(0))
         }
+        return (Set(fed.map { $0.job.slot }).count, items.count)
     }
 
     /// What a step fed for one job: `count` items from its input (and drafts), whose logits

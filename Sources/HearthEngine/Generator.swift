@@ -44,6 +44,9 @@ public final class Generator: @unchecked Sendable {
     /// wait for a step to end.
     var runningCount = 0
     var filledPositions = 0
+    /// Forward steps run and the sequences and tokens they held, since the generator started
+    /// (kept under `queue`): ``stepStatistics``.
+    var stepTotals = StepStatistics()
 
     /// Prompt tokens a step spends on new requests while others are decoding (the rest of a
     /// prompt waits for the next step, so running sequences keep their pace).
@@ -128,6 +131,15 @@ public final class Generator: @unchecked Sendable {
         queue.lock()
         defer { queue.unlock() }
         return (runningCount, pending.count)
+    }
+
+    /// Forward steps of the scheduler and what they held: the batch's occupancy is
+    /// `sequences / steps` busy slots per step (llama-server's `n_busy_slots_per_decode`), and
+    /// `tokens / steps` tokens per step. (Answers at once, also while a step runs.)
+    public var stepStatistics: StepStatistics {
+        queue.lock()
+        defer { queue.unlock() }
+        return stepTotals
     }
 
     /// Share of the KV cache's positions that hold tokens (0…1), as of the last step.

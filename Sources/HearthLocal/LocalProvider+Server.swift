@@ -57,6 +57,13 @@ extension LocalProvider {
     /// Share of the KV cache's positions in use, 0…1 (nil before the model has loaded).
     public var kvCacheUsage: Double? { generatorIfLoaded?.cacheUsage }
 
+    /// The scheduler's forward steps and the sequences and tokens they held since the model
+    /// loaded (``Generator/stepStatistics``: busy slots per step is the batch's occupancy); nil
+    /// before it loads.
+    public var stepStatistics: (steps: Int, sequences: Int, tokens: Int)? {
+        generatorIfLoaded.map { let totals = $0.stepStatistics; return (totals.steps, totals.sequences, totals.tokens) }
+    }
+
     /// The KV cache's storage: its type, bytes allocated (all slots) and bytes per token (nil
     /// before the model has loaded).
     public var kvCacheStorage: (type: String, bytes: Int, bytesPerToken: Int)? {

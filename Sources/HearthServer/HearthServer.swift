@@ -189,6 +189,7 @@ public final class HearthServer: @unchecked Sendable {
                 metrics.recordKVStorage(name, type: storage.type, bytes: storage.bytes, bytesPerToken: storage.bytesPerToken)
             }
             if let promptCache = provider.promptCacheStatistics { metrics.recordPromptCache(name, promptCache) }
+            if let steps = provider.stepStatistics { metrics.recordSteps(name, steps) }
             total.running += load.running
             total.waiting += load.waiting
             total.kvCacheUsage = max(total.kvCacheUsage, usage)

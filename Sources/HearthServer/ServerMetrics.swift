@@ -217,6 +217,32 @@ final class ServerMetrics: Sendable {
             .set(to: Double(now.diskBytes))
     }
 
+    /// The step counts last seen per model (counters only grow; a reloaded model counts anew).
+    private let stepsSeen = Mutex<[String: [Int]]>([:])
+
+    /// One local model's scheduler steps: forward steps, the sequences they held (busy slots
+    /// summed over steps) and their tokens, as counters — `rate(…sequences…) / rate(…steps…)` is
+    /// the batch's occupancy (llama-server's `n_busy_slots_per_decode`).
+    func recordSteps(_ model: String, _ totals: (steps: Int, sequences: Int, tokens: Int)) {
+        let now = [totals.steps, totals.sequences, totals.tokens]
+        let before = stepsSeen.withLock { seen -> [Int]? in
+            defer { seen[model] = now }
+            return seen[model]
+        }
+        let series = [
+            ("hearth_model_steps_total", "Forward steps of this model's scheduler (each a batched pass)."),
+            ("hearth_model_step_sequences_total", "Sequences the steps held, summed over steps: divided by steps, the batch's occupancy (busy slots per step)."),
+            ("hearth_model_step_tokens_total", "Tokens the steps processed (prompt chunks, decode tokens, drafts), summed over steps."),
+        ]
+        for (index, (name, help)) in series.enumerated() {
+            let previous = before?[index] ?? 0
+            // A smaller value is a restarted count (the model was reloaded): all of it is new.
+            let delta = now[index] >= previous ? now[index] - previous : now[index]
+            let counter = registry.makeCounter(name: name, labels: [("model", model)], help: help)
+            if delta > 0 { counter.increment(by: Int64(delta)) }
+        }
+    }
+
     /// The text exposition format.
     func render() -> String { registry.emitToString() }
 }

@@ -74,6 +74,13 @@ import Testing
             #expect(got.summaries[i]?.promptTokens == prompt.count)
         }
         #expect(generator.load.running == 0 && generator.load.waiting == 0)
+        // The steps' counts (the server's batch-occupancy metric): four sequences decoded in
+        // the same steps, so most steps held more than one; every token went through a step.
+        let steps = generator.stepStatistics
+        let generated = got.ids.reduce(0) { $0 + $1.count }
+        #expect(steps.steps > 0 && steps.sequences > steps.steps, "\(steps)")
+        #expect(steps.tokens >= prompt.count + generated - 4, "\(steps): \(generated) generated")
+        #expect(steps.sequences <= 4 * steps.steps)
     }
 
     /// More choices than slots: those without a slot wait, then reuse the prompt the cache
