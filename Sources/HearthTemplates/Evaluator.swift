@@ -6,8 +6,13 @@ struct VariableTable {
     /// (id, value) pairs in one buffer: a frame costs one allocation.
     private var entries: [(id: Int, value: JinjaValue)] = []
     private var index: [Int: Int]? = nil
+    /// For the template's top frame, which most lookups reach: a slot per name id instead.
+    private var slots: [JinjaValue?]? = nil
 
     init() {}
+
+    /// A table with a slot for each of `count` ids (the template's `NameTable`).
+    init(slots count: Int) { slots = [JinjaValue?](repeating: nil, count: count) }
 
     private func position(_ id: Int) -> Int? {
         if let index { return index[id] }
@@ -18,9 +23,16 @@ struct VariableTable {
     }
 
     subscript(id: Int) -> JinjaValue? {
-        get { position(id).map { entries[$0].value } }
+        get {
+            if let slots { return id < slots.count ? slots[id] : nil }
+            return position(id).map { entries[$0].value }
+        }
         set {
             guard let newValue else { return }  // templates never unset a variable
+            if slots != nil, id < slots!.count {
+                slots![id] = newValue
+                return
+            }
             if let i = position(id) {
                 entries[i].value = newValue
                 return
@@ -53,6 +65,7 @@ final class Scope {
     /// variable the template never names cannot be read, so it is left out).
     init(_ context: [String: JinjaValue], names: NameTable) {
         self.parent = nil
+        variables = VariableTable(slots: names.ids.count)
         for (key, value) in context {
             if let id = names.ids[key] { variables[id] = value }
         }
