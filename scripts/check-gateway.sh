@@ -54,7 +54,7 @@ cat > "$work/gateway.json" <<EOF
              {"name": "ops", "key_env": "OPS_KEY", "admin": true},
              {"name": "limited", "key_sha256": "$(sha "$LIMITED_KEY")", "requests_per_minute": 2},
              {"name": "quota", "key_sha256": "$(sha "$QUOTA_KEY")", "tokens_per_day": 200}],
- "models": {"local": {"provider": "local"},
+ "models": {"local": {"provider": "local"}, "tiny": {"provider": "local", "model": "phi3-mha"},
             "gpt-4o-mini": {"provider": "openai", "fallback": ["local"], "timeout_seconds": 10}},
  "cache": {"ttl_seconds": 3600, "max_entries": 1000},
  "content_filter": {"file": "blocked.txt"},
@@ -62,7 +62,9 @@ cat > "$work/gateway.json" <<EOF
 EOF
 
 start_server() {
-    "$binary" serve --config "$work/gateway.json" --model "$model" --port 0 --parallel 2 --ctx 1024 --log-level debug \
+    # A second local model (the tiny random-weight fixture) behind its own route: /metrics
+    # then has two local models' series beside the cloud route's.
+    "$binary" serve --config "$work/gateway.json" --model "$model" --model Tests/Fixtures/phi3-mha --port 0 --parallel 2 --ctx 1024 --log-level debug \
         > "$work/out" 2>> "$work/log" &
     server_pid=$!
     url=""

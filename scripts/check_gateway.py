@@ -314,17 +314,22 @@ def checks(base, state_file):
     check({"app", "ops", "limited", "quota"} <= clients, f"an admin sees every client's usage ({sorted(clients)})")
     r = http.get(base + "/v1/usage?client=ops", headers={"authorization": f"Bearer {APP_KEY}", **sign(APP_SECRET, "GET", "/v1/usage?client=ops", b"")})
     check(r.status_code == 403, "a client cannot read another client's usage")
-    scrape_metrics(base, http)
+    scrape_metrics(base, http, count)
     state["expected"] = expected
     with open(state_file, "w") as f:
         json.dump(state, f)
 
 
-def scrape_metrics(base, http):
+def scrape_metrics(base, http, count):
     """/metrics read by prometheus_client's own text parser: per-model and per-provider series
     (the cloud route answered by openai and by the local fallback, the local model), the failover
     and response-cache counters, hearth_build_info and the resident memory."""
     from prometheus_client.parser import text_string_to_metric_families
+    from openai import OpenAI
+    ops = OpenAI(base_url=base + "/v1", api_key=OPS_KEY, max_retries=0)
+    tiny = ops.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "Hi"}], max_tokens=3, temperature=0)
+    count(tiny.usage)
+    check(tiny.usage.completion_tokens > 0, "the second local model answers on its route")
     r = http.get(base + "/metrics", headers={"authorization": f"Bearer {OPS_KEY}"})
     check(r.status_code == 200, f"GET /metrics answers ({r.status_code})")
     families = {family.name: family for family in text_string_to_metric_families(r.text)}
@@ -333,15 +338,17 @@ def scrape_metrics(base, http):
         return [sample for sample in family.samples] if family else []
     served = [s.labels for s in samples("hearth_served_requests") if s.name == "hearth_served_requests_total"]
     pairs = {(labels["model"], labels["provider"]) for labels in served}
-    check({("gpt-4o-mini", "openai"), ("gpt-4o-mini", "local"), ("local", "local")} <= pairs,
-          f"hearth_served_requests_total by model and provider: the cloud route served by openai and by the local fallback, the local model ({sorted(pairs)})")
+    check({("gpt-4o-mini", "openai"), ("gpt-4o-mini", "local"), ("local", "local"), ("tiny", "local")} <= pairs,
+          f"hearth_served_requests_total by model and provider: the cloud route served by openai and by the local fallback, two local models ({sorted(pairs)})")
     check(all(labels.get("route") and labels.get("finish_reason") for labels in served), "each served request carries its route and finish_reason")
     ttft = {(s.labels["model"], s.labels["provider"]) for s in samples("hearth_served_time_to_first_token_seconds")
             if s.name.endswith("_count") and s.value > 0}
     check(("gpt-4o-mini", "openai") in ttft and ("local", "local") in ttft,
           f"time to first token has its own series per model and provider ({sorted(ttft)})")
     queued = {s.labels["model"] for s in samples("hearth_queue_time_seconds") if s.name.endswith("_count") and s.value > 0}
-    check("local" in queued, f"hearth_queue_time_seconds has the local model's requests ({sorted(queued)})")
+    check({"local", "tiny"} <= queued, f"hearth_queue_time_seconds has each local model's requests ({sorted(queued)})")
+    loaded = {s.labels["model"] for s in samples("hearth_model_loaded") if s.value == 1}
+    check(len(loaded) >= 2, f"hearth_model_loaded names both local models ({sorted(loaded)})")
     steps = {s.name: s.value for s in samples("hearth_model_steps") + samples("hearth_model_step_sequences") if s.labels.get("model") == "local"}
     check(steps.get("hearth_model_steps_total", 0) > 0 and steps.get("hearth_model_step_sequences_total", 0) >= steps.get("hearth_model_steps_total", 0),
           f"the batch's occupancy: steps and the sequences they held ({steps})")
