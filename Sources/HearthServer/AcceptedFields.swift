@@ -23,6 +23,7 @@ enum AcceptedFields {
         "messages", "tools", "tool_choice", "parallel_tool_calls", "logprobs", "top_logprobs", "store", "functions", "function_call",
         "reasoning_effort", "verbosity", "prediction", "modalities", "audio", "web_search_options", "moderation",
         "chat_template_kwargs",  // extra: llama-server's and vLLM's variables for the chat template (issue 58)
+        "documents",  // extra: vLLM's, the chat template's documents (issue 58)
         "continue_final_message",  // extra: vLLM's, the last (assistant) message continued (issue 58)
     ])
     /// A chat message's fields.

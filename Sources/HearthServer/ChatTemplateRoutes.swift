@@ -88,24 +88,49 @@ extension RequestParser {
     /// The most bytes `chat_template_kwargs` may have (serialized).
     static let maxChatTemplateKwargsBytes = 64 << 10
 
+    /// The most bytes top-level `documents` may have (serialized).
+    static let maxDocumentsBytes = 1 << 20
+
     /// `chat_template_kwargs` (llama-server's and vLLM's extra): an object of extra variables
-    /// for the local model's chat template, kept as its JSON text; nil when absent.
-    /// - Throws: `APIError` 400 when it is not an object or is larger than
-    ///   ``maxChatTemplateKwargsBytes``.
+    /// for the local model's chat template, with vLLM's top-level `documents` (an array of
+    /// objects) added as the template's `documents`; kept as JSON text, nil when neither is given.
+    /// - Throws: `APIError` 400 when the kwargs are not an object or larger than
+    ///   ``maxChatTemplateKwargsBytes``, when `documents` is not an array of objects or larger
+    ///   than ``maxDocumentsBytes``, or when both give `documents`.
     static func chatTemplateKwargs(_ f: Fields) throws -> String? {
-        guard let value = f.value("chat_template_kwargs"), value != .null else { return nil }
-        guard case .object = value else {
-            throw APIError.invalid(
-                "chat_template_kwargs", "'chat_template_kwargs' must be an object of variables for the chat template.",
-                code: "invalid_type")
+        var pairs: [(String, JSONValue)] = []
+        if let value = f.value("chat_template_kwargs"), value != .null {
+            guard case .object(let given) = value else {
+                throw APIError.invalid(
+                    "chat_template_kwargs", "'chat_template_kwargs' must be an object of variables for the chat template.",
+                    code: "invalid_type")
+            }
+            let size = value.serialized().count
+            guard size <= maxChatTemplateKwargsBytes else {
+                throw APIError.invalid(
+                    "chat_template_kwargs",
+                    "'chat_template_kwargs' is \(size) bytes; at most \(maxChatTemplateKwargsBytes) are allowed per request.",
+                    code: "too_large")
+            }
+            pairs = given
         }
-        let text = String(decoding: value.serialized(), as: UTF8.self)
-        guard text.utf8.count <= maxChatTemplateKwargsBytes else {
-            throw APIError.invalid(
-                "chat_template_kwargs",
-                "'chat_template_kwargs' is \(text.utf8.count) bytes; at most \(maxChatTemplateKwargsBytes) are allowed per request.",
-                code: "too_large")
+        if let documents = f.value("documents"), documents != .null {
+            guard case .array(let items) = documents, items.allSatisfy({ if case .object = $0 { true } else { false } }) else {
+                throw APIError.invalid(
+                    "documents", "'documents' must be an array of objects (such as {\"title\": …, \"text\": …}) for the chat template.",
+                    code: "invalid_type")
+            }
+            let size = documents.serialized().count
+            guard size <= maxDocumentsBytes else {
+                throw APIError.invalid(
+                    "documents", "'documents' is \(size) bytes; at most \(maxDocumentsBytes) are allowed per request.", code: "too_large")
+            }
+            guard !pairs.contains(where: { $0.0 == "documents" }) else {
+                throw APIError.invalid("documents", "Give 'documents' once: top-level or in 'chat_template_kwargs', not both.")
+            }
+            pairs.append(("documents", documents))
         }
-        return text
+        guard !pairs.isEmpty else { return nil }
+        return String(decoding: JSONValue.object(pairs).serialized(), as: UTF8.self)
     }
 }

@@ -69,6 +69,19 @@ import Testing
         let usage = (answered.json["usage"] as? [String: Any])?["prompt_tokens"] as? Int ?? 0
         let plainUsage = (without.json["usage"] as? [String: Any])?["prompt_tokens"] as? Int ?? 0
         #expect(usage > plainUsage, "kwargs did not change the prompt: \(usage) vs \(plainUsage)")
+        // vLLM's top-level `documents` is the template's `documents` too; given twice, a 400.
+        var topLevel = body
+        topLevel["chat_template_kwargs"] = ["flavour": "mint"]
+        topLevel["documents"] = [["title": "a", "text": "b"]]
+        let same = try await server.send("/apply-template", json: topLevel)
+        #expect(same.json["prompt"] as? String == "[user]Hi(docs 1)(flavour mint)[assistant]", "\(same.body)")
+        var twice = body
+        twice["documents"] = [["title": "a", "text": "b"]]
+        let refusedTwice = try await server.send("/v1/chat/completions", json: twice)
+        #expect(refusedTwice.status == 400 && refusedTwice.body.contains("documents"), "\(refusedTwice.body)")
+        var notObjects = plain
+        notObjects["documents"] = ["just text"]
+        #expect(try await server.send("/v1/chat/completions", json: notObjects).status == 400)
         var wrong = body
         wrong["chat_template_kwargs"] = [1, 2]
         let refused = try await server.send("/v1/chat/completions", json: wrong)
