@@ -5,7 +5,7 @@
 # hub repository as models/registry.json names it): `hearth --version`; `hearth generate`
 # with no --model (the default model pulled into the user's hub cache and verified);
 # `echo … | hearth generate -n`; `hearth pull NAME` (already there); `hearth run NAME PROMPT`
-# and `hearth run NAME` (chat on stdin); `hearth chat`; `hearth show NAME`; `hearth ps`
+# and `hearth run NAME` (chat on stdin); `hearth chat`; `hearth show NAME [--json]`; `hearth ps [--json]`
 # against a running `hearth serve`; the bash completion parses. Prints "N passed, M failed".
 #
 # Usage: scripts/check-install.sh [--binary PATH] [--fake PATH] [--model PATH]
@@ -99,12 +99,19 @@ out="$(run hearth show "$short" 2>&1)"; rc=$?
 grep -q "architecture: *gemma3" <<<"$out" || rc=1
 check "hearth show $short" "$rc" "$out"
 
+out="$(run hearth show "$short" --json 2>&1)"; rc=$?
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert d["architecture"]' "$out" 2>/dev/null || rc=1
+check "hearth show $short --json" "$rc" "$out"
+
 run hearth serve --port 0 --alias installed > "$work/serve.out" 2> "$work/serve.err" &
 server_pid=$!
 url="$(server_url "$server_pid" "$work/serve.out" "$work/serve.err")"
 out="$(run hearth ps --url "${url%/v1}" 2>&1)"; rc=$?
 grep -q "^installed " <<<"$out" || rc=1
 check "hearth ps lists the running server's model" "$rc" "$out"
+out="$(run hearth ps --url "${url%/v1}" --json 2>&1)"; rc=$?
+python3 -c 'import json,sys; d=json.loads(sys.argv[1]); assert [m["name"] for m in d["models"]] == ["installed"]' "$out" 2>/dev/null || rc=1
+check "hearth ps --json" "$rc" "$out"
 kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=""
 
 bash -n "$work/prefix/share/bash-completion/completions/hearth"; check "the bash completion parses" $?

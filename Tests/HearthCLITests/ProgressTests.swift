@@ -29,7 +29,13 @@ import Testing
         let text = directory.appendingPathComponent("text.txt")
         try Data(String(repeating: "The quick brown fox jumps over the lazy dog. ", count: 40).utf8).write(to: text)
 
+        let schemas = directory.appendingPathComponent("schemas")
+        try FileManager.default.createDirectory(at: schemas, withIntermediateDirectories: true)
+        try Data(#"{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}"#.utf8)
+            .write(to: schemas.appendingPathComponent("a.json"))
+
         let commands: [(name: String, arguments: [String], json: [String]?)] = [
+            ("bench-structured", ["bench-structured", "-m", model, "--schemas", schemas.path, "--seeds", "1", "-n", "8", "--decode-schemas", "0"], ["--json"]),
             ("bench", ["bench", "-m", model, "-p", "16", "-n", "4", "-r", "2"], ["--json"]),
             ("generate (the load)", ["generate", "-m", model, "-n", "2", "Hi"], ["--json"]),
             ("perplexity", ["perplexity", "-m", model, "--file", text.path, "-c", "32"], ["--json"]),
