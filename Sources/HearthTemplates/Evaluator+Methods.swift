@@ -428,22 +428,7 @@ enum StringOps {
     static func contains(_ s: String, _ sub: String) -> Bool {
         if sub.isEmpty { return true }
         var s = s, sub = sub
-        return s.withUTF8 { a in
-            sub.withUTF8 { b in
-                if b.count > a.count { return false }
-                let first = b[0]
-                var i = 0
-                while i <= a.count - b.count {
-                    if a[i] == first {
-                        var k = 1
-                        while k < b.count, a[i + k] == b[k] { k += 1 }
-                        if k == b.count { return true }
-                    }
-                    i += 1
-                }
-                return false
-            }
-        }
+        return s.withUTF8 { a in sub.withUTF8 { b in byteOffset(of: b, in: a, fromRight: false) != nil } }
     }
 
     /// Python's `str.find`/`rfind`: the code-point index of `sub` in `s`, or -1. Searches the
@@ -453,26 +438,32 @@ enum StringOps {
         var s = s, sub = sub
         return s.withUTF8 { a in
             sub.withUTF8 { b in
-                if b.count > a.count { return -1 }
-                let last = a.count - b.count
-                var i = fromRight ? last : 0
-                let first = b[0]
-                while i >= 0 && i <= last {
-                    if a[i] == first {
-                        var k = 1
-                        while k < b.count, a[i + k] == b[k] { k += 1 }
-                        if k == b.count {
-                            // Code points before the match: bytes that do not continue a scalar.
-                            var n = 0
-                            for j in 0..<i where a[j] & 0xC0 != 0x80 { n += 1 }
-                            return n
-                        }
-                    }
-                    i += fromRight ? -1 : 1
-                }
-                return -1
+                guard let i = byteOffset(of: b, in: a, fromRight: fromRight) else { return -1 }
+                // Code points before the match: bytes that do not continue a scalar.
+                var n = 0
+                for j in 0..<i where a[j] & 0xC0 != 0x80 { n += 1 }
+                return n
             }
         }
+    }
+
+    /// The byte offset of the first (or last) occurrence of the non-empty `b` in `a`; nil when
+    /// there is none.
+    private static func byteOffset(
+        of b: UnsafeBufferPointer<UInt8>, in a: UnsafeBufferPointer<UInt8>, fromRight: Bool
+    ) -> Int? {
+        guard let first = b.first, b.count <= a.count else { return nil }
+        let last = a.count - b.count
+        var i = fromRight ? last : 0
+        while i >= 0 && i <= last {
+            if a[i] == first {
+                var k = 1
+                while k < b.count, a[i + k] == b[k] { k += 1 }
+                if k == b.count { return i }
+            }
+            i += fromRight ? -1 : 1
+        }
+        return nil
     }
 
     /// Python's `str.title()`: uppercase after any non-cased character.

@@ -29,8 +29,8 @@ struct VariableTable {
         }
         set {
             guard let newValue else { return }  // templates never unset a variable
-            if slots != nil, id < slots!.count {
-                slots![id] = newValue
+            if let count = slots?.count, id < count {
+                slots?[id] = newValue  // in place: optional chaining does not copy the array
                 return
             }
             if let i = position(id) {
