@@ -97,6 +97,14 @@ extension RequestParser {
     /// - Throws: `APIError` 400 when the kwargs are not an object or larger than
     ///   ``maxChatTemplateKwargsBytes``, when `documents` is not an array of objects or larger
     ///   than ``maxDocumentsBytes``, or when both give `documents`.
+    /// A 400 `too_large` naming `param` when `value` serialized is more than `limit` bytes.
+    private static func refuseLarger(_ value: JSONValue, than limit: Int, param: String) throws {
+        let size = value.serialized().count
+        guard size <= limit else {
+            throw APIError.invalid(param, "'\(param)' is \(size) bytes; at most \(limit) are allowed per request.", code: "too_large")
+        }
+    }
+
     static func chatTemplateKwargs(_ f: Fields) throws -> String? {
         var pairs: [(String, JSONValue)] = []
         if let value = f.value("chat_template_kwargs"), value != .null {
@@ -105,13 +113,7 @@ extension RequestParser {
                     "chat_template_kwargs", "'chat_template_kwargs' must be an object of variables for the chat template.",
                     code: "invalid_type")
             }
-            let size = value.serialized().count
-            guard size <= maxChatTemplateKwargsBytes else {
-                throw APIError.invalid(
-                    "chat_template_kwargs",
-                    "'chat_template_kwargs' is \(size) bytes; at most \(maxChatTemplateKwargsBytes) are allowed per request.",
-                    code: "too_large")
-            }
+            try refuseLarger(value, than: maxChatTemplateKwargsBytes, param: "chat_template_kwargs")
             pairs = given
         }
         if let documents = f.value("documents"), documents != .null {
@@ -120,11 +122,7 @@ extension RequestParser {
                     "documents", "'documents' must be an array of objects (such as {\"title\": …, \"text\": …}) for the chat template.",
                     code: "invalid_type")
             }
-            let size = documents.serialized().count
-            guard size <= maxDocumentsBytes else {
-                throw APIError.invalid(
-                    "documents", "'documents' is \(size) bytes; at most \(maxDocumentsBytes) are allowed per request.", code: "too_large")
-            }
+            try refuseLarger(documents, than: maxDocumentsBytes, param: "documents")
             guard !pairs.contains(where: { $0.0 == "documents" }) else {
                 throw APIError.invalid("documents", "Give 'documents' once: top-level or in 'chat_template_kwargs', not both.")
             }
