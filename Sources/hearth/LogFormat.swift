@@ -46,17 +46,17 @@ struct JSONLogHandler: LogHandler {
     private static let lock = NSLock()
 
     func log(event: LogEvent) {
-        var object: [String: Any] = [
-            "time": Self.timestamp(Date()), "level": event.level.rawValue, "logger": label, "message": "\(event.message)",
-        ]
-        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) where object[key] == nil {
+        let now = Date()
+        var object: [String: Any] = ["level": event.level.rawValue, "logger": label, "message": "\(event.message)"]
+        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) where object[key] == nil && key != "time" {
             object[key] = Self.plain(value)
         }
+        Self.lock.lock()
+        defer { Self.lock.unlock() }
+        object["time"] = Self.formatter.string(from: now)  // one formatter, used under the lock
         guard JSONSerialization.isValidJSONObject(object),
             let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         else { return }
-        Self.lock.lock()
-        defer { Self.lock.unlock() }
         FileHandle.standardError.write(data + Data("\n".utf8))
     }
 
@@ -70,10 +70,10 @@ struct JSONLogHandler: LogHandler {
         }
     }
 
-    /// ISO 8601 in UTC with milliseconds.
-    static func timestamp(_ date: Date) -> String {
+    /// ISO 8601 in UTC with milliseconds; used only under `lock`.
+    nonisolated(unsafe) private static let formatter: ISO8601DateFormatter = {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
-    }
+        return formatter
+    }()
 }
