@@ -58,8 +58,10 @@ start_hub_fake "$fake" "$work" --repo "$repo=$work/repo"
 # Nothing of the checkout: an empty directory, a fresh HOME, the installed binary alone on PATH.
 mkdir -p "$work/home" "$work/empty"
 cd "$work/empty"
+# `exec`: a backgrounded `run` is then the command itself, so `$!` is what `kill` must stop (the
+# server below), not a subshell that would leave it running.
 run() {
-    env -i PATH="$work/prefix/bin:/usr/bin:/bin" HOME="$work/home" HF_ENDPOINT="$endpoint" TERM=dumb "$@"
+    exec env -i PATH="$work/prefix/bin:/usr/bin:/bin" HOME="$work/home" HF_ENDPOINT="$endpoint" TERM=dumb "$@"
 }
 set +e  # each check records its own failure
 passed=0
