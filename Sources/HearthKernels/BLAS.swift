@@ -2,14 +2,21 @@
 import Accelerate
 #elseif SystemLibraries && canImport(CBLAS)
 import CBLAS
-import Foundation
 #endif
+import Foundation
 import HearthKernelsCommon
 
 /// The BLAS bridge: Accelerate on Apple platforms; on Linux OpenBLAS's CBLAS with the
 /// `SystemLibraries` trait, else Hearth's own Swift GEMM.
 /// All matrices are row-major Float.
+///
+/// `HEARTH_BLAS=hearth` in the environment makes a build that links a system BLAS run Hearth's
+/// own GEMM instead, the code a build without the trait runs — so one build can run its tests
+/// both ways (CI does: docs/PLATFORMS.md). Any other value is the default.
 public enum BLAS {
+    /// Whether `HEARTH_BLAS=hearth` asks for Hearth's own GEMM where a system BLAS is linked.
+    public static let ownGEMMForced: Bool = ProcessInfo.processInfo.environment["HEARTH_BLAS"] == "hearth"
+
     /// C(m×n) = alpha · A(m×k) · op(B) + beta · C, where op(B) is B(k×n) or, with
     /// `transposeB`, Bᵀ for B stored as (n×k). `level` (default ``KernelLevel/current``) picks
     /// the kernel level of Hearth's own GEMM; a system BLAS chooses its own code.
@@ -22,14 +29,17 @@ public enum BLAS {
     ) {
         guard m > 0, n > 0, k > 0 else { return }
         #if canImport(Accelerate) || (SystemLibraries && canImport(CBLAS))
-        #if !canImport(Accelerate)
-        if !systemGEMMIsWide && level >= .avx2 {
+        #if canImport(Accelerate)
+        let own = ownGEMMForced
+        #else
+        let own = ownGEMMForced || (!systemGEMMIsWide && level >= .avx2)
+        #endif
+        if own {
             gemm(
                 m: m, n: n, k: k, a: a, lda: lda, b: b, ldb: ldb, transposeB: transposeB, c: c, ldc: ldc, alpha: alpha,
                 beta: beta, level: level)
             return
         }
-        #endif
         cblas_sgemm(
             CblasRowMajor, CblasNoTrans, transposeB ? CblasTrans : CblasNoTrans,
             blasInt(m), blasInt(n), blasInt(k), alpha, a, blasInt(lda), b, blasInt(ldb), beta, c, blasInt(ldc))
@@ -44,7 +54,7 @@ public enum BLAS {
     /// trait, where OpenBLAS runs kernels with AVX2 and FMA or wider, or the CPU has no AVX2) rather than Hearth's own ``gemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)``.
     public static var isSystemLibrary: Bool {
         #if canImport(Accelerate)
-        return true
+        return !ownGEMMForced
         #elseif SystemLibraries && canImport(CBLAS)
         return systemGEMMUsed
         #else
@@ -71,14 +81,18 @@ public enum BLAS {
 
     /// Whether ``sgemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)`` calls OpenBLAS at
     /// the current level (`false`: Hearth's own GEMM, OpenBLAS's set being narrower than AVX2 with FMA).
-    static var systemGEMMUsed: Bool { systemGEMMIsWide || KernelLevel.current < .avx2 }
+    static var systemGEMMUsed: Bool { !ownGEMMForced && (systemGEMMIsWide || KernelLevel.current < .avx2) }
     #endif
 
     /// Which GEMM ``sgemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)`` runs at the
     /// current kernel level: `"accelerate"`, `"openblas <core>"`, `"hearth (openblas: <core>)"`
     /// (OpenBLAS linked but its kernels narrower than Hearth's) or `"hearth"` (built without
-    /// the `SystemLibraries` trait). `hearth bench --json` reports it.
+    /// the `SystemLibraries` trait), or `"hearth (HEARTH_BLAS=hearth)"` when the environment
+    /// asks for it. `hearth bench --json` reports it.
     public static var backend: String {
+        #if canImport(Accelerate) || (SystemLibraries && canImport(CBLAS))
+        if ownGEMMForced { return "hearth (HEARTH_BLAS=hearth)" }
+        #endif
         #if canImport(Accelerate)
         return "accelerate"
         #elseif SystemLibraries && canImport(CBLAS)

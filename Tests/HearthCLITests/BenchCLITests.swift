@@ -42,12 +42,15 @@ import Testing
     /// set named by `OPENBLAS_CORETYPE` is the user's choice and runs, even the SSE3 one; without
     /// the variable, OpenBLAS's own pick runs where it has 256-bit FMAs or wider, and Hearth's
     /// GEMM stands in where it does not (OpenBLAS 0.3.21 picks SSE3 kernels on CPU models it does
-    /// not know); at `HEARTH_CPU=portable` OpenBLAS runs whatever it picked. Without the
-    /// `SystemLibraries` trait it is always Hearth's GEMM.
+    /// not know); at `HEARTH_CPU=portable` OpenBLAS runs whatever it picked; `HEARTH_BLAS=hearth`
+    /// runs Hearth's GEMM whatever OpenBLAS would. Without the `SystemLibraries` trait it is always
+    /// Hearth's GEMM.
     @Test func blasNamesTheGEMMBehindFloatProducts() throws {
         func blas(_ environment: [String: String?]) throws -> String {
             let binary = try #require(CLITests.binary)
             let model = Fixtures.checkpoint("phi3-mha").path
+            var environment = environment
+            if !environment.keys.contains("HEARTH_BLAS") { environment["HEARTH_BLAS"] = .some(nil) }  // not the caller's
             let result = try runProcess(
                 binary, ["bench", "--model", model, "-t", "1", "-r", "1", "-p", "4", "-n", "0", "--json"], environment: environment)
             #expect(result.status == 0, "\(String(decoding: result.stderr, as: UTF8.self))")
@@ -66,6 +69,9 @@ import Testing
             #expect(!wide.contains(core), "\(picked)")
         }
         #expect(try blas(["OPENBLAS_CORETYPE": nil, "HEARTH_CPU": "portable"]).hasPrefix("openblas "))
+        // `HEARTH_BLAS=hearth`: the trait-off build's GEMM in this build, even where the user named a core type.
+        #expect(try blas(["OPENBLAS_CORETYPE": "Haswell", "HEARTH_CPU": nil, "HEARTH_BLAS": "hearth"]) == "hearth (HEARTH_BLAS=hearth)")
+        #expect(try blas(["OPENBLAS_CORETYPE": "Haswell", "HEARTH_CPU": nil, "HEARTH_BLAS": "system"]) == "openblas Haswell")
         #elseif SystemLibraries && os(Linux)
         #expect(try blas(["HEARTH_CPU": nil]).hasPrefix("openblas "), "no kernel level here outruns OpenBLAS")
         #elseif os(Linux)
