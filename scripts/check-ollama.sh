@@ -37,13 +37,7 @@ binary="$(hearth_binary "$binary")"
 fake="$(hub_fake_binary "$fake")"
 require_model "$model"
 
-# Headless Chromium and its driver, Debian's packages.
-if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ]; then SUDO=(); else SUDO=(sudo); fi
-    echo "Installing chromium and chromium-driver…"
-    "${SUDO[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq chromium chromium-driver >/dev/null
-fi
+install_chromium   # headless Chromium and its driver, Debian's packages
 
 checks_venv   # .build/checks-venv: scripts/requirements-checks.txt (ollama, selenium, pydantic)
 

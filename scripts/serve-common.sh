@@ -40,6 +40,17 @@ requirements_venv() {
     fi
 }
 
+# Headless Chromium and its driver (Debian's `chromium`, `chromium-driver`), installed when missing.
+install_chromium() {
+    if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+        local sudo=()
+        [ "$(id -u)" = 0 ] || sudo=(sudo)
+        echo "Installing chromium and chromium-driver…"
+        "${sudo[@]}" apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq chromium chromium-driver >/dev/null
+    fi
+}
+
 # The one venv of the check scripts, `$venv` (.build/checks-venv): scripts/requirements-checks.txt.
 checks_venv() {
     venv=".build/checks-venv"
