@@ -16,6 +16,14 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     // `@unchecked Sendable`: mutable state (`state`) is only touched under `lock`; the
     // generator serialises its own use.
 
+    /// A load of the model, as ``Configuration/loadObserver`` hears it.
+    public enum LoadEvent: Sendable {
+        case started
+        /// Loaded (the GGUF repack, the tokenizer, the generator) in `seconds`.
+        case loaded(seconds: Double)
+        case failed(ProviderError)
+    }
+
     /// How the provider was configured.
     public struct Configuration: Sendable {
         /// The model: a checkpoint directory or a `.hqf` file.
@@ -92,6 +100,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// `tool_use`, or a hand-written format such as `chatml`); nil: the checkpoint's.
         /// A name that names nothing, or a file that does not compile, fails the load.
         public var chatTemplate: String?
+        /// Told when a load of the model starts and when it ends (`hearth serve`'s log lines and
+        /// terminal status line); called on the loading thread.
+        public var loadObserver: (@Sendable (LoadEvent) -> Void)?
 
         public init(
             modelPath: String, quantize: WeightQuantization? = nil, context: Int? = nil, threads: Int? = nil,
@@ -551,6 +562,8 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
             let configuration = self.configuration
             Thread.detachNewThread { [self] in
                 let result: Result<Generator, ProviderError>
+                let loadStarted = DispatchTime.now()
+                configuration.loadObserver?(.started)
                 do {
                     let model = try LanguageModel(
                         path: configuration.modelPath, quantize: configuration.quantize?.dtype, threads: configuration.threads,
@@ -582,6 +595,12 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                     nextLoadAttempt = ContinuousClock.now + .milliseconds(Int64(max(0, delay) * 1000))
                 }
                 lock.unlock()
+                switch result {
+                case .success:
+                    let seconds = Double(DispatchTime.now().uptimeNanoseconds - loadStarted.uptimeNanoseconds) / 1e9
+                    configuration.loadObserver?(.loaded(seconds: seconds))
+                case .failure(let error): configuration.loadObserver?(.failed(error))
+                }
                 for waiter in pending { waiter.resume(with: result.mapError { $0 as Error }) }
             }
         }

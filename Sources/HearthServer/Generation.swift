@@ -49,6 +49,12 @@ struct RouteOutcome: Sendable {
     var queued: Duration?
     /// The error that ended it (status is then not 200).
     var error: APIError?
+    /// When the provider took it, the prompt was ready (local), the first token came and the
+    /// answer finished: the stages of its trace (``HearthServer/traceGeneration(_:call:)``).
+    var servedAt: ContinuousClock.Instant?
+    var promptAt: ContinuousClock.Instant?
+    var firstTokenAt: ContinuousClock.Instant?
+    var finishedAt: ContinuousClock.Instant?
     /// Each choice's answer when the request asked for several (`n` > 1; the fields above then
     /// hold the whole answer's usage and end, and no text).
     var choices: [ChoiceOutcome] = []
@@ -101,6 +107,8 @@ struct GenerationCall: Sendable {
     var model: String
     /// Tokens held against the client's daily quota until the answer is settled.
     var reservation: RateLimiter.Reservation?
+    /// The request's `traceparent` header (its spans join the caller's trace).
+    var traceParent: String?
 }
 
 extension HearthServer {
@@ -115,6 +123,7 @@ extension HearthServer {
         let client = caller.client
         var call = GenerationCall(
             endpoint: endpoint, requestID: context.requestID, started: context.started, client: client.name, model: "")
+        call.traceParent = context.note?.traceParent
         var headers = context.quotaHeaders
         var job: GenerationJob
         let route: Gateway.ModelRoute
@@ -333,6 +342,7 @@ extension HearthServer {
                         metrics.timePerOutputToken.record(Self.seconds(now - previous))
                     } else {
                         outcome.firstToken = now - started
+                        outcome.firstTokenAt = now
                         metrics.timeToFirstToken.record(Self.seconds(now - started))
                     }
                     previous = now
@@ -355,6 +365,7 @@ extension HearthServer {
                     switch event {
                     case .servedBy(let id):
                         outcome.servedBy = id
+                        if outcome.servedAt == nil { outcome.servedAt = .now }
                     case .switched(let from, let to, let reason):
                         outcome.switches.append((from, to, reason))
                         outcome.servedBy = to
@@ -362,9 +373,11 @@ extension HearthServer {
                         outcome.usage.promptTokens = count
                         outcome.local = true
                         if outcome.queued == nil { outcome.queued = ContinuousClock.now - started }
+                        if outcome.promptAt == nil { outcome.promptAt = .now }
                     case .text, .toolCall, .reasoning, .reasoningEnded:
                         outcome.answer.add(event)
                     case .finished(let usage, _):
+                        outcome.finishedAt = .now
                         if usage.promptTokens > 0 || usage.completionTokens > 0 {
                             outcome.usage = usage
                             outcome.usageReported = true
@@ -494,6 +507,7 @@ extension HearthServer {
     /// given back and the real count charged — the prompt estimate when a provider cut short
     /// reported none), a usage row (one transaction, when there is a ledger) and one log line.
     func record(_ outcome: RouteOutcome, call: GenerationCall) async {
+        defer { traceGeneration(outcome, call: call) }  // the settle stage ends with this function
         var usage = outcome.usage
         // An answer that began but whose provider never reported usage (a cloud stream cut short).
         if !outcome.usageReported, usage.promptTokens == 0, usage.completionTokens > 0, let reservation = call.reservation {

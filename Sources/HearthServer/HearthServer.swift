@@ -57,6 +57,9 @@ public struct ServerOptions: Sendable {
     /// The labels of `/metrics`' `hearth_build_info` series (`hearth serve` gives `version`,
     /// `commit` and `kernel_level`); empty: no such series.
     public var buildInfo: [(String, String)] = []
+    /// When set, each generation request's spans (request, admit, prefill, decode, settle) are
+    /// exported over OTLP/HTTP (`hearth serve --otel-endpoint`, docs/SERVER.md#tracing).
+    public var tracing: TracingOptions?
 
     /// Creates options.
     public init(
@@ -118,6 +121,9 @@ public final class HearthServer: @unchecked Sendable {
     var announced = false
     var onReady: (@Sendable (Int) -> Void)?
     var context = 0
+    /// Spans of generation requests and their exporter (``ServerOptions/tracing``).
+    let tracer: HearthTracer?
+    let traceExporter: OTLPTraceExporter?
 
     /// Creates a server over a local model; nothing happens until ``run(gracefulShutdownSignals:onReady:)``.
     /// With a `gateway`, its clients and model routes replace ``ServerOptions/apiKey`` and the
@@ -155,6 +161,8 @@ public final class HearthServer: @unchecked Sendable {
         localQueue = self.local.map { FairQueue(slots: $0.parallelSequences) }
         if self.local == nil { phase = .ready }
         metrics.recordBuildInfo(options.buildInfo)
+        traceExporter = options.tracing.map { OTLPTraceExporter(options: $0, logger: logger) }
+        tracer = traceExporter.map { HearthTracer(sink: $0) }
     }
 
     /// The bound port once listening (useful with port 0).
@@ -248,6 +256,8 @@ public final class HearthServer: @unchecked Sendable {
                         logger: bindLogger)))
         }
         services.append(.init(service: LifecycleService(server: self)))
+        // First in the group, so shut down last: the spans of drained requests are sent too.
+        if let traceExporter { services.insert(.init(service: traceExporter), at: 0) }
         let group = ServiceGroup(
             configuration: .init(
                 services: services,

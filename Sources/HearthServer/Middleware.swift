@@ -10,6 +10,8 @@ import NIOCore
 final class RequestNote: @unchecked Sendable {
     // `@unchecked Sendable`: written by one request's middleware and handler in turn, read after.
     var client: String?
+    /// The request's W3C `traceparent` header, if any (its spans join the caller's trace).
+    var traceParent: String?
 }
 
 /// The first stage of every request: gives it an id, turns whatever a later stage throws into
@@ -25,6 +27,7 @@ struct FrontMiddleware: RouterMiddleware {
         context.requestID = HearthServer.newRequestID()
         context.started = .now
         let note = RequestNote()
+        note.traceParent = HTTPField.Name("traceparent").flatMap { request.headers[$0] }
         context.note = note
         let endpoint = Endpoint(rawValue: request.uri.path)
         var response: Response
@@ -42,8 +45,9 @@ struct FrontMiddleware: RouterMiddleware {
         if let endpoint, let failure {
             // Refused before the handler (authentication, limits): recorded like any answer.
             let outcome = RouteOutcome(failure: failure, after: RouteOutcome())
-            let call = GenerationCall(
+            var call = GenerationCall(
                 endpoint: endpoint, requestID: context.requestID, started: context.started, client: note.client, model: "")
+            call.traceParent = note.traceParent
             await server.record(outcome, call: call)
         } else if endpoint == nil {
             let level: Logger.Level = request.uri.path == "/metrics" || request.uri.path == "/health" ? .debug : .info

@@ -208,7 +208,13 @@ struct Bench: ParsableCommand {
             var kvCacheBytes = 0
             var spec: SpeculativeReport?
             if let speculative, let promptFile {
-                spec = try measureSpeculative(lm, mode: speculative, promptFile: promptFile, threads: threads)
+                // A line per run on a terminal (a run of 40 prompts can take an hour), cleared
+                // before the rows.
+                let bar = json ? nil : ProgressBar(label: "speculative")
+                spec = try measureSpeculative(lm, mode: speculative, promptFile: promptFile, threads: threads) {
+                    bar?.update($0, detail: $1)
+                }
+                bar?.finish()
                 if let spec, !json {
                     row("tg\(generate) × \(spec.prompts) prompts, speculative off", spec.plain)
                     row("tg\(generate) × \(spec.prompts) prompts, speculative \(spec.mode)", spec.speculative)

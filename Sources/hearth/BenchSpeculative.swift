@@ -47,10 +47,12 @@ extension Bench {
 
     /// Greedy generation of `generate` tokens (end tokens banned, so every run has the same
     /// length) after each prompt, plain and with `mode`, alternating per prompt; one warm-up of
-    /// the first prompt, then `repetitions` rounds.
-    func measureSpeculative(_ lm: LanguageModel, mode: SpeculativeMode, promptFile: String, threads: Int) throws
-        -> SpeculativeReport
-    {
+    /// the first prompt, then `repetitions` rounds. `progress` hears, before each run, the
+    /// fraction of runs done and what runs next ("prompt 3 of 40, lookup").
+    func measureSpeculative(
+        _ lm: LanguageModel, mode: SpeculativeMode, promptFile: String, threads: Int,
+        progress: (_ fraction: Double, _ step: String) -> Void = { _, _ in }
+    ) throws -> SpeculativeReport {
         let texts = try speculativePrompts(promptFile)
         let prompts = try texts.map { try lm.tokenizer.encode($0, addSpecialTokens: true) }
         let longest = prompts.map(\.count).max() ?? 0
@@ -76,19 +78,31 @@ extension Bench {
             let summary = try generator.run(prompt: prompt, parameters: parameters) { ids.append($0.id) }
             return (ids, summary)
         }
+        // Runs in all: the warm-up pair, then a pair per prompt per repetition.
+        let total = Double(2 * (1 + repetitions * prompts.count))
+        var done = 0.0
+        func step(_ what: String) {
+            progress(done / total, what)
+            done += 1
+        }
         if let first = prompts.first {
+            step("warm-up, off")
             _ = try once(first, .off)
+            step("warm-up, \(mode.rawValue)")
             _ = try once(first, mode)
         }
         var runs: [SpeculativeRun] = []
         var saved: [String] = []
         for repetition in 0..<repetitions {
+            let round = repetitions > 1 ? " (round \(repetition + 1) of \(repetitions))" : ""
             for (index, prompt) in prompts.enumerated() {
+                step("prompt \(index + 1) of \(prompts.count), off\(round)")
                 let plain = try once(prompt, .off)
                 if saveTokens != nil, repetition == 0 {
                     struct Line: Encodable { let prompt: [Int32], generated: [Int32] }
                     saved.append(String(decoding: try JSONEncoder().encode(Line(prompt: prompt, generated: plain.ids)), as: UTF8.self))
                 }
+                step("prompt \(index + 1) of \(prompts.count), \(mode.rawValue)\(round)")
                 let fast = try once(prompt, mode)
                 runs.append(
                     SpeculativeRun(

@@ -7,24 +7,28 @@ final class ProgressBar: @unchecked Sendable {
     private let label: String
     private let lock = NSLock()
     private var lastPercent = -1
+    private var lastDetail = ""
     private let enabled = isatty(STDERR_FILENO) != 0
     private let started = Date()
 
     init(label: String) { self.label = label }
 
-    /// Shows `fraction` (0…1) done.
-    func update(_ fraction: Double) {
+    /// Shows `fraction` (0…1) done, and `detail` after the time (what runs now, e.g.
+    /// "prompt 3 of 40, lookup"); redrawn when the percentage or the detail changes.
+    func update(_ fraction: Double, detail: String = "") {
         guard enabled else { return }
         lock.lock()
         defer { lock.unlock() }
         let percent = Int((min(max(fraction, 0), 1) * 100).rounded(.down))
-        guard percent != lastPercent else { return }
+        guard percent != lastPercent || detail != lastDetail else { return }
         lastPercent = percent
+        lastDetail = detail
         let width = 30
         let filled = width * percent / 100
         let bar = String(repeating: "█", count: filled) + String(repeating: "░", count: width - filled)
         let elapsed = Date().timeIntervalSince(started)
-        FileHandle.standardError.write(Data("\r\(label) \(bar) \(percent)% \(String(format: "%.0fs", elapsed))".utf8))
+        let tail = detail.isEmpty ? "" : " \(detail)"
+        FileHandle.standardError.write(Data("\r\u{1B}[2K\(label) \(bar) \(percent)% \(String(format: "%.0fs", elapsed))\(tail)".utf8))
     }
 
     /// Clears the line.
@@ -42,12 +46,16 @@ final class ProgressBar: @unchecked Sendable {
 final class TransferProgress: @unchecked Sendable {
     private let label: String
     private let lock = NSLock()
-    private let terminal = isatty(STDERR_FILENO) != 0
+    private let terminal: Bool
     private var started: [String: (time: Date, from: Int64)] = [:]
     private var lastDraw = Date.distantPast
 
-    /// `label` prefixes each file name (the repository).
-    init(label: String) { self.label = label }
+    /// `label` prefixes each file name (the repository); `bars: false` (`--json`) keeps to the
+    /// one line per file even on a terminal.
+    init(label: String, bars: Bool = true) {
+        self.label = label
+        self.terminal = bars && isatty(STDERR_FILENO) != 0
+    }
 
     /// Handles one event from the hub client.
     func report(_ event: HubProgress) {

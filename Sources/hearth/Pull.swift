@@ -44,7 +44,10 @@ struct Pull: AsyncParsableCommand {
             pins = nil
         }
         do {
-            let model = try await ModelNames.hub(label: reference.repo.id).pull(reference, expected: pins)
+            // A bar per file on a terminal; with --json, only the line per file (as off a terminal).
+            let progress = TransferProgress(label: reference.repo.id, bars: !json)
+            let hub = HubModels(environment: .current(), progress: { progress.report($0) })
+            let model = try await hub.pull(reference, expected: pins)
             if json {
                 struct Output: Encodable { let name, repo, commit, format: String; let quant: String?; let files: [String]; let path: String }
                 emit(try jsonLine(Output(

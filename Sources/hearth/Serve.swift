@@ -103,6 +103,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Log lines on stderr: text (swift-log's key=value lines) or json (one object per line: time, level, logger, message, and the metadata: a request's id, status, model, tokens, timings). Prompts and keys are never logged.")
     var logFormat: LogFormat = .text
 
+    @Option(name: .long, help: ArgumentHelp("Export each generation request's spans (request, admit, prefill, decode, settle; model, route, tokens, finish reason — never prompts or keys) over OTLP/HTTP (JSON) to this collector, e.g. http://localhost:4318 (/v1/traces is appended). Without it, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT configure it; OTEL_SERVICE_NAME names the service (default hearth). A request's traceparent header is honoured.", valueName: "url"))
+    var otelEndpoint: String?
+
     @Flag(name: .long, help: "Cut structured output at max_tokens (finish_reason length) instead of steering its last tokens so the answer ends complete and valid; a request's finish_in_budget overrides it.")
     var noFinishInBudget = false
 
@@ -122,6 +125,9 @@ struct Serve: AsyncParsableCommand {
 
     func validate() throws {
         if apiKey != nil && apiKeyFile != nil { throw ValidationError("give --api-key or --api-key-file, not both") }
+        if let otelEndpoint, TracingOptions.redacted(otelEndpoint) == nil {
+            throw ValidationError("--otel-endpoint takes an http:// or https:// URL, such as http://localhost:4318")
+        }
         if config != nil && (apiKey != nil || apiKeyFile != nil) {
             throw ValidationError("--config declares the clients' keys; do not give --api-key or --api-key-file with it")
         }
@@ -220,6 +226,7 @@ struct Serve: AsyncParsableCommand {
             throw ValidationError("--draft-model drafts for one model: serve it with one --model")
         }
         let residency = named.count > 1 ? ModelResidency(maxLoaded: maxLoaded) : nil
+        let loads = ServeLoadProgress(logger: logger, format: logFormat)
         if needsModel || !named.isEmpty {
             let requested: [(name: String?, text: String?)] = named.isEmpty ? [(nil, nil)] : named.map { ($0.name, $0.text) }
             for (index, (given, text)) in requested.enumerated() {
@@ -241,6 +248,7 @@ struct Serve: AsyncParsableCommand {
                 let modelName = alias ?? given.flatMap { ModelNames.isPath($0) ? nil : $0 }
                     ?? URL(fileURLWithPath: path).deletingPathExtension().lastPathComponent
                 settings.name = modelName  // errors name the model as clients know it, never its path
+                settings.loadObserver = loads.observer(for: modelName)
                 if localModels.contains(where: { $0.name == modelName }) {
                     throw ValidationError("two models would be served as \(modelName): give them distinct names")
                 }
@@ -269,6 +277,13 @@ struct Serve: AsyncParsableCommand {
         options.ollamaPort = ollamaPort
         options.modelStore = HubModelStore()  // Ollama's /api/pull and /api/delete
         options.buildInfo = [("version", hearthVersion), ("commit", buildCommit), ("kernel_level", KernelLevel.current.rawValue)]
+        let environment = ProcessInfo.processInfo.environment
+        if let endpoint = TracingOptions.endpoint(option: otelEndpoint, environment: environment) {
+            var tracing = TracingOptions(endpoint: endpoint)
+            if let service = environment["OTEL_SERVICE_NAME"], !service.isEmpty { tracing.serviceName = service }
+            options.tracing = tracing
+            logger.info("exporting spans", metadata: ["endpoint": "\(TracingOptions.redacted(endpoint) ?? "(not a URL)")"])
+        }
         let server = HearthServer(local: provider, options: options, logger: logger, gateway: gateway, models: others)
         let served = ([name] + others.keys.sorted()).joined(separator: ", ")
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
