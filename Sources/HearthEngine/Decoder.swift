@@ -36,6 +36,12 @@ public final class Decoder {
     private let attentionScratch: UnsafeMutablePointer<Float>  // (threads, fusedAttentionScratchFloats) per worker
     private let splitOutputs: UnsafeMutablePointer<Float>  // (threads, threads, callRows, headDim) partial outputs
     private let splitLogSumExps: UnsafeMutablePointer<Float>  // (threads, threads, callRows) their log-sum-exps
+    /// (B, layers × perLayerInputSize) each token's per-layer inputs (Gemma 4; 1 float otherwise).
+    private let perLayerInputs: UnsafeMutablePointer<Float>
+    /// (max(B, 1), max(layers × perLayerInputSize, …)) per-layer embedding rows, then the gated inputs.
+    private let perLayerScratch: UnsafeMutablePointer<Float>
+    /// (maxHeadDim) ones: the weight of Gemma 4's unweighted value norm.
+    private let ones: [Float]
     private let cosTable: UnsafeMutablePointer<Float>  // (2, B, rotaryDims/2): full-attention then sliding layers
     private let sinTable: UnsafeMutablePointer<Float>  // (2, B, rotaryDims/2)
     /// (logitsRows, vocab): the rows a step asked for; grows (rarely) when a step asks for more
@@ -78,11 +84,18 @@ public final class Decoder {
         self.maxBatch = max(1, maxBatch)
         let o = options
         let window = windowedCache ? KVCache.Window(options: o, context: context, maxBatch: self.maxBatch) : nil
+        if kvType.isQuantized && o.maxHeadDim != o.headDim {
+            throw EngineError(
+                .invalidOption,
+                "a \(kvType.rawValue) KV cache is not supported for a model whose layers have different head sizes (\(o.headDim) and \(o.maxHeadDim)); use --kv-type f16")
+        }
+        // Layers sharing another's keys hold no cache: only the leading layers that own theirs.
         cache = try KVCache(
-            layers: o.layerCount, capacity: context, width: o.kvHeadCount * o.headDim, sequences: sequences, type: kvType,
-            headDim: o.headDim, window: window)
+            layers: o.cacheLayerCount, capacity: context, width: o.kvHeadCount * o.maxHeadDim, sequences: sequences,
+            type: kvType, headDim: o.maxHeadDim, window: window)
         kvRotation = kvType.isQuantized ? HeadRotation(headDim: o.headDim) : nil
-        let widest = max(o.hiddenSize, o.ffnSize, o.headCount * o.headDim)
+        let maxFFN = (0..<o.layerCount).map(o.ffnSize(forLayer:)).max() ?? o.ffnSize
+        let widest = max(o.hiddenSize, maxFFN, o.headCount * o.maxHeadDim, o.perLayerInputSize ?? 0)
         scratch = MatMulScratch(threads: pool.threadCount, maxCols: widest, maxBatch: self.maxBatch, slabRows: 64)
         BLAS.useSingleThread()
 
@@ -96,21 +109,26 @@ public final class Decoder {
         let b = self.maxBatch
         x = buffer(b * o.hiddenSize)
         xb = buffer(b * o.hiddenSize)
-        qkv = buffer(b * o.qkvWidth)
-        att = buffer(b * o.headCount * o.headDim)
+        let maxQKV = (0..<o.layerCount).map(o.qkvWidth(forLayer:)).max() ?? o.qkvWidth
+        qkv = buffer(b * max(maxQKV, o.qkvWidth))
+        att = buffer(b * o.headCount * o.maxHeadDim)
         proj = buffer(b * o.hiddenSize)
         ffnRows = min(b, 128)
-        ffnIn = buffer(ffnRows * o.ffnInWidth)
+        ffnIn = buffer(ffnRows * ((0..<o.layerCount).map(o.ffnInWidth(forLayer:)).max() ?? o.ffnInWidth))
+        let perLayerAll = o.layerCount * (o.perLayerInputSize ?? 0)
+        perLayerInputs = buffer(b * perLayerAll)
+        perLayerScratch = buffer(b * perLayerAll)
+        ones = [Float](repeating: 1, count: o.maxHeadDim)
         queryTileTokens = max(1, 96 / o.groupSize)
         tileRows = queryTileTokens * o.groupSize
         wholeRowTokens = o.kvHeadCount > 1 ? max(1, fusedAttentionNarrowRows / o.groupSize) : 0
         callRows = max(tileRows, wholeRowTokens * o.headCount)
         attentionScratchFloats = max(
-            fusedAttentionScratchFloats(rows: tileRows, headDim: o.headDim),
-            fusedAttentionScratchFloats(rows: wholeRowTokens * o.headCount, headDim: o.headDim, kvHeads: o.kvHeadCount))
+            fusedAttentionScratchFloats(rows: tileRows, headDim: o.maxHeadDim),
+            fusedAttentionScratchFloats(rows: wholeRowTokens * o.headCount, headDim: o.maxHeadDim, kvHeads: o.kvHeadCount))
         let threads = pool.threadCount
         attentionScratch = buffer(threads * attentionScratchFloats)
-        splitOutputs = buffer(threads * threads * callRows * o.headDim)
+        splitOutputs = buffer(threads * threads * callRows * o.maxHeadDim)
         splitLogSumExps = buffer(threads * threads * callRows)
         let maxHalf = max(o.rope.rotaryDims, o.slidingRoPE?.rotaryDims ?? 0) / 2
         cosTable = buffer(2 * b * maxHalf)
@@ -401,9 +419,8 @@ public final class Decoder {
     ) throws {
         let o = options
         let n = tokens.count
-        let dim = o.hiddenSize, hd = o.headDim, qDim = o.headCount * hd, kvDim = o.kvHeadCount * hd
+        let dim = o.hiddenSize
         let maxHalf = max(o.rope.rotaryDims, o.slidingRoPE?.rotaryDims ?? 0) / 2
-        let scale = o.attentionScale ?? 1 / Float(hd).squareRoot()
         rowBits = (
             generatedRows, activationPrecision.generationBits, activationPrecision.promptBits(),
             activationPrecision.promptBits(product: .attentionInput))
@@ -413,6 +430,9 @@ public final class Decoder {
         for (t, token) in tokens.enumerated() {
             weights.tokenEmbedding.dequantizeRow(Int(token), into: x + t * dim)
             if let s = o.embeddingScale { for i in 0..<dim { x[t * dim + i] *= s } }
+        }
+        if let ple = weights.perLayerInputs, let width = o.perLayerInputSize {
+            computePerLayerInputs(tokens, ple, width: width)
         }
         // Each token's sequence slot and position; the slots' old entries from here on are dropped.
         var slotOf = [Int](repeating: 0, count: n), positionOf = [Int](repeating: 0, count: n)
@@ -454,36 +474,57 @@ public final class Decoder {
             let sliding = o.isSliding(l)
             let rope = sliding ? ropes.sliding : ropes.full
             let table = sliding ? n : 0
+            // This layer's shape: head size, q | k | v width (q alone when it reads another
+            // layer's keys and values: `source`), MLP width.
+            let hd = o.headDim(forLayer: l), qDim = o.headCount * hd, kvDim = o.kvHeadCount * hd
+            let width = o.qkvWidth(forLayer: l), owns = o.ownsKV(l), source = o.kvSource(l)
+            let ffn = o.ffnSize(forLayer: l), ffnInWidth = o.ffnInWidth(forLayer: l)
+            let scale = o.attentionScale ?? 1 / Float(hd).squareRoot()
 
             // Attention norm: xb = norm(x).
             for t in 0..<n { normalize(x + t * dim, layer.attnNorm, layer.attnNormBias, dim, into: xb + t * dim) }
 
             // q, k, v projections: qkv = xb · Wqkvᵀ (+ bias).
-            project(layer.qkv, input: xb, n: n, output: qkv, width: o.qkvWidth, bias: layer.qkvBias, product: .attentionInput)
+            project(layer.qkv, input: xb, n: n, output: qkv, width: width, bias: layer.qkvBias, product: .attentionInput)
 
-            // q/k norms, RoPE on q and k, then k and v into the cache at their positions.
+            // q/k norms (and Gemma 4's unweighted v norm), RoPE on q and k, then k and v into the
+            // cache at their positions — unless the layer reads another layer's.
+            let kvHeads = owns ? o.kvHeadCount : 0
             for t in 0..<n {
-                let row = qkv + t * o.qkvWidth
-                if let qNorm = layer.qNorm, let kNorm = layer.kNorm {
+                let row = qkv + t * width
+                if let qNorm = layer.qNorm {
                     for h in 0..<o.headCount { normalize(row + h * hd, qNorm, nil, hd, into: row + h * hd) }
-                    for h in 0..<o.kvHeadCount { normalize(row + qDim + h * hd, kNorm, nil, hd, into: row + qDim + h * hd) }
+                }
+                if let kNorm = layer.kNorm {
+                    for h in 0..<kvHeads { normalize(row + qDim + h * hd, kNorm, nil, hd, into: row + qDim + h * hd) }
+                }
+                if o.valueNorm {
+                    for h in 0..<kvHeads {
+                        let v = row + qDim + kvDim + h * hd
+                        ones.withUnsafeBufferPointer { w in
+                            if let wp = w.baseAddress { HearthKernels.rmsNorm(v, weight: wp, eps: o.norm.epsilon, dim: hd, out: v) }
+                        }
+                    }
                 }
                 let c = cosTable + (table + t) * maxHalf, s = sinTable + (table + t) * maxHalf
-                for h in 0..<(o.headCount + o.kvHeadCount) { rope.apply(row + h * hd, cos: c, sin: s) }
+                for h in 0..<(o.headCount + kvHeads) { rope.apply(row + h * hd, cos: c, sin: s) }
                 if let rotation = kvRotation {
                     // Queries, keys and values are contiguous head vectors: q | k | v.
-                    for h in 0..<(o.headCount + 2 * o.kvHeadCount) { rotation.forward(row + h * hd) }
+                    for h in 0..<(o.headCount + 2 * kvHeads) { rotation.forward(row + h * hd) }
                 }
-                cache.store(
-                    layer: l, position: positionOf[t], sequence: slotOf[t], keys: row + qDim, values: row + qDim + kvDim)
+                if owns {
+                    cache.store(
+                        layer: l, position: positionOf[t], sequence: slotOf[t], keys: row + qDim, values: row + qDim + kvDim,
+                        headElements: hd)
+                }
             }
             for segment in segments { cache.counts[segment.sequence] = segment.end }
 
             // Causal multi-head attention over each sequence's cache: att = softmax(q·Kᵀ·scale) · V.
             let window = sliding ? o.slidingWindow : nil
             attention(
-                layer: l, items: sliding ? slidingItems : fullItems, segments: segments, scale: scale, window: window,
-                cache: cache)
+                layer: source, items: sliding ? slidingItems : fullItems, segments: segments, scale: scale, window: window,
+                cache: cache, headDim: hd, qStride: width)
             if let rotation = kvRotation {
                 // The values were rotated: each head's output is H·o; turn it back.
                 for i in 0..<(n * o.headCount) { rotation.inverse(att + i * hd) }
@@ -514,18 +555,18 @@ public final class Decoder {
                 let m = min(ffnRows, n - first)
                 // The chunk's generated rows (a step's first rows) keep their own precision.
                 rowBits.generated = min(max(wholeStep.generated - first, 0), m)
-                project(layer.ffnIn, input: xb + first * dim, n: m, output: ffnIn, width: o.ffnInWidth, bias: layer.ffnInBias)
+                project(layer.ffnIn, input: xb + first * dim, n: m, output: ffnIn, width: ffnInWidth, bias: layer.ffnInBias)
                 // Each row's activated hidden overwrites its gate (or up) part, then moves down to
                 // row t of a dense (m, ffn) matrix: t·ffn + ffn ≤ t·ffnInWidth for t ≥ 1 when the
                 // MLP is gated (ffnInWidth = 2·ffn), so no move overlaps a row not yet read.
                 for t in 0..<m {
-                    let row = ffnIn + t * o.ffnInWidth
-                    applyActivation(row, o.ffnSize, gelu: activation != .silu, tanhApproximation: activation == .geluTanh)
+                    let row = ffnIn + t * ffnInWidth
+                    applyActivation(row, ffn, gelu: activation != .silu, tanhApproximation: activation == .geluTanh)
                     if case .gated = o.mlp {
-                        let up = row + o.ffnSize
-                        for i in 0..<o.ffnSize { row[i] *= up[i] }
+                        let up = row + ffn
+                        for i in 0..<ffn { row[i] *= up[i] }
                     }
-                    if o.ffnInWidth != o.ffnSize && t > 0 { (ffnIn + t * o.ffnSize).update(from: row, count: o.ffnSize) }
+                    if ffnInWidth != ffn && t > 0 { (ffnIn + t * ffn).update(from: row, count: ffn) }
                 }
                 multiply(layer.down, x: ffnIn, batch: m, y: proj + first * dim, ldy: dim)
                 first += m
@@ -536,6 +577,26 @@ public final class Decoder {
                 for t in 0..<n { normalize(proj + t * dim, post, nil, dim, into: proj + t * dim) }
             }
             addInPlace(x, proj, n * dim)
+
+            // Gemma 4's per-layer input: x += norm(P · (act(G · x) ⊙ input_l)), then the layer scalar.
+            if let gate = layer.perLayerGate, let back = layer.perLayerProjection, let width = o.perLayerInputSize {
+                let all = o.layerCount * width
+                multiply(gate, x: x, batch: n, y: perLayerScratch, ldy: width)
+                for t in 0..<n {
+                    let g = perLayerScratch + t * width
+                    applyActivation(g, width, gelu: activation != .silu, tanhApproximation: activation == .geluTanh)
+                    let input = perLayerInputs + t * all + l * width
+                    for i in 0..<width { g[i] *= input[i] }
+                }
+                multiply(back, x: perLayerScratch, batch: n, y: proj, ldy: dim)
+                if let post = layer.postPerLayerNorm {
+                    for t in 0..<n { normalize(proj + t * dim, post, nil, dim, into: proj + t * dim) }
+                }
+                addInPlace(x, proj, n * dim)
+            }
+            if let scalar = layer.layerScalar {
+                for i in 0..<(n * dim) { x[i] *= scalar }
+            }
         }
 
         // Final norm, then the output projection, for the rows whose output is wanted.
@@ -556,6 +617,34 @@ public final class Decoder {
         scratch.activations.bits = activationPrecision.headBits
         matmul(weights.output, x: xb, batch: outputRows.count, y: out, pool: pool, scratch: scratch)
         addBias(out, weights.outputBias, rows: outputRows.count, width: o.vocabSize)
+        if let cap = o.finalLogitSoftcap {
+            for i in 0..<(outputRows.count * o.vocabSize) { out[i] = tanhf(out[i] / cap) * cap }
+        }
+    }
+
+    /// Gemma 4's per-layer inputs of the batch's tokens into ``perLayerInputs`` (see
+    /// ``PerLayerInputWeights``), from the scaled token embeddings in `x`.
+    private func computePerLayerInputs(_ tokens: [Int32], _ ple: PerLayerInputWeights, width: Int) {
+        let o = options, n = tokens.count, dim = o.hiddenSize, all = o.layerCount * width
+        multiply(ple.modelProjection, x: x, batch: n, y: perLayerInputs, ldy: all)
+        let projectionScale = Float(1 / Double(dim).squareRoot())
+        for (t, token) in tokens.enumerated() {
+            let row = perLayerInputs + t * all
+            for i in 0..<all { row[i] *= projectionScale }
+            for l in 0..<o.layerCount {
+                rmsNormInPlace(row + l * width, ple.projectionNorm, width: width)
+            }
+            let own = perLayerScratch + t * all
+            ple.embedding.dequantizeRow(Int(token), into: own)
+            PerLayerInputWeights.combine(row, own: own, count: all, width: width)
+        }
+    }
+
+    /// RMS norm of `width` elements in place with `weight` (the model's epsilon).
+    private func rmsNormInPlace(_ v: UnsafeMutablePointer<Float>, _ weight: [Float], width: Int) {
+        weight.withUnsafeBufferPointer { w in
+            if let wp = w.baseAddress { HearthKernels.rmsNorm(v, weight: wp, eps: options.norm.epsilon, dim: width, out: v) }
+        }
     }
 
     /// One call of fused attention: a query tile of `tokens` consecutive tokens of a run against
@@ -630,10 +719,11 @@ public final class Decoder {
     /// against each loaded tile) per item, spread over the workers; split items' partial
     /// results are merged afterwards.
     private func attention(
-        layer l: Int, items: [AttentionItem], segments: [Segment], scale: Float, window: Int?, cache: KVCache
+        layer l: Int, items: [AttentionItem], segments: [Segment], scale: Float, window: Int?, cache: KVCache,
+        headDim hd: Int, qStride: Int
     ) {
         let o = options
-        let hd = o.headDim, qDim = o.headCount * hd, g = o.groupSize
+        let qDim = o.headCount * hd, g = o.groupSize
         let threads = pool.threadCount
         let splitStride = threads * callRows
         pool.parallelChunks(items.count) { range, worker in
@@ -644,8 +734,8 @@ public final class Decoder {
                 var shape = FusedAttentionShape(
                     tokens: item.tokens, groupHeads: item.kvHeads * g, headDim: hd,
                     firstPosition: segment.position + item.token, keyStart: item.keyStart, keyEnd: item.keyEnd,
-                    window: window ?? 0, scale: scale, qStride: o.qkvWidth, outStride: qDim, kvHeads: item.kvHeads)
-                let q = qkv + row * o.qkvWidth + item.kvHead * g * hd
+                    window: window ?? 0, scale: scale, qStride: qStride, outStride: qDim, kvHeads: item.kvHeads)
+                let q = qkv + row * qStride + item.kvHead * g * hd
                 // Positions counted from the first the layer holds (a window layer's buffer start):
                 // the same keys, tiles and masks as from 0, shifted.
                 let origin = cache.origin(layer: l, sequence: segment.sequence)

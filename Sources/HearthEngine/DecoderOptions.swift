@@ -109,6 +109,25 @@ public struct DecoderOptions: Sendable, Equatable {
     public var embeddingScale: Float?
     /// Attention logit scale; nil means 1/√headDim.
     public var attentionScale: Float?
+    /// Head size of the full-attention (non-sliding) layers when it differs from `headDim`, which
+    /// is then the sliding layers' (Gemma 4: 512 beside 256).
+    public var fullAttentionHeadDim: Int?
+    /// Per layer, the layer whose keys and values it attends to (Gemma 4's KV sharing: the last
+    /// layers reuse those of the last earlier layer of their kind and have no key/value
+    /// projections). Layers that own their keys come first. Empty: every layer its own.
+    public var kvSourceLayers: [Int] = []
+    /// Values are RMS-normalised per head, without a weight, before they are cached (Gemma 4).
+    public var valueNorm = false
+    /// Per-layer MLP widths where they differ from `ffnSize` (Gemma 4 doubles those of its
+    /// KV-sharing layers). Empty: every layer `ffnSize`.
+    public var layerFFNSizes: [Int] = []
+    /// Width per layer of the per-layer inputs (Gemma 4's per-layer embeddings,
+    /// ``PerLayerInputWeights``); nil: none.
+    public var perLayerInputSize: Int?
+    /// Each layer's output is multiplied by a stored scalar (Gemma 4's `layer_scalar`).
+    public var layerScalars = false
+    /// Logits are soft-capped: cap · tanh(logits / cap) (Gemma 4's `final_logit_softcapping`).
+    public var finalLogitSoftcap: Float?
 
     /// Query heads per key/value head.
     public var groupSize: Int { headCount / kvHeadCount }
@@ -118,6 +137,32 @@ public struct DecoderOptions: Sendable, Equatable {
     public var ffnInWidth: Int {
         if case .gated = mlp { return 2 * ffnSize }
         return ffnSize
+    }
+
+    /// The head size of layer `l` (`fullAttentionHeadDim` for full-attention layers, when set).
+    public func headDim(forLayer l: Int) -> Int { isSliding(l) ? headDim : (fullAttentionHeadDim ?? headDim) }
+    /// The largest head size of any layer.
+    public var maxHeadDim: Int { max(headDim, fullAttentionHeadDim ?? headDim) }
+    /// The layer whose keys and values layer `l` attends to (itself unless `kvSourceLayers` says otherwise).
+    public func kvSource(_ l: Int) -> Int { l < kvSourceLayers.count ? kvSourceLayers[l] : l }
+    /// Whether layer `l` computes and caches its own keys and values.
+    public func ownsKV(_ l: Int) -> Bool { kvSource(l) == l }
+    /// Layers holding a KV cache: the leading layers that own their keys and values.
+    public var cacheLayerCount: Int { (0..<layerCount).first { !ownsKV($0) } ?? layerCount }
+    /// Width of layer `l`'s q | k | v projection outputs (q alone for a layer reusing another's keys).
+    public func qkvWidth(forLayer l: Int) -> Int {
+        (headCount + (ownsKV(l) ? 2 * kvHeadCount : 0)) * headDim(forLayer: l)
+    }
+    /// The MLP width of layer `l`.
+    public func ffnSize(forLayer l: Int) -> Int { l < layerFFNSizes.count ? layerFFNSizes[l] : ffnSize }
+    /// Width of layer `l`'s MLP input projection(s) side by side.
+    public func ffnInWidth(forLayer l: Int) -> Int {
+        if case .gated = mlp { return 2 * ffnSize(forLayer: l) }
+        return ffnSize(forLayer: l)
+    }
+    /// Whether any layer's shape differs from the uniform `headDim`, `ffnSize` and own keys.
+    public var hasLayerShapes: Bool {
+        maxHeadDim != headDim || !layerFFNSizes.isEmpty || cacheLayerCount != layerCount
     }
 
     /// Whether layer `l` uses the sliding window.

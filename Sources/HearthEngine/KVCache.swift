@@ -209,11 +209,23 @@ public final class KVCache {
     }
 
     /// Stores a position's keys and values (Float in, converted to `type`; quantized head by head).
+    /// `headElements` (default `headDim`) is the head size of a layer whose heads are narrower
+    /// than the cache's (Gemma 4's sliding layers: 256 in a cache sized for 512): each head's
+    /// elements, packed in `k`/`v`, go to the start of its slot (f16/f32 caches only).
     @inline(__always)
     public func store(
-        layer: Int, position: Int, sequence: Int = 0, keys k: UnsafePointer<Float>, values v: UnsafePointer<Float>
+        layer: Int, position: Int, sequence: Int = 0, keys k: UnsafePointer<Float>, values v: UnsafePointer<Float>,
+        headElements: Int? = nil
     ) {
         let keyRow = key(layer, position, sequence: sequence), valueRow = value(layer, position, sequence: sequence)
+        if let e = headElements, e != headDim, !type.isQuantized {
+            let elementBytes = headBytes / headDim
+            for h in 0..<(width / headDim) {
+                storeCached(k + h * e, type: type, count: e, into: keyRow + h * headDim * elementBytes)
+                storeCached(v + h * e, type: type, count: e, into: valueRow + h * headDim * elementBytes)
+            }
+            return
+        }
         if !type.isQuantized {
             storeCached(k, type: type, count: width, into: keyRow)
             storeCached(v, type: type, count: width, into: valueRow)

@@ -224,8 +224,11 @@ public final class LanguageModel: Sendable {
         // MLX-quantized checkpoints (config.json `quantization`) come through MLXCheckpoint.
         let store = try MLXCheckpoint.store(
             for: try SafetensorsCheckpoint(directory: url), configJSON: configData, path: configURL.path, threads: threads)
-        let weights = try ModelWeights(options: options, store: store, normOffset: family.normWeightOffset) {
-            family.tensorName($0)
+        let prefix = family.decoderPrefix(for: config)
+        let weights = try ModelWeights(options: options, store: store, normOffset: family.normWeightOffset) { role in
+            guard let name = family.tensorName(role) else { return nil }
+            if let prefix, name.hasPrefix("model.") { return prefix + name.dropFirst("model.".count) }
+            return name
         }
         let files = TokenizerFiles(directory: url)
         return Parts(

@@ -25,6 +25,11 @@ public protocol ModelFamily: Sendable {
     static func tensorName(_ role: TensorRole) -> String?
     /// The tensor name of a role in this family's GGUF files (nil: none).
     static func ggufTensorName(_ role: TensorRole) -> String?
+    /// Where the decoder sits in checkpoints of `config`'s architecture: the prefix that replaces
+    /// the leading `model.` of ``tensorName(_:)``'s names (Gemma 4's
+    /// `Gemma4ForConditionalGeneration` keeps its text decoder under `model.language_model.`
+    /// beside vision and audio towers, which are not read); nil: the names as they are.
+    static func decoderPrefix(for config: HFConfig) -> String?
     /// Added to every norm weight of a Hugging Face checkpoint at load (Gemma stores w − 1
     /// and multiplies by 1 + w; GGUF files already hold w).
     static var normWeightOffset: Float { get }
@@ -44,6 +49,7 @@ extension ModelFamily {
     }
     public static func tensorName(_ role: TensorRole) -> String? { role.huggingFaceName }
     public static func ggufTensorName(_ role: TensorRole) -> String? { role.ggufName }
+    public static func decoderPrefix(for config: HFConfig) -> String? { nil }
     public static var normWeightOffset: Float { 0 }
     public static var fallbackChatTemplate: ChatTemplate? { nil }
     public static func ggufFallbackChatTemplate(bos: String?, eos: String?) -> ChatTemplate? { fallbackChatTemplate }
@@ -59,6 +65,7 @@ public enum ModelFamilies {
         LlamaFamily.self,
         Qwen2Family.self,
         Qwen3Family.self,
+        Gemma4Family.self,
     ]
 
     /// The family for a configuration (its `architectures`), or a `FormatError` naming them.

@@ -36,6 +36,14 @@ public struct LayerWeights: Sendable {
     public var down: WeightMatrix
     public var downBias: [Float]?
     public var postFFNNorm: [Float]?
+    /// Gemma 4: hidden → per-layer width gate of the layer's per-layer input.
+    public var perLayerGate: WeightMatrix?
+    /// Gemma 4: per-layer width → hidden projection of the gated per-layer input.
+    public var perLayerProjection: WeightMatrix?
+    /// Gemma 4: the norm of that projection's output.
+    public var postPerLayerNorm: [Float]?
+    /// Gemma 4: the scalar the layer's output is multiplied by.
+    public var layerScalar: Float?
 }
 
 /// All weights of a decoder, pointing into the mapped checkpoint (vectors — norms and
@@ -47,6 +55,8 @@ public struct ModelWeights: Sendable {
     public var outputNorm: [Float]
     public var outputNormBias: [Float]?
     public var layers: [LayerWeights]
+    /// Gemma 4's per-layer embeddings (nil: the model has none).
+    public var perLayerInputs: PerLayerInputWeights?
 
     /// Resolves every role for `options` from `store`, checking each shape against the
     /// configuration. `name` maps a role to its tensor name (nil: the format has no such
@@ -96,7 +106,6 @@ public struct ModelWeights: Sendable {
         }
 
         let d = o.hiddenSize
-        let qDim = o.headCount * o.headDim, kvDim = o.kvHeadCount * o.headDim
         tokenEmbedding = try matrix(.tokenEmbedding, rows: o.vocabSize, cols: d)
         if o.tiedEmbeddings {
             output = try optionalMatrix(.output, rows: o.vocabSize, cols: d) ?? tokenEmbedding
@@ -108,12 +117,18 @@ public struct ModelWeights: Sendable {
         outputNormBias = try optionalVector(.outputNormBias, count: d)
         var layers: [LayerWeights] = []
         for l in 0..<o.layerCount {
+            let hd = o.headDim(forLayer: l), ffn = o.ffnSize(forLayer: l), qkvWidth = o.qkvWidth(forLayer: l)
+            let qDim = o.headCount * hd, kvDim = o.kvHeadCount * hd
             let qkv: LayerWeights.Projections
             let qkvBias: [Float]?
-            if let fused = try optionalMatrix(.attnQKV(l), rows: o.qkvWidth, cols: d) {
+            if !o.ownsKV(l) {
+                // A layer reusing another's keys and values projects queries only.
+                qkv = .separate([try matrix(.attnQ(l), rows: qDim, cols: d)])
+                qkvBias = try optionalVector(.attnQBias(l), count: qDim)
+            } else if let fused = try optionalMatrix(.attnQKV(l), rows: qkvWidth, cols: d) {
                 qkv = .fused(fused)
-                qkvBias = try optionalVector(.attnQKVBias(l), count: o.qkvWidth)
-            } else if let fusedBias = try optionalVector(.attnQKVBias(l), count: o.qkvWidth) {
+                qkvBias = try optionalVector(.attnQKVBias(l), count: qkvWidth)
+            } else if let fusedBias = try optionalVector(.attnQKVBias(l), count: qkvWidth) {
                 // HQF stores separate projections with their biases already concatenated.
                 qkv = .separate([
                     try matrix(.attnQ(l), rows: qDim, cols: d), try matrix(.attnK(l), rows: kvDim, cols: d),
@@ -130,35 +145,47 @@ public struct ModelWeights: Sendable {
             let ffnIn: LayerWeights.Projections
             switch o.mlp {
             case .gated:
-                if let fused = try optionalMatrix(.ffnGateUp(l), rows: 2 * o.ffnSize, cols: d) {
+                if let fused = try optionalMatrix(.ffnGateUp(l), rows: 2 * ffn, cols: d) {
                     ffnIn = .fused(fused)
                 } else {
                     ffnIn = .separate([
-                        try matrix(.ffnGate(l), rows: o.ffnSize, cols: d), try matrix(.ffnUp(l), rows: o.ffnSize, cols: d),
+                        try matrix(.ffnGate(l), rows: ffn, cols: d), try matrix(.ffnUp(l), rows: ffn, cols: d),
                     ])
                 }
             case .plain:
-                ffnIn = .fused(try matrix(.ffnUp(l), rows: o.ffnSize, cols: d))
+                ffnIn = .fused(try matrix(.ffnUp(l), rows: ffn, cols: d))
             }
+            let perLayer = o.perLayerInputSize
             layers.append(
                 LayerWeights(
                     attnNorm: try vector(.attnNorm(l), count: d),
                     attnNormBias: try optionalVector(.attnNormBias(l), count: d),
                     qkv: qkv, qkvBias: qkvBias,
-                    qNorm: o.qkNorm ? try vector(.attnQNorm(l), count: o.headDim) : nil,
-                    kNorm: o.qkNorm ? try vector(.attnKNorm(l), count: o.headDim) : nil,
+                    qNorm: o.qkNorm ? try vector(.attnQNorm(l), count: hd) : nil,
+                    kNorm: o.qkNorm && o.ownsKV(l) ? try vector(.attnKNorm(l), count: hd) : nil,
                     attnOutput: try matrix(.attnOutput(l), rows: d, cols: qDim),
                     attnOutputBias: try optionalVector(.attnOutputBias(l), count: d),
                     postAttnNorm: o.sandwichNorms ? try vector(.postAttnNorm(l), count: d) : nil,
                     ffnNorm: o.parallelResidual ? nil : try vector(.ffnNorm(l), count: d),
                     ffnNormBias: o.parallelResidual ? nil : try optionalVector(.ffnNormBias(l), count: d),
                     ffnIn: ffnIn,
-                    ffnInBias: try optionalVector(.ffnUpBias(l), count: o.ffnInWidth),
-                    down: try matrix(.ffnDown(l), rows: d, cols: o.ffnSize),
+                    ffnInBias: try optionalVector(.ffnUpBias(l), count: o.ffnInWidth(forLayer: l)),
+                    down: try matrix(.ffnDown(l), rows: d, cols: ffn),
                     downBias: try optionalVector(.ffnDownBias(l), count: d),
-                    postFFNNorm: o.sandwichNorms ? try vector(.postFFNNorm(l), count: d) : nil))
+                    postFFNNorm: o.sandwichNorms ? try vector(.postFFNNorm(l), count: d) : nil,
+                    perLayerGate: try perLayer.map { try matrix(.perLayerInputGate(l), rows: $0, cols: d) },
+                    perLayerProjection: try perLayer.map { try matrix(.perLayerProjection(l), rows: d, cols: $0) },
+                    postPerLayerNorm: perLayer == nil ? nil : try vector(.postPerLayerInputNorm(l), count: d),
+                    layerScalar: o.layerScalars ? try vector(.layerScalar(l), count: 1)[0] : nil))
         }
         self.layers = layers
+        if let width = o.perLayerInputSize {
+            let all = o.layerCount * width
+            perLayerInputs = PerLayerInputWeights(
+                embedding: try matrix(.perLayerTokenEmbedding, rows: o.vocabSize, cols: all),
+                modelProjection: try matrix(.perLayerModelProjection, rows: all, cols: d),
+                projectionNorm: try vector(.perLayerProjectionNorm, count: width))
+        }
     }
 
     /// Checks a tensor's shape (a vector may be given as `rows: 1`) and wraps it.
@@ -193,6 +220,11 @@ public struct ModelWeights: Sendable {
             case (.separate(let ws), _): list += zip([TensorRole.ffnGate(l), .ffnUp(l)], ws).map { ($0, $1) }
             }
             list.append((.ffnDown(l), layer.down))
+            if let gate = layer.perLayerGate { list.append((.perLayerInputGate(l), gate)) }
+            if let back = layer.perLayerProjection { list.append((.perLayerProjection(l), back)) }
+        }
+        if let ple = perLayerInputs {
+            list += [(.perLayerTokenEmbedding, ple.embedding), (.perLayerModelProjection, ple.modelProjection)]
         }
         if !o.tiedEmbeddings || output.data != tokenEmbedding.data { list.append((.output, output)) }
         return list
@@ -208,8 +240,10 @@ public struct ModelWeights: Sendable {
                 (.attnQNorm(l), layer.qNorm), (.attnKNorm(l), layer.kNorm), (.attnOutputBias(l), layer.attnOutputBias),
                 (.postAttnNorm(l), layer.postAttnNorm), (.ffnNorm(l), layer.ffnNorm), (.ffnNormBias(l), layer.ffnNormBias),
                 (.ffnUpBias(l), layer.ffnInBias), (.ffnDownBias(l), layer.downBias), (.postFFNNorm(l), layer.postFFNNorm),
+                (.postPerLayerInputNorm(l), layer.postPerLayerNorm), (.layerScalar(l), layer.layerScalar.map { [$0] }),
             ]
         }
+        list.append((.perLayerProjectionNorm, perLayerInputs?.projectionNorm))
         return list.compactMap { role, vector in vector.map { (role, $0) } }
     }
 }

@@ -24,6 +24,20 @@ public enum TensorRole: Hashable, Sendable, CustomStringConvertible {
     case ffnDown(Int), ffnDownBias(Int)
     /// Norm of the MLP output before the residual add (sandwich norms).
     case postFFNNorm(Int)
+    /// Gemma 4's per-layer embeddings: one row of (layers × width) per token.
+    case perLayerTokenEmbedding
+    /// Gemma 4: hidden → layers × per-layer width, the context part of the per-layer inputs.
+    case perLayerModelProjection
+    /// Gemma 4: the norm (per-layer width) of that projection.
+    case perLayerProjectionNorm
+    /// Gemma 4: hidden → per-layer width, gating the layer's per-layer input.
+    case perLayerInputGate(Int)
+    /// Gemma 4: per-layer width → hidden, back into the residual.
+    case perLayerProjection(Int)
+    /// Gemma 4: norm of that projection's output.
+    case postPerLayerInputNorm(Int)
+    /// Gemma 4: the scalar a layer's output is multiplied by.
+    case layerScalar(Int)
 
     /// The Hugging Face (transformers) name in Llama-like checkpoints; families whose
     /// names differ override entries in their own table.
@@ -58,6 +72,13 @@ public enum TensorRole: Hashable, Sendable, CustomStringConvertible {
         case .ffnDown(let l): return "model.layers.\(l).mlp.down_proj.weight"
         case .ffnDownBias(let l): return "model.layers.\(l).mlp.down_proj.bias"
         case .postFFNNorm(let l): return "model.layers.\(l).post_feedforward_layernorm.weight"
+        case .perLayerTokenEmbedding: return "model.embed_tokens_per_layer.weight"
+        case .perLayerModelProjection: return "model.per_layer_model_projection.weight"
+        case .perLayerProjectionNorm: return "model.per_layer_projection_norm.weight"
+        case .perLayerInputGate(let l): return "model.layers.\(l).per_layer_input_gate.weight"
+        case .perLayerProjection(let l): return "model.layers.\(l).per_layer_projection.weight"
+        case .postPerLayerInputNorm(let l): return "model.layers.\(l).post_per_layer_input_norm.weight"
+        case .layerScalar(let l): return "model.layers.\(l).layer_scalar"
         }
     }
 
@@ -65,7 +86,7 @@ public enum TensorRole: Hashable, Sendable, CustomStringConvertible {
     public var isVector: Bool {
         switch self {
         case .tokenEmbedding, .output, .attnQKV, .attnQ, .attnK, .attnV, .attnOutput, .ffnGateUp, .ffnGate, .ffnUp,
-            .ffnDown:
+            .ffnDown, .perLayerTokenEmbedding, .perLayerModelProjection, .perLayerInputGate, .perLayerProjection:
             return false
         default:
             return true
@@ -75,7 +96,9 @@ public enum TensorRole: Hashable, Sendable, CustomStringConvertible {
     /// Whether this role is a norm weight (families may offset these at load).
     public var isNormWeight: Bool {
         switch self {
-        case .outputNorm, .attnNorm, .attnQNorm, .attnKNorm, .postAttnNorm, .ffnNorm, .postFFNNorm: return true
+        case .outputNorm, .attnNorm, .attnQNorm, .attnKNorm, .postAttnNorm, .ffnNorm, .postFFNNorm, .perLayerProjectionNorm,
+            .postPerLayerInputNorm:
+            return true
         default: return false
         }
     }
@@ -116,6 +139,13 @@ extension TensorRole {
         case .ffnDown(let l): return "blk.\(l).ffn_down.weight"
         case .ffnDownBias(let l): return "blk.\(l).ffn_down.bias"
         case .postFFNNorm(let l): return "blk.\(l).post_ffw_norm.weight"
+        case .perLayerTokenEmbedding: return "per_layer_token_embd.weight"
+        case .perLayerModelProjection: return "per_layer_model_proj.weight"
+        case .perLayerProjectionNorm: return "per_layer_proj_norm.weight"
+        case .perLayerInputGate(let l): return "blk.\(l).inp_gate.weight"
+        case .perLayerProjection(let l): return "blk.\(l).proj.weight"
+        case .postPerLayerInputNorm(let l): return "blk.\(l).post_norm.weight"
+        case .layerScalar(let l): return "blk.\(l).layer_output_scale.weight"
         }
     }
 }

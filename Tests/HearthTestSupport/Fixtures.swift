@@ -15,8 +15,11 @@ public enum Fixtures {
     /// Tiny checkpoints of the other families (made by scripts/make_family_fixtures.py; gemma3-tiny
     /// and llama-tiny have token-id prompts only, phi2-tiny and phi4-mini-tiny text prompts
     /// tokenized by their tokenizer.json, phi4-mini-tiny also chats; qwen2-tiny and qwen3-tiny
-    /// BF16 weights, token-id prompts and chats).
-    public static let familyCheckpoints = ["phi2-tiny", "gemma3-tiny", "llama-tiny", "phi4-mini-tiny", "qwen2-tiny", "qwen3-tiny"]
+    /// BF16 weights, token-id prompts and chats; gemma4-tiny, by scripts/make_gemma4_fixtures.py,
+    /// BF16 weights and token-id prompts).
+    public static let familyCheckpoints = [
+        "phi2-tiny", "gemma3-tiny", "llama-tiny", "phi4-mini-tiny", "qwen2-tiny", "qwen3-tiny", "gemma4-tiny",
+    ]
 
     /// Checkpoints whose reference.json records chat-template prompts.
     public static let chatCheckpoints = phi3Checkpoints + ["phi4-mini-tiny", "qwen2-tiny", "qwen3-tiny"]

@@ -1,0 +1,261 @@
+import Foundation
+import HearthFormats
+import HearthTokenizers
+
+/// Gemma 4's small text models (`Gemma4ForCausalLM`, `model_type` `gemma4_text`, as
+/// transformers 5.x defines them; E2B/E4B's text decoder): Gemma 3's layout (sliding-window and
+/// full layers, q/k norms, norms before and after attention and MLP, GELU-tanh gated MLP,
+/// embeddings scaled by √hidden, tied output) plus
+///
+/// - per-layer head sizes: `head_dim` on sliding layers, `global_head_dim` on full ones, each
+///   kind with its own RoPE (full layers: "proportional", only the first
+///   `partial_rotary_factor` of the frequencies turn, the others stay at angle 0);
+/// - an unweighted RMS norm on values and an attention scale of 1;
+/// - KV sharing: the last `num_kv_shared_layers` layers attend to the keys and values of the
+///   last earlier layer of their kind and have no key/value projections; with
+///   `use_double_wide_mlp` their MLP is twice as wide;
+/// - per-layer embeddings (``PerLayerInputWeights``), a stored scalar per layer's output, and
+///   logits soft-capped at `final_logit_softcapping`.
+///
+/// Norm weights are stored as the multiplier itself (no 1 + w). Refused with the key named:
+/// `attention_k_eq_v` (values taken from the keys, the 26B/31B models), mixture-of-experts
+/// blocks, bidirectional attention and RoPE types other than these.
+///
+/// `Gemma4ForConditionalGeneration` checkpoints (the released E2B/E4B: `text_config` inside the
+/// config, the decoder's tensors under `model.language_model.`) load their text decoder; their
+/// vision and audio towers are not read (Hearth takes text only), as transformers'
+/// `AutoModelForCausalLM` loads the same checkpoint for text generation.
+public enum Gemma4Family: ModelFamily {
+    public static let architectures = ["Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"]
+    static let wrapper = "Gemma4ForConditionalGeneration"
+
+    /// A JSON value, to hand a wrapper's `text_config` on as a configuration of its own.
+    private indirect enum JSONValue: Codable {
+        case null, bool(Bool), int(Int), double(Double), string(String), array([JSONValue]), object([String: JSONValue])
+
+        init(from decoder: any Swift.Decoder) throws {
+            let c = try decoder.singleValueContainer()
+            if c.decodeNil() {
+                self = .null
+            } else if let v = try? c.decode(Bool.self) {
+                self = .bool(v)
+            } else if let v = try? c.decode(Int.self) {
+                self = .int(v)
+            } else if let v = try? c.decode(Double.self) {
+                self = .double(v)
+            } else if let v = try? c.decode(String.self) {
+                self = .string(v)
+            } else if let v = try? c.decode([JSONValue].self) {
+                self = .array(v)
+            } else {
+                self = .object(try c.decode([String: JSONValue].self))
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.singleValueContainer()
+            switch self {
+            case .null: try c.encodeNil()
+            case .bool(let v): try c.encode(v)
+            case .int(let v): try c.encode(v)
+            case .double(let v): try c.encode(v)
+            case .string(let v): try c.encode(v)
+            case .array(let v): try c.encode(v)
+            case .object(let v): try c.encode(v)
+            }
+        }
+    }
+
+    private struct Wrapper: Decodable {
+        var textConfig: JSONValue?
+        enum CodingKeys: String, CodingKey { case textConfig = "text_config" }
+    }
+
+    /// The text decoder's configuration: `config` itself, or a wrapper's `text_config`.
+    static func textConfig(_ config: HFConfig) throws -> HFConfig {
+        guard config.architectures.contains(wrapper) else { return config }
+        guard let text = try config.decode(Wrapper.self).textConfig else {
+            throw FormatError(
+                .missingKey, "a \(wrapper) configuration has no text_config", path: config.path, key: "text_config")
+        }
+        return try HFConfig(json: try JSONEncoder().encode(text), path: config.path + " (text_config)")
+    }
+
+    public static func decoderPrefix(for config: HFConfig) -> String? {
+        config.architectures.contains(wrapper) ? "model.language_model." : nil
+    }
+
+    /// The keys of a Gemma 4 text `config.json` beyond `HFConfig`'s, with transformers' defaults.
+    private struct Configuration: Decodable {
+        struct RoPEEntry: Decodable {
+            var ropeType: String?
+            var ropeTheta: Double?
+            var partialRotaryFactor: Double?
+            var factor: Double?
+            enum CodingKeys: String, CodingKey {
+                case ropeType = "rope_type", ropeTheta = "rope_theta", partialRotaryFactor = "partial_rotary_factor"
+                case factor
+            }
+        }
+        struct LayerOverride: Decodable {
+            var headDim: Int?
+            var numKeyValueHeads: Int?
+            enum CodingKeys: String, CodingKey { case headDim = "head_dim", numKeyValueHeads = "num_key_value_heads" }
+        }
+
+        var rmsNormEps = 1e-6
+        var activation = "gelu_pytorch_tanh"
+        var slidingWindow = 512
+        var layerTypes: [String]?
+        var rope: [String: RoPEEntry]?
+        var globalHeadDim: Int?
+        var perLayerConfig: [String: LayerOverride]?
+        var attentionKEqV = false
+        var numKVSharedLayers = 0
+        var useDoubleWideMLP = false
+        var perLayerInputSize: Int? = 256
+        var perLayerVocabSize: Int?
+        var finalLogitSoftcapping: Double?
+        var enableMoE = false
+        var bidirectional: String?
+
+        enum CodingKeys: String, CodingKey {
+            case rmsNormEps = "rms_norm_eps", activation = "hidden_activation", slidingWindow = "sliding_window"
+            case layerTypes = "layer_types", rope = "rope_parameters", globalHeadDim = "global_head_dim"
+            case perLayerConfig = "per_layer_config", attentionKEqV = "attention_k_eq_v"
+            case numKVSharedLayers = "num_kv_shared_layers", useDoubleWideMLP = "use_double_wide_mlp"
+            case perLayerInputSize = "hidden_size_per_layer_input", perLayerVocabSize = "vocab_size_per_layer_input"
+            case finalLogitSoftcapping = "final_logit_softcapping", enableMoE = "enable_moe_block"
+            case bidirectional = "use_bidirectional_attention"
+        }
+
+        init(from decoder: any Swift.Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            rmsNormEps = try c.decode(.rmsNormEps, default: rmsNormEps)
+            activation = try c.decode(.activation, default: activation)
+            slidingWindow = try c.decode(.slidingWindow, default: slidingWindow)
+            layerTypes = try c.decodeIfPresent([String].self, forKey: .layerTypes)
+            rope = try c.decodeIfPresent([String: RoPEEntry].self, forKey: .rope)
+            globalHeadDim = try c.decodeIfPresent(Int.self, forKey: .globalHeadDim)
+            perLayerConfig = try c.decodeIfPresent([String: LayerOverride].self, forKey: .perLayerConfig)
+            attentionKEqV = try c.decode(.attentionKEqV, default: false)
+            numKVSharedLayers = try c.decode(.numKVSharedLayers, default: 0)
+            useDoubleWideMLP = try c.decode(.useDoubleWideMLP, default: false)
+            // Present and null (or 0): no per-layer embeddings.
+            if c.contains(.perLayerInputSize) {
+                perLayerInputSize = try c.decodeIfPresent(Int.self, forKey: .perLayerInputSize)
+            }
+            perLayerVocabSize = try c.decodeIfPresent(Int.self, forKey: .perLayerVocabSize)
+            finalLogitSoftcapping = try c.decodeIfPresent(Double.self, forKey: .finalLogitSoftcapping)
+            enableMoE = try c.decode(.enableMoE, default: false)
+            bidirectional = try c.decodeIfPresent(String.self, forKey: .bidirectional)
+        }
+    }
+
+    public static func options(from wrapperOrText: HFConfig) throws -> DecoderOptions {
+        let config = try textConfig(wrapperOrText)
+        let own = try config.decode(Configuration.self)
+        let path = config.path
+        func refuse(_ what: String, key: String) -> FormatError {
+            FormatError(.invalidValue, "\(what) is not supported", path: path, key: key)
+        }
+        if own.attentionKEqV { throw refuse("attention_k_eq_v (values taken from the keys, Gemma 4 26B/31B)", key: "attention_k_eq_v") }
+        if own.enableMoE { throw refuse("a mixture-of-experts block (Gemma 4 26B-A4B)", key: "enable_moe_block") }
+        if let mode = own.bidirectional { throw refuse("bidirectional attention ('\(mode)')", key: "use_bidirectional_attention") }
+        let c = try ConfigPrelude(config, defaultHeadDim: 256)
+
+        // Layer kinds: `layer_types`, else transformers' default of five sliding layers to one full; the last is full.
+        var types = own.layerTypes ?? (0..<c.layers).map { ($0 + 1) % 6 == 0 ? "full_attention" : "sliding_attention" }
+        guard types.count == c.layers else {
+            throw FormatError(.invalidValue, "has \(types.count) entries for \(c.layers) layers", path: path, key: "layer_types")
+        }
+        if let bad = types.first(where: { $0 != "sliding_attention" && $0 != "full_attention" }) {
+            throw refuse("layer type '\(bad)'", key: "layer_types")
+        }
+        types[c.layers - 1] = "full_attention"
+        let sliding = types.map { $0 == "sliding_attention" }
+
+        // Full layers' head size: `global_head_dim`, else a full layer's `per_layer_config` entry, else 512.
+        let fullOverride = types.indices.lazy.filter { !sliding[$0] }.compactMap { own.perLayerConfig?[String($0)] }.first
+        let fullHeadDim = own.globalHeadDim ?? fullOverride?.headDim ?? 512
+        if let kv = fullOverride?.numKeyValueHeads, kv != c.kvHeads {
+            throw refuse("a different key/value head count on full layers (\(kv))", key: "per_layer_config")
+        }
+
+        // RoPE per layer kind.
+        func entry(_ kind: String) -> Configuration.RoPEEntry? { own.rope?[kind] }
+        let slidingEntry = entry("sliding_attention")
+        guard (slidingEntry?.ropeType ?? "default") == "default" else {
+            throw refuse("RoPE type '\(slidingEntry?.ropeType ?? "")' on sliding layers", key: "rope_parameters.sliding_attention.rope_type")
+        }
+        let fullEntry = entry("full_attention")
+        var fullRoPE = DecoderOptions.RoPE(theta: Float(fullEntry?.ropeTheta ?? 1_000_000), rotaryDims: fullHeadDim)
+        switch fullEntry?.ropeType ?? (fullEntry == nil ? "proportional" : "default") {
+        case "default": break
+        case "proportional":
+            // transformers: inv_freq[i] = θ^(−2i/head_dim) / factor for the first
+            // ⌊p·head_dim/2⌋ pairs, 0 for the rest — a divisor per pair, huge where nothing turns.
+            let fraction = fullEntry?.partialRotaryFactor ?? (fullEntry == nil ? 0.25 : 1)
+            let turning = Int(fraction * Double(fullHeadDim)) / 2
+            let factor = Float(fullEntry?.factor ?? 1)
+            let half = fullHeadDim / 2
+            guard (0...half).contains(turning) else {
+                throw FormatError(.invalidValue, "is outside 0…1", path: path, key: "rope_parameters.full_attention.partial_rotary_factor")
+            }
+            fullRoPE.scaling = .frequencyFactors(
+                [Float](repeating: factor, count: turning) + [Float](repeating: 1e30, count: half - turning))
+        case let other:
+            throw refuse("RoPE type '\(other)' on full layers", key: "rope_parameters.full_attention.rope_type")
+        }
+
+        // KV sharing: the last N layers reuse the last earlier layer of their own kind.
+        let firstShared = c.layers - own.numKVSharedLayers
+        guard (1...c.layers).contains(firstShared) || own.numKVSharedLayers == 0 else {
+            throw FormatError(.invalidValue, "is not below num_hidden_layers (\(c.layers))", path: path, key: "num_kv_shared_layers")
+        }
+        var sources = Array(0..<c.layers)
+        for l in firstShared..<c.layers {
+            guard let source = (0..<firstShared).last(where: { types[$0] == types[l] }) else {
+                throw FormatError(
+                    .invalidValue, "layer \(l) (\(types[l])) shares keys, but no earlier layer of its kind computes them",
+                    path: path, key: "num_kv_shared_layers")
+            }
+            sources[l] = source
+        }
+
+        if let perLayerVocab = own.perLayerVocabSize, own.perLayerInputSize ?? 0 > 0, perLayerVocab != c.vocab {
+            throw refuse("a per-layer embedding vocabulary (\(perLayerVocab)) other than vocab_size (\(c.vocab))", key: "vocab_size_per_layer_input")
+        }
+        return c.options(
+            norm: .rms(eps: Float(own.rmsNormEps)), mlp: .gated(try activation(own.activation, key: "hidden_activation", path: path)),
+            rope: fullRoPE, tiedEmbeddings: config.tieWordEmbeddings ?? true,
+            maxContext: config.maxPositionEmbeddings ?? 131_072, slidingWindow: own.slidingWindow
+        ).with {
+            $0.slidingLayers = sliding
+            $0.slidingRoPE = .init(theta: Float(slidingEntry?.ropeTheta ?? 10_000), rotaryDims: c.headDim)
+            $0.fullAttentionHeadDim = fullHeadDim
+            $0.qkNorm = true
+            $0.valueNorm = true
+            $0.sandwichNorms = true
+            $0.embeddingScale = Float(Double(c.hidden).squareRoot())
+            $0.attentionScale = 1
+            $0.kvSourceLayers = own.numKVSharedLayers > 0 ? sources : []
+            if own.useDoubleWideMLP && own.numKVSharedLayers > 0 {
+                $0.layerFFNSizes = (0..<c.layers).map { $0 >= firstShared ? 2 * c.ffn : c.ffn }
+            }
+            if let width = own.perLayerInputSize, width > 0 { $0.perLayerInputSize = width }
+            $0.layerScalars = true
+            $0.finalLogitSoftcap = own.finalLogitSoftcapping.map { Float($0) }
+        }
+    }
+
+    public static func tensorName(_ role: TensorRole) -> String? {
+        let p = "model.layers"
+        switch role {
+        case .postAttnNorm(let l): return "\(p).\(l).post_attention_layernorm.weight"
+        case .ffnNorm(let l): return "\(p).\(l).pre_feedforward_layernorm.weight"
+        case .postFFNNorm(let l): return "\(p).\(l).post_feedforward_layernorm.weight"
+        default: return role.huggingFaceName
+        }
+    }
+}
