@@ -119,7 +119,7 @@ def main():
     assert attributes["gen_ai.usage.output_tokens"].int_value == usage["completion_tokens"]
     assert attributes["gen_ai.usage.input_tokens"].int_value == usage["prompt_tokens"]
     children = sorted((s for s in spans if s.parent_span_id == root.span_id), key=lambda s: s.start_time_unix_nano)
-    assert [s.name for s in children] == ["admit", "prefill", "decode", "settle"], [s.name for s in children]
+    assert [s.name for s in children] == ["prepare", "queue", "prefill", "decode", "settle"], [s.name for s in children]
     assert all(s.trace_id == root.trace_id and s.kind == Span.SPAN_KIND_INTERNAL for s in children)
     assert root.start_time_unix_nano <= children[0].start_time_unix_nano
     assert children[-1].end_time_unix_nano <= root.end_time_unix_nano

@@ -109,6 +109,8 @@ struct GenerationCall: Sendable {
     var reservation: RateLimiter.Reservation?
     /// The request's `traceparent` header (its spans join the caller's trace).
     var traceParent: String?
+    /// When the local model asked for the request's fair-queue turn and got it (its trace).
+    let stageMarks = StageMarks()
 }
 
 extension HearthServer {
@@ -232,7 +234,7 @@ extension HearthServer {
             // A local request waits its turn in the fair queue (between clients) before the
             // model's own queue; it still counts as admitted and waiting.
             // `n` choices take `n` slots (in waves of at most the model's parallel sequences).
-            let admission = localAdmission(client: client.name)
+            let admission = localAdmission(client: client.name).map { [marks = call.stageMarks] in marks.timing($0) }
             let first = try await stream.start(route, job: job, admission: admission)
             renderer.promptTokens = first.promptTokens ?? 0
             Self.set(&headers, "x-hearth-served-by", first.provider)

@@ -57,7 +57,7 @@ public struct ServerOptions: Sendable {
     /// The labels of `/metrics`' `hearth_build_info` series (`hearth serve` gives `version`,
     /// `commit` and `kernel_level`); empty: no such series.
     public var buildInfo: [(String, String)] = []
-    /// When set, each generation request's spans (request, admit, prefill, decode, settle) are
+    /// When set, each generation request's spans (request, prepare, queue, prefill, decode, settle) are
     /// exported over OTLP/HTTP (`hearth serve --otel-endpoint`, docs/SERVER.md#tracing).
     public var tracing: TracingOptions?
 

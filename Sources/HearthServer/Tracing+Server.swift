@@ -1,13 +1,36 @@
 import Foundation
+import HearthLocal
 import Tracing
+
+/// When a local request asked for its fair-queue turn (its chat template rendered and its
+/// prompt tokenized) and when it got it: the `prepare` and `queue` stages of its trace.
+/// `@unchecked Sendable`: the instants are guarded by `lock`.
+final class StageMarks: @unchecked Sendable {
+    private let lock = NSLock()
+    private var marks: (asked: ContinuousClock.Instant?, granted: ContinuousClock.Instant?) = (nil, nil)
+
+    /// The first turn's instants (of several choices, the first wave's).
+    var instants: (asked: ContinuousClock.Instant?, granted: ContinuousClock.Instant?) { lock.withLock { marks } }
+
+    /// `admission`, noting when it is asked and when it grants.
+    func timing(_ admission: @escaping LocalProvider.Admission) -> LocalProvider.Admission {
+        { [self] slots in
+            lock.withLock { if marks.asked == nil { marks.asked = .now } }
+            let release = try await admission(slots)
+            lock.withLock { if marks.granted == nil { marks.granted = .now } }
+            return release
+        }
+    }
+}
 
 extension HearthServer {
     /// The spans of one generation request, when tracing is configured: a server span for the
     /// request (`POST /v1/chat/completions`), and under it one per stage the request reached —
-    /// `admit` (the body read and parsed, the route, the cache, the queue and the model's turn,
-    /// the chat template rendered and tokenized), `prefill` (the prompt, to the first token; for
-    /// a cloud route `upstream`, to its first token), `decode` (to the last token) and `settle`
-    /// (metrics, the log line, the quota and usage ledger). Attributes: the model as the client
+    /// for the local model `prepare` (the body read and parsed, the route, the cache, the model
+    /// loaded if it was not, the chat template rendered, the prompt tokenized), `queue` (its
+    /// fair-queue turn), `prefill` (a schema compiled, the prompt, to the first token); for a
+    /// cloud route `admit` and `upstream` (to its first token); then `decode` (to the last
+    /// token) and `settle` (metrics, the log line, the quota and usage ledger). Attributes: the model as the client
     /// named it, the route, the provider, token counts, the finish reason, the status — never
     /// a prompt, an answer or a key. A `traceparent` header makes the request span a child of
     /// the caller's span; its `sampled` flag off records nothing.
@@ -43,11 +66,15 @@ extension HearthServer {
         // Each stage from where the last ended to its own mark; a stage the request never reached
         // (refused, failed, cut) has no span.
         let firstToken = outcome.firstTokenAt
+        let turn = call.stageMarks.instants
         var stages: [(name: String, end: ContinuousClock.Instant, attributes: SpanAttributes)] = []
-        if let ready = outcome.promptAt ?? outcome.servedAt ?? firstToken ?? outcome.finishedAt {
+        if let asked = turn.asked {
+            stages.append(("prepare", asked, [:]))
+            if let granted = turn.granted { stages.append(("queue", granted, [:])) }
+        } else if let ready = outcome.promptAt ?? outcome.servedAt ?? firstToken ?? outcome.finishedAt {
             stages.append(("admit", ready, [:]))
         }
-        if let firstToken, let from = outcome.promptAt ?? outcome.servedAt, from <= firstToken {
+        if let firstToken, let from = turn.granted ?? outcome.promptAt ?? outcome.servedAt, from <= firstToken {
             var attributes = SpanAttributes([:])
             attributes["gen_ai.usage.input_tokens"] = usage.promptTokens
             if let cached = usage.cachedPromptTokens { attributes["hearth.cached_tokens"] = cached }

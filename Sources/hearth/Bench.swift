@@ -227,7 +227,7 @@ struct Bench: ParsableCommand {
                 levels = try parallelLevels.map { n in
                     let bar = json ? nil : ProgressBar(label: "\(n) seq")
                     bar?.update(0)
-                    let level = try measureParallel(lm, sequences: n, pool: pool, random: randomTokens)
+                    let level = try measureParallel(lm, sequences: n, pool: pool, random: randomTokens) { bar?.update($0) }
                     bar?.finish()
                     row("pp\(prompt) × \(level.sequences) seq", level.pp)
                     row("tg\(generate) × \(level.sequences) seq (aggregate)", level.tg)
@@ -284,8 +284,10 @@ extension Bench {
 
     /// llama-batched-bench at one level: `sequences` prompts of `prompt` tokens processed
     /// together, then `generate` steps decoding one token of every sequence per step.
+    /// `progress` hears the fraction of the level's runs (warm-up included) done after each.
     func measureParallel(
-        _ lm: LanguageModel, sequences: Int, pool: WorkerPool, random: (Int) -> [Int32]
+        _ lm: LanguageModel, sequences: Int, pool: WorkerPool, random: (Int) -> [Int32],
+        progress: (Double) -> Void = { _ in }
     ) throws -> ParallelLevel {
         let decoder = try makeDecoder(lm, maxBatch: max(batch, sequences), sequences: sequences, pool: pool)
         let vocab = Int32(lm.options.vocabSize)
@@ -315,8 +317,15 @@ extension Bench {
             }
             return (pp, Double(sequences * generate) / elapsed(since: decodeStart))
         }
-        if !noWarmup { _ = try measure() }
-        let runs = try (0..<repetitions).map { _ in try measure() }
+        let total = Double(repetitions + (noWarmup ? 0 : 1))
+        if !noWarmup {
+            _ = try measure()
+            progress(1 / total)
+        }
+        let runs = try (0..<repetitions).map { index in
+            defer { progress(Double(index + 1 + (noWarmup ? 0 : 1)) / total) }
+            return try measure()
+        }
         return ParallelLevel(
             sequences: sequences, pp: Stat(runs.map(\.pp)), tg: Stat(runs.map(\.tg)), kv_cache_bytes: decoder.cache.byteCount)
     }

@@ -103,7 +103,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Log lines on stderr: text (swift-log's key=value lines) or json (one object per line: time, level, logger, message, and the metadata: a request's id, status, model, tokens, timings). Prompts and keys are never logged.")
     var logFormat: LogFormat = .text
 
-    @Option(name: .long, help: ArgumentHelp("Export each generation request's spans (request, admit, prefill, decode, settle; model, route, tokens, finish reason — never prompts or keys) over OTLP/HTTP (JSON) to this collector, e.g. http://localhost:4318 (/v1/traces is appended). Without it, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT configure it; OTEL_SERVICE_NAME names the service (default hearth). A request's traceparent header is honoured.", valueName: "url"))
+    @Option(name: .long, help: ArgumentHelp("Export each generation request's spans (request, prepare, queue, prefill, decode, settle; model, route, tokens, finish reason — never prompts or keys) over OTLP/HTTP (JSON) to this collector, e.g. http://localhost:4318 (/v1/traces is appended). Without it, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT configure it; OTEL_SERVICE_NAME names the service (default hearth). A request's traceparent header is honoured.", valueName: "url"))
     var otelEndpoint: String?
 
     @Flag(name: .long, help: "Cut structured output at max_tokens (finish_reason length) instead of steering its last tokens so the answer ends complete and valid; a request's finish_in_budget overrides it.")

@@ -51,6 +51,7 @@ import Testing
             ("bench --speculative", ["bench", "-m", model, "--speculative", "lookup", "--prompt-file", prompts.path, "-n", "4", "-r", "1"], ["--json"]),
             ("bench-structured", ["bench-structured", "-m", model, "--schemas", schemas.path, "--seeds", "1", "-n", "8", "--decode-schemas", "0"], ["--json"]),
             ("bench", ["bench", "-m", model, "-p", "16", "-n", "4", "-r", "2"], ["--json"]),
+            ("bench --parallel", ["bench", "-m", model, "--parallel", "1,2", "-p", "8", "-n", "2", "-r", "1"], ["--json"]),
             ("generate (the load)", ["generate", "-m", model, "-n", "2", "Hi"], ["--json"]),
             ("perplexity", ["perplexity", "-m", model, "--file", text.path, "-c", "32"], ["--json"]),
             ("quantize", ["quantize", "-m", model, "--type", "q8_0", "--output", directory.appendingPathComponent("m.hqf").path], nil),

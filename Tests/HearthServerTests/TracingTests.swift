@@ -85,7 +85,7 @@ import Testing
         let rootID = try #require(root["spanId"] as? String)
         #expect(rootID.count == 16)
         let children = spans.filter { $0["parentSpanId"] as? String == rootID }
-        #expect(children.map { $0["name"] as? String ?? "" } == ["admit", "prefill", "decode", "settle"])
+        #expect(children.map { $0["name"] as? String ?? "" } == ["prepare", "queue", "prefill", "decode", "settle"])
         // The stages tile the request: each starts where the last ended, within the request.
         func time(_ span: [String: Any], _ key: String) -> UInt64 { UInt64(span[key] as? String ?? "") ?? 0 }
         var at = time(root, "startTimeUnixNano")
