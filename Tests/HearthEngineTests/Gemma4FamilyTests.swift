@@ -147,3 +147,45 @@ import Testing
         }
     }
 }
+
+/// google/gemma-4-E2B-it's published configuration (its text_config's values as pinned by
+/// several public projects' config tests; the hub is not reachable here): what Hearth derives.
+@Suite struct Gemma4E2BConfigTests {
+    static func e2bConfig() throws -> HFConfig {
+        let types = (0..<35).map { ($0 + 1) % 5 == 0 ? "full_attention" : "sliding_attention" }
+        let text: [String: Any] = [
+            "model_type": "gemma4_text", "hidden_size": 1536, "intermediate_size": 6144, "num_hidden_layers": 35,
+            "num_attention_heads": 8, "num_key_value_heads": 1, "head_dim": 256, "global_head_dim": 512,
+            "num_global_key_value_heads": NSNull(), "attention_k_eq_v": false, "sliding_window": 512,
+            "vocab_size": 262_144, "vocab_size_per_layer_input": 262_144, "hidden_size_per_layer_input": 256,
+            "num_kv_shared_layers": 20, "use_double_wide_mlp": true, "max_position_embeddings": 131_072,
+            "rms_norm_eps": 1e-6, "hidden_activation": "gelu_pytorch_tanh", "final_logit_softcapping": 30.0,
+            "tie_word_embeddings": true, "layer_types": types, "enable_moe_block": false,
+            "rope_parameters": [
+                "full_attention": ["rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1_000_000.0],
+                "sliding_attention": ["rope_type": "default", "rope_theta": 10_000.0],
+            ],
+        ]
+        let config: [String: Any] = [
+            "architectures": ["Gemma4ForConditionalGeneration"], "model_type": "gemma4", "text_config": text,
+            "vision_config": ["model_type": "gemma4_vision"], "audio_config": ["model_type": "gemma4_audio"],
+        ]
+        return try HFConfig(json: try JSONSerialization.data(withJSONObject: config), path: "config.json")
+    }
+
+    @Test func e2bMapsToItsLayerShapes() throws {
+        let config = try Self.e2bConfig()
+        let o = try Gemma4Family.options(from: config)
+        #expect(Gemma4Family.decoderPrefix(for: config) == "model.language_model.")
+        #expect(o.layerCount == 35 && o.hiddenSize == 1536 && o.kvHeadCount == 1 && o.vocabSize == 262_144)
+        // Layers 15–34 reuse layer 13 (last sliding) and 14 (last full) before them.
+        #expect(o.cacheLayerCount == 15)
+        #expect((15..<35).allSatisfy { o.kvSource($0) == ($0 % 5 == 4 ? 14 : 13) })
+        #expect((0..<15).allSatisfy { o.ownsKV($0) })
+        #expect((0..<35).allSatisfy { o.ffnSize(forLayer: $0) == ($0 < 15 ? 6144 : 12_288) })
+        #expect(o.headDim(forLayer: 3) == 256 && o.headDim(forLayer: 4) == 512 && o.headDim(forLayer: 34) == 512)
+        #expect(o.slidingWindow == 512 && o.perLayerInputSize == 256 && o.finalLogitSoftcap == 30)
+        #expect(o.qkvWidth(forLayer: 0) == (8 + 2) * 256 && o.qkvWidth(forLayer: 14) == (8 + 2) * 512)
+        #expect(o.qkvWidth(forLayer: 15) == 8 * 256)
+    }
+}
