@@ -33,7 +33,7 @@ from transformers import AutoModelForCausalLM
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "Tests", "Fixtures")
 CHECKPOINTS = ["phi3-mha", "phi3-gqa-longrope", "phi3-partial-tied", "phi2-tiny", "gemma3-tiny", "llama-tiny",
-               "phi4-mini-tiny", "qwen2-tiny", "qwen3-tiny"]
+               "phi4-mini-tiny", "qwen2-tiny", "qwen3-tiny", "gemma4-tiny"]
 LOW = 0.1
 
 
