@@ -129,4 +129,33 @@ import Testing
         #expect(TracingOptions.redacted("http://user:pw@c:4318/v1/traces?k=1") == "http://c:4318/v1/traces")
         #expect(TracingOptions.redacted("ftp://c") == nil && TracingOptions.redacted("not a url") == nil)
     }
+
+    /// A request never waits for the collector: past the queue's bound spans are dropped and
+    /// counted; a collector that fails loses its batch (counted, warned), and the exporter goes on.
+    @Test func theQueueIsBoundedAndAFailingCollectorLosesOnlyItsBatch() async throws {
+        let collector = try await TestHTTPServer.start { _, _, out in
+            try await out.respond(500, "Internal Server Error", body: "no")
+            return .close
+        }
+        var options = TracingOptions(endpoint: "http://127.0.0.1:\(collector.port)/v1/traces")
+        options.maxQueue = 3
+        options.interval = .milliseconds(50)
+        let exporter = OTLPTraceExporter(options: options, logger: .init(label: "test.tracing"))
+        let tracer = HearthTracer(sink: exporter)
+        for index in 0..<5 { tracer.startSpan("span \(index)", context: .topLevel).end() }
+        #expect(exporter.droppedSpans.full == 2)
+        let run = Task { try await exporter.run() }
+        var waited = 0
+        while exporter.droppedSpans.failed < 3, waited < 200 {
+            try await Task.sleep(for: .milliseconds(25))
+            waited += 1
+        }
+        run.cancel()
+        try await run.value
+        await collector.stop()
+        #expect(exporter.droppedSpans.failed == 3 && collector.requests.count == 1)
+        // Later spans queue again.
+        tracer.startSpan("after", context: .topLevel).end()
+        #expect(exporter.droppedSpans.full == 2)
+    }
 }
