@@ -173,7 +173,7 @@ struct Serve: AsyncParsableCommand {
             for entry in entries.sorted() where !entry.hasPrefix(".") {
                 let url = dir.appendingPathComponent(entry)
                 var isDirectory: ObjCBool = false
-                FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
+                _ = FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory)
                 let isModel = isDirectory.boolValue
                     ? FileManager.default.fileExists(atPath: url.appendingPathComponent("config.json").path)
                     : ["gguf", "hqf"].contains(url.pathExtension.lowercased())
