@@ -60,6 +60,7 @@ let package = Package(
         .library(name: "HearthLocal", targets: ["HearthLocal"]),
         .library(name: "HearthServer", targets: ["HearthServer"]),
         .library(name: "HearthHub", targets: ["HearthHub"]),
+        .library(name: "HearthMCP", targets: ["HearthMCP"]),
         .executable(name: "hearth", targets: ["hearth"]),
     ],
     traits: [
@@ -85,6 +86,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.0.0"),
         // HearthServer's gateway only: the usage ledger in SQLite (docs/SERVER.md#gateway).
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // HearthMCP only: the Model Context Protocol's Swift SDK (tools from MCP servers, docs/MCP.md).
+        .package(url: "https://github.com/modelcontextprotocol/swift-sdk", "0.12.1"..<"0.13.0"),
     ],
     targets: [
         // System libraries, found through pkg-config (scripts/setup.sh installs them); OpenBLAS and
@@ -153,6 +156,7 @@ let package = Package(
                 "HearthServer", .product(name: "Logging", package: "swift-log"),  // hearth serve
                 "HearthHub",  // hearth pull, list, rm; model names wherever a path is accepted
                 "HearthTemplates",  // hearth bench-template
+                "HearthMCP",  // hearth chat --mcp
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             plugins: ["HearthBuildInfo"]),  // `hearth --version`: the git description of the build
@@ -247,6 +251,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
         .testTarget(name: "HearthHubTests", dependencies: ["HearthHub", "HearthFakeServers", "HearthTestSupport"]),
+        // Tools from MCP servers (stdio and streamable HTTP) through the official Swift SDK, as
+        // Hearth tools (`hearth chat --mcp`, `respond(to:tools:)`). No engine import.
+        .target(
+            name: "HearthMCP",
+            dependencies: [
+                "HearthProviders", .product(name: "MCP", package: "swift-sdk"), .product(name: "Logging", package: "swift-log"),
+            ]),
+        .testTarget(
+            name: "HearthMCPTests",
+            dependencies: ["HearthMCP", "HearthProviders", "HearthTestSupport", .product(name: "MCP", package: "swift-sdk")]),
         // The fake hub as a program (scripts/check-hub.sh points huggingface_hub at it; the CLI tests).
         .executableTarget(
             name: "hub-fake",

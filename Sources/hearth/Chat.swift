@@ -45,6 +45,7 @@ struct Chat: ParsableCommand {
     @OptionGroup var batching: BatchOption
     @OptionGroup var kv: KVTypeOption
     @OptionGroup var promptCache: PromptCacheOption
+    @OptionGroup var mcpOptions: ChatMCPOptions
 
     @Option(name: .long, help: "Directory for saved chats (default: $HEARTH_HOME/chats or ~/.local/share/hearth/chats).")
     var sessionsDir: String?
@@ -113,6 +114,8 @@ struct Chat: ParsableCommand {
         }
         let session = ChatSession(
             output: output, store: store, name: sessionName, messages: messages, options: options, local: local)
+        session.mcp = try mcpOptions.make()
+        defer { session.mcp?.shutdown() }  // no server outlives the chat (and at exit, `atexit` kills what is left)
         try session.start(provider: provider, resumed: resume)
         session.loop()
     }

@@ -17,6 +17,7 @@ extension ChatSession {
         /save NAME            save the conversation and its KV cache (resumes without re-processing)
         /load NAME            load a saved conversation
         /provider NAME        switch to local, openai, anthropic, spark, deepseek, qwen, dashscope or bailian
+        /mcp                  MCP servers and their tools (--mcp FILE); /mcp enable|disable SERVER, /mcp choice auto|required|none|TOOL
         /quit                 leave (Ctrl-D or Ctrl-C on an empty line also do)
         Multi-line input: end lines with \\ or wrap them in \"\"\" … \"\"\".
         """
@@ -58,6 +59,7 @@ extension ChatSession {
             let before = messages
             turn(user: nil)
             if messages == before { messages.append(last) }  // the retry failed: keep the old answer
+        case "/mcp": mcpCommand(argument)
         case "/save": save(argument)
         case "/load": load(argument)
         case "/provider":

@@ -23,6 +23,8 @@ final class ChatSession {
     var lastUsage: Usage?
     /// The last turn's request (`/show prompt` renders it).
     var lastRequest: ChatRequest?
+    /// Tools from MCP servers (`--mcp FILE`), nil without.
+    var mcp: ChatMCP?
 
     init(
         output: ChatOutput, store: ChatStore, name: String, messages: [ChatMessage], options: GenerationOptions,
@@ -72,6 +74,7 @@ final class ChatSession {
             output.note(banner + " · /help for commands, Ctrl-D to quit")
         }
         noteDialogueMode()
+        mcp?.start(output: output)
         if !resumed, messages.contains(where: { $0.role == .system }) { persist() }
     }
 
@@ -145,30 +148,53 @@ final class ChatSession {
         }
         var pending = messages
         if let user { pending.append(.user(user)) }
-        let request = ChatRequest(messages: pending, options: requestOptions, allowTruncation: true)
-        lastRequest = request
-        let spinner = output.spinner("thinking", after: 0.25)
-        let result = runner.run(request, on: provider, output: output, spinner: spinner)
-        if !result.text.isEmpty { output.answer("\n") }
-
-        if result.droppedMessages > 0 {
-            var dropped = 0
-            while dropped < result.droppedMessages, let index = pending.firstIndex(where: { $0.role != .system }) {
-                pending.remove(at: index)
-                dropped += 1
+        // With MCP tools: each reply that calls tools is followed by the calls' results and
+        // another reply, until one answers in text (after `maxRounds` replies with calls, or a
+        // declined call, the next reply may not call tools).
+        var round = 0
+        var choice = mcp?.choice
+        var result: TurnResult
+        repeat {
+            var options = requestOptions
+            if let mcp {
+                let tools = mcp.refresh()
+                if !tools.isEmpty {
+                    options.tools = tools
+                    if case .named(let name)? = choice, !tools.contains(where: { $0.name == name }) { choice = nil }
+                    options.toolChoice = round >= mcp.maxRounds ? .disabled : choice
+                }
             }
-            output.note("context full: dropped the \(dropped) oldest message\(dropped == 1 ? "" : "s") (system prompt kept)")
-        }
-        if let error = result.error {
-            output.error(error.message)
-            if case .contextLengthExceeded = error.code { output.note("try /reset, or a larger --ctx") }
-            return
-        }
-        if result.cancelled {
-            output.note(result.text.isEmpty ? "interrupted (nothing kept)" : "interrupted (the partial answer is kept)")
-            if result.text.isEmpty { return }
-        }
-        pending.append(ChatMessage(role: .assistant, content: result.text, reasoning: result.reasoning))
+            let request = ChatRequest(messages: pending, options: options, allowTruncation: true)
+            lastRequest = request
+            let spinner = output.spinner("thinking", after: 0.25)
+            result = runner.run(request, on: provider, output: output, spinner: spinner)
+            if !result.text.isEmpty { output.answer("\n") }
+
+            if result.droppedMessages > 0 {
+                var dropped = 0
+                while dropped < result.droppedMessages, let index = pending.firstIndex(where: { $0.role != .system }) {
+                    pending.remove(at: index)
+                    dropped += 1
+                }
+                output.note("context full: dropped the \(dropped) oldest message\(dropped == 1 ? "" : "s") (system prompt kept)")
+            }
+            if let error = result.error {
+                output.error(error.message)
+                if case .contextLengthExceeded = error.code { output.note("try /reset, or a larger --ctx") }
+                return
+            }
+            if result.cancelled {
+                output.note(result.text.isEmpty ? "interrupted (nothing kept)" : "interrupted (the partial answer is kept)")
+                if result.text.isEmpty { return }
+            }
+            let calls: [ToolCall] = result.cancelled ? [] : result.toolCalls.calls.enumerated().filter { result.toolCalls.finished.contains($0.offset) }.map(\.element)
+            pending.append(ChatMessage(role: .assistant, content: result.text, toolCalls: calls, reasoning: result.reasoning))
+            guard let mcp, !calls.isEmpty else { break }
+            let ran = runToolCalls(calls, mcp: mcp)
+            pending += ran.messages
+            round += 1
+            choice = ran.declined ? .disabled : .auto
+        } while true
         messages = pending
         persist()
         lastUsage = result.usage

@@ -63,6 +63,10 @@ struct ChatStore {
         /// An answer's reasoning parts (absent when it had none, and in files written before them),
         /// so a resumed chat still sends a provider the parts it needs back.
         var reasoning: [ReasoningPart]?
+        /// An answer's tool calls and the call a tool result answers (`hearth chat --mcp`;
+        /// absent otherwise), so a resumed chat sends valid tool messages.
+        var toolCalls: [ToolCall]?
+        var toolCallID: String?
     }
 
     /// Rewrites a session with these messages.
@@ -91,7 +95,9 @@ struct ChatStore {
         let decoder = JSONDecoder()
         return data.split(separator: UInt8(ascii: "\n")).compactMap { line in
             (try? decoder.decode(Record.self, from: Data(line))).map {
-                ChatMessage(role: $0.role, content: $0.content, reasoning: $0.reasoning ?? [])
+                ChatMessage(
+                    role: $0.role, content: $0.content, toolCalls: $0.toolCalls ?? [], toolCallID: $0.toolCallID,
+                    reasoning: $0.reasoning ?? [])
             }
         }
     }
@@ -102,7 +108,8 @@ struct ChatStore {
         var data = Data()
         for message in messages {
             let record = Record(
-                role: message.role, content: message.content, reasoning: message.reasoning.isEmpty ? nil : message.reasoning)
+                role: message.role, content: message.content, reasoning: message.reasoning.isEmpty ? nil : message.reasoning,
+                toolCalls: message.toolCalls.isEmpty ? nil : message.toolCalls, toolCallID: message.toolCallID)
             data.append(try encoder.encode(record))
             data.append(UInt8(ascii: "\n"))
         }

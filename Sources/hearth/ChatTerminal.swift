@@ -143,6 +143,8 @@ struct TurnResult {
     var reasoning: [ReasoningPart] = []
     /// Whether the next reasoning delta starts a part (its leading line breaks are dropped).
     var reasoningStarts = true
+    /// The reply's tool calls (only when the request offered tools: `hearth chat --mcp`).
+    var toolCalls = ToolCallCollector()
 }
 
 /// Runs one provider stream on a task while the main thread waits, so a signal handler can
@@ -238,7 +240,11 @@ final class TurnRunner: @unchecked Sendable {
                 result.reasoningStarts = true
             }
         case .contextTruncated(let dropped): lock.withLock { result.droppedMessages = dropped }
-        case .dialogState, .toolCall: break  // the REPL sends no tools
+        case .dialogState: break
+        case .toolCall(let step):
+            spinner.stop()
+            output.endReasoning()
+            lock.withLock { result.toolCalls.add(step) }
         case .reasoningDelta(let text):
             spinner.stop()
             let piece = lock.withLock { () -> String? in
@@ -285,9 +291,18 @@ final class ChatSignals: @unchecked Sendable {
             runner.cancel()
             Self.exitCleanly(output: output)
         }
+        // The terminal went away (a closed tmux pane or ssh session): leave as on SIGTERM, so
+        // exit's hooks run (MCP servers are stopped there).
+        signal(SIGHUP, SIG_IGN)
+        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
+        hangup.setEventHandler {
+            runner.cancel()
+            Self.exitCleanly(output: output)
+        }
         interrupt.resume()
         terminate.resume()
-        sources = [interrupt, terminate]
+        hangup.resume()
+        sources = [interrupt, terminate, hangup]
     }
 
     /// Restores the terminal and exits 0 (every completed turn is already on disk).
