@@ -91,15 +91,18 @@ final class OTLPTraceExporter: SpanSink, Service, @unchecked Sendable {
                 last = .now
             }
         }
-        // Shutdown (after the server drained): what is left, in at most a queue's worth of batches.
-        for _ in 0...(options.maxQueue / max(1, options.maxBatch)) {
-            guard await send(client) else { break }
+        // Shutdown (after the server drained): what is left, within 5 s in all (a collector
+        // that does not answer must not hold the process).
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            guard await send(client, timeout: min(options.timeout, deadline - .now)) else { break }
         }
         try? await client.shutdown()
     }
 
-    /// Sends one batch; false when the queue was empty.
-    private func send(_ client: HTTPClient) async -> Bool {
+    /// Sends one batch (within `timeout`, else ``TracingOptions/timeout``); false when the
+    /// queue was empty.
+    private func send(_ client: HTTPClient, timeout: Duration? = nil) async -> Bool {
         let batch: [SpanRecord] = lock.withLock {
             let count = min(queue.count, options.maxBatch)
             defer { queue.removeFirst(count) }
@@ -112,7 +115,9 @@ final class OTLPTraceExporter: SpanSink, Service, @unchecked Sendable {
         request.headers.add(name: "user-agent", value: "hearth")
         request.body = .bytes(ByteBuffer(bytes: OTLPJSON.request(batch, serviceName: options.serviceName)))
         do {
-            let response = try await client.execute(request, timeout: .nanoseconds(Int64(options.timeout.components.seconds * 1_000_000_000)))
+            let limit = timeout ?? options.timeout
+            let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
+            let response = try await client.execute(request, timeout: .nanoseconds(max(1_000_000, nanoseconds)))
             _ = try? await response.body.collect(upTo: 64 * 1024)
             guard (200..<300).contains(Int(response.status.code)) else {
                 failed(batch.count, "the collector answered \(response.status.code)")
