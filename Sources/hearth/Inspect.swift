@@ -29,12 +29,15 @@ struct Inspect: ParsableCommand {
         let parameters, hidden_size, layers, heads, kv_heads, head_dim, ffn_size, vocab_size, rotary_dims: Int
         let sliding_layers, context_length, kv_cache_context, kv_cache_bytes_f16, vocabulary: Int
         /// The `--kv-type` asked for, and its cache's bytes at `kv_cache_context` tokens (nil when
-        /// the model's head dimension cannot be quantized to that type's 32-element blocks); with a
-        /// sliding window, its layers count at their window-sized buffer (``KVCache/Window``, for
-        /// the default batch), as `kv_cache_bytes_f16` does.
+        /// the model's head dimension cannot be quantized to that type's 32-element blocks, or its
+        /// layers differ in head size); with a sliding window, its layers count at their
+        /// window-sized buffer (``KVCache/Window``, for the default batch), as `kv_cache_bytes_f16`
+        /// does. Both count the cache as the engine allocates it: the layers that own their keys
+        /// and values, each at the widest head.
         let kv_cache_type: String
         let kv_cache_bytes: Int?
-        /// Bytes one token adds to the cache (keys and values, every layer), per KV type the model can use.
+        /// Bytes one token adds to the cache (keys and values of every layer holding a cache, at
+        /// the widest head), per KV type the model can use.
         let kv_bytes_per_token: [String: Int]
         let sliding_window: Int?
         let norm_epsilon, rope_theta: Float
@@ -56,14 +59,19 @@ struct Inspect: ParsableCommand {
 
     static func report(_ lm: LanguageModel, context: Int, kvType: DType = .f16) -> Report {
         let o = lm.options
-        // Keys and values of every layer for one token, per type (a quantized head is headDim/32 blocks).
+        // The cache's real shape, as `Decoder` allocates it: only the leading layers that own their
+        // keys and values hold a cache (`cacheLayerCount`; Gemma 4's sharing layers read another's),
+        // each row `kvHeadCount` heads of the widest head (`maxHeadDim`; Gemma 4's full-attention
+        // layers are wider). A quantized head is headDim/32 blocks, and a model whose layers differ
+        // in head size cannot quantize its cache (`Decoder` refuses it), so those types are left out.
+        let layers = o.cacheLayerCount, headDim = o.maxHeadDim
         var perToken: [String: Int] = [:]
-        for type in [DType.f32, .f16, .q8_0, .q4_0] {
-            if let head = type.kvHeadBytes(headDim: o.headDim) { perToken[type.rawValue] = 2 * o.layerCount * o.kvHeadCount * head }
+        for type in [DType.f32, .f16, .q8_0, .q4_0] where !type.isQuantized || headDim == o.headDim {
+            if let head = type.kvHeadBytes(headDim: headDim) { perToken[type.rawValue] = 2 * layers * o.kvHeadCount * head }
         }
-        // Positions the cache holds over all layers: sliding-window layers at their buffer's span.
+        // Positions the cache holds over its layers: sliding-window layers at their buffer's span.
         let held = KVCache.Window(options: o, context: context, maxBatch: Generator.defaultBatch)?
-            .positions(layerCount: o.layerCount, capacity: context) ?? o.layerCount * context
+            .positions(layerCount: layers, capacity: context) ?? layers * context
         let tokenizer = lm.tokenizer
         func token(_ id: Int32) -> Report.Token {
             .init(id: id, text: tokenizer.token(id) ?? "(not in the tokenizer's \(tokenizer.vocabularySize) tokens)")
@@ -80,9 +88,9 @@ struct Inspect: ParsableCommand {
             head_dim: o.headDim, ffn_size: o.ffnSize, vocab_size: o.vocabSize, rotary_dims: o.rope.rotaryDims,
             sliding_layers: o.slidingWindow == nil ? 0 : (0..<o.layerCount).filter { o.isSliding($0) }.count,
             context_length: o.maxContext, kv_cache_context: context,
-            kv_cache_bytes_f16: 2 * held * o.kvHeadCount * o.headDim * 2,
+            kv_cache_bytes_f16: 2 * held * o.kvHeadCount * headDim * 2,
             vocabulary: tokenizer.vocabularySize,
-            kv_cache_type: kvType.rawValue, kv_cache_bytes: perToken[kvType.rawValue].map { $0 / max(1, o.layerCount) * held },
+            kv_cache_type: kvType.rawValue, kv_cache_bytes: perToken[kvType.rawValue].map { $0 / max(1, layers) * held },
             kv_bytes_per_token: perToken, sliding_window: o.slidingWindow, norm_epsilon: o.norm.epsilon,
             rope_theta: o.rope.theta,
             weight_bytes: Dictionary(uniqueKeysWithValues: lm.weightBytesByType.map { ($0.key.rawValue, $0.value) }),
@@ -107,7 +115,10 @@ struct Inspect: ParsableCommand {
         if let window = r.sliding_window {
             lines.append("sliding window:  \(window) on \(r.sliding_layers) of \(r.layers) layers")
         }
-        let cache = r.kv_cache_bytes.map { "\(formatBytes($0)) \(r.kv_cache_type)" } ?? "\(r.kv_cache_type) needs a head dim that is a multiple of 32"
+        let unsupported = lm.options.maxHeadDim != r.head_dim
+            ? "\(r.kv_cache_type) is not supported for layers of different head sizes (use --kv-type f16)"
+            : "\(r.kv_cache_type) needs a head dim that is a multiple of 32"
+        let cache = r.kv_cache_bytes.map { "\(formatBytes($0)) \(r.kv_cache_type)" } ?? unsupported
         lines.append("context length:  \(r.context_length) (trained); KV cache at \(r.kv_cache_context) tokens: \(cache)")
         let perToken = ["f16", "q8_0", "q4_0", "f32"].compactMap { type in r.kv_bytes_per_token[type].map { "\(type) \(formatBytes($0))" } }
         lines.append("KV per token:    \(perToken.joined(separator: ", "))")

@@ -186,6 +186,35 @@ enum CLITestError: Error { case binaryNotFound }
         #expect(!stops.isEmpty && stops.allSatisfy { !($0["text"] as? String ?? "").isEmpty }, "\(stops)")
     }
 
+    /// `inspect`'s KV figures count the cache the engine allocates: for Gemma 4 only the layers
+    /// that own their keys and values (the last `num_kv_shared_layers` read another's), each at
+    /// the widest head (`global_head_dim` of the full-attention layers), and no quantized types
+    /// (the engine refuses them for mixed head sizes). Computed here from the fixture's config.json.
+    @Test func inspectCountsGemma4sRealKVCache() throws {
+        let dir = Fixtures.checkpoint("gemma4-tiny")
+        let config = try #require(
+            JSONSerialization.jsonObject(with: Data(contentsOf: dir.appendingPathComponent("config.json"))) as? [String: Any])
+        let layers = try #require(config["num_hidden_layers"] as? Int), shared = try #require(config["num_kv_shared_layers"] as? Int)
+        let kvHeads = try #require(config["num_key_value_heads"] as? Int)
+        let head = max(try #require(config["head_dim"] as? Int), try #require(config["global_head_dim"] as? Int))
+        let window = try #require(config["sliding_window"] as? Int)
+        let f16PerToken = 2 * (layers - shared) * kvHeads * head * 2  // keys and values, 2 bytes each
+        #expect(f16PerToken == 6144)
+        let context = 64
+        #expect(context <= window - 1 + 128 + 256, "a window layer's buffer would be shorter than the context")
+        let json = try hearth(["inspect", "--model", dir.path, "--json", "--ctx", String(context)])
+        #expect(json.status == 0, "\(json.stderr)")
+        let object = try #require(JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+        let perToken = try #require(object["kv_bytes_per_token"] as? [String: Int])
+        #expect(perToken == ["f16": f16PerToken, "f32": 2 * f16PerToken], "\(perToken)")
+        #expect(object["kv_cache_bytes_f16"] as? Int == f16PerToken * context)
+        #expect(object["kv_cache_bytes"] as? Int == f16PerToken * context)
+        let text = try hearth(["inspect", "--model", dir.path, "--ctx", String(context)])
+        #expect(text.stdout.contains("KV per token:    f16 6.0 KiB, f32 12.0 KiB\n"), "\(text.stdout)")
+        let q8 = try hearth(["inspect", "--model", dir.path, "--ctx", String(context), "--kv-type", "q8_0"])
+        #expect(q8.stdout.contains("q8_0 is not supported for layers of different head sizes"), "\(q8.stdout)")
+    }
+
     @Test func everyFlagHasHelp() throws {
         // swift-argument-parser's machine-readable help lists every argument with its abstract.
         let result = try hearth(["--experimental-dump-help"])
