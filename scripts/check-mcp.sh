@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tools from real MCP servers in `hearth chat --mcp`, the REPL driven in tmux as a person would
 # type (docs/MCP.md): `mcp-server-time` and scripts/mcp_check_server.py (the official `mcp`
-# Python SDK: a tool with a nested schema, one that fails, one that sleeps past the timeout),
+# Python SDK: a tool with a nested schema, one that fails, one that sleeps past the timeout;
+# over stdio, and again over streamable HTTP with a secret header),
 # from pinned PyPI packages in .build/mcp-venv. Checks that /mcp lists servers, tools, resources
 # and prompts; a call the person confirms runs, its result is shown and the model answers (the
 # default model is tiny, so each call is forced with /mcp choice TOOL, as the tool tests force
@@ -36,22 +37,34 @@ echo "venv ready after $(( $(date +%s) - started )) s"
 work="$(mktemp -d)"
 sock="hearth-mcp-check-$$"
 tm() { tmux -L "$sock" "$@"; }
+web_pid=""
 cleanup() {
     tm kill-server 2>/dev/null || true
+    [ -n "$web_pid" ] && kill "$web_pid" 2>/dev/null || true
     rm -rf "$work"
 }
 trap cleanup EXIT
 
 secret="mcp-secret-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 root="$(pwd)"
+# The same server over streamable HTTP (its tools then named web_…), with a secret header.
+port="$("$mcp_venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+HEARTH_CHECK_SECRET="$secret" "$mcp_venv/bin/python" scripts/mcp_check_server.py --http "$port" > "$work/web.log" 2>&1 &
+web_pid=$!
 cat > "$work/mcp.json" <<EOF
 {"mcpServers": {
   "check": {"command": "$root/$mcp_venv/bin/python", "args": ["$root/scripts/mcp_check_server.py"],
             "env": {"HEARTH_CHECK_SECRET": "$secret"}},
-  "time": {"command": "$root/$mcp_venv/bin/mcp-server-time", "args": ["--local-timezone", "UTC"]}
+  "time": {"command": "$root/$mcp_venv/bin/mcp-server-time", "args": ["--local-timezone", "UTC"]},
+  "web": {"url": "http://127.0.0.1:$port/mcp", "headers": {"Authorization": "Bearer $secret"}}
 }}
 EOF
 
+passed=0
+ok() {
+    echo "ok $*"
+    passed=$((passed + 1))
+}
 fail() {
     echo "FAIL $*" >&2
     echo "--- screen ---" >&2
@@ -114,15 +127,17 @@ start_chat() {
 }
 
 # 1. The servers start; /mcp lists them, their tools, resources and prompts.
+for _ in $(seq 1 100); do grep -q "Uvicorn running" "$work/web.log" && break; sleep 0.1; done
 start_chat
-wait_for '^mcp: 5 tools from check, time' 0 5
+wait_for '^mcp: 8 tools from check, time, web' 0 5
 type_line "/mcp"
 wait_for 'check \(stdio: python\) · running · hearth-check 1\.0\.0 · 3 tools, 1 resource, 1 prompt'
 for expected in 'plan_trip — .*Plan a trip' 'always_fails — ' 'slow_echo — ' 'time \(stdio: mcp-server-time\) · running' \
-    'get_current_time — .*\(runs without asking\)' 'resources: readme' 'prompts: trip_prompt'; do
+    'get_current_time — .*\(runs without asking\)' 'resources: readme' 'prompts: trip_prompt' \
+    "web \\(http://127\\.0\\.0\\.1:$port/mcp\\) · running · hearth-check 1\\.0\\.0 · 3 tools" 'web_plan_trip — '; do
     wait_for "$expected" 0 5
 done
-echo "ok /mcp lists 2 servers, 5 tools, resources and prompts"
+ok "/mcp lists 3 servers (stdio and streamable HTTP), 8 tools, resources and prompts"
 
 # 2. A confirmed call with a nested schema: the call, its result, then the model's answer.
 type_line "/mcp choice plan_trip"
@@ -135,7 +150,7 @@ type_line "y"
 wait_for 'result: TRIP-PLANNED: [0-9]+ stops in ' 0 15
 wait_for '^>>> ' "$before" 60
 wait_for ' tokens · ' 0 5
-echo "ok a confirmed plan_trip call ran, its result was shown, and the model answered"
+ok "a confirmed plan_trip call ran, its result was shown, and the model answered"
 
 # 3. A tool that fails: a clear message, the chat goes on.
 type_line "/mcp choice always_fails"
@@ -146,7 +161,18 @@ wait_for 'run always_fails\? ' 0 60
 type_line "y"
 wait_for 'always_fails failed: .*always_fails failed on purpose' 0 15
 wait_for '^>>> ' "$before" 60
-echo "ok the failing tool's error was shown and the chat went on"
+ok "the failing tool's error was shown and the chat went on"
+
+# 3b. The same over streamable HTTP.
+type_line "/mcp choice web_always_fails"
+wait_for 'tool choice: web_always_fails'
+before=$(prompts)
+type_line "Try the failing tool on the web."
+wait_for 'run web_always_fails\? ' 0 60
+type_line "y"
+wait_for 'web_always_fails failed: .*always_fails failed on purpose' 0 15
+wait_for '^>>> ' "$before" 60
+ok "a call over streamable HTTP ran and its error was shown"
 
 # 4. A tool that sleeps past --mcp-timeout 3: reported as a timeout, the chat goes on.
 type_line "/mcp choice slow_echo"
@@ -157,7 +183,7 @@ wait_for 'run slow_echo\? ' 0 60
 type_line "y"
 wait_for 'MCP server check: the call to slow_echo did not finish within 3 s' 0 10
 wait_for '^>>> ' "$before" 60
-echo "ok the sleeping tool timed out with a clear message and the chat went on"
+ok "the sleeping tool timed out with a clear message and the chat went on"
 
 # 5. The server killed mid-call: reported, not fatal; /mcp enable starts it again.
 check_pid="$(ps -o pid=,args= --ppid "$hearth_pid" | awk '/mcp_check_server/ {print $1}' | head -1)"
@@ -174,7 +200,7 @@ type_line "/mcp"
 wait_for 'check \(stdio: python\) · failed: the server was killed by signal 9' 0 10
 type_line "/mcp enable check"
 wait_for '^check enabled: 3 tools' 0 30
-echo "ok killing the server mid-call was reported; /mcp enable check started it again"
+ok "killing the server mid-call was reported; /mcp enable check started it again"
 
 # 6. An allowed tool (--allow-tool get_current_time) runs without asking.
 type_line "/mcp choice get_current_time"
@@ -184,7 +210,7 @@ ask "What time is it in UTC?" 60
 pane | grep -qE 'tool call: get_current_time \(time\)' || fail "no get_current_time call"
 pane | grep -qE 'result: .*"timezone"|get_current_time failed: ' || fail "no get_current_time result"
 [ "$(count 'run get_current_time\?')" -eq "$asked" ] || fail "asked before running an allowed tool"
-echo "ok the allowed get_current_time ran without asking"
+ok "the allowed get_current_time ran without asking"
 
 # 7. /quit: no server outlives hearth; the env value never showed.
 servers="$(servers_of "$hearth_pid")"
@@ -199,7 +225,7 @@ if pane | grep -q -- "$secret" || grep -rq -- "$secret" "$work/chats" "$work/hom
 fi
 chat_file="$(ls "$work/chats"/mcp-check.* 2>/dev/null | head -1)"
 [ -n "$chat_file" ] && grep -q '"toolCallID"' "$chat_file" || fail "the saved chat has no tool results"
-echo "ok /quit stopped both servers; the env value never showed"
+ok "/quit stopped both servers; the env value never showed"
 
 # 8. SIGTERM: the servers go with hearth.
 tm kill-session -t chat
@@ -211,6 +237,6 @@ for _ in $(seq 1 100); do running "$hearth_pid" || break; sleep 0.1; done
 running "$hearth_pid" && fail "hearth did not exit within 10 s of SIGTERM"
 # shellcheck disable=SC2086
 no_survivors $servers
-echo "ok SIGTERM: no server outlived hearth"
+ok "SIGTERM: no server outlived hearth"
 
-echo "check-mcp: 8 passed, 0 failed in $(( $(date +%s) - started )) s"
+echo "check-mcp: $passed passed, 0 failed in $(( $(date +%s) - started )) s"

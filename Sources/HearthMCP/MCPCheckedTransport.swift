@@ -52,6 +52,8 @@ actor MCPCheckedTransport: Transport {
             do {
                 for try await data in incoming {
                     for message in Self.messages(in: data) {
+                        // An empty body (HTTP 202 to a notification) carries no message.
+                        if message.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { continue }
                         if Self.isJSONMessage(message) {
                             continuation.yield(message)
                         } else {

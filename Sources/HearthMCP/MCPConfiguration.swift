@@ -42,11 +42,11 @@ public struct MCPServerConfiguration: Sendable, Hashable, CustomStringConvertibl
         }
     }
 
-    /// `name (stdio: command)` or `name (http: host/path)`.
+    /// `name (stdio: command)` or `name (https://host/path)`.
     public var description: String {
         switch endpoint {
         case .stdio(let command, _, _): return "\(name) (stdio: \(URL(fileURLWithPath: command).lastPathComponent))"
-        case .http(let url, _): return "\(name) (http: \(Self.redacted(url)))"
+        case .http(let url, _): return "\(name) (\(Self.redacted(url)))"
         }
     }
 
