@@ -28,7 +28,13 @@ while [ $# -gt 0 ]; do
 done
 [ -x "$binary" ] || { echo "no hearth binary at $binary: run scripts/setup.sh (or pass --binary)" >&2; exit 1; }
 require_model "$model"
-command -v tmux >/dev/null || { echo "tmux is not installed (apt-get install tmux)" >&2; exit 1; }
+if ! command -v tmux >/dev/null; then
+    # As scripts/setup.sh installs its libraries: Debian's package, when root.
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null; }
+    fi
+    command -v tmux >/dev/null || { echo "tmux is not installed (apt-get install tmux)" >&2; exit 1; }
+fi
 
 mcp_venv=".build/mcp-venv"
 requirements_venv "$mcp_venv" scripts/requirements-mcp.txt
