@@ -260,7 +260,10 @@ let package = Package(
             ]),
         .testTarget(
             name: "HearthMCPTests",
-            dependencies: ["HearthMCP", "HearthProviders", "HearthTestSupport", .product(name: "MCP", package: "swift-sdk")]),
+            dependencies: [
+                "HearthMCP", "HearthProviders", "HearthTestSupport", .product(name: "MCP", package: "swift-sdk"),
+                "HearthLocal",  // the offline fallback with MCP tools (a fixture model)
+            ]),
         // The fake hub as a program (scripts/check-hub.sh points huggingface_hub at it; the CLI tests).
         .executableTarget(
             name: "hub-fake",
