@@ -53,6 +53,7 @@ import Testing
             ("bench", ["bench", "-m", model, "-p", "16", "-n", "4", "-r", "2"], ["--json"]),
             ("bench --parallel", ["bench", "-m", model, "--parallel", "1,2", "-p", "8", "-n", "2", "-r", "1"], ["--json"]),
             ("generate (the load)", ["generate", "-m", model, "-n", "2", "Hi"], ["--json"]),
+            ("run (the load)", ["run", model, "Hi", "-n", "2"], nil),
             ("perplexity", ["perplexity", "-m", model, "--file", text.path, "-c", "32"], ["--json"]),
             ("quantize", ["quantize", "-m", model, "--type", "q8_0", "--output", directory.appendingPathComponent("m.hqf").path], nil),
         ]
@@ -72,6 +73,21 @@ import Testing
         let piped = try CLITests().hearth(["bench", "-m", model, "-p", "16", "-n", "4", "-r", "2"])
         #expect(piped.status == 0 && !showsProgress(piped.stdout + piped.stderr), "\(piped.stderr)")
         #expect(piped.stdout.contains("| pp16 |") && piped.stdout.contains("| tg4 |"), "\(piped.stdout)")
+    }
+
+    /// `hearth chat` on a terminal: the model loads behind a status line before the first
+    /// prompt.
+    @Test func chatShowsTheLoadOnATerminal() throws {
+        let binary = try #require(CLITests.binary)
+        let script = URL(fileURLWithPath: "/usr/bin/script")
+        try #require(FileManager.default.isExecutableFile(atPath: script.path), "util-linux script (a pty for the test)")
+        let command = [binary.path, "chat", "-m", model, "-n", "2"].map(Self.quoted).joined(separator: " ")
+        // Styled output as on a user's terminal (the suite's environment sets NO_COLOR); `/bye`
+        // typed into the pty ends the session (a timeout bounds it should it not).
+        let line = "printf '/bye\\n' | env -u NO_COLOR TERM=xterm timeout 20 /usr/bin/script -q -c \(Self.quoted(command)) /dev/null"
+        let run = try runProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", line])
+        let shown = String(decoding: run.stdout, as: UTF8.self)
+        #expect(shown.contains("loading phi3-mha") && shown.contains("hearth chat"), "\(shown.suffix(600))")
     }
 
     /// `hearth serve`: the first load of the model shows a status line on a terminal and is
