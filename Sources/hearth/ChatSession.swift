@@ -187,7 +187,12 @@ final class ChatSession {
                 output.note(result.text.isEmpty ? "interrupted (nothing kept)" : "interrupted (the partial answer is kept)")
                 if result.text.isEmpty { return }
             }
-            let calls: [ToolCall] = result.cancelled ? [] : result.toolCalls.calls.enumerated().filter { result.toolCalls.finished.contains($0.offset) }.map(\.element)
+            var calls: [ToolCall] = result.cancelled ? [] : result.toolCalls.calls.enumerated().filter { result.toolCalls.finished.contains($0.offset) }.map(\.element)
+            if result.finishReason == .length, let last = calls.last, (try? JSONText.parse(last.arguments)) == nil {
+                // The reply ran out of tokens inside the call: its arguments are cut, so it is not run.
+                output.error("the reply ran out of tokens in the call to \(last.name); not run (raise max_tokens with /set)")
+                calls.removeLast()
+            }
             pending.append(ChatMessage(role: .assistant, content: result.text, toolCalls: calls, reasoning: result.reasoning))
             guard let mcp, !calls.isEmpty else { break }
             let ran = runToolCalls(calls, mcp: mcp)

@@ -31,12 +31,12 @@ import Testing
         return (dir, config, calls)
     }
 
-    static func chat(_ config: URL, _ dir: URL, _ extra: [String]) throws -> CLITests.Result {
+    static func chat(_ config: URL, _ dir: URL, _ extra: [String], maxTokens: Int = 120) throws -> CLITests.Result {
         try CLITests().hearth(
             [
                 "chat", "--model", Fixtures.checkpoint("phi3-mha").path, "--ctx", "1024", "--threads", "2",
                 "--sessions-dir", dir.appendingPathComponent("chats").path, "--mcp", config.path, "--tool-choice", "pick",
-                "--max-tool-rounds", "1", "--max-tokens", "120", "--temperature", "0",
+                "--max-tool-rounds", "1", "--max-tokens", String(maxTokens), "--temperature", "0",
             ] + extra, stdin: Data("pick one\n".utf8))
     }
 
@@ -61,6 +61,17 @@ import Testing
         // The allow list is confirmation enough.
         let allowed = try Self.chat(config, dir, ["--allow-tool", "pick"])
         #expect(allowed.stderr.contains("result: SHELL-RESULT"), "\(allowed.stderr)")
+    }
+
+    /// A reply cut by max_tokens inside its call has cut arguments: the call is not run (it ran
+    /// with `{}` before).
+    @Test func aCallCutByMaxTokensIsNotRun() throws {
+        let (dir, config, calls) = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let result = try Self.chat(config, dir, ["--yes"], maxTokens: 30)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stderr.contains("the reply ran out of tokens in the call to pick; not run"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: calls.path))
     }
 
     @Test func theFlagsAreChecked() throws {
