@@ -175,7 +175,7 @@ let package = Package(
         // The provider protocol and router (no engine import), and the cloud providers.
         .target(name: "HearthProviders"),
         // The engine behind the provider protocol.
-        .target(name: "HearthLocal", dependencies: ["HearthEngine", "HearthProviders", "HearthConstraints", "HearthTemplates", "CZstd"]),
+        .target(name: "HearthLocal", dependencies: ["HearthEngine", "HearthProviders", "HearthConstraints", "HearthTemplates", "CZstd", "HearthHub"]),
         .target(
             name: "HearthCloud",
             dependencies: [
@@ -239,7 +239,7 @@ let package = Package(
             name: "dashscope-fake",
             dependencies: ["HearthFakeServers", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Tests/DashScopeFake"),
-        .testTarget(name: "HearthLocalTests", dependencies: ["HearthLocal", "HearthTestSupport"]),
+        .testTarget(name: "HearthLocalTests", dependencies: ["HearthLocal", "HearthHub", "HearthTestSupport"]),
         // Models by name: the Hugging Face hub client and its cache layout (shared with Python's
         // huggingface_hub), over AsyncHTTPClient; sha256 through swift-crypto. No engine import.
         .target(
