@@ -30,6 +30,8 @@ public struct MCPTool: HearthProviders.Tool {
     public let server: String
     /// The tool's name on its server.
     public let toolName: String
+    /// The server's `readOnlyHint` annotation, when it gave one.
+    public var readOnly: Bool? = nil
     let toolbox: MCPToolbox
 
     /// The definition a request carries.

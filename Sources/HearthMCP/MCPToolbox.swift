@@ -252,10 +252,11 @@ public actor MCPToolbox {
                 }
                 taken.insert(name)
                 let description = [tool.title, tool.description].compactMap { $0 }.filter { !$0.isEmpty }.joined(separator: ": ")
-                tools.append(
-                    MCPTool(
-                        name: name, description: description, parameters: MCPValues.parameters(tool.inputSchema), server: server,
-                        toolName: tool.name, toolbox: self))
+                var entry = MCPTool(
+                    name: name, description: description, parameters: MCPValues.parameters(tool.inputSchema), server: server,
+                    toolName: tool.name, toolbox: self)
+                entry.readOnly = tool.annotations.readOnlyHint
+                tools.append(entry)
             }
         }
         catalog = tools

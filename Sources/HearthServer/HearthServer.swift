@@ -60,6 +60,12 @@ public struct ServerOptions: Sendable {
     /// When set, each generation request's spans (request, prepare, queue, prefill, decode, settle) are
     /// exported over OTLP/HTTP (`hearth serve --otel-endpoint`, docs/SERVER.md#tracing).
     public var tracing: TracingOptions?
+    /// The operator's MCP servers (`hearth serve --mcp FILE`): what a Responses request's
+    /// `{"type": "mcp"}` tools may name (docs/MCP.md#hearth-serve); nil: such tools are a 400.
+    public var mcp: (any MCPToolHost)?
+    /// Generations one Responses request with MCP tools may run (its tool loop; default 8): the
+    /// last may not call a tool, so the model answers.
+    public var maxToolRounds = 8
 
     /// Creates options.
     public init(

@@ -30,6 +30,9 @@ extension RequestParser {
         var schemaParams: [String] = []
         /// The wire path of the tool choice's tool name (`tool_choice.function.name`), or `tool_choice`.
         var choiceParam = "tool_choice"
+        /// Responses: the `{"type": "mcp"}` tools and an MCP `tool_choice` (``MCPRequest``).
+        var mcp: [MCPRequest.Server] = []
+        var mcpChoice: (label: String, name: String?)?
 
         /// Adds one function definition: `name`, `description`, the schema under `schemaKey`
         /// (absent: no parameters) as the client wrote it (key order kept: the order the model
@@ -106,6 +109,10 @@ extension RequestParser {
         for (index, item) in (try f.array("tools") ?? []).enumerated() {
             let t = try Fields(item, prefix: "tools[\(index)]")
             let type = nested ? try t.string("type") ?? "function" : try requiredString(t, "type")
+            if type == "mcp", !nested {
+                parsed.mcp.append(try mcpTool(t))  // served by the operator's MCP servers (RequestMCP.swift)
+                continue
+            }
             guard type == "function" else {
                 throw APIError.invalid(
                     t.name("type"), "'\(t.name("type"))' is '\(type.prefix(40))': only function tools are served (no custom or hosted tools).")
@@ -230,6 +237,10 @@ extension RequestParser {
             throw APIError.invalid("tool_choice", "'tool_choice' must be auto, none, required or \(shape), got '\(text.prefix(40))'.")
         case .object(let pairs)?:
             let c = try Fields(.object(pairs), prefix: "tool_choice")
+            if nameIn == nil, try c.string("type") == "mcp" {
+                parsed.mcpChoice = (try requiredString(c, "server_label"), try c.string("name"))
+                return
+            }
             guard try c.string("type") == "function" else {
                 throw APIError.invalid("tool_choice", "'tool_choice' must be auto, none, required or \(shape).")
             }

@@ -42,6 +42,8 @@ struct GenerationJob: Sendable {
     /// Chat completions asked with the deprecated `functions` / `function_call`: a call is
     /// answered as `message.function_call` with `finish_reason: "function_call"`.
     var legacyFunctions = false
+    /// Responses API: MCP tools, an MCP tool choice and MCP input items (`hearth serve --mcp`).
+    var mcp: MCPRequest?
 }
 
 /// Parses and validates request bodies; every failure is a 4xx ``APIError`` naming the field.
@@ -361,6 +363,7 @@ struct RequestParser {
             messages.append(.system(instructions))
             origins.add(owner: "instructions", callID: "instructions", calls: "instructions")
         }
+        var mcpItems = MCPRequest()
         switch f.value("input") {
         case nil: throw APIError.invalid("input", "'input' is required: a string or a list of input items.", code: "missing_field")
         case .string(let text)?:
@@ -390,10 +393,14 @@ struct RequestParser {
                 case "reasoning":
                     pendingReasoning.append(try responsesReasoning(m))
                     continue
+                case "mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response":
+                    try mcpInputItem(type, m, into: &messages, origins: &origins, mcp: &mcpItems)
+                    attachReasoning()
+                    continue
                 default:
                     throw APIError.invalid(
                         m.name("type"),
-                        "'\(m.name("type"))' is '\(type.prefix(40))': only message, reasoning, function_call and function_call_output items are supported.")
+                        "'\(m.name("type"))' is '\(type.prefix(40))': only message, reasoning, function_call, function_call_output and MCP items are supported.")
                 }
                 let role: ChatMessage.Role
                 switch try m.string("role") {
@@ -438,10 +445,14 @@ struct RequestParser {
         o.responseFormat = format?.format
         tools.apply(to: &o)
         try validated(o, tools: tools)
-        return GenerationJob(
+        var job = GenerationJob(
             endpoint: .responses, input: .chat(messages), options: o, stream: try f.bool("stream") ?? false,
             includeUsage: true, logprobs: logprobs, model: alias, instructions: instructions, formatParam: format?.param,
             toolSchemaParams: tools.schemaParams, metadata: metadata, hints: hints)
+        mcpItems.servers = tools.mcp
+        mcpItems.choice = tools.mcpChoice
+        if !mcpItems.isEmpty { job.mcp = mcpItems }
+        return job
     }
 
     /// A Responses `reasoning` input item (an earlier turn's, sent back): its text (the

@@ -123,6 +123,8 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .long, help: "Run as a gateway configured by this JSON file: client keys, HMAC signatures, rate limits, token quotas, usage in SQLite, response cache, content filter, cloud routes with local fallback (docs/SERVER.md#gateway). Replaces --api-key.")
     var config: String?
 
+    @OptionGroup var mcp: ServeMCPOptions
+
     func validate() throws {
         if apiKey != nil && apiKeyFile != nil { throw ValidationError("give --api-key or --api-key-file, not both") }
         if let otelEndpoint, TracingOptions.redacted(otelEndpoint) == nil {
@@ -284,6 +286,10 @@ struct Serve: AsyncParsableCommand {
             options.tracing = tracing
             logger.info("exporting spans", metadata: ["endpoint": "\(TracingOptions.redacted(endpoint) ?? "(not a URL)")"])
         }
+        // MCP servers start with the server and stop with it (ServeMCP.swift).
+        let mcpHost = try await mcp.start(logger: logger)
+        options.mcp = mcpHost
+        options.maxToolRounds = mcp.maxToolRounds
         let server = HearthServer(local: provider, options: options, logger: logger, gateway: gateway, models: others)
         let served = ([name] + others.keys.sorted()).joined(separator: ", ")
         let host = self.host.contains(":") ? "[\(self.host)]" : self.host
@@ -296,9 +302,11 @@ struct Serve: AsyncParsableCommand {
                 emit(more + "\n")
             }
         } catch {
+            await mcpHost?.mcpShutdown()
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
             throw ExitCode(1)
         }
+        await mcpHost?.mcpShutdown()  // no MCP server outlives the server
         emit("Hearth server stopped.\n")
     }
 }
