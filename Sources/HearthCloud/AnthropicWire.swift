@@ -266,6 +266,8 @@ enum AnthropicWire {
         /// The open `thinking` block: its index, its text so far and its signature.
         var openThinking: (block: Int, text: String, signature: String?)?
 
+        // Long: one case per Messages API stream event type (14), each mapping to the provider's
+        // events; the wire protocol's table.
         mutating func handle(_ raw: ServerSentEvent, sink: EventSink, failures: HTTPFailureMapper) throws {
             guard !raw.data.isEmpty else { return }
             let event: Event

@@ -63,6 +63,8 @@ extension SchemaCompiler {
         return try merge([own] + branches, paths: [path] + branches.indices.map { path + "/allOf/\($0)" })
     }
 
+    // Long: one case per JSON Schema keyword family that allOf must merge (types, properties, required,
+    // bounds, enums, …), each with its own rule; a table.
     /// The conjunction of schemas as one schema: types intersected, properties united (a
     /// property in several gets an allOf of its schemas), required united; any other keyword
     /// must not disagree between the schemas (else `.unsupported`).

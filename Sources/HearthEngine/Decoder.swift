@@ -408,6 +408,9 @@ public final class Decoder {
         case hiddenStates(UnsafeMutablePointer<Float>)
     }
 
+    // Long: the layer loop of the forward pass. Its stages (norm, projections, RoPE, attention, MLP)
+    // share per-step scratch buffers, the batch's segments and row maps; split, each part would take
+    // most of them as parameters, and this is the hot path whose allocations and order were measured.
     /// One batch of `n ≤ maxBatch` tokens made of `segments` (runs of consecutive positions of
     /// one sequence each) over the slots of `cache` (the decoder's own, or a scratch cache of
     /// at most `context` positions per slot); the rows `outputRows` go to `output`. When

@@ -127,65 +127,84 @@ extension Generator {
             finish(job, .success(job.run.finish()))
         }
         guard !active.isEmpty else { return nil }
-
-        // Decode tokens first (one per running sequence), then prompt chunks in arrival order.
-        // A decoding sequence may add drafted tokens after its input (speculative decoding);
-        // each gets a row of logits to verify it.
-        var items: [Decoder.BatchItem] = []
-        var logitsFor: [Int] = []
-        var fed: [Fed] = []
-        var lengths: [Int: Int] = [:]
-        let decoding = active.filter { $0.input.count == 1 }
-        let prefilling = active.filter { $0.input.count > 1 }
-        let proposals = drafts(for: decoding)
+        let batch = assembleBatch()
         let started = DispatchTime.now()
-        for (job, drafts) in zip(decoding, proposals) {
-            let input = job.input.first ?? 0
-            fed.append(Fed(job: job, count: 1 + drafts.count, logitsRow: logitsFor.count, drafts: drafts))
-            for (i, token) in ([input] + drafts).enumerated() {
-                logitsFor.append(items.count)
-                items.append(.init(sequence: job.slot, position: job.position + i, token: token))
-            }
-            lengths[job.slot] = job.ropeLength + drafts.count
-        }
-        let generatedRows = items.count  // decode inputs and drafts first: 16-bit rows under `.outliers`/`.balanced`/`.mixed`
-        var budget = decoder.maxBatch - items.count
-        if !decoding.isEmpty { budget = min(budget, max(1, interleavedPrefillTokens)) }
-        for job in prefilling where budget > 0 {
-            let n = min(job.input.count, budget)
-            budget -= n
-            let completes = n == job.input.count
-            fed.append(Fed(job: job, count: n, logitsRow: completes ? logitsFor.count : nil))
-            if completes { logitsFor.append(items.count + n - 1) }
-            for (i, token) in job.input.prefix(n).enumerated() {
-                items.append(.init(sequence: job.slot, position: job.position + i, token: token))
-            }
-            lengths[job.slot] = job.ropeLength
-        }
         let logits: UnsafeBufferPointer<Float>
         do {
             // A step of a long prompt can take a while: when every request in it is cancelled,
             // it ends between layers (each slot keeps what it held before the step).
             logits = try decoder.forward(
-                batch: items, logitsFor: logitsFor, generatedRows: generatedRows, lengths: lengths,
-                shouldStop: { fed.allSatisfy { $0.job.isCancelled() } })
+                batch: batch.items, logitsFor: batch.logitsFor, generatedRows: batch.generatedRows, lengths: batch.lengths,
+                shouldStop: { batch.fed.allSatisfy { $0.job.isCancelled() } })
         } catch let error as EngineError where error.code == .cancelled {
-            for entry in fed {
+            for entry in batch.fed {
                 entry.job.run.summary.finishReason = .cancelled
                 finish(entry.job, .success(entry.job.run.finish()))
             }
             return nil
         } catch {
-            for entry in fed {
+            for entry in batch.fed {
                 slots[entry.job.slot].tokens = []
                 finish(entry.job, .failure(error))
             }
             return nil
         }
-        defer {
-            // A step of decode tokens only (with their drafts) times the cost of a row.
-            if prefilling.isEmpty { stepCosts.record(rows: items.count, seconds: seconds(since: started)) }
+        settle(batch.fed, logits: logits)
+        // A step of decode tokens only (with their drafts) times the cost of a row.
+        if !batch.prefills { stepCosts.record(rows: batch.items.count, seconds: seconds(since: started)) }
+        return (Set(batch.fed.map { $0.job.slot }).count, batch.items.count)
+    }
+
+    /// One step's forward-pass input: its rows, the rows whose logits are read, and what each
+    /// job fed.
+    struct StepBatch {
+        var items: [Decoder.BatchItem] = []
+        var logitsFor: [Int] = []
+        var fed: [Fed] = []
+        var lengths: [Int: Int] = [:]
+        /// Decode inputs and drafts come first: 16-bit rows under `.outliers`/`.balanced`/`.mixed`.
+        var generatedRows = 0
+        var prefills = false
+    }
+
+    /// Decode tokens first (one per running sequence), then prompt chunks in arrival order.
+    /// A decoding sequence may add drafted tokens after its input (speculative decoding); each
+    /// gets a row of logits to verify it.
+    private func assembleBatch() -> StepBatch {
+        var batch = StepBatch()
+        let decoding = active.filter { $0.input.count == 1 }
+        let prefilling = active.filter { $0.input.count > 1 }
+        let proposals = drafts(for: decoding)
+        for (job, drafts) in zip(decoding, proposals) {
+            let input = job.input.first ?? 0
+            batch.fed.append(Fed(job: job, count: 1 + drafts.count, logitsRow: batch.logitsFor.count, drafts: drafts))
+            for (i, token) in ([input] + drafts).enumerated() {
+                batch.logitsFor.append(batch.items.count)
+                batch.items.append(.init(sequence: job.slot, position: job.position + i, token: token))
+            }
+            batch.lengths[job.slot] = job.ropeLength + drafts.count
         }
+        batch.generatedRows = batch.items.count
+        batch.prefills = !prefilling.isEmpty
+        var budget = decoder.maxBatch - batch.items.count
+        if !decoding.isEmpty { budget = min(budget, max(1, interleavedPrefillTokens)) }
+        for job in prefilling where budget > 0 {
+            let n = min(job.input.count, budget)
+            budget -= n
+            let completes = n == job.input.count
+            batch.fed.append(Fed(job: job, count: n, logitsRow: completes ? batch.logitsFor.count : nil))
+            if completes { batch.logitsFor.append(batch.items.count + n - 1) }
+            for (i, token) in job.input.prefix(n).enumerated() {
+                batch.items.append(.init(sequence: job.slot, position: job.position + i, token: token))
+            }
+            batch.lengths[job.slot] = job.ropeLength
+        }
+        return batch
+    }
+
+    /// Hands each job its rows of `logits`: a prompt chunk that did not complete its prompt
+    /// only advances; drafts are verified; a completed prompt or a decode token samples.
+    private func settle(_ fed: [Fed], logits: UnsafeBufferPointer<Float>) {
         let vocab = model.options.vocabSize
         for entry in fed {
             let job = entry.job
@@ -210,7 +229,6 @@ extension Generator {
             if !job.prefilled { finishPrefill(job, logits: rowLogits(0)) }
             advance(job, rowLogits(0))
         }
-        return (Set(fed.map { $0.job.slot }).count, items.count)
     }
 
     /// What a step fed for one job: `count` items from its input (and drafts), whose logits

@@ -91,6 +91,9 @@ extension Generator {
         return data
     }
 
+    // Long: the snapshot format's checks in the order of its bytes (magic, version, checksum, model
+    // identity, KV layout and type, tokens against the context): 15 checks, all before the cache is
+    // touched, so no partial restore is possible.
     /// Puts a snapshot back into an idle sequence slot (the one sharing the most of its
     /// tokens, else the least recently used), so the next request whose prompt starts with
     /// the snapshot's tokens reuses them.

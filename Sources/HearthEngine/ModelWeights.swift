@@ -58,6 +58,8 @@ public struct ModelWeights: Sendable {
     /// Gemma 4's per-layer embeddings (nil: the model has none).
     public var perLayerInputs: PerLayerInputWeights?
 
+    // Long: one lookup and shape check per tensor role, in the order of a layer; each is a few lines
+    // and they share the lookup helpers defined at the top.
     /// Resolves every role for `options` from `store`, checking each shape against the
     /// configuration. `name` maps a role to its tensor name (nil: the format has no such
     /// tensor). `normOffset` is added to every norm weight at load (Gemma stores w − 1).

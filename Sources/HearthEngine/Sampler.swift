@@ -185,6 +185,9 @@ public struct Sampler {
     /// Whether ``sample`` picks the largest value rather than drawing.
     var greedy: Bool { !(options.temperature > 0) || !options.temperature.isFinite }
 
+    // Long: the sampler's hot loop over the vocabulary (bias, penalties, the grammar's mask,
+    // temperature, top-k selection) in one pass per token; split into passes it would read the logits
+    // several times.
     /// Fills ``candidates`` with what ``sample`` chooses among, best first, each id with its
     /// value after the bias and penalties, divided by the temperature: the top-k allowed ids
     /// (all of them when top-k is 0; ties keep the lower id first), or when greedy the one

@@ -50,6 +50,9 @@ struct SequenceRun {
             prefillSeconds: 0, decodeSeconds: 0)
     }
 
+    // Long: the per-token path of generation (budget, sampling, stop strings, stop tokens, logprobs,
+    // emission) in the order each token goes through it; it runs once per generated token for every
+    // sequence, and its steps share the token's state.
     /// Samples the next token from `logits`, emits it and says whether to go on.
     mutating func next(
         _ logits: UnsafeBufferPointer<Float>, eos: Set<Int32>, context: Int, onToken: (GeneratedToken) -> Void

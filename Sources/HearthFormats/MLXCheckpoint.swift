@@ -48,6 +48,8 @@ public final class MLXCheckpoint: TensorStore {
     /// Every tensor name of the underlying files (packed weights, scales and biases included).
     public var tensorNames: [String] { base.tensorNames }
 
+    // Long: a sequence of 16 checks of a quantized module's config and tensors against each other, each
+    // with its own error, before the one unpacking; read in order, as the format is.
     /// The tensor `name`; for a quantized module's `X.weight`, the matrix in kernel tiles
     /// (shape `[rows, cols]` unpacked). Throws `FormatError` when the config and the tensors
     /// disagree or use an unsupported setting (bits other than 4 and 8, non-affine modes,

@@ -60,6 +60,8 @@ public final class SafetensorsFile: Sendable {
     /// The largest JSON header accepted (the format's own limit is 100 MB).
     public static let maxHeaderBytes = 100_000_000
 
+    // Long: the format's validation in the order the file is laid out (size, header length, JSON, each
+    // tensor's dtype, shape, offsets, overlap, alignment): 12 checks, each with its own error.
     /// Opens and validates `path`.
     public init(path: String) throws {
         file = try MappedFile(path: path)

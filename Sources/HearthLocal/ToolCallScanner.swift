@@ -55,6 +55,9 @@ struct ToolCallScanner {
         self.newID = newID
     }
 
+    // Long: one state machine over the reply's characters (text, a possible start tag, inside a call,
+    // after it); its states share the pending text and fragment buffers, and splitting it would move
+    // that state into a type only it uses.
     /// Feeds the next piece of the reply.
     mutating func feed(_ piece: String) -> [Output] {
         var out: [Output] = []

@@ -121,97 +121,27 @@ extension HearthServer {
     /// admitted to its route's pool; then the answer is streamed or collected through the
     /// output filter, recording metrics, usage and the cache on the way.
     func generate(_ endpoint: Endpoint, _ request: Request, _ context: ServerRequestContext) async -> Response {
-        let caller = context.caller ?? GatewayAuthenticator.anonymous
-        let client = caller.client
+        let client = (context.caller ?? GatewayAuthenticator.anonymous).client
         var call = GenerationCall(
             endpoint: endpoint, requestID: context.requestID, started: context.started, client: client.name, model: "")
         call.traceParent = context.note?.traceParent
         var headers = context.quotaHeaders
-        var job: GenerationJob
-        let route: Gateway.ModelRoute
-        var cacheKey: String?
+        let prepared: PreparedGeneration
         do {
-            let ordered = try RequestParser.ordered(context.body)
-            let json = JSONValue(ordered)
-            let name = try RequestParser.requiredModel(try Fields(json))
-            call.model = name
-            route = try gateway.route(name, for: client)
-            let limit = route.isLocal ? max(1, lock.withLock { self.context }) : 1 << 20
-            let parser = RequestParser(alias: name, maxTokensLimit: min(limit, client.maxTokens ?? limit), body: context.body)
-            parser.ordered.set(ordered)
-            switch endpoint {
-            case .chatCompletions: job = try parser.chat(json)
-            case .completions: job = try parser.completion(json)
-            case .messages: job = try parser.messages(json)
-            case .responses: job = try parser.responses(json)
+            switch try await prepare(endpoint, request, context, client: client, call: &call, headers: &headers) {
+            case .answered(let response): return response
+            case .ready(let ready): prepared = ready
             }
-            job.options.reasoning = job.hints.reasoning.options  // issue 57: reasoning_effort, reasoning, thinking
-            if job.options.tools.count > RequestLimits.maxTools {
-                throw APIError.invalid(
-                    "tools", "'tools' has \(job.options.tools.count) tools; at most \(RequestLimits.maxTools) are allowed per request.")
-            }
-            // Each tool's schema is compiled on the compile threads, within the compile budget.
-            if route.isLocal, !job.options.tools.isEmpty, let error = try await ConstraintCompiler.run({ [job] in RequestParser.toolSchemaError(job) }) {
-                throw error
-            }
-            if !route.isLocal {
-                if case .text = job.input {
-                    throw APIError.invalid("model", "'\(name)' is a cloud route; /v1/completions is served by local routes only.")
-                }
-                if job.logprobs != nil {
-                    throw APIError.invalid("logprobs", "'\(name)' is a cloud route; log-probabilities are served by local routes only.")
-                }
-                if job.choices > 1 {
-                    throw APIError.invalid("n", "'\(name)' is a cloud route; several choices (n > 1) are served by local routes only.")
-                }
-                if job.options.ignoreEOS == true {
-                    throw APIError.invalid("ignore_eos", "'\(name)' is a cloud route; ignore_eos is served by local routes only.")
-                }
-                if job.endpoint == .chatCompletions && job.options.continueFinalMessage == true {
-                    throw APIError.invalid(
-                        "continue_final_message", "'\(name)' is a cloud route; continue_final_message is served by local routes only.")
-                }
-                if job.options.chatTemplateKwargs != nil {
-                    throw APIError.invalid(
-                        "chat_template_kwargs", "'\(name)' is a cloud route; chat_template_kwargs is served by local routes only.")
-                }
-            }
-            if let filter = gateway.configuration.contentFilter, await filter.screens(Self.inputText(job)) {
-                throw APIError(
-                    status: 400, message: "The request was refused by the content filter.", type: "invalid_request_error",
-                    code: "content_filtered", param: endpoint == .completions ? "prompt" : endpoint == .responses ? "input" : "messages")
-            }
-            if let cache = gateway.cache, let key = ResponseCache.key(route: name, client: cache.shared ? nil : client.name, job: job) {
-                Self.set(&headers, "x-hearth-cache", "miss")
-                if !Self.bypassesCache(request), let answer = cache.lookup(key) {
-                    Self.set(&headers, "x-hearth-cache", "hit")
-                    return await replay(answer, job: job, call: call, headers: headers)
-                }
-                cacheKey = key
-            }
-            // Reserve the tokens this answer may use before any work: a client's quota holds
-            // however many of its requests are in flight. Without max_tokens the reply is
-            // capped at what the quota has left.
-            // The prompt is counted by the local tokenizer on local routes (only for clients with
-            // a quota: it costs a tokenization), estimated from its bytes on cloud routes.
-            var prompt = Self.promptEstimate(job)
-            if client.tokensPerDay != nil, case .local(let provider) = route.target {
-                prompt = try await provider.promptTokenCount(job.input)
-            }
-            // Several choices share the prompt and each may write the whole reply.
-            let reply = (job.options.maxTokens ?? client.maxTokens).map { $0 * job.choices }
-            let (reservation, cap) = try gateway.limiter.reserve(client, prompt: prompt, reply: reply)
-            call.reservation = reservation
-            if job.options.maxTokens == nil, let cap { job.options.maxTokens = max(1, cap / job.choices) }
         } catch {
             return await refuse(error, call: call, headers: headers)
         }
+        let job = prepared.job
         // Admitted: from here the lease gives the place back exactly once, whether the body
         // of a streamed answer runs or not.
         let stream = RouteStream()
         let lease: SlotLease
         do {
-            lease = try admit(route, client: client) {
+            lease = try admit(prepared.route, client: client) {
                 stream.cancel(ProviderError(.cancelled, provider: "gateway", message: "The server is shutting down."))
             }
         } catch {
@@ -235,51 +165,186 @@ extension HearthServer {
             // model's own queue; it still counts as admitted and waiting.
             // `n` choices take `n` slots (in waves of at most the model's parallel sequences).
             let admission = localAdmission(client: client.name).map { [marks = call.stageMarks] in marks.timing($0) }
-            let first = try await stream.start(route, job: job, admission: admission)
+            let first = try await stream.start(prepared.route, job: job, admission: admission)
             renderer.promptTokens = first.promptTokens ?? 0
             Self.set(&headers, "x-hearth-served-by", first.provider)
         } catch {
             stream.cancel(CancellationError())
             cleanup()
-            // A schema or grammar that cannot be enforced is refused here, before any text: name the field that carried it.
-            var apiError = Self.gatewayAPIError(error)
-            if apiError.concernsResponseFormat, !job.options.tools.isEmpty,
-                let toolError = try? await ConstraintCompiler.run({ [job] in RequestParser.toolSchemaError(job) })
-            {
-                apiError = toolError  // a tool's schema the local model cannot enforce
-            } else if apiError.concernsResponseFormat, let param = job.formatParam {
-                apiError.param = param
-            } else if let param = apiError.param, let (index, rest) = RequestParser.ParsedTools.indexed(param, "tools"),
-                rest.hasPrefix(".parameters"), job.toolSchemaParams.indices.contains(index)
-            {
-                // The local model named a tool whose schema it cannot enforce with its call format.
-                apiError.param = job.toolSchemaParams[index] + rest.dropFirst(".parameters".count)
-                apiError.code = "unsupported_tool_schema"
-                apiError.message = apiError.message.replacingOccurrences(of: param, with: apiError.param ?? param)
-            } else if apiError.concernsResponseFormat, !job.options.tools.isEmpty {
-                // No response format: the constraint that failed is the tools' (their call format).
-                apiError.param = "tools"
-                apiError.code = apiError.code?.replacingOccurrences(of: "response_format", with: "tool_schema")
-                apiError.message = apiError.message.replacingOccurrences(of: "The response format", with: "The tools' call format")
-            }
-            if job.stream, endpoint == .responses {
-                // The Responses API reports a failure to start as `response.failed` in the stream.
-                await record(RouteOutcome(failure: apiError, after: RouteOutcome()), call: call)
-                var frames = renderer.streamStart().prefix(2).map { $0 }
-                frames.append(renderer.streamError(apiError, text: ""))
-                var streamHeaders = Self.sseHeaders(call.requestID)
-                streamHeaders.append(contentsOf: headers)
-                var buffer = ByteBuffer()
-                for frame in frames { buffer.writeBytes(frame) }
-                return Response(status: .ok, headers: streamHeaders, body: .init(byteBuffer: buffer))
-            }
-            return await refuse(apiError, call: call, headers: headers)
+            return await refuseStart(error, job: job, renderer: renderer, call: call, headers: headers)
         }
+        return await answer(
+            stream, job: job, renderer: renderer, call: call, headers: headers, cacheKey: prepared.cacheKey, channel: context.channel,
+            cleanup: cleanup)
+    }
+
+    /// A request parsed, checked and with its tokens reserved, ready to be admitted.
+    struct PreparedGeneration {
+        var job: GenerationJob
+        let route: Gateway.ModelRoute
+        /// The response cache's key when the answer may be stored.
+        var cacheKey: String?
+    }
+
+    /// What ``prepare(_:_:_:client:call:headers:)`` found: a request to run, or an answer already
+    /// made (from the response cache).
+    enum Preparation {
+        case ready(PreparedGeneration)
+        case answered(Response)
+    }
+
+    /// The stages before admission: the body parsed for its API and the model routed
+    /// (``parseJob(_:_:client:call:)``), the input filtered, the response cache consulted, the
+    /// client's tokens reserved.
+    func prepare(
+        _ endpoint: Endpoint, _ request: Request, _ context: ServerRequestContext, client: GatewayConfiguration.Client,
+        call: inout GenerationCall, headers: inout HTTPFields
+    ) async throws -> Preparation {
+        var (job, route) = try await parseJob(endpoint, context, client: client, call: &call)
+        if let filter = gateway.configuration.contentFilter, await filter.screens(Self.inputText(job)) {
+            throw APIError(
+                status: 400, message: "The request was refused by the content filter.", type: "invalid_request_error",
+                code: "content_filtered", param: endpoint == .completions ? "prompt" : endpoint == .responses ? "input" : "messages")
+        }
+        if endpoint == .responses, let mcp = job.mcp {
+            // The tool loop runs here, with the operator's MCP servers (MCPResponses.swift); never cached.
+            return .answered(try await respondWithMCP(job, mcp, route: route, client: client, call: call, context: context, headers: headers))
+        }
+        var cacheKey: String?
+        if let cache = gateway.cache, let key = ResponseCache.key(route: call.model, client: cache.shared ? nil : client.name, job: job) {
+            Self.set(&headers, "x-hearth-cache", "miss")
+            if !Self.bypassesCache(request), let answer = cache.lookup(key) {
+                Self.set(&headers, "x-hearth-cache", "hit")
+                return .answered(await replay(answer, job: job, call: call, headers: headers))
+            }
+            cacheKey = key
+        }
+        // Reserve the tokens this answer may use before any work: a client's quota holds
+        // however many of its requests are in flight. Without max_tokens the reply is
+        // capped at what the quota has left.
+        // The prompt is counted by the local tokenizer on local routes (only for clients with
+        // a quota: it costs a tokenization), estimated from its bytes on cloud routes.
+        var prompt = Self.promptEstimate(job)
+        if client.tokensPerDay != nil, case .local(let provider) = route.target {
+            prompt = try await provider.promptTokenCount(job.input)
+        }
+        // Several choices share the prompt and each may write the whole reply.
+        let reply = (job.options.maxTokens ?? client.maxTokens).map { $0 * job.choices }
+        let (reservation, cap) = try gateway.limiter.reserve(client, prompt: prompt, reply: reply)
+        call.reservation = reservation
+        if job.options.maxTokens == nil, let cap { job.options.maxTokens = max(1, cap / job.choices) }
+        return .ready(PreparedGeneration(job: job, route: route, cacheKey: cacheKey))
+    }
+
+    /// The body parsed for its endpoint's API, the model routed for `client`, the tools
+    /// counted and (local routes) their schemas compiled; what only local routes serve is
+    /// refused on cloud routes.
+    func parseJob(
+        _ endpoint: Endpoint, _ context: ServerRequestContext, client: GatewayConfiguration.Client, call: inout GenerationCall
+    ) async throws -> (GenerationJob, Gateway.ModelRoute) {
+        let ordered = try RequestParser.ordered(context.body)
+        let json = JSONValue(ordered)
+        let name = try RequestParser.requiredModel(try Fields(json))
+        call.model = name
+        let route = try gateway.route(name, for: client)
+        let limit = route.isLocal ? max(1, lock.withLock { self.context }) : 1 << 20
+        let parser = RequestParser(alias: name, maxTokensLimit: min(limit, client.maxTokens ?? limit), body: context.body)
+        parser.ordered.set(ordered)
+        var job: GenerationJob
+        switch endpoint {
+        case .chatCompletions: job = try parser.chat(json)
+        case .completions: job = try parser.completion(json)
+        case .messages: job = try parser.messages(json)
+        case .responses: job = try parser.responses(json)
+        }
+        job.options.reasoning = job.hints.reasoning.options  // issue 57: reasoning_effort, reasoning, thinking
+        if job.options.tools.count > RequestLimits.maxTools {
+            throw APIError.invalid(
+                "tools", "'tools' has \(job.options.tools.count) tools; at most \(RequestLimits.maxTools) are allowed per request.")
+        }
+        // Each tool's schema is compiled on the compile threads, within the compile budget.
+        if route.isLocal, !job.options.tools.isEmpty, let error = try await ConstraintCompiler.run({ [job] in RequestParser.toolSchemaError(job) }) {
+            throw error
+        }
+        if !route.isLocal { try Self.refuseLocalOnlyFields(job, model: name) }
+        return (job, route)
+    }
+
+    /// What only a local route can serve, refused on a cloud route with the field named.
+    static func refuseLocalOnlyFields(_ job: GenerationJob, model name: String) throws {
+        if case .text = job.input {
+            throw APIError.invalid("model", "'\(name)' is a cloud route; /v1/completions is served by local routes only.")
+        }
+        if job.logprobs != nil {
+            throw APIError.invalid("logprobs", "'\(name)' is a cloud route; log-probabilities are served by local routes only.")
+        }
+        if job.choices > 1 {
+            throw APIError.invalid("n", "'\(name)' is a cloud route; several choices (n > 1) are served by local routes only.")
+        }
+        if job.options.ignoreEOS == true {
+            throw APIError.invalid("ignore_eos", "'\(name)' is a cloud route; ignore_eos is served by local routes only.")
+        }
+        if job.endpoint == .chatCompletions && job.options.continueFinalMessage == true {
+            throw APIError.invalid(
+                "continue_final_message", "'\(name)' is a cloud route; continue_final_message is served by local routes only.")
+        }
+        if job.options.chatTemplateKwargs != nil {
+            throw APIError.invalid(
+                "chat_template_kwargs", "'\(name)' is a cloud route; chat_template_kwargs is served by local routes only.")
+        }
+    }
+
+    /// An answer that failed to start, in the API's error shape (a streamed Responses request
+    /// gets `response.failed` in its stream). A schema or grammar that cannot be enforced is
+    /// refused here, before any text, naming the field that carried it.
+    func refuseStart(
+        _ error: Error, job: GenerationJob, renderer: ResponseRenderer, call: GenerationCall, headers: HTTPFields
+    ) async -> Response {
+        var apiError = Self.gatewayAPIError(error)
+        if apiError.concernsResponseFormat, !job.options.tools.isEmpty,
+            let toolError = try? await ConstraintCompiler.run({ [job] in RequestParser.toolSchemaError(job) })
+        {
+            apiError = toolError  // a tool's schema the local model cannot enforce
+        } else if apiError.concernsResponseFormat, let param = job.formatParam {
+            apiError.param = param
+        } else if let param = apiError.param, let (index, rest) = RequestParser.ParsedTools.indexed(param, "tools"),
+            rest.hasPrefix(".parameters"), job.toolSchemaParams.indices.contains(index)
+        {
+            // The local model named a tool whose schema it cannot enforce with its call format.
+            apiError.param = job.toolSchemaParams[index] + rest.dropFirst(".parameters".count)
+            apiError.code = "unsupported_tool_schema"
+            apiError.message = apiError.message.replacingOccurrences(of: param, with: apiError.param ?? param)
+        } else if apiError.concernsResponseFormat, !job.options.tools.isEmpty {
+            // No response format: the constraint that failed is the tools' (their call format).
+            apiError.param = "tools"
+            apiError.code = apiError.code?.replacingOccurrences(of: "response_format", with: "tool_schema")
+            apiError.message = apiError.message.replacingOccurrences(of: "The response format", with: "The tools' call format")
+        }
+        guard job.stream, call.endpoint == .responses else { return await refuse(apiError, call: call, headers: headers) }
+        // The Responses API reports a failure to start as `response.failed` in the stream.
+        await record(RouteOutcome(failure: apiError, after: RouteOutcome()), call: call)
+        var renderer = renderer
+        var frames = renderer.streamStart().prefix(2).map { $0 }
+        frames.append(renderer.streamError(apiError, text: ""))
+        var streamHeaders = Self.sseHeaders(call.requestID)
+        streamHeaders.append(contentsOf: headers)
+        var buffer = ByteBuffer()
+        for frame in frames { buffer.writeBytes(frame) }
+        return Response(status: .ok, headers: streamHeaders, body: .init(byteBuffer: buffer))
+    }
+
+    /// The started answer, streamed or collected through the output filter; `settle` records
+    /// it once and stores it in the response cache under `cacheKey`; `cleanup` ends the
+    /// request's watches and lease.
+    func answer(
+        _ stream: RouteStream, job: GenerationJob, renderer: ResponseRenderer, call: GenerationCall, headers: HTTPFields,
+        cacheKey: String?, channel: any Channel, cleanup: @escaping @Sendable () -> Void
+    ) async -> Response {
+        var headers = headers
         let filter = gateway.configuration.contentFilter.flatMap { $0.filterOutput ? $0 : nil }
-        let storeKey = cacheKey
         let settle: @Sendable (RouteOutcome) async -> Void = { [call] outcome in
             await self.record(outcome, call: call)
-            if let cache = self.gateway.cache, let cacheKey = storeKey, outcome.status == 200, !outcome.filtered, outcome.reason != .cancelled {
+            if let cache = self.gateway.cache, let cacheKey, outcome.status == 200, !outcome.filtered, outcome.reason != .cancelled {
                 cache.store(
                     cacheKey,
                     .init(
@@ -290,7 +355,6 @@ extension HearthServer {
         if job.stream {
             var streamHeaders = Self.sseHeaders(call.requestID)
             streamHeaders.append(contentsOf: headers)
-            let channel = context.channel
             let writeTimeout = options.writeTimeout
             let started = call.started
             return Response(
@@ -311,7 +375,7 @@ extension HearthServer {
         var outcome = await drive(stream, filter: filter, started: call.started, emit: { _ in }, settle: settle)
         cleanup()
         if let error = outcome.error {
-            return Self.errorResponse(error, endpoint: endpoint, requestID: call.requestID, extra: headers)
+            return Self.errorResponse(error, endpoint: call.endpoint, requestID: call.requestID, extra: headers)
         }
         let body = renderer.body(outcome)
         Self.set(&headers, "x-hearth-served-by", outcome.servedBy)
@@ -350,50 +414,10 @@ extension HearthServer {
                     previous = now
                     outcome.usage.completionTokens += 1
                 }
-                let out: [RouteEvent]
-                if case .choice(let index, let inner) = raw, let filter {
-                    // Each choice is screened on its own; one cut ends the whole answer.
-                    var current = choiceScreens[index] ?? OutputScreen(filter: filter)
-                    out = current.pass(inner).map { if case .filtered = $0 { $0 } else { .choice(index, $0) } }
-                    choiceScreens[index] = current
-                } else if var current = screen {
-                    out = current.pass(raw)
-                    screen = current
-                } else {
-                    out = [raw]
-                }
+                let out = Self.screened(raw, filter: filter, screen: &screen, choiceScreens: &choiceScreens)
                 for event in out {
-                    var last = false
-                    switch event {
-                    case .servedBy(let id):
-                        outcome.servedBy = id
-                        if outcome.servedAt == nil { outcome.servedAt = .now }
-                    case .switched(let from, let to, let reason):
-                        outcome.switches.append((from, to, reason))
-                        outcome.servedBy = to
-                    case .promptTokens(let count):
-                        outcome.usage.promptTokens = count
-                        outcome.local = true
-                        if outcome.queued == nil { outcome.queued = ContinuousClock.now - started }
-                        if outcome.promptAt == nil { outcome.promptAt = .now }
-                    case .text, .toolCall, .reasoning, .reasoningEnded:
-                        outcome.answer.add(event)
-                    case .finished(let usage, _):
-                        outcome.finishedAt = .now
-                        if usage.promptTokens > 0 || usage.completionTokens > 0 {
-                            outcome.usage = usage
-                            outcome.usageReported = true
-                        }
-                        outcome.answer.add(event)
-                        last = true
-                    case .filtered:
-                        outcome.filtered = true
-                        stream.cancel(CancellationError())
-                        last = true
-                    case .choice(let index, let inner):
-                        if outcome.choices.count <= index { outcome.choices += Array(repeating: ChoiceOutcome(), count: index + 1 - outcome.choices.count) }
-                        outcome.choices[index].add(inner)
-                    }
+                    let last = outcome.take(event, started: started)
+                    if case .filtered = event { stream.cancel(CancellationError()) }
                     if last {
                         settled = true
                         await settle(outcome)
@@ -415,6 +439,25 @@ extension HearthServer {
             }
         }
         return outcome
+    }
+
+    /// `raw` through the output filter: each choice screened on its own (one cut ends the
+    /// whole answer); without a filter, `raw` itself.
+    static func screened(
+        _ raw: RouteEvent, filter: ContentFilter?, screen: inout OutputScreen?, choiceScreens: inout [Int: OutputScreen]
+    ) -> [RouteEvent] {
+        if case .choice(let index, let inner) = raw, let filter {
+            var current = choiceScreens[index] ?? OutputScreen(filter: filter)
+            let out = current.pass(inner).map { if case .filtered = $0 { $0 } else { RouteEvent.choice(index, $0) } }
+            choiceScreens[index] = current
+            return out
+        }
+        if var current = screen {
+            let out = current.pass(raw)
+            screen = current
+            return out
+        }
+        return [raw]
     }
 
     /// Writes a route's answer as server-sent events in the API's format.
@@ -705,4 +748,41 @@ final class WriteWatchdog: @unchecked Sendable {
     func end() { lock.withLock { since = nil } }
     /// The answer is done.
     func stop() { task?.cancel() }
+}
+
+extension RouteOutcome {
+    /// Takes one event on its way to the client (after the output filter); true when it ends
+    /// the answer (its end, or the filter's cut).
+    mutating func take(_ event: RouteEvent, started: ContinuousClock.Instant) -> Bool {
+        switch event {
+        case .servedBy(let id):
+            servedBy = id
+            if servedAt == nil { servedAt = .now }
+        case .switched(let from, let to, let reason):
+            switches.append((from, to, reason))
+            servedBy = to
+        case .promptTokens(let count):
+            usage.promptTokens = count
+            local = true
+            if queued == nil { queued = ContinuousClock.now - started }
+            if promptAt == nil { promptAt = .now }
+        case .text, .toolCall, .reasoning, .reasoningEnded:
+            answer.add(event)
+        case .finished(let usage, _):
+            finishedAt = .now
+            if usage.promptTokens > 0 || usage.completionTokens > 0 {
+                self.usage = usage
+                usageReported = true
+            }
+            answer.add(event)
+            return true
+        case .filtered:
+            filtered = true
+            return true
+        case .choice(let index, let inner):
+            if choices.count <= index { choices += Array(repeating: ChoiceOutcome(), count: index + 1 - choices.count) }
+            choices[index].add(inner)
+        }
+        return false
+    }
 }

@@ -35,6 +35,9 @@ public struct ChatTemplateInput: Sendable {
 }
 
 extension Template {
+    // Long: transformers' apply_chat_template input rules in their order (empty conversations, message
+    // shapes, continue_final_message, tools, documents, the generation prompt), each a check with its
+    // own error, then one render.
     /// Renders a chat as transformers' `apply_chat_template(..., tokenize=False)` does: drops
     /// message keys whose value is null, copies a message's reasoning to both `reasoning_content`
     /// and `thinking`, passes `tools` and `documents` (as `None` when absent), and with

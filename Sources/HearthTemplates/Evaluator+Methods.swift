@@ -94,6 +94,8 @@ extension Evaluator {
         return false
     }
 
+    // Long: one case per Python string method templates call (32), each a few lines: the table
+    // transformers' templates rely on, in one place.
     private func stringMethod(
         _ s: String, _ name: String, _ positional: [JinjaValue], _ arg: (Int, String) -> JinjaValue?,
         _ stringArg: (Int, String) throws -> String?, _ position: SourcePosition

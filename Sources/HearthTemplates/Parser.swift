@@ -148,6 +148,8 @@ struct Parser {
         return (nodes, tag)
     }
 
+    // Long: one case per statement keyword of Jinja (if, for, set, macro, call, filter, …), each
+    // parsing its own clauses; the grammar's table in one place.
     private mutating func parseStatement(_ keyword: String, at position: SourcePosition) throws -> Node {
         advance()
         switch keyword {

@@ -155,6 +155,9 @@ struct Bench: ParsableCommand {
         let kv_cache_bytes: Int
     }
 
+    // Long: the command from load to report: its three measurements (single sequence, parallel levels,
+    // speculative) share the loaded model, pool, the random-token source and the row and progress
+    // helpers defined inside, which print rows as tests finish; the report gathers what they measured.
     func run() throws {
         try reportingErrors {
             let threads = workers.threads ?? WorkerPool.defaultThreadCount

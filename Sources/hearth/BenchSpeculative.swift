@@ -45,6 +45,8 @@ extension Bench {
         return prompts
     }
 
+    // Long: plain and speculative runs alternate per prompt over one model, warm-up first; the
+    // accumulators and the per-prompt records they share make up the report.
     /// Greedy generation of `generate` tokens (end tokens banned, so every run has the same
     /// length) after each prompt, plain and with `mode`, alternating per prompt; one warm-up of
     /// the first prompt, then `repetitions` rounds. `progress` hears, before each run, the

@@ -66,6 +66,9 @@ struct BenchStructured: ParsableCommand {
         var outputs_cut = 0
     }
 
+    // Long: the command from load to report: constrained and plain runs alternate over the same prompts
+    // with the same model and seeds, sharing the figures they accumulate; the report is built from
+    // those figures.
     func run() throws {
         try reportingErrors {
             let lm = try model.load(threads: workers.threads, showProgress: !json)

@@ -66,6 +66,8 @@ final class LineEditor {
         if history.count > historyLimit { history.removeFirst(history.count - historyLimit) }
     }
 
+    // Long: the key dispatch of the line editor: one case per key or escape sequence (27), each a line
+    // or two, sharing the buffer and cursor.
     /// Reads one line, showing `prompt` (which may contain escape codes of width `promptWidth`).
     func read(prompt: String) -> Input {
         guard TerminalModes.shared.enterRaw() else { return fallbackRead(prompt: prompt) }

@@ -78,6 +78,9 @@ struct Perplexity: ParsableCommand {
         let chunk: Int, position: Int, next: Int32, argmax: Int32, logprob: Float
     }
 
+    // Long: the command in order: the optional base logits file, chunking, one forward per chunk
+    // accumulating log-likelihoods, KL divergence and agreement against the base, then the report; the
+    // accumulators are shared across all of it.
     func run() throws {
         try reportingErrors {
             let base = try klDivergenceBase.map { path -> LogitsFile in
