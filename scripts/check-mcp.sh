@@ -9,7 +9,12 @@
 # tool_choice); the failing and the sleeping tool give clear messages and the chat goes on;
 # a server killed mid-call is reported and /mcp enable starts it again; an allowed tool runs
 # without asking; no server process outlives hearth (after /quit, and after SIGTERM); the
-# server's env value never reaches the screen or the saved chat. Prints its wall time.
+# server's env value never reaches the screen or the saved chat. Then the same file through
+# `hearth serve --mcp`, driven by the official openai client (scripts/check_mcp_serve.py, pinned
+# in the same venv): Responses requests naming the servers get mcp_list_tools, mcp_call items and
+# an answer, whole and streamed; the approval flow; 400s for what the file does not list; no
+# server outlives SIGTERM; the HTTP server asserts the secret header reached it. Prints its wall
+# time (and each part's).
 #
 # Usage: scripts/check-mcp.sh [--binary PATH] [--model PATH]
 # (default binary: .build/release/hearth, which scripts/setup.sh builds; this script never builds)
@@ -44,8 +49,10 @@ work="$(mktemp -d)"
 sock="hearth-mcp-check-$$"
 tm() { tmux -L "$sock" "$@"; }
 web_pid=""
+serve_pid=""
 cleanup() {
     tm kill-server 2>/dev/null || true
+    [ -n "$serve_pid" ] && kill "$serve_pid" 2>/dev/null || true
     [ -n "$web_pid" ] && kill "$web_pid" 2>/dev/null || true
     rm -rf "$work"
 }
@@ -244,5 +251,39 @@ running "$hearth_pid" && fail "hearth did not exit within 10 s of SIGTERM"
 # shellcheck disable=SC2086
 no_survivors $servers
 ok "SIGTERM: no server outlived hearth"
+
+chat_seconds=$(( $(date +%s) - started ))
+
+# 9. The same file through `hearth serve --mcp`, read by the official openai client
+#    (scripts/check_mcp_serve.py): mcp_list_tools, mcp_call and an answer; the approval flow;
+#    streamed with the failing tool's error; the HTTP server with its secret header; 400s for what
+#    the file does not list. Then SIGTERM: no server process outlives hearth serve, and the
+#    secret is in no log line.
+serve_started=$(date +%s)
+serve_port="$("$mcp_venv/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"$binary" serve --model "$model" --port "$serve_port" --mcp "$work/mcp.json" --mcp-timeout 3 --max-tool-rounds 1 \
+    --log-level info > "$work/serve.log" 2>&1 &
+serve_pid=$!
+for _ in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$serve_port/health" >/dev/null 2>&1 && break
+    kill -0 "$serve_pid" 2>/dev/null || { cat "$work/serve.log" >&2; fail "hearth serve --mcp exited"; }
+    sleep 0.1
+done
+servers="$(servers_of "$serve_pid")"
+[ "$(echo "$servers" | wc -w)" -eq 2 ] || fail "expected 2 server processes under hearth serve, found: $servers"
+HEARTH_CHECK_SECRET="$secret" "$mcp_venv/bin/python" scripts/check_mcp_serve.py "http://127.0.0.1:$serve_port/v1" "$(basename "$model" .gguf)" \
+    || { tail -20 "$work/serve.log" >&2; fail "hearth serve --mcp (scripts/check_mcp_serve.py)"; }
+ok "hearth serve --mcp through the openai client (scripts/check_mcp_serve.py)"
+kill -TERM "$serve_pid"
+for _ in $(seq 1 100); do kill -0 "$serve_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$serve_pid" 2>/dev/null && fail "hearth serve did not exit within 10 s of SIGTERM"
+# shellcheck disable=SC2086
+no_survivors $servers
+grep -q -- "$secret" "$work/serve.log" && fail "the secret reached hearth serve's log"
+ok "SIGTERM: no MCP server outlived hearth serve; the secret is in no log line"
+# Every request the HTTP server got carried the file's secret header (it answers 401 without it).
+grep -q "refused a request without the secret header" "$work/web.log" && fail "a request reached the HTTP MCP server without its header"
+ok "the HTTP MCP server got the secret header on every request"
+echo "check-mcp: serve part $(( $(date +%s) - serve_started )) s (chat part ${chat_seconds} s)"
 
 echo "check-mcp: $passed passed, 0 failed in $(( $(date +%s) - started )) s"

@@ -8,6 +8,9 @@ Tools:
   slow_echo     sleeps 30 s (MCP_CHECK_SLOW_SECONDS) before answering: past hearth's timeout
 It also lists one resource and one prompt, so `/mcp` has something to show for them.
 
+Over HTTP every request must carry `Authorization: Bearer $HEARTH_CHECK_SECRET` (the header the
+check's mcpServers file sets), else 401: a header that did not reach the server fails the check.
+
 Usage: python scripts/mcp_check_server.py [--http PORT]
 """
 
@@ -69,6 +72,21 @@ if __name__ == "__main__":
     if os.environ.get("HEARTH_CHECK_SECRET") is None:
         raise SystemExit("HEARTH_CHECK_SECRET is not set: the config's env did not reach the server")
     if options.http:
-        server.run("streamable-http", host="127.0.0.1", port=options.http)
+        import uvicorn
+
+        app = server.streamable_http_app(host="127.0.0.1")
+        wanted = f"Bearer {os.environ['HEARTH_CHECK_SECRET']}".encode()
+
+        async def require_secret(scope, receive, send):
+            # The config's secret header must reach the server on every request: without it, 401
+            # (hearth then reports the server as failed, and the check sees it).
+            if scope["type"] == "http" and dict(scope.get("headers", [])).get(b"authorization") != wanted:
+                print("refused a request without the secret header", flush=True)
+                await send({"type": "http.response.start", "status": 401, "headers": [(b"content-type", b"text/plain")]})
+                await send({"type": "http.response.body", "body": b"the Authorization header is missing or wrong"})
+                return
+            await app(scope, receive, send)
+
+        uvicorn.run(require_secret, host="127.0.0.1", port=options.http, log_level="info")
     else:
         server.run()
