@@ -167,13 +167,23 @@ struct Bench: ParsableCommand {
             let vocab = Int32(lm.options.vocabSize)
             func randomTokens(_ n: Int) -> [Int32] { (0..<n).map { _ in Int32.random(in: 0..<vocab, using: &rng) } }
 
+            // Each run starts from `depth`. A cache is cut back to it, except in sliding-window
+            // layers, which no longer hold the window before it: there each run processes the
+            // depth again, untimed (as llama-bench does for every run).
+            let depthTokens = randomTokens(depth)
+            let replaysDepth = depth > 0 && lm.options.slidingWindow != nil
+            func toDepth(_ decoder: Decoder) throws {
+                if replaysDepth { _ = try decoder.forward(depthTokens, from: 0) }
+            }
             func measurePP(_ decoder: Decoder) throws -> Double {
+                try toDepth(decoder)
                 let tokens = randomTokens(prompt)
                 let start = DispatchTime.now()
                 _ = try decoder.forward(tokens, from: depth)
                 return Double(prompt) / elapsed(since: start)
             }
             func measureTG(_ decoder: Decoder) throws -> Double {
+                try toDepth(decoder)
                 var token = randomTokens(1)[0]
                 let start = DispatchTime.now()
                 for i in 0..<generate {
@@ -241,7 +251,7 @@ struct Bench: ParsableCommand {
                 let decoder = try makeDecoder(lm, maxBatch: batch, sequences: 1, pool: pool)
                 kvCacheBytes = decoder.cache.byteCount
                 // The depth, once: each test starts at `depth` (the cache is cut back to it).
-                if depth > 0 { _ = try decoder.forward(randomTokens(depth), from: 0) }
+                if depth > 0 && !replaysDepth { _ = try decoder.forward(depthTokens, from: 0) }
                 if prompt > 0 {
                     pp = Stat(try timed("pp\(prompt)\(at)") { try measurePP(decoder) })
                     if let pp { row("pp\(prompt)\(at)", pp) }

@@ -38,6 +38,19 @@ import Testing
         #expect(refused.status != 0 && refused.stderr.contains("-d is not measured with --parallel"))
     }
 
+    /// Every run of a test starts from its depth, also on a model with sliding-window layers,
+    /// whose cache cannot be cut back into the window (issue 62: `-p 8192 -n 32 -d 8192` failed
+    /// on Gemma 3 with "its sliding-window layers hold positions from … on" at the second run).
+    @Test func depthWorksPastTheSlidingWindow() throws {
+        let model = Fixtures.checkpoint("gemma3-tiny").path
+        // Window 8; with 64-token batches the window layers hold 391 positions of the 804.
+        let result = try CLITests().hearth(
+            ["bench", "--model", model, "-t", "2", "-r", "2", "-p", "400", "-n", "4", "-d", "400", "-b", "64", "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let report = try JSONDecoder().decode(Report.self, from: Data(result.stdout.utf8))
+        #expect(report.depth == 400 && report.pp?.samples.count == 2 && report.tg?.samples.count == 2)
+    }
+
     /// `blas` names the GEMM behind f32 products (`BLAS.backend`). With OpenBLAS linked: a kernel
     /// set named by `OPENBLAS_CORETYPE` is the user's choice and runs, even the SSE3 one; without
     /// the variable, OpenBLAS's own pick runs where it has 256-bit FMAs or wider, and Hearth's
