@@ -239,7 +239,7 @@ let package = Package(
             name: "dashscope-fake",
             dependencies: ["HearthFakeServers", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Tests/DashScopeFake"),
-        .testTarget(name: "HearthLocalTests", dependencies: ["HearthLocal", "HearthHub", "HearthTestSupport"]),
+        .testTarget(name: "HearthLocalTests", dependencies: ["HearthLocal", "HearthHub", "HearthTestSupport", "HearthFakeServers"]),
         // Models by name: the Hugging Face hub client and its cache layout (shared with Python's
         // huggingface_hub), over AsyncHTTPClient; sha256 through swift-crypto. No engine import.
         .target(

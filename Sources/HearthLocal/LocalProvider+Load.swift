@@ -44,8 +44,9 @@ extension LocalProvider {
     ///     Nil: the registry's default model.
     ///   - catalog: where short names resolve (default ``ModelCatalog/standard(environment:executable:fallback:)``:
     ///     `HEARTH_MODELS` or the checkout's `models/`, else the registry built into the library).
-    ///   - hub: the hub endpoint, cache folder, token and offline mode (default: the process
-    ///     environment's, as Python's `huggingface_hub` reads it, so the cache is shared).
+    ///   - hub: the hub client: endpoint, cache folder, token and offline mode (default: the
+    ///     process environment's, as Python's `huggingface_hub` reads it, so the cache is
+    ///     shared) and its retry policy; its own progress callback is called too.
     ///   - configure: changes to the provider's configuration (context, threads, parallel
     ///     sequences…); its `modelPath` is set to the resolved file.
     ///   - progress: told each step; called from background threads.
@@ -55,7 +56,7 @@ extension LocalProvider {
     ///   that is not the listed or pinned one — it is never used); ``ProviderError``
     ///   (`.modelUnavailable`) when the file does not load. All are `LocalizedError`s.
     public static func load(
-        _ reference: String? = nil, catalog: ModelCatalog = .standard(), hub: HubEnvironment = .current(),
+        _ reference: String? = nil, catalog: ModelCatalog = .standard(), hub: HubModels = HubModels(),
         configure: (inout Configuration) -> Void = { _ in }, progress: @escaping @Sendable (LoadProgress) -> Void = { _ in }
     ) async throws -> LocalProvider {
         let target = try reference.map(catalog.target) ?? catalog.defaultTarget()
@@ -66,7 +67,12 @@ extension LocalProvider {
             path = file
         case .hub(let ref, let pins):
             progress(.resolved(.hub(ref.description)))
-            let models = HubModels(environment: hub, progress: { progress(.download($0)) })
+            var models = hub
+            let inner = hub.progress
+            models.progress = { step in
+                inner(step)
+                progress(.download(step))
+            }
             path = try await models.resolve(ref, expected: pins).path.path
         }
         var configuration = Configuration(modelPath: path)
