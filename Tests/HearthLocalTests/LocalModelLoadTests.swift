@@ -87,14 +87,18 @@ import Testing
         #expect(notCached?.code == .notCached && notCached?.localizedDescription.contains("org/absent-GGUF:Q4_K_M") == true)
         #expect(notCached?.recoverySuggestion?.contains("HF_HUB_OFFLINE") == true)
 
-        // Port 1 on loopback refuses connections; one attempt, no retries.
-        let unreachable = HubModels(
-            environment: HubEnvironment(endpoint: "http://127.0.0.1:1", cacheDirectory: cache), retry: RetryPolicy(attempts: 1, initialDelay: 0))
-        let down = await #expect(throws: HubError.self) {
-            _ = try await LocalProvider.load("org/absent-GGUF:Q4_K_M", catalog: ModelCatalog(registry: nil, directory: nil), hub: unreachable)
+        // A hub that hangs up on every request (a refused port would wait out the 10 s connect
+        // timeout: the HTTP client retries refused connections until then); one attempt.
+        let server = try await TestHTTPServer.start { _, _, _ in .close }
+        try await withCleanup({ await server.stop() }) {
+            let unreachable = HubModels(
+                environment: HubEnvironment(endpoint: "http://127.0.0.1:\(server.port)", cacheDirectory: cache), retry: RetryPolicy(attempts: 1, initialDelay: 0))
+            let down = await #expect(throws: HubError.self) {
+                _ = try await LocalProvider.load("org/absent-GGUF:Q4_K_M", catalog: ModelCatalog(registry: nil, directory: nil), hub: unreachable)
+            }
+            #expect(down?.code == .network && down?.recoverySuggestion?.isEmpty == false, "\(String(describing: down))")
+            #expect(down.map { !$0.localizedDescription.contains("couldn") } == true)
         }
-        #expect(down?.code == .network && down?.recoverySuggestion?.isEmpty == false)
-        #expect(down.map { !$0.localizedDescription.contains("couldn") } == true)
     }
 
     @Test func aModelPulledFromTheHubIsVerifiedAndLoadedAndACorruptDownloadIsRefused() async throws {
