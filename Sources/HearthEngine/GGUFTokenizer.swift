@@ -10,9 +10,10 @@ enum GGUFTokenizer {
     static func make(_ gguf: GGUFFile) throws -> any Tokenizer {
         let md = gguf.metadata
         let model = try md.string("tokenizer.ggml.model") ?? "llama"
-        guard model == "llama" || model == "gpt2" else {
+        guard model == "llama" || model == "gpt2" || model == "gemma4" else {
             throw FormatError(
-                .invalidValue, "tokenizer model '\(model)' is not supported (only SentencePiece-style 'llama' and byte-level BPE 'gpt2')",
+                .invalidValue,
+                "tokenizer model '\(model)' is not supported (only SentencePiece-style 'llama', byte-level BPE 'gpt2' and Gemma 4's 'gemma4')",
                 path: gguf.file.path, key: "tokenizer.ggml.model")
         }
         let tokens = try md.require("tokenizer.ggml.tokens", md.strings)
@@ -48,8 +49,8 @@ enum GGUFTokenizer {
         if template == nil, let arch = try md.string("general.architecture") {
             template = ModelFamilies.family(ggufArchitecture: arch)?.ggufFallbackChatTemplate(bos: text(bos), eos: text(eos))
         }
-        if model == "gpt2" {
-            return try byteLevelBPE(gguf, tokens: tokens, bos: bos, eos: eos, stops: stops, template: template)
+        if model == "gpt2" || model == "gemma4" {
+            return try mergesBPE(gguf, model: model, tokens: tokens, bos: bos, eos: eos, stops: stops, template: template)
         }
         do {
             return try VocabularyTokenizer(
@@ -64,9 +65,12 @@ enum GGUFTokenizer {
         }
     }
 
-    /// `tokenizer.ggml.model == "gpt2"`: tokens, merges, token types and the `pre` pre-tokenizer.
-    private static func byteLevelBPE(
-        _ gguf: GGUFFile, tokens: [String], bos: Int32?, eos: Int32?, stops: [Int32], template: ChatTemplate?
+    /// `tokenizer.ggml.model == "gpt2"`: tokens, merges, token types and the `pre` pre-tokenizer;
+    /// `"gemma4"`: tokens, merges and token types, BPE over `▁`-escaped UTF-8 with byte fallback
+    /// (llama.cpp always adds BOS for these: its `add_bos_token` is overridden to true).
+    private static func mergesBPE(
+        _ gguf: GGUFFile, model kind: String, tokens: [String], bos: Int32?, eos: Int32?, stops: [Int32],
+        template: ChatTemplate?
     ) throws -> any Tokenizer {
         let md = gguf.metadata
         let merges = try md.require("tokenizer.ggml.merges", md.strings)
@@ -76,13 +80,6 @@ enum GGUFTokenizer {
                 .invalidValue, "\(types.count) token types for \(tokens.count) tokens", path: gguf.file.path,
                 key: "tokenizer.ggml.token_type")
         }
-        // As llama.cpp: a missing `pre` means its "default" regexes.
-        let preName = try md.string("tokenizer.ggml.pre") ?? "default"
-        guard let pre = PreTokenizerName(preName) else {
-            throw FormatError(
-                .invalidValue, "pre-tokenizer '\(preName)' is not supported", path: gguf.file.path,
-                key: "tokenizer.ggml.pre", remedy: "Supported: \(PreTokenizerName.supportedNames.joined(separator: ", "))")
-        }
         // Unknown (2) and control (3) tokens are matched only when parsing special tokens; user-defined (4) always.
         var control: [Int32] = [], userDefined: [Int32] = []
         for (i, type) in types.enumerated() {
@@ -91,6 +88,26 @@ enum GGUFTokenizer {
             case 4: userDefined.append(Int32(i))
             default: break
             }
+        }
+        if kind == "gemma4" {
+            do {
+                return try BPETokenizer(
+                    gemma4Model: try BPEModelDefinition(tokens: tokens, merges: merges, path: gguf.file.path),
+                    controlTokens: control, userDefinedTokens: userDefined, bos: bos, eos: eos, addBOS: true,
+                    addEOS: try md.bool("tokenizer.ggml.add_eos_token") ?? false, extraStopTokens: stops,
+                    chatTemplate: template, path: gguf.file.path)
+            } catch let error as TokenizerError {
+                throw FormatError(
+                    .invalidValue, error.message, path: gguf.file.path, key: error.key ?? "tokenizer.ggml.tokens",
+                    remedy: error.remedy)
+            }
+        }
+        // As llama.cpp: a missing `pre` means its "default" regexes.
+        let preName = try md.string("tokenizer.ggml.pre") ?? "default"
+        guard let pre = PreTokenizerName(preName) else {
+            throw FormatError(
+                .invalidValue, "pre-tokenizer '\(preName)' is not supported", path: gguf.file.path,
+                key: "tokenizer.ggml.pre", remedy: "Supported: \(PreTokenizerName.supportedNames.joined(separator: ", "))")
         }
         do {
             let model = try BPEModelDefinition(

@@ -83,8 +83,9 @@ extension ModelWeights {
 
 extension ModelWeights {
     /// The weights with every distinct matrix replaced by `transform(matrix)`: the token
-    /// embedding, the output (only when it is not the embedding itself) and each layer's
-    /// projections, in that order.
+    /// embedding, the output (only when it is not the embedding itself), each layer's
+    /// projections (Gemma 4: with its per-layer gate and projection), then Gemma 4's per-layer
+    /// embedding table and model projection, in that order.
     func mapMatrices(_ transform: (WeightMatrix) throws -> WeightMatrix) rethrows -> ModelWeights {
         func map(_ p: LayerWeights.Projections) throws -> LayerWeights.Projections {
             switch p {
@@ -101,6 +102,12 @@ extension ModelWeights {
             result.layers[l].attnOutput = try transform(layers[l].attnOutput)
             result.layers[l].ffnIn = try map(layers[l].ffnIn)
             result.layers[l].down = try transform(layers[l].down)
+            result.layers[l].perLayerGate = try layers[l].perLayerGate.map(transform)
+            result.layers[l].perLayerProjection = try layers[l].perLayerProjection.map(transform)
+        }
+        if let ple = perLayerInputs {
+            result.perLayerInputs?.embedding = try transform(ple.embedding)
+            result.perLayerInputs?.modelProjection = try transform(ple.modelProjection)
         }
         return result
     }

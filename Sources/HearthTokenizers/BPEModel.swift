@@ -47,7 +47,7 @@ struct BPEModel: Sendable {
     /// Appends the ids of one word.
     func tokenize(_ word: ArraySlice<Unicode.Scalar>, into out: inout [Int32]) {
         guard !word.isEmpty else { return }
-        if definition.ignoreMerges {
+        if definition.ignoreMerges || (definition.wholeNewlineRuns && word.allSatisfy { $0 == "\n" }) {
             var bytes: [UInt8] = []
             for scalar in word { bytes.append(contentsOf: scalar.utf8) }
             if let id = definition.vocabulary.id(bytes) {

@@ -13,6 +13,9 @@ public struct BPEModelDefinition: Sendable {
     public var byteFallback: Bool
     /// A word that is itself in the vocabulary is one token, whatever the merges say.
     public var ignoreMerges: Bool
+    /// A word of newlines only that is itself in the vocabulary is one token (llama.cpp's
+    /// `gemma4` vocabularies).
+    public var wholeNewlineRuns = false
     /// Prefix of every symbol but the first in a word (WordPiece-style BPE, `##`).
     public var continuingSubwordPrefix: String?
     /// Suffix of the last symbol of a word (`</w>`).

@@ -134,6 +134,48 @@ public final class BPETokenizer: Tokenizer {
             path: path)
     }
 
+    /// A tokenizer from a GGUF `gemma4` vocabulary (llama.cpp's `tokenizer.ggml.model = "gemma4"`,
+    /// see `GGUFTokenizer` in HearthEngine), following llama.cpp: every space becomes `▁`, the text
+    /// splits into runs of non-newlines and runs of newlines (a run of newlines that is itself a
+    /// token is that token), each run is merged by rank over its UTF-8 characters (no byte-level
+    /// alphabet), and pieces missing from the vocabulary become their `<0xNN>` byte tokens.
+    /// Decoding turns `▁` back into spaces and byte tokens into their bytes.
+    ///
+    /// - Parameters: as ``init(ggufModel:splitPatterns:controlTokens:userDefinedTokens:bos:eos:addBOS:addEOS:extraStopTokens:chatTemplate:kind:path:)``;
+    ///   `model`'s byte-fallback and newline-run options are set here.
+    public convenience init(
+        gemma4Model model: BPEModelDefinition, controlTokens: [Int32], userDefinedTokens: [Int32],
+        bos: Int32?, eos: Int32?, addBOS: Bool, addEOS: Bool, extraStopTokens: [Int32], chatTemplate: ChatTemplate?,
+        path: String? = nil
+    ) throws {
+        var model = model
+        model.byteFallback = true
+        model.wholeNewlineRuns = true
+        var added: [(AddedTokenDefinition, Bool)] = []
+        for id in controlTokens {
+            guard let text = model.token(id), !text.isEmpty else { continue }
+            added.append((AddedTokenDefinition(id: id, content: text, normalized: false, special: true), true))
+        }
+        for id in userDefinedTokens {
+            guard let text = model.token(id), !text.isEmpty else { continue }
+            added.append((AddedTokenDefinition(id: id, content: text, normalized: false, special: false), false))
+        }
+        var stops = Set(extraStopTokens)
+        if let eos { stops.insert(eos) }
+        let split = PreTokenizerDefinition.split(pattern: .regex("[^\\n]+|[\\n]+"), behavior: .isolated, invert: false)
+        let decoder = DecoderDefinition.sequence([.replace(pattern: .string("\u{2581}"), content: " "), .byteFallback, .fuse])
+        try self.init(
+            Parts(
+                model: try BPEModel(model, path: path),
+                normalizer: try Normalizer(.replace(pattern: .string(" "), content: "\u{2581}"), path: path),
+                preTokenizer: try PreTokenizer(split, path: path), decoder: try TokenDecoder(decoder, path: path),
+                added: added, prefix: addBOS ? bos.map { [$0] } ?? [] : [],
+                suffix: addEOS ? eos.map { [$0] } ?? [] : [], bosID: bos, eosIDs: stops, chatTemplate: chatTemplate,
+                kind: "bpe, byte fallback (gguf gemma4)", definition: nil, controlTokensNeedParseSpecial: true,
+                addedTokensDecodeRaw: true),
+            path: path)
+    }
+
     private struct Parts {
         var model: BPEModel
         var normalizer: Normalizer?

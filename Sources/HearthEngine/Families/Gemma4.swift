@@ -27,6 +27,7 @@ import HearthTokenizers
 /// `AutoModelForCausalLM` loads the same checkpoint for text generation.
 public enum Gemma4Family: ModelFamily {
     public static let architectures = ["Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"]
+    public static let ggufArchitecture: String? = "gemma4"
     static let wrapper = "Gemma4ForConditionalGeneration"
 
     /// A JSON value, to hand a wrapper's `text_config` on as a configuration of its own.
@@ -188,39 +189,17 @@ public enum Gemma4Family: ModelFamily {
         guard (slidingEntry?.ropeType ?? "default") == "default" else {
             throw refuse("RoPE type '\(slidingEntry?.ropeType ?? "")' on sliding layers", key: "rope_parameters.sliding_attention.rope_type")
         }
-        let fullEntry = entry("full_attention")
-        var fullRoPE = DecoderOptions.RoPE(theta: Float(fullEntry?.ropeTheta ?? 1_000_000), rotaryDims: fullHeadDim)
-        switch fullEntry?.ropeType ?? (fullEntry == nil ? "proportional" : "default") {
-        case "default": break
-        case "proportional":
-            // transformers: inv_freq[i] = θ^(−2i/head_dim) / factor for the first
-            // ⌊p·head_dim/2⌋ pairs, 0 for the rest — a divisor per pair, huge where nothing turns.
-            let fraction = fullEntry?.partialRotaryFactor ?? (fullEntry == nil ? 0.25 : 1)
-            let turning = Int(fraction * Double(fullHeadDim)) / 2
-            let factor = Float(fullEntry?.factor ?? 1)
-            let half = fullHeadDim / 2
-            guard (0...half).contains(turning) else {
-                throw FormatError(.invalidValue, "is outside 0…1", path: path, key: "rope_parameters.full_attention.partial_rotary_factor")
-            }
-            fullRoPE.scaling = .frequencyFactors(
-                [Float](repeating: factor, count: turning) + [Float](repeating: 1e30, count: half - turning))
-        case let other:
-            throw refuse("RoPE type '\(other)' on full layers", key: "rope_parameters.full_attention.rope_type")
-        }
+        let fullRoPE = try fullAttentionRoPE(entry("full_attention"), headDim: fullHeadDim, path: path)
 
         // KV sharing: the last N layers reuse the last earlier layer of their own kind.
         let firstShared = c.layers - own.numKVSharedLayers
         guard (1...c.layers).contains(firstShared) || own.numKVSharedLayers == 0 else {
             throw FormatError(.invalidValue, "is not below num_hidden_layers (\(c.layers))", path: path, key: "num_kv_shared_layers")
         }
-        var sources = Array(0..<c.layers)
-        for l in firstShared..<c.layers {
-            guard let source = (0..<firstShared).last(where: { types[$0] == types[l] }) else {
-                throw FormatError(
-                    .invalidValue, "layer \(l) (\(types[l])) shares keys, but no earlier layer of its kind computes them",
-                    path: path, key: "num_kv_shared_layers")
-            }
-            sources[l] = source
+        let sources = try kvSources(sliding: sliding, shared: own.numKVSharedLayers) { l in
+            FormatError(
+                .invalidValue, "layer \(l) (\(types[l])) shares keys, but no earlier layer of its kind computes them",
+                path: path, key: "num_kv_shared_layers")
         }
 
         if let perLayerVocab = own.perLayerVocabSize, own.perLayerInputSize ?? 0 > 0, perLayerVocab != c.vocab {
@@ -246,6 +225,178 @@ public enum Gemma4Family: ModelFamily {
             if let width = own.perLayerInputSize, width > 0 { $0.perLayerInputSize = width }
             $0.layerScalars = true
             $0.finalLogitSoftcap = own.finalLogitSoftcapping.map { Float($0) }
+        }
+    }
+
+    /// The options of a `gemma4` GGUF file as llama.cpp's converter writes it: per-layer
+    /// `feed_forward_length` (an array when the MLP is double-wide on the sharing layers),
+    /// `head_count_kv` (a number, or an array that must hold one value), the
+    /// `attention.sliding_window_pattern` bools, `attention.shared_kv_layers`,
+    /// `embedding_length_per_layer_input`, the two head sizes (`key_length` on full layers,
+    /// `key_length_swa` on sliding ones) and RoPE per kind (`rope.freq_base`/`dimension_count`
+    /// with the `rope_freqs` divisors on full layers — 1 where a pair turns, 1e30 where it does
+    /// not: "proportional" RoPE; `rope.freq_base_swa`/`dimension_count_swa` on sliding layers).
+    /// Tensor names are llama.cpp's (``TensorRole/ggufName``); norms hold the multiplier itself.
+    public static func options(gguf: GGUFFile) throws -> DecoderOptions {
+        let h = try GGUFHyperparameters(gguf)
+        let md = try GGUFLayerMetadata(h)
+        let layers = md.layers, hidden = try h.int("embedding_length"), heads = try h.int("attention.head_count")
+        let ffn = try gguf.metadata.require(md.key("feed_forward_length")) { _ in try md.perLayer("feed_forward_length") }
+        let kvHeadsPerLayer = try md.perLayer("attention.head_count_kv") ?? [Int](repeating: heads, count: layers)
+        guard let kvHeads = kvHeadsPerLayer.first, kvHeadsPerLayer.allSatisfy({ $0 == kvHeads }) else {
+            throw md.invalid("different key/value head counts per layer (\(kvHeadsPerLayer)) are not supported", "attention.head_count_kv")
+        }
+        guard heads % kvHeads == 0 else { throw md.invalid("head_count \(heads) is not a multiple of \(kvHeads)", "attention.head_count_kv") }
+        let sliding = try md.slidingLayers()
+        let window = try h.optionalInt("attention.sliding_window")
+        if sliding.contains(true), (window ?? 0) <= 0 {
+            throw md.invalid("sliding layers need a positive attention.sliding_window", "attention.sliding_window")
+        }
+        let (fullHeadDim, slidingHeadDim) = try md.headSizes()
+        let (fullRoPE, slidingRoPE) = try md.rope(fullHeadDim: fullHeadDim, slidingHeadDim: slidingHeadDim)
+        let shared = try h.optionalInt("attention.shared_kv_layers") ?? 0
+        guard (0..<layers).contains(shared) else { throw md.invalid("must be below block_count (\(layers))", "attention.shared_kv_layers") }
+        let sources = try kvSources(sliding: sliding, shared: shared) { l in
+            md.invalid("layer \(l) shares keys, but no earlier layer of its kind computes them", "attention.shared_kv_layers")
+        }
+        guard let embedding = gguf.info(named: "token_embd.weight"), embedding.dims.count == 2, embedding.dims[0] == hidden else {
+            throw FormatError(
+                .missingTensor, "token_embd.weight is missing or not (\(hidden), vocab)", path: gguf.file.path, key: "token_embd.weight")
+        }
+        let perLayerWidth = try h.optionalInt("embedding_length_per_layer_input") ?? 0
+        guard perLayerWidth >= 0 else { throw md.invalid("must not be negative", "embedding_length_per_layer_input") }
+        var o = DecoderOptions(
+            hiddenSize: hidden, layerCount: layers, headCount: heads, kvHeadCount: kvHeads,
+            headDim: sliding.contains(true) ? slidingHeadDim : fullHeadDim, ffnSize: ffn[0], vocabSize: embedding.dims[1],
+            norm: .rms(eps: try h.optionalFloat("attention.layer_norm_rms_epsilon") ?? 1e-6), mlp: .gated(.geluTanh),
+            rope: fullRoPE, tiedEmbeddings: gguf.info(named: "output.weight") == nil,
+            maxContext: try h.optionalInt("context_length") ?? 131_072, slidingWindow: sliding.contains(true) ? window : nil)
+        o.slidingLayers = sliding
+        o.slidingRoPE = slidingRoPE
+        o.fullAttentionHeadDim = fullHeadDim
+        o.qkNorm = true
+        o.valueNorm = true
+        o.sandwichNorms = true
+        o.embeddingScale = Float(Double(hidden).squareRoot())
+        o.attentionScale = 1
+        o.kvSourceLayers = shared > 0 ? sources : []
+        if Set(ffn).count > 1 { o.layerFFNSizes = ffn }
+        if perLayerWidth > 0 { o.perLayerInputSize = perLayerWidth }
+        o.layerScalars = true
+        o.finalLogitSoftcap = try h.optionalFloat("final_logit_softcapping")
+        return o
+    }
+
+    /// Full layers' RoPE from `rope_parameters.full_attention`: "default", or "proportional"
+    /// (transformers: inv_freq[i] = θ^(−2i/head_dim) / factor for the first ⌊p·head_dim/2⌋
+    /// pairs, 0 for the rest — a divisor per pair, huge where nothing turns); absent: proportional
+    /// with p = 0.25 and θ = 10⁶.
+    private static func fullAttentionRoPE(_ entry: Configuration.RoPEEntry?, headDim: Int, path: String) throws -> DecoderOptions.RoPE {
+        var rope = DecoderOptions.RoPE(theta: Float(entry?.ropeTheta ?? 1_000_000), rotaryDims: headDim)
+        switch entry?.ropeType ?? (entry == nil ? "proportional" : "default") {
+        case "default": break
+        case "proportional":
+            let fraction = entry?.partialRotaryFactor ?? (entry == nil ? 0.25 : 1)
+            let turning = Int(fraction * Double(headDim)) / 2
+            let factor = Float(entry?.factor ?? 1)
+            let half = headDim / 2
+            guard (0...half).contains(turning) else {
+                throw FormatError(.invalidValue, "is outside 0…1", path: path, key: "rope_parameters.full_attention.partial_rotary_factor")
+            }
+            rope.scaling = .frequencyFactors([Float](repeating: factor, count: turning) + [Float](repeating: 1e30, count: half - turning))
+        case let other:
+            throw FormatError(
+                .invalidValue, "RoPE type '\(other)' on full layers is not supported", path: path,
+                key: "rope_parameters.full_attention.rope_type")
+        }
+        return rope
+    }
+
+    /// Which layer's keys and values each layer reads: the last `shared` layers reuse the last
+    /// earlier layer of their own kind (sliding or full); `missing` names a layer with none.
+    static func kvSources(sliding: [Bool], shared: Int, missing: (Int) -> FormatError) throws -> [Int] {
+        guard (0...sliding.count).contains(shared), !sliding.isEmpty else { throw missing(0) }
+        let firstShared = sliding.count - shared
+        var sources = Array(sliding.indices)
+        for l in firstShared..<sliding.count {
+            guard let source = (0..<firstShared).last(where: { sliding[$0] == sliding[l] }) else { throw missing(l) }
+            sources[l] = source
+        }
+        return sources
+    }
+
+    /// The per-layer and per-kind keys of a `gemma4` GGUF file, with errors that name the key.
+    private struct GGUFLayerMetadata {
+        let h: GGUFHyperparameters
+        let layers: Int
+
+        init(_ h: GGUFHyperparameters) throws {
+            self.h = h
+            layers = try h.int("block_count")
+        }
+
+        func key(_ k: String) -> String { "\(h.arch).\(k)" }
+
+        func invalid(_ what: String, _ k: String) -> FormatError {
+            FormatError(.invalidValue, what, path: h.gguf.file.path, key: key(k))
+        }
+
+        /// One positive number for every layer, or an array of `layers` positive numbers; nil when absent.
+        func perLayer(_ k: String) throws -> [Int]? {
+            let md = h.gguf.metadata
+            if case .array? = md[key(k)] {
+                guard let values = try md.ints(key(k)), values.count == layers, values.allSatisfy({ $0 > 0 }) else {
+                    throw invalid("must hold \(layers) positive integers, one per layer", k)
+                }
+                return values
+            }
+            guard let one = try md.int(key(k)) else { return nil }
+            guard one > 0 else { throw invalid("must be positive, got \(one)", k) }
+            return [Int](repeating: one, count: layers)
+        }
+
+        /// `attention.sliding_window_pattern`: one bool per layer (none slide without it).
+        func slidingLayers() throws -> [Bool] {
+            guard let pattern = try h.gguf.metadata.array(key("attention.sliding_window_pattern")) else {
+                return [Bool](repeating: false, count: layers)
+            }
+            guard case .bool(let flags) = pattern, flags.count == layers else {
+                throw invalid("must be \(layers) bools, one per layer", "attention.sliding_window_pattern")
+            }
+            return flags
+        }
+
+        /// (full, sliding) head sizes: `key_length` and `key_length_swa`; values must match keys.
+        func headSizes() throws -> (full: Int, sliding: Int) {
+            let full = try h.int("attention.key_length")
+            let sliding = try h.optionalInt("attention.key_length_swa") ?? full
+            if let v = try h.optionalInt("attention.value_length"), v != full {
+                throw invalid("value head size \(v) differs from the key head size \(full)", "attention.value_length")
+            }
+            if let v = try h.optionalInt("attention.value_length_swa"), v != sliding {
+                throw invalid("value head size \(v) differs from the key head size \(sliding)", "attention.value_length_swa")
+            }
+            return (full, sliding)
+        }
+
+        /// RoPE of full layers (`rope.freq_base`, `rope.dimension_count`, the `rope_freqs`
+        /// divisors) and of sliding layers (`rope.freq_base_swa`, `rope.dimension_count_swa`).
+        func rope(fullHeadDim: Int, slidingHeadDim: Int) throws -> (full: DecoderOptions.RoPE, sliding: DecoderOptions.RoPE) {
+            let fullRotary = try h.optionalInt("rope.dimension_count") ?? fullHeadDim
+            let slidingRotary = try h.optionalInt("rope.dimension_count_swa") ?? slidingHeadDim
+            guard fullRotary <= fullHeadDim, slidingRotary <= slidingHeadDim, fullRotary % 2 == 0, slidingRotary % 2 == 0 else {
+                throw invalid(
+                    "rotary dimensions (\(fullRotary), \(slidingRotary)) must be even and within the head sizes", "rope.dimension_count")
+            }
+            var full = DecoderOptions.RoPE(theta: try h.optionalFloat("rope.freq_base") ?? 1_000_000, rotaryDims: fullRotary)
+            if let factors = try h.ropeFactors("rope_freqs.weight", rotaryDims: fullRotary) {
+                guard factors.allSatisfy({ $0 > 0 }) else {
+                    throw FormatError(.invalidValue, "RoPE divisors must be positive", path: h.gguf.file.path, key: "rope_freqs.weight")
+                }
+                full.scaling = .frequencyFactors(factors)
+            }
+            let sliding = DecoderOptions.RoPE(theta: try h.optionalFloat("rope.freq_base_swa") ?? 10_000, rotaryDims: slidingRotary)
+            return (full, sliding)
         }
     }
 
