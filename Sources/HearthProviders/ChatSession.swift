@@ -262,7 +262,15 @@ public final class ChatSession: Sendable {
         messages.append(.user(prompt))
         var made: [ToolCallRecord] = []
         for _ in 0..<maxToolRounds {
-            let reply = try await streamRound(ChatRequest(messages: messages, options: options), emit: emit)
+            var reply = try await streamRound(ChatRequest(messages: messages, options: options), emit: emit)
+            // Call ids must be unique in a conversation (the APIs pair each result with its call
+            // by id): a provider that numbers its calls per reply (`call_0` every turn) or sends
+            // none gets fresh ones here, used for the call and its result alike.
+            var seen = Set(messages.flatMap { $0.toolCalls.map(\.id) })
+            for index in reply.toolCalls.indices where reply.toolCalls[index].id.isEmpty || !seen.insert(reply.toolCalls[index].id).inserted {
+                reply.toolCalls[index].id = ToolCall.newID()
+                seen.insert(reply.toolCalls[index].id)
+            }
             messages.append(reply.assistantMessage)
             guard !reply.toolCalls.isEmpty else {
                 let added = Array(messages[start...])
