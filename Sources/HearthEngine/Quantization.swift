@@ -38,12 +38,13 @@ extension ModelWeights {
         switch role {
         case .output: return plan.output
         case .tokenEmbedding: return tied ? plan.output : plan.embedding
+        case .perLayerTokenEmbedding: return plan.embedding
         default: return plan.projections
         }
     }
 
-    /// Quantizes every float matrix into memory (interleaved16), leaving already-quantized
-    /// ones as they are. `progress` receives the overall fraction done.
+    /// Quantizes every float matrix into memory (interleaved16) — Gemma 4's per-layer matrices
+    /// included —, leaving already-quantized ones as they are. `progress` receives the overall fraction done.
     public func quantized(
         plan: QuantizationPlan, options: DecoderOptions, threads: Int, progress: (@Sendable (Double) -> Void)? = nil
     ) -> ModelWeights {
@@ -75,6 +76,13 @@ extension ModelWeights {
             result.layers[l].attnOutput = convert(layers[l].attnOutput, plan.projections)
             result.layers[l].ffnIn = convert(layers[l].ffnIn)
             result.layers[l].down = convert(layers[l].down, plan.projections)
+            result.layers[l].perLayerGate = layers[l].perLayerGate.map { convert($0, plan.projections) }
+            result.layers[l].perLayerProjection = layers[l].perLayerProjection.map { convert($0, plan.projections) }
+        }
+        if let ple = perLayerInputs {
+            // Gemma 4's per-layer embedding table is read a row per token, like the token embedding.
+            result.perLayerInputs?.embedding = convert(ple.embedding, plan.embedding)
+            result.perLayerInputs?.modelProjection = convert(ple.modelProjection, plan.projections)
         }
         result.output = tied ? result.tokenEmbedding : convert(output, plan.output)
         return result
