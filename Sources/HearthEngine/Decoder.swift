@@ -47,6 +47,11 @@ public final class Decoder {
     /// (logitsRows, vocab): the rows a step asked for; grows (rarely) when a step asks for more
     /// rows than it holds (speculative verification asks for several per sequence).
     private var lastLogits: UnsafeMutablePointer<Float>
+    /// The output head's 16-token groups for the step in progress (``forward(batch:logitsFor:generatedRows:lengths:headMask:shouldStop:)``); nil: all.
+    private var headGroups: [Int32]?
+    /// How many 16-token groups the last ``forward(batch:logitsFor:generatedRows:lengths:headMask:shouldStop:)``'s
+    /// head computed when it did not compute them all (nil: it computed every group).
+    public private(set) var lastHeadGroups: Int?
     private var logitsRows: Int
     private var buffers: [UnsafeMutablePointer<Float>] = []
 
@@ -259,9 +264,13 @@ public final class Decoder {
     /// drafts), the rest prompt tokens: under ``ActivationPrecision/mixed`` the layers multiply
     /// them at 16 and 8 bits respectively, so a generated token's row is computed as a single
     /// token's would be whatever shares its batch.
+    ///
+    /// `headMask` (a bit per token id, 64 to a word): only the tokens it allows are needed in
+    /// every logits row; the head then computes just the 16-token groups holding one of them
+    /// (each logit it computes is the full head's, bit for bit) and the others' logits are −∞.
     public func forward(
         batch items: [BatchItem], logitsFor: [Int], generatedRows: Int = 0, lengths: [Int: Int] = [:],
-        shouldStop: () -> Bool = { false }
+        headMask: [UInt64]? = nil, shouldStop: () -> Bool = { false }
     ) throws -> UnsafeBufferPointer<Float> {
         guard logitsFor.allSatisfy({ items.indices.contains($0) }), Set(logitsFor).count == logitsFor.count else {
             throw EngineError(.invalidOption, "logits are asked for items outside the batch, or twice for one item")
@@ -271,6 +280,10 @@ public final class Decoder {
         }
         let segments = try segments(of: items, lengths: lengths, cache: cache)
         reserveLogitsRows(logitsFor.count)
+        headGroups = headMask.map { allowedGroups($0, vocabulary: options.vocabSize) }
+        let groupCount = (options.vocabSize + matmulGroupRows - 1) / matmulGroupRows
+        lastHeadGroups = headGroups.flatMap { $0.count < groupCount ? $0.count : nil }
+        defer { headGroups = nil }
         try forwardBatch(
             items.map(\.token), segments: segments, outputRows: logitsFor, output: .logits(nil), cache: cache,
             generatedRows: generatedRows, shouldStop: shouldStop)
@@ -618,10 +631,34 @@ public final class Decoder {
         }
         let out = logits ?? lastLogits
         scratch.activations.bits = activationPrecision.headBits
-        matmul(weights.output, x: xb, batch: outputRows.count, y: out, pool: pool, scratch: scratch)
+        let groupCount = (o.vocabSize + matmulGroupRows - 1) / matmulGroupRows
+        if let groups = headGroups, groups.count < groupCount {
+            matmul(weights.output, x: xb, batch: outputRows.count, y: out, groups: groups, pool: pool, scratch: scratch)
+        } else {
+            matmul(weights.output, x: xb, batch: outputRows.count, y: out, pool: pool, scratch: scratch)
+        }
         addBias(out, weights.outputBias, rows: outputRows.count, width: o.vocabSize)
         if let cap = o.finalLogitSoftcap {
             for i in 0..<(outputRows.count * o.vocabSize) { out[i] = tanhf(out[i] / cap) * cap }
+        }
+        if let groups = headGroups, groups.count < groupCount {
+            Self.excludeOutside(groups, rows: outputRows.count, vocabulary: o.vocabSize, out)
+        }
+    }
+
+    /// Sets every logit outside the 16-token `groups` (ascending) to −∞ in each of `rows` rows.
+    static func excludeOutside(_ groups: [Int32], rows: Int, vocabulary: Int, _ out: UnsafeMutablePointer<Float>) {
+        for r in 0..<rows {
+            let row = out + r * vocabulary
+            var next = 0  // the index into `groups` of the first group at or after `start`
+            var start = 0
+            while start < vocabulary {
+                while next < groups.count, Int(groups[next]) * matmulGroupRows < start { next += 1 }
+                let end = next < groups.count ? Int(groups[next]) * matmulGroupRows : vocabulary
+                if start < end { (row + start).update(repeating: -.infinity, count: end - start) }
+                start = end + matmulGroupRows
+                if next < groups.count { next += 1 }
+            }
         }
     }
 

@@ -137,6 +137,10 @@ public struct StepStatistics: Sendable, Equatable {
     public var sequences = 0
     /// Tokens those steps processed (prompt chunks, decode tokens, drafts), summed.
     public var tokens = 0
+    /// Steps whose output head computed only the token groups a grammar allowed
+    /// (``Generator/sparseHead``), and the 16-token groups they computed, summed.
+    public var sparseHeadSteps = 0
+    public var sparseHeadGroups = 0
 
     public init() {}
 }

@@ -110,6 +110,10 @@ extension Generator {
                 stepTotals.steps += 1
                 stepTotals.sequences += held.sequences
                 stepTotals.tokens += held.tokens
+                if let groups = held.headGroups {
+                    stepTotals.sparseHeadSteps += 1
+                    stepTotals.sparseHeadGroups += groups
+                }
             }
             queue.unlock()
         }
@@ -120,7 +124,7 @@ extension Generator {
     /// One scheduler step; returns the sequences and tokens the forward pass held (nil when
     /// nothing ran: no active request, or the step was cancelled or failed).
     @discardableResult
-    func step() -> (sequences: Int, tokens: Int)? {
+    func step() -> (sequences: Int, tokens: Int, headGroups: Int?)? {
         admit()
         for job in active where job.isCancelled() {
             job.run.summary.finishReason = .cancelled
@@ -135,7 +139,7 @@ extension Generator {
             // it ends between layers (each slot keeps what it held before the step).
             logits = try decoder.forward(
                 batch: batch.items, logitsFor: batch.logitsFor, generatedRows: batch.generatedRows, lengths: batch.lengths,
-                shouldStop: { batch.fed.allSatisfy { $0.job.isCancelled() } })
+                headMask: batch.headMask, shouldStop: { batch.fed.allSatisfy { $0.job.isCancelled() } })
         } catch let error as EngineError where error.code == .cancelled {
             for entry in batch.fed {
                 entry.job.run.summary.finishReason = .cancelled
@@ -152,7 +156,7 @@ extension Generator {
         settle(batch.fed, logits: logits)
         // A step of decode tokens only (with their drafts) times the cost of a row.
         if !batch.prefills { stepCosts.record(rows: batch.items.count, seconds: seconds(since: started)) }
-        return (Set(batch.fed.map { $0.job.slot }).count, batch.items.count)
+        return (Set(batch.fed.map { $0.job.slot }).count, batch.items.count, batch.headMask == nil ? nil : decoder.lastHeadGroups)
     }
 
     /// One step's forward-pass input: its rows, the rows whose logits are read, and what each
@@ -165,6 +169,9 @@ extension Generator {
         /// Decode inputs and drafts come first: 16-bit rows under `.outliers`/`.balanced`/`.mixed`.
         var generatedRows = 0
         var prefills = false
+        /// The tokens any of the batch's logits rows may choose (nil: every token), for
+        /// ``Generator/sparseHead``.
+        var headMask: [UInt64]?
     }
 
     /// Decode tokens first (one per running sequence), then prompt chunks in arrival order.
@@ -186,6 +193,9 @@ extension Generator {
         }
         batch.generatedRows = batch.items.count
         batch.prefills = !prefilling.isEmpty
+        if sparseHead, prefilling.isEmpty, !decoding.isEmpty, proposals.allSatisfy(\.isEmpty) {
+            batch.headMask = unitedHeadMask(decoding)
+        }
         var budget = decoder.maxBatch - batch.items.count
         if !decoding.isEmpty { budget = min(budget, max(1, interleavedPrefillTokens)) }
         for job in prefilling where budget > 0 {
@@ -200,6 +210,18 @@ extension Generator {
             batch.lengths[job.slot] = job.ropeLength
         }
         return batch
+    }
+
+    /// The union of the decoding jobs' next-step masks (``SequenceRun/headMask()``), or nil when
+    /// one of them needs every logit.
+    private func unitedHeadMask(_ jobs: [Job]) -> [UInt64]? {
+        var united: [UInt64] = []
+        for job in jobs {
+            guard let mask = job.run.headMask() else { return nil }
+            if united.count < mask.count { united += Array(repeating: 0, count: mask.count - united.count) }
+            for (i, word) in mask.enumerated() { united[i] |= word }
+        }
+        return united
     }
 
     /// Hands each job its rows of `logits`: a prompt chunk that did not complete its prompt

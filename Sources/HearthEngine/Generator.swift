@@ -52,6 +52,14 @@ public final class Generator: @unchecked Sendable {
     /// prompt waits for the next step, so running sequences keep their pace).
     public var interleavedPrefillTokens = 32
 
+    /// Under a grammar, the output head computes only the 16-token groups holding a token the
+    /// grammar allows at that step (the others' logits are −∞): at a JSON structure's or a
+    /// number's position that is a small part of the vocabulary, and the head is most of a
+    /// small model's weight bytes per token. The tokens chosen are the same either way (each
+    /// computed logit equals the full head's bit for bit). Off for steps that read every
+    /// logit (log-probabilities, reasoning blocks, speculative drafts).
+    public var sparseHead = true
+
     struct Slot {
         var tokens: [Int32] = []
         var busy = false

@@ -17,6 +17,9 @@ struct SequenceRun {
     /// Set for the step whose token opened a reasoning block under a constraint (the matcher
     /// does not see it).
     var matcherWaits = false
+    /// Set when ``headMask()`` filled ``mask`` for the next step: ``next(_:eos:context:onToken:)``
+    /// takes it as it is.
+    var maskReady = false
     /// Generated text not yet emitted (held back for stop strings).
     var text = ""
     var summary: GenerationSummary
@@ -64,7 +67,9 @@ struct SequenceRun {
         let forced = reasoning?.nextForced()
         let grammar = matcher != nil && forced == nil && phase != .reasoning
         if grammar {
-            matcher?.fillMask(&mask)  // in place: a copy would duplicate the matcher's mask cache each step
+            // In place: a copy would duplicate the matcher's mask cache each step.
+            if !maskReady { matcher?.fillMask(&mask) }
+            maskReady = false
             reasoning?.adjust(&mask, phase: phase)
             if !mask.contains(where: { $0 != 0 }) {
                 // Complete, with no end-of-sequence token to say so (or no token can go on).
@@ -153,6 +158,19 @@ struct SequenceRun {
         if summary.completionTokens == parameters.maxTokens { return endOfBudget() }
         if history.count >= context { return endOfBudget() }
         return .feed(id)
+    }
+
+    /// The tokens the next step may choose, when only those need logits: a grammar constrains
+    /// the output and nothing reads the others (no log-probabilities asked, no reasoning block,
+    /// the grammar not waiting). The mask is kept for that step's ``next(_:eos:context:onToken:)``
+    /// (the matcher does not move in between). Nil: every token's logit is needed.
+    mutating func headMask() -> [UInt64]? {
+        guard matcher != nil, reasoning == nil, !sampler.normalizes, !matcherWaits,
+            summary.completionTokens < parameters.maxTokens
+        else { return nil }
+        matcher?.fillMask(&mask)
+        maskReady = true
+        return mask
     }
 
     /// The tokens ran out: `.stop` when a constraint's output is complete (it may end here),

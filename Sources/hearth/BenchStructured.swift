@@ -37,6 +37,9 @@ struct BenchStructured: ParsableCommand {
     @Option(name: .long, help: "How many schemas (the first ones) the decode-speed comparison uses (0 skips it).")
     var decodeSchemas: Int = 6
 
+    @Flag(name: .long, help: "Compute the whole output head under a schema too (default: only the 16-token groups holding a token the schema allows at that step; the tokens chosen are the same).")
+    var fullHead = false
+
     @Flag(name: .long, help: "Print JSON instead of a markdown summary.")
     var json = false
 
@@ -64,6 +67,10 @@ struct BenchStructured: ParsableCommand {
         var slowest_masks: [String: Double] = [:]
         var outputs_stopped = 0
         var outputs_cut = 0
+        /// Constrained steps whose head computed only the allowed token groups, and the share of
+        /// the head's groups those steps computed.
+        var sparse_head_steps = 0
+        var sparse_head_share = 0.0
     }
 
     // Long: the command from load to report: constrained and plain runs alternate over the same prompts
@@ -99,6 +106,7 @@ struct BenchStructured: ParsableCommand {
 
             // Room for a long schema in the prompt (the long-array and deep-object schemas are over 2k tokens on a 32k vocabulary).
             let generator = try Generator(model: lm, context: min(lm.options.maxContext, 4096), threads: workers.threads, sequences: 1)
+            generator.sparseHead = !fullHead
             var maskTimes: [Double] = []
             var decodeWith: [Double] = [], decodeWithout: [Double] = [], decodeWithoutLookup: [Double] = []
             let bar = json ? nil : ProgressBar(label: "schemas")
@@ -117,6 +125,7 @@ struct BenchStructured: ParsableCommand {
                     parameters.constraint = entry.constraint
                     // The mask's cost alone: both runs of a pair decode one token per step.
                     parameters.speculative = .off
+                    parameters.logprobs = false  // as the server runs a request that asks for none
                     var ids: [Int32] = []
                     let result = try generator.run(prompt: prompt, parameters: parameters) { ids.append($0.id) }
                     if result.finishReason == .stop { figures.outputs_stopped += 1 } else { figures.outputs_cut += 1 }
@@ -155,6 +164,10 @@ struct BenchStructured: ParsableCommand {
             figures.decode_tokens_per_second_with = with
             figures.decode_tokens_per_second_without = without
             figures.decode_ratio = without > 0 ? with / without : 0
+            let steps = generator.stepStatistics
+            figures.sparse_head_steps = steps.sparseHeadSteps
+            let groups = (lm.options.vocabSize + 15) / 16
+            figures.sparse_head_share = steps.sparseHeadSteps > 0 ? Double(steps.sparseHeadGroups) / Double(steps.sparseHeadSteps * groups) : 0
             figures.decode_tokens_per_second_without_lookup = decodeWithoutLookup.reduce(0, +) / Double(max(1, decodeWithoutLookup.count))
 
             if json {
@@ -167,6 +180,7 @@ struct BenchStructured: ParsableCommand {
                     compile: first schema \(format(figures.first_compile_ms)) ms; the other \(compiles.count): \(describe(figures.compile_ms, unit: "ms"))
                     mask per step (\(figures.mask_steps) steps): \(describe(figures.mask_us, unit: "µs"))
                     outputs: \(figures.outputs_stopped) complete, \(figures.outputs_cut) cut by the token limit
+                    output head: \(fullHead ? "whole (--full-head)" : "\(figures.sparse_head_steps) constrained steps computed \(format(100 * figures.sparse_head_share, digits: 1))% of its token groups")
                     decode (speculation off on both): \(format(with)) tok/s with a schema, \(format(without)) without (ratio \(format(figures.decode_ratio, digits: 3)), \(decodeWith.count) pairs); without a schema and with prompt lookup: \(format(figures.decode_tokens_per_second_without_lookup)) tok/s
 
                     """)
