@@ -77,6 +77,20 @@ import Testing
         #expect(error?.recoverySuggestion?.contains("gemma-3-270m-q4_k_m") == true)
     }
 
+    @Test func aFileThatIsNotAModelFailsTheLoadNamingItWithoutItsFolder() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-load-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let junk = dir.appendingPathComponent("junk.gguf")
+        try Data("not a model".utf8).write(to: junk)
+        let error = await #expect(throws: ProviderError.self) {
+            _ = try await LocalProvider.load(junk.path, catalog: ModelCatalog(registry: nil, directory: nil))
+        }
+        #expect(error?.code == .modelUnavailable)
+        #expect(error?.localizedDescription.contains("'junk'") == true && error?.localizedDescription.contains(dir.path) == false, "\(String(describing: error))")
+        #expect(error?.recoverySuggestion?.isEmpty == false)
+    }
+
     @Test func anOfflineOrUnreachableHubIsATypedReadableError() async throws {
         let cache = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-load-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: cache) }
