@@ -371,51 +371,7 @@ struct RequestParser {
             origins.add(owner: "input", callID: "input", calls: "input")
         case .array(let items)?:
             guard !items.isEmpty else { throw APIError.invalid("input", "'input' must contain at least one item.") }
-            // Reasoning items belong to the assistant turn that follows them (its message or call).
-            var pendingReasoning: [ReasoningPart] = []
-            func attachReasoning() {
-                guard !pendingReasoning.isEmpty, let last = messages.indices.last, messages[last].role == .assistant else { return }
-                messages[last].reasoning += pendingReasoning
-                pendingReasoning = []
-            }
-            for (index, item) in items.enumerated() {
-                let m = try Fields(item, prefix: "input[\(index)]")
-                let type = try m.string("type") ?? "message"
-                switch type {
-                case "message": break
-                case "function_call":
-                    try responsesCall(m, into: &messages, origins: &origins)
-                    attachReasoning()
-                    continue
-                case "function_call_output":
-                    try responsesCallOutput(m, into: &messages, origins: &origins)
-                    continue
-                case "reasoning":
-                    pendingReasoning.append(try responsesReasoning(m))
-                    continue
-                case "mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response":
-                    try mcpInputItem(type, m, into: &messages, origins: &origins, mcp: &mcpItems)
-                    attachReasoning()
-                    continue
-                default:
-                    throw APIError.invalid(
-                        m.name("type"),
-                        "'\(m.name("type"))' is '\(type.prefix(40))': only message, reasoning, function_call, function_call_output and MCP items are supported.")
-                }
-                let role: ChatMessage.Role
-                switch try m.string("role") {
-                case "system", "developer": role = .system
-                case "user": role = .user
-                case "assistant": role = .assistant
-                case nil: throw APIError.invalid(m.name("role"), "'\(m.name("role"))' is required.", code: "missing_field")
-                case let other?:
-                    throw APIError.invalid(
-                        m.name("role"), "'\(m.name("role"))' must be system, developer, user or assistant, got '\(other.prefix(40))'.")
-                }
-                messages.append(ChatMessage(role: role, content: try text(m, key: "content", partTypes: ["input_text", "output_text", "text"])))
-                origins.add(owner: m.prefix, callID: m.prefix, calls: m.prefix)
-                attachReasoning()
-            }
+            try responsesInput(items, into: &messages, origins: &origins, mcp: &mcpItems)
         case let other?: throw f.wrongType("input", "a string or an array of input items", other)
         }
         try validateToolResults(messages, origins: origins)
@@ -453,6 +409,59 @@ struct RequestParser {
         mcpItems.choice = tools.mcpChoice
         if !mcpItems.isEmpty { job.mcp = mcpItems }
         return job
+    }
+
+    /// The items of a Responses `input` list as messages: message items, `function_call` and
+    /// `function_call_output`, `reasoning` (kept with the assistant turn that follows it) and
+    /// the MCP items (``mcpInputItem(_:_:into:origins:mcp:)``).
+    func responsesInput(_ items: [JSONValue], into messages: inout [ChatMessage], origins: inout MessageOrigins, mcp mcpItems: inout MCPRequest)
+        throws
+    {
+        // Reasoning items belong to the assistant turn that follows them (its message or call).
+        var pendingReasoning: [ReasoningPart] = []
+        func attachReasoning() {
+            guard !pendingReasoning.isEmpty, let last = messages.indices.last, messages[last].role == .assistant else { return }
+            messages[last].reasoning += pendingReasoning
+            pendingReasoning = []
+        }
+        for (index, item) in items.enumerated() {
+            let m = try Fields(item, prefix: "input[\(index)]")
+            let type = try m.string("type") ?? "message"
+            switch type {
+            case "message": break
+            case "function_call":
+                try responsesCall(m, into: &messages, origins: &origins)
+                attachReasoning()
+                continue
+            case "function_call_output":
+                try responsesCallOutput(m, into: &messages, origins: &origins)
+                continue
+            case "reasoning":
+                pendingReasoning.append(try responsesReasoning(m))
+                continue
+            case "mcp_list_tools", "mcp_call", "mcp_approval_request", "mcp_approval_response":
+                try mcpInputItem(type, m, into: &messages, origins: &origins, mcp: &mcpItems)
+                attachReasoning()
+                continue
+            default:
+                throw APIError.invalid(
+                    m.name("type"),
+                    "'\(m.name("type"))' is '\(type.prefix(40))': only message, reasoning, function_call, function_call_output and MCP items are supported.")
+            }
+            let role: ChatMessage.Role
+            switch try m.string("role") {
+            case "system", "developer": role = .system
+            case "user": role = .user
+            case "assistant": role = .assistant
+            case nil: throw APIError.invalid(m.name("role"), "'\(m.name("role"))' is required.", code: "missing_field")
+            case let other?:
+                throw APIError.invalid(
+                    m.name("role"), "'\(m.name("role"))' must be system, developer, user or assistant, got '\(other.prefix(40))'.")
+            }
+            messages.append(ChatMessage(role: role, content: try text(m, key: "content", partTypes: ["input_text", "output_text", "text"])))
+            origins.add(owner: m.prefix, callID: m.prefix, calls: m.prefix)
+            attachReasoning()
+        }
     }
 
     /// A Responses `reasoning` input item (an earlier turn's, sent back): its text (the

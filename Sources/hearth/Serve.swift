@@ -269,6 +269,39 @@ struct Serve: AsyncParsableCommand {
             }
             if provider == nil { name = configuration.routes.keys.sorted().joined(separator: ", ") }
         }
+        var options = try serverOptions(alias: name, gateway: gateway, logger: logger)
+        // MCP servers start with the server and stop with it (ServeMCP.swift).
+        let mcpHost = try await mcp.start(logger: logger)
+        options.mcp = mcpHost
+        options.maxToolRounds = mcp.maxToolRounds
+        let server = HearthServer(local: provider, options: options, logger: logger, gateway: gateway, models: others)
+        try await serve(server, name: name, others: others.keys.sorted(), mcpHost: mcpHost)
+    }
+
+    /// Runs the server until SIGTERM/SIGINT, printing where it serves; then stops the MCP servers.
+    func serve(_ server: HearthServer, name: String, others: [String], mcpHost: ServeMCPHost?) async throws {
+        let served = ([name] + others).joined(separator: ", ")
+        let host = self.host.contains(":") ? "[\(self.host)]" : self.host
+        do {
+            try await server.run { port in
+                emit("Hearth is serving \(served) at http://\(host):\(port)/v1 (OpenAI and Anthropic APIs; /health, /metrics)\n")
+                let second = ollamaPort.map { server.ollamaPort ?? $0 }
+                var more = "Ollama's API at http://\(host):\(port)/api" + (second.map { " and on port \($0)" } ?? "")
+                if !noWebUI { more += "; chat page at http://\(host):\(port)/" }
+                emit(more + "\n")
+            }
+        } catch {
+            await mcpHost?.mcpShutdown()
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        await mcpHost?.mcpShutdown()  // no MCP server outlives the server
+        emit("Hearth server stopped.\n")
+    }
+
+    /// The server's options from the flags (the key only without a gateway; spans when an
+    /// OTLP endpoint is configured).
+    func serverOptions(alias name: String, gateway: Gateway?, logger: Logger) throws -> ServerOptions {
         var options = ServerOptions(
             host: host, port: port, apiKey: gateway == nil ? try key() : nil, maxQueue: maxQueue, alias: name,
             maxBodyBytes: maxBodyBytes, requestTimeout: requestTimeout, drainGrace: grace, idleTimeout: idleTimeout,
@@ -286,28 +319,7 @@ struct Serve: AsyncParsableCommand {
             options.tracing = tracing
             logger.info("exporting spans", metadata: ["endpoint": "\(TracingOptions.redacted(endpoint) ?? "(not a URL)")"])
         }
-        // MCP servers start with the server and stop with it (ServeMCP.swift).
-        let mcpHost = try await mcp.start(logger: logger)
-        options.mcp = mcpHost
-        options.maxToolRounds = mcp.maxToolRounds
-        let server = HearthServer(local: provider, options: options, logger: logger, gateway: gateway, models: others)
-        let served = ([name] + others.keys.sorted()).joined(separator: ", ")
-        let host = self.host.contains(":") ? "[\(self.host)]" : self.host
-        do {
-            try await server.run { port in
-                emit("Hearth is serving \(served) at http://\(host):\(port)/v1 (OpenAI and Anthropic APIs; /health, /metrics)\n")
-                let second = ollamaPort.map { server.ollamaPort ?? $0 }
-                var more = "Ollama's API at http://\(host):\(port)/api" + (second.map { " and on port \($0)" } ?? "")
-                if !noWebUI { more += "; chat page at http://\(host):\(port)/" }
-                emit(more + "\n")
-            }
-        } catch {
-            await mcpHost?.mcpShutdown()
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-            throw ExitCode(1)
-        }
-        await mcpHost?.mcpShutdown()  // no MCP server outlives the server
-        emit("Hearth server stopped.\n")
+        return options
     }
 }
 

@@ -19,10 +19,11 @@ import FoundationNetworking
         read -r l; echo '{"jsonrpc":"2.0","id":'"$(getid "$l")"',"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"sh","version":"0"}}}'
         S='{"type":"object","properties":{"x":{"type":"integer","minimum":0,"maximum":9}},"required":["x"],"additionalProperties":false}'
         while read -r l; do
+          # The SDK's JSON keys come in any order: a call is told by its tool's name alone.
           case "$l" in
+            *'"name":"fail"'*) echo '{"jsonrpc":"2.0","id":'"$(getid "$l")"',"result":{"content":[{"type":"text","text":"FAILED-ON-PURPOSE"}],"isError":true}}' ;;
+            *'"name":"die"'*) echo "dying with $TOKEN" >&2; exit 3 ;;
             *tools*list*) echo '{"jsonrpc":"2.0","id":'"$(getid "$l")"',"result":{"tools":[{"name":"pick","description":"Pick a digit.","inputSchema":'"$S"'},{"name":"fail","description":"Fails.","inputSchema":'"$S"'},{"name":"die","description":"Exits.","inputSchema":'"$S"'}]}}' ;;
-            *tools*call*'"name":"fail"'*) echo '{"jsonrpc":"2.0","id":'"$(getid "$l")"',"result":{"content":[{"type":"text","text":"FAILED-ON-PURPOSE"}],"isError":true}}' ;;
-            *tools*call*'"name":"die"'*) echo "dying with $TOKEN" >&2; exit 3 ;;
             *tools*call*) echo called >> "$CALLS"; echo '{"jsonrpc":"2.0","id":'"$(getid "$l")"',"result":{"content":[{"type":"text","text":"SHELL-RESULT"}]}}' ;;
           esac
         done
