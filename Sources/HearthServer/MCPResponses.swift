@@ -134,7 +134,7 @@ extension HearthServer {
         echoJob.options.tools = plan.functionTools
         if request.choice != nil { echoJob.options.toolChoice = nil }
         let renderer = ResponseRenderer(job: echoJob, requestID: call.requestID, reportsProvider: false)
-        let loop = MCPLoop(server: self, plan: plan, job: job, route: route, client: client, call: call)
+        let loop = MCPLoop(server: self, plan: plan, job: job, route: route, client: client, call: call, channel: context.channel)
         guard job.stream else {
             var items = MCPItems(renderer: renderer)
             let result = await loop.run(&items) { _ in }
@@ -220,6 +220,8 @@ struct MCPLoop: Sendable {
     let route: Gateway.ModelRoute
     let client: GatewayConfiguration.Client
     let call: GenerationCall
+    /// The client's connection: a client that leaves stops the generation under way (and so the loop).
+    let channel: any Channel
 
     struct Result: Sendable {
         var usage = Usage(promptTokens: 0, completionTokens: 0)
@@ -254,7 +256,7 @@ struct MCPLoop: Sendable {
             } else if ran, roundJob.options.toolChoice != nil, roundJob.options.toolChoice != ToolChoice.disabled {
                 roundJob.options.toolChoice = .auto  // a forced call has run: the model may now answer
             }
-            let outcome = await server.mcpRound(roundJob, route: route, client: client, call: call)
+            let outcome = await server.mcpRound(roundJob, route: route, client: client, call: call, channel: channel)
             result.usage.promptTokens += outcome.usage.promptTokens
             result.usage.completionTokens += outcome.usage.completionTokens
             if let error = outcome.error {
@@ -310,8 +312,8 @@ struct MCPLoop: Sendable {
 extension HearthServer {
     /// One generation of the tool loop, admitted, timed and recorded like any request (its
     /// quota reserved, its usage settled); nothing streamed.
-    func mcpRound(_ job: GenerationJob, route: Gateway.ModelRoute, client: GatewayConfiguration.Client, call: GenerationCall) async
-        -> RouteOutcome
+    func mcpRound(_ job: GenerationJob, route: Gateway.ModelRoute, client: GatewayConfiguration.Client, call: GenerationCall, channel: any Channel)
+        async -> RouteOutcome
     {
         var call = call
         let stream = RouteStream()
@@ -327,12 +329,14 @@ extension HearthServer {
             await record(failure, call: call)
             return failure
         }
+        let watch = await watchConnection(channel) { stream.cancel(ClientGone()) }
         let timeout = options.requestTimeout
         let deadline = Task {
             try await Task.sleep(for: .milliseconds(Int64(timeout * 1000)))
             stream.cancel(ProviderError(.timeout, provider: "gateway", message: "The request took longer than \(Int(timeout)) seconds."))
         }
         defer {
+            watch.end()
             deadline.cancel()
             lease.end()
         }
