@@ -66,6 +66,26 @@ import Testing
         #expect(response.text.contains("there is no tool named no_such_tool") && response.text.contains("Call get_weather again"))
     }
 
+    @Test func repeatedOrMissingCallIDsGetFreshOnesSoTheConversationStaysValid() async throws {
+        // A provider that numbers its calls per reply (the same id every turn) or sends none.
+        let provider = RoundProvider { request, _ in
+            guard request.messages.last?.role == .user else { return [.textDelta("Done."), .finished(.stop)] }
+            return ToolLoopTests.call(0, "call_0", "get_weather", #"{"city": "Oslo"}"#) + ToolLoopTests.call(1, "", "get_weather", #"{"city": "Bergen"}"#)
+                + [.finished(.toolCalls)]
+        }
+        let session = ChatSession(provider: provider, tools: [ToolLoopTests.Weather()])
+        _ = try await session.respond(to: "one")
+        let second = try await session.respond(to: "two")
+        let ids = session.transcript.messages.flatMap { $0.toolCalls.map(\.id) }
+        #expect(ids.count == 4 && Set(ids).count == 4 && !ids.contains(""), "\(ids)")
+        #expect(ids.first == "call_0", "a first, unique id is kept")
+        #expect(second.toolCalls.map(\.call.id) == Array(ids.suffix(2)))
+        // Each result answers its own call, and the conversation validates as the APIs check it.
+        let results = session.transcript.messages.filter { $0.role == .tool }.compactMap(\.toolCallID)
+        #expect(results == ids)
+        #expect(throws: Never.self) { try session.transcript.messages.validateToolResults() }
+    }
+
     @Test func aModelThatNeverStopsCallingEndsTheTurnAndLeavesTheTranscript() async throws {
         let provider = RoundProvider { _, round in ToolLoopTests.call(0, "c\(round)", "get_weather", #"{"city": "Rome"}"#) + [.finished(.toolCalls)] }
         let session = ChatSession(provider: provider, tools: [ToolLoopTests.Weather()], maxToolRounds: 3)
