@@ -87,6 +87,40 @@ import Testing
         }
     }
 
+    /// The repack cache holds the per-layer matrices too: written on the first load, mapped on
+    /// the second, and both give the logits of the in-memory repack.
+    @Test func repackCacheRoundTripsThePerLayerMatrices() throws {
+        let name = "gemma4-tiny-q4_k_m.gguf"
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hearth-repack-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cache = RepackCache(directory: directory, minimumBytes: 0)
+        let path = Self.directory.appendingPathComponent(name).path
+        let first = try LanguageModel(path: path, threads: 2, repackCache: cache)
+        guard case .written = first.repackCacheOutcome else {
+            Issue.record("first load: \(first.repackCacheOutcome)")
+            return
+        }
+        RepackCache.waitForPendingWrites()
+        let second = try LanguageModel(path: path, threads: 2, repackCache: cache)
+        guard case .hit = second.repackCacheOutcome else {
+            Issue.record("second load: \(second.repackCacheOutcome)")
+            return
+        }
+        let inMemory = try Self.model(name)
+        // All but the F16 model projection (no kernel layout) are rearranged.
+        #expect(try Self.perLayerMatricesLayouts(second) == Self.perLayerMatricesLayouts(inMemory))
+        #expect(try Self.perLayerMatricesLayouts(second).filter { $0 == .interleaved16 }.count == 11)
+        let ids = try Fixtures.reference("gemma4-tiny").prompts[0].input_ids
+        let expected = try Generator(model: inMemory, context: 64, threads: 2, kvType: .f32).logits(for: ids)
+        #expect(try Generator(model: second, context: 64, threads: 2, kvType: .f32).logits(for: ids) == expected)
+    }
+
+    static func perLayerMatricesLayouts(_ model: LanguageModel) throws -> [WeightLayout] {
+        let ple = try #require(model.weights.perLayerInputs)
+        return [ple.embedding.layout, ple.modelProjection.layout]
+            + model.weights.layers.flatMap { [$0.perLayerGate?.layout, $0.perLayerProjection?.layout].compactMap { $0 } }
+    }
+
     /// Hearth's logits agree with transformers' f32 logits (the exact math) at least as well as
     /// llama.cpp's on the same file: at the positions whose exact top-1/top-2 margin is clear
     /// (≥ 4 × llama.cpp's mean |Δlogit| on the file) Hearth's top-1 is the exact one at least as
