@@ -265,7 +265,9 @@ extension RequestParser {
         }
         if f.value("container") != nil { throw unsupported("container", "names a code-execution container; this server runs none.") }
         if let servers = try f.array("mcp_servers"), !servers.isEmpty {
-            throw unsupported("mcp_servers", "asks the server to call MCP servers; this server has no MCP connector (run the tools in the client).")
+            throw unsupported(
+                "mcp_servers",
+                "asks the server to call MCP servers; /v1/messages has no MCP connector (run the tools in the client, or use /v1/responses with {\"type\": \"mcp\"} tools on a server started with --mcp).")
         }
         if f.value("thread") != nil { throw unsupported("thread", "asks the server to hold the conversation; this server holds none: send every turn in 'messages'.") }
         if !counting, f.value("compaction") != nil {

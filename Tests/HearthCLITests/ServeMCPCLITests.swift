@@ -178,6 +178,31 @@ import FoundationNetworking
         #expect(!log.contains(Self.secret) && !texts.contains { $0.contains(Self.secret) }, "the env secret leaked")
     }
 
+    /// Streamed: the MCP events in OpenAI's order, each frame's `sequence_number` one more than the last.
+    @Test func streamedEventsComeInOrder() async throws {
+        let (dir, config, _) = try Self.scratch()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let server = try Self.serve(config)
+        defer { server.stop() }
+        let (status, _, text) = try await Self.post(
+            server, ["input": "pick", "stream": true, "tools": [Self.mcp("sh", ["require_approval": "never"])], "tool_choice": Self.forced("pick")])
+        #expect(status == 200)
+        let events = text.split(separator: "\n").filter { $0.hasPrefix("event: ") }.map { String($0.dropFirst(7)) }
+        let wanted = [
+            "response.created", "response.in_progress", "response.output_item.added", "response.mcp_list_tools.in_progress",
+            "response.mcp_list_tools.completed", "response.output_item.done", "response.output_item.added", "response.mcp_call_arguments.delta",
+            "response.mcp_call_arguments.done", "response.mcp_call.in_progress", "response.mcp_call.completed", "response.output_item.done",
+            "response.output_item.added", "response.content_part.added",
+        ]
+        #expect(Array(events.prefix(wanted.count)) == wanted, "\(events)")
+        #expect(events.last == "response.completed" || events.last == "response.incomplete", "\(events)")
+        let numbers = text.split(separator: "\n").filter { $0.hasPrefix("data: ") }.compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.dropFirst(6).utf8)) as? [String: Any])?["sequence_number"] as? Int
+        }
+        #expect(numbers == Array(0..<numbers.count) && numbers.count == events.count)
+        #expect(text.contains("SHELL-RESULT"))
+    }
+
     /// `require_approval` left out (OpenAI's default, always): the response ends with an
     /// `mcp_approval_request` and nothing runs; the next request carries the request back with an
     /// `mcp_approval_response` and the call runs, naming its approval. A denial runs nothing.
