@@ -14,6 +14,8 @@
 #                                    [--parallel N] [--schemas DIR] [--report FILE]
 #                                    [--multiple-samples N]   (answers per multipleOf schema; 0 skips)
 #                                    [--frontend-seeds N]     (seeds per front end, default 20; 0 skips)
+#                                    [--budget-matrix 256,512,1024]  (instead of the checks: the corpus at
+#                                       each max_tokens with the budget rule on and off; issue 59)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/serve-common.sh
@@ -26,6 +28,7 @@ schemas="Tests/Fixtures/schemas"
 report=""
 multiple_samples=200
 frontend_seeds=20
+budget_matrix=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --binary) binary="$2"; shift 2 ;;
@@ -37,6 +40,7 @@ while [ $# -gt 0 ]; do
         --report) report="$2"; shift 2 ;;
         --multiple-samples) multiple_samples="$2"; shift 2 ;;
         --frontend-seeds) frontend_seeds="$2"; shift 2 ;;
+        --budget-matrix) budget_matrix="$2"; frontend_seeds=0; shift 2 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -60,6 +64,7 @@ echo "server: $url (pid $server_pid)"
 args=("${url%/v1}" "$key" gemma --schemas "$schemas" --seeds "$seeds" --max-tokens "$max_tokens" --parallel "$parallel"
       --binary "$binary" --model-path "$model" --multiple-samples "$multiple_samples")
 [ -n "$report" ] && args+=(--report "$report")
+[ -n "$budget_matrix" ] && args+=(--budget-matrix "$budget_matrix")
 status=0
 "$venv/bin/python" scripts/check_structured.py "${args[@]}" || status=$?
 if [ "$frontend_seeds" -gt 0 ]; then

@@ -10,6 +10,12 @@
 4. `multipleOf` with bounds (0.5, 0.01 and 7; issue 59): `--multiple-samples` answers each at
    temperature 1, every number checked exactly (decimal arithmetic, not floats: `jsonschema`
    divides floats, and 0.07 / 0.01 is not an integer there).
+5. `--budget-matrix 256,512,1024` (issue 59, finishing in budget; instead of 1–4): the corpus at
+   each max_tokens with the budget rule on (the default) and off (`"finish_in_budget": false`):
+   with it every answer must be valid and none cut; where the answer without it ended on its own
+   (finish_reason "stop"), the answer with it must be the same text (the rule acts only when it
+   must). Differences where the rule reported shaping no token are counted apart: that is not
+   the rule (two runs of one request can part at a near-tie when batched differently).
 
 Exits 1 on any invalid answer or failed request.
 """
@@ -55,7 +61,7 @@ def validator(schema):
     return cls(schema, format_checker=cls.FORMAT_CHECKER)
 
 
-def sample(base, key, model, path, schema, seed, max_tokens):
+def sample(base, key, model, path, schema, seed, max_tokens, finish_in_budget=None):
     body = {
         "model": model,
         "messages": [
@@ -67,6 +73,8 @@ def sample(base, key, model, path, schema, seed, max_tokens):
         "max_tokens": max_tokens,
         "response_format": {"type": "json_schema", "json_schema": {"name": schema_name(path), "schema": schema, "strict": True}},
     }
+    if finish_in_budget is not None:
+        body["finish_in_budget"] = finish_in_budget
     started = time.monotonic()
     status, reply = post(base, key, "/v1/chat/completions", body)
     seconds = time.monotonic() - started
@@ -76,6 +84,7 @@ def sample(base, key, model, path, schema, seed, max_tokens):
     return {
         "status": 200, "finish": choice["finish_reason"], "text": choice["message"]["content"],
         "tokens": reply["usage"]["completion_tokens"], "seconds": seconds,
+        "shaped": reply["usage"].get("budget_shaped_tokens", 0),
     }
 
 
@@ -283,6 +292,79 @@ def check_cli(args):
     return []
 
 
+def load_corpus(directory):
+    schemas = {}
+    for path in sorted(pathlib.Path(directory).glob("*.json")):
+        document = json.loads(path.read_text())
+        schema = document["schema"] if isinstance(document, dict) and "schema" in document and "type" not in document else document
+        schemas[path] = (schema, validator(schema))
+    return schemas
+
+
+def judge(outcome, checker):
+    """'valid', 'invalid: …', 'cut' or 'error: …' for one answer."""
+    if outcome["status"] != 200:
+        return f"error: HTTP {outcome['status']} {outcome['error']}"
+    if outcome["finish"] == "length":
+        return "cut"
+    try:
+        value = json.loads(outcome["text"])
+    except json.JSONDecodeError as error:
+        return f"invalid: not JSON: {error}"
+    problems = sorted(checker.iter_errors(value), key=lambda e: list(e.path))
+    return f"invalid: {problems[0].message[:200]}" if problems else "valid"
+
+
+def budget_matrix(args):
+    schemas = load_corpus(args.schemas)
+    failures = []
+    rows = []
+    for max_tokens in [int(t) for t in args.budget_matrix.split(",")]:
+        jobs = [(path, seed, rule) for path in schemas for seed in range(1, args.seeds + 1) for rule in (True, False)]
+        answers = {}
+        started = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
+            futures = {pool.submit(sample, args.base, args.key, args.model, path, schemas[path][0], seed, max_tokens, rule):
+                       (path, seed, rule) for path, seed, rule in jobs}
+            for future in concurrent.futures.as_completed(futures):
+                answers[futures[future]] = future.result()
+        elapsed = time.monotonic() - started
+        counts = {True: {}, False: {}}
+        same = differ_shaped = differ_unshaped = ended_alone = shaped_answers = 0
+        for (path, seed, rule), outcome in sorted(answers.items(), key=lambda kv: (kv[0][0].name, kv[0][1], kv[0][2])):
+            verdict = judge(outcome, schemas[path][1])
+            kind = verdict.split(":")[0]
+            counts[rule][kind] = counts[rule].get(kind, 0) + 1
+            if rule and kind != "valid":
+                failures.append(f"max_tokens {max_tokens} {path.name} seed {seed} (rule on): {verdict} — {outcome.get('text', '')[:200]!r}")
+            if rule and outcome.get("shaped"):
+                shaped_answers += 1
+        for path in schemas:
+            for seed in range(1, args.seeds + 1):
+                with_rule, without = answers[(path, seed, True)], answers[(path, seed, False)]
+                if without["status"] != 200 or without["finish"] != "stop" or with_rule["status"] != 200:
+                    continue
+                ended_alone += 1
+                if with_rule["text"] == without["text"]:
+                    same += 1
+                elif with_rule.get("shaped"):
+                    differ_shaped += 1
+                    failures.append(f"max_tokens {max_tokens} {path.name} seed {seed}: the rule shaped "
+                                    f"{with_rule['shaped']} tokens of an answer that ended on its own without it")
+                else:
+                    differ_unshaped += 1
+        row = {"max_tokens": max_tokens, "with_rule": counts[True], "without_rule": counts[False],
+               "ended_on_their_own_without": ended_alone, "same_with_rule": same,
+               "differ_where_the_rule_shaped": differ_shaped, "differ_without_shaping": differ_unshaped,
+               "answers_the_rule_shaped": shaped_answers, "seconds": round(elapsed, 1)}
+        rows.append(row)
+        print(f"max_tokens {max_tokens}: rule on {counts[True]}, rule off {counts[False]}; of {ended_alone} answers that ended "
+              f"on their own without the rule, {same} the same with it, {differ_shaped} changed by the rule, "
+              f"{differ_unshaped} differing without the rule shaping a token; the rule shaped {shaped_answers} answers "
+              f"({elapsed:.0f} s)", flush=True)
+    return rows, failures
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("base")
@@ -297,7 +379,18 @@ def main():
     parser.add_argument("--report", default="")
     parser.add_argument("--multiple-samples", type=int, default=200,
                         help="answers per multipleOf schema (0: skip that check)")
+    parser.add_argument("--budget-matrix", default="",
+                        help="comma-separated max_tokens: the corpus with the budget rule on and off at each (instead of the checks)")
     args = parser.parse_args()
+
+    if args.budget_matrix:
+        rows, failures = budget_matrix(args)
+        if args.report:
+            with open(args.report, "w") as handle:
+                json.dump({"seeds": args.seeds, "rows": rows}, handle, indent=1)
+        for failure in failures:
+            print("FAIL " + failure)
+        sys.exit(1 if failures else 0)
 
     total, failures, results, elapsed = check_corpus(args)
     failures += check_openai_parse(args)

@@ -332,6 +332,10 @@ extension LocalProvider {
         }
     }
 
+    /// The one local generation loop every entry point is derived from (``generate(_:options:choices:topLogprobs:admission:)``,
+    /// the raw-text completion, and through them `stream(_:)`): the model held, the prompt
+    /// tokenized, the caller's turn taken, the parameters compiled, then `count` choices run in
+    /// waves and their tokens turned into events (``LocalChoiceTranslator``).
     private func serveChoices(
         _ request: ChatRequest, rawText: String?, count: Int, topLogprobs: Int?, admission: Admission?,
         emit: @escaping @Sendable (LocalChoiceEvent) -> Void
@@ -345,20 +349,7 @@ extension LocalProvider {
         let (generator, hold) = try await heldGenerator()
         defer { hold?.end() }  // the model stays loaded until the choices have ended
         try Task.checkCancellation()
-        let tokens: [Int32]
-        if let text = rawText {
-            tokens = try encodeWithin(text, limit: generator.context - 1, generator: generator)
-            guard !tokens.isEmpty else {
-                throw ProviderError(.invalidRequest, provider: id, message: "the prompt is empty")
-            }
-            guard tokens.count < generator.context else {
-                throw ProviderError(
-                    .contextLengthExceeded(tokens: tokens.count, limit: generator.context), provider: id,
-                    message: "the prompt is \(tokens.count) tokens but the context holds \(generator.context)")
-            }
-        } else {
-            tokens = try prompt(for: request, generator: generator).tokens
-        }
+        let tokens = try promptTokens(request, rawText: rawText, generator: generator)
         // Wait for the caller's go-ahead (its fair share of the slots), holding it until the
         // sequences have ended: a schema or grammar is compiled within the caller's turn. `n`
         // choices take `n` slots: at most `parallel` at once, the rest in later waves, each after
@@ -379,88 +370,38 @@ extension LocalProvider {
         if rawText != nil { parameters.stripLeadingSpace = false }
         parameters.topLogprobs = max(0, topLogprobs ?? 0)
         parameters.logprobs = topLogprobs != nil
-        let tokenizer = generator.model.tokenizer
-        // A token's piece as it stands in the reply, so that the logprob tokens join to exactly
-        // the text: the detokenizer drops the reply's first space (SentencePiece's dummy prefix,
-        // on the first token with bytes), a tool-call scanner drops the reply's leading white
-        // space; the first pieces (and the alternatives at their positions) lose the same.
-        var trims = (0..<count).map { _ in (space: parameters.stripLeadingSpace && parameters.constraint == nil, whitespace: false) }
-        func piece(_ id: Int32, _ trim: (space: Bool, whitespace: Bool)) -> String {
-            String(decoding: pieceBytes(id, trim), as: UTF8.self)
-        }
-        func pieceBytes(_ id: Int32, _ trim: (space: Bool, whitespace: Bool)) -> [UInt8] {
-            var bytes = tokenizer.bytes(of: id) ?? []
-            if trim.space, bytes.first == 0x20 { bytes.removeFirst() }
-            if trim.whitespace { bytes = Array(bytes.drop { $0 == 0x20 || (0x09...0x0d).contains($0) }) }
-            return bytes
-        }
-        var firstToken: Double?
-        // Per choice: its seed, its tool-call scanner, and its stop flag — set when the reply
-        // repeats a call exactly: the sequence stops like a cancellation and still ends with its
-        // summary, reported as the calls' end.
+        var translator = LocalChoiceTranslator(
+            count: count, parameters: parameters, tokenizer: generator.model.tokenizer,
+            scanners: (0..<count).map { _ in toolScanner(request, generator: generator) }, started: started, emit: emit)
+        // Per choice its seed.
         let choices = (0..<count).map { index in
             var choice = parameters
             choice.sampling.seed = parameters.sampling.seed.map { $0 &+ UInt64(index) }
             return choice
         }
-        var scanners = (0..<count).map { _ in toolScanner(request, generator: generator) }
-        for index in scanners.indices where scanners[index] != nil { trims[index].whitespace = true }
-        let stops = (0..<count).map { _ in CancellationFlag() }
-        func emitCalls(_ outputs: [ToolCallScanner.Output], choice: Int) -> String {
-            var text = ""
-            for output in outputs {
-                switch output {
-                case .text(let piece): text += piece
-                case .call(let step): emit(LocalChoiceEvent(choice: choice, event: .toolCall(step)))
-                }
-            }
-            return text
-        }
-        for try await item in choiceWaves(generator, prompt: tokens, choices: choices, stops: stops, wave: wave, turn: turn, admission: admission) {
-            let index = item.choice
+        let waves = choiceWaves(
+            generator, prompt: tokens, choices: choices, stops: translator.stops, wave: wave, turn: turn, admission: admission)
+        for try await item in waves {
             switch item.event {
-            case .token(let token):
-                if firstToken == nil {
-                    firstToken = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
-                }
-                // With tools, the scanner splits the text: calls go out as their own events
-                // (after this token's event), text stays on the token.
-                var callEvents: [ToolCallScanner.Output] = []
-                var text = token.text
-                if scanners[index] != nil {
-                    let outputs = scanners[index]?.feed(token.text) ?? []
-                    text = outputs.reduce(into: "") { if case .text(let piece) = $1 { $0 += piece } }
-                    callEvents = outputs.filter { if case .call = $0 { true } else { false } }
-                    if scanners[index]?.repeatedCall == true { stops[index].set() }
-                }
-                let trim = trims[index]
-                // A control token (the end token) adds no text: its listing is empty; so does a
-                // token of the reasoning block, which is not the reply's text.
-                let tokenBytes = tokenizer.isSpecial(token.id) || token.inReasoning ? [] : pieceBytes(token.id, trim)
-                let tokenPiece = String(decoding: tokenBytes, as: UTF8.self)
-                if trim.space, !tokenizer.isSpecial(token.id), !(tokenizer.bytes(of: token.id) ?? []).isEmpty { trims[index].space = false }
-                if trim.whitespace, tokenPiece.contains(where: { !$0.isWhitespace }) { trims[index].whitespace = false }
-                // The answer after a reasoning block starts without white space (the separator).
-                if token.endsReasoning, token.text.isEmpty { trims[index].whitespace = true }
-                emit(
-                    LocalChoiceEvent(
-                        choice: index,
-                        event: .token(
-                            LocalToken(
-                                text: text, piece: tokenPiece, bytes: tokenBytes, logprob: Double(token.logprob),
-                                topLogprobs: token.topLogprobs.map { (piece($0.id, trim), Double($0.logprob)) },
-                                reasoning: token.reasoning, endsReasoning: token.endsReasoning))))
-                _ = emitCalls(callEvents, choice: index)
-            case .done(let summary):
-                let rest = emitCalls(scanners[index]?.finish() ?? [], choice: index)
-                if !rest.isEmpty {
-                    emit(LocalChoiceEvent(choice: index, event: .token(LocalToken(text: rest, piece: "", logprob: 0, topLogprobs: []))))
-                }
-                let reason = Self.finishReason(
-                    summary.finishReason, stopped: stops[index].isSet, madeCalls: scanners[index]?.madeCalls == true)
-                let usage = Self.usage(summary, timeToFirstToken: firstToken)
-                emit(LocalChoiceEvent(choice: index, event: .finished(usage, reason)))
+            case .token(let token): translator.token(token, choice: item.choice)
+            case .done(let summary): translator.done(summary, choice: item.choice)
             }
         }
+    }
+
+    /// The prompt's tokens: `rawText` as it is (a completion), else `request` rendered through
+    /// the chat template; within the context, never empty.
+    private func promptTokens(_ request: ChatRequest, rawText: String?, generator: Generator) throws -> [Int32] {
+        guard let text = rawText else { return try prompt(for: request, generator: generator).tokens }
+        let tokens = try encodeWithin(text, limit: generator.context - 1, generator: generator)
+        guard !tokens.isEmpty else {
+            throw ProviderError(.invalidRequest, provider: id, message: "the prompt is empty")
+        }
+        guard tokens.count < generator.context else {
+            throw ProviderError(
+                .contextLengthExceeded(tokens: tokens.count, limit: generator.context), provider: id,
+                message: "the prompt is \(tokens.count) tokens but the context holds \(generator.context)")
+        }
+        return tokens
     }
 }

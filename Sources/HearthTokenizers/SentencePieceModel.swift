@@ -57,6 +57,9 @@ public final class SentencePieceModel: Sendable {
         try self.init(protoBytes: protoBytes, disableDummyPrefix: disableDummyPrefix, path: path, compatibility: .current)
     }
 
+    // Long: sentencepiece's own load checks in its order (model type, each piece's length, NUL, kind:
+    // unknown, control, byte, user-defined; the unknown piece; the tables), each with sentencepiece's
+    // error, filling the piece tables in one pass over the pieces.
     init(protoBytes: Data, disableDummyPrefix: Bool, path: String?, compatibility: SentencePieceCompatibility) throws {
         self.compatibility = compatibility
         let file = try SentencePieceModelFile(bytes: [UInt8](protoBytes), path: path)

@@ -111,6 +111,9 @@ enum KnownSplitPattern: Sendable, Equatable {
         return out
     }
 
+    // Long: the pre-tokenizer's regular expression written out by hand: one branch per alternative of
+    // the pattern (contractions, letters, numbers, punctuation, spaces), in the pattern's order, which
+    // decides the match; the branches share the small run helpers at the top.
     /// End of the match starting at `i` (relative to `base`), or `i` when none starts there.
     private func match(_ s: ArraySlice<Unicode.Scalar>, _ c: [ScalarClass], base: Int, at i: Int) -> Int {
         let n = c.count
