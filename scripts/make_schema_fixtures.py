@@ -14,9 +14,10 @@ multipleOf with a decimal is checked by jsonschema in binary floating point (19.
 multiple of 0.01" there), so the candidates for such schemas avoid values where that differs
 from decimal arithmetic.
 
-Reference stack: jsonschema and rfc3339-validator (date-time/time checks), pinned in
-scripts/requirements-reference.txt:
-    python3 -m venv scripts/.venv && scripts/.venv/bin/pip install jsonschema==4.26.0 rfc3339-validator==0.1.4
+Reference stack: jsonschema with its non-GPL format checkers (rfc3339-validator for date-time/
+time, fqdn for hostname, rfc3986-validator for uri/uri-reference, jsonpointer, isoduration), the
+same pin as the check scripts' venv (scripts/requirements-checks.txt):
+    python3 -m venv scripts/.venv && scripts/.venv/bin/pip install 'jsonschema[format-nongpl]==4.26.0'
     scripts/.venv/bin/python scripts/make_schema_fixtures.py
 """
 import json
@@ -35,6 +36,8 @@ class Raw(str):
 
 
 U1 = "123e4567-e89b-12d3-a456-426614174000"
+NET = {"ip4": "192.168.0.1", "ip6": "2001:db8:0:0:0:0:0:1", "host": "api.example.com", "site": "https://example.com/a/b?x=1",
+       "link": "/docs/index.html", "pointer": "/a/0/b~1c", "relative": "1/a", "wait": "P1DT2H"}
 C = {
     # pattern / format with minLength and maxLength (issue 59): lengths in characters.
     "bounded_strings": [
@@ -55,6 +58,19 @@ C = {
         {"email": "ann@example.org", "name": "Ann Lee", "code": "ab12", "stamp": "2025-03-07T14:05:09Z", "id": "123"},
         {"email": "ann@example.org", "name": "Ann Lee Ng", "code": "9900", "stamp": "2024-02-29T00:00:00z", "id": U1.upper()},
     ],
+    # formats a string automaton writes (issue 59 item 2): each candidate changes one field of a
+    # valid base; the valid ones are inside the subset the grammar writes (STRUCTURED-frontends.md).
+    "network_formats": [dict(NET, **change) for change in [
+        {}, {"ip4": "0.0.0.0"}, {"ip4": "255.255.255.255"}, {"ip4": "256.1.1.1"}, {"ip4": "01.2.3.4"}, {"ip4": "1.2.3"},
+        {"ip6": "FFFF:0:0:0:0:0:0:1"}, {"ip6": "12345:0:0:0:0:0:0:1"}, {"ip6": "1:2:3:4:5:6:7"}, {"ip6": "1:2:3:4:5:6:7:g"},
+        {"host": "localhost"}, {"host": "a-b.example0.net"}, {"host": "-bad.com"}, {"host": "a..b"}, {"host": "exa mple.com"},
+        {"host": "a" * 64 + ".com"},
+        {"site": "http://a.io:8080/x"}, {"site": "https://x.org/"}, {"site": "example.com"}, {"site": "http://exa mple.com"},
+        {"link": "https://x.org/a"}, {"link": "a b"},
+        {"pointer": ""}, {"pointer": "/"}, {"pointer": "a/b"}, {"pointer": "/a~2"},
+        {"relative": "0#"}, {"relative": "2"}, {"relative": "01/a"}, {"relative": "-1"},
+        {"wait": "P3W"}, {"wait": "PT5M"}, {"wait": "P1Y2M3D"}, {"wait": "P"}, {"wait": "PT"}, {"wait": "1D"}, {"wait": "P1H"},
+    ]],
     "weather": [
         {"city": "Oslo", "temperature_c": -3.5, "conditions": "snow", "humidity": 80},
         {"city": "Lima", "temperature_c": 22, "conditions": "fog"},
