@@ -320,28 +320,36 @@ def budget_matrix(args):
     failures = []
     rows = []
     for max_tokens in [int(t) for t in args.budget_matrix.split(",")]:
-        jobs = [(path, seed, rule) for path in schemas for seed in range(1, args.seeds + 1) for rule in (True, False)]
+        # The rule off twice: how often one request differs from itself (batched differently, two
+        # runs part at near-ties), the baseline for "the same with and without the rule".
+        rules = (True, False, "again")
+        jobs = [(path, seed, rule) for path in schemas for seed in range(1, args.seeds + 1) for rule in rules]
         answers = {}
         started = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
-            futures = {pool.submit(sample, args.base, args.key, args.model, path, schemas[path][0], seed, max_tokens, rule):
+            futures = {pool.submit(sample, args.base, args.key, args.model, path, schemas[path][0], seed, max_tokens, rule is True):
                        (path, seed, rule) for path, seed, rule in jobs}
             for future in concurrent.futures.as_completed(futures):
                 answers[futures[future]] = future.result()
         elapsed = time.monotonic() - started
-        counts = {True: {}, False: {}}
+        counts = {True: {}, False: {}, "again": {}}
         same = differ_shaped = differ_unshaped = ended_alone = shaped_answers = 0
-        for (path, seed, rule), outcome in sorted(answers.items(), key=lambda kv: (kv[0][0].name, kv[0][1], kv[0][2])):
+        off_twice = off_twice_differ = 0
+        for (path, seed, rule), outcome in sorted(answers.items(), key=lambda kv: (kv[0][0].name, kv[0][1], str(kv[0][2]))):
             verdict = judge(outcome, schemas[path][1])
             kind = verdict.split(":")[0]
             counts[rule][kind] = counts[rule].get(kind, 0) + 1
-            if rule and kind != "valid":
+            if rule is True and kind != "valid":
                 failures.append(f"max_tokens {max_tokens} {path.name} seed {seed} (rule on): {verdict} — {outcome.get('text', '')[:200]!r}")
-            if rule and outcome.get("shaped"):
+            if rule is True and outcome.get("shaped"):
                 shaped_answers += 1
         for path in schemas:
             for seed in range(1, args.seeds + 1):
                 with_rule, without = answers[(path, seed, True)], answers[(path, seed, False)]
+                again = answers[(path, seed, "again")]
+                if without["status"] == 200 and again["status"] == 200 and without["finish"] == "stop":
+                    off_twice += 1
+                    off_twice_differ += without["text"] != again["text"]
                 if without["status"] != 200 or without["finish"] != "stop" or with_rule["status"] != 200:
                     continue
                 ended_alone += 1
@@ -356,11 +364,13 @@ def budget_matrix(args):
         row = {"max_tokens": max_tokens, "with_rule": counts[True], "without_rule": counts[False],
                "ended_on_their_own_without": ended_alone, "same_with_rule": same,
                "differ_where_the_rule_shaped": differ_shaped, "differ_without_shaping": differ_unshaped,
-               "answers_the_rule_shaped": shaped_answers, "seconds": round(elapsed, 1)}
+               "answers_the_rule_shaped": shaped_answers, "rule_off_twice": off_twice, "rule_off_twice_differ": off_twice_differ,
+               "rule_off_again": counts["again"], "seconds": round(elapsed, 1)}
         rows.append(row)
         print(f"max_tokens {max_tokens}: rule on {counts[True]}, rule off {counts[False]}; of {ended_alone} answers that ended "
               f"on their own without the rule, {same} the same with it, {differ_shaped} changed by the rule, "
-              f"{differ_unshaped} differing without the rule shaping a token; the rule shaped {shaped_answers} answers "
+              f"{differ_unshaped} differing without the rule shaping a token (the rule off twice: {off_twice_differ} of "
+              f"{off_twice} differ from themselves); the rule shaped {shaped_answers} answers "
               f"({elapsed:.0f} s)", flush=True)
     return rows, failures
 

@@ -37,7 +37,7 @@ class Raw(str):
 
 U1 = "123e4567-e89b-12d3-a456-426614174000"
 NET = {"ip4": "192.168.0.1", "ip6": "2001:db8:0:0:0:0:0:1", "host": "api.example.com", "site": "https://example.com/a/b?x=1",
-       "link": "/docs/index.html", "pointer": "/a/0/b~1c", "relative": "1/a", "wait": "P1DT2H"}
+       "link": "/docs/index.html", "pointer": "/a/0/b~1c", "relative": "1/a", "wait": "P1DT2H", "gateway": "10.0.0.1"}
 C = {
     # pattern / format with minLength and maxLength (issue 59): lengths in characters.
     "bounded_strings": [
@@ -70,6 +70,9 @@ C = {
         {"pointer": ""}, {"pointer": "/"}, {"pointer": "a/b"}, {"pointer": "/a~2"},
         {"relative": "0#"}, {"relative": "2"}, {"relative": "01/a"}, {"relative": "-1"},
         {"wait": "P3W"}, {"wait": "PT5M"}, {"wait": "P1Y2M3D"}, {"wait": "P"}, {"wait": "PT"}, {"wait": "1D"}, {"wait": "P1H"},
+        # format and pattern together, with a maxLength
+        {"gateway": "10.10.10.10"}, {"gateway": "11.0.0.1"}, {"gateway": "10.0.0.256"}, {"gateway": "10.100.100.1"},
+        {"gateway": "210.0.0.1"},
     ]],
     "weather": [
         {"city": "Oslo", "temperature_c": -3.5, "conditions": "snow", "humidity": 80},

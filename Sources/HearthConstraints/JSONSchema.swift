@@ -312,8 +312,17 @@ struct SchemaCompiler {
         let quote = GrammarExpression.literal("\"")
         if let format = schema["format"] {
             guard let name = format.stringValue else { throw ConstraintError(.syntax, "format must be a string", at: path + "/format") }
-            if schema["pattern"] != nil {
-                throw ConstraintError(.unsupported, "format together with pattern is not supported", at: path + "/pattern")
+            if let pattern = schema["pattern"] {
+                guard let text = pattern.stringValue else { throw ConstraintError(.syntax, "pattern must be a string", at: path + "/pattern") }
+                guard let formatPattern = StringFormats.pattern(name) else {
+                    throw ConstraintError(
+                        .unsupported, "format '\(name)' is not supported (supported: \(StringFormats.names.joined(separator: ", ")))",
+                        at: path + "/format")
+                }
+                // The strings both match (the two automata's product, times a counter when bounded).
+                let body = try RegularExpression.intersected(
+                    format: formatPattern, pattern: text, minLength: minLength ?? 0, maxLength: maxLength, builder: &builder, path: path)
+                return .sequence([quote, body, quote])
             }
             if minLength != nil || maxLength != nil, let formatPattern = StringFormats.pattern(name) {
                 // The format's strings of the allowed lengths (its automaton times a counter).

@@ -42,6 +42,36 @@ extension RegularExpression {
             builder: &builder, path: path)
     }
 
+    /// The JSON-string expression for the strings that match both `format` (a format's pattern,
+    /// whole) and `pattern` (anywhere, as JSON Schema's `pattern`), of `minLength...maxLength`
+    /// characters: the two automata's product, times a character counter when bounded. Every
+    /// prefix it allows can still be completed (no dead ends); `.unsatisfiable` when no string
+    /// is in both.
+    static func intersected(
+        format: String, pattern: String, minLength: Int, maxLength: Int?, builder: inout GrammarBuilder, path: String
+    ) throws -> GrammarExpression {
+        if let maxLength, maxLength < minLength {
+            throw ConstraintError(.unsatisfiable, "maxLength \(maxLength) is below minLength \(minLength)", at: path + "/maxLength")
+        }
+        func automaton(_ text: String, search: Bool, at location: String) throws -> DFA {
+            var parser = RegexParser(Array(text.unicodeScalars))
+            let node = try whole(try parser.parse(), search: search)
+            var nfa = NFA()
+            let start = nfa.add(), accept = nfa.add()
+            try nfa.build(node, from: start, to: accept, path: location)
+            return try DFA(nfa, start: start, accept: accept, path: location)
+        }
+        let both = try DFA(intersecting: try automaton(format, search: false, at: path + "/format"),
+                           try automaton(pattern, search: true, at: path + "/pattern"), path: path)
+        var name = "both_" + boundedRuleName(format + "\u{0}" + pattern, false, minLength, maxLength)
+        name = String(name.prefix(120))
+        do {
+            return try both.counted(minLength: minLength, maxLength: maxLength, name: name, builder: &builder, path: path)
+        } catch let error as ConstraintError where error.kind == .unsatisfiable {
+            throw ConstraintError(.unsatisfiable, "no string matches both the format and the pattern within the length bounds", at: path + "/pattern")
+        }
+    }
+
     /// The whole-string node: each top-level alternative with its anchors removed and, with
     /// `search`, any text allowed before (no `^`) and after (no `$`) it.
     private static func whole(_ tree: RegexNode, search: Bool) throws -> RegexNode {
@@ -222,6 +252,46 @@ private struct DFA {
                 var targets: [Int] = []
                 for s in key { for (set, t) in nfa.edges[s] where !set.intersection(cls).isEmpty { targets.append(t) } }
                 if !targets.isEmpty { next[k][c] = try state(nfa.closure(targets)) }
+            }
+            k += 1
+        }
+    }
+
+    /// The product of two automata over the nonempty intersections of their classes: the strings
+    /// both accept.
+    init(intersecting a: DFA, _ b: DFA, path: String) throws {
+        var pairs: [(Int, Int)] = []
+        for (i, ca) in a.classes.enumerated() {
+            for (j, cb) in b.classes.enumerated() {
+                let common = ca.intersection(cb)
+                if !common.isEmpty {
+                    classes.append(common)
+                    pairs.append((i, j))
+                }
+            }
+        }
+        var index: [Int: Int] = [:]
+        var queue: [(Int, Int)] = []
+        let width = b.next.count
+        func state(_ qa: Int, _ qb: Int) throws -> Int {
+            if let i = index[qa * width + qb] { return i }
+            guard index.count < RegularExpression.maxBoundedStates else {
+                throw ConstraintError(
+                    .tooComplex, "the format and the pattern together have more than \(RegularExpression.maxBoundedStates) states",
+                    at: path + "/pattern")
+            }
+            index[qa * width + qb] = index.count
+            queue.append((qa, qb))
+            next.append(Array(repeating: nil, count: classes.count))
+            accepting.append(a.accepting[qa] && b.accepting[qb])
+            return index.count - 1
+        }
+        _ = try state(0, 0)
+        var k = 0
+        while k < queue.count {
+            let (qa, qb) = queue[k]
+            for (c, (i, j)) in pairs.enumerated() {
+                if let ta = a.next[qa][i], let tb = b.next[qb][j] { next[k][c] = try state(ta, tb) }
             }
             k += 1
         }
