@@ -16,6 +16,7 @@
 #                                    [--frontend-seeds N]     (seeds per front end, default 20; 0 skips)
 #                                    [--budget-matrix 256,512,1024]  (instead of the checks: the corpus at
 #                                       each max_tokens with the budget rule on and off; issue 59)
+#                                    [--budget-baseline on|off]  (which of the two runs twice as the baseline)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/serve-common.sh
@@ -29,6 +30,7 @@ report=""
 multiple_samples=200
 frontend_seeds=20
 budget_matrix=""
+budget_baseline=off
 while [ $# -gt 0 ]; do
     case "$1" in
         --binary) binary="$2"; shift 2 ;;
@@ -41,6 +43,7 @@ while [ $# -gt 0 ]; do
         --multiple-samples) multiple_samples="$2"; shift 2 ;;
         --frontend-seeds) frontend_seeds="$2"; shift 2 ;;
         --budget-matrix) budget_matrix="$2"; frontend_seeds=0; shift 2 ;;
+        --budget-baseline) budget_baseline="$2"; shift 2 ;;
         *) echo "unknown argument $1" >&2; exit 2 ;;
     esac
 done
@@ -64,7 +67,7 @@ echo "server: $url (pid $server_pid)"
 args=("${url%/v1}" "$key" gemma --schemas "$schemas" --seeds "$seeds" --max-tokens "$max_tokens" --parallel "$parallel"
       --binary "$binary" --model-path "$model" --multiple-samples "$multiple_samples")
 [ -n "$report" ] && args+=(--report "$report")
-[ -n "$budget_matrix" ] && args+=(--budget-matrix "$budget_matrix")
+[ -n "$budget_matrix" ] && args+=(--budget-matrix "$budget_matrix" --budget-baseline "$budget_baseline")
 status=0
 "$venv/bin/python" scripts/check_structured.py "${args[@]}" || status=$?
 if [ "$frontend_seeds" -gt 0 ]; then

@@ -320,14 +320,17 @@ def budget_matrix(args):
     failures = []
     rows = []
     for max_tokens in [int(t) for t in args.budget_matrix.split(",")]:
-        # The rule off twice: how often one request differs from itself (batched differently, two
-        # runs part at near-ties), the baseline for "the same with and without the rule".
+        # A baseline for "the same with and without the rule": one setting run twice — how often a
+        # request differs from itself (the later run finds the prompt in the prompt cache and
+        # reads it through another path, and batches differently: runs part at near-ties).
         rules = (True, False, "again")
         jobs = [(path, seed, rule) for path in schemas for seed in range(1, args.seeds + 1) for rule in rules]
         answers = {}
         started = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
-            futures = {pool.submit(sample, args.base, args.key, args.model, path, schemas[path][0], seed, max_tokens, rule is True):
+            again_rule = args.budget_baseline == "on"
+            futures = {pool.submit(sample, args.base, args.key, args.model, path, schemas[path][0], seed, max_tokens,
+                                   again_rule if rule == "again" else rule):
                        (path, seed, rule) for path, seed, rule in jobs}
             for future in concurrent.futures.as_completed(futures):
                 answers[futures[future]] = future.result()
@@ -347,9 +350,10 @@ def budget_matrix(args):
             for seed in range(1, args.seeds + 1):
                 with_rule, without = answers[(path, seed, True)], answers[(path, seed, False)]
                 again = answers[(path, seed, "again")]
-                if without["status"] == 200 and again["status"] == 200 and without["finish"] == "stop":
+                first = with_rule if args.budget_baseline == "on" else without
+                if without["status"] == 200 and again["status"] == 200 and first["status"] == 200 and without["finish"] == "stop":
                     off_twice += 1
-                    off_twice_differ += without["text"] != again["text"]
+                    off_twice_differ += first["text"] != again["text"]
                 if without["status"] != 200 or without["finish"] != "stop" or with_rule["status"] != 200:
                     continue
                 ended_alone += 1
@@ -364,13 +368,13 @@ def budget_matrix(args):
         row = {"max_tokens": max_tokens, "with_rule": counts[True], "without_rule": counts[False],
                "ended_on_their_own_without": ended_alone, "same_with_rule": same,
                "differ_where_the_rule_shaped": differ_shaped, "differ_without_shaping": differ_unshaped,
-               "answers_the_rule_shaped": shaped_answers, "rule_off_twice": off_twice, "rule_off_twice_differ": off_twice_differ,
-               "rule_off_again": counts["again"], "seconds": round(elapsed, 1)}
+               "answers_the_rule_shaped": shaped_answers, "baseline": args.budget_baseline, "baseline_pairs": off_twice, "baseline_differ": off_twice_differ,
+               "baseline_again": counts["again"], "seconds": round(elapsed, 1)}
         rows.append(row)
         print(f"max_tokens {max_tokens}: rule on {counts[True]}, rule off {counts[False]}; of {ended_alone} answers that ended "
               f"on their own without the rule, {same} the same with it, {differ_shaped} changed by the rule, "
-              f"{differ_unshaped} differing without the rule shaping a token (the rule off twice: {off_twice_differ} of "
-              f"{off_twice} differ from themselves); the rule shaped {shaped_answers} answers "
+              f"{differ_unshaped} differing without the rule shaping a token (the rule {args.budget_baseline} twice: "
+              f"{off_twice_differ} of {off_twice} differ from themselves); the rule shaped {shaped_answers} answers "
               f"({elapsed:.0f} s)", flush=True)
     return rows, failures
 
@@ -389,6 +393,8 @@ def main():
     parser.add_argument("--report", default="")
     parser.add_argument("--multiple-samples", type=int, default=200,
                         help="answers per multipleOf schema (0: skip that check)")
+    parser.add_argument("--budget-baseline", choices=["on", "off"], default="off",
+                        help="with --budget-matrix: which setting runs twice as the baseline of self-difference")
     parser.add_argument("--budget-matrix", default="",
                         help="comma-separated max_tokens: the corpus with the budget rule on and off at each (instead of the checks)")
     args = parser.parse_args()
