@@ -22,17 +22,7 @@ public func matmul(
     let runs = groupRuns(groups, groupCount: (w.rows + matmulGroupRows - 1) / matmulGroupRows)
     guard !runs.isEmpty else { return }
     if w.layout == .interleaved16 && (batch == 1 || scratch.quantizedBatchPath == .integer) {
-        let act = scratch.activations
-        act.superBlocks = act.bits == 8 && act.outlierChannels > 0 && kernels.readsSuperBlocks(w)
-        if batch == 1 {
-            act.quantize(x, rows: 1, cols: w.cols, level: level)
-        } else {
-            act.prepareOutliers()
-            pool.parallelFor(batch) { rows in
-                act.quantizeRows(x, rows: rows, cols: w.cols, level: level)
-            }
-            if act.outliers.count > 0 { act.outliers.index(rows: batch, cols: w.cols) }
-        }
+        let act = quantizedInput(w, x: x, batch: batch, pool: pool, scratch: scratch, kernels: kernels)
         let outliers = act.outliers.count > 0, slabFloats = scratch.slabRows * scratch.maxCols
         forEachRun(runs, pool: pool) { run, worker in
             kernels.quantizedMatMul(w, act, batch, run, y, ldy)

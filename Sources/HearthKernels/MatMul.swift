@@ -59,19 +59,7 @@ public func matmul(
     let ldy = ldy ?? w.rows
     let kernels = KernelTable.at(level)
     if w.layout == .interleaved16 && (batch == 1 || scratch.quantizedBatchPath == .integer) {
-        let act = scratch.activations
-        // Super-blocks only with outlier picks (the default path): without them the one scale per
-        // 256 columns is set by the largest channel, and Gemma 3's perplexity moved by 2.5%.
-        act.superBlocks = act.bits == 8 && act.outlierChannels > 0 && kernels.readsSuperBlocks(w)
-        if batch == 1 {
-            act.quantize(x, rows: 1, cols: w.cols, level: level)
-        } else {
-            act.prepareOutliers()
-            pool.parallelFor(batch) { rows in
-                act.quantizeRows(x, rows: rows, cols: w.cols, level: level)
-            }
-            if act.outliers.count > 0 { act.outliers.index(rows: batch, cols: w.cols) }
-        }
+        let act = quantizedInput(w, x: x, batch: batch, pool: pool, scratch: scratch, kernels: kernels)
         // With outlier picks (8-bit activations, QuantizedActivations.outlierChannels), their f32
         // products are added to the groups the worker has just written.
         let outliers = act.outliers.count > 0, slabFloats = scratch.slabRows * scratch.maxCols
@@ -120,6 +108,28 @@ public func matmul(
             r += n
         }
     }
+}
+
+/// `x` quantized once for a product with interleaved weights `w` (into the scratch's
+/// activations, which it returns): one row, or a batch's rows in parallel with their outlier picks
+/// indexed.
+func quantizedInput(
+    _ w: WeightMatrix, x: UnsafePointer<Float>, batch: Int, pool: WorkerPool, scratch: MatMulScratch, kernels: KernelTable
+) -> QuantizedActivations {
+    let act = scratch.activations, level = kernels.level
+    // Super-blocks only with outlier picks (the default path): without them the one scale per
+    // 256 columns is set by the largest channel, and Gemma 3's perplexity moved by 2.5%.
+    act.superBlocks = act.bits == 8 && act.outlierChannels > 0 && kernels.readsSuperBlocks(w)
+    if batch == 1 {
+        act.quantize(x, rows: 1, cols: w.cols, level: level)
+    } else {
+        act.prepareOutliers()
+        pool.parallelFor(batch) { rows in
+            act.quantizeRows(x, rows: rows, cols: w.cols, level: level)
+        }
+        if act.outliers.count > 0 { act.outliers.index(rows: batch, cols: w.cols) }
+    }
+    return act
 }
 
 /// Converts row r of `w` to floats with `kernels` (fetched once: a per-row table lookup costs

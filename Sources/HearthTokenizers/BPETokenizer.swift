@@ -114,15 +114,7 @@ public final class BPETokenizer: Tokenizer {
                 matchers.append(.regex(try RegexMatcher(source, path: path, key: "tokenizer.ggml.pre[\(i)]")))
             }
         }
-        var added: [(AddedTokenDefinition, Bool)] = []
-        for id in controlTokens {
-            guard let text = model.token(id), !text.isEmpty else { continue }
-            added.append((AddedTokenDefinition(id: id, content: text, normalized: false, special: true), true))
-        }
-        for id in userDefinedTokens {
-            guard let text = model.token(id), !text.isEmpty else { continue }
-            added.append((AddedTokenDefinition(id: id, content: text, normalized: false, special: false), false))
-        }
+        let added = Self.addedTokens(model, control: controlTokens, userDefined: userDefinedTokens)
         var stops = Set(extraStopTokens)
         if let eos { stops.insert(eos) }
         try self.init(
@@ -132,6 +124,23 @@ public final class BPETokenizer: Tokenizer {
                 suffix: addEOS ? eos.map { [$0] } ?? [] : [], bosID: bos, eosIDs: stops, chatTemplate: chatTemplate,
                 kind: kind, definition: nil, controlTokensNeedParseSpecial: true, addedTokensDecodeRaw: true),
             path: path)
+    }
+
+    /// A GGUF vocabulary's control tokens (special: matched only when special tokens are parsed)
+    /// and user-defined tokens (always matched) as added tokens.
+    static func addedTokens(
+        _ model: BPEModelDefinition, control: [Int32], userDefined: [Int32]
+    ) -> [(AddedTokenDefinition, Bool)] {
+        var added: [(AddedTokenDefinition, Bool)] = []
+        for id in control {
+            guard let text = model.token(id), !text.isEmpty else { continue }
+            added.append((AddedTokenDefinition(id: id, content: text, normalized: false, special: true), true))
+        }
+        for id in userDefined {
+            guard let text = model.token(id), !text.isEmpty else { continue }
+            added.append((AddedTokenDefinition(id: id, content: text, normalized: false, special: false), false))
+        }
+        return added
     }
 
     /// A tokenizer from a GGUF `gemma4` vocabulary (llama.cpp's `tokenizer.ggml.model = "gemma4"`,
@@ -151,15 +160,7 @@ public final class BPETokenizer: Tokenizer {
         var model = model
         model.byteFallback = true
         model.wholeNewlineRuns = true
-        var added: [(AddedTokenDefinition, Bool)] = []
-        for id in controlTokens {
-            guard let text = model.token(id), !text.isEmpty else { continue }
-            added.append((AddedTokenDefinition(id: id, content: text, normalized: false, special: true), true))
-        }
-        for id in userDefinedTokens {
-            guard let text = model.token(id), !text.isEmpty else { continue }
-            added.append((AddedTokenDefinition(id: id, content: text, normalized: false, special: false), false))
-        }
+        let added = Self.addedTokens(model, control: controlTokens, userDefined: userDefinedTokens)
         var stops = Set(extraStopTokens)
         if let eos { stops.insert(eos) }
         let split = PreTokenizerDefinition.split(pattern: .regex("[^\\n]+|[\\n]+"), behavior: .isolated, invert: false)
