@@ -24,6 +24,8 @@ final class MCPChildProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var status: Int32?
     private var stderrTail: [UInt8] = []
+    /// Set when stderr reached its end (the server and whatever shared its stderr are gone).
+    private var stderrEnded = false
     private var inputClosed = false
     private static let stderrKeep = 4096
 
@@ -117,6 +119,10 @@ final class MCPChildProcess: @unchecked Sendable {
 
     /// The last lines the server wrote to stderr (at most `lines`), with every `secret` replaced by `***`.
     func stderrLines(_ lines: Int, redacting secrets: [String]) -> [String] {
+        // A server that has exited may have written its last words just before: the reaper can
+        // see the exit before the drain thread has read them, so wait (briefly) for stderr's end.
+        let deadline = Date().addingTimeInterval(0.5)
+        while lock.withLock({ status != nil && !stderrEnded }), Date() < deadline { usleep(2_000) }
         var text = lock.withLock { String(decoding: stderrTail, as: UTF8.self) }
         for secret in secrets where !secret.isEmpty { text = text.replacingOccurrences(of: secret, with: "***") }
         return Array(text.split(separator: "\n").map { String($0.prefix(300)) }.suffix(lines))
@@ -172,6 +178,7 @@ final class MCPChildProcess: @unchecked Sendable {
                 if stderrTail.count > Self.stderrKeep { stderrTail.removeFirst(stderrTail.count - Self.stderrKeep) }
             }
         }
+        lock.withLock { stderrEnded = true }
         close(fd)
     }
 

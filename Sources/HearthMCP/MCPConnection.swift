@@ -204,7 +204,14 @@ public actor MCPConnection {
     private func mapped(_ error: any Error, doing what: String) -> MCPServerError {
         if let error = error as? MCPServerError { return error }
         if let problem = health.problem { return problem }
-        if let how = process?.exitDescription { return exited(how) }
+        if let process {
+            // A lost connection is most often the server exiting: the reaper may not have seen
+            // the exit yet, so give it a moment before calling it a connection failure.
+            if process.exitDescription == nil, let lost = error as? MCPError, case .connectionClosed = lost {
+                process.waitForExit(0.5)
+            }
+            if let how = process.exitDescription { return exited(how) }
+        }
         var message: String
         let kind: MCPServerError.Kind
         if let error = error as? MCPError {
