@@ -45,10 +45,18 @@ let optimizedInDebug: [SwiftSetting] = [.unsafeFlags(["-O", "-whole-module-optim
 // use Accelerate either way.
 let systemLibraries: Set<String> = ["SystemLibraries"]
 
+// The `ModelHub` trait (on by default): `LocalProvider.load("phi3.5-mini" | "org/repo:QUANT")`
+// in HearthLocal, which resolves names and downloads through HearthHub (AsyncHTTPClient, NIO,
+// swift-crypto). An app that loads models only from paths can leave it out (`traits: []`) and
+// HearthLocal then builds without any HTTP stack — a release build of less than half the time
+// (CI's embedding app: 300 s against 725 s on 2 cores).
+let modelHub: Set<String> = ["ModelHub"]
+
 let package = Package(
     name: "Hearth",
     platforms: [.macOS(.v15), .iOS(.v18)],
     products: [
+        .library(name: "HearthJSON", targets: ["HearthJSON"]),
         .library(name: "HearthKernels", targets: ["HearthKernels"]),
         .library(name: "HearthFormats", targets: ["HearthFormats"]),
         .library(name: "HearthTokenizers", targets: ["HearthTokenizers"]),
@@ -67,7 +75,10 @@ let package = Package(
         .trait(
             name: "SystemLibraries",
             description: "Link OpenBLAS (BLAS on Linux) and libsentencepiece (the tests' reference tokenizer)."),
-        .default(enabledTraits: ["SystemLibraries"]),
+        .trait(
+            name: "ModelHub",
+            description: "Models by name in HearthLocal (LocalProvider.load): the registry and the Hugging Face hub client (HearthHub)."),
+        .default(enabledTraits: ["SystemLibraries", "ModelHub"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -120,7 +131,7 @@ let package = Package(
             swiftSettings: optimizedInDebug),
         // Formats and tokenizers are optimized in debug builds too: every real-model test loads
         // a GGUF (a 262k-token vocabulary for the default model), which at -Onone took seconds.
-        .target(name: "HearthFormats", dependencies: ["HearthKernels"], swiftSettings: optimizedInDebug),
+        .target(name: "HearthFormats", dependencies: ["HearthKernels", "HearthJSON"], swiftSettings: optimizedInDebug),
         .target(
             name: "HearthTokenizers",
             dependencies: [
@@ -133,7 +144,11 @@ let package = Package(
         // Optimized in debug builds too: its tests compare every token's mask with a brute-force
         // Earley parse over whole vocabularies, and the server's structured-output tests mask
         // the default model's 262k-token vocabulary at every step.
-        .target(name: "HearthConstraints", swiftSettings: optimizedInDebug),
+        .target(name: "HearthConstraints", dependencies: ["HearthJSON"], swiftSettings: optimizedInDebug),
+        // The one JSON value type, its byte parser and its writer (depends on nothing; issue 60).
+        // Optimized in debug builds too: the server parses every request body with it.
+        .target(name: "HearthJSON", swiftSettings: optimizedInDebug),
+        .testTarget(name: "HearthJSONTests", dependencies: ["HearthJSON"]),
         // Chat templates: a Jinja interpreter for the templates model files ship (depends on
         // nothing; issue 58).
         .target(name: "HearthTemplates", swiftSettings: optimizedInDebug),
@@ -144,7 +159,7 @@ let package = Package(
         .target(
             name: "HearthEngine",
             dependencies: [
-                "HearthKernels", "HearthFormats", "HearthTokenizers", "HearthConstraints", "HearthTemplates",
+                "HearthKernels", "HearthFormats", "HearthTokenizers", "HearthConstraints", "HearthTemplates", "HearthJSON",
                 .product(name: "Logging", package: "swift-log"),  // the repack cache's debug lines
             ],
             swiftSettings: optimizedInDebug),
@@ -173,9 +188,14 @@ let package = Package(
         .testTarget(name: "HearthCLITests", dependencies: ["hearth", "dashscope-fake", "hub-fake", "HearthTestSupport", "HearthFakeServers"]),
 
         // The provider protocol and router (no engine import), and the cloud providers.
-        .target(name: "HearthProviders"),
+        .target(name: "HearthProviders", dependencies: ["HearthJSON"]),
         // The engine behind the provider protocol.
-        .target(name: "HearthLocal", dependencies: ["HearthEngine", "HearthProviders", "HearthConstraints", "HearthTemplates", "CZstd", "HearthHub"]),
+        .target(
+            name: "HearthLocal",
+            dependencies: [
+                "HearthEngine", "HearthProviders", "HearthConstraints", "HearthTemplates", "CZstd",
+                .target(name: "HearthHub", condition: .when(traits: modelHub)),
+            ]),
         .target(
             name: "HearthCloud",
             dependencies: [
@@ -193,7 +213,7 @@ let package = Package(
         .target(
             name: "HearthServer",
             dependencies: [
-                "HearthProviders", "HearthLocal", "HearthCloud",
+                "HearthProviders", "HearthLocal", "HearthCloud", "HearthJSON",
                 // Only to name the keyword or position of a schema the local model cannot enforce.
                 "HearthConstraints",
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -213,6 +233,8 @@ let package = Package(
             dependencies: [
                 "HearthServer", "HearthLocal", "HearthProviders", "HearthTestSupport", "HearthFakeServers",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),  // Hearth's routes in an app's router
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -221,6 +243,14 @@ let package = Package(
         .executableTarget(
             name: "hearth-fallback-example", dependencies: ["HearthProviders", "HearthCloud", "HearthLocal"],
             path: "Examples/FallbackExample"),
+        // An app's own Hummingbird server with Hearth's routes mounted beside its own (issue 64 item 5).
+        .executableTarget(
+            name: "hearth-server-in-app-example",
+            dependencies: [
+                "HearthServer", "HearthLocal", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"), .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Examples/ServerInApp"),
         .testTarget(name: "HearthProvidersTests", dependencies: ["HearthProviders", "HearthTestSupport"]),
         // Fake servers on loopback sockets for the cloud providers' tests: scripted HTTP and
         // WebSocket servers, and protocol fakes of DashScope's generation API and Bailian's dialog.

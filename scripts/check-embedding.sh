@@ -12,7 +12,8 @@
 #
 #   scripts/check-embedding.sh [--runs 3] [--tokens 64] [--keep] [--readme-example]
 #
-# The app takes Hearth with `traits: []` (no `SystemLibraries`: no OpenBLAS, no libsentencepiece,
+# The app takes Hearth with `traits: []` (no `ModelHub`: no HearthHub and its HTTP stack, which
+# doubled the app's build; no `SystemLibraries`: no OpenBLAS, no libsentencepiece,
 # as on a platform without them), and `ldd` must show neither library in it: CI's check that the
 # package builds and links without the trait (the tests of the trait-off code path run on the
 # default build with `HEARTH_BLAS=hearth`: scripts/test-without-system-libraries.sh --same-build).

@@ -1,3 +1,5 @@
+// Only with the `ModelHub` trait (on by default): it brings HearthHub and its HTTP stack.
+#if ModelHub
 import Foundation
 import HearthHub
 import HearthProviders
@@ -135,3 +137,4 @@ extension ConversationFileError: LocalizedError {
     /// What to do about it.
     public var recoverySuggestion: String? { "Open another saved conversation, or start a new one." }
 }
+#endif

@@ -1,3 +1,5 @@
+// `LocalProvider.load` exists only with the `ModelHub` trait (on by default).
+#if ModelHub
 import Foundation
 import HearthFakeServers
 import HearthHub
@@ -192,3 +194,4 @@ import Testing
         #expect(again.text == continued.text, "greedy: the same reply with and without the snapshot")
     }
 }
+#endif
