@@ -8,7 +8,7 @@ import Hummingbird
 /// (llama-server's) says which template renders a model's prompts.
 extension HearthServer {
     /// Registers `/apply-template` and `/props`.
-    func chatTemplateRoutes(_ router: Router<ServerRequestContext>) {
+    func chatTemplateRoutes(_ router: some RouterMethods<ServerRequestContext>) {
         router.post("/apply-template") { _, context in await self.applyTemplate(context) }
         router.get("/props") { request, context in await self.props(request, context) }
     }

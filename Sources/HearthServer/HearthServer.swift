@@ -96,6 +96,10 @@ public struct ServerOptions: Sendable {
 /// until it has), serves, and on graceful shutdown (SIGTERM/SIGINT, or ``shutdown()``) drains:
 /// `/health` turns 503, new generation requests get 503, in-flight ones get
 /// ``ServerOptions/drainGrace`` seconds to finish and are then cancelled, and `run` returns.
+///
+/// An app hosts it in its own process either as a `Service` with its own listener (``run()``)
+/// or mounted in its own Hummingbird application (``addRoutes(to:atPath:)`` and
+/// ``mountedService``); docs/SWIFT-API.md shows both.
 public final class HearthServer: @unchecked Sendable {
     // `@unchecked Sendable`: mutable state is only touched under `lock`.
     enum Phase: Sendable { case loading, ready, draining, failed(String) }
@@ -221,62 +225,40 @@ public final class HearthServer: @unchecked Sendable {
     }
 
     /// Binds, loads the model and serves until graceful shutdown; `onReady` gets the port once
-    /// both the socket listens and the model is loaded.
+    /// both the socket listens and the model is loaded. `hearth serve`'s way: the server's own
+    /// `ServiceGroup`, which shuts down gracefully on `gracefulShutdownSignals` (or when a group
+    /// this runs in does). The same parts as ``addRoutes(to:atPath:)``, ``httpServer`` and
+    /// ``mountedService``.
     /// - Throws: when the address cannot be bound or the model cannot be loaded.
     public func run(gracefulShutdownSignals: [UnixSignal] = [.sigterm, .sigint], onReady: @escaping @Sendable (Int) -> Void = { _ in })
         async throws
     {
         lock.withLock { self.onReady = onReady }
-        let router = Router(context: ServerRequestContext.self)
+        // Hearth's middleware on the router itself (not a group): an unknown path, too, is
+        // authenticated first and answered with a JSON 404.
+        let router = Router(context: HearthRequestContext.self)
         routes(router)
-        let bindLogger = logger
-        let counter = connections
-        let app = Application(
-            router: router,
-            server: .http1(
-                configuration: .init(
-                    // One per connection (the argument is evaluated for each): tells a request
-                    // handler that its client went away, and closes connections beyond the limit.
-                    additionalChannelHandlers: [ConnectionWatcher(counter: counter)],
-                    idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000)))),
-            configuration: .init(address: .hostname(options.host, port: options.port), serverName: "hearth"),
-            onServerRunning: { [self] channel in
-                let port = channel.localAddress?.port ?? options.port
-                lock.withLock { boundPort = port }
-                announceIfReady()
-            },
-            logger: bindLogger)
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app)]
+        var listeners: [any Service] = [
+            Application(
+                router: router, server: httpServer,
+                configuration: .init(address: .hostname(options.host, port: options.port), serverName: "hearth"),
+                onServerRunning: { [self] channel in
+                    let port = channel.localAddress?.port ?? options.port
+                    lock.withLock { boundPort = port }
+                    announceIfReady()
+                },
+                logger: logger)
+        ]
         if let second = options.ollamaPort {
             // The same router on Ollama's port: one pipeline, two listeners.
-            services.append(
-                .init(
-                    service: Application(
-                        router: router,
-                        server: .http1(
-                            configuration: .init(
-                                additionalChannelHandlers: [ConnectionWatcher(counter: counter)],
-                                idleTimeout: .milliseconds(Int64(options.idleTimeout * 1000)))),
-                        configuration: .init(address: .hostname(options.host, port: second), serverName: "hearth"),
-                        onServerRunning: { [self] channel in lock.withLock { ollamaBoundPort = channel.localAddress?.port ?? second } },
-                        logger: bindLogger)))
+            listeners.append(
+                Application(
+                    router: router, server: httpServer,
+                    configuration: .init(address: .hostname(options.host, port: second), serverName: "hearth"),
+                    onServerRunning: { [self] channel in lock.withLock { ollamaBoundPort = channel.localAddress?.port ?? second } },
+                    logger: logger))
         }
-        services.append(.init(service: LifecycleService(server: self)))
-        // First in the group, so shut down last: the spans of drained requests are sent too.
-        if let traceExporter { services.insert(.init(service: traceExporter), at: 0) }
-        let group = ServiceGroup(
-            configuration: .init(
-                services: services,
-                gracefulShutdownSignals: gracefulShutdownSignals, logger: bindLogger))
-        let shutdownEarly = lock.withLock {
-            serviceGroup = group
-            return pendingShutdown
-        }
-        if shutdownEarly { await group.triggerGracefulShutdown() }
-        try await group.run()
-        if case .failed(let message) = lock.withLock({ phase }) {
-            throw ProviderError(.modelUnavailable, provider: local?.id ?? "local", message: message)
-        }
+        try await runGroup(modelServices(listeners: listeners), signals: gracefulShutdownSignals)
     }
 
     func announceIfReady() {
@@ -288,7 +270,8 @@ public final class HearthServer: @unchecked Sendable {
         if let (port, callback) = ready { callback(port) }
     }
 
-    /// Loads the model (when there is one), then waits for graceful shutdown and drains.
+    /// Loads the model (when there is one), then waits for graceful shutdown, drains and unloads
+    /// the local models.
     struct LifecycleService: Service {
         let server: HearthServer
 
@@ -314,6 +297,8 @@ public final class HearthServer: @unchecked Sendable {
             do { try await server.gateway.ledger?.flush() } catch {
                 server.logger.error("usage not recorded at shutdown", metadata: ["error": "\(UsageLedger.describe(error))"])
             }
+            // The models' memory goes back with the server (an app's process lives on).
+            for provider in server.localProviders { provider.unload() }
         }
     }
 

@@ -21,6 +21,9 @@ final class RequestNote: @unchecked Sendable {
 struct FrontMiddleware: RouterMiddleware {
     typealias Context = ServerRequestContext
     let server: HearthServer
+    /// The prefix Hearth's routes are mounted at ("" at the root); the later stages match routes
+    /// by the path below it (``HearthRequestContext/routePath``).
+    var mountPath = ""
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
@@ -29,7 +32,9 @@ struct FrontMiddleware: RouterMiddleware {
         let note = RequestNote()
         note.traceParent = HTTPField.Name("traceparent").flatMap { request.headers[$0] }
         context.note = note
-        let endpoint = Endpoint(rawValue: request.uri.path)
+        let path = HearthServer.routePath(request.uri.path, mountedAt: mountPath)
+        context.routePath = path
+        let endpoint = Endpoint(rawValue: path)
         var response: Response
         var failure: APIError?
         do {
@@ -38,7 +43,7 @@ struct FrontMiddleware: RouterMiddleware {
             let apiError = HearthServer.apiError(error, path: request.uri.path, method: request.method)
             failure = apiError
             response =
-                request.uri.path.hasPrefix("/api/")
+                path.hasPrefix("/api/")
                 ? HearthServer.ollamaErrorResponse(apiError) : HearthServer.errorResponse(apiError, endpoint: endpoint)
         }
         HearthServer.set(&response.headers, "x-request-id", context.requestID)
@@ -50,7 +55,7 @@ struct FrontMiddleware: RouterMiddleware {
             call.traceParent = note.traceParent
             await server.record(outcome, call: call)
         } else if endpoint == nil {
-            let level: Logger.Level = request.uri.path == "/metrics" || request.uri.path == "/health" ? .debug : .info
+            let level: Logger.Level = path == "/metrics" || path == "/health" ? .debug : .info
             server.logger.log(
                 level: level, "request",
                 metadata: [
@@ -73,7 +78,7 @@ struct AuthenticationMiddleware: RouterMiddleware {
     static let open: Set<String> = ["/health", "/live", "/", "/chat"]
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let path = request.uri.path
+        let path = context.routePath
         if Self.open.contains(path) { return try await next(request, context) }
         let headers = request.headers
         let header: (String) -> String? = { name in HTTPField.Name(name).flatMap { headers[$0] } }
@@ -116,6 +121,8 @@ struct RateLimitMiddleware: RouterMiddleware {
 /// allowed `Origin` carry `Access-Control-Allow-Origin` and the headers a browser app reads.
 struct CORSOriginsMiddleware<Context: RequestContext>: RouterMiddleware {
     let origins: [String]
+    /// The prefix Hearth's routes are mounted at ("" at the root).
+    var mountPath = ""
 
     func allows(_ origin: String) -> Bool { origins.contains("*") || origins.contains(origin) }
 
@@ -137,7 +144,7 @@ struct CORSOriginsMiddleware<Context: RequestContext>: RouterMiddleware {
         }
         var response: Response
         do { response = try await next(request, context) } catch let error as APIError {
-            response = HearthServer.errorResponse(error, endpoint: Endpoint(rawValue: request.uri.path))
+            response = HearthServer.errorResponse(error, endpoint: Endpoint(rawValue: HearthServer.routePath(request.uri.path, mountedAt: mountPath)))
         }
         if allows(origin) {
             response.headers[.accessControlAllowOrigin] = origin

@@ -77,7 +77,7 @@ enum OllamaFields {
 
 extension HearthServer {
     /// Registers Ollama's routes on the server's router (after the shared middleware).
-    func ollamaRoutes(_ router: Router<ServerRequestContext>) {
+    func ollamaRoutes(_ router: some RouterMethods<ServerRequestContext>) {
         router.post("/api/chat") { request, context in await self.ollamaGenerate(.chat, request, context) }
         router.post("/api/generate") { request, context in await self.ollamaGenerate(.generate, request, context) }
         router.post("/api/embed") { request, context in await self.ollamaEmbed(request, context, legacy: false) }

@@ -3,12 +3,17 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-/// The request context of the server's routes: Hummingbird's basic context, the request's
+/// The request context of Hearth's routes: Hummingbird's basic context, the request's
 /// connection (so a generation learns that its client went away, ``ConnectionWatcher``), and
-/// what the middleware established before the handler runs: the request's id and start, the
+/// what Hearth's middleware establishes before a handler runs: the request's id and start, the
 /// authenticated caller and the body read for it.
-struct ServerRequestContext: RequestContext {
-    var coreContext: CoreRequestContextStorage
+///
+/// An app that mounts Hearth's routes (``HearthServer/addRoutes(to:atPath:)``) builds its
+/// router over this context — `Router(context: HearthRequestContext.self)` — and its own routes
+/// and middleware use it as they would `BasicRequestContext`.
+public struct HearthRequestContext: RequestContext {
+    /// Hummingbird's per-request storage (logger, parameters, allocator).
+    public var coreContext: CoreRequestContextStorage
     /// The connection the request arrived on.
     let channel: any Channel
     /// The id echoed in `x-request-id` and written to the log (random, not sequential).
@@ -23,9 +28,16 @@ struct ServerRequestContext: RequestContext {
     var quotaHeaders = HTTPFields()
     /// Where later stages tell ``FrontMiddleware`` what it logs (set by it).
     var note: RequestNote?
+    /// The request's path below the prefix Hearth's routes are mounted at (set by
+    /// ``FrontMiddleware``): what the middleware matches routes by (`/v1/messages`, `/health`).
+    var routePath = ""
 
-    init(source: ApplicationRequestContextSource) {
+    /// Creates the context of a request that arrived on `source`'s connection.
+    public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         channel = source.channel
     }
 }
+
+/// The name the server's code has used for ``HearthRequestContext``.
+typealias ServerRequestContext = HearthRequestContext

@@ -9,10 +9,12 @@ import NIOCore
 extension HearthServer {
     /// The one router of the plain server and the gateway: the front stage (ids, JSON errors,
     /// logging), CORS when configured, authentication, the rate limiter, then one handler per route.
-    func routes(_ router: Router<ServerRequestContext>) {
-        router.add(middleware: FrontMiddleware(server: self))
+    /// `mountPath` is the prefix `router` adds to the paths ("" for `hearth serve`'s router; see
+    /// ``addRoutes(to:atPath:)``).
+    func routes(_ router: some RouterMethods<ServerRequestContext>, mountPath: String = "") {
+        router.add(middleware: FrontMiddleware(server: self, mountPath: mountPath))
         if !gateway.configuration.corsOrigins.isEmpty {
-            router.add(middleware: CORSOriginsMiddleware(origins: gateway.configuration.corsOrigins))
+            router.add(middleware: CORSOriginsMiddleware(origins: gateway.configuration.corsOrigins, mountPath: mountPath))
         }
         router.add(middleware: AuthenticationMiddleware(server: self))
         router.add(middleware: RateLimitMiddleware(server: self))
@@ -37,7 +39,8 @@ extension HearthServer {
         router.post("/detokenize") { _, context in try await self.detokenize(context) }
         chatTemplateRoutes(router)  // POST /apply-template, GET /props (issue 58)
         ollamaRoutes(router)
-        if options.webUI { webUIRoutes(router) }
+        // The chat page calls the API at the root, so it is served only there.
+        if options.webUI && mountPath.isEmpty { webUIRoutes(router) }
         if configured {
             router.post("/v1/auth/token") { _, context in
                 try self.issueToken(context.caller ?? GatewayAuthenticator.anonymous, body: context.body)

@@ -8,7 +8,7 @@ extension HearthServer {
     /// from the binary. Its Content-Security-Policy lets it talk to this server only — no
     /// script, style, font, image or connection from any other host — so it works offline and
     /// cannot leak a conversation.
-    func webUIRoutes(_ router: Router<ServerRequestContext>) {
+    func webUIRoutes(_ router: some RouterMethods<ServerRequestContext>) {
         let page = ByteBuffer(string: WebUIPage.html)
         var headers: HTTPFields = [
             .contentType: "text/html; charset=utf-8", .cacheControl: "no-cache",
