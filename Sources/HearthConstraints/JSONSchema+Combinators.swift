@@ -1,9 +1,11 @@
+import HearthJSON
+
 /// `$ref`, `allOf` (merged into one schema) and `oneOf` (checked for disjoint branches).
 extension SchemaCompiler {
     // MARK: $ref and allOf
 
     /// The rule for the schema `ref` points to (compiled once; recursion goes through the rule).
-    mutating func reference(_ ref: JSONValue, path: String) throws -> GrammarExpression {
+    mutating func reference(_ ref: JSON, path: String) throws -> GrammarExpression {
         guard let text = ref.stringValue else { throw ConstraintError(.syntax, "$ref must be a string", at: path) }
         if let name = refRules[text] { return .reference(name) }
         let target = try resolve(text, path: path)
@@ -19,7 +21,7 @@ extension SchemaCompiler {
     }
 
     /// The schema a local reference (`#`, `#/$defs/x`, any `#/json/pointer`) points to.
-    func resolve(_ ref: String, path: String) throws -> JSONValue {
+    func resolve(_ ref: String, path: String) throws -> JSON {
         guard ref.hasPrefix("#") else {
             throw ConstraintError(.unsupported, "only local references (#/…) are supported, not '\(ref)'", at: path)
         }
@@ -43,7 +45,7 @@ extension SchemaCompiler {
     }
 
     /// Follows `$ref`s to a schema that is not one.
-    func dereferenced(_ schema: JSONValue, path: String) throws -> JSONValue {
+    func dereferenced(_ schema: JSON, path: String) throws -> JSON {
         var s = schema
         var hops = 0
         while let ref = s["$ref"]?.stringValue, s.objectMembers?.filter({ !Self.annotations.contains($0.key) }).count == 1 {
@@ -55,11 +57,11 @@ extension SchemaCompiler {
     }
 
     /// `allOf` (with the schema's own keywords) merged into one schema.
-    func mergeAllOf(_ schema: JSONValue, path: String) throws -> JSONValue {
+    func mergeAllOf(_ schema: JSON, path: String) throws -> JSON {
         guard case .array(let branches)? = schema["allOf"], !branches.isEmpty else {
             throw ConstraintError(.syntax, "allOf must be a non-empty array of schemas", at: path + "/allOf")
         }
-        let own = JSONValue.object((schema.objectMembers ?? []).filter { $0.key != "allOf" })
+        let own = JSON.object((schema.objectMembers ?? []).filter { $0.key != "allOf" })
         return try merge([own] + branches, paths: [path] + branches.indices.map { path + "/allOf/\($0)" })
     }
 
@@ -68,13 +70,13 @@ extension SchemaCompiler {
     /// The conjunction of schemas as one schema: types intersected, properties united (a
     /// property in several gets an allOf of its schemas), required united; any other keyword
     /// must not disagree between the schemas (else `.unsupported`).
-    func merge(_ schemas: [JSONValue], paths: [String]) throws -> JSONValue {
-        var result: [JSONValue.Member] = []
-        var properties: [JSONValue.Member] = []
-        var required: [JSONValue] = []
+    func merge(_ schemas: [JSON], paths: [String]) throws -> JSON {
+        var result: [JSON.Member] = []
+        var properties: [JSON.Member] = []
+        var required: [JSON] = []
         var types: Set<String>? = nil
         var declaredAll: [Set<String>] = []
-        var additional: [(JSONValue, Set<String>, String)] = []
+        var additional: [(JSON, Set<String>, String)] = []
         var pending = Array(zip(schemas, paths))
         var index = 0
         while index < pending.count {
@@ -114,7 +116,7 @@ extension SchemaCompiler {
                         declared.insert(p.key)
                         if let i = properties.firstIndex(where: { $0.key == p.key }) {
                             if properties[i].value != p.value {
-                                properties[i].value = .object([.init(key: "allOf", value: .array([properties[i].value, p.value]))])
+                                properties[i].value = .object([(key: "allOf", value: .array([properties[i].value, p.value]))])
                             }
                         } else {
                             properties.append(p)
@@ -147,10 +149,10 @@ extension SchemaCompiler {
                 throw ConstraintError(.unsatisfiable, "the allOf branches allow no common type", at: paths.first ?? "")
             }
             let list = ordered.contains("number") ? ordered.filter { $0 != "integer" } : ordered
-            result.insert(.init(key: "type", value: .array(list.map { .string($0) })), at: 0)
+            result.insert((key: "type", value: .array(list.map { .string($0) })), at: 0)
         }
-        if !properties.isEmpty { result.append(.init(key: "properties", value: .object(properties))) }
-        if !required.isEmpty { result.append(.init(key: "required", value: .array(required))) }
+        if !properties.isEmpty { result.append((key: "properties", value: .object(properties))) }
+        if !required.isEmpty { result.append((key: "required", value: .array(required))) }
         if let first = additional.first {
             // additionalProperties in one branch limits the others' properties too: enforced only
             // when that branch declares every merged property (then it means what it says).
@@ -160,7 +162,7 @@ extension SchemaCompiler {
                     .unsupported, "additionalProperties in an allOf branch that does not declare every merged property",
                     at: first.2)
             }
-            result.append(.init(key: "additionalProperties", value: first.0))
+            result.append((key: "additionalProperties", value: first.0))
         }
         return .object(result)
     }
@@ -170,7 +172,7 @@ extension SchemaCompiler {
     /// `oneOf` is enforced as `anyOf` when no value can match two branches: branches of
     /// disjoint types, of disjoint `const`/`enum` values, or objects with a required property
     /// whose `const`/`enum` values are disjoint. Else `.unsupported`.
-    func checkDisjoint(_ branches: [JSONValue], path: String) throws {
+    func checkDisjoint(_ branches: [JSON], path: String) throws {
         let signatures = try branches.enumerated().map { try signature($0.element, path: path + "/\($0.offset)") }
         for i in signatures.indices {
             for j in signatures.indices where j > i {
@@ -192,7 +194,7 @@ extension SchemaCompiler {
         var discriminators: [String: Set<String>]
     }
 
-    func signature(_ raw: JSONValue, path: String) throws -> Signature {
+    func signature(_ raw: JSON, path: String) throws -> Signature {
         let s = try dereferenced(raw, path: path)
         let all: Set<String> = ["null", "boolean", "object", "array", "string", "number"]
         guard s.objectMembers != nil else { return Signature(types: s == .bool(false) ? [] : all, values: nil, discriminators: [:]) }
@@ -204,7 +206,7 @@ extension SchemaCompiler {
             let names = t.stringValue.map { [$0] } ?? (t.arrayValues?.compactMap(\.stringValue) ?? [])
             types = Set(names.map { $0 == "integer" ? "number" : $0 })
         } else if let v = (s["enum"]?.arrayValues ?? s["const"].map { [$0] }) {
-            types = Set(v.map { $0.typeName == "integer" ? "number" : $0.typeName })
+            types = Set(v.map(\.typeName))
         } else if s["properties"] != nil || s["required"] != nil {
             types = ["object"]
         }

@@ -1,9 +1,11 @@
+import HearthJSON
+
 /// Objects (members in schema order) and arrays (prefix items, then items).
 extension SchemaCompiler {
     // MARK: Objects
 
-    mutating func object(_ schema: JSONValue, path: String) throws -> GrammarExpression {
-        var properties: [(name: String, schema: JSONValue, path: String)] = []
+    mutating func object(_ schema: JSON, path: String) throws -> GrammarExpression {
+        var properties: [(name: String, schema: JSON, path: String)] = []
         if let p = schema["properties"] {
             guard let members = p.objectMembers else { throw ConstraintError(.syntax, "properties must be an object", at: path + "/properties") }
             properties = members.map { ($0.key, $0.value, path + "/properties/" + pointerEscape($0.key)) }
@@ -32,7 +34,7 @@ extension SchemaCompiler {
         var members: [GrammarExpression] = []
         for p in properties {
             let value = try compile(p.schema, path: p.path)
-            members.append(.sequence([.literal(JSONValue.string(p.name).compactText), Self.ws, .literal(":"), Self.ws, value]))
+            members.append(.sequence([.literal(JSON.string(p.name).serialized), Self.ws, .literal(":"), Self.ws, value]))
         }
         if properties.allSatisfy({ required.contains($0.name) }) && extra == nil {
             // All required: one sequence.
@@ -101,8 +103,8 @@ extension SchemaCompiler {
 
     // MARK: Arrays
 
-    mutating func array(_ schema: JSONValue, path: String) throws -> GrammarExpression {
-        var prefix: [JSONValue] = []
+    mutating func array(_ schema: JSON, path: String) throws -> GrammarExpression {
+        var prefix: [JSON] = []
         if let p = schema["prefixItems"] {
             guard case .array(let list) = p else { throw ConstraintError(.syntax, "prefixItems must be an array of schemas", at: path + "/prefixItems") }
             prefix = list

@@ -1,3 +1,5 @@
+import HearthJSON
+
 /// JSON Schema (draft 2020-12 keywords, plus draft-07's `definitions`) compiled to grammars.
 ///
 /// The output is JSON: compact, with whitespace allowed between tokens (at most
@@ -14,7 +16,7 @@ public enum JSONSchema {
     ///   `.unsatisfiable` (no document is valid), `.invalidGrammar` (an unresolvable or
     ///   left-recursive `$ref`), `.tooComplex`; the location is a JSON pointer into the schema.
     public static func grammar(_ schemaJSON: String, budget: CompileBudget = .standard) throws -> Grammar {
-        let document = try JSONValue.parse(schemaJSON)
+        let document = try JSON.schemaDocument(schemaJSON)
         var compiler = try SchemaCompiler(document: document, budget: budget)
         let root = try compiler.compile(document, path: "")
         try compiler.builder.define("root", root)
@@ -33,7 +35,7 @@ public enum JSONSchema {
         var values: [GrammarExpression] = []
         for (i, schema) in schemas.enumerated() {
             do {
-                compiler.document = try JSONValue.parse(schema)
+                compiler.document = try JSON.schemaDocument(schema)
                 compiler.refRules = [:]
                 compiler.refPrefix = "\(i)"
                 compiler.schemaIndex = i
@@ -77,7 +79,7 @@ public enum JSONSchema {
 
 /// One schema document → expressions and rules.
 struct SchemaCompiler {
-    var document: JSONValue
+    var document: JSON
     var builder = GrammarBuilder()
     /// `$ref` pointer → its rule.
     var refRules: [String: String] = [:]
@@ -108,7 +110,7 @@ struct SchemaCompiler {
 
     static var handled: Set<String> { stringKeywords.union(numberKeywords).union(objectKeywords).union(arrayKeywords).union(otherKeywords) }
 
-    init(document: JSONValue, budget: CompileBudget = .standard) throws {
+    init(document: JSON, budget: CompileBudget = .standard) throws {
         self.document = document
         builder = GrammarBuilder(budget: budget)
         try JSONRules.define(in: &builder)
@@ -141,7 +143,7 @@ struct SchemaCompiler {
 
     /// `schema` (at `path`) as an expression; a part that alone lowers to more symbols than
     /// the budget allows is refused at its path before anything is built.
-    mutating func compile(_ schema: JSONValue, path: String) throws -> GrammarExpression {
+    mutating func compile(_ schema: JSON, path: String) throws -> GrammarExpression {
         let before = compiledCount
         let leavesBefore = leaves.count
         let expression = try compileSchema(schema, path: path)
@@ -166,7 +168,7 @@ struct SchemaCompiler {
         return expression
     }
 
-    private mutating func compileSchema(_ schema: JSONValue, path: String) throws -> GrammarExpression {
+    private mutating func compileSchema(_ schema: JSON, path: String) throws -> GrammarExpression {
         depth += 1
         defer { depth -= 1 }
         guard depth < 200 else { throw ConstraintError(.tooComplex, "schemas nested more than 200 deep", at: path) }
@@ -202,7 +204,7 @@ struct SchemaCompiler {
     }
 
     /// `anyOf` / `oneOf`: a choice of the branches, each merged with the sibling keywords.
-    mutating func combinator(_ schema: JSONValue, members: [JSONValue.Member], path: String) throws -> GrammarExpression {
+    mutating func combinator(_ schema: JSON, members: [JSON.Member], path: String) throws -> GrammarExpression {
         if schema["anyOf"] != nil && schema["oneOf"] != nil {
             throw ConstraintError(.unsupported, "anyOf together with oneOf is not supported", at: path + "/oneOf")
         }
@@ -226,7 +228,7 @@ struct SchemaCompiler {
     }
 
     /// Keywords by type, `enum` and `const`.
-    mutating func typed(_ schema: JSONValue, constraining: [JSONValue.Member], path: String) throws -> GrammarExpression {
+    mutating func typed(_ schema: JSON, constraining: [JSON.Member], path: String) throws -> GrammarExpression {
         var types: [String]
         if let t = schema["type"] {
             switch t {
@@ -273,13 +275,13 @@ struct SchemaCompiler {
     }
 
     /// `enum` / `const`: the values (of the allowed types), each written compactly.
-    func constants(_ schema: JSONValue, types: [String], constraining: [JSONValue.Member], path: String) throws -> GrammarExpression {
+    func constants(_ schema: JSON, types: [String], constraining: [JSON.Member], path: String) throws -> GrammarExpression {
         if let other = constraining.first(where: { !["type", "enum", "const"].contains($0.key) }) {
             throw ConstraintError(
                 .unsupported, "'\(other.key)' together with enum/const is not supported; list only values that meet it",
                 at: path + "/" + pointerEscape(other.key))
         }
-        var values: [JSONValue]
+        var values: [JSON]
         var where_ = path + "/enum"
         if let e = schema["enum"] {
             guard case .array(let list) = e else { throw ConstraintError(.syntax, "enum must be an array", at: path + "/enum") }
@@ -292,21 +294,21 @@ struct SchemaCompiler {
             values = schema["enum"] == nil ? [c] : values.filter { sameValue($0, c) }
         }
         values = values.filter { v in
-            let t = v.typeName
+            let t = v.schemaTypeName
             return types.contains(t) || (t == "integer" && types.contains("number"))
         }
         guard !values.isEmpty else {
             throw ConstraintError(.unsatisfiable, "no value of enum/const is allowed (empty, or none of the schema's type)", at: where_)
         }
         var seen = Set<String>()
-        let texts = values.map(\.compactText).filter { seen.insert($0).inserted }
+        let texts = values.map(\.serialized).filter { seen.insert($0).inserted }
         let options = texts.map { GrammarExpression.literal($0) }
         return options.count == 1 ? options[0] : .choice(options)
     }
 
     // MARK: Strings
 
-    mutating func string(_ schema: JSONValue, path: String) throws -> GrammarExpression {
+    mutating func string(_ schema: JSON, path: String) throws -> GrammarExpression {
         let minLength = try count(schema, "minLength", path: path)
         let maxLength = try count(schema, "maxLength", path: path)
         let quote = GrammarExpression.literal("\"")
@@ -360,9 +362,9 @@ struct SchemaCompiler {
     }
 
     /// A non-negative integer keyword (`minLength`, `maxItems`…), nil when absent.
-    func count(_ schema: JSONValue, _ key: String, path: String) throws -> Int? {
+    func count(_ schema: JSON, _ key: String, path: String) throws -> Int? {
         guard let v = schema[key] else { return nil }
-        guard case .number(let text) = v, let d = DecimalNumber(text), d.isInteger, !d.negative, let n = d.integerValue else {
+        guard case .number(let literal) = v, case let text = literal.text, let d = DecimalNumber(text), d.isInteger, !d.negative, let n = d.integerValue else {
             throw ConstraintError(.syntax, "\(key) must be a non-negative integer", at: path + "/" + key)
         }
         return n
@@ -370,10 +372,10 @@ struct SchemaCompiler {
 
     // MARK: Numbers
 
-    mutating func number(_ schema: JSONValue, integer: Bool, path: String) throws -> GrammarExpression {
+    mutating func number(_ schema: JSON, integer: Bool, path: String) throws -> GrammarExpression {
         func bound(_ key: String, exclusive: Bool) throws -> NumberGrammar.Bound? {
             guard let v = schema[key] else { return nil }
-            guard case .number(let text) = v, let d = DecimalNumber(text) else {
+            guard case .number(let literal) = v, case let text = literal.text, let d = DecimalNumber(text) else {
                 if case .bool = v {
                     throw ConstraintError(.unsupported, "the draft-4 boolean form of \(key) is not supported; give the bound as a number", at: path + "/" + key)
                 }
@@ -399,7 +401,7 @@ struct SchemaCompiler {
         var integerOnly = integer
         var fractionDigits = NumberGrammar.maxFractionDigits
         if let m = schema["multipleOf"] {
-            guard case .number(let text) = m, let d = DecimalNumber(text), !d.negative, !d.isZero else {
+            guard case .number(let literal) = m, case let text = literal.text, let d = DecimalNumber(text), !d.negative, !d.isZero else {
                 throw ConstraintError(.syntax, "multipleOf must be a positive number", at: path + "/multipleOf")
             }
             guard var automaton = MultipleAutomaton(d) else {
@@ -481,24 +483,18 @@ func pointerEscape(_ key: String) -> String {
 }
 
 /// A value's text for equality: numbers as exact decimals (1, 1.0 and 1e0 are one value).
-func canonicalValue(_ v: JSONValue) -> String {
+func canonicalValue(_ v: JSON) -> String {
     switch v {
-    case .number(let text): return DecimalNumber(text)?.text ?? text
+    case .number(let number): return DecimalNumber(number.text)?.text ?? number.text
     case .array(let items): return "[" + items.map(canonicalValue).joined(separator: ",") + "]"
     case .object(let members):
-        return "{" + members.sorted { $0.key < $1.key }.map { JSONValue.string($0.key).compactText + ":" + canonicalValue($0.value) }.joined(separator: ",") + "}"
-    default: return v.compactText
+        return "{" + members.sorted { $0.key < $1.key }.map { JSON.string($0.key).serialized + ":" + canonicalValue($0.value) }.joined(separator: ",") + "}"
+    default: return v.serialized
     }
 }
 
-func sameValue(_ a: JSONValue, _ b: JSONValue) -> Bool { canonicalValue(a) == canonicalValue(b) }
+func sameValue(_ a: JSON, _ b: JSON) -> Bool { canonicalValue(a) == canonicalValue(b) }
 
-extension JSONValue {
-    var arrayValues: [JSONValue]? {
-        if case .array(let a) = self { return a }
-        return nil
-    }
-}
 
 extension StringProtocol {
     /// Every occurrence of `target` replaced (stdlib only; no Foundation).

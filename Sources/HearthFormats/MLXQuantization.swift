@@ -1,4 +1,5 @@
 import Foundation
+import HearthJSON
 
 /// The `quantization` object of an MLX checkpoint's `config.json`, as `mlx_lm.convert` writes it:
 ///
@@ -65,10 +66,10 @@ public struct MLXQuantizationConfig: Sendable, Equatable {
     /// Throws when the object is malformed, or when `quantization_config` names a method
     /// other than MLX's (GPTQ, AWQ, bitsandbytes…), which Hearth does not read.
     public static func parse(configJSON data: Data, path: String) throws -> MLXQuantizationConfig? {
-        // JSONDecoder keeps `true` and `1` apart (JSONSerialization's NSNumbers do not on Linux).
-        guard let object = try? JSONDecoder().decode([String: JSONValue].self, from: data) else { return nil }
+        // HearthJSON keeps `true` and `1` apart (JSONSerialization's NSNumbers do not on Linux).
+        guard let object = try? JSON.parse(utf8: Array(data)), case .object = object else { return nil }
         let key: String
-        let value: JSONValue
+        let value: JSON
         if let q = object["quantization"], q != .null {
             (key, value) = ("quantization", q)
         } else if let q = object["quantization_config"], q != .null {
@@ -76,21 +77,23 @@ public struct MLXQuantizationConfig: Sendable, Equatable {
         } else {
             return nil
         }
-        guard case .object(let dict) = value else {
+        guard case .object(let members) = value else {
             throw FormatError(.invalidValue, "must be an object", path: path, key: key)
         }
-        if let method = dict["quant_method"] {
+        if let method = value["quant_method"] {
+            // A string quoted ('gptq'), other values as JSON text.
+            let name = method.stringValue.map { "'\($0)'" } ?? method.serialized
             throw FormatError(
-                .unsupportedDType, "quantization method \(method) is not supported", path: path,
+                .unsupportedDType, "quantization method \(name) is not supported", path: path,
                 key: "\(key).quant_method",
                 remedy: "Hearth reads MLX affine checkpoints (mlx_lm.convert -q) and float checkpoints; use one of those")
         }
-        let defaults = try parameters(dict, fallback: nil, path: path, key: key)
+        let defaults = try parameters(value, fallback: nil, path: path, key: key)
         var overrides: [String: Entry] = [:]
-        for (name, entry) in dict where !["group_size", "bits", "mode"].contains(name) {
+        for (name, entry) in members where !["group_size", "bits", "mode"].contains(name) {
             switch entry {
-            case .object(let params):
-                overrides[name] = .quantized(try parameters(params, fallback: defaults, path: path, key: "\(key).\(name)"))
+            case .object:
+                overrides[name] = .quantized(try parameters(entry, fallback: defaults, path: path, key: "\(key).\(name)"))
             case .bool(let flag):
                 overrides[name] = flag ? .quantized(defaults) : .unquantized
             default:
@@ -100,15 +103,15 @@ public struct MLXQuantizationConfig: Sendable, Equatable {
         return MLXQuantizationConfig(defaults: defaults, overrides: overrides, key: key)
     }
 
-    private static func parameters(_ dict: [String: JSONValue], fallback: Parameters?, path: String, key: String) throws
+    private static func parameters(_ dict: JSON, fallback: Parameters?, path: String, key: String) throws
         -> Parameters
     {
         func int(_ name: String, _ fallbackValue: Int) throws -> Int {
-            switch dict[name] {
-            case nil: return fallbackValue
-            case .int(let v): return v
-            default: throw FormatError(.invalidValue, "must be an integer", path: path, key: "\(key).\(name)")
+            guard let item = dict[name] else { return fallbackValue }
+            guard case .number(let number) = item, let v = number.int else {
+                throw FormatError(.invalidValue, "must be an integer", path: path, key: "\(key).\(name)")
             }
+            return v
         }
         let mode: String
         switch dict["mode"] {
@@ -119,44 +122,5 @@ public struct MLXQuantizationConfig: Sendable, Equatable {
         return Parameters(
             groupSize: try int("group_size", fallback?.groupSize ?? defaultGroupSize),
             bits: try int("bits", fallback?.bits ?? defaultBits), mode: mode)
-    }
-}
-
-/// Just enough of a JSON value to read the `quantization` object strictly.
-private enum JSONValue: Decodable, Equatable, CustomStringConvertible {
-    case null
-    case bool(Bool)
-    case int(Int)
-    case string(String)
-    case object([String: JSONValue])
-    /// Arrays, fractional numbers: not part of the settings.
-    case other
-
-    init(from decoder: Decoder) throws {
-        let c = try decoder.singleValueContainer()
-        if c.decodeNil() {
-            self = .null
-        } else if let b = try? c.decode(Bool.self) {
-            self = .bool(b)
-        } else if let i = try? c.decode(Int.self) {
-            self = .int(i)
-        } else if let s = try? c.decode(String.self) {
-            self = .string(s)
-        } else if let o = try? c.decode([String: JSONValue].self) {
-            self = .object(o)
-        } else {
-            self = .other
-        }
-    }
-
-    var description: String {
-        switch self {
-        case .null: return "null"
-        case .bool(let b): return "\(b)"
-        case .int(let i): return "\(i)"
-        case .string(let s): return "'\(s)'"
-        case .object: return "(object)"
-        case .other: return "(value)"
-        }
     }
 }

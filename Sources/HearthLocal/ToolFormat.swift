@@ -241,47 +241,7 @@ public struct ToolFormat: Sendable, Hashable {
 
 /// JSON text as Python's `json.dumps(value, ensure_ascii=False, indent=indent)` writes it —
 /// what Jinja's `tojson` in transformers' chat templates produces, so a prompt Hearth renders
-/// is the one the model was trained on.
+/// is the one the model was trained on (HearthJSON's writer, ``JSON/Layout/python(indent:)``).
 enum PythonJSON {
-    static func dumps(_ value: JSONText.Value, indent: Int? = nil) -> String {
-        var out = ""
-        write(value, indent: indent, level: 0, into: &out)
-        return out
-    }
-
-    private static func write(_ value: JSONText.Value, indent: Int?, level: Int, into out: inout String) {
-        func newline(_ level: Int) {
-            if let indent { out += "\n" + String(repeating: " ", count: indent * level) }
-        }
-        let comma = indent == nil ? ", " : ","
-        switch value {
-        case .null: out += "null"
-        case .bool(let b): out += b ? "true" : "false"
-        case .number(let text): out += text
-        case .string(let s): JSONText.Value.quote(s, into: &out)
-        case .array(let items):
-            guard !items.isEmpty else { out += "[]"; return }
-            out += "["
-            for (i, item) in items.enumerated() {
-                if i > 0 { out += comma }
-                newline(level + 1)
-                write(item, indent: indent, level: level + 1, into: &out)
-            }
-            newline(level)
-            out += "]"
-        case .object(let members):
-            guard !members.isEmpty else { out += "{}"; return }
-            out += "{"
-            for (i, (key, item)) in members.enumerated() {
-                if i > 0 { out += comma }
-                newline(level + 1)
-                JSONText.Value.quote(key, into: &out)
-                out += ": "
-                write(item, indent: indent, level: level + 1, into: &out)
-            }
-            newline(level)
-            out += "}"
-        }
-    }
-
+    static func dumps(_ value: JSON, indent: Int? = nil) -> String { value.serialized(.python(indent: indent)) }
 }

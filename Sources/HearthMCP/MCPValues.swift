@@ -10,8 +10,8 @@ enum MCPValues {
         switch value {
         case .null: return .null
         case .bool(let flag): return .bool(flag)
-        case .int(let number): return .number(String(number))
-        case .double(let number): return number.isFinite ? .number(String(number)) : .null
+        case .int(let number): return .number(JSON.Number(number))
+        case .double(let number): return JSON.Number(text: String(number)).map(JSON.number) ?? .null
         case .string(let text): return .string(text)
         case .data(let mimeType, let data):
             return .string("data:\(mimeType ?? "application/octet-stream");base64,\(data.base64EncodedString())")
@@ -25,9 +25,9 @@ enum MCPValues {
         switch value {
         case .null: return .null
         case .bool(let flag): return .bool(flag)
-        case .number(let text):
-            if let integer = Int(text) { return .int(integer) }
-            return .double(Double(text) ?? 0)
+        case .number(let number):
+            if let integer = Int(number.text) { return .int(integer) }
+            return .double(number.double)
         case .string(let text): return .string(text)
         case .array(let items): return .array(items.map(mcp))
         case .object(let pairs):

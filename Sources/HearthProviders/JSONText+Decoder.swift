@@ -76,13 +76,14 @@ private enum Scalars {
     }
 
     static func double(_ value: JSONText.Value, _ path: [any CodingKey]) throws -> Double {
-        guard case .number(let text) = value, let number = Double(text) else { throw mismatch(Double.self, value, path) }
-        return number
+        guard case .number(let number) = value else { throw mismatch(Double.self, value, path) }
+        return number.double
     }
 
     /// An integer from a number written as one (`3`, `3.0`, `3e2` count when exact and in range).
     static func integer<I: FixedWidthInteger>(_ type: I.Type, _ value: JSONText.Value, _ path: [any CodingKey]) throws -> I {
-        guard case .number(let text) = value else { throw mismatch(type, value, path) }
+        guard case .number(let number) = value else { throw mismatch(type, value, path) }
+        let text = number.text
         if let exact = I(text) { return exact }
         if let number = Double(text), number == number.rounded(), let exact = I(exactly: number) { return exact }
         throw DecodingError.dataCorrupted(

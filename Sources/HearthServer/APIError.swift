@@ -179,7 +179,7 @@ struct Fields {
 
     func number(_ key: String, in range: ClosedRange<Double>) throws -> Double? {
         guard let value = value(key) else { return nil }
-        guard case .number(let number) = value, number.isFinite else { throw wrongType(key, "a number", value) }
+        guard let number = value.doubleValue, number.isFinite else { throw wrongType(key, "a number", value) }
         guard range.contains(number) else {
             throw APIError.invalid(
                 name(key), "'\(name(key))' must be between \(Self.format(range.lowerBound)) and \(Self.format(range.upperBound)), got \(Self.format(number)).")
@@ -189,7 +189,7 @@ struct Fields {
 
     func int(_ key: String, in range: ClosedRange<Int>) throws -> Int? {
         guard let value = value(key) else { return nil }
-        guard case .number(let number) = value, number.isFinite, number == number.rounded() else {
+        guard let number = value.doubleValue, number.isFinite, number == number.rounded() else {
             throw wrongType(key, "an integer", value)
         }
         // |number| < 2^62 first: Double(Int.max) rounds up to 2^63, which Int(_:) cannot hold.

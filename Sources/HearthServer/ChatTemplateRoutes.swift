@@ -24,8 +24,7 @@ extension HearthServer {
     /// like a generation (a fair-queue turn); loads the model when it is not loaded.
     func applyTemplate(_ context: ServerRequestContext) async -> Response {
         do {
-            let ordered = try RequestParser.ordered(context.body)
-            var json = JSONValue(ordered)
+            var json = try RequestParser.json(context.body)
             var fields = try Fields(json)
             // vLLM's prompt-ending flags, taken here and left out of the chat request.
             let continueFinal = try fields.bool("continue_final_message") ?? false
@@ -42,7 +41,6 @@ extension HearthServer {
             let (route, provider) = try localRoute(fields, client: client)
             try requireReady()
             let parser = RequestParser(alias: try fields.string("model") ?? "local", maxTokensLimit: Int.max, body: context.body)
-            parser.ordered.set(ordered)
             var job = try parser.chat(json)
             job.options.reasoning = job.hints.reasoning.options
             guard case .chat(let messages) = job.input else {

@@ -11,8 +11,7 @@ extension HearthServer {
     /// tokenizers are not here. Admitted like a generation (``runAdmitted(_:client:channel:_:)``).
     func countTokens(_ context: ServerRequestContext) async -> Response {
         do {
-            let ordered = try RequestParser.ordered(context.body)
-            var json = JSONValue(ordered)
+            var json = try RequestParser.json(context.body)
             try Fields(json).refuseUnknown(AcceptedFields.countTokens, anthropic: true)
             // The count takes no max_tokens; the messages reader requires one.
             if case .object(var pairs) = json, !pairs.contains(where: { $0.0 == "max_tokens" }) {
@@ -27,7 +26,6 @@ extension HearthServer {
             }
             try requireReady()
             let parser = RequestParser(alias: name, maxTokensLimit: Int.max, body: context.body)
-            parser.ordered.set(ordered)
             let job = try parser.messages(json, counting: true)  // takes `compaction` and ignores it, as the API does
             guard case .chat(let messages) = job.input else {
                 throw APIError.invalid("messages", "'messages' is required.", code: "missing_field")

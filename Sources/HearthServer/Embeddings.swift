@@ -84,7 +84,7 @@ extension HearthServer {
     static func embeddingInputs(_ f: Fields) throws -> [EmbeddingInput] {
         func ids(_ items: [JSONValue], _ name: String) throws -> [Int32] {
             try items.enumerated().map { index, item in
-                guard case .number(let value) = item, value == value.rounded(), value >= 0, value < 1e9 else {
+                guard let value = item.doubleValue, value == value.rounded(), value >= 0, value < 1e9 else {
                     throw APIError.invalid("\(name)[\(index)]", "'\(name)[\(index)]' must be a token id (a non-negative integer).", code: "invalid_type")
                 }
                 return Int32(value)

@@ -242,14 +242,12 @@ extension HearthServer {
     func parseJob(
         _ endpoint: Endpoint, _ context: ServerRequestContext, client: GatewayConfiguration.Client, call: inout GenerationCall
     ) async throws -> (GenerationJob, Gateway.ModelRoute) {
-        let ordered = try RequestParser.ordered(context.body)
-        let json = JSONValue(ordered)
+        let json = try RequestParser.json(context.body)
         let name = try RequestParser.requiredModel(try Fields(json))
         call.model = name
         let route = try gateway.route(name, for: client)
         let limit = route.isLocal ? max(1, lock.withLock { self.context }) : 1 << 20
         let parser = RequestParser(alias: name, maxTokensLimit: min(limit, client.maxTokens ?? limit), body: context.body)
-        parser.ordered.set(ordered)
         var job: GenerationJob
         switch endpoint {
         case .chatCompletions: job = try parser.chat(json)

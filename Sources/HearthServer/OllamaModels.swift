@@ -327,7 +327,7 @@ extension HearthServer {
             var last: JSONValue = ["status": "success"]
             for await step in steps { last = step }
             if case .string(let message)? = last["error"] {
-                let status: Int = if case .number(let code)? = last["status_code"] { Int(code) } else { 500 }
+                let status: Int = if let code = last["status_code"]?.doubleValue { Int(code) } else { 500 }
                 return Self.ollamaError(status, message)
             }
             return Self.json(200, ["status": "success"])

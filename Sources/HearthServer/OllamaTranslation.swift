@@ -282,7 +282,7 @@ struct OllamaObject {
     func number(_ key: String) throws -> Double? {
         switch value(key) {
         case nil, .null?: return nil
-        case .number(let number)? where number.isFinite: return number
+        case .number(let number)? where number.double.isFinite: return number.double
         default: throw wrong(key, "a number")
         }
     }
@@ -348,15 +348,15 @@ struct OllamaReply {
             var message = "the generation failed"
             var status = 500
             if case .string(let text)? = failure["message"] { message = OllamaTranslation.ollamaWording(text) }
-            if case .number(let code)? = failure["code"], (400..<600).contains(code) { status = Int(code) }
+            if let code = failure["code"]?.doubleValue, (400..<600).contains(code) { status = Int(code) }
             if case .string(let type)? = failure["type"], type.contains("timeout") { status = 504 }
             error = OllamaError(status, message)
             ended = true
             return [["error": .string(message)]]
         }
         if case .object? = event["usage"], let usage = event["usage"] {
-            if case .number(let p)? = usage["prompt_tokens"] { promptTokens = Int(p) }
-            if case .number(let c)? = usage["completion_tokens"] { evalCount = Int(c) }
+            if let p = usage["prompt_tokens"]?.doubleValue { promptTokens = Int(p) }
+            if let c = usage["completion_tokens"]?.doubleValue { evalCount = Int(c) }
         }
         guard case .array(let choices)? = event["choices"], let choice = choices.first else { return [] }
         var lines: [JSONValue] = []
@@ -367,7 +367,7 @@ struct OllamaReply {
             if case .string(let text)? = delta["reasoning_content"] { thought = text }
             if case .array(let list)? = delta["tool_calls"] {
                 for call in list {
-                    guard case .number(let i)? = call["index"] else { continue }
+                    guard let i = call["index"]?.doubleValue else { continue }
                     var entry = calls[Int(i)] ?? ("", "")
                     if case .string(let name)? = call["function"]?["name"] { entry.name += name }
                     if case .string(let args)? = call["function"]?["arguments"] { entry.arguments += args }

@@ -110,13 +110,12 @@ extension RequestParser {
     }
 
     /// A schema value as JSON text, keys in the order they were sent — the order the model
-    /// writes them in (`JSONValue` comes from `JSONDecoder`, which does not keep it, so the
-    /// schema is read again from the body by its field path `param`). Only objects (and `true`,
-    /// any JSON value, which becomes `{}`) are schemas here.
+    /// writes them in. Only objects (and `true`, any JSON value, which becomes `{}`) are
+    /// schemas here.
     private func schemaText(_ value: JSONValue, _ param: String) throws -> String {
         switch value {
         case .object:
-            return orderedText(value, at: param, in: orderedBody())
+            return value.serialized
         case .bool(true): return "{}"
         default:
             throw APIError.invalid(param, "'\(param)' must be a JSON Schema object, got \(value.typeName).", code: "invalid_type")

@@ -37,9 +37,9 @@ extension RequestParser {
         /// Adds one function definition: `name`, `description`, the schema under `schemaKey`
         /// (absent: no parameters) as the client wrote it (key order kept: the order the model
         /// writes the arguments in), `strict`; and where its name and schema are in the body.
-        mutating func add(_ t: Fields, schemaKey: String, parser: RequestParser, document: JSONText.Value?) throws {
+        mutating func add(_ t: Fields, schemaKey: String, parser: RequestParser) throws {
             var parameters = ToolDefinition.noParameters
-            if let schema = t.value(schemaKey) { parameters = parser.orderedText(schema, at: t.name(schemaKey), in: document) }
+            if let schema = t.value(schemaKey) { parameters = schema.serialized }
             tools.append(
                 ToolDefinition(
                     name: try parser.requiredString(t, "name"), description: try t.string("description"), parameters: parameters,
@@ -105,7 +105,6 @@ extension RequestParser {
     /// required). Only function tools are served: hosted ones are refused by name.
     func openAITools(_ f: Fields, nested: Bool) throws -> ParsedTools {
         var parsed = ParsedTools()
-        let document = orderedBody()
         for (index, item) in (try f.array("tools") ?? []).enumerated() {
             let t = try Fields(item, prefix: "tools[\(index)]")
             let type = nested ? try t.string("type") ?? "function" : try requiredString(t, "type")
@@ -124,7 +123,7 @@ extension RequestParser {
                 }
                 definition = try Fields(function, prefix: t.name("function"))
             }
-            try parsed.add(definition, schemaKey: "parameters", parser: self, document: document)
+            try parsed.add(definition, schemaKey: "parameters", parser: self)
         }
         try openAIChoice(f, nameIn: nested ? "function" : nil, into: &parsed)
         return parsed
@@ -133,7 +132,6 @@ extension RequestParser {
     /// `tools` and `tool_choice` of an Anthropic Messages body.
     func anthropicTools(_ f: Fields) throws -> ParsedTools {
         var parsed = ParsedTools()
-        let document = orderedBody()
         for (index, item) in (try f.array("tools") ?? []).enumerated() {
             let t = try Fields(item, prefix: "tools[\(index)]")
             if let type = try t.string("type"), type != "custom" {
@@ -143,7 +141,7 @@ extension RequestParser {
             guard t.value("input_schema") != nil else {
                 throw APIError.invalid(t.name("input_schema"), "'\(t.name("input_schema"))' is required: the JSON Schema of the tool's input.", code: "missing_field")
             }
-            try parsed.add(t, schemaKey: "input_schema", parser: self, document: document)
+            try parsed.add(t, schemaKey: "input_schema", parser: self)
         }
         if let value = f.value("tool_choice") {
             let c = try Fields(value, prefix: "tool_choice")
@@ -170,9 +168,8 @@ extension RequestParser {
             throw APIError.invalid("functions", "Send 'tools' / 'tool_choice' or the deprecated 'functions' / 'function_call', not both.")
         }
         var parsed = ParsedTools()
-        let document = orderedBody()
         for (index, item) in (try f.array("functions") ?? []).enumerated() {
-            try parsed.add(try Fields(item, prefix: "functions[\(index)]"), schemaKey: "parameters", parser: self, document: document)
+            try parsed.add(try Fields(item, prefix: "functions[\(index)]"), schemaKey: "parameters", parser: self)
         }
         parsed.parallel = false
         switch f.value("function_call") {
@@ -290,7 +287,6 @@ extension RequestParser {
             origins.add(owner: owner, callID: owner, calls: m.name("content"))
             return
         }
-        let document = orderedBody()
         let start = messages.count
         var text = ""
         var calls: [ToolCall] = []
@@ -311,7 +307,7 @@ extension RequestParser {
             case "tool_use" where role == .assistant:
                 let input = b.value("input") ?? .object([])
                 guard case .object = input else { throw b.wrongType("input", "an object", input) }
-                calls.append(ToolCall(id: try requiredString(b, "id"), name: try requiredString(b, "name"), arguments: orderedText(input, at: b.name("input"), in: document)))
+                calls.append(ToolCall(id: try requiredString(b, "id"), name: try requiredString(b, "name"), arguments: input.serialized))
                 pending = true
             case "thinking" where role == .assistant:
                 // Reasoning of an earlier turn, with the signature its provider needs back
@@ -389,55 +385,5 @@ extension RequestParser {
             }
         }
         return nil
-    }
-
-    // MARK: Ordered JSON
-
-    /// The body parsed keeping key order (`JSONValue` comes from `JSONDecoder`, which does
-    /// not), once per request, when first needed.
-    func orderedBody() -> JSONText.Value? { ordered.value(of: body) }
-
-    /// `value` as JSON text with its keys in the order the client sent them, read from the
-    /// ordered body at `path` (`tools[0].function.parameters`); `value` re-encoded when the
-    /// path does not lead there.
-    func orderedText(_ value: JSONValue, at path: String, in document: JSONText.Value?) -> String {
-        if let node = Self.node(at: path, in: document), case .object = node { return node.serialized }
-        return String(decoding: value.serialized(), as: UTF8.self)
-    }
-
-    /// The value at a field path of our own making: keys joined by `.`, array indices as `[i]`.
-    static func node(at path: String, in document: JSONText.Value?) -> JSONText.Value? {
-        var node = document
-        for component in path.split(separator: ".") {
-            var rest = Substring(component)
-            let key = rest.prefix { $0 != "[" }
-            rest = rest.dropFirst(key.count)
-            node = node?[String(key)]
-            while rest.hasPrefix("["), let close = rest.firstIndex(of: "]"), let index = Int(rest[rest.index(after: rest.startIndex)..<close]) {
-                guard case .array(let items)? = node, items.indices.contains(index) else { return nil }
-                node = items[index]
-                rest = rest[rest.index(after: close)...]
-            }
-            guard rest.isEmpty else { return nil }
-        }
-        return node
-    }
-}
-
-/// The request body parsed keeping key order, parsed on first use and kept for the request.
-final class OrderedBody {
-    private var parsed: JSONText.Value??
-
-    init() {}
-
-    /// Gives the body's ordered JSON when it was parsed already (it is not parsed again).
-    func set(_ value: JSONText.Value) { parsed = .some(value) }
-
-    /// The ordered JSON of `body` (nil when there is none or it does not parse).
-    func value(of body: Data?) -> JSONText.Value? {
-        if let parsed { return parsed }
-        let value = body.flatMap { try? JSONText.parse(String(decoding: $0, as: UTF8.self)) }
-        parsed = .some(value)
-        return value
     }
 }

@@ -52,20 +52,17 @@ struct RequestParser {
     var alias: String
     /// Largest `max_tokens` accepted (the context size, when known).
     var maxTokensLimit: Int
-    /// The request body as sent, read again only for a schema's key order (``schemaText``).
+    /// The request body as sent. Not read again: the body is parsed once (``json(_:)``), in
+    /// order and with every digit, and the endpoint methods take that value.
     var body: Data?
-    /// The body parsed again keeping key order, for schemas and tool inputs (``orderedBody()``).
-    let ordered = OrderedBody()
 
-    /// Decodes a body as JSON (invalid UTF-8 and malformed JSON are 400s).
-    static func json(_ data: Data) throws -> JSONValue { JSONValue(try ordered(data)) }
-
-    /// Decodes a body as JSON keeping its key order (invalid UTF-8 and malformed JSON are 400s).
-    static func ordered(_ data: Data) throws -> JSONText.Value {
+    /// Parses a body as JSON, once, keeping its key order and its numbers' digits (schemas
+    /// and tool inputs are passed on as sent); invalid UTF-8 and malformed JSON are 400s.
+    static func json(_ data: Data) throws -> JSONValue {
         guard !data.isEmpty else { throw APIError.invalid("body", "The request body is empty; send a JSON object.", code: "invalid_json") }
-        // The provider layer's byte parser: Foundation's JSONDecoder took 63 ms on a 4 MiB body
-        // of escaped line breaks, more than the refusal budget for a prompt past the context.
-        do { return try JSONText.parse(utf8: Array(data)) } catch {
+        // HearthJSON's byte parser: Foundation's JSONDecoder took 63 ms on a 4 MiB body of
+        // escaped line breaks, more than the refusal budget for a prompt past the context.
+        do { return try JSON.parse(utf8: Array(data)) } catch {
             if error.isInvalidUTF8 || String(validating: data, as: UTF8.self) == nil {
                 throw APIError.invalid("body", "The request body is not valid UTF-8.", code: "invalid_json")
             }
@@ -106,7 +103,7 @@ struct RequestParser {
             guard case .number(let number) = item else {
                 throw APIError.invalid("logit_bias", "'logit_bias' values must be numbers in -100...100 (token \(id)).")
             }
-            bias[id] = number
+            bias[id] = number.double
         }
         return bias
     }

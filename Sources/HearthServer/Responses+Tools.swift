@@ -55,13 +55,12 @@ extension ResponseRenderer {
     /// arguments are `{}`); text that is not JSON (a cloud model's broken call) as a string.
     static func input(_ arguments: String) -> JSONValue {
         if arguments.allSatisfy(\.isWhitespace) { return .object([]) }
-        guard let value = try? JSONText.parse(arguments) else { return .string(arguments) }
-        return JSONValue(value)
+        return (try? JSON.parse(arguments)) ?? .string(arguments)
     }
 
     /// A schema's JSON text as a value to echo, its key order kept (`{}` if it does not parse).
     static func schemaValue(_ text: String) -> JSONValue {
-        (try? JSONText.parse(text)).map(JSONValue.init) ?? [:]
+        (try? JSON.parse(text)) ?? [:]
     }
 
     /// The Responses object's `tools`, as the request gave them.

@@ -204,7 +204,7 @@ extension HearthServer {
                 code: "too_large")
         }
         let ids: [Int32] = try items.enumerated().map { index, item in
-            guard case .number(let value) = item, value == value.rounded(), abs(value) < 1e9 else {
+            guard let value = item.doubleValue, value == value.rounded(), abs(value) < 1e9 else {
                 throw APIError.invalid("tokens[\(index)]", "'tokens[\(index)]' must be an integer token id.", code: "invalid_type")
             }
             return Int32(value)

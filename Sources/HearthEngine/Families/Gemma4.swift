@@ -1,5 +1,6 @@
 import Foundation
 import HearthFormats
+import HearthJSON
 import HearthTokenizers
 
 /// Gemma 4's small text models (`Gemma4ForCausalLM`, `model_type` `gemma4_text`, as
@@ -30,45 +31,9 @@ public enum Gemma4Family: ModelFamily {
     public static let ggufArchitecture: String? = "gemma4"
     static let wrapper = "Gemma4ForConditionalGeneration"
 
-    /// A JSON value, to hand a wrapper's `text_config` on as a configuration of its own.
-    private indirect enum JSONValue: Codable {
-        case null, bool(Bool), int(Int), double(Double), string(String), array([JSONValue]), object([String: JSONValue])
-
-        init(from decoder: any Swift.Decoder) throws {
-            let c = try decoder.singleValueContainer()
-            if c.decodeNil() {
-                self = .null
-            } else if let v = try? c.decode(Bool.self) {
-                self = .bool(v)
-            } else if let v = try? c.decode(Int.self) {
-                self = .int(v)
-            } else if let v = try? c.decode(Double.self) {
-                self = .double(v)
-            } else if let v = try? c.decode(String.self) {
-                self = .string(v)
-            } else if let v = try? c.decode([JSONValue].self) {
-                self = .array(v)
-            } else {
-                self = .object(try c.decode([String: JSONValue].self))
-            }
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.singleValueContainer()
-            switch self {
-            case .null: try c.encodeNil()
-            case .bool(let v): try c.encode(v)
-            case .int(let v): try c.encode(v)
-            case .double(let v): try c.encode(v)
-            case .string(let v): try c.encode(v)
-            case .array(let v): try c.encode(v)
-            case .object(let v): try c.encode(v)
-            }
-        }
-    }
-
     private struct Wrapper: Decodable {
-        var textConfig: JSONValue?
+        /// Handed on as a configuration of its own (HearthJSON's value, through `Codable`).
+        var textConfig: JSON?
         enum CodingKeys: String, CodingKey { case textConfig = "text_config" }
     }
 

@@ -200,8 +200,8 @@ final class GatewayAuthenticator: @unchecked Sendable {
         guard parts.count == 2, let mac = Hex.decode(String(parts[1])) else { throw Self.unauthorized("Invalid token.") }
         let expected = Array(HMAC<SHA256>.authenticationCode(for: Array(parts[0].utf8), using: tokenKey))
         guard constantTimeEqual(expected, mac), let data = Self.fromBase64URL(String(parts[0])),
-            let payload = try? JSONDecoder().decode(JSONValue.self, from: data),
-            case .string(let name)? = payload["c"], case .number(let expiry)? = payload["e"]
+            let payload = try? JSONValue.parse(utf8: Array(data)),
+            case .string(let name)? = payload["c"], let expiry = payload["e"]?.doubleValue
         else { throw Self.unauthorized("Invalid token.") }
         guard clock.now().timeIntervalSince1970 < expiry else {
             throw Self.unauthorized("The token has expired; get a new one from POST /v1/auth/token.", code: "token_expired")

@@ -259,7 +259,7 @@ struct ConfigReader {
 
     func int(_ value: JSONValue?, _ key: String, min: Int) throws -> Int? {
         guard let value, value != .null else { return nil }
-        guard case .number(let number) = value, number.isFinite, number == number.rounded(), abs(number) < 1e15 else {
+        guard let number = value.doubleValue, number.isFinite, number == number.rounded(), abs(number) < 1e15 else {
             throw fail(key, "must be an integer, got \(value.typeName == "number" ? "a fraction" : value.typeName).")
         }
         guard Int(number) >= min else { throw fail(key, "must be at least \(min).") }
@@ -268,7 +268,7 @@ struct ConfigReader {
 
     func number(_ value: JSONValue?, _ key: String, above: Double) throws -> Double? {
         guard let value, value != .null else { return nil }
-        guard case .number(let number) = value, number.isFinite else { throw fail(key, "must be a number, got \(value.typeName).") }
+        guard let number = value.doubleValue, number.isFinite else { throw fail(key, "must be a number, got \(value.typeName).") }
         guard number > above else { throw fail(key, "must be greater than \(Fields.format(above)).") }
         return number
     }
@@ -303,7 +303,7 @@ struct ConfigReader {
 
     mutating func read(_ data: Data) throws -> GatewayConfiguration {
         let root: JSONValue
-        do { root = try JSONDecoder().decode(JSONValue.self, from: data) } catch {
+        do { root = try JSONValue.parse(utf8: Array(data)) } catch {
             throw fail("", "is not valid JSON.")
         }
         let top = try object(
