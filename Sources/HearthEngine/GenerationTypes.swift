@@ -127,6 +127,11 @@ public struct ChoiceEvent: Sendable {
     /// The continuation's index, 0 ..< the number of choices.
     public var choice: Int
     public var event: GenerationEvent
+
+    public init(choice: Int, event: GenerationEvent) {
+        self.choice = choice
+        self.event = event
+    }
 }
 
 /// Counts of a generator's scheduler steps (``Generator/stepStatistics``).

@@ -157,45 +157,6 @@ public final class Generator: @unchecked Sendable {
         return Double(filledPositions) / Double(max(1, slots.count * decoder.context))
     }
 
-    /// Streams a generation for `prompt`. Cancelling the consuming task or dropping the
-    /// stream stops its work within one step (other sequences continue). `stop`, when set,
-    /// ends the sequence the same way (checked between steps) but the stream still ends with
-    /// `.done` (finish reason `cancelled`), so the consumer gets the summary.
-    public func generate(
-        prompt: [Int32], parameters: GenerationParameters, stop: CancellationFlag? = nil
-    ) -> AsyncThrowingStream<GenerationEvent, Error> {
-        let (stream, continuation) = AsyncThrowingStream<GenerationEvent, Error>.makeStream()
-        let cancelled = CancellationFlag()
-        continuation.onTermination = { _ in cancelled.set() }
-        submitGroup(
-            prompt: prompt, choices: [parameters], stops: [stop], cancelled: cancelled,
-            emit: { continuation.yield($1) }, end: { continuation.finish(throwing: $0) })
-        return stream
-    }
-
-    /// The most continuations one ``generate(prompt:choices:stops:)`` call may ask for.
-    public static let maxChoices = 8
-
-    /// Streams `choices.count` continuations of one prompt (OpenAI's `n`), each sampled with its
-    /// own parameters (give each its own seed). The prompt is processed once: when its last
-    /// position's logits are ready, every other choice copies the prompt's keys and values into
-    /// a free slot and samples its first token from the same logits, then all decode together
-    /// in the batch. A choice that finds no free slot waits for one and reuses the prompt held
-    /// in the cache (recomputing only its last token). Each choice ends with its own `.done`;
-    /// the stream finishes after the last one. `stops[i]` ends choice `i` as ``generate(prompt:parameters:stop:)``'s
-    /// `stop` does; cancelling the consumer stops them all. A failure ends the whole stream.
-    public func generate(
-        prompt: [Int32], choices: [GenerationParameters], stops: [CancellationFlag?] = []
-    ) -> AsyncThrowingStream<ChoiceEvent, Error> {
-        let (stream, continuation) = AsyncThrowingStream<ChoiceEvent, Error>.makeStream()
-        let cancelled = CancellationFlag()
-        continuation.onTermination = { _ in cancelled.set() }
-        submitGroup(
-            prompt: prompt, choices: choices, stops: stops, cancelled: cancelled,
-            emit: { continuation.yield(ChoiceEvent(choice: $0, event: $1)) }, end: { continuation.finish(throwing: $0) })
-        return stream
-    }
-
     /// Generates synchronously, calling `onToken` (on the scheduler's thread) for every token.
     public func run(
         prompt: [Int32], parameters: GenerationParameters, isCancelled: @escaping () -> Bool = { false },

@@ -59,32 +59,3 @@ extension LocalProvider {
         ReasoningPart(text: text, provider: id)
     }
 }
-
-/// Turns a local reply's reasoning pieces into the provider protocol's events: deltas, then one
-/// ``ChatEvent/reasoningEnded(_:)`` when the block closes (or the reply ends inside it).
-struct ReasoningCollector {
-    private(set) var text = ""
-    private var open = false
-
-    /// The events for one token's reasoning piece and whether its block closed with it.
-    mutating func events(_ piece: String, ends: Bool, part: (String) -> ReasoningPart) -> [ChatEvent] {
-        var events: [ChatEvent] = []
-        if !piece.isEmpty {
-            text += piece
-            open = true
-            events.append(.reasoningDelta(piece))
-        }
-        if ends {
-            open = false
-            events.append(.reasoningEnded(part(text)))
-        }
-        return events
-    }
-
-    /// The end of a block still open when the reply ends.
-    mutating func finish(part: (String) -> ReasoningPart) -> [ChatEvent] {
-        guard open else { return [] }
-        open = false
-        return [.reasoningEnded(part(text))]
-    }
-}

@@ -47,6 +47,9 @@ extension LocalProvider {
         /// A step of a tool call (when the options carry tools): its start, a piece of its
         /// arguments, its end.
         case toolCall(ToolCallEvent)
+        /// The conversation's oldest turns were dropped to fit the context (only when the
+        /// request allows truncation, ``ChatRequest/allowTruncation``); after ``promptTokens(_:)``.
+        case contextTruncated(droppedMessages: Int)
         /// Generation ended: counts and why.
         case finished(Usage, HearthProviders.FinishReason)
     }
@@ -216,60 +219,6 @@ extension LocalProvider {
     /// The most choices one request may ask for (OpenAI's `n`).
     public static var maxChoices: Int { Generator.maxChoices }
 
-    /// Streams a generation with per-token detail; `topLogprobs` nil when no log-probabilities
-    /// are wanted (each token's `logprob` is then NaN and their normaliser is not computed,
-    /// ``GenerationParameters/logprobs``), else how many alternatives each token lists (0 for
-    /// its own log-probability only). Cancelling the consumer (or dropping the
-    /// stream) stops the sequence within one step. A prompt that does not fit the context
-    /// throws `ProviderError` `.contextLengthExceeded` with both counts (never truncated).
-    /// With `admission`, the request waits for it before its schema or grammar is compiled and
-    /// `.promptTokens` is sent (see ``Admission``).
-    public func generate(_ input: LocalInput, options: GenerationOptions, topLogprobs: Int? = nil, admission: Admission? = nil)
-        -> AsyncThrowingStream<LocalEvent, Error>
-    {
-        generate(input, options: options, checked: false, topLogprobs: topLogprobs, admission: admission)
-    }
-
-    /// ``generate(_:options:topLogprobs:admission:)`` of options the caller has checked
-    /// (`GenerationOptions.validate()`) when `checked`: the server checks each request once, as
-    /// it parses it.
-    package func generate(
-        _ input: LocalInput, options: GenerationOptions, checked: Bool, topLogprobs: Int? = nil, admission: Admission? = nil
-    ) -> AsyncThrowingStream<LocalEvent, Error> {
-        let (request, text) = Self.request(for: input, options: options, checked: checked)
-        return stream { emit in
-            try await self.serveChoices(
-                request, rawText: text, count: 1, topLogprobs: topLogprobs, admission: admission, emit: { emit($0.event) })
-        }
-    }
-
-    /// Streams `choices` continuations of one prompt (OpenAI's `n`), with per-token detail: the
-    /// prompt is processed once and every choice continues from it, decoded together in the
-    /// batch. Choice `i` samples with `options.seed + i` (each its own random seed when there is
-    /// none), follows the same stop strings, format and tools, and ends with its own `.finished`
-    /// (its usage counts the prompt; `cachedPromptTokens` shows the choices that reused it). The
-    /// stream ends after the last choice; a failure ends it for all. `admission` is asked once
-    /// per wave of at most `parallel` choices (once when `choices` is at most `parallel`).
-    /// - Throws: `ProviderError` `.invalidRequest` when `choices` is outside 1...``maxChoices``,
-    ///   as ``generate(_:options:topLogprobs:admission:)`` otherwise.
-    public func generate(
-        _ input: LocalInput, options: GenerationOptions, choices: Int, topLogprobs: Int? = nil, admission: Admission? = nil
-    ) -> AsyncThrowingStream<LocalChoiceEvent, Error> {
-        generate(input, options: options, checked: false, choices: choices, topLogprobs: topLogprobs, admission: admission)
-    }
-
-    /// ``generate(_:options:choices:topLogprobs:admission:)`` of options the caller has
-    /// checked when `checked` (see ``generate(_:options:checked:topLogprobs:admission:)``).
-    package func generate(
-        _ input: LocalInput, options: GenerationOptions, checked: Bool, choices: Int, topLogprobs: Int? = nil,
-        admission: Admission? = nil
-    ) -> AsyncThrowingStream<LocalChoiceEvent, Error> {
-        let (request, text) = Self.request(for: input, options: options, checked: checked)
-        return stream { emit in
-            try await self.serveChoices(request, rawText: text, count: choices, topLogprobs: topLogprobs, admission: admission, emit: emit)
-        }
-    }
-
     /// `choices` replies to one conversation, the prompt processed once (see
     /// ``generate(_:options:choices:topLogprobs:admission:)``): each reply's text, tool calls,
     /// usage and finish reason, in choice order.
@@ -284,7 +233,7 @@ extension LocalProvider {
         }
         for try await item in events where replies.indices.contains(item.choice) {
             switch item.event {
-            case .promptTokens: break
+            case .promptTokens, .contextTruncated: break
             case .token(let token):
                 replies[item.choice].text += token.text
                 replies[item.choice].reasoning += token.reasoning
@@ -302,106 +251,4 @@ extension LocalProvider {
         }
     }
 
-    /// The request an input stands for, and its raw text (`/v1/completions`), if any.
-    private static func request(for input: LocalInput, options: GenerationOptions, checked: Bool) -> (ChatRequest, String?) {
-        var request: ChatRequest
-        var text: String?
-        switch input {
-        case .chat(let messages): request = ChatRequest(messages: messages, options: options)
-        case .text(let raw): (request, text) = (ChatRequest(messages: [], options: options, continuation: ""), raw)
-        }
-        request.optionsChecked = checked
-        return (request, text)
-    }
-
-    /// A stream fed by `body` on a task of its own; the consumer's cancellation cancels it and
-    /// errors reach the consumer as `ProviderError`.
-    private func stream<Event: Sendable>(
-        _ body: @escaping @Sendable (_ emit: @escaping @Sendable (Event) -> Void) async throws -> Void
-    ) -> AsyncThrowingStream<Event, Error> {
-        AsyncThrowingStream { continuation in
-            let task = Task {
-                do {
-                    try await body { continuation.yield($0) }
-                    continuation.finish()
-                } catch {
-                    continuation.finish(throwing: self.providerError(error))
-                }
-            }
-            continuation.onTermination = { _ in task.cancel() }
-        }
-    }
-
-    /// The one local generation loop every entry point is derived from (``generate(_:options:choices:topLogprobs:admission:)``,
-    /// the raw-text completion, and through them `stream(_:)`): the model held, the prompt
-    /// tokenized, the caller's turn taken, the parameters compiled, then `count` choices run in
-    /// waves and their tokens turned into events (``LocalChoiceTranslator``).
-    private func serveChoices(
-        _ request: ChatRequest, rawText: String?, count: Int, topLogprobs: Int?, admission: Admission?,
-        emit: @escaping @Sendable (LocalChoiceEvent) -> Void
-    ) async throws {
-        let started = DispatchTime.now()
-        guard (1...Self.maxChoices).contains(count) else {
-            throw ProviderError(
-                .invalidRequest, provider: id, message: "choices must be between 1 and \(Self.maxChoices), got \(count)",
-                underlying: InvalidGenerationOption(field: "n", message: "must be between 1 and \(Self.maxChoices)"))
-        }
-        let (generator, hold) = try await heldGenerator()
-        defer { hold?.end() }  // the model stays loaded until the choices have ended
-        try Task.checkCancellation()
-        let tokens = try promptTokens(request, rawText: rawText, generator: generator)
-        // Wait for the caller's go-ahead (its fair share of the slots), holding it until the
-        // sequences have ended: a schema or grammar is compiled within the caller's turn. `n`
-        // choices take `n` slots: at most `parallel` at once, the rest in later waves, each after
-        // a turn of its own (``choiceWaves(_:prompt:choices:stops:wave:turn:admission:)``).
-        let wave = max(1, min(count, configuration.parallel))
-        let turn = HeldTurn(try await admission?(wave))
-        defer { turn.end() }
-        try Task.checkCancellation()
-        // Parameters before the prompt is announced, so a schema that cannot be compiled is
-        // refused before any output; compiled on the compile threads, off the cooperative pool.
-        let promptCount = tokens.count
-        var parameters = try await ConstraintCompiler.run {
-            try self.parametersFor(request, promptTokens: promptCount, generator: generator)
-        }
-        try applyReasoning(request, prompt: tokens, rawText: rawText != nil, to: &parameters, generator: generator)
-        try Task.checkCancellation()
-        emit(LocalChoiceEvent(choice: 0, event: .promptTokens(tokens.count)))
-        if rawText != nil { parameters.stripLeadingSpace = false }
-        parameters.topLogprobs = max(0, topLogprobs ?? 0)
-        parameters.logprobs = topLogprobs != nil
-        var translator = LocalChoiceTranslator(
-            count: count, parameters: parameters, tokenizer: generator.model.tokenizer,
-            scanners: (0..<count).map { _ in toolScanner(request, generator: generator) }, started: started, emit: emit)
-        // Per choice its seed.
-        let choices = (0..<count).map { index in
-            var choice = parameters
-            choice.sampling.seed = parameters.sampling.seed.map { $0 &+ UInt64(index) }
-            return choice
-        }
-        let waves = choiceWaves(
-            generator, prompt: tokens, choices: choices, stops: translator.stops, wave: wave, turn: turn, admission: admission)
-        for try await item in waves {
-            switch item.event {
-            case .token(let token): translator.token(token, choice: item.choice)
-            case .done(let summary): translator.done(summary, choice: item.choice)
-            }
-        }
-    }
-
-    /// The prompt's tokens: `rawText` as it is (a completion), else `request` rendered through
-    /// the chat template; within the context, never empty.
-    private func promptTokens(_ request: ChatRequest, rawText: String?, generator: Generator) throws -> [Int32] {
-        guard let text = rawText else { return try prompt(for: request, generator: generator).tokens }
-        let tokens = try encodeWithin(text, limit: generator.context - 1, generator: generator)
-        guard !tokens.isEmpty else {
-            throw ProviderError(.invalidRequest, provider: id, message: "the prompt is empty")
-        }
-        guard tokens.count < generator.context else {
-            throw ProviderError(
-                .contextLengthExceeded(tokens: tokens.count, limit: generator.context), provider: id,
-                message: "the prompt is \(tokens.count) tokens but the context holds \(generator.context)")
-        }
-        return tokens
-    }
 }

@@ -141,6 +141,7 @@ extension HearthServer {
         let stream = RouteStream()
         let lease: SlotLease
         do {
+            try options.faults.check(.admit)
             lease = try admit(prepared.route, client: client) {
                 stream.cancel(ProviderError(.cancelled, provider: "gateway", message: "The server is shutting down."))
             }
@@ -165,6 +166,7 @@ extension HearthServer {
             // model's own queue; it still counts as admitted and waiting.
             // `n` choices take `n` slots (in waves of at most the model's parallel sequences).
             let admission = localAdmission(client: client.name).map { [marks = call.stageMarks] in marks.timing($0) }
+            try options.faults.check(.render)
             let first = try await stream.start(prepared.route, job: job, admission: admission)
             renderer.promptTokens = first.promptTokens ?? 0
             Self.set(&headers, "x-hearth-served-by", first.provider)
@@ -201,6 +203,7 @@ extension HearthServer {
         call: inout GenerationCall, headers: inout HTTPFields
     ) async throws -> Preparation {
         var (job, route) = try await parseJob(endpoint, context, client: client, call: &call)
+        try options.faults.check(.parse)
         if let filter = gateway.configuration.contentFilter, await filter.screens(Self.inputText(job)) {
             throw APIError(
                 status: 400, message: "The request was refused by the content filter.", type: "invalid_request_error",
@@ -411,12 +414,14 @@ extension HearthServer {
                     }
                     previous = now
                     outcome.usage.completionTokens += 1
+                    try options.faults.check(.run)
                 }
                 let out = Self.screened(raw, filter: filter, screen: &screen, choiceScreens: &choiceScreens)
                 for event in out {
                     let last = outcome.take(event, started: started)
                     if case .filtered = event { stream.cancel(CancellationError()) }
                     if last {
+                        try options.faults.check(.settle)
                         settled = true
                         await settle(outcome)
                     }

@@ -66,6 +66,8 @@ public struct ServerOptions: Sendable {
     /// Generations one Responses request with MCP tools may run (its tool loop; default 8): the
     /// last may not call a tool, so the model answers.
     public var maxToolRounds = 8
+    /// Faults a test injects at the pipeline's stages (nil: none). Tests only.
+    package var faults: FaultInjector?
 
     /// Creates options.
     public init(

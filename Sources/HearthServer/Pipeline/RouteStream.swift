@@ -59,70 +59,51 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
         }
     }
 
-    /// Starts the local model on `job` (raw text and log-probabilities included).
-    func start(local provider: LocalProvider, job: GenerationJob, admission: LocalProvider.Admission?) async throws -> RouteStart {
-        if job.choices > 1 { return try await start(choicesOf: provider, job: job, admission: admission) }
-        // Options were checked once, as the request was parsed.
-        let upstream = provider.generate(
-            job.input, options: job.options, checked: true, topLogprobs: job.logprobs, admission: admission)
-        let id = provider.id
-        return try await run {
-            var reasoning = LocalReasoning(provider: id)
-            for try await event in upstream {
-                switch event {
-                case .promptTokens(let count):
-                    self.continuation.yield(.servedBy(id))
-                    self.continuation.yield(.promptTokens(count))
-                    self.started(RouteStart(provider: id, promptTokens: count))
-                case .token(let token):
-                    for event in reasoning.events(token) { self.continuation.yield(event) }
-                    self.continuation.yield(.text(token.text, token: token))
-                case .toolCall(let step):
-                    self.continuation.yield(.toolCall(step))
-                case .finished(let usage, let reason):
-                    for event in reasoning.finish() { self.continuation.yield(event) }
-                    self.continuation.yield(.finished(usage, reason))
-                }
-            }
-        }
-    }
-
-    /// Starts the local model on a job of several choices: each choice's events as
+    /// Starts the local model on `job` (raw text, log-probabilities and several choices
+    /// included): one choice's events as they come; with several (`n` > 1) each choice's as
     /// ``RouteEvent/choice(_:_:)``, then the answer's `finished` with the prompt counted once.
-    func start(choicesOf provider: LocalProvider, job: GenerationJob, admission: LocalProvider.Admission?) async throws -> RouteStart {
+    func start(local provider: LocalProvider, job: GenerationJob, admission: LocalProvider.Admission?) async throws -> RouteStart {
+        // Options were checked once, as the request was parsed.
         let upstream = provider.generate(
             job.input, options: job.options, checked: true, choices: job.choices, topLogprobs: job.logprobs,
             admission: admission)
         let id = provider.id
+        let several = job.choices > 1
         return try await run {
             // The answer's usage: the prompt as the first choice (which processed it) counts it,
             // the completion tokens of every choice.
             var first: (usage: Usage, reason: FinishReason)?
             var completion = 0
-            var reasoning = (0..<job.choices).map { _ in LocalReasoning(provider: id) }
-            for try await item in upstream {
+            var reasoning = (0..<job.choices).map { _ in LocalReasoningCollector() }
+            func yield(_ choice: Int, _ event: RouteEvent) {
+                self.continuation.yield(several ? .choice(choice, event) : event)
+            }
+            func signed(_ text: String) -> RouteEvent {
+                .reasoningEnded(ReasoningSignature.signed(ReasoningPart(text: text, provider: id)))
+            }
+            for try await item in upstream where reasoning.indices.contains(item.choice) {
                 switch item.event {
                 case .promptTokens(let count):
                     self.continuation.yield(.servedBy(id))
                     self.continuation.yield(.promptTokens(count))
                     self.started(RouteStart(provider: id, promptTokens: count))
+                case .contextTruncated:
+                    break  // the server never allows truncation: a prompt too long is refused
                 case .token(let token):
-                    if reasoning.indices.contains(item.choice) {
-                        for event in reasoning[item.choice].events(token) { self.continuation.yield(.choice(item.choice, event)) }
-                    }
-                    self.continuation.yield(.choice(item.choice, .text(token.text, token: token)))
+                    let (piece, ended) = reasoning[item.choice].take(token)
+                    if let piece { yield(item.choice, .reasoning(piece)) }
+                    if let ended { yield(item.choice, signed(ended)) }
+                    yield(item.choice, .text(token.text, token: token))
                 case .toolCall(let step):
-                    self.continuation.yield(.choice(item.choice, .toolCall(step)))
+                    yield(item.choice, .toolCall(step))
                 case .finished(let usage, let reason):
-                    if reasoning.indices.contains(item.choice) {
-                        for event in reasoning[item.choice].finish() { self.continuation.yield(.choice(item.choice, event)) }
-                    }
-                    self.continuation.yield(.choice(item.choice, .finished(usage, reason)))
+                    if let ended = reasoning[item.choice].finish() { yield(item.choice, signed(ended)) }
+                    yield(item.choice, .finished(usage, reason))
                     completion += usage.completionTokens
                     if item.choice == 0 { first = (usage, reason) }
                 }
             }
-            guard var answer = first else { return }
+            guard several, var answer = first else { return }
             answer.usage.completionTokens = completion
             self.continuation.yield(.finished(answer.usage, answer.reason))
         }
@@ -166,34 +147,71 @@ extension ForwardedStream where Event == RouteEvent, Start == RouteStart {
     }
 }
 
-/// A local reply's reasoning as route events: its pieces, then one end with the whole part
-/// (when the block closes, or at the reply's end if it did not).
-struct LocalReasoning {
-    let provider: String
-    private var text = ""
-    private var open = false
+/// Forwards a provider's event stream into one the server owns, so a request can be stopped
+/// from outside the task writing its response (client gone, deadline, drain): ``cancel(_:)``
+/// cancels the upstream consumer (which stops the sequence within one decode step) and ends
+/// the forwarded stream with an error. ``run(_:)`` returns once the upstream has `started`
+/// (the plain server: the prompt was admitted; the gateway: the answer began), so a failure
+/// before that is still an HTTP error status.
+final class ForwardedStream<Event: Sendable, Start: Sendable>: @unchecked Sendable {
+    // `@unchecked Sendable`: `task`, `waiter` and `startResult` are only touched under `lock`.
+    let events: AsyncThrowingStream<Event, Error>
+    /// Where the forwarding task yields.
+    let continuation: AsyncThrowingStream<Event, Error>.Continuation
+    private let lock = NSLock()
+    private var task: Task<Void, Never>?
+    private var waiter: CheckedContinuation<Start, Error>?
+    private var startResult: Result<Start, Error>?
 
-    init(provider: String) { self.provider = provider }
-
-    /// The reasoning events of one token (before its text).
-    mutating func events(_ token: LocalProvider.LocalToken) -> [RouteEvent] {
-        var events: [RouteEvent] = []
-        if !token.reasoning.isEmpty {
-            text += token.reasoning
-            open = true
-            events.append(.reasoning(token.reasoning))
-        }
-        if token.endsReasoning {
-            open = false
-            events.append(.reasoningEnded(ReasoningSignature.signed(ReasoningPart(text: text, provider: provider))))
-        }
-        return events
+    init() {
+        (events, continuation) = AsyncThrowingStream.makeStream()
     }
 
-    /// The end of a block the reply did not close (cut by its length).
-    mutating func finish() -> [RouteEvent] {
-        guard open else { return [] }
-        open = false
-        return [.reasoningEnded(ReasoningSignature.signed(ReasoningPart(text: text, provider: provider)))]
+    /// Runs `body` (which yields into ``continuation`` and calls ``started(_:)`` once) in a task;
+    /// returns the value given to ``started(_:)``, or throws the error that ended `body` before it.
+    func run(_ body: @escaping @Sendable () async throws -> Void) async throws -> Start {
+        let continuation = self.continuation
+        let task = Task {
+            do {
+                try await body()
+                self.resolve(.failure(ProviderError(.cancelled, provider: "local", message: "the generation ended early")))
+                continuation.finish()
+            } catch {
+                self.resolve(.failure(error))
+                continuation.finish(throwing: error)
+            }
+        }
+        lock.withLock { self.task = task }
+        return try await withCheckedThrowingContinuation { waiter in
+            let ready: Result<Start, Error>? = lock.withLock {
+                if let startResult { return startResult }
+                self.waiter = waiter
+                return nil
+            }
+            if let ready { waiter.resume(with: ready) }
+        }
+    }
+
+    /// Marks the upstream as started (the first call counts).
+    func started(_ value: Start) { resolve(.success(value)) }
+
+    private func resolve(_ result: Result<Start, Error>) {
+        let waiter: CheckedContinuation<Start, Error>? = lock.withLock {
+            guard startResult == nil else { return nil }
+            startResult = result
+            defer { self.waiter = nil }
+            return self.waiter
+        }
+        waiter?.resume(with: result)
+    }
+
+    /// Stops the generation and ends ``events`` with `error`.
+    func cancel(_ error: Error) {
+        // Finish first: the upstream task, once cancelled, finishes the stream normally, and
+        // the first finish wins, so the consumer must see the error before that can happen.
+        continuation.finish(throwing: error)
+        resolve(.failure(error))
+        let task = lock.withLock { self.task }
+        task?.cancel()
     }
 }
