@@ -113,24 +113,15 @@ public struct OpenAICompatibleProvider: LanguageModelProvider {
     /// (reachability is not probed: a failed request is cheaper and the router handles it).
     public var availability: ProviderAvailability {
         get async {
-            configuration.requiresAPIKey && configuration.apiKey == nil ? .unavailable(.unauthorized) : .available
+            configuration.keyAvailability
         }
     }
 
     /// Streams the reply. Throws ``ProviderError`` from the stream.
     public func stream(_ request: ChatRequest) -> AsyncThrowingStream<ChatEvent, Error> {
         let configuration = configuration
-        let call = HTTPProviderCall(configuration, credentialHint: configuration.credentialHint)
-        let body: Data
-        do {
-            body = try OpenAIWire.requestBody(request, configuration: configuration)
-        } catch {
-            return call.failing(error)
-        }
-        if configuration.requiresAPIKey && configuration.apiKey == nil { return call.missingKey() }
-        let authorization = configuration.apiKey.map { [("authorization", "Bearer \($0.value)")] } ?? []
-        return call.post(
-            client: client, url: joinURL(configuration.baseURL, "chat/completions"), extra: authorization, body: body
+        return configuration.stream(
+            client: client, path: "chat/completions", encode: { try OpenAIWire.requestBody(request, configuration: configuration) }
         ) { response, sink, watchdog, failures in
             try await OpenAIWire.readReply(response, sink: sink, watchdog: watchdog, failures: failures)
         }

@@ -114,24 +114,15 @@ public struct OpenAIResponsesProvider: LanguageModelProvider {
     /// `.unavailable(.unauthorized)` when a required key is missing, else `.available`.
     public var availability: ProviderAvailability {
         get async {
-            configuration.requiresAPIKey && configuration.apiKey == nil ? .unavailable(.unauthorized) : .available
+            configuration.keyAvailability
         }
     }
 
     /// Streams the reply. Throws ``ProviderError`` from the stream.
     public func stream(_ request: ChatRequest) -> AsyncThrowingStream<ChatEvent, Error> {
         let configuration = configuration
-        let call = HTTPProviderCall(configuration, credentialHint: configuration.credentialHint)
-        let body: Data
-        do {
-            body = try OpenAIResponsesWire.requestBody(request, configuration: configuration)
-        } catch {
-            return call.failing(error)
-        }
-        if configuration.requiresAPIKey && configuration.apiKey == nil { return call.missingKey() }
-        let authorization = configuration.apiKey.map { [("authorization", "Bearer \($0.value)")] } ?? []
-        return call.post(
-            client: client, url: joinURL(configuration.baseURL, "responses"), extra: authorization, body: body
+        return configuration.stream(
+            client: client, path: "responses", encode: { try OpenAIResponsesWire.requestBody(request, configuration: configuration) }
         ) { response, sink, watchdog, failures in
             try await OpenAIResponsesWire.readReply(response, sink: sink, watchdog: watchdog, failures: failures)
         }
