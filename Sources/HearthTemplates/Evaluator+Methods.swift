@@ -294,85 +294,52 @@ enum StringOps {
         }
     }
 
-    /// `str.split(sep, maxsplit)` / `rsplit`; `sep == nil` splits on runs of whitespace.
+    /// `str.split(sep, maxsplit)` / `rsplit`; `sep == nil` splits on runs of whitespace. An empty
+    /// `sep` is Python's `ValueError`, which every caller raises first; here it gives `[s]`.
     static func split(_ s: String, _ sep: String?, maxSplit: Int, fromRight: Bool) -> [String] {
-        if let sep, !sep.isEmpty { return splitUTF8(s, sep, maxSplit: maxSplit, fromRight: fromRight) }
+        if let sep {
+            return sep.isEmpty ? [s] : splitUTF8(s, sep, maxSplit: maxSplit, fromRight: fromRight)
+        }
         let scalars = Array(s.unicodeScalars)
         func make(_ r: Range<Int>) -> String { String(String.UnicodeScalarView(scalars[r])) }
-        guard let sep else {
-            // Whitespace split: no empty strings.
-            var ranges: [Range<Int>] = []
-            if !fromRight {
-                var i = 0
-                var splits = 0
-                while i < scalars.count {
-                    while i < scalars.count, PythonFormat.isSpace(scalars[i]) { i += 1 }
-                    if i >= scalars.count { break }
-                    if maxSplit >= 0 && splits >= maxSplit {
-                        var end = scalars.count
-                        while end > i, PythonFormat.isSpace(scalars[end - 1]) { end -= 1 }
-                        ranges.append(i..<end)
-                        break
-                    }
-                    let start = i
-                    while i < scalars.count, !PythonFormat.isSpace(scalars[i]) { i += 1 }
-                    ranges.append(start..<i)
-                    splits += 1
-                }
-                return ranges.map(make)
-            }
-            var i = scalars.count
+        // Whitespace split: no empty strings.
+        var ranges: [Range<Int>] = []
+        if !fromRight {
+            var i = 0
             var splits = 0
-            while i > 0 {
-                while i > 0, PythonFormat.isSpace(scalars[i - 1]) { i -= 1 }
-                if i <= 0 { break }
+            while i < scalars.count {
+                while i < scalars.count, PythonFormat.isSpace(scalars[i]) { i += 1 }
+                if i >= scalars.count { break }
                 if maxSplit >= 0 && splits >= maxSplit {
-                    var start = 0
-                    while start < i, PythonFormat.isSpace(scalars[start]) { start += 1 }
-                    ranges.append(start..<i)
+                    var end = scalars.count
+                    while end > i, PythonFormat.isSpace(scalars[end - 1]) { end -= 1 }
+                    ranges.append(i..<end)
                     break
                 }
-                let end = i
-                while i > 0, !PythonFormat.isSpace(scalars[i - 1]) { i -= 1 }
-                ranges.append(i..<end)
+                let start = i
+                while i < scalars.count, !PythonFormat.isSpace(scalars[i]) { i += 1 }
+                ranges.append(start..<i)
                 splits += 1
             }
-            return ranges.reversed().map(make)
+            return ranges.map(make)
         }
-        let sepScalars = Array(sep.unicodeScalars)
-        let m = sepScalars.count
-        func matches(at i: Int) -> Bool {
-            guard i >= 0, i + m <= scalars.count else { return false }
-            for k in 0..<m where scalars[i + k] != sepScalars[k] { return false }
-            return true
-        }
-        var parts: [String] = []
-        if !fromRight {
-            var start = 0, i = 0
-            while i + m <= scalars.count {
-                if (maxSplit < 0 || parts.count < maxSplit) && matches(at: i) {
-                    parts.append(make(start..<i))
-                    i += m
-                    start = i
-                } else {
-                    i += 1
-                }
+        var i = scalars.count
+        var splits = 0
+        while i > 0 {
+            while i > 0, PythonFormat.isSpace(scalars[i - 1]) { i -= 1 }
+            if i <= 0 { break }
+            if maxSplit >= 0 && splits >= maxSplit {
+                var start = 0
+                while start < i, PythonFormat.isSpace(scalars[start]) { start += 1 }
+                ranges.append(start..<i)
+                break
             }
-            parts.append(make(start..<scalars.count))
-            return parts
+            let end = i
+            while i > 0, !PythonFormat.isSpace(scalars[i - 1]) { i -= 1 }
+            ranges.append(i..<end)
+            splits += 1
         }
-        var end = scalars.count, i = scalars.count - m
-        while i >= 0 {
-            if (maxSplit < 0 || parts.count < maxSplit) && matches(at: i) {
-                parts.append(make((i + m)..<end))
-                end = i
-                i -= m
-            } else {
-                i -= 1
-            }
-        }
-        parts.append(make(0..<end))
-        return parts.reversed()
+        return ranges.reversed().map(make)
     }
 
     static func isLineBreak(_ c: Unicode.Scalar) -> Bool {
