@@ -394,41 +394,15 @@ private struct PairHeap {
 
     mutating func heapify() {
         guard items.count > 1 else { return }
-        for i in stride(from: items.count / 2 - 1, through: 0, by: -1) { siftDown(i) }
+        for i in stride(from: items.count / 2 - 1, through: 0, by: -1) { HeapOrder.siftDown(&items, from: i, by: { $0.key < $1.key }) }
     }
 
     mutating func push(_ pair: Pair) {
         items.append(pair)
-        var i = items.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard items[i].key < items[parent].key else { break }
-            items.swapAt(i, parent)
-            i = parent
-        }
+        HeapOrder.siftUp(&items, from: items.count - 1, by: { $0.key < $1.key })
     }
 
     mutating func pop() -> Pair? {
-        guard let top = items.first else { return nil }
-        let last = items.removeLast()
-        if !items.isEmpty {
-            items[0] = last
-            siftDown(0)
-        }
-        return top
-    }
-
-    private mutating func siftDown(_ index: Int) {
-        var i = index
-        let count = items.count
-        while true {
-            let l = 2 * i + 1, r = l + 1
-            var best = i
-            if l < count && items[l].key < items[best].key { best = l }
-            if r < count && items[r].key < items[best].key { best = r }
-            if best == i { return }
-            items.swapAt(i, best)
-            i = best
-        }
+        HeapOrder.pop(&items, by: { $0.key < $1.key })
     }
 }
