@@ -77,16 +77,10 @@ extension RegularExpression {
     private static func whole(_ tree: RegexNode, search: Bool) throws -> RegexNode {
         let any = RegexNode.repeating(.characters(.all), min: 0, max: nil)
         var branches: [RegexNode] = []
-        let alternatives: [RegexNode]
-        if case .alternation(let options) = tree { alternatives = options } else { alternatives = [tree] }
-        for branch in alternatives {
-            var items: [RegexNode]
-            if case .sequence(let s) = branch { items = s } else { items = [branch] }
-            var anchoredStart = false, anchoredEnd = false
-            while case .anchor(true, _) = items.first { items.removeFirst(); anchoredStart = true }
-            while case .anchor(false, _) = items.last { items.removeLast(); anchoredEnd = true }
-            try items.forEach(rejectAnchors)
-            branches.append(.sequence((search && !anchoredStart ? [any] : []) + items + (search && !anchoredEnd ? [any] : [])))
+        for branch in tree.anchoredBranches {
+            try branch.items.forEach(rejectAnchors)
+            branches.append(
+                .sequence((search && !branch.anchoredStart ? [any] : []) + branch.items + (search && !branch.anchoredEnd ? [any] : [])))
         }
         return branches.count == 1 ? branches[0] : .alternation(branches)
     }
@@ -96,11 +90,7 @@ extension RegularExpression {
         case .characters: return
         case .sequence(let items), .alternation(let items): try items.forEach(rejectAnchors)
         case .repeating(let body, _, _): try rejectAnchors(body)
-        case .anchor(let start, let offset):
-            throw ConstraintError(
-                .unsupported,
-                "'\(start ? "^" : "$")' is supported only at the \(start ? "start" : "end") of the pattern or of a top-level alternative",
-                at: "offset \(offset)")
+        case .anchor(let start, let offset): throw RegexNode.strayAnchor(start: start, offset: offset)
         }
     }
 

@@ -29,19 +29,12 @@ public enum RegularExpression {
     static func expression(_ pattern: String, encoding: CharacterEncoding, search: Bool) throws -> GrammarExpression {
         var parser = RegexParser(Array(pattern.unicodeScalars))
         let tree = try parser.parse()
-        let branches: [RegexNode]
-        if case .alternation(let options) = tree { branches = options } else { branches = [tree] }
         var result: [GrammarExpression] = []
-        for branch in branches {
-            var items: [RegexNode]
-            if case .sequence(let s) = branch { items = s } else { items = [branch] }
-            var anchoredStart = false, anchoredEnd = false
-            while case .anchor(true, _) = items.first { items.removeFirst(); anchoredStart = true }
-            while case .anchor(false, _) = items.last { items.removeLast(); anchoredEnd = true }
+        for branch in tree.anchoredBranches {
             var parts: [GrammarExpression] = []
-            if search && !anchoredStart { parts.append(.zeroOrMore(encoding.anyCharacter)) }
-            for item in items { parts.append(try lower(item, encoding)) }
-            if search && !anchoredEnd { parts.append(.zeroOrMore(encoding.anyCharacter)) }
+            if search && !branch.anchoredStart { parts.append(.zeroOrMore(encoding.anyCharacter)) }
+            for item in branch.items { parts.append(try lower(item, encoding)) }
+            if search && !branch.anchoredEnd { parts.append(.zeroOrMore(encoding.anyCharacter)) }
             result.append(parts.count == 1 ? parts[0] : .sequence(parts))
         }
         let e = result.count == 1 ? result[0] : .choice(result)
@@ -59,11 +52,7 @@ public enum RegularExpression {
         case .sequence(let items): return .sequence(try items.map { try lower($0, encoding) })
         case .alternation(let options): return .choice(try options.map { try lower($0, encoding) })
         case .repeating(let body, let min, let max): return .safeRepeat(try lower(body, encoding), min: min, max: max)
-        case .anchor(let start, let offset):
-            throw ConstraintError(
-                .unsupported,
-                "'\(start ? "^" : "$")' is supported only at the \(start ? "start" : "end") of the pattern or of a top-level alternative",
-                at: "offset \(offset)")
+        case .anchor(let start, let offset): throw RegexNode.strayAnchor(start: start, offset: offset)
         }
     }
 }
