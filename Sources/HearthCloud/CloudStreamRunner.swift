@@ -19,22 +19,14 @@ final class EventSink: Sendable {
     /// Sends a text delta (empty deltas are dropped).
     func text(_ delta: String) {
         guard !delta.isEmpty else { return }
-        state.withLock {
-            $0.sentText = true
-            $0.metrics.textArrived()
-        }
-        continuation.yield(.textDelta(delta))
+        output(.textDelta(delta))
     }
 
     /// Sends a piece of reasoning (empty pieces are dropped). Counts as reply output: a retry
     /// would show it twice, so the runner stops retrying after it.
     func reasoning(_ delta: String) {
         guard !delta.isEmpty else { return }
-        state.withLock {
-            $0.sentText = true
-            $0.metrics.textArrived()
-        }
-        continuation.yield(.reasoningDelta(delta))
+        output(.reasoningDelta(delta))
     }
 
     /// Sends the end of a reasoning part (counts as reply output, like its deltas: a redacted
@@ -46,11 +38,17 @@ final class EventSink: Sendable {
 
     /// Sends a step of a tool call (counts as reply output, like text).
     func toolCall(_ event: ToolCallEvent) {
+        output(.toolCall(event))
+    }
+
+    /// Sends a piece of reply output (text, reasoning, a tool call's step): from now on a retry
+    /// would repeat it, and it times the first output and the pace.
+    private func output(_ event: ChatEvent) {
         state.withLock {
             $0.sentText = true
             $0.metrics.textArrived()
         }
-        continuation.yield(.toolCall(event))
+        continuation.yield(event)
     }
 
     /// Sends any other event.
