@@ -36,41 +36,25 @@ public final class ModelResidency: @unchecked Sendable {
     private struct Weak { weak var provider: LocalProvider? }
 
     /// One use waiting for its model.
-    private final class Waiter: @unchecked Sendable {
-        // `@unchecked Sendable`: its fields are only touched under the residency's `lock`.
+    private final class Waiter: Sendable {
         let model: ObjectIdentifier
-        var continuation: CheckedContinuation<Hold, Error>?
-        /// Given its hold, or cancelled: nothing more may happen to it.
-        var done = false
-        var cancelled = false
+        /// Its wait, touched only under the residency's `lock`.
+        let wait = LockedWait<Hold>()
 
         init(model: ObjectIdentifier) { self.model = model }
     }
 
     /// A use of one model: while it is held, the model stays loaded. ``end()`` it (or drop it)
     /// when the use is over.
-    public final class Hold: @unchecked Sendable {
-        // `@unchecked Sendable`: `ended` is only touched under `lock`.
-        private weak var residency: ModelResidency?
-        private let model: ObjectIdentifier
-        private let lock = NSLock()
-        private var ended = false
+    public final class Hold: Sendable {
+        private let release: OnceAction
 
         fileprivate init(residency: ModelResidency, model: ObjectIdentifier) {
-            self.residency = residency
-            self.model = model
+            release = OnceAction { [weak residency] in residency?.release(model) }
         }
 
         /// Lets the model go (later calls do nothing).
-        public func end() {
-            let first: Bool = lock.withLock {
-                defer { ended = true }
-                return !ended
-            }
-            if first { residency?.release(model) }
-        }
-
-        deinit { end() }
+        public func end() { release.run() }
     }
 
     public init(maxLoaded: Int) { self.maxLoaded = max(1, maxLoaded) }
@@ -92,32 +76,10 @@ public final class ModelResidency: @unchecked Sendable {
     func hold(_ provider: LocalProvider) async throws -> Hold {
         let id = ObjectIdentifier(provider)
         let waiter = Waiter(model: id)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                lock.withLock {
-                    providers[id] = Weak(provider: provider)
-                    if waiter.cancelled {
-                        waiter.done = true
-                        continuation.resume(throwing: CancellationError())
-                        return
-                    }
-                    waiter.continuation = continuation
-                    waiting.append(waiter)
-                    dispatch()
-                }
-            }
-        } onCancel: {
-            lock.withLock {
-                guard !waiter.done else { return }
-                waiter.cancelled = true
-                guard let continuation = waiter.continuation else { return }  // not queued yet: refused when it is
-                waiter.done = true
-                waiter.continuation = nil
-                waiting.removeAll { $0 === waiter }
-                continuation.resume(throwing: CancellationError())
-                dispatch()
-            }
-        }
+        lock.withLock { providers[id] = Weak(provider: provider) }
+        return try await waiter.wait.wait(
+            under: lock, enqueue: { waiting.append(waiter) },
+            withdraw: { self.waiting.removeAll { $0 === waiter } }, dispatch: { self.dispatch() })
     }
 
     /// A hold ended: a model nothing holds any more may make room for a waiting use.
@@ -156,15 +118,12 @@ public final class ModelResidency: @unchecked Sendable {
             var granted = false
             for waiter in waiting where placed.contains(waiter.model) && waiter.model != evicting {
                 granted = true
-                waiter.done = true
                 holds[waiter.model, default: 0] += 1
                 placed.removeAll { $0 == waiter.model }
                 placed.append(waiter.model)  // now the most recently used
-                let continuation = waiter.continuation
-                waiter.continuation = nil
-                continuation?.resume(returning: Hold(residency: self, model: waiter.model))
+                waiter.wait.grant(Hold(residency: self, model: waiter.model))
             }
-            waiting.removeAll { $0.done }
+            waiting.removeAll { $0.wait.isDone }
             if !granted { return }
         }
     }

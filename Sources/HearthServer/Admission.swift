@@ -7,32 +7,21 @@ import NIOCore
 /// routes' own pool). Released exactly once: by ``end()`` when the answer is done, or when the
 /// lease is dropped — so a response whose body never runs (the client reset the connection
 /// before the head was written) still gives its place back.
-final class SlotLease: @unchecked Sendable {
-    // `@unchecked Sendable`: `released` is only touched under `lock`.
-    private weak var server: HearthServer?
+final class SlotLease: Sendable {
     let number: Int
     let cloud: Bool
     let client: String
-    private let lock = NSLock()
-    private var released = false
+    private let release: OnceAction
 
     fileprivate init(server: HearthServer, number: Int, cloud: Bool, client: String) {
-        self.server = server
         self.number = number
         self.cloud = cloud
         self.client = client
+        release = OnceAction { [weak server] in server?.release(number: number, cloud: cloud, client: client) }
     }
 
     /// Gives the place back (later calls do nothing).
-    func end() {
-        let first: Bool = lock.withLock {
-            defer { released = true }
-            return !released
-        }
-        if first { server?.release(self) }
-    }
-
-    deinit { end() }
+    func end() { release.run() }
 }
 
 extension HearthServer {
@@ -88,12 +77,12 @@ extension HearthServer {
         return SlotLease(server: self, number: number, cloud: cloud, client: client.name)
     }
 
-    fileprivate func release(_ lease: SlotLease) {
+    fileprivate func release(number: Int, cloud: Bool, client: String) {
         lock.withLock {
-            if lease.cloud { admitted.cloud -= 1 } else { admitted.local -= 1 }
-            let left = admittedByClient[lease.client, default: 1] - 1
-            admittedByClient[lease.client] = left > 0 ? left : nil
-            cancellers[lease.number] = nil
+            if cloud { admitted.cloud -= 1 } else { admitted.local -= 1 }
+            let left = admittedByClient[client, default: 1] - 1
+            admittedByClient[client] = left > 0 ? left : nil
+            cancellers[number] = nil
             metrics.admitted.set(to: Double(admitted.local + admitted.cloud))
         }
     }

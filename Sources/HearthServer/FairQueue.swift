@@ -1,4 +1,5 @@
 import Foundation
+import HearthLocal
 
 /// Fair admission to the local model's sequence slots between clients.
 ///
@@ -39,16 +40,13 @@ final class FairQueue: @unchecked Sendable {
 
     /// One held request.
     private final class Waiter: @unchecked Sendable {
-        // `@unchecked Sendable`: its fields are only touched under the queue's `lock`.
+        // `@unchecked Sendable`: `arrival` and `wait` are only touched under the queue's `lock`.
         let client: String
         /// Slots it takes (1 ... the queue's slots).
         let weight: Int
         /// Its place in arrival order (set when it joins the queue).
         var arrival: UInt64 = 0
-        var continuation: CheckedContinuation<Turn, Error>?
-        /// Given a turn, or cancelled: nothing more may happen to it.
-        var done = false
-        var cancelled = false
+        let wait = LockedWait<Turn>()
 
         init(client: String, weight: Int) {
             self.client = client
@@ -58,31 +56,20 @@ final class FairQueue: @unchecked Sendable {
 
     /// A request's right to be handed to the engine: hold it while the request runs, then
     /// ``end()`` it (or drop it) so the next waiting request can go.
-    final class Turn: @unchecked Sendable {
-        // `@unchecked Sendable`: `ended` is only touched under `lock`.
-        private weak var queue: FairQueue?
+    final class Turn: Sendable {
         let client: String
         /// Slots it holds.
         let weight: Int
-        private let lock = NSLock()
-        private var ended = false
+        private let release: OnceAction
 
         fileprivate init(queue: FairQueue, client: String, weight: Int) {
-            self.queue = queue
             self.client = client
             self.weight = weight
+            release = OnceAction { [weak queue] in queue?.finish(client, weight: weight) }
         }
 
         /// Gives the turn back (later calls do nothing).
-        func end() {
-            let first: Bool = lock.withLock {
-                defer { ended = true }
-                return !ended
-            }
-            if first { queue?.finish(client, weight: weight) }
-        }
-
-        deinit { end() }
+        func end() { release.run() }
     }
 
     /// A queue handing out `slots` turns at once (at least one).
@@ -99,37 +86,22 @@ final class FairQueue: @unchecked Sendable {
     /// - Throws: `CancellationError` when the calling task is cancelled while it waits.
     func turn(for client: String, slots needed: Int = 1) async throws -> Turn {
         let waiter = Waiter(client: client, weight: min(max(1, needed), slots))
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                lock.withLock {
-                    if waiter.cancelled {
-                        waiter.done = true
-                        continuation.resume(throwing: CancellationError())
-                        return
-                    }
-                    waiter.continuation = continuation
-                    arrivals += 1
-                    waiter.arrival = arrivals
-                    waiting[client, default: []].append(waiter)
-                    waitingTotal += 1
-                    dispatch()
-                }
-            }
-        } onCancel: {
-            lock.withLock {
-                guard !waiter.done else { return }
-                waiter.cancelled = true
-                guard let continuation = waiter.continuation else { return }  // not queued yet: refused when it is
-                waiter.done = true
-                waiter.continuation = nil
-                waiting[client]?.removeAll { $0 === waiter }
-                if waiting[client]?.isEmpty == true { waiting[client] = nil }
-                waitingTotal -= 1
-                forgetIfIdle(client)
-                continuation.resume(throwing: CancellationError())
-                dispatch()  // a request of several slots that left may have held up smaller ones
-            }
-        }
+        return try await waiter.wait.wait(
+            under: lock,
+            enqueue: {
+                arrivals += 1
+                waiter.arrival = arrivals
+                waiting[client, default: []].append(waiter)
+                waitingTotal += 1
+            },
+            withdraw: {
+                self.waiting[client]?.removeAll { $0 === waiter }
+                if self.waiting[client]?.isEmpty == true { self.waiting[client] = nil }
+                self.waitingTotal -= 1
+                self.forgetIfIdle(client)
+            },
+            // Again after a withdrawal: a request of several slots that left may have held up smaller ones.
+            dispatch: { self.dispatch() })
     }
 
     /// A turn ended: its slots go to the next waiting requests.
@@ -164,10 +136,7 @@ final class FairQueue: @unchecked Sendable {
             running[pick.client, default: 0] += waiter.weight
             served += 1
             lastServed[pick.client] = served
-            waiter.done = true
-            let continuation = waiter.continuation
-            waiter.continuation = nil
-            continuation?.resume(returning: Turn(queue: self, client: pick.client, weight: waiter.weight))
+            waiter.wait.grant(Turn(queue: self, client: pick.client, weight: waiter.weight))
         }
     }
 
