@@ -204,7 +204,7 @@ public struct HubCache: Sendable {
 
     /// Deletes the blobs no snapshot links to (leaving downloads in progress alone), and, when
     /// no snapshot is left, the repository folder — unless another download is in progress
-    /// there (``removeLeftovers(_:)``). Returns the bytes freed.
+    /// there (`removeLeftovers(_:)`). Returns the bytes freed.
     @discardableResult
     public func collectGarbage(_ repo: RepoID) throws -> Int64 {
         let fm = FileManager.default

@@ -67,7 +67,7 @@ extension HubModels {
     /// Removes a model from the cache: with a quant or file, that model's files from every
     /// snapshot holding them; without, every snapshot of the repository. Then the blobs no
     /// snapshot uses any more, empty snapshots and their refs; the repository folder goes only
-    /// when no other download is in progress in it (``HubCache/removeLeftovers(_:)``: partial
+    /// when no other download is in progress in it (`HubCache.removeLeftovers(_:)`: partial
     /// downloads and their lock files are kept). Returns what was removed and the bytes freed;
     /// throws `notCached` when nothing matched, `invalidReference` for a name with control
     /// characters.

@@ -6,7 +6,7 @@ public struct ModelFiles: Sendable, Equatable {
 
     public let format: Format
     /// Files to fetch, repository-relative. For a sharded safetensors checkpoint this holds the
-    /// index; the shards it names are added by ``withShards(from:)``.
+    /// index; the shards it names are added by `withShards(from:)`.
     public let files: [String]
     /// What to load: the GGUF file (the first of a split set), or nil for the snapshot folder.
     public let entry: String?

@@ -118,12 +118,12 @@ func isControlScalar(_ scalar: Unicode.Scalar) -> Bool {
     }
 }
 
-/// Whether `text` holds a character ``isControlScalar(_:)`` refuses.
+/// Whether `text` holds a character `isControlScalar(_:)` refuses.
 public func containsControlCharacters(_ text: String) -> Bool {
     text.unicodeScalars.contains(where: isControlScalar)
 }
 
-/// `text` with each control character (``isControlScalar(_:)``) written as `\u{XX}`, for
+/// `text` with each control character (`isControlScalar(_:)`) written as `\u{XX}`, for
 /// messages and terminal output that must show a name they refuse without acting on it.
 public func printableName(_ text: String) -> String {
     guard containsControlCharacters(text) else { return text }

@@ -13,7 +13,7 @@ extension LocalProvider: EmbeddingProvider {
     /// and no KV slot is kept: cached conversations stay as they are. The model loads on first
     /// use, as for chat. Cancelling the calling task stops the work between passes.
     ///
-    /// Throws ``ProviderError``: `.invalidRequest` for no inputs, an empty input, token ids
+    /// Throws `ProviderError`: `.invalidRequest` for no inputs, an empty input, token ids
     /// outside the vocabulary, or `dimensions` other than the model's hidden size;
     /// `.contextLengthExceeded(tokens:limit:)` for an input longer than the context;
     /// `.cancelled`; `.modelUnavailable` when the model cannot load.
@@ -23,7 +23,7 @@ extension LocalProvider: EmbeddingProvider {
 
     /// ``embed(_:)`` bounded and admitted as a server needs: the inputs together may have at
     /// most `maxTokens` tokens (nil: no bound; over it is `.invalidRequest` naming the bound,
-    /// its underlying ``InvalidGenerationOption`` the field `input`, found before any forward
+    /// its underlying `InvalidGenerationOption` the field `input`, found before any forward
     /// pass and without tokenizing the rest), and the work waits for `admission` (the model
     /// held meanwhile, see ``Admission``).
     public func embed(_ request: EmbeddingRequest, maxTokens: Int?, admission: Admission?) async throws -> EmbeddingResponse {

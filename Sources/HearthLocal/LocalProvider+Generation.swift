@@ -28,7 +28,7 @@ extension LocalProvider {
 
     /// Streams a generation with per-token detail; `topLogprobs` nil when no log-probabilities
     /// are wanted (each token's `logprob` is then NaN and their normaliser is not computed,
-    /// ``GenerationParameters/logprobs``), else how many alternatives each token lists (0 for
+    /// `GenerationParameters.logprobs`), else how many alternatives each token lists (0 for
     /// its own log-probability only). Cancelling the consumer (or dropping the
     /// stream) stops the sequence within one step. A prompt that does not fit the context
     /// throws `ProviderError` `.contextLengthExceeded` with both counts (never truncated).

@@ -6,7 +6,7 @@ import HearthProviders
 
 /// Models by name for apps: ``LocalProvider/load(_:catalog:hub:configure:progress:)`` takes a
 /// path, a short name from the registry or a hub reference, downloads and verifies what is
-/// missing, and loads it — the same resolution `hearth --model` uses (``ModelCatalog``).
+/// missing, and loads it — the same resolution `hearth --model` uses (`ModelCatalog`).
 extension LocalProvider {
     /// How far ``load(_:catalog:hub:configure:progress:)`` has come.
     public enum LoadProgress: Sendable {
@@ -44,7 +44,7 @@ extension LocalProvider {
     ///     registry (`phi3.5-mini`, `gemma-3-270m-q4_k_m`, the default model's name); or a hub
     ///     reference `org/repo[:QUANT]` such as `bartowski/Phi-3.5-mini-instruct-GGUF:Q4_K_M`.
     ///     Nil: the registry's default model.
-    ///   - catalog: where short names resolve (default ``ModelCatalog/standard(environment:executable:fallback:)``:
+    ///   - catalog: where short names resolve (default `ModelCatalog.standard(environment:executable:fallback:)`:
     ///     `HEARTH_MODELS` or the checkout's `models/`, else the registry built into the library).
     ///   - hub: the hub client: endpoint, cache folder, token and offline mode (default: the
     ///     process environment's, as Python's `huggingface_hub` reads it, so the cache is
@@ -52,10 +52,10 @@ extension LocalProvider {
     ///   - configure: changes to the provider's configuration (context, threads, parallel
     ///     sequences…); its `modelPath` is set to the resolved file.
     ///   - progress: told each step; called from background threads.
-    /// - Throws: ``ModelNameError`` when `reference` names nothing (`.unknownName`,
-    ///   `.missingPath`, `.notInstalled`); ``HubError`` when the download fails (`.network` for an
+    /// - Throws: `ModelNameError` when `reference` names nothing (`.unknownName`,
+    ///   `.missingPath`, `.notInstalled`); `HubError` when the download fails (`.network` for an
     ///   unreachable hub, `.notCached` offline, `.checksumMismatch`/`.sizeMismatch` for a file
-    ///   that is not the listed or pinned one — it is never used); ``ProviderError``
+    ///   that is not the listed or pinned one — it is never used); `ProviderError`
     ///   (`.modelUnavailable`) when the file does not load. All are `LocalizedError`s.
     public static func load(
         _ reference: String? = nil, catalog: ModelCatalog = .standard(), hub: HubModels = HubModels(),
@@ -116,7 +116,7 @@ extension ConversationFile {
             snapshot: saved.snapshot)
     }
 
-    /// The file as a saved session for ``ChatSession/restore(_:provider:tools:maxToolRounds:)``: a
+    /// The file as a saved session for `ChatSession.restore(_:provider:tools:maxToolRounds:)`: a
     /// leading system message becomes the instructions.
     public var sessionState: ChatSession.SavedState {
         var messages = conversation.messages

@@ -37,7 +37,7 @@ extension LocalProvider {
         public var endsReasoning = false
     }
 
-    /// Events of ``generate(_:options:topLogprobs:)``.
+    /// Events of ``LocalProvider/generate(_:options:topLogprobs:admission:)``.
     public enum LocalEvent: Sendable {
         /// The prompt was tokenized and admitted: its length in tokens.
         case promptTokens(Int)
@@ -48,7 +48,7 @@ extension LocalProvider {
         /// arguments, its end.
         case toolCall(ToolCallEvent)
         /// The conversation's oldest turns were dropped to fit the context (only when the
-        /// request allows truncation, ``ChatRequest/allowTruncation``); after ``promptTokens(_:)``.
+        /// request allows truncation, `ChatRequest.allowTruncation`); after ``promptTokens(_:)``.
         case contextTruncated(droppedMessages: Int)
         /// Generation ended: counts and why.
         case finished(Usage, HearthProviders.FinishReason)
@@ -61,7 +61,7 @@ extension LocalProvider {
     public var kvCacheUsage: Double? { generatorIfLoaded?.cacheUsage }
 
     /// The scheduler's forward steps and the sequences and tokens they held since the model
-    /// loaded (``Generator/stepStatistics``: busy slots per step is the batch's occupancy); nil
+    /// loaded (`Generator.stepStatistics`: busy slots per step is the batch's occupancy); nil
     /// before it loads.
     public var stepStatistics: (steps: Int, sequences: Int, tokens: Int)? {
         generatorIfLoaded.map { let totals = $0.stepStatistics; return (totals.steps, totals.sequences, totals.tokens) }
@@ -165,7 +165,7 @@ extension LocalProvider {
     }
 
     /// The length in tokens of the prompt `input` becomes (the chat template or dialogue applied,
-    /// as ``generate(_:options:topLogprobs:)`` renders it), for budgeting before generating.
+    /// as ``generate(_:options:topLogprobs:admission:)`` renders it), for budgeting before generating.
     /// - Throws: `ProviderError` `.contextLengthExceeded` when it cannot fit the context
     ///   (refused before a prompt of megabytes is all tokenized).
     public func promptTokenCount(_ input: LocalInput) async throws -> Int {

@@ -100,7 +100,7 @@ extension LocalProvider {
 
     /// What renders this provider's prompts once its model is loaded (nil before): the model's
     /// own Jinja template and where it came from, a hand-written format, or the base-model
-    /// dialogue (``ChatTemplate/rendererDescription``). For `hearth chat`'s `/show` and the
+    /// dialogue (`ChatTemplate.rendererDescription`). For `hearth chat`'s `/show` and the
     /// server's `GET /props`.
     public var promptRenderer: String? {
         guard let model = generatorIfLoaded?.model else { return nil }

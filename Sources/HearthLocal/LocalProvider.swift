@@ -52,7 +52,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// tokens (the default) or the `.last` token's.
         public var embeddingPooling: EmbeddingPooling = .mean
         /// Structured output ends complete within the token budget unless a request says
-        /// otherwise (``GenerationParameters/finishInBudget``). On by default.
+        /// otherwise (`GenerationParameters.finishInBudget`). On by default.
         public var finishInBudget = true
         /// Values for requests that leave them out (`hearth serve --temperature`, `--seed`,
         /// `--max-tokens`…, as llama-server's): sampling fields and `maxTokens`; the other
@@ -75,16 +75,16 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         public var loadRetryDelay: Double = 1
         /// The longest pause between load attempts, in seconds.
         public var maxLoadRetryDelay: Double = 60
-        /// Speculative decoding for every request (``SpeculativeMode``; default prompt lookup,
+        /// Speculative decoding for every request (`SpeculativeMode`; default prompt lookup,
         /// adaptive). It changes how many tokens a step verifies, never which are generated.
         public var speculative: SpeculativeMode = .lookup
-        /// The draft model of ``SpeculativeMode/draft`` (a checkpoint directory, `.gguf` or
+        /// The draft model of `SpeculativeMode.draft` (a checkpoint directory, `.gguf` or
         /// `.hqf` of a smaller model with the same tokenizer), loaded with the model; nil: none.
         public var draftModelPath: String?
         /// Where GGUF weights rearranged for the kernels are kept between loads (default: the
-        /// environment's, ``RepackCache/init(environment:)``; `.disabled` rearranges in memory).
+        /// environment's, `RepackCache(environment:)`; `.disabled` rearranges in memory).
         public var repackCache: RepackCache = .default
-        /// Bits of the activations the integer kernels multiply (``ActivationPrecision``; default
+        /// Bits of the activations the integer kernels multiply (`ActivationPrecision`; default
         /// `.outliers`: 8-bit prompt products where the CPU has AVX-512 VNNI, each token's 8
         /// largest activations of each product in f32, 16 bits for generated tokens; `.wide` is
         /// the exact path).
@@ -92,7 +92,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// The prompt cache (docs/PROMPT-CACHE.md): finished requests' keys and values kept in
         /// blocks beyond the `parallel` slots, so a conversation that left its slot (more
         /// conversations than slots, an app switching between chats) costs only its new tokens.
-        /// Default ``PromptCacheOptions/automatic``: up to a quarter of physical memory, at most
+        /// Default `PromptCacheOptions.automatic`: up to a quarter of physical memory, at most
         /// 8 GiB; `.disabled` turns it off; a `directory` adds the disk tier.
         public var promptCache: PromptCacheOptions = .automatic
         /// The chat template to render prompts with instead of the checkpoint's own
@@ -177,7 +177,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
 
     /// Creates a provider around an already loaded model, serving up to `parallel` requests at once
     /// (`kvType`: ``Configuration/kvType``; `speculative`: ``Configuration/speculative``, with
-    /// `draftModel` drafting for ``SpeculativeMode/draft``; `promptCache`:
+    /// `draftModel` drafting for `SpeculativeMode.draft`; `promptCache`:
     /// ``Configuration/promptCache``, off unless given here).
     public init(
         id: String = "local", model: LanguageModel, context: Int? = nil, threads: Int? = nil,
@@ -201,9 +201,9 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 draftModel: draftModel, promptCache: promptCache))
     }
 
-    /// How this provider's model computes on this CPU: the kernel level (``KernelLevel``), the
-    /// configured ``ActivationPrecision`` and what it means here
-    /// (``ActivationPrecision/summary(level:)``). For the server's model metadata.
+    /// How this provider's model computes on this CPU: the kernel level (`KernelLevel`), the
+    /// configured `ActivationPrecision` and what it means here
+    /// (`ActivationPrecision.summary(level:)`). For the server's model metadata.
     public var computePath: (kernels: String, activationBits: String, activations: String) {
         let precision = configuration.activationPrecision
         return (KernelLevel.current.rawValue, precision.rawValue, precision.summary())

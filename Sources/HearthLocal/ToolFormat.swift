@@ -183,9 +183,9 @@ public struct ToolFormat: Sendable, Hashable {
 
     /// The grammar of a reply under `choice`: calls to `tools` whose arguments follow their
     /// schemas (several when `parallel` and the syntax allows it; exactly one to the named
-    /// tool), or — for ``ToolChoice/auto`` — text that does not begin like a call, or — for
-    /// ``ToolChoice/disabled`` — only such text. At most two white-space bytes may precede either.
-    /// - Throws: `ConstraintError` (``ConstraintError/schemaIndex`` names the tool at fault).
+    /// tool), or — for `ToolChoice.auto` — text that does not begin like a call, or — for
+    /// `ToolChoice.disabled` — only such text. At most two white-space bytes may precede either.
+    /// - Throws: `ConstraintError` (`ConstraintError.schemaIndex` names the tool at fault).
     public func grammar(tools: [ToolDefinition], choice: ToolChoice, parallel: Bool) throws -> Grammar {
         var callable = tools
         var several = parallel && allowsParallelCalls

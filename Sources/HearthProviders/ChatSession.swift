@@ -170,7 +170,9 @@ public final class ChatSession: Sendable {
     public var isResponding: Bool { state.withLock { $0.responding } }
 
     /// Answers `prompt`, running the tools the model calls, and adds the turn to the transcript.
-    /// - Parameter options: this turn's options (nil: the transcript's).
+    /// - Parameters:
+    ///   - prompt: the user's message for this turn.
+    ///   - options: this turn's options (nil: the transcript's).
     /// - Throws: ``ProviderError`` from the provider (`.invalidRequest` also for a session that
     ///   is already answering, or options that do not validate; `.cancelled` when the task is
     ///   cancelled); ``ToolCallError`` when a tool throws or the rounds run out.

@@ -47,7 +47,7 @@ public struct GenerationOptions: Sendable, Codable, Equatable {
     public var ignoreEOS: Bool?
     /// Structured output within the token budget (the local model): nil or true lets the
     /// constraint steer the last tokens so a constrained answer ends complete instead of cut
-    /// at `maxTokens` (``finishReason`` `stop`); false keeps the cut (`length`). Cloud
+    /// at `maxTokens` (``ChatResponse/finishReason`` ``FinishReason/stop``); false keeps the cut (``FinishReason/length``). Cloud
     /// providers ignore it (their APIs cut).
     public var finishInBudget: Bool?
     /// Reasoning: whether the model may reason, with what effort or budget (nil: the provider's
