@@ -41,8 +41,9 @@ extension HearthServer: Service {
     /// a generation stops when its client goes away and ``ServerOptions/maxConnections`` holds.
     /// Call this once per server.
     /// - Parameters:
-    ///   - router: The app's router (or one of its groups) over ``HearthRequestContext``.
-    ///   - path: The prefix of Hearth's paths; leading and trailing slashes are optional.
+    ///   - router: The app's router over ``HearthRequestContext`` (or a group of it that adds no
+    ///     path of its own: Hearth's middleware matches routes by the path below `path`).
+    ///   - path: The whole prefix of Hearth's paths; leading and trailing slashes are optional.
     public func addRoutes(to router: some RouterMethods<HearthRequestContext>, atPath path: String = "") {
         let mount = Self.normalizedMountPath(path)
         routes(router.group(RouterPath(mount)), mountPath: mount)

@@ -4,7 +4,7 @@ import Hummingbird
 import NIOCore
 
 /// The request context of Hearth's routes: Hummingbird's basic context, the request's
-/// connection (so a generation learns that its client went away, ``ConnectionWatcher``), and
+/// connection (so a generation learns that its client went away), and
 /// what Hearth's middleware establishes before a handler runs: the request's id and start, the
 /// authenticated caller and the body read for it.
 ///

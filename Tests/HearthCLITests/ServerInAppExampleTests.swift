@@ -14,7 +14,7 @@ import FoundationNetworking
         CLITests.binary?.deletingLastPathComponent().appendingPathComponent("hearth-server-in-app-example")
     }
 
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: RealModel.model)))
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: RealModel.model)), .timeLimit(.minutes(2)))
     func servesItsOwnRouteAndHearthsAndStopsOnSIGTERM() async throws {
         let binary = try #require(Self.binary)
         #expect(FileManager.default.isExecutableFile(atPath: binary.path), "build the example: swift build --build-tests")
@@ -61,6 +61,10 @@ import FoundationNetworking
         #expect((json["usage"] as? [String: Any])?["completion_tokens"] as? Int ?? 0 > 0)
 
         kill(process.processIdentifier, SIGTERM)
+        let stopped = Date().addingTimeInterval(30)
+        while process.isRunning, Date() < stopped { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!process.isRunning, "still running 30 s after SIGTERM")
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         let rest = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let log = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

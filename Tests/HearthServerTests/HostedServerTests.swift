@@ -44,7 +44,7 @@ import Testing
         Issue.record("\(path) never answered 200")
     }
 
-    @Test func routesMountedUnderAPrefixServeBesideTheAppsOwn() async throws {
+    @Test(.timeLimit(.minutes(1))) func routesMountedUnderAPrefixServeBesideTheAppsOwn() async throws {
         let provider = Self.provider()
         let hearth = HearthServer(provider: provider, options: ServerOptions(apiKey: "hosted-key", alias: "tiny"), logger: Self.quiet)
         let router = Router(context: HearthRequestContext.self)
@@ -94,7 +94,7 @@ import Testing
         #expect(!hearth.isReady && !provider.isResident)
     }
 
-    @Test func theServerIsAServiceInTheAppsGroup() async throws {
+    @Test(.timeLimit(.minutes(1))) func theServerIsAServiceInTheAppsGroup() async throws {
         let provider = Self.provider()
         let hearth = HearthServer(provider: provider, options: ServerOptions(port: 0, alias: "tiny"), logger: Self.quiet)
         let group = ServiceGroup(services: [hearth], logger: Self.quiet)
