@@ -151,7 +151,7 @@ let package = Package(
         .testTarget(name: "HearthJSONTests", dependencies: ["HearthJSON"]),
         // Chat templates: a Jinja interpreter for the templates model files ship (depends on
         // nothing; issue 58).
-        .target(name: "HearthTemplates", swiftSettings: optimizedInDebug),
+        .target(name: "HearthTemplates", dependencies: ["HearthJSON"], swiftSettings: optimizedInDebug),
         .testTarget(
             name: "HearthConstraintsTests", dependencies: ["HearthConstraints", "HearthTestSupport"], swiftSettings: optimizedInDebug),
         // The chat-template corpus (88 real templates x 30 conversations against transformers) and fuzz tests.

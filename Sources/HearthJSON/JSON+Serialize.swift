@@ -63,7 +63,13 @@ extension JSON {
     /// Appends `text` as a JSON string: `"` and `\` escaped, control characters as their short
     /// escapes or `\u00XX`, everything else as is — what Python's `json.dumps(…,
     /// ensure_ascii=False)` writes, so chat-template prompts match transformers' byte for byte.
-    public static func quote(_ text: String, into out: inout String) {
+    /// With `asciiOnly`, also every scalar outside printable ASCII as `\uXXXX` (UTF-16 surrogate
+    /// pairs beyond the BMP), as `ensure_ascii=True` writes it.
+    public static func quote(_ text: String, into out: inout String, asciiOnly: Bool = false) {
+        func escape(_ unit: UInt32) {
+            let hex = String(unit, radix: 16)
+            out += "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+        }
         out += "\""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -74,9 +80,15 @@ extension JSON {
             case "\t": out += "\\t"
             case "\u{08}": out += "\\b"
             case "\u{0C}": out += "\\f"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            case _ where scalar.value < 0x20: escape(scalar.value)
+            case _ where asciiOnly && scalar.value > 0x7E:
+                if scalar.value > 0xFFFF {
+                    let v = scalar.value - 0x10000
+                    escape(0xD800 + (v >> 10))
+                    escape(0xDC00 + (v & 0x3FF))
+                } else {
+                    escape(scalar.value)
+                }
             default: out.unicodeScalars.append(scalar)
             }
         }

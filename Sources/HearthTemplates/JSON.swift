@@ -1,4 +1,5 @@
 import Foundation
+import HearthJSON
 
 /// Python's `json.dumps` as transformers' `tojson` calls it: `ensure_ascii=False` by default,
 /// separators `", "`/`": "` (`","` between items when indenting), `NaN`/`Infinity` for
@@ -92,169 +93,43 @@ struct JSONWriter {
         }
     }
 
-    private mutating func writeString(_ s: String) {
-        output += "\""
-        for c in s.unicodeScalars {
-            switch c {
-            case "\"": output += "\\\""
-            case "\\": output += "\\\\"
-            case "\n": output += "\\n"
-            case "\r": output += "\\r"
-            case "\t": output += "\\t"
-            case "\u{08}": output += "\\b"
-            case "\u{0C}": output += "\\f"
-            default:
-                if c.value < 0x20 || (ensureASCII && c.value > 0x7E) {
-                    if c.value > 0xFFFF {
-                        let v = c.value - 0x10000
-                        output += "\\u" + PythonFormat.hex(0xD800 + (v >> 10), width: 4) + "\\u" + PythonFormat.hex(0xDC00 + (v & 0x3FF), width: 4)
-                    } else {
-                        output += "\\u" + PythonFormat.hex(c.value, width: 4)
-                    }
-                } else {
-                    output.unicodeScalars.append(c)
-                }
-            }
-        }
-        output += "\""
-    }
+    private mutating func writeString(_ s: String) { JSON.quote(s, into: &output, asciiOnly: ensureASCII) }
 }
 
 extension JinjaValue {
-    /// A value from JSON text (objects keep their key order, integers stay integers).
+    /// A value from JSON text (objects keep their key order, integers stay integers), read by
+    /// HearthJSON's parser.
     ///
     /// - Throws: `TemplateError` (`.type`) when the text is not JSON, or nests deeper than
     ///   `maxDepth`.
     public static func fromJSON(_ text: String, maxDepth: Int = 256) throws -> JinjaValue {
-        var parser = JSONReader(scalars: Array(text.unicodeScalars), maxDepth: maxDepth)
-        parser.skipSpace()
-        let value = try parser.value(depth: 0)
-        parser.skipSpace()
-        guard parser.index == parser.scalars.count else { throw parser.error("trailing characters") }
-        return value
-    }
-}
-
-/// A small JSON reader that keeps object key order (Foundation's does not).
-private struct JSONReader {
-    let scalars: [Unicode.Scalar]
-    let maxDepth: Int
-    var index = 0
-
-    init(scalars: [Unicode.Scalar], maxDepth: Int) {
-        self.scalars = scalars
-        self.maxDepth = maxDepth
-    }
-
-    func error(_ message: String) -> TemplateError { TemplateError(.type, "invalid JSON at offset \(index): \(message)") }
-
-    mutating func skipSpace() {
-        while index < scalars.count, [" ", "\n", "\r", "\t"].contains(scalars[index]) { index += 1 }
-    }
-
-    mutating func literal(_ word: String) -> Bool {
-        let w = Array(word.unicodeScalars)
-        guard index + w.count <= scalars.count, Array(scalars[index..<(index + w.count)]) == w else { return false }
-        index += w.count
-        return true
-    }
-
-    mutating func value(depth: Int) throws -> JinjaValue {
-        guard depth <= maxDepth else { throw error("nested deeper than \(maxDepth)") }
-        guard index < scalars.count else { throw error("unexpected end") }
-        switch scalars[index] {
-        case "{":
-            index += 1
-            var d = JinjaDict()
-            skipSpace()
-            if index < scalars.count, scalars[index] == "}" { index += 1; return .dict(d) }
-            while true {
-                skipSpace()
-                guard index < scalars.count, scalars[index] == "\"" else { throw error("expected a key") }
-                let key = try string()
-                skipSpace()
-                guard index < scalars.count, scalars[index] == ":" else { throw error("expected ':'") }
-                index += 1
-                skipSpace()
-                d[.string(key)] = try value(depth: depth + 1)
-                skipSpace()
-                guard index < scalars.count else { throw error("unexpected end") }
-                if scalars[index] == "," { index += 1; continue }
-                if scalars[index] == "}" { index += 1; return .dict(d) }
-                throw error("expected ',' or '}'")
-            }
-        case "[":
-            index += 1
-            var items: [JinjaValue] = []
-            skipSpace()
-            if index < scalars.count, scalars[index] == "]" { index += 1; return .list(items) }
-            while true {
-                skipSpace()
-                items.append(try value(depth: depth + 1))
-                skipSpace()
-                guard index < scalars.count else { throw error("unexpected end") }
-                if scalars[index] == "," { index += 1; continue }
-                if scalars[index] == "]" { index += 1; return .list(items) }
-                throw error("expected ',' or ']'")
-            }
-        case "\"":
-            return .string(try string())
-        default:
-            if literal("true") { return .bool(true) }
-            if literal("false") { return .bool(false) }
-            if literal("null") { return .none }
-            return try number()
+        let json: JSON
+        do { json = try JSON.parse(text) } catch {
+            throw TemplateError(.type, "invalid JSON at offset \(error.offset): \(error.message)")
         }
+        return try JinjaValue(json, maxDepth: maxDepth, depth: 0)
     }
 
-    mutating func string() throws -> String {
-        index += 1
-        var out = String.UnicodeScalarView()
-        while true {
-            guard index < scalars.count else { throw error("unterminated string") }
-            let c = scalars[index]
-            index += 1
-            if c == "\"" { return String(out) }
-            if c != "\\" { out.append(c); continue }
-            guard index < scalars.count else { throw error("unterminated string") }
-            let e = scalars[index]
-            index += 1
-            switch e {
-            case "\"": out.append("\"")
-            case "\\": out.append("\\")
-            case "/": out.append("/")
-            case "b": out.append("\u{08}")
-            case "f": out.append("\u{0C}")
-            case "n": out.append("\n")
-            case "r": out.append("\r")
-            case "t": out.append("\t")
-            case "u":
-                var v = try hex4()
-                if v >= 0xD800 && v < 0xDC00, index + 1 < scalars.count, scalars[index] == "\\", scalars[index + 1] == "u" {
-                    index += 2
-                    let low = try hex4()
-                    v = 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00)
-                }
-                out.append(Unicode.Scalar(v) ?? "\u{FFFD}")
-            default: throw error("bad escape")
-            }
+    /// A JSON value as Python's `json.loads` gives it: objects as dicts in their key order
+    /// (a repeated key keeps its first place and its last value), numbers written as integers
+    /// that fit 64 bits as `int`, others as `float`.
+    public init(json: JSON) {
+        // HearthJSON's nesting bound (512) is below what the conversion's recursion can take.
+        self = (try? JinjaValue(json, maxDepth: .max, depth: 0)) ?? .none
+    }
+
+    private init(_ json: JSON, maxDepth: Int, depth: Int) throws {
+        guard depth <= maxDepth else { throw TemplateError(.type, "invalid JSON: nested deeper than \(maxDepth)") }
+        switch json {
+        case .null: self = .none
+        case .bool(let flag): self = .bool(flag)
+        case .number(let number): self = Int(number.text).map(JinjaValue.int) ?? .float(number.double)
+        case .string(let text): self = .string(text)
+        case .array(let items): self = .list(try items.map { try JinjaValue($0, maxDepth: maxDepth, depth: depth + 1) })
+        case .object(let members):
+            var dict = JinjaDict()
+            for (key, value) in members { dict[.string(key)] = try JinjaValue(value, maxDepth: maxDepth, depth: depth + 1) }
+            self = .dict(dict)
         }
-    }
-
-    mutating func hex4() throws -> UInt32 {
-        guard index + 4 <= scalars.count, let v = UInt32(String(String.UnicodeScalarView(scalars[index..<(index + 4)])), radix: 16) else {
-            throw error("bad \\u escape")
-        }
-        index += 4
-        return v
-    }
-
-    mutating func number() throws -> JinjaValue {
-        let start = index
-        while index < scalars.count, "+-0123456789.eE".unicodeScalars.contains(scalars[index]) { index += 1 }
-        let text = String(String.UnicodeScalarView(scalars[start..<index]))
-        if let i = Int(text) { return .int(i) }
-        if let d = Double(text) { return .float(d) }
-        throw error("unexpected character")
     }
 }

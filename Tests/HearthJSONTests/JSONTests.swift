@@ -73,6 +73,9 @@ import Testing
         #expect(value.serialized(.python(indent: nil)) == #"{"a": [1, "x"], "b": {}, "c": []}"#)
         #expect(value.serialized(.python(indent: 2)) == "{\n  \"a\": [\n    1,\n    \"x\"\n  ],\n  \"b\": {},\n  \"c\": []\n}")
         #expect(JSON.string("q\"\\\n\u{01}é").serialized == #""q\"\\\n\u0001é""#)
+        var ascii = ""
+        JSON.quote("é\u{7F}😀~", into: &ascii, asciiOnly: true)
+        #expect(ascii == #""\u00e9\u007f\ud83d\ude00~""#)
     }
 
     @Test func codableKeepsValuesAndIntegers() throws {
