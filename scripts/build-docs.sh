@@ -21,13 +21,16 @@ a broken ``symbol`` link in a doc comment or an article.
 Options:
   --output DIR      where the archives go (default .build/docs); DIR/<Module>.doccarchive
   --modules "A B"   build only these modules (each needs Sources/<Module>/<Module>.docc)
+  --count-all       also print the public symbol count of every library product's module
+                    (symbol graphs only, no archive; about 3 s more)
   -h, --help        this text
 
-Prints each module's public symbol count (from its symbol graph: the module's own declarations,
-and members it adds to other modules' types) and the wall time.
-To browse an archive: `docc preview Sources/HearthLocal/HearthLocal.docc` with the same
-symbol graphs, or serve DIR/HearthLocal.doccarchive from any static web server (it is built
-for static hosting) and open /documentation/hearthlocal.
+Prints each module's public symbol count (from its symbol graphs: the public declarations,
+those in extensions of other modules' types included, and apart from them the members the
+compiler synthesizes) and the wall time.
+To browse an archive, serve it from any static web server (it is built for static hosting),
+e.g. `python3 -m http.server -d .build/docs/HearthLocal.doccarchive 8000`, and open
+http://127.0.0.1:8000/documentation/hearthlocal.
 Exit status: 0 when every archive built without a warning, 1 on a warning or error, 2 when it
 cannot run (no debug build, no docc).
 EOF
@@ -36,11 +39,13 @@ EOF
 root=$(cd "$(dirname "$0")/.." && pwd)
 output=$root/.build/docs
 modules="HearthProviders HearthLocal HearthHub"
+count_all=0
 while [ $# -gt 0 ]; do
     case "$1" in
         -h|--help) usage; exit 0 ;;
         --output) [ $# -ge 2 ] || { echo "--output needs a directory" >&2; exit 2; }; output=$2; shift 2 ;;
         --modules) [ $# -ge 2 ] || { echo "--modules needs a list" >&2; exit 2; }; modules=$2; shift 2 ;;
+        --count-all) count_all=1; shift ;;
         *) echo "unknown option: $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -61,12 +66,12 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$output"
 
-status=0
-for module in $modules; do
-    catalog=$root/Sources/$module/$module.docc
-    [ -d "$catalog" ] || { echo "$module: no catalog at Sources/$module/$module.docc" >&2; exit 2; }
+# Writes the public symbol graphs of module $1 into $work/graphs/$1 and its counts into
+# $work/$1.count; returns 1 when the module cannot be read.
+extract_graphs() {
+    local module=$1 graphs=$work/graphs/$1
     # The search paths SwiftPM compiled the module with (its imports' modules and C module maps).
-    python3 - "$yaml" "$module" > "$work/$module.flags" <<'PY' || { echo "$module: not in the debug build: run swift build --build-tests first" >&2; exit 2; }
+    python3 - "$yaml" "$module" > "$work/$module.flags" <<'PY' || { echo "$module: not in the debug build: run swift build --build-tests first"; return 1; }
 import json, sys
 module = sys.argv[2]
 for line in open(sys.argv[1]):
@@ -84,30 +89,53 @@ while i < len(args):
     i += 1
 print('\n'.join(keep))
 PY
+    local flags
     mapfile -t flags < "$work/$module.flags"
-    graphs=$work/graphs/$module
     mkdir -p "$graphs"
     if ! "$extract" -module-name "$module" -minimum-access-level public -skip-inherited-docs \
         -output-dir "$graphs" "${flags[@]}" > "$work/$module.extract" 2>&1; then
-        echo "$module: swift-symbolgraph-extract failed:" >&2
-        head -20 "$work/$module.extract" >&2
-        status=1; continue
+        echo "$module: swift-symbolgraph-extract failed:"
+        head -20 "$work/$module.extract"
+        return 1
     fi
-    # Public symbols: the module's own, and those it adds in extensions of other modules' types.
-    own=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["symbols"]))' "$graphs/$module.symbols.json")
-    extensions=$(python3 -c 'import json,sys; print(sum(len(json.load(open(p))["symbols"]) for p in sys.argv[1:]))' \
-        $(find "$graphs" -name "$module@*.symbols.json"))
+    # Public declarations (the module's own and those in its extensions of other modules' types),
+    # and the members the compiler synthesizes (Equatable's `!=`, Codable's `init(from:)`…) apart.
+    python3 -c '
+import glob, json, sys
+symbols = [s for p in glob.glob(sys.argv[1] + "/*.symbols.json") for s in json.load(open(p))["symbols"]]
+synthesized = sum("::SYNTHESIZED::" in s["identifier"]["precise"] for s in symbols)
+print(len(symbols) - synthesized, synthesized)' "$graphs" > "$work/$module.count"
+}
+
+status=0
+for module in $modules; do
+    catalog=$root/Sources/$module/$module.docc
+    [ -d "$catalog" ] || { echo "$module: no catalog at Sources/$module/$module.docc" >&2; exit 2; }
+    extract_graphs "$module" || { status=1; continue; }
+    graphs=$work/graphs/$module
+    read -r declared synthesized < "$work/$module.count"
     rm -rf "$output/$module.doccarchive"
     if "$docc" convert "$catalog" --additional-symbol-graph-dir "$graphs" \
         --fallback-display-name "$module" --fallback-bundle-identifier "org.hearth.$module" \
-        --transform-for-static-hosting --warnings-as-errors \
+        --transform-for-static-hosting --warnings-as-errors --ide-console-output \
         --output-path "$output/$module.doccarchive" > "$work/$module.docc" 2>&1; then
-        echo "$module: $((own + extensions)) public symbols ($own its own, $extensions in extensions of other modules' types); archive $output/$module.doccarchive"
+        echo "$module: $declared public declarations (+$synthesized synthesized members); archive $output/$module.doccarchive"
     else
-        echo "$module: $((own + extensions)) public symbols; DocC FAILED:" >&2
-        grep -vE '^(Error: An error was encountered|$)' "$work/$module.docc" | head -60 >&2
+        echo "$module: $declared public declarations (+$synthesized synthesized members); DocC FAILED:"
+        grep -vE '^(Error: An error was encountered|$)' "$work/$module.docc" | sed "s|$root/||" | head -60
         status=1
     fi
 done
+if [ "$count_all" = 1 ]; then
+    # The library products' modules (Package.swift's `.library(name:targets:)` lines).
+    total=0
+    for module in $(grep -oE '\.library\(name: "[A-Za-z]+", targets: \["[A-Za-z]+"\]' Package.swift | grep -oE '"[A-Za-z]+"\]' | tr -d '"]'); do
+        [ -f "$work/$module.count" ] || extract_graphs "$module" || { status=1; continue; }
+        read -r declared synthesized < "$work/$module.count"
+        echo "  $module: $declared (+$synthesized synthesized)"
+        total=$((total + declared))
+    done
+    echo "public declarations of all library modules: $total"
+fi
 echo "build-docs: $(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s wall time"
 exit $status
