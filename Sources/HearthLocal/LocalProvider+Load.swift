@@ -33,9 +33,9 @@ extension LocalProvider {
     /// Loads a model by name and returns it ready to answer.
     ///
     /// ```swift
-    /// let model = try await LocalProvider.load("phi3.5-mini") { progress in
+    /// let model = try await LocalProvider.load("phi3.5-mini", progress: { progress in
     ///     if case .download(.advanced(_, let done, let total)) = progress { print(done, "of", total) }
-    /// }
+    /// })
     /// let session = ChatSession(provider: model, instructions: "Be brief.")
     /// ```
     ///
