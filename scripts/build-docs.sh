@@ -111,6 +111,10 @@ status=0
 for module in $modules; do
     catalog=$root/Sources/$module/$module.docc
     [ -d "$catalog" ] || { echo "$module: no catalog at Sources/$module/$module.docc" >&2; exit 2; }
+    # Doc comments come from the build's .swiftdoc and their positions from its source info:
+    # a source edited since would be quoted at the wrong lines.
+    newer=$(find "Sources/$module" -name '*.swift' -newer "$root/.build/debug/Modules/$module.swiftdoc" 2>/dev/null | head -1)
+    [ -z "$newer" ] || { echo "$newer changed after the debug build: run swift build --build-tests first" >&2; exit 2; }
     extract_graphs "$module" || { status=1; continue; }
     graphs=$work/graphs/$module
     read -r declared synthesized < "$work/$module.count"
