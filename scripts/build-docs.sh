@@ -11,7 +11,7 @@ set -euo pipefail
 
 usage() {
     cat <<'EOF'
-Usage: scripts/build-docs.sh [--output DIR] [--modules "A B ..."]
+Usage: scripts/build-docs.sh [--output DIR] [--modules "A B ..."] [--count-all]
 
 Builds the DocC documentation of Hearth's app-facing modules (HearthProviders, HearthLocal,
 HearthHub) as .doccarchive folders, from the debug build's modules: run
@@ -32,7 +32,7 @@ To browse an archive, serve it from any static web server (it is built for stati
 e.g. `python3 -m http.server -d .build/docs/HearthLocal.doccarchive 8000`, and open
 http://127.0.0.1:8000/documentation/hearthlocal.
 Exit status: 0 when every archive built without a warning, 1 on a warning or error, 2 when it
-cannot run (no debug build, no docc).
+cannot run (no debug build, or sources edited since it; no docc).
 EOF
 }
 
