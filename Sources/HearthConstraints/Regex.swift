@@ -103,15 +103,6 @@ enum CharacterEncoding {
             return "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
         }
     }
-
-    /// `text` as it appears between the quotes of a JSON string (canonical escapes).
-    static func jsonEscaped(_ text: String) -> String {
-        var out = ""
-        for s in text.unicodeScalars {
-            if jsonSpecials.contains(s.value) { out += jsonEscape(s.value) } else { out.unicodeScalars.append(s) }
-        }
-        return out
-    }
 }
 
 /// A parsed pattern.

@@ -127,6 +127,6 @@ extension RequestParser {
             pairs.append(("documents", documents))
         }
         guard !pairs.isEmpty else { return nil }
-        return String(decoding: JSONValue.object(pairs).serialized(), as: UTF8.self)
+        return JSONValue.object(pairs).serialized
     }
 }

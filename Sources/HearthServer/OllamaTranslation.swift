@@ -127,7 +127,7 @@ struct OllamaTranslation {
                         switch fn.value("arguments") {
                         case .string(let text)?: arguments = text
                         case nil, .null?: arguments = "{}"
-                        case let value?: arguments = String(decoding: value.serialized(), as: UTF8.self)
+                        case let value?: arguments = value.serialized
                         }
                         let id = "call_\(callCount)"
                         callCount += 1
