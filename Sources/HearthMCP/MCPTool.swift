@@ -59,58 +59,10 @@ public struct MCPToolArguments: Decodable, Sendable {
 
     /// Decodes a JSON object of any shape.
     public init(from decoder: any Decoder) throws {
-        guard case .object(let members) = try AnyJSON(from: decoder).value else {
+        guard case .object(let members) = MCPValues.mcp(try JSON(from: decoder)) else {
             throw DecodingError.typeMismatch(
                 [String: MCP.Value].self, .init(codingPath: decoder.codingPath, debugDescription: "the arguments must be a JSON object"))
         }
         values = members
     }
-}
-
-/// Any JSON value through any `Decoder`: scalars through a single-value container, then an
-/// object or an array (each element decoded as one value, so an unkeyed container advances once).
-private struct AnyJSON: Decodable {
-    let value: MCP.Value
-
-    init(from decoder: any Decoder) throws {
-        if let single = try? decoder.singleValueContainer() {
-            if single.decodeNil() {
-                value = .null
-                return
-            }
-            if let flag = try? single.decode(Bool.self) {
-                value = .bool(flag)
-                return
-            }
-            if let integer = try? single.decode(Int.self) {
-                value = .int(integer)
-                return
-            }
-            if let number = try? single.decode(Double.self) {
-                value = .double(number)
-                return
-            }
-            if let text = try? single.decode(String.self) {
-                value = .string(text)
-                return
-            }
-        }
-        if let object = try? decoder.container(keyedBy: AnyKey.self) {
-            var members: [String: MCP.Value] = [:]
-            for key in object.allKeys { members[key.stringValue] = try object.decode(AnyJSON.self, forKey: key).value }
-            value = .object(members)
-            return
-        }
-        var list = try decoder.unkeyedContainer()
-        var items: [MCP.Value] = []
-        while !list.isAtEnd { items.append(try list.decode(AnyJSON.self).value) }
-        value = .array(items)
-    }
-}
-
-private struct AnyKey: CodingKey {
-    var stringValue: String
-    var intValue: Int? { nil }
-    init(stringValue: String) { self.stringValue = stringValue }
-    init?(intValue: Int) { return nil }
 }
