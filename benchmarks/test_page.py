@@ -17,6 +17,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hearthbench import page  # noqa: E402
+from hearthbench.common import engine_tags  # noqa: E402
+from hearthbench.report import summarize  # noqa: E402
 
 
 class Sandbox:
@@ -97,6 +99,70 @@ class PageTests(unittest.TestCase):
         md, svgs = page.section_ggufs(run)
         self.assertIn("| m | hearth (aoutliers) | `m.gguf` | 25.00 | 3.00 | 2.50× | 1.50× |", md)
         self.assertIn("2.50×", svgs[page.HEADLINE])
+
+    def test_two_hearth_kernel_levels_give_two_rows_with_their_ratios(self):
+        # A full run on an AMX host: the default Hearth engine (amx) and the one --also-level adds
+        # (HEARTH_CPU=avx512-vnni), each with the level Hearth reported.
+        run = {"schema": 2, "date_utc": "2026-01-01 00:00 UTC", "git": {"commit": "0123456789abcdef"},
+               "machine": {"cpu": "Test CPU"}, "settings": {"threads": 2}, "models": [{
+                   "name": "m", "summary": [
+                       {"engine": "llama.cpp", "file": "m.gguf", "ok_runs": 1,
+                        "pp": {"tokens_per_second": 10.0}, "tg": {"tokens_per_second": 2.0}},
+                       {"engine": "hearth", "variant": "outliers", "kernel_level": "amx", "file": "m.gguf",
+                        "ok_runs": 1, "pp": {"tokens_per_second": 40.0}, "tg": {"tokens_per_second": 3.0},
+                        "pp_ratio": 4.0, "tg_ratio": 1.5},
+                       {"engine": "hearth", "variant": "outliers", "kernel_level": "avx512-vnni",
+                        "hearth_cpu": "avx512-vnni", "file": "m.gguf", "ok_runs": 1,
+                        "pp": {"tokens_per_second": 20.0}, "tg": {"tokens_per_second": 2.8},
+                        "pp_ratio": 2.0, "tg_ratio": 1.4}]}]}
+        md, svgs = page.section_ggufs(run)
+        self.assertIn("| m | hearth (amx, aoutliers) | `m.gguf` | 40.00 | 3.00 | 4.00× | 1.50× |", md)
+        self.assertIn("| m | hearth (avx512-vnni, aoutliers) | `m.gguf` | 20.00 | 2.80 | 2.00× | 1.40× |", md)
+        chart = svgs[page.HEADLINE]
+        self.assertIn("m (amx)", chart)
+        self.assertIn("m (avx512-vnni)", chart)
+        self.assertIn("4.00×", chart)
+        self.assertIn("2.00×", chart)
+
+    def test_results_without_kernel_levels_still_render(self):
+        # Tables copied from a dated run (kind "ggufs", as committed today) and a harness run from
+        # before levels were recorded.
+        row = lambda engine, pp, ratio: {"engine": engine, "file": "m.gguf", "pp512_tps": pp, "tg128_tps": 2.0,
+                                         "pp_ratio": ratio, "tg_ratio": 1.0}
+        copied = {"kind": "ggufs", "source": "history/x.md: table", "date": "2026-01-01", "commit": "0123",
+                  "cpu": "Test CPU", "threads": 2,
+                  "models": [{"name": "m", "rows": [row("llama.cpp", 10.0, 1.0), row("hearth (aoutliers)", 25.0, 2.5)]}]}
+        md, svgs = page.section_ggufs(copied)
+        self.assertIn("| m | hearth (aoutliers) | `m.gguf` | 25.00 | 2.00 | 2.50× | 1.00× |", md)
+        ET.fromstring(svgs[page.HEADLINE])
+        old = {"schema": 2, "settings": {"threads": 2}, "models": [{"name": "m", "summary": [
+            {"engine": "llama.cpp", "file": "m.gguf", "ok_runs": 1, "pp": {"tokens_per_second": 10.0},
+             "tg": {"tokens_per_second": 2.0}},
+            {"engine": "hearth", "variant": "16", "file": "m.gguf", "ok_runs": 1, "kernel": "avx512-vnni",
+             "pp": {"tokens_per_second": 15.0}, "tg": {"tokens_per_second": 3.0}, "pp_ratio": 1.5, "tg_ratio": 1.5}]}]}
+        md, svgs = page.section_ggufs(old)
+        self.assertIn("| m | hearth (a16) | `m.gguf` | 15.00 | 3.00 | 1.50× | 1.50× |", md)
+        ET.fromstring(svgs[page.HEADLINE])
+
+    def test_the_harness_keeps_each_forced_level_in_its_own_row(self):
+        # summarize() (report.py) over runs as bench_hearth records them: the level comes from Hearth's
+        # report, the row key from the HEARTH_CPU the harness set.
+        def run(engine, pp, level=None, forced=None):
+            result = {"pp": {"tokens_per_second": pp, "samples": [pp]}, "tg": {"tokens_per_second": 1.0, "samples": [1.0]},
+                      "load_seconds": 0.1}
+            if engine == "hearth":
+                result["kernel_level"] = level
+            return {"engine": engine, "file": "no/such.gguf", "ok": True, "maxrss_bytes": 1, "result": result,
+                    **({"variant": "outliers", "hearth_cpu": forced} if engine == "hearth" else {})}
+        rows = summarize({"name": "m"}, [run("llama.cpp", 10.0), run("hearth", 40.0, "amx"),
+                                         run("hearth", 20.0, "avx512-vnni", "avx512-vnni")], {"gguf": {}, "params": 1})
+        self.assertEqual([(r["engine"], r.get("kernel_level"), r.get("hearth_cpu"), r.get("pp_ratio")) for r in rows],
+                         [("llama.cpp", None, None, None), ("hearth", "amx", None, 4.0),
+                          ("hearth", "avx512-vnni", "avx512-vnni", 2.0)])
+        self.assertEqual([engine_tags(r) for r in rows], ["", " (amx, aoutliers)", " (avx512-vnni, aoutliers)"])
+        # A level the CPU cannot run: Hearth falls back to its best, and the label says so.
+        self.assertEqual(engine_tags({"variant": "16", "kernel_level": "avx512-vnni", "hearth_cpu": "amx"}),
+                         " (HEARTH_CPU=amx ran avx512-vnni, a16)")
 
     def test_a_speculative_run_is_plotted_prompt_by_prompt(self):
         # speculative.py --json's shape; decode rate = (tokens - 1) / decode_seconds, as it computes it.

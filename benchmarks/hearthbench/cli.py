@@ -33,12 +33,13 @@ import sys
 import time
 from pathlib import Path
 
-from .common import LAST_RUN, LOGS, REPACK_CACHE, REPO, RESULTS_MD, SCHEMA, WORK, log
+from .common import KERNEL_LEVELS, LAST_RUN, LOGS, REPACK_CACHE, REPO, RESULTS_MD, SCHEMA, WORK, log
 from .models import MODELS, select_models
 from .checkpoints import ensure_checkpoint, parameter_count, write_json
 from .ggufs import check_gguf, child_quantize, ensure_ggufs, gguf_stats, gguf_stats_here
 from .llama_child import child_llama_bench
-from .harness import IDLE_WAIT, bench_hearth, bench_llama, clear_repack_cache, ensure_hqf, find_hearth, git_info, hearth_has, machine_info, measured, run_membw
+from .harness import (IDLE_WAIT, bench_hearth, bench_llama, clear_repack_cache, ensure_hqf, find_hearth, git_info,
+                      hearth_has, hearth_kernel_level, machine_info, measured, run_membw)
 from .report import add_bandwidth_shares, report_path, summarize, write_committed_run, write_results_md
 
 
@@ -72,6 +73,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--hearth-activation-bits", default="outliers,16", metavar="LIST",
                     help="Hearth's --activation-bits values to bench, each its own row (default outliers,16: the "
                          "default path, 8-bit prompt products with outlier channels in f32, and the exact path)")
+    ap.add_argument("--also-level", default="auto", metavar="LIST",
+                    help="kernel levels (" + ", ".join(KERNEL_LEVELS) + ") at which Hearth runs once more per file "
+                         "and round, with HEARTH_CPU=LEVEL and the first --hearth-activation-bits value: a second "
+                         "Hearth engine, its own rows and ratios. auto (default): avx512-vnni when a default Hearth "
+                         "run uses amx here (`hearth --version`), so both paths are measured; else none. none: never")
     ap.add_argument("--skip-llama", action="store_true", help="only Hearth")
     ap.add_argument("--skip-membw", action="store_true", help="skip the bandwidth probe")
     ap.add_argument("--membw-mib", type=int, default=1024, help="bandwidth probe buffer (MiB, default 1024)")
@@ -98,6 +104,9 @@ def main(argv: list[str]) -> int:
                          "a full run's also to benchmarks/results/), then RESULTS.md and its plots. "
                          "benchmarks/run.sh --report-only does only the last step, from the committed JSON")
     a = ap.parse_args(argv)
+    also_values = [x.strip() for x in a.also_level.split(",") if x.strip()]
+    if also_values not in (["auto"], ["none"]) and any(x not in KERNEL_LEVELS for x in also_values):
+        ap.error(f"--also-level {a.also_level}: expected auto, none or kernel levels from {', '.join(KERNEL_LEVELS)}")
 
     if a.report_only:
         run = json.loads(LAST_RUN.read_text())
@@ -147,6 +156,20 @@ def main(argv: list[str]) -> int:
                 hearth["note"] = "not run: this binary has no `bench` subcommand"
     if hearth["note"]:
         log(f"Hearth {hearth['note']}")
+
+    # Hearth's kernel level on a default run, and the levels it runs at once more (--also-level).
+    also_levels: list[str] = []
+    also_reason = ""
+    if hbin is not None and hearth["bench"]:
+        hearth["kernel_level"] = hearth_kernel_level(hbin)
+        if also_values == ["auto"]:
+            if hearth["kernel_level"] == "amx":
+                also_levels, also_reason = ["avx512-vnni"], "--also-level auto: a default run uses amx on this CPU"
+        elif also_values != ["none"]:
+            also_levels = [x for x in dict.fromkeys(also_values) if x != hearth["kernel_level"]]
+            also_reason = f"--also-level {a.also_level}"
+        log(f"Hearth's kernel level on a default run: {hearth['kernel_level'] or 'unknown'}"
+            + (f"; each file also runs with {', '.join(f'HEARTH_CPU={x}' for x in also_levels)}" if also_levels else ""))
 
     # Files: each selected entry's GGUF (made once from its checkpoint, or given), checked; Hearth's .hqf.
     models = select_models(a.models)
@@ -230,6 +253,7 @@ def main(argv: list[str]) -> int:
                          a, "this bench")
             res = e.get("result") or {}
             first_load = {"ok": e["ok"], "load_seconds": res.get("load_seconds"), "repack_cache": res.get("repack_cache"),
+                          "kernel_level": res.get("kernel_level"),
                           "wall_seconds": e["wall_seconds"], "maxrss_bytes": e["maxrss_bytes"], "log": e["log"],
                           "error": e.get("error")}
             if not e["ok"]:
@@ -246,14 +270,18 @@ def main(argv: list[str]) -> int:
                     targets.append(p["hqf"])
                 if hearth_gguf_ok and p["gguf"] is not None:
                     targets.append(p["gguf"])
+                bits_list = a.hearth_activation_bits.split(",")
                 for f in targets:
-                    for bits in a.hearth_activation_bits.split(","):
-                        log(f"[{model['name']}] round {rnd}/{a.rounds}: hearth {f.name} --activation-bits {bits}")
-                        e = measured(lambda: bench_hearth(hbin, f, a, f"{model['name']}-{f.suffix[1:]}-a{bits}-r{rnd}", bits),
-                                     a, "this bench")
+                    # The default level with every --activation-bits value, then each --also-level
+                    # (HEARTH_CPU) with the first: a second Hearth engine on the same file.
+                    for level, bits in [(None, b) for b in bits_list] + [(lv, bits_list[0]) for lv in also_levels]:
+                        tag = f"{model['name']}-{f.suffix[1:]}-a{bits}{f'-{level}' if level else ''}-r{rnd}"
+                        log(f"[{model['name']}] round {rnd}/{a.rounds}: hearth {f.name} --activation-bits {bits}"
+                            + (f" (HEARTH_CPU={level})" if level else ""))
+                        e = measured(lambda: bench_hearth(hbin, f, a, tag, bits, level=level), a, "this bench")
                         e["round"] = rnd
                         runs.append(e)
-                        if f == p["gguf"] and not e["ok"]:
+                        if f == p["gguf"] and not e["ok"] and level is None:
                             hearth_gguf_ok = False   # cannot read this file: the error is reported, not retried
                             break
         summary = summarize(model, runs, p["stats"])
@@ -284,6 +312,7 @@ def main(argv: list[str]) -> int:
         "hearth": hearth,
         "settings": {"threads": a.threads, "reps": a.reps, "rounds": a.rounds, "prompt": a.prompt, "gen": a.gen,
                      "hearth_activation_bits": a.hearth_activation_bits,
+                     "also_levels": also_levels, "also_level_reason": also_reason,
                      "batch": a.batch, "order": order, "models": [m["name"] for m in models],
                      "models_filter": a.models},
         "membw": membw,

@@ -27,3 +27,21 @@ SCHEMA = 2   # 2: one entry per GGUF (model × quant type), --models
 
 def log(msg: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+# The kernel levels Hearth has (KernelLevel in Sources/HearthKernels), lowest first: the values
+# `--also-level` takes, run with HEARTH_CPU=LEVEL.
+KERNEL_LEVELS = ("portable", "avx2", "avx512", "avx512-vnni", "amx")
+
+
+def engine_tags(row: dict) -> str:
+    """What tells a Hearth row from the others of its file in every table: the kernel level Hearth
+    reported it ran at (`kernel_level`, absent in results written before it was recorded) and its
+    `--activation-bits` (`variant`), e.g. " (avx512-vnni, aoutliers)"; "" when it has neither. A row
+    run with HEARTH_CPU (`hearth_cpu`) at another level than it asked for says so:
+    " (HEARTH_CPU=amx ran avx512-vnni, aoutliers)"."""
+    level, asked = row.get("kernel_level"), row.get("hearth_cpu")
+    if asked and level and asked != level:
+        level = f"HEARTH_CPU={asked} ran {level}"
+    tags = [t for t in (level, f"a{row['variant']}" if row.get("variant") else None) if t]
+    return f" ({', '.join(tags)})" if tags else ""

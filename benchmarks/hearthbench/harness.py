@@ -5,6 +5,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import signal
 import statistics
@@ -71,7 +72,7 @@ def wait_for_idle(max_wait: float, threshold: float = 0.25, quiet_for: float = 2
     return load
 
 
-def run_measured(cmd: list[str], log_path: Path, timeout: float) -> dict:
+def run_measured(cmd: list[str], log_path: Path, timeout: float, env: dict[str, str] | None = None) -> dict:
     """Run cmd; return its stdout, exit status, wall time and the peak RSS of
     that one child (wait4's ru_maxrss), with stderr going to log_path.
 
@@ -83,11 +84,12 @@ def run_measured(cmd: list[str], log_path: Path, timeout: float) -> dict:
     import resource
 
     with tempfile.TemporaryFile() as out, open(log_path, "w") as err:
-        err.write("$ " + " ".join(cmd) + "\n")
+        extra = {k: v for k, v in (env or {}).items() if os.environ.get(k) != v}
+        err.write("$ " + "".join(f"{k}={v} " for k, v in sorted(extra.items())) + " ".join(cmd) + "\n")
         err.flush()
         t0 = time.time()
         busy0 = cpu_busy_seconds()
-        p = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=REPO, start_new_session=True)
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=REPO, start_new_session=True, env=env)
         timed_out = threading.Event()
 
         def kill() -> None:
@@ -258,16 +260,33 @@ def clear_repack_cache() -> None:
     d.mkdir(parents=True, exist_ok=True)
 
 
+def hearth_kernel_level(binary: Path) -> str | None:
+    """The kernel level a default Hearth run uses here, from Hearth's own report (`hearth --version`
+    ends with "kernels LEVEL": the best level this CPU runs, or the one $HEARTH_CPU forces), or None."""
+    try:
+        out = subprocess.run([str(binary), "--version"], capture_output=True, text=True, timeout=60, cwd=REPO).stdout
+    except (subprocess.TimeoutExpired, OSError):
+        return None
+    m = re.search(r"kernels ([A-Za-z0-9_-]+)", out)
+    return m.group(1) if m else None
+
+
 def bench_hearth(binary: Path, model_file: Path, a: argparse.Namespace, tag: str, bits: str = "16",
-                 sizes: tuple[int, int, int] | None = None) -> dict:
+                 sizes: tuple[int, int, int] | None = None, level: str | None = None) -> dict:
+    """One `hearth bench --json` process. With level, it runs with HEARTH_CPU=level (a second Hearth
+    engine: the same file at a lower kernel level); the entry records the level requested
+    (`hearth_cpu`) and the one Hearth reports it ran at (`kernel_level`, with `cpu_best_level`)."""
     prompt, gen, reps = sizes or (a.prompt, a.gen, a.reps)
     cmd = [str(binary), "bench", "--model", str(model_file.relative_to(REPO)), "-p", str(prompt), "-n", str(gen),
            "-r", str(reps), "-t", str(a.threads), "--json", "--activation-bits", bits]
-    r = run_measured(cmd, LOGS / f"hearth-{tag}.log", a.timeout)
+    env = dict(os.environ, HEARTH_CPU=level) if level else None
+    r = run_measured(cmd, LOGS / f"hearth-{tag}.log", a.timeout, env)
     res = last_json_line(r["stdout"]) if r["returncode"] == 0 else None
     if res is not None and not (isinstance(res.get("pp"), dict) or isinstance(res.get("tg"), dict)):
         res = None
     entry = {"engine": "hearth", "variant": bits, "file": str(model_file.relative_to(REPO)), "ok": res is not None,
+             "hearth_cpu": level, "kernel_level": (res or {}).get("kernel_level"),
+             "cpu_best_level": (res or {}).get("cpu_best_level"),
              "wall_seconds": r["wall_seconds"], "maxrss_bytes": r["maxrss_bytes"], "log": r["log"],
              "child_cpu_seconds": r["child_cpu_seconds"], "foreign_load_cores": r["foreign_load_cores"],
              "harness_maxrss_bytes": r["harness_maxrss_bytes"], "result": res}
@@ -410,5 +429,7 @@ def log_entry(e: dict) -> None:
     r = e["result"]
     parts = [f"{t} {r[t]['tokens_per_second']:.2f} ± {r[t]['stddev']:.2f} t/s" for t in ("pp", "tg")
              if isinstance(r.get(t), dict)]
+    if e.get("kernel_level"):
+        parts.append(f"kernel level {e['kernel_level']}")
     log(f"  {', '.join(parts)}; peak RSS {e['maxrss_bytes'] / 2**30:.2f} GiB; {e['wall_seconds']:.0f} s; "
         f"other processes {e['foreign_load_cores']:.2f} cores")

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from . import svgplot
+from .common import engine_tags
 
 BENCH = Path(__file__).resolve().parent.parent   # benchmarks/
 REPO = BENCH.parent
@@ -65,14 +66,18 @@ def gguf_rows(d: dict) -> tuple[dict, list[dict]]:
             for r in mo.get("summary", []):
                 if not r.get("ok_runs"):
                     continue
-                engine = r["engine"] + (f" (a{r['variant']})" if r.get("variant") else "")
-                rows.append({"model": mo["name"], "engine": engine, "file": r["file"],
+                # Hearth rows carry the kernel level Hearth reported (files written before it was
+                # recorded have none, and show only the activation bits).
+                rows.append({"model": mo["name"], "engine": r["engine"] + engine_tags(r), "file": r["file"],
+                             "level": r.get("kernel_level"), "variant": f"a{r['variant']}" if r.get("variant") else None,
                              "pp": (r.get("pp") or {}).get("tokens_per_second"),
                              "tg": (r.get("tg") or {}).get("tokens_per_second"),
                              "pp_ratio": r.get("pp_ratio"), "tg_ratio": r.get("tg_ratio")})
         return facts, rows
     facts = {k: d.get(k) for k in ("date", "commit", "cpu", "threads")}
+    variant = lambda engine: (re.search(r"\((a\w+)\)", engine) or [None, None])[1]
     rows = [{"model": mo["name"], "engine": r["engine"], "file": r["file"], "pp": r["pp512_tps"], "tg": r["tg128_tps"],
+             "level": None, "variant": variant(r["engine"]),
              "pp_ratio": None if r["engine"] == "llama.cpp" else r["pp_ratio"],
              "tg_ratio": None if r["engine"] == "llama.cpp" else r["tg_ratio"]}
             for mo in d["models"] for r in mo["rows"]]
@@ -84,16 +89,14 @@ def section_ggufs(d: dict) -> tuple[list[str], dict[Path, str]]:
     run_line = ", ".join(str(p) for p in (facts.get("date"), facts.get("cpu"),
                                            facts.get("threads") and f"{facts['threads']} threads") if p)
     # The chart: Hearth on the GGUF itself (both engines read the same file), one bar pair per file;
-    # a model with several Hearth variants gets one group per variant.
+    # a model with several Hearth rows gets one group per row, labelled with what tells them apart
+    # (kernel level, activation bits).
     hearth = [r for r in rows if r["engine"].startswith("hearth") and r["file"].endswith(".gguf") and r["pp_ratio"]]
-    per_model: dict[str, int] = {}
-    for r in hearth:
-        per_model[r["model"]] = per_model.get(r["model"], 0) + 1
     groups = []
     for r in hearth:
-        variant = re.search(r"\((a\w+)\)", r["engine"])
-        label = f"{r['model']} ({variant.group(1)})" if per_model[r["model"]] > 1 and variant else r["model"]
-        groups.append((label, [r["pp_ratio"], r["tg_ratio"]]))
+        mine = [x for x in hearth if x["model"] == r["model"]]
+        tags = [r[k] for k in ("level", "variant") if r[k] and len(mine) > 1 and len({x[k] for x in mine}) > 1]
+        groups.append((r["model"] + (f" ({', '.join(tags)})" if tags else ""), [r["pp_ratio"], r["tg_ratio"]]))
     svg = svgplot.bars("Hearth ÷ llama.cpp, same GGUF, same threads (> 1 = Hearth faster)",
                        f"{run_line} — benchmarks/results/ggufs.json", groups,
                        [("prompt (pp512)", C["prompt"]), ("decode (tg128)", C["decode"])])

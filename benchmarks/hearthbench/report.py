@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .common import GGUF_REPORT_MD, GGUF_RUN, HERE, PARTIAL_REPORT_MD, REPO
+from .common import GGUF_REPORT_MD, GGUF_RUN, HERE, PARTIAL_REPORT_MD, REPO, engine_tags
 from .llama_child import mean_sd
 
 
@@ -16,24 +16,30 @@ from .llama_child import mean_sd
 # ---------------------------------------------------------------------------
 
 def _variant(r: dict) -> str:
-    """A Hearth row's activation bits as shown in the tables (`--activation-bits`)."""
-    v = r.get("variant")
-    return f" (a{v})" if v else ""
+    """A Hearth row's kernel level and activation bits as shown in the tables (common.engine_tags)."""
+    return engine_tags(r)
 
 
 def summarize(model: dict, runs: list[dict], stats: dict) -> list[dict]:
     rows = []
     keys = []
+    # One row per engine, file, activation bits and forced kernel level (HEARTH_CPU, --also-level).
+    key = lambda r: (r["engine"], r["file"], r.get("variant"), r.get("hearth_cpu"))
     for r in runs:
-        k = (r["engine"], r["file"], r.get("variant"))
-        if k not in keys:
-            keys.append(k)
-    for engine, file, variant in keys:
-        mine = [r for r in runs if (r["engine"], r["file"], r.get("variant")) == (engine, file, variant)]
+        if key(r) not in keys:
+            keys.append(key(r))
+    for engine, file, variant, hearth_cpu in keys:
+        mine = [r for r in runs if key(r) == (engine, file, variant, hearth_cpu)]
         ok = [r for r in mine if r["ok"]]
         row: dict = {"model": model["name"], "engine": engine, "file": file, "runs": len(mine), "ok_runs": len(ok)}
         if variant:
             row["variant"] = variant
+        if hearth_cpu:
+            row["hearth_cpu"] = hearth_cpu
+        # The level Hearth itself reported for these runs (hearth bench --json's kernel_level).
+        levels = sorted({(r.get("result") or {}).get("kernel_level") for r in ok} - {None})
+        if levels:
+            row["kernel_level"] = ",".join(levels)
         fpath = REPO / file
         row["file_bytes"] = fpath.stat().st_size if fpath.is_file() else None
         row["bits_per_weight"] = row["file_bytes"] * 8 / stats["params"] if row["file_bytes"] else None
@@ -73,7 +79,7 @@ def summarize(model: dict, runs: list[dict], stats: dict) -> list[dict]:
             if not g:   # Hearth's own file (.hqf): its own account
                 row["weight_bytes_per_token"] = row["hearth_weight_bytes_per_token"]
                 row["weight_bytes_source"] = "hearth weight_bytes_per_token" if wb else "hearth model_bytes"
-            for k in ("kernel", "weight_types", "prefill_path", "kv_cache_bytes", "parameters"):
+            for k in ("kernel", "cpu_best_level", "weight_types", "prefill_path", "kv_cache_bytes", "parameters"):
                 if k in res0:
                     row[k] = res0[k]
         if "tg" in row and row.get("weight_bytes_per_token"):
@@ -225,7 +231,14 @@ def write_results_md(run: dict) -> str:
                 f"8 largest activations per product in f32; abalanced: the same without the f32 picks, q/k/v at 16 "
                 f"bits; amixed: no picks, q/k/v at 8; a16: 16-bit activations everywhere, the exact path; a8: 8-bit "
                 f"everywhere, as llama.cpp; docs/ACCURACY.md for what each costs)."
-                if s.get("hearth_activation_bits") else ""))
+                if s.get("hearth_activation_bits") else "")
+             + (" Each Hearth row also names the kernel level Hearth reported it ran at (`kernel_level` of "
+                "`hearth bench --json`: the best this CPU runs unless `HEARTH_CPU` forces one)"
+                + (f"; after its default rows, each file ran once more per round with "
+                   f"{' and '.join(f'`HEARTH_CPU={x}`' for x in s['also_levels'])} and the first `--activation-bits` "
+                   f"value, a second Hearth engine with its own ratios to llama.cpp ({s.get('also_level_reason')})"
+                   if s.get("also_levels") else "") + "."
+                if "also_levels" in s else ""))
     L.append(f"- Decode bandwidth share (*of membw*): weights read per token × {tg} t/s ÷ "
              + (f"{ref:.1f} GB/s, " if ref else "")
              + f"the best {s['threads']}-thread streaming-read figure measured by membw in this run (below). "
@@ -249,7 +262,7 @@ def write_results_md(run: dict) -> str:
         if not hrows:
             L.append(f"| {model['name']} | — | — | — | — | — | — / {base_load} | — | — | {_share(base) if base else '—'} |")
         for r in hrows:
-            first = _first_load(model) if r["file"] == model.get("gguf") else "—"
+            first = _first_load(model) if r["file"] == model.get("gguf") and not r.get("hearth_cpu") else "—"
             if r.get("ok_runs", 0) == 0:
                 L.append(f"| {model['name']} | `{Path(r['file']).name}`{_variant(r)} | not run | not run | — | — | "
                          f"— / {base_load} | {first} | — | {_share(base) if base else '—'} |")
@@ -309,19 +322,19 @@ def write_results_md(run: dict) -> str:
                          f"; {made}.")
         for r in model["summary"]:
             if r.get("discarded_attempts"):
-                notes.append(f"- {r['engine']} `{r['file']}`: {r['discarded_attempts']} attempt(s) disturbed by other "
+                notes.append(f"- {r['engine']}{_variant(r)} `{r['file']}`: {r['discarded_attempts']} attempt(s) disturbed by other "
                              f"processes were discarded and run again.")
             if r.get("max_foreign_load_cores", 0.0) > 0.1:
-                notes.append(f"- ⚠ {r['engine']} `{r['file']}`: other processes used up to "
+                notes.append(f"- ⚠ {r['engine']}{_variant(r)} `{r['file']}`: other processes used up to "
                              f"{r['max_foreign_load_cores']:.2f} cores during its runs; its numbers are disturbed.")
             if r.get("harness_maxrss_bytes") and r.get("peak_rss_bytes") and \
                     r["peak_rss_bytes"] <= r["harness_maxrss_bytes"] * 1.02:
-                notes.append(f"- ⚠ {r['engine']} `{r['file']}`: its peak RSS does not exceed the harness's own "
+                notes.append(f"- ⚠ {r['engine']}{_variant(r)} `{r['file']}`: its peak RSS does not exceed the harness's own "
                              f"({r['harness_maxrss_bytes'] / 2**20:.0f} MiB), which a child inherits as the floor "
                              f"of its ru_maxrss; its true peak may be lower.")
             if r.get("ok_runs", 0) == 0 and r.get("error"):
                 err = " / ".join(x.strip() for x in r["error"].splitlines() if x.strip())
-                notes.append(f"- {r['engine']} `{r['file']}` {'failed' if r.get('runs') else 'not run'}: {err[:600]}")
+                notes.append(f"- {r['engine']}{_variant(r)} `{r['file']}` {'failed' if r.get('runs') else 'not run'}: {err[:600]}")
             elif r["engine"] == "llama.cpp" and r.get("rss_after_import_bytes"):
                 bufs = r.get("buffers_mib") or {}
                 btxt = ", ".join(f"{k} {v:.0f} MiB" for k, v in bufs.items())
@@ -331,6 +344,10 @@ def write_results_md(run: dict) -> str:
                              + (" (the mapped GGUF pages read while repacking stay resident next to the repacked "
                                 "copy)" if any("REPACK" in k for k in bufs) else "") + ".")
             elif r["engine"] == "hearth" and r.get("ok_runs"):
+                if r.get("hearth_cpu") and r.get("kernel_level") != r["hearth_cpu"]:
+                    notes.append(f"- ⚠ hearth{_variant(r)} `{r['file']}`: run with HEARTH_CPU={r['hearth_cpu']}, but "
+                                 f"Hearth reports kernel level {r.get('kernel_level') or 'unknown'} (this CPU cannot run "
+                                 f"{r['hearth_cpu']}: Hearth used its best level instead).")
                 hw = r.get("hearth_weight_bytes_per_token")
                 notes.append(f"- hearth{_variant(r)} `{r['file']}`: kernel {r.get('kernel')}, prefill path {r.get('prefill_path')}"
                              + (f", weight types {_hearth_types(r['weight_types'])}" if r.get("weight_types") else "")
