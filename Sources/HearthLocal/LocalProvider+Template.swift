@@ -177,7 +177,7 @@ extension LocalProvider {
 
     /// A tool as transformers passes it: `{"type": "function", "function": {"name", "description", "parameters"}}`.
     static func templateTool(_ tool: ToolDefinition) -> JinjaValue {
-        (try? JinjaValue.fromJSON(PythonJSON.dumps(ToolFormat.openAISpec(tool)))) ?? .none
+        JinjaValue(json: ToolFormat.openAISpec(tool))
     }
 
     /// Whether a template writes tools, calls and results itself in `format`'s call syntax.

@@ -41,9 +41,10 @@ extension LocalProvider {
             grammar = try format.grammar(tools: options.tools, choice: choice, parallel: options.parallelToolCalls ?? true)
         } catch let error as ConstraintError {
             let field = error.schemaIndex.map { i in "tools[\(i)].parameters" } ?? "tools"
+            // The constraint error itself (its `schemaIndex` names the tool): a server names the
+            // tool's field as its client wrote it.
             throw ProviderError(
-                .invalidRequest, provider: id, message: "\(field): the schema cannot be enforced: \(error)",
-                underlying: InvalidGenerationOption(field: field, message: "\(field): \(error)"))
+                .invalidRequest, provider: id, message: "\(field): the schema cannot be enforced: \(error)", underlying: error)
         }
         do {
             try ResponseFormatGrammar.apply(grammar, to: &parameters, model: generator.model, prefix: request.continuation ?? "")

@@ -110,30 +110,57 @@ struct APIError: Error, Sendable {
 }
 
 extension APIError {
+    /// What carried a schema, pattern or grammar the local model cannot enforce.
+    enum ConstraintSubject: Sendable {
+        /// The request's response format, in the field `param` (`response_format`, `text.format`…).
+        case responseFormat(param: String)
+        /// One tool's parameter schema, in the field `param` (`tools[1].function.parameters`).
+        case toolSchema(param: String)
+        /// The tools' call format: every tool's call written under its schema, together.
+        case toolCalls
+
+        /// The code's noun: `response_format` or `tool_schema`.
+        var noun: String {
+            if case .responseFormat = self { return "response_format" }
+            return "tool_schema"
+        }
+
+        var param: String {
+            switch self {
+            case .responseFormat(let param), .toolSchema(let param): return param
+            case .toolCalls: return "tools"
+            }
+        }
+
+        /// The message's subject.
+        var subject: String {
+            switch self {
+            case .responseFormat: return "The response format"
+            case .toolSchema(let param): return "'\(param)': the tool's parameter schema"
+            case .toolCalls: return "The tools' call format"
+            }
+        }
+    }
+
     /// A schema, pattern or grammar the local model cannot enforce: a 400 whose message names
-    /// the keyword (a JSON pointer into the schema) or the position in the pattern or grammar.
-    /// `param` is set by the caller (the request field that carried the format). With `tool`
-    /// (the field of a tool's schema, `tools[1].function.parameters`) it is about that tool's
-    /// parameters instead: the message and `param` name the field, the code says `tool_schema`.
-    static func from(_ error: ConstraintError, tool: String? = nil) -> APIError {
+    /// the keyword (a JSON pointer into the schema) or the position in the pattern or grammar,
+    /// `param` the field that carried it (`subject`), the code what went wrong and with what
+    /// (`unsupported_response_format`, `tool_schema_too_complex`…).
+    static func from(_ error: ConstraintError, _ subject: ConstraintSubject = .responseFormat(param: "response_format")) -> APIError {
         let code: String
         let what: String
+        let noun = subject.noun
         switch error.kind {
-        case .syntax: (code, what) = ("invalid_response_format", "does not parse")
-        case .unsupported: (code, what) = ("unsupported_response_format", "uses what cannot be enforced")
-        case .unsatisfiable: (code, what) = ("unsatisfiable_response_format", "admits no output")
-        case .invalidGrammar: (code, what) = ("invalid_response_format", "is not a valid grammar")
-        case .tooComplex: (code, what) = ("response_format_too_complex", "is too complex to compile")
+        case .syntax: (code, what) = ("invalid_\(noun)", "does not parse")
+        case .unsupported: (code, what) = ("unsupported_\(noun)", "uses what cannot be enforced")
+        case .unsatisfiable: (code, what) = ("unsatisfiable_\(noun)", "admits no output")
+        case .invalidGrammar: (code, what) = ("invalid_\(noun)", "is not a valid grammar")
+        case .tooComplex: (code, what) = ("\(noun)_too_complex", "is too complex to compile")
         }
         let place = error.location.isEmpty ? "" : " at \(error.location)"
-        if let tool {
-            return APIError(
-                status: 400, message: "'\(tool)': the tool's parameter schema \(what)\(place): \(error.message)",
-                type: "invalid_request_error", code: code.replacingOccurrences(of: "response_format", with: "tool_schema"), param: tool)
-        }
         return APIError(
-            status: 400, message: "The response format \(what)\(place): \(error.message)", type: "invalid_request_error",
-            code: code, param: "response_format")
+            status: 400, message: "\(subject.subject) \(what)\(place): \(error.message)", type: "invalid_request_error",
+            code: code, param: subject.param)
     }
 
     /// Whether this error is about the request's response format (its `param` then names the field that carried it).

@@ -302,24 +302,10 @@ extension HearthServer {
         _ error: Error, job: GenerationJob, renderer: ResponseRenderer, call: GenerationCall, headers: HTTPFields
     ) async -> Response {
         var apiError = Self.gatewayAPIError(error)
-        if apiError.concernsResponseFormat, !job.options.tools.isEmpty,
-            let toolError = try? await ConstraintCompiler.run({ [job] in RequestParser.toolSchemaError(job) })
-        {
-            apiError = toolError  // a tool's schema the local model cannot enforce
+        if let constraint = (error as? ProviderError)?.underlying as? ConstraintError {
+            apiError = await Self.constraintRefusal(constraint, job: job)
         } else if apiError.concernsResponseFormat, let param = job.formatParam {
-            apiError.param = param
-        } else if let param = apiError.param, let (index, rest) = RequestParser.ParsedTools.indexed(param, "tools"),
-            rest.hasPrefix(".parameters"), job.toolSchemaParams.indices.contains(index)
-        {
-            // The local model named a tool whose schema it cannot enforce with its call format.
-            apiError.param = job.toolSchemaParams[index] + rest.dropFirst(".parameters".count)
-            apiError.code = "unsupported_tool_schema"
-            apiError.message = apiError.message.replacingOccurrences(of: param, with: apiError.param ?? param)
-        } else if apiError.concernsResponseFormat, !job.options.tools.isEmpty {
-            // No response format: the constraint that failed is the tools' (their call format).
-            apiError.param = "tools"
-            apiError.code = apiError.code?.replacingOccurrences(of: "response_format", with: "tool_schema")
-            apiError.message = apiError.message.replacingOccurrences(of: "The response format", with: "The tools' call format")
+            apiError.param = param  // a format this model cannot take, named where the request put it
         }
         guard job.stream, call.endpoint == .responses else { return await refuse(apiError, call: call, headers: headers) }
         // The Responses API reports a failure to start as `response.failed` in the stream.
@@ -332,6 +318,20 @@ extension HearthServer {
         var buffer = ByteBuffer()
         for frame in frames { buffer.writeBytes(frame) }
         return Response(status: .ok, headers: streamHeaders, body: .init(byteBuffer: buffer))
+    }
+
+    /// A schema, pattern or grammar the local model could not enforce, named by what carried
+    /// it: one tool's schema (the tools' call format names the tool at fault, or the tool's
+    /// schema does not compile alone), the request's response format, or the tools' call format.
+    static func constraintRefusal(_ constraint: ConstraintError, job: GenerationJob) async -> APIError {
+        if let index = constraint.schemaIndex, job.toolSchemaParams.indices.contains(index) {
+            return .from(constraint, .toolSchema(param: job.toolSchemaParams[index]))
+        }
+        if !job.options.tools.isEmpty, let toolError = try? await ConstraintCompiler.run({ RequestParser.toolSchemaError(job) }) {
+            return toolError
+        }
+        if let param = job.formatParam { return .from(constraint, .responseFormat(param: param)) }
+        return .from(constraint, job.options.tools.isEmpty ? .responseFormat(param: "response_format") : .toolCalls)
     }
 
     /// The started answer, streamed or collected through the output filter; `settle` records

@@ -378,7 +378,7 @@ extension RequestParser {
         for (index, tool) in job.options.tools.enumerated() {
             do { _ = try JSONSchema.grammar(tool.parameters) } catch let error as ConstraintError {
                 let param = job.toolSchemaParams.indices.contains(index) ? job.toolSchemaParams[index] : "tools[\(index)]"
-                return APIError.from(error, tool: param)
+                return APIError.from(error, .toolSchema(param: param))
             } catch {
                 let param = job.toolSchemaParams.indices.contains(index) ? job.toolSchemaParams[index] : "tools[\(index)]"
                 return APIError.invalid(param, "'\(param)' cannot be compiled: \(error).")
