@@ -8,6 +8,8 @@
 #
 #   benchmarks/run.sh [--threads 2] [--reps 5] [--rounds 2] [--skip-hearth] ...
 #   benchmarks/run.sh --models gemma,phi3-q4_k_m   # only these tables
+#   benchmarks/run.sh --also-level avx512-vnni     # Hearth once more per file at this kernel level
+#                                      # (default auto: so on a host where Hearth runs amx)
 #   benchmarks/run.sh --prepare-only   # only make and check the model files
 #   benchmarks/run.sh --setup-only     # only create/refresh benchmarks/.venv
 #   benchmarks/run.sh --report-only    # only rewrite RESULTS.md and its plots from benchmarks/results/*.json
@@ -40,7 +42,7 @@ args=()
 for a in "$@"; do
   case "$a" in
     --setup-only) setup_only=1 ;;
-    -h|--help) sed -n '2,19p' "$0"; exec python3 "$HERE/bench.py" --help ;;
+    -h|--help) sed -n '2,21p' "$0"; exec python3 "$HERE/bench.py" --help ;;
     *) args+=("$a") ;;
   esac
 done

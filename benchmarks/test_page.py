@@ -17,7 +17,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hearthbench import page  # noqa: E402
-from hearthbench.common import engine_tags  # noqa: E402
+from hearthbench.common import engine_tags, extra_levels  # noqa: E402
 from hearthbench.report import summarize  # noqa: E402
 
 
@@ -163,6 +163,15 @@ class PageTests(unittest.TestCase):
         # A level the CPU cannot run: Hearth falls back to its best, and the label says so.
         self.assertEqual(engine_tags({"variant": "16", "kernel_level": "avx512-vnni", "hearth_cpu": "amx"}),
                          " (HEARTH_CPU=amx ran avx512-vnni, a16)")
+
+    def test_the_extra_hearth_level_runs_only_on_an_amx_host_unless_asked(self):
+        self.assertEqual(extra_levels("auto", "amx")[0], ["avx512-vnni"])
+        self.assertEqual(extra_levels("auto", "avx512-vnni")[0], [])
+        self.assertEqual(extra_levels("auto", None)[0], [])
+        self.assertEqual(extra_levels("none", "amx")[0], [])
+        self.assertEqual(extra_levels("avx2,avx512-vnni,avx2", "avx512-vnni")[0], ["avx2"])
+        with self.assertRaises(ValueError):
+            extra_levels("avx2,cascadelake", "amx")
 
     def test_a_speculative_run_is_plotted_prompt_by_prompt(self):
         # speculative.py --json's shape; decode rate = (tokens - 1) / decode_seconds, as it computes it.

@@ -13,7 +13,9 @@ script does the real work:
   4. measures streaming-read bandwidth with membw.c;
   5. model file by model file, alternates llama.cpp and Hearth benches on the
      same GGUF (pp512 / tg128, llama-bench semantics), each bench in its own
-     process so its peak RSS is its own;
+     process so its peak RSS is its own; each Hearth run records the kernel
+     level Hearth reports, and on an AMX host (or with --also-level) Hearth
+     runs once more per file with HEARTH_CPU=avx512-vnni, a second engine;
   6. writes its tables (one per model file, with each tg row's decode
      bandwidth as a share of membw's figure) and benchmarks/work/last-run.json;
      a full run also benchmarks/results/ggufs.json and .md, from which
@@ -33,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import KERNEL_LEVELS, LAST_RUN, LOGS, REPACK_CACHE, REPO, RESULTS_MD, SCHEMA, WORK, log
+from .common import KERNEL_LEVELS, LAST_RUN, LOGS, REPACK_CACHE, REPO, RESULTS_MD, SCHEMA, WORK, extra_levels, log
 from .models import MODELS, select_models
 from .checkpoints import ensure_checkpoint, parameter_count, write_json
 from .ggufs import check_gguf, child_quantize, ensure_ggufs, gguf_stats, gguf_stats_here
@@ -104,9 +106,10 @@ def main(argv: list[str]) -> int:
                          "a full run's also to benchmarks/results/), then RESULTS.md and its plots. "
                          "benchmarks/run.sh --report-only does only the last step, from the committed JSON")
     a = ap.parse_args(argv)
-    also_values = [x.strip() for x in a.also_level.split(",") if x.strip()]
-    if also_values not in (["auto"], ["none"]) and any(x not in KERNEL_LEVELS for x in also_values):
-        ap.error(f"--also-level {a.also_level}: expected auto, none or kernel levels from {', '.join(KERNEL_LEVELS)}")
+    try:
+        extra_levels(a.also_level, None)
+    except ValueError as e:
+        ap.error(str(e))
 
     if a.report_only:
         run = json.loads(LAST_RUN.read_text())
@@ -162,12 +165,7 @@ def main(argv: list[str]) -> int:
     also_reason = ""
     if hbin is not None and hearth["bench"]:
         hearth["kernel_level"] = hearth_kernel_level(hbin)
-        if also_values == ["auto"]:
-            if hearth["kernel_level"] == "amx":
-                also_levels, also_reason = ["avx512-vnni"], "--also-level auto: a default run uses amx on this CPU"
-        elif also_values != ["none"]:
-            also_levels = [x for x in dict.fromkeys(also_values) if x != hearth["kernel_level"]]
-            also_reason = f"--also-level {a.also_level}"
+        also_levels, also_reason = extra_levels(a.also_level, hearth["kernel_level"])
         log(f"Hearth's kernel level on a default run: {hearth['kernel_level'] or 'unknown'}"
             + (f"; each file also runs with {', '.join(f'HEARTH_CPU={x}' for x in also_levels)}" if also_levels else ""))
 

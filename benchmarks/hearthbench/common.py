@@ -45,3 +45,20 @@ def engine_tags(row: dict) -> str:
         level = f"HEARTH_CPU={asked} ran {level}"
     tags = [t for t in (level, f"a{row['variant']}" if row.get("variant") else None) if t]
     return f" ({', '.join(tags)})" if tags else ""
+
+
+def extra_levels(also_level: str, default_level: str | None) -> tuple[list[str], str]:
+    """The kernel levels Hearth runs at once more (HEARTH_CPU), and why, for `--also-level`'s value
+    and the level a default Hearth run uses here (None: unknown). "auto": avx512-vnni when the
+    default is amx, so a results page from an AMX host has both paths; "none": nothing; else the
+    listed levels other than the default. Raises ValueError on a name that is not a level."""
+    values = [x.strip() for x in also_level.split(",") if x.strip()]
+    if values == ["auto"]:
+        return (["avx512-vnni"], "--also-level auto: a default run uses amx on this CPU") if default_level == "amx" else ([], "")
+    if values == ["none"] or not values:
+        return [], ""
+    unknown = [x for x in values if x not in KERNEL_LEVELS]
+    if unknown:
+        raise ValueError(f"--also-level {also_level}: {', '.join(unknown)} is not auto, none or a kernel level "
+                         f"({', '.join(KERNEL_LEVELS)})")
+    return [x for x in dict.fromkeys(values) if x != default_level], f"--also-level {also_level}"
