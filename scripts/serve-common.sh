@@ -2,10 +2,17 @@
 # check-gateway.sh, check-serve-scale-out.sh): the binary to run, the model check, and a
 # private venv of PyPI packages. Run from the repository root.
 
-# The hearth binary: $1 when given, else a release build of this checkout.
+# The hearth binary: $1 when given, else $HEARTH_BINARY when set (CI sets it to setup.sh's build:
+# the checkout does not change during CI, and each `swift build` costs seconds of package loading,
+# or a recompile of the `hearth` module when the build-info plugin's `git describe` changed), else
+# a release build of this checkout.
 hearth_binary() {
     if [ -n "$1" ]; then
         printf '%s\n' "$1"
+        return
+    fi
+    if [ -n "${HEARTH_BINARY:-}" ]; then
+        printf '%s\n' "$HEARTH_BINARY"
         return
     fi
     swift build -c release --product hearth >/dev/null
