@@ -38,6 +38,12 @@ func targetCPU(_ cpu: String, features: [String] = []) -> [SwiftSetting] {
 // driver says it ignores `-enable-batch-mode` for these modules: expected.
 let optimizedInDebug: [SwiftSetting] = [.unsafeFlags(["-O", "-whole-module-optimization", "-num-threads", "2"], .when(configuration: .debug))]
 
+// LLVM's SLP vectorizer off for the VNNI/AMX kernels: these are written in explicit SIMD types and
+// intrinsics, and on their whole-module IR the pass ran for 82 s of a 159 s compile that it left
+// 47 s without (one module, one core; the debug build's longest job at 215 s, repeated by the
+// release and embedding builds: issue 60, CI's budget). Measured speed: docs/KERNELS.md.
+let noSLPVectorizer: [SwiftSetting] = [.unsafeFlags(["-Xllvm", "-vectorize-slp=false"])]
+
 // The `SystemLibraries` trait (on by default): on Linux, BLAS products go to OpenBLAS and the
 // tests compare Hearth's Swift SentencePiece with libsentencepiece. Without it
 // (`swift build --disable-default-traits`, or `traits: []` on the dependency) nothing links
@@ -121,7 +127,7 @@ let package = Package(
         .target(name: "HearthKernelsCommon", swiftSettings: optimizedInDebug),
         .target(name: "HearthKernelsAVX2", dependencies: ["HearthKernelsCommon", "CHearthCPU"], swiftSettings: targetCPU("haswell")),
         .target(name: "HearthKernelsAVX512", dependencies: ["HearthKernelsCommon"], swiftSettings: targetCPU("skylake-avx512")),
-        .target(name: "HearthKernelsAVX512VNNI", dependencies: ["HearthKernelsCommon", "CHearthCPU"], swiftSettings: targetCPU("cascadelake", features: ["fast-dpwssd", "amx-tile", "amx-int8"])),
+        .target(name: "HearthKernelsAVX512VNNI", dependencies: ["HearthKernelsCommon", "CHearthCPU"], swiftSettings: targetCPU("cascadelake", features: ["fast-dpwssd", "amx-tile", "amx-int8"]) + noSLPVectorizer),
         .target(
             name: "HearthKernels",
             dependencies: [

@@ -143,10 +143,19 @@ import Testing
             #expect(error.code == .contextLengthExceeded)
         }
         // The generator is still usable afterwards.
+        // Greedy, and an end-of-sequence token is a valid way to end: with the default sampling
+        // (temperature 0.8, a random seed) a random-weight model samples its end token now and
+        // then, which made this test fail one run in a few (CI of stop 71, at the avx2 level).
         var parameters = GenerationParameters()
         parameters.maxTokens = 3
+        parameters.sampling.temperature = 0
         let summary = try generator.run(prompt: Array(prompt.prefix(8)), parameters: parameters) { _ in }
-        #expect(summary.completionTokens == 3)
+        if summary.finishReason == .length {
+            #expect(summary.completionTokens == 3)
+        } else {
+            #expect(summary.finishReason == .stop)
+            #expect(summary.completionTokens <= 3)
+        }
     }
 
     @Test func generationStopsWhenTheContextFills() throws {
