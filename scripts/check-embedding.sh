@@ -109,7 +109,7 @@ import HearthEngine
 
 // A short greedy generation through the engine an app embeds; prints decode tokens/s as JSON.
 let arguments = CommandLine.arguments
-let model = try LanguageModel(path: arguments[1], threads: 2)
+let model = try TransformerModel(path: arguments[1], threads: 2)
 let generator = try Generator(model: model, context: 512, threads: 2)
 var parameters = GenerationParameters()
 parameters.sampling.temperature = 0

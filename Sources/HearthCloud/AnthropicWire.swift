@@ -144,7 +144,7 @@ enum AnthropicWire {
     /// (`auto`, `any` for required, `tool` with a name, `none`), with
     /// `disable_parallel_tool_use` for `parallelToolCalls: false`. Anthropic has every tool
     /// feature, so nothing is refused here.
-    static func tools(_ options: GenerationOptions, into body: inout [String: Any], pieces: inout RawJSONPieces) {
+    static func tools(_ options: ChatOptions, into body: inout [String: Any], pieces: inout RawJSONPieces) {
         guard !options.tools.isEmpty else { return }
         body["tools"] = options.tools.map { tool in
             var wire: [String: Any] = ["name": tool.name, "input_schema": pieces.add(ToolWire.schema(tool))]

@@ -83,7 +83,7 @@ enum DashScopeWire {
     /// `tool_choice` (`auto`, `none`, `{type: function, function: {name}}`; `required` only
     /// as the one tool by name — Model Studio documents no `required`) and `parallel_tool_calls`.
     static func tools(
-        _ options: GenerationOptions, into parameters: inout [String: Any], pieces: inout RawJSONPieces, provider: String
+        _ options: ChatOptions, into parameters: inout [String: Any], pieces: inout RawJSONPieces, provider: String
     ) throws {
         guard !options.tools.isEmpty else { return }
         let choice = try ToolWire.resolvedChoice(options, support: .qwen, provider: provider, api: "DashScope")

@@ -57,7 +57,7 @@ public struct OpenAICompatibleProvider: LanguageModelProvider {
         /// that needs another is refused with
         /// ``HearthProviders/ProviderError/Code/unsupported(feature:)`` before it is sent.
         public var toolCalling: ToolCallingSupport
-        /// How the endpoint takes ``HearthProviders/GenerationOptions/reasoning`` (default:
+        /// How the endpoint takes ``HearthProviders/ChatOptions/reasoning`` (default:
         /// OpenAI's `reasoning_effort`). Its reasoning comes back as `reasoning_content` (or
         /// `reasoning`) whatever the dialect; see docs/REASONING.md.
         public var reasoningDialect: ReasoningDialect

@@ -15,7 +15,7 @@ import HearthProviders
 /// ``HearthProviders/ChatEvent/reasoningDelta(_:)``; `output_tokens_details.reasoning_tokens`
 /// and `input_tokens_details.cached_tokens` are in the usage.
 ///
-/// Options: ``HearthProviders/GenerationOptions/reasoning`` is `reasoning.effort` (off is
+/// Options: ``HearthProviders/ChatOptions/reasoning`` is `reasoning.effort` (off is
 /// `none`; a budget alone is the smallest effort whose budget covers it) and `reasoning.summary`
 /// `auto` when ``HearthProviders/ReasoningOptions/summary`` is true; `maxTokens` is
 /// `max_output_tokens`; tools are flat `function` tools with `tool_choice` and

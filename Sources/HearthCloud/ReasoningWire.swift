@@ -35,7 +35,7 @@ struct StreamedReasoning {
     }
 }
 
-/// How an OpenAI-compatible server takes ``HearthProviders/GenerationOptions/reasoning``: the
+/// How an OpenAI-compatible server takes ``HearthProviders/ChatOptions/reasoning``: the
 /// field names differ by server, and sending a field a server does not know can be a 400.
 public enum ReasoningDialect: Sendable, Equatable {
     /// OpenAI's `reasoning_effort` (`minimal`/`low`/`medium`/`high`), sent only when the options

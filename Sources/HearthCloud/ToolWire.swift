@@ -43,7 +43,7 @@ enum ToolWire {
     }
 
     /// Checks the request's tools and tool messages before they are mapped: a malformed tool
-    /// (``GenerationOptions/validateTools()``) or a tool result that answers no call is
+    /// (``ChatOptions/validateTools()``) or a tool result that answers no call is
     /// ``ProviderError/Code/invalidRequest``.
     static func validate(_ request: ChatRequest, provider: String) throws {
         do {
@@ -82,7 +82,7 @@ enum ToolWire {
     /// that tool by name (and the reverse) when the API has only one of the two.
     /// - Throws: ``ProviderError/Code/unsupported(feature:)`` for a choice the API cannot express.
     static func resolvedChoice(
-        _ options: GenerationOptions, support: ToolCallingSupport, provider: String, api: String
+        _ options: ChatOptions, support: ToolCallingSupport, provider: String, api: String
     ) throws -> ToolChoice? {
         let choice = options.effectiveToolChoice
         if choice == .disabled { return support.contains(.noneChoice) ? .disabled : nil }

@@ -16,7 +16,7 @@ import HearthKernels
 /// otherwise draw from the target renormalised without it — which is what sampling from the
 /// target and comparing does).
 final class DraftModel {
-    let model: LanguageModel
+    let model: TransformerModel
     let decoder: Decoder
     /// Per slot: the tokens whose keys and values the draft's cache holds.
     private var held: [[Int32]]
@@ -28,7 +28,7 @@ final class DraftModel {
     /// A draft model for `target`'s generator: `sequences` slots of `context` positions, steps
     /// of up to `batch` tokens, on `pool` (the generator's workers: one set of threads).
     /// - Throws: `EngineError` `.invalidOption` when the tokenizers differ (``checkTokenizers``).
-    init(model: LanguageModel, target: LanguageModel, context: Int, batch: Int, sequences: Int, pool: WorkerPool) throws {
+    init(model: TransformerModel, target: TransformerModel, context: Int, batch: Int, sequences: Int, pool: WorkerPool) throws {
         try Self.checkTokenizers(draft: model, target: target)
         self.model = model
         decoder = try Decoder(
@@ -43,7 +43,7 @@ final class DraftModel {
     /// the output ends). A draft model's tokens are only useful when an id means the same text
     /// to both models.
     /// - Throws: `EngineError` `.invalidOption` naming the first difference.
-    static func checkTokenizers(draft: LanguageModel, target: LanguageModel) throws {
+    static func checkTokenizers(draft: TransformerModel, target: TransformerModel) throws {
         let a = draft.tokenizer, b = target.tokenizer
         func differ(_ what: String) -> EngineError {
             EngineError(

@@ -19,7 +19,7 @@ public struct GenerationParameters: Sendable {
     /// Structured output: only tokens this compiled grammar allows are sampled, end-of-sequence
     /// only where the grammar is complete, and generation stops (`.stop`) once nothing but the
     /// end may follow. The token limit may still cut the output short (`.length`).
-    /// Each sequence follows it with its own matcher. See `LanguageModel.compileConstraint`.
+    /// Each sequence follows it with its own matcher. See `TransformerModel.compileConstraint`.
     public var constraint: CompiledConstraint?
     /// Bytes the constraint has already seen before the first generated token: a partial answer
     /// being continued (a failover mid-answer). The matcher starts after them; they must be a

@@ -18,7 +18,7 @@ import HearthTokenizers
 /// `lock` (by the scheduler thread during a step, or by snapshot and scoring calls between
 /// steps); the queue only under `queue`.
 public final class Generator: @unchecked Sendable {
-    public let model: LanguageModel
+    public let model: TransformerModel
     let decoder: Decoder
     let lock = NSLock()  // internal: Generator+Snapshot.swift holds it too
     /// Per slot: the tokens whose keys and values it holds, and whether a request runs in it.
@@ -88,8 +88,8 @@ public final class Generator: @unchecked Sendable {
     /// - Throws: `EngineError` `.invalidOption` for sizes out of range or a draft model whose
     ///   tokenizer differs.
     public init(
-        model: LanguageModel, context: Int? = nil, threads: Int? = nil, batch: Int = Generator.defaultBatch, kvType: DType = .f16,
-        sequences: Int = 1, windowedCache: Bool = true, draftModel: LanguageModel? = nil,
+        model: TransformerModel, context: Int? = nil, threads: Int? = nil, batch: Int = Generator.defaultBatch, kvType: DType = .f16,
+        sequences: Int = 1, windowedCache: Bool = true, draftModel: TransformerModel? = nil,
         promptCache: PromptCacheOptions = .disabled
     ) throws {
         let context = context ?? model.defaultContext
@@ -116,7 +116,7 @@ public final class Generator: @unchecked Sendable {
     }
 
     /// The model that drafts for ``SpeculativeMode/draft`` requests, if any.
-    public var draftModel: LanguageModel? { draft?.model }
+    public var draftModel: TransformerModel? { draft?.model }
 
     /// The context size in tokens (per sequence).
     public var context: Int { decoder.context }

@@ -13,7 +13,7 @@ extension Generator {
     /// directory cannot be made, or whose model files cannot be read to key it, is left out
     /// (memory only; a debug log line says why).
     /// - Throws: `EngineError` `.invalidOption` for a block size out of range.
-    static func makePromptCache(_ options: PromptCacheOptions, model: LanguageModel, cache: KVCache) throws -> PromptCache? {
+    static func makePromptCache(_ options: PromptCacheOptions, model: TransformerModel, cache: KVCache) throws -> PromptCache? {
         guard options.isEnabled else { return nil }
         guard (1...4096).contains(options.blockTokens) else {
             throw EngineError(.invalidOption, "prompt cache blocks must be 1 to 4096 tokens, got \(options.blockTokens)")
@@ -56,7 +56,7 @@ extension Generator {
 extension Generator {
     /// ``modelIdentity`` computed from the model alone (the same recipe: architecture, decoder
     /// options, parameter count, bytes per weight type), for use before the generator exists.
-    static func identity(of model: LanguageModel) -> UInt64 {
+    static func identity(of model: TransformerModel) -> UInt64 {
         var text = "\(model.architecture)|\(model.options)|\(model.parameterCount)"
         for (type, bytes) in model.weightBytesByType.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             text += "|\(type.rawValue)=\(bytes)"

@@ -199,7 +199,7 @@ public struct ReasoningSplitter: Sendable {
     }
 }
 
-extension LanguageModel {
+extension TransformerModel {
     /// How this model writes its reasoning (``ReasoningFormat/init(tokenizer:)``), nil when it
     /// does not reason.
     public var reasoningFormat: ReasoningFormat? { ReasoningFormat(tokenizer: tokenizer) }

@@ -5,7 +5,7 @@ import HearthKernels
 /// Sampling settings. Temperature 0 is greedy decoding.
 ///
 /// The engine does not refuse values: the one rule set for them is the provider layer's
-/// `GenerationOptions.validate()`, which every entry point applies once (the CLI's flags, the
+/// `ChatOptions.validate()`, which every entry point applies once (the CLI's flags, the
 /// REPL's `/set`, `LocalProvider`, the server as it parses a request). Out of range, a value
 /// reads as the nearest setting that means something: a temperature ≤ 0 (or not finite) is
 /// greedy; top-k ≤ 0, top-p ≥ 1 and min-p ≤ 0 are off, top-p ≤ 0 and min-p ≥ 1 keep only the

@@ -27,7 +27,7 @@ public struct ConversationFile: Sendable {
         /// The messages, system prompt first when there is one.
         public var messages: [ChatMessage]
         /// The options the conversation ran with.
-        public var options: GenerationOptions
+        public var options: ChatOptions
         /// The provider that answered (`local`, `openai`…).
         public var provider: String
         /// The local model's path, if one answered.
@@ -36,7 +36,7 @@ public struct ConversationFile: Sendable {
         public var savedAt: Date
 
         /// Creates a conversation record.
-        public init(messages: [ChatMessage], options: GenerationOptions, provider: String, model: String?, savedAt: Date) {
+        public init(messages: [ChatMessage], options: ChatOptions, provider: String, model: String?, savedAt: Date) {
             self.messages = messages
             self.options = options
             self.provider = provider

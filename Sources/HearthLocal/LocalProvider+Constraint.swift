@@ -26,7 +26,7 @@ public enum ResponseFormatGrammar {
     /// - Throws: `ConstraintError` (see ``grammar(for:)``; `.unsatisfiable` when `prefix` cannot
     ///   begin an output of the format).
     public static func apply(
-        _ format: ResponseFormat?, to parameters: inout GenerationParameters, model: LanguageModel, prefix: String = ""
+        _ format: ResponseFormat?, to parameters: inout GenerationParameters, model: TransformerModel, prefix: String = ""
     ) throws {
         guard let format, let grammar = try grammar(for: format) else { return }
         try apply(grammar, to: &parameters, model: model, prefix: prefix)
@@ -35,7 +35,7 @@ public enum ResponseFormatGrammar {
     /// Sets `parameters` up to generate under `grammar` (compiled against `model`'s vocabulary,
     /// cached), after `prefix`, text already output that the grammar must accept first.
     /// - Throws: `ConstraintError` `.unsatisfiable` when `prefix` cannot begin an output.
-    public static func apply(_ grammar: Grammar, to parameters: inout GenerationParameters, model: LanguageModel, prefix: String = "")
+    public static func apply(_ grammar: Grammar, to parameters: inout GenerationParameters, model: TransformerModel, prefix: String = "")
         throws
     {
         let constraint = try model.compileConstraint(grammar)

@@ -34,17 +34,17 @@ extension LocalProvider {
     /// throws `ProviderError` `.contextLengthExceeded` with both counts (never truncated).
     /// With `admission`, the request waits for it before its schema or grammar is compiled and
     /// `.promptTokens` is sent (see ``Admission``).
-    public func generate(_ input: LocalInput, options: GenerationOptions, topLogprobs: Int? = nil, admission: Admission? = nil)
+    public func generate(_ input: LocalInput, options: ChatOptions, topLogprobs: Int? = nil, admission: Admission? = nil)
         -> AsyncThrowingStream<LocalEvent, Error>
     {
         generate(input, options: options, checked: false, topLogprobs: topLogprobs, admission: admission)
     }
 
     /// ``generate(_:options:topLogprobs:admission:)`` of options the caller has checked
-    /// (`GenerationOptions.validate()`) when `checked`: the server checks each request once, as
+    /// (`ChatOptions.validate()`) when `checked`: the server checks each request once, as
     /// it parses it.
     package func generate(
-        _ input: LocalInput, options: GenerationOptions, checked: Bool, topLogprobs: Int? = nil, admission: Admission? = nil
+        _ input: LocalInput, options: ChatOptions, checked: Bool, topLogprobs: Int? = nil, admission: Admission? = nil
     ) -> AsyncThrowingStream<LocalEvent, Error> {
         let (request, text) = Self.request(for: input, options: options, checked: checked)
         return stream { emit in
@@ -63,7 +63,7 @@ extension LocalProvider {
     /// - Throws: `ProviderError` `.invalidRequest` when `choices` is outside 1...``maxChoices``,
     ///   as ``generate(_:options:topLogprobs:admission:)`` otherwise.
     public func generate(
-        _ input: LocalInput, options: GenerationOptions, choices: Int, topLogprobs: Int? = nil, admission: Admission? = nil
+        _ input: LocalInput, options: ChatOptions, choices: Int, topLogprobs: Int? = nil, admission: Admission? = nil
     ) -> AsyncThrowingStream<LocalChoiceEvent, Error> {
         generate(input, options: options, checked: false, choices: choices, topLogprobs: topLogprobs, admission: admission)
     }
@@ -71,7 +71,7 @@ extension LocalProvider {
     /// ``generate(_:options:choices:topLogprobs:admission:)`` of options the caller has
     /// checked when `checked` (see ``generate(_:options:checked:topLogprobs:admission:)``).
     package func generate(
-        _ input: LocalInput, options: GenerationOptions, checked: Bool, choices: Int, topLogprobs: Int? = nil,
+        _ input: LocalInput, options: ChatOptions, checked: Bool, choices: Int, topLogprobs: Int? = nil,
         admission: Admission? = nil
     ) -> AsyncThrowingStream<LocalChoiceEvent, Error> {
         let (request, text) = Self.request(for: input, options: options, checked: checked)
@@ -81,7 +81,7 @@ extension LocalProvider {
     }
 
     /// The request an input stands for, and its raw text (`/v1/completions`), if any.
-    private static func request(for input: LocalInput, options: GenerationOptions, checked: Bool) -> (ChatRequest, String?) {
+    private static func request(for input: LocalInput, options: ChatOptions, checked: Bool) -> (ChatRequest, String?) {
         var request: ChatRequest
         var text: String?
         switch input {

@@ -18,7 +18,7 @@ extension LocalProvider {
     /// The prompt text with reasoning closed before it starts when the request turns it off
     /// and the model reasons: the template's no-think form (`<think>\n\n</think>\n\n`, or its
     /// rest when the generation prompt opened the block), so the whole reply is answer.
-    func reasoningPrompt(_ text: String, _ request: ChatRequest, _ model: LanguageModel) -> String {
+    func reasoningPrompt(_ text: String, _ request: ChatRequest, _ model: TransformerModel) -> String {
         guard Self.reasoningOff(request), request.continuation?.isEmpty ?? true, let format = model.reasoningFormat else {
             return text
         }

@@ -38,7 +38,7 @@ extension LocalProvider {
     /// generation_config.json, else the engine's defaults); nil before the model loads.
     /// `maxTokens` stays as given (nil: the configured default, else until the model stops or
     /// the context fills).
-    public func effectiveOptions(_ options: GenerationOptions) -> GenerationOptions? {
+    public func effectiveOptions(_ options: ChatOptions) -> ChatOptions? {
         guard let generator = generatorIfLoaded else { return nil }
         let s = sampling(options, generator: generator)
         var resolved = options

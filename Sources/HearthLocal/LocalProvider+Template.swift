@@ -8,7 +8,7 @@ import HearthTokenizers
 /// (issue 58): the template gets the whole conversation — tool calls with their arguments as
 /// objects, tool results with the call's id and name, each assistant turn's reasoning as
 /// `reasoning_content` — plus `tools`, `documents`, `add_generation_prompt` and the request's
-/// `chat_template_kwargs` (``GenerationOptions/chatTemplateKwargs``; `enable_thinking: false`
+/// `chat_template_kwargs` (``ChatOptions/chatTemplateKwargs``; `enable_thinking: false`
 /// is passed when the request turns reasoning off and the template reads it).
 ///
 /// Tools go to the template itself when it writes them in the call syntax Hearth generates and
@@ -23,7 +23,7 @@ extension LocalProvider {
     /// none or for the final message left open).
     /// - Throws: `ProviderError` `.invalidRequest` for malformed `chat_template_kwargs`;
     ///   `EngineError` for a template that fails or a model without one.
-    func renderPrompt(_ messages: [ChatMessage], _ request: ChatRequest, model: LanguageModel, ending: PromptEnding = .generationPrompt)
+    func renderPrompt(_ messages: [ChatMessage], _ request: ChatRequest, model: TransformerModel, ending: PromptEnding = .generationPrompt)
         throws -> String
     {
         let dialogue = usesDialogue(model)
@@ -44,7 +44,7 @@ extension LocalProvider {
         if case .list(let given)? = variables.removeValue(forKey: "documents") { documents = given }
         let tools = request.options.tools
         if let toolFormat {
-            // A file's `tool_use` template renders when tools are given (``LanguageModel/chatPromptText(_:)``).
+            // A file's `tool_use` template renders when tools are given (``TransformerModel/chatPromptText(_:)``).
             let toolTemplate = tools.isEmpty ? jinja : (model.chatTemplate?.toolUseJinja ?? jinja)
             if Self.rendersToolsNatively(toolTemplate, toolFormat) {
                 let input = ChatTemplateInput(

@@ -6,7 +6,7 @@ import HearthTokenizers
 extension LocalProvider {
     /// The tool format of `model` as this provider renders it (the base-model dialogue, or the
     /// model's chat template), nil when it has neither.
-    func toolFormat(_ model: LanguageModel) -> ToolFormat? {
+    func toolFormat(_ model: TransformerModel) -> ToolFormat? {
         if usesDialogue(model) { return ToolFormat.forTemplate(.dialogue) }
         guard let template = model.chatTemplate else { return nil }
         // A template of no hand-written family: Phi-4-mini's call list if it writes one, else the tags.

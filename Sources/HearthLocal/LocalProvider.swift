@@ -58,7 +58,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// `--max-tokens`…, as llama-server's): sampling fields and `maxTokens`; the other
         /// fields are not used. Unset ones fall back to the model's generation_config.json,
         /// else the engine's defaults (and no token cap but the context).
-        public var defaults = GenerationOptions()
+        public var defaults = ChatOptions()
         /// Prompt tokens a step may spend on new requests while others are decoding (nil: the
         /// engine's default, 32, which keeps running sequences' pace; up to `batch`, which
         /// admits a wave of new requests sooner at the cost of those steps' latency).
@@ -146,7 +146,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         /// The completion-style `User:`/`Assistant:` dialogue for base models, stopping at the
         /// next `User:` (`ChatTemplate.Format.dialogue`).
         case dialogue
-        /// The dialogue when the model looks like a base model (`LanguageModel.baseModelReason`),
+        /// The dialogue when the model looks like a base model (`TransformerModel.baseModelReason`),
         /// else the chat template.
         case automatic
     }
@@ -180,10 +180,10 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     /// `draftModel` drafting for `SpeculativeMode.draft`; `promptCache`:
     /// ``Configuration/promptCache``, off unless given here).
     public init(
-        id: String = "local", model: LanguageModel, context: Int? = nil, threads: Int? = nil,
+        id: String = "local", model: TransformerModel, context: Int? = nil, threads: Int? = nil,
         batch: Int = Generator.defaultBatch,
         parallel: Int = 1, embeddingPooling: EmbeddingPooling = .mean, kvType: DType = .f16,
-        speculative: SpeculativeMode = .lookup, draftModel: LanguageModel? = nil,
+        speculative: SpeculativeMode = .lookup, draftModel: TransformerModel? = nil,
         promptCache: PromptCacheOptions = .disabled
     ) throws {
         self.id = id
@@ -248,7 +248,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
         }
     }
 
-    /// Whether `request` asks to continue its final message: ``GenerationOptions/continueFinalMessage``
+    /// Whether `request` asks to continue its final message: ``ChatOptions/continueFinalMessage``
     /// with an assistant message last that carries text and no tool calls (and no router continuation).
     static func continuesFinalMessage(_ request: ChatRequest, _ messages: [ChatMessage]) -> Bool {
         guard request.options.continueFinalMessage == true, request.continuation == nil, let last = messages.last else { return false }
@@ -376,7 +376,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     /// A request's sampling values, each unset one taken from ``Configuration/defaults`` (the
     /// server's `--temperature`, `--seed`…), else the model's generation_config.json, else the
     /// engine's defaults.
-    func sampling(_ o: GenerationOptions, generator: Generator) -> SamplingOptions {
+    func sampling(_ o: ChatOptions, generator: Generator) -> SamplingOptions {
         let d = configuration.defaults
         return SamplingOptions(
             temperature: o.temperature ?? d.temperature, topK: o.topK ?? d.topK, topP: o.topP ?? d.topP,
@@ -430,7 +430,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     }
 
     /// Whether conversations with `model` are rendered as the base-model dialogue.
-    func usesDialogue(_ model: LanguageModel) -> Bool {
+    func usesDialogue(_ model: TransformerModel) -> Bool {
         switch configuration.promptStyle {
         case .chatTemplate: return false
         case .dialogue: return true
@@ -489,11 +489,11 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
                 let loadStarted = DispatchTime.now()
                 configuration.loadObserver?(.started)
                 do {
-                    let model = try LanguageModel(
+                    let model = try TransformerModel(
                         path: configuration.modelPath, quantize: configuration.quantize?.dtype, threads: configuration.threads,
                         repackCache: configuration.repackCache, chatTemplate: configuration.chatTemplate)
                     let draft = try configuration.draftModelPath.map {
-                        try LanguageModel(path: $0, threads: configuration.threads, repackCache: configuration.repackCache)
+                        try TransformerModel(path: $0, threads: configuration.threads, repackCache: configuration.repackCache)
                     }
                     let generator = try Generator(
                         model: model, context: configuration.context, threads: configuration.threads,

@@ -1,7 +1,7 @@
 import HearthProviders
 import MCP
 
-/// A tool of an MCP server as a Hearth ``HearthProviders/Tool``: pass it to
+/// A tool of an MCP server as a Hearth ``HearthProviders/FunctionTool``: pass it to
 /// `respond(to:tools:)` beside Swift tools, so the local model (its arguments generated under
 /// the server's JSON Schema) and cloud models get the same tools.
 ///
@@ -15,7 +15,7 @@ import MCP
 /// A result the server marks `isError` reaches the model as `Error: …` (so it can correct
 /// itself); a server that exits, hangs past the timeout or answers garbage throws
 /// ``MCPServerError`` (``HearthProviders/ToolCallError`` `.toolFailed` from `respond`).
-public struct MCPTool: HearthProviders.Tool {
+public struct MCPTool: HearthProviders.FunctionTool {
     /// The arguments, as the server takes them (any JSON object).
     public typealias Arguments = MCPToolArguments
 

@@ -28,7 +28,7 @@ public struct Usage: Sendable, Equatable, Codable {
     public var draftedTokens: Int?
     public var acceptedDraftTokens: Int?
     /// Structured output (the local engine): tokens the finish-in-budget rule chose so the
-    /// answer ends complete within its token budget (``GenerationOptions/finishInBudget``); `nil`
+    /// answer ends complete within its token budget (``ChatOptions/finishInBudget``); `nil`
     /// or 0 when the budget did not shape the answer.
     public var budgetShapedTokens: Int?
     /// Of ``completionTokens``, how many were reasoning (a reasoning part's tokens; nil when the

@@ -15,7 +15,7 @@ public struct ChatRequest: Sendable {
     /// The conversation so far, oldest first; the reply continues after the last message.
     public var messages: [ChatMessage]
     /// Sampling and length options.
-    public var options: GenerationOptions
+    public var options: ChatOptions
     /// A model name that overrides the provider's configured model (`nil`: the provider's own).
     public var model: String?
     /// What the request is for; a ``FallbackRouter`` may route on it.
@@ -37,7 +37,7 @@ public struct ChatRequest: Sendable {
 
     /// Creates a request.
     public init(
-        messages: [ChatMessage], options: GenerationOptions = GenerationOptions(), model: String? = nil,
+        messages: [ChatMessage], options: ChatOptions = ChatOptions(), model: String? = nil,
         task: TaskKind? = nil, allowTruncation: Bool = false, continuation: String? = nil
     ) {
         self.messages = messages

@@ -33,10 +33,10 @@ public final class ChatSession: Sendable {
         /// reasoning) and tool results, in order.
         public var messages: [ChatMessage]
         /// The options each turn runs with unless a call gives its own.
-        public var options: GenerationOptions
+        public var options: ChatOptions
 
         /// A transcript (an empty conversation by default).
-        public init(instructions: String? = nil, messages: [ChatMessage] = [], options: GenerationOptions = GenerationOptions()) {
+        public init(instructions: String? = nil, messages: [ChatMessage] = [], options: ChatOptions = ChatOptions()) {
             self.instructions = instructions
             self.messages = messages
             self.options = options
@@ -110,7 +110,7 @@ public final class ChatSession: Sendable {
     /// The model the session talks to.
     public let provider: any LanguageModelProvider
     /// The tools the model may call; the session runs them.
-    public let tools: [any Tool]
+    public let tools: [any FunctionTool]
     /// The most replies per prompt that may call tools before the turn fails with
     /// ``ToolCallError/Kind/tooManyRounds``.
     public let maxToolRounds: Int
@@ -135,8 +135,8 @@ public final class ChatSession: Sendable {
     ///   - options: sampling and length options for every turn (a turn can give its own).
     ///   - maxToolRounds: the most replies per prompt that may call tools.
     public convenience init(
-        provider: any LanguageModelProvider, instructions: String? = nil, tools: [any Tool] = [],
-        options: GenerationOptions = GenerationOptions(), maxToolRounds: Int = 8
+        provider: any LanguageModelProvider, instructions: String? = nil, tools: [any FunctionTool] = [],
+        options: ChatOptions = ChatOptions(), maxToolRounds: Int = 8
     ) {
         self.init(
             provider: provider, transcript: Transcript(instructions: instructions, options: options), tools: tools,
@@ -147,12 +147,12 @@ public final class ChatSession: Sendable {
     /// A local model processes the conversation again on the next turn (unless its prompt
     /// cache still holds it); ``restore(_:provider:tools:maxToolRounds:)`` also puts back a
     /// saved KV snapshot.
-    public convenience init(provider: any LanguageModelProvider, transcript: Transcript, tools: [any Tool] = [], maxToolRounds: Int = 8) {
+    public convenience init(provider: any LanguageModelProvider, transcript: Transcript, tools: [any FunctionTool] = [], maxToolRounds: Int = 8) {
         self.init(provider: provider, transcript: transcript, tools: tools, maxToolRounds: maxToolRounds, restored: false, problem: nil)
     }
 
     private init(
-        provider: any LanguageModelProvider, transcript: Transcript, tools: [any Tool], maxToolRounds: Int, restored: Bool,
+        provider: any LanguageModelProvider, transcript: Transcript, tools: [any FunctionTool], maxToolRounds: Int, restored: Bool,
         problem: String?
     ) {
         self.provider = provider
@@ -176,14 +176,14 @@ public final class ChatSession: Sendable {
     /// - Throws: ``ProviderError`` from the provider (`.invalidRequest` also for a session that
     ///   is already answering, or options that do not validate; `.cancelled` when the task is
     ///   cancelled); ``ToolCallError`` when a tool throws or the rounds run out.
-    public func respond(to prompt: String, options: GenerationOptions? = nil) async throws -> Response {
+    public func respond(to prompt: String, options: ChatOptions? = nil) async throws -> Response {
         try await run(prompt, options: options) { _ in }
     }
 
     /// ``respond(to:options:)`` as a stream of ``Update``s: text and reasoning as they are
     /// generated, each tool the session runs, and ``Update/completed(_:)`` last. Dropping the
     /// stream (or cancelling its task) cancels the turn; the transcript is then unchanged.
-    public func streamResponse(to prompt: String, options: GenerationOptions? = nil) -> AsyncThrowingStream<Update, Error> {
+    public func streamResponse(to prompt: String, options: ChatOptions? = nil) -> AsyncThrowingStream<Update, Error> {
         AsyncThrowingStream { continuation in
             let task = Task {
                 do {
@@ -218,7 +218,7 @@ public final class ChatSession: Sendable {
     /// model, a damaged one) is dropped and named in ``snapshotProblem``: the session works the
     /// same, processing the conversation again on its next turn.
     public static func restore(
-        _ saved: SavedState, provider: any LanguageModelProvider, tools: [any Tool] = [], maxToolRounds: Int = 8
+        _ saved: SavedState, provider: any LanguageModelProvider, tools: [any FunctionTool] = [], maxToolRounds: Int = 8
     ) async -> ChatSession {
         var restored = false
         var problem: String?
@@ -246,7 +246,7 @@ public final class ChatSession: Sendable {
     }
 
     /// One turn: rounds of the provider's reply and the tools it calls, until a reply calls none.
-    private func run(_ prompt: String, options: GenerationOptions?, emit: (Update) -> Void) async throws -> Response {
+    private func run(_ prompt: String, options: ChatOptions?, emit: (Update) -> Void) async throws -> Response {
         let transcript = try state.withLock { state -> Transcript in
             guard !state.responding else { throw busy() }
             state.responding = true

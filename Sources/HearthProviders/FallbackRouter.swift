@@ -33,7 +33,7 @@
 /// (so in the common case the first event is `.servedBy`); each failover is announced by
 /// ``ChatEvent/switchedProvider(from:to:reason:)`` before the next provider's output.
 ///
-/// **Structure.** Every provider gets the request's ``GenerationOptions/responseFormat``
+/// **Structure.** Every provider gets the request's ``ChatOptions/responseFormat``
 /// unchanged, the local model too: a reply that must follow a schema still follows it after a
 /// failover, and one continued mid-answer continues under the same constraint.
 public struct FallbackRouter: LanguageModelProvider {

@@ -61,7 +61,7 @@ extension LanguageModelProvider {
     ///   cannot enforce), ``StructuredOutputError`` when the reply cannot become a `T`.
     public func generate<T: Decodable>(
         _ type: T.Type, schema: String, name: String? = nil, prompt: String, system: String? = nil,
-        options: GenerationOptions = GenerationOptions()
+        options: ChatOptions = ChatOptions()
     ) async throws -> T {
         var messages: [ChatMessage] = []
         if let system { messages.append(.system(system)) }
@@ -72,7 +72,7 @@ extension LanguageModelProvider {
     /// ``generate(_:schema:name:prompt:system:options:)`` for a whole conversation.
     public func generate<T: Decodable>(
         _ type: T.Type, schema: String, name: String? = nil, messages: [ChatMessage],
-        options: GenerationOptions = GenerationOptions()
+        options: ChatOptions = ChatOptions()
     ) async throws -> T {
         var options = options
         options.responseFormat = .jsonSchema(

@@ -90,7 +90,7 @@ public enum ReasoningEffort: String, Sendable, Codable, CaseIterable {
     }
 }
 
-/// Reasoning options of a request (``GenerationOptions/reasoning``).
+/// Reasoning options of a request (``ChatOptions/reasoning``).
 ///
 /// `nil` options mean the provider's default (a reasoning model reasons, as its API does by
 /// default). A model that cannot reason accepts any of these and answers without reasoning:

@@ -162,7 +162,7 @@ public struct ToolCallCollector: Sendable {
     public var hasOpenCall: Bool { calls.indices.contains { !finished.contains($0) } }
 }
 
-extension GenerationOptions {
+extension ChatOptions {
     /// Checks the tools part of the options: names of 1–64 characters of `a-z A-Z 0-9 _ -`,
     /// no name twice, parameters that are a JSON object, a named ``ToolChoice`` that names a
     /// tool, and a choice other than `auto`/`none` only with tools. Whether a schema can be

@@ -16,7 +16,7 @@ import HearthProviders
 ///   `parallel_tool_calls`; input items `function_call` and `function_call_output`.
 ///
 /// Every API's tools become the provider protocol's ``ToolDefinition``s, ``ToolChoice`` and
-/// tool messages, checked by the provider layer's one validation (``GenerationOptions/validateTools()``,
+/// tool messages, checked by the provider layer's one validation (``ChatOptions/validateTools()``,
 /// ``Swift/Array/validateToolResults()``); its errors are answered as 400s naming the field as
 /// the client sent it (`tools[1].function.name`, `messages[3].content[0].tool_use_id`).
 extension RequestParser {
@@ -49,7 +49,7 @@ extension RequestParser {
         }
 
         /// The options with these tools.
-        func apply(to options: inout GenerationOptions) {
+        func apply(to options: inout ChatOptions) {
             options.tools = tools
             options.toolChoice = choice
             options.parallelToolCalls = parallel

@@ -16,7 +16,7 @@ enum Endpoint: String, Sendable, CaseIterable {
 struct GenerationJob: Sendable {
     var endpoint: Endpoint
     var input: LocalProvider.LocalInput
-    var options: GenerationOptions
+    var options: ChatOptions
     var stream: Bool
     /// OpenAI `stream_options.include_usage`.
     var includeUsage: Bool
@@ -90,7 +90,7 @@ struct RequestParser {
     }
 
     /// OpenAI's `logit_bias`: an object from token ids (as strings) to numbers. Its count and
-    /// ranges are checked with the other options (`GenerationOptions.validate()`), its ids
+    /// ranges are checked with the other options (`ChatOptions.validate()`), its ids
     /// against the model's vocabulary when it generates.
     static func logitBias(_ f: Fields) throws -> [Int32: Double] {
         guard let value = f.value("logit_bias") else { return [:] }
@@ -110,8 +110,8 @@ struct RequestParser {
 
     /// OpenAI sampling fields shared by chat and text completions, the response format
     /// (``openAIFormat(_:)``) with the field that asked for it, and the chat's tools.
-    func openAIOptions(_ f: Fields, tools: ParsedTools = ParsedTools()) throws -> (GenerationOptions, formatParam: String?) {
-        var o = GenerationOptions()
+    func openAIOptions(_ f: Fields, tools: ParsedTools = ParsedTools()) throws -> (ChatOptions, formatParam: String?) {
+        var o = ChatOptions()
         o.temperature = try f.number("temperature", in: 0...2)
         o.topP = try f.number("top_p", in: 0...1)
         if o.topP == 0 { throw APIError.invalid("top_p", "'top_p' must be greater than 0.") }
@@ -322,7 +322,7 @@ struct RequestParser {
             try anthropicMessages(m, role: role, into: &messages, origins: &origins)
         }
         try validateToolResults(messages, origins: origins)
-        var o = GenerationOptions()
+        var o = ChatOptions()
         o.maxTokens = min(maxTokens, maxTokensLimit)
         o.temperature = try f.number("temperature", in: 0...1)
         o.topP = try f.number("top_p", in: 0...1)
@@ -390,7 +390,7 @@ struct RequestParser {
                 "truncation", "'truncation': '\(other.prefix(40))' is not supported; a conversation longer than the context is refused (truncation: disabled).")
         }
         let metadata = try Self.metadata(f)
-        var o = GenerationOptions()
+        var o = ChatOptions()
         o.temperature = try f.number("temperature", in: 0...2)
         o.topP = try f.number("top_p", in: 0...1)
         if o.topP == 0 { throw APIError.invalid("top_p", "'top_p' must be greater than 0.") }
@@ -492,10 +492,10 @@ struct RequestParser {
         }
     }
 
-    /// The provider layer's one validation (`GenerationOptions.validate()`, as the CLI, the
+    /// The provider layer's one validation (`ChatOptions.validate()`, as the CLI, the
     /// REPL and `LocalProvider` apply it), as a 400 naming the field.
     /// Tools' fields are named as the client spelled them (`tools[0].function.name`).
-    func validated(_ o: GenerationOptions, tools: ParsedTools = ParsedTools()) throws {
+    func validated(_ o: ChatOptions, tools: ParsedTools = ParsedTools()) throws {
         do { try o.validate() } catch {
             let field = tools.wireField(error.field)
             throw APIError.invalid(field, "'\(field)': \(tools.wireMessage(error.message)).")

@@ -285,7 +285,7 @@ struct Bench: ParsableCommand {
 
 extension Bench {
     /// A decoder of `sequences` slots of d + p + n positions with the command's kernel options.
-    func makeDecoder(_ lm: LanguageModel, maxBatch: Int, sequences: Int, pool: WorkerPool) throws -> Decoder {
+    func makeDecoder(_ lm: TransformerModel, maxBatch: Int, sequences: Int, pool: WorkerPool) throws -> Decoder {
         let decoder = try Decoder(
             weights: lm.weights, options: lm.options, context: max(1, depth + prompt + generate), maxBatch: maxBatch,
             kvType: kernels.kvType, sequences: sequences, windowedCache: !fullWindowCache, pool: pool)
@@ -299,7 +299,7 @@ extension Bench {
     /// together, then `generate` steps decoding one token of every sequence per step.
     /// `progress` hears the fraction of the level's runs (warm-up included) done after each.
     func measureParallel(
-        _ lm: LanguageModel, sequences: Int, pool: WorkerPool, random: (Int) -> [Int32],
+        _ lm: TransformerModel, sequences: Int, pool: WorkerPool, random: (Int) -> [Int32],
         progress: (Double) -> Void = { _ in }
     ) throws -> ParallelLevel {
         let decoder = try makeDecoder(lm, maxBatch: max(batch, sequences), sequences: sequences, pool: pool)

@@ -52,14 +52,14 @@ extension Bench {
     /// the first prompt, then `repetitions` rounds. `progress` hears, before each run, the
     /// fraction of runs done and what runs next ("prompt 3 of 40, lookup").
     func measureSpeculative(
-        _ lm: LanguageModel, mode: SpeculativeMode, promptFile: String, threads: Int,
+        _ lm: TransformerModel, mode: SpeculativeMode, promptFile: String, threads: Int,
         progress: (_ fraction: Double, _ step: String) -> Void = { _, _ in }
     ) throws -> SpeculativeReport {
         let texts = try speculativePrompts(promptFile)
         let prompts = try texts.map { try lm.tokenizer.encode($0, addSpecialTokens: true) }
         let longest = prompts.map(\.count).max() ?? 0
         let draft = try draftModel.map {
-            try LanguageModel(path: try ModelNames.path($0), threads: threads, repackCache: model.source.repackCache)
+            try TransformerModel(path: try ModelNames.path($0), threads: threads, repackCache: model.source.repackCache)
         }
         let generator = try Generator(
             model: lm, context: longest + generate + 1, threads: threads, batch: batch, kvType: kernels.kvType,

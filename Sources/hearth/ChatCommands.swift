@@ -79,7 +79,7 @@ extension ChatSession {
         return true
     }
 
-    /// `/set NAME VALUE`: parsed here, checked by `GenerationOptions.validate()` — the same
+    /// `/set NAME VALUE`: parsed here, checked by `ChatOptions.validate()` — the same
     /// check `LocalProvider` and the server apply, so what the REPL accepts the engine runs.
     func set(_ argument: String) {
         let parts = argument.split(separator: " ").map(String.init)
@@ -118,7 +118,7 @@ extension ChatSession {
         output.note("\(key) = \(clear ? "default" : text)")
     }
 
-    /// `/think on|off|N|low|medium|high|minimal|default`: sets ``GenerationOptions/reasoning``
+    /// `/think on|off|N|low|medium|high|minimal|default`: sets ``ChatOptions/reasoning``
     /// (N: a budget of N reasoning tokens, 0 the same as off); no argument shows it.
     func think(_ argument: String) {
         let word = argument.lowercased()

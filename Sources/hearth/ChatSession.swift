@@ -10,7 +10,7 @@ final class ChatSession {
     let store: ChatStore
     let name: String
     var messages: [ChatMessage]
-    var options: GenerationOptions
+    var options: ChatOptions
     /// How to make the local provider (nil: no local model was given or installed).
     let localSettings: LocalProvider.Configuration?
     var local: LocalProvider?
@@ -27,7 +27,7 @@ final class ChatSession {
     var mcp: ChatMCP?
 
     init(
-        output: ChatOutput, store: ChatStore, name: String, messages: [ChatMessage], options: GenerationOptions,
+        output: ChatOutput, store: ChatStore, name: String, messages: [ChatMessage], options: ChatOptions,
         local: LocalProvider.Configuration?
     ) {
         self.output = output
@@ -50,7 +50,7 @@ final class ChatSession {
 
     /// The options a turn sends: what the user set, else the chat's defaults (the reply cap,
     /// and for local models the mild repetition penalty); the rest is the provider's default.
-    var requestOptions: GenerationOptions {
+    var requestOptions: ChatOptions {
         var o = options
         o.maxTokens = o.maxTokens ?? Self.replyCap
         if provider is LocalProvider { o.repetitionPenalty = o.repetitionPenalty ?? Self.localRepetitionPenalty }

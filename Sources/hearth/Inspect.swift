@@ -57,7 +57,7 @@ struct Inspect: ParsableCommand {
         }
     }
 
-    static func report(_ lm: LanguageModel, context: Int, kvType: DType = .f16) -> Report {
+    static func report(_ lm: TransformerModel, context: Int, kvType: DType = .f16) -> Report {
         let o = lm.options
         // The cache's real shape, as `Decoder` allocates it: only the leading layers that own their
         // keys and values hold a cache (`cacheLayerCount`; Gemma 4's sharing layers read another's),
@@ -98,7 +98,7 @@ struct Inspect: ParsableCommand {
             chat_template_renderer: lm.chatTemplate?.rendererDescription)
     }
 
-    static func text(_ r: Report, lm: LanguageModel) -> String {
+    static func text(_ r: Report, lm: TransformerModel) -> String {
         var lines: [String] = []
         lines.append("path:            \(r.path)")
         lines.append("name:            \(r.name) (\(r.instruction_tuned ? "instruction-tuned" : "base model: \(r.base_model_reason ?? "")"))")

@@ -62,7 +62,7 @@ struct ModelOptions: ParsableArguments {
 
     /// Loads the model; with `showProgress`, a status line on a terminal while it loads (the
     /// GGUF repack of a first load takes seconds) and a bar while it quantizes.
-    func load(threads: Int? = nil, showProgress: Bool = false, chatTemplate: String? = nil) throws -> LanguageModel {
+    func load(threads: Int? = nil, showProgress: Bool = false, chatTemplate: String? = nil) throws -> TransformerModel {
         let path = try path()
         let status = showProgress && quantize == nil ? StatusLine(label: "loading \(URL(fileURLWithPath: path).lastPathComponent)") : nil
         defer { status?.finish() }
@@ -70,7 +70,7 @@ struct ModelOptions: ParsableArguments {
         defer { bar?.finish() }
         var progress: (@Sendable (Double) -> Void)?
         if let bar { progress = { bar.update($0) } }
-        return try LanguageModel(
+        return try TransformerModel(
             path: path, quantize: quantize, threads: threads, progress: progress, tokenizer: tokenizer.source,
             repackCache: source.repackCache, chatTemplate: chatTemplate)
     }
@@ -79,7 +79,7 @@ struct ModelOptions: ParsableArguments {
 // The option groups every command shares, declared and validated once: `--threads`
 // (`ThreadsOption`), `--ctx` (`ContextOption`), the KV type and kernel path
 // (`KernelOptions`) and sampling (`SamplingFlags`, validated by the provider layer's
-// `GenerationOptions.validate()`, the check the REPL, `LocalProvider` and the server use).
+// `ChatOptions.validate()`, the check the REPL, `LocalProvider` and the server use).
 
 /// `-t/--threads`.
 struct ThreadsOption: ParsableArguments {
@@ -198,9 +198,9 @@ struct SpeculativeOption: ParsableArguments {
     }
 
     /// Loads the draft model when the mode drafts with one.
-    func loadDraft(threads: Int?, repackCache: RepackCache) throws -> LanguageModel? {
+    func loadDraft(threads: Int?, repackCache: RepackCache) throws -> TransformerModel? {
         guard let path = try draftPath() else { return nil }
-        return try LanguageModel(path: path, threads: threads, repackCache: repackCache)
+        return try TransformerModel(path: path, threads: threads, repackCache: repackCache)
     }
 }
 
@@ -241,8 +241,8 @@ struct SamplingFlags: ParsableArguments {
     var seed: Int?
 
     /// The flags as provider-layer options (unset ones stay nil: the provider's defaults).
-    var generationOptions: GenerationOptions {
-        GenerationOptions(
+    var generationOptions: ChatOptions {
+        ChatOptions(
             temperature: temperature, topP: topP, topK: topK, minP: minP, seed: seed, repetitionPenalty: repeatPenalty)
     }
 

@@ -28,8 +28,8 @@ struct Quantize: ParsableCommand {
             let started = Date()
             let path = try source.path()
             let status = StatusLine(label: "loading \(URL(fileURLWithPath: path).lastPathComponent)")
-            let lm: LanguageModel
-            do { lm = try LanguageModel(path: path, threads: workers.threads, repackCache: source.repackCache) } catch {
+            let lm: TransformerModel
+            do { lm = try TransformerModel(path: path, threads: workers.threads, repackCache: source.repackCache) } catch {
                 status.finish()
                 throw error
             }

@@ -10,7 +10,7 @@ import Testing
     static let key = "sk-ant-api03-test-9f8e7d6c5b4a"
     let request = ChatRequest(
         messages: [.system("You are terse."), .system("Answer in English."), .user("Why is the sky blue?")],
-        options: GenerationOptions(temperature: 0.5, topK: 20, stop: ["END"]))
+        options: ChatOptions(temperature: 0.5, topK: 20, stop: ["END"]))
 
     func provider(_ server: TestHTTPServer, retry: RetryPolicy = quickRetry) -> AnthropicProvider {
         AnthropicProvider(

@@ -14,7 +14,7 @@ import Testing
 @Suite struct ChatSessionCloudTests {
     static let key = "sk-session-test-4c1f"
 
-    final class Weather: Tool {
+    final class Weather: FunctionTool {
         struct Arguments: Decodable, Sendable { var city: String }
         let name = "weather"
         let description = "The forecast for a city."

@@ -27,14 +27,14 @@ import Testing
                 timeouts: CloudTimeouts(connect: .seconds(2), idle: idle), retry: retry))
     }
 
-    func ask(_ text: String, options: GenerationOptions = GenerationOptions()) -> ChatRequest {
+    func ask(_ text: String, options: ChatOptions = ChatOptions()) -> ChatRequest {
         ChatRequest(messages: [.system("你是助手。"), .user(text)], options: options)
     }
 
     @Test(arguments: [true, false])
     func streamsTheExactAnswerWithUsage(_ incremental: Bool) async throws {
         let fake = try await fake()
-        let options = GenerationOptions(temperature: 0.3, topP: 0.8, topK: 20, minP: 0.1, maxTokens: 64, stop: ["。"], seed: 7)
+        let options = ChatOptions(temperature: 0.3, topP: 0.8, topK: 20, minP: 0.1, maxTokens: 64, stop: ["。"], seed: 7)
         let result = await collect(provider(fake, incremental: incremental).stream(ask("总结一下", options: options)))
         #expect(result.error == nil)
         #expect(result.text == Self.summary)

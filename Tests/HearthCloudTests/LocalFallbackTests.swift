@@ -23,11 +23,11 @@ import Testing
             .init(
                 id: "openai", baseURL: server.baseURL, apiKey: CloudSecret("sk-e2e-test-key"), requiresAPIKey: true,
                 model: "gpt-test", timeouts: testTimeouts, retry: quickRetry))
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let local = try LocalProvider(model: model, context: 256, threads: 2, batch: 8)
         let request = ChatRequest(
             messages: [.system("Be brief."), .user("What is the capital of France?")],
-            options: GenerationOptions(temperature: 0, maxTokens: 6))
+            options: ChatOptions(temperature: 0, maxTokens: 6))
 
         let result = await collect(FallbackRouter(providers: [cloud, local]).stream(request))
         await server.stop()

@@ -11,7 +11,7 @@ import Testing
     static let key = "sk-test-4f9a1c2b7e6d5a3f"
     let request = ChatRequest(
         messages: [.system("Be brief."), .user("Say hello in three languages.")],
-        options: GenerationOptions(temperature: 0.2, topP: 0.9, topK: 40, maxTokens: 64, stop: ["\n\n"], seed: 7))
+        options: ChatOptions(temperature: 0.2, topP: 0.9, topK: 40, maxTokens: 64, stop: ["\n\n"], seed: 7))
 
     func provider(
         _ server: TestHTTPServer, retry: RetryPolicy = quickRetry, timeouts: CloudTimeouts = testTimeouts,

@@ -25,7 +25,7 @@ import Testing
     @Test func streamedSummaryComesBackAsAPartWithItsEncryptedContent() async throws {
         let fake = try await FakeOpenAIResponses.start(apiKey: Self.key)
         let prompt = "Why is the sky blue?"
-        let options = GenerationOptions(maxTokens: 200, reasoning: ReasoningOptions(effort: .low, summary: true))
+        let options = ChatOptions(maxTokens: 200, reasoning: ReasoningOptions(effort: .low, summary: true))
         let result = await collect(provider(fake).stream(ChatRequest(messages: [.system("Be brief."), .user(prompt)], options: options)))
         await fake.stop()
         #expect(fake.violations.isEmpty, "\(fake.violations)")
@@ -53,7 +53,7 @@ import Testing
     @Test func reasoningTextAndWholeRepliesAreReadToo() async throws {
         let fake = try await FakeOpenAIResponses.start(apiKey: Self.key)
         for prompt in ["#reasoning-text Hi", "#whole Hi"] {
-            let options = GenerationOptions(reasoning: ReasoningOptions(summary: true))
+            let options = ChatOptions(reasoning: ReasoningOptions(summary: true))
             let result = await collect(provider(fake).stream(ChatRequest(messages: [.user(prompt)], options: options)))
             #expect(result.error == nil, "\(prompt): \(String(describing: result.error))")
             let thought = FakeReasoning.thought(for: prompt)
@@ -82,7 +82,7 @@ import Testing
     /// fake refuses the same turn without the item, and with its encrypted content altered.
     @Test func toolRoundTripSendsTheReasoningItemBack() async throws {
         let fake = try await FakeOpenAIResponses.start(apiKey: Self.key)
-        let options = GenerationOptions(tools: [Self.weather], toolChoice: .required, reasoning: .effort(.medium))
+        let options = ChatOptions(tools: [Self.weather], toolChoice: .required, reasoning: .effort(.medium))
         let first = try await provider(fake).complete(ChatRequest(messages: [.user("Weather in Hangzhou?")], options: options))
         #expect(first.toolCalls.map(\.name) == ["weather"] && first.finishReason == .toolCalls)
         #expect(first.reasoning.count == 1 && first.reasoning.first?.encryptedContent == Self.encrypted(0))
@@ -141,7 +141,7 @@ import Testing
 
     @Test func reasoningOffSendsEffortNoneAndGetsNoPart() async throws {
         let fake = try await FakeOpenAIResponses.start(apiKey: Self.key)
-        let result = await collect(provider(fake).stream(ChatRequest(messages: [.user("Hi")], options: GenerationOptions(reasoning: .off))))
+        let result = await collect(provider(fake).stream(ChatRequest(messages: [.user("Hi")], options: ChatOptions(reasoning: .off))))
         await fake.stop()
         #expect(result.error == nil && result.reasoningParts.isEmpty && result.usage?.reasoningTokens == 0)
         let body = try #require(fake.requests.first?.json)
@@ -151,7 +151,7 @@ import Testing
     @Test func structuredOutputIsTextFormat() async throws {
         let fake = try await FakeOpenAIResponses.start(apiKey: Self.key)
         let schema = JSONSchemaFormat(name: "city", schema: #"{"type":"object","properties":{"name":{"type":"string"},"rank":{"type":"integer"}}}"#)
-        let options = GenerationOptions(responseFormat: .jsonSchema(schema))
+        let options = ChatOptions(responseFormat: .jsonSchema(schema))
         let result = await collect(provider(fake, model: "gpt-4.1-test").stream(ChatRequest(messages: [.user("A city")], options: options)))
         await fake.stop()
         #expect(fake.violations.isEmpty, "\(fake.violations)")
@@ -211,7 +211,7 @@ import Testing
 
     @Test func whatTheAPICannotDoIsRefusedBeforeSending() async throws {
         let fake = try await FakeOpenAIResponses.start(apiKey: Self.key)
-        for options in [GenerationOptions(stop: ["\n"]), GenerationOptions(logitBias: [42: -100]), GenerationOptions(responseFormat: .regex("a+"))] {
+        for options in [ChatOptions(stop: ["\n"]), ChatOptions(logitBias: [42: -100]), ChatOptions(responseFormat: .regex("a+"))] {
             let result = await collect(provider(fake).stream(ChatRequest(messages: [.user("Hi")], options: options)))
             guard case .unsupported? = result.providerError?.code else {
                 Issue.record("not refused as unsupported: \(String(describing: result.error))")

@@ -78,7 +78,7 @@ extension Collected {
     @Test func openAIReasoningThenToolCalls() async throws {
         let fake = try await FakeOpenAIChat.start(apiKey: Self.key)
         let weather = ToolDefinition(name: "weather", parameters: #"{"type":"object","properties":{"city":{"type":"string"}}}"#)
-        let request = ChatRequest(messages: [.user("Weather?")], options: GenerationOptions(tools: [weather], toolChoice: .required))
+        let request = ChatRequest(messages: [.user("Weather?")], options: ChatOptions(tools: [weather], toolChoice: .required))
         let result = await collect(openAI(fake).stream(request))
         await fake.stop()
         #expect(fake.violations.isEmpty, "\(fake.violations)")
@@ -107,7 +107,7 @@ extension Collected {
     @Test func openAIDialectsSendTheOptionsInTheirShape() throws {
         func body(_ reasoning: ReasoningOptions?, _ dialect: ReasoningDialect) throws -> [String: Any] {
             let configuration = OpenAICompatibleProvider.Configuration(baseURL: "http://x", model: "m", reasoningDialect: dialect)
-            let request = ChatRequest(messages: [.user("Hi")], options: GenerationOptions(reasoning: reasoning))
+            let request = ChatRequest(messages: [.user("Hi")], options: ChatOptions(reasoning: reasoning))
             let data = try OpenAIWire.requestBody(request, configuration: configuration)
             return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         }
@@ -130,7 +130,7 @@ extension Collected {
 
     @Test func openAISendsEffortTheFakeAccepts() async throws {
         let fake = try await FakeOpenAIChat.start(apiKey: Self.key)
-        let request = ChatRequest(messages: [.user("Hi")], options: GenerationOptions(reasoning: .effort(.minimal)))
+        let request = ChatRequest(messages: [.user("Hi")], options: ChatOptions(reasoning: .effort(.minimal)))
         let result = await collect(openAI(fake).stream(request))
         await fake.stop()
         #expect(result.error == nil && fake.violations.isEmpty, "\(fake.violations)")
@@ -150,7 +150,7 @@ extension Collected {
     func dashScopeThinkingStreamsReasoningContent(incremental: Bool) async throws {
         let fake = try await FakeDashScopeGeneration.start(.init(apiKey: Self.key, pause: .zero))
         let prompt = "介绍一下杭州"
-        let request = ChatRequest(messages: [.user(prompt)], options: GenerationOptions(reasoning: .budget(2048)))
+        let request = ChatRequest(messages: [.user(prompt)], options: ChatOptions(reasoning: .budget(2048)))
         let result = await collect(dashScope(fake, incremental: incremental).stream(request))
         await fake.stop()
         #expect(fake.violations.isEmpty, "\(fake.violations)")
@@ -167,7 +167,7 @@ extension Collected {
 
     @Test func dashScopeThinkingOffSendsFalseAndGetsNoReasoning() async throws {
         let fake = try await FakeDashScopeGeneration.start(.init(apiKey: Self.key, pause: .zero))
-        let request = ChatRequest(messages: [.user("你好")], options: GenerationOptions(reasoning: .off))
+        let request = ChatRequest(messages: [.user("你好")], options: ChatOptions(reasoning: .off))
         let result = await collect(dashScope(fake, incremental: true).stream(request))
         await fake.stop()
         let parameters = fake.requests.first?.json?["parameters"] as? [String: Any]
@@ -190,7 +190,7 @@ extension Collected {
     @Test func anthropicStreamsSignedThinkingAndRedactedBlocks() async throws {
         let fake = try await FakeAnthropicMessages.start(apiKey: Self.key)
         let prompt = "#redacted Why is the sky blue?"
-        let request = ChatRequest(messages: [.user(prompt)], options: GenerationOptions(reasoning: .budget(2000)))
+        let request = ChatRequest(messages: [.user(prompt)], options: ChatOptions(reasoning: .budget(2000)))
         let result = await collect(anthropic(fake).stream(request))
         await fake.stop()
         #expect(fake.violations.isEmpty, "\(fake.violations)")
@@ -211,7 +211,7 @@ extension Collected {
     @Test func anthropicToolRoundTripSendsTheSignedThinkingBack() async throws {
         let fake = try await FakeAnthropicMessages.start(apiKey: Self.key)
         let provider = anthropic(fake)
-        let options = GenerationOptions(tools: [Self.weather], reasoning: .effort(.low))
+        let options = ChatOptions(tools: [Self.weather], reasoning: .effort(.low))
         var messages: [ChatMessage] = [.user("#redacted Weather in Hangzhou?")]
         let first = try await provider.complete(ChatRequest(messages: messages, options: options))
         #expect(first.reasoning.count == 2 && first.toolCalls.count == 1)
@@ -235,7 +235,7 @@ extension Collected {
     func anthropicRefusesAFollowUpWithoutItsSignedThinking(how: String) async throws {
         let fake = try await FakeAnthropicMessages.start(apiKey: Self.key)
         let provider = anthropic(fake)
-        let options = GenerationOptions(tools: [Self.weather], reasoning: .budget(1024))
+        let options = ChatOptions(tools: [Self.weather], reasoning: .budget(1024))
         let first = try await provider.complete(ChatRequest(messages: [.user("Weather?")], options: options))
         var assistant = first.assistantMessage
         switch how {
@@ -252,25 +252,25 @@ extension Collected {
     }
 
     @Test func anthropicThinkingFieldFitsMaxTokens() throws {
-        func body(_ options: GenerationOptions) throws -> [String: Any] {
+        func body(_ options: ChatOptions) throws -> [String: Any] {
             let configuration = AnthropicProvider.Configuration(apiKey: CloudSecret("k"), defaultMaxTokens: 4096)
             let data = try AnthropicWire.requestBody(ChatRequest(messages: [.user("Hi")], options: options), configuration: configuration).body
             return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         }
-        #expect(try body(GenerationOptions())["thinking"] == nil)
-        #expect((try body(GenerationOptions(reasoning: .off))["thinking"] as? [String: Any])?["type"] as? String == "disabled")
-        #expect((try body(GenerationOptions(reasoning: .budget(0)))["thinking"] as? [String: Any])?["type"] as? String == "disabled")
+        #expect(try body(ChatOptions())["thinking"] == nil)
+        #expect((try body(ChatOptions(reasoning: .off))["thinking"] as? [String: Any])?["type"] as? String == "disabled")
+        #expect((try body(ChatOptions(reasoning: .budget(0)))["thinking"] as? [String: Any])?["type"] as? String == "disabled")
         // No maxTokens: the default grows by the budget, so the answer keeps its room.
-        let grown = try body(GenerationOptions(reasoning: .budget(8000)))
+        let grown = try body(ChatOptions(reasoning: .budget(8000)))
         #expect(grown["max_tokens"] as? Int == 8000 + 4096)
         // A small budget is raised to the API's minimum.
-        #expect((try body(GenerationOptions(reasoning: .budget(10)))["thinking"] as? [String: Any])?["budget_tokens"] as? Int == 1024)
+        #expect((try body(ChatOptions(reasoning: .budget(10)))["thinking"] as? [String: Any])?["budget_tokens"] as? Int == 1024)
         // maxTokens set at or below the budget: the budget shrinks below it…
-        let shrunk = try body(GenerationOptions(maxTokens: 3000, reasoning: .budget(5000)))
+        let shrunk = try body(ChatOptions(maxTokens: 3000, reasoning: .budget(5000)))
         #expect(shrunk["max_tokens"] as? Int == 3000)
         #expect((shrunk["thinking"] as? [String: Any])?["budget_tokens"] as? Int == 2999)
         // …and below the minimum it is refused before anything is sent.
-        #expect(throws: ProviderError.self) { try body(GenerationOptions(maxTokens: 500, reasoning: .budget(2000))) }
+        #expect(throws: ProviderError.self) { try body(ChatOptions(maxTokens: 500, reasoning: .budget(2000))) }
     }
 
     @Test func anthropicSendsOnlyItsOwnSealedPartsBeforeText() throws {

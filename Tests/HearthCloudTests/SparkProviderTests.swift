@@ -14,7 +14,7 @@ import Testing
     static let apiKey = "addd2272b6d8b7c8abdd79531420ca3b"
     static let apiSecret = "MjlmNzkzNmZkMDQ2OTc0ZDdmNGE2ZTZi"
     let request = ChatRequest(
-        messages: [.system("你是一个助手。"), .user("你好")], options: GenerationOptions(temperature: 0, topK: 9, maxTokens: 9))
+        messages: [.system("你是一个助手。"), .user("你好")], options: ChatOptions(temperature: 0, topK: 9, maxTokens: 9))
 
     /// The values iFlytek's documentation gives for this host, date, path, key and secret, as
     /// Python's reference code computes them:

@@ -14,7 +14,7 @@ import Testing
     static let answer = #"{"zeta":"z","alpha":1}"#
 
     func request(_ format: ResponseFormat) -> ChatRequest {
-        ChatRequest(messages: [.user("Give me JSON.")], options: GenerationOptions(maxTokens: 64, responseFormat: format))
+        ChatRequest(messages: [.user("Give me JSON.")], options: ChatOptions(maxTokens: 64, responseFormat: format))
     }
 
     func answering() async throws -> TestHTTPServer {
@@ -192,7 +192,7 @@ import Testing
         let provider = DashScopeProvider(
             .init(baseURL: fake.baseURL, apiKey: CloudSecret("sk-ds"), model: .max, timeouts: testTimeouts, retry: quickRetry))
         let result = await collect(
-            provider.stream(ChatRequest(messages: [.user("JSON")], options: GenerationOptions(responseFormat: .jsonObject))))
+            provider.stream(ChatRequest(messages: [.user("JSON")], options: ChatOptions(responseFormat: .jsonObject))))
         await fake.stop()
         #expect(result.error == nil)
         #expect(result.text == Self.answer)

@@ -18,7 +18,7 @@ import Testing
     func request(_ choice: ToolChoice? = nil, parallel: Bool? = nil, tools: [ToolDefinition] = [weather, now]) -> ChatRequest {
         ChatRequest(
             messages: [.system("Use the tools."), .user("Weather in Hangzhou, and the time?")],
-            options: GenerationOptions(tools: tools, toolChoice: choice, parallelToolCalls: parallel))
+            options: ChatOptions(tools: tools, toolChoice: choice, parallelToolCalls: parallel))
     }
 
     /// A conversation that made two calls and has both results, then a user remark.
@@ -368,7 +368,7 @@ import Testing
                 model: "gpt-test", timeouts: testTimeouts, retry: .none))
         let request = ChatRequest(
             messages: [.user("Weather in Rome? #drop-mid-call")],
-            options: GenerationOptions(tools: [ToolCallingWireTests.weather], toolChoice: .required))
+            options: ChatOptions(tools: [ToolCallingWireTests.weather], toolChoice: .required))
 
         let alone = await collect(cloud.stream(request))
         #expect(alone.providerError?.code == .network, "the fake cuts the stream")

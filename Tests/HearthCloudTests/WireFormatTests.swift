@@ -127,7 +127,7 @@ import Testing
     @Test func extendedSamplingIsSentOnlyWhenEnabled() throws {
         let request = ChatRequest(
             messages: [.user("x")],
-            options: GenerationOptions(topK: 5, minP: 0.05, maxTokens: 9, repetitionPenalty: 1.1, presencePenalty: 0.3))
+            options: ChatOptions(topK: 5, minP: 0.05, maxTokens: 9, repetitionPenalty: 1.1, presencePenalty: 0.3))
         func body(_ extended: Bool, _ field: String = "max_tokens") throws -> [String: Any] {
             let configuration = OpenAICompatibleProvider.Configuration(
                 baseURL: "http://x/v1", model: "m", maxTokensField: field, sendsExtendedSampling: extended)

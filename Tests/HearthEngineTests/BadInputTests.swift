@@ -28,7 +28,7 @@ import Testing
     }
 
     @Test func missingDirectory() {
-        let error = formatError { _ = try LanguageModel(path: "/nonexistent/model") }
+        let error = formatError { _ = try TransformerModel(path: "/nonexistent/model") }
         #expect(error?.code == .fileNotFound)
     }
 
@@ -36,21 +36,21 @@ import Testing
         let dir = try Fixtures.copyOfCheckpoint("phi3-mha")
         defer { try? FileManager.default.removeItem(at: dir) }
         try FileManager.default.removeItem(at: dir.appendingPathComponent("config.json"))
-        #expect(formatError { _ = try LanguageModel(path: dir.path) }?.code == .fileNotFound)
+        #expect(formatError { _ = try TransformerModel(path: dir.path) }?.code == .fileNotFound)
     }
 
     @Test func missingWeights() throws {
         let dir = try Fixtures.copyOfCheckpoint("phi3-mha")
         defer { try? FileManager.default.removeItem(at: dir) }
         try FileManager.default.removeItem(at: dir.appendingPathComponent("model.safetensors"))
-        #expect(formatError { _ = try LanguageModel(path: dir.path) }?.code == .fileNotFound)
+        #expect(formatError { _ = try TransformerModel(path: dir.path) }?.code == .fileNotFound)
     }
 
     @Test func missingShard() throws {
         let dir = try Fixtures.copyOfCheckpoint("phi3-gqa-longrope")
         defer { try? FileManager.default.removeItem(at: dir) }
         try FileManager.default.removeItem(at: dir.appendingPathComponent("model-00002-of-00002.safetensors"))
-        #expect(formatError { _ = try LanguageModel(path: dir.path) }?.code == .fileNotFound)
+        #expect(formatError { _ = try TransformerModel(path: dir.path) }?.code == .fileNotFound)
     }
 
     @Test func missingTokenizer() throws {
@@ -58,11 +58,11 @@ import Testing
         defer { try? FileManager.default.removeItem(at: dir) }
         // Without tokenizer.model, tokenizer.json is used.
         try FileManager.default.removeItem(at: dir.appendingPathComponent("tokenizer.model"))
-        #expect(try LanguageModel(path: dir.path).tokenizer is BPETokenizer)
-        #expect(throws: TokenizerError.self) { _ = try LanguageModel(path: dir.path, tokenizer: .sentencePiece) }
+        #expect(try TransformerModel(path: dir.path).tokenizer is BPETokenizer)
+        #expect(throws: TokenizerError.self) { _ = try TransformerModel(path: dir.path, tokenizer: .sentencePiece) }
         try FileManager.default.removeItem(at: dir.appendingPathComponent("tokenizer.json"))
         do {
-            _ = try LanguageModel(path: dir.path)
+            _ = try TransformerModel(path: dir.path)
             Issue.record("a checkpoint without tokenizer files loaded")
         } catch let error as TokenizerError {
             #expect(error.code == .fileNotFound)
@@ -76,7 +76,7 @@ import Testing
         let bytes = try Data(contentsOf: url)
         try bytes.prefix(bytes.count / 2).write(to: url)
         do {
-            _ = try LanguageModel(path: dir.path)
+            _ = try TransformerModel(path: dir.path)
             Issue.record("a truncated tokenizer.json loaded")
         } catch let error as TokenizerError {
             #expect(error.code == .invalidConfig)
@@ -88,7 +88,7 @@ import Testing
         let dir = try Fixtures.copyOfCheckpoint("phi3-mha")
         defer { try? FileManager.default.removeItem(at: dir) }
         try editConfig(dir) { $0["architectures"] = ["MambaForCausalLM"] }
-        let error = formatError { _ = try LanguageModel(path: dir.path) }
+        let error = formatError { _ = try TransformerModel(path: dir.path) }
         #expect(error?.code == .unsupportedArchitecture)
         #expect(error?.description.contains("MambaForCausalLM") == true)
     }
@@ -97,7 +97,7 @@ import Testing
         let dir = try Fixtures.copyOfCheckpoint("phi3-mha")
         defer { try? FileManager.default.removeItem(at: dir) }
         try editConfig(dir) { $0["intermediate_size"] = 96 }
-        let error = formatError { _ = try LanguageModel(path: dir.path) }
+        let error = formatError { _ = try TransformerModel(path: dir.path) }
         #expect(error?.code == .shapeMismatch)
         #expect(error?.key?.contains("gate_up_proj") == true)
     }
@@ -106,11 +106,11 @@ import Testing
         let dir = try Fixtures.copyOfCheckpoint("phi3-mha")
         defer { try? FileManager.default.removeItem(at: dir) }
         try editConfig(dir) { $0["num_key_value_heads"] = 3 }
-        #expect(formatError { _ = try LanguageModel(path: dir.path) }?.code == .invalidValue)
+        #expect(formatError { _ = try TransformerModel(path: dir.path) }?.code == .invalidValue)
         try editConfig(dir) { $0["hidden_size"] = "wide" }
-        #expect(formatError { _ = try LanguageModel(path: dir.path) }?.code == .invalidValue)
+        #expect(formatError { _ = try TransformerModel(path: dir.path) }?.code == .invalidValue)
         try editConfig(dir) { $0.removeValue(forKey: "hidden_size") }
-        #expect(formatError { _ = try LanguageModel(path: dir.path) }?.code == .missingKey)
+        #expect(formatError { _ = try TransformerModel(path: dir.path) }?.code == .missingKey)
     }
 
     @Test func unsupportedDType() throws {
@@ -126,13 +126,13 @@ import Testing
         header = header.replacingOccurrences(of: key, with: "\"model.norm.weight\":{\"dtype\":\"I32\"")
         bytes.replaceSubrange(8..<(8 + headerLength), with: Array(header.utf8))
         try Data(bytes).write(to: url)
-        let error = formatError { _ = try LanguageModel(path: dir.path) }
+        let error = formatError { _ = try TransformerModel(path: dir.path) }
         #expect(error?.code == .unsupportedDType)
         #expect(error?.key == "model.norm.weight")
     }
 
     @Test func promptLongerThanContext() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let generator = try Generator(model: model, context: 16, threads: 1)
         let prompt = try Fixtures.reference("phi3-mha").prompts[0].input_ids
         #expect(prompt.count > 16)
@@ -159,7 +159,7 @@ import Testing
     }
 
     @Test func generationStopsWhenTheContextFills() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let generator = try Generator(model: model, context: 12, threads: 1)
         var parameters = GenerationParameters()
         parameters.maxTokens = 100
@@ -170,7 +170,7 @@ import Testing
     }
 
     @Test func invalidTokensAndOptions() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let generator = try Generator(model: model, context: 32, threads: 1)
         #expect(throws: EngineError.self) { _ = try generator.run(prompt: [1, 99999], parameters: .init()) { _ in } }
         #expect(throws: EngineError.self) { _ = try generator.run(prompt: [], parameters: .init()) { _ in } }

@@ -15,8 +15,8 @@ import Testing
         ("phi3-mha", nil), ("phi3-mha", .q4_0), ("gemma3-tiny", nil), ("phi3-gqa-longrope", .q8_0),
     ]
 
-    static func model(_ name: String, _ quantize: DType?) throws -> LanguageModel {
-        try LanguageModel(path: Fixtures.checkpoint(name).path, quantize: quantize)
+    static func model(_ name: String, _ quantize: DType?) throws -> TransformerModel {
+        try TransformerModel(path: Fixtures.checkpoint(name).path, quantize: quantize)
     }
 
     static func prompt(_ seed: Int, length: Int, vocab: Int) -> [Int32] {

@@ -8,8 +8,8 @@ import Testing
 /// Several continuations of one prompt (OpenAI's `n`): the prompt is processed once, every
 /// other choice forks from its keys and values, and each choice gets the tokens it gets alone.
 @Suite struct ChoicesTests {
-    static func model() throws -> LanguageModel {
-        try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+    static func model() throws -> TransformerModel {
+        try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
     }
 
     static func prompt(_ seed: Int, length: Int, vocab: Int) -> [Int32] {
@@ -46,7 +46,7 @@ import Testing
         return result
     }
 
-    static func alone(_ model: LanguageModel, _ prompt: [Int32], _ p: GenerationParameters) async throws -> [Int32] {
+    static func alone(_ model: TransformerModel, _ prompt: [Int32], _ p: GenerationParameters) async throws -> [Int32] {
         var ids: [Int32] = []
         for try await event in try Generator(model: model, context: 64, threads: 2).generate(prompt: prompt, parameters: p) {
             if case .token(let token) = event { ids.append(token.id) }

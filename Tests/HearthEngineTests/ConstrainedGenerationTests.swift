@@ -25,7 +25,7 @@ import Testing
 
     @Test(arguments: ["gemma3-tiny", "phi3-mha"])
     func outputFollowsTheGrammar(_ fixture: String) throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(fixture).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(fixture).path)
         let grammar = try Self.grammar()
         let compiled = try model.compileConstraint(grammar)
         #expect(try model.compileConstraint(grammar) === compiled)  // cached by grammar
@@ -63,7 +63,7 @@ import Testing
 @Suite struct FinishInBudgetTests {
     @Test(arguments: ["gemma3-tiny", "phi3-mha"])
     func answersEndCompleteWithinTheBudget(_ fixture: String) throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(fixture).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(fixture).path)
         let grammar = try ConstrainedGenerationTests.grammar()
         let compiled = try model.compileConstraint(grammar)
         let generator = try Generator(model: model, context: 256, threads: 2, sequences: 1)

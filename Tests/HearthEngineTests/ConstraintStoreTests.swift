@@ -11,7 +11,7 @@ import Testing
 /// cached.
 @Suite struct ConstraintStoreTests {
     @Test func concurrentIdenticalCompilesAreDoneOnce() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("gemma3-tiny").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("gemma3-tiny").path)
         _ = model.constraintVocabulary  // built first, so the callers race on the compile alone
         let grammar = try GBNF.grammar(#"root ::= "{" [a-z]{200} ("," [0-9]{1,60})* "}""#)
         let results = Mutex<[ObjectIdentifier]>([])
@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test func overBudgetIsRefusedAndNotCached() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("gemma3-tiny").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("gemma3-tiny").path)
         let grammar = try GBNF.grammar(#"root ::= [a-z]{3000}"#)
         var budget = CompileBudget.standard
         budget.maxPositions = 100

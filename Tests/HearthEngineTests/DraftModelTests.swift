@@ -13,12 +13,12 @@ import Testing
 /// Drafting is forced to a fixed length here (``Generator/forcedDraftLength``): on tiny
 /// models a draft model's step costs as much as the model's, so the cost rule would not draft.
 @Suite struct DraftModelTests {
-    static func model(_ name: String, quantize: DType? = nil) throws -> LanguageModel {
-        try LanguageModel(path: Fixtures.checkpoint(name).path, quantize: quantize)
+    static func model(_ name: String, quantize: DType? = nil) throws -> TransformerModel {
+        try TransformerModel(path: Fixtures.checkpoint(name).path, quantize: quantize)
     }
 
     static func generator(
-        _ target: LanguageModel, draft: LanguageModel?, context: Int = 96, sequences: Int = 1, forced: Int? = 4
+        _ target: TransformerModel, draft: TransformerModel?, context: Int = 96, sequences: Int = 1, forced: Int? = 4
     ) throws -> Generator {
         let generator = try Generator(model: target, context: context, threads: 2, sequences: sequences, draftModel: draft)
         generator.forcedDraftLength = forced

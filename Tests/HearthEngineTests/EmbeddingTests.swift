@@ -43,7 +43,7 @@ import Testing
     /// (gemma3-tiny's sliding window of 8 then spans passes).
     @Test(arguments: ["phi3-mha", "llama-tiny", "gemma3-tiny"], [64, 8])
     func matchesTransformers(_ name: String, batch: Int) throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(name).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(name).path)
         let inputs = try #require(try Self.reference().checkpoints[name])
         for input in inputs where !input.text.isEmpty {
             #expect(try model.tokenizer.encode(input.text, addSpecialTokens: true) == input.input_ids, "\(input.name)")
@@ -65,7 +65,7 @@ import Testing
     /// call with other inputs of many lengths (several per pass, and longer than a pass).
     @Test(arguments: [("phi3-mha", nil), ("gemma3-tiny", nil), ("phi3-mha", DType.q4_0)] as [(String, DType?)])
     func vectorsDoNotDependOnTheBatch(_ name: String, _ quantize: DType?) throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(name).path, quantize: quantize)
+        let model = try TransformerModel(path: Fixtures.checkpoint(name).path, quantize: quantize)
         let vocab = model.options.vocabSize
         let generator = try Generator(model: model, context: 128, threads: 2, batch: 16)
         let lengths = [1, 5, 12, 3, 40, 16, 7, 2, 29]
@@ -84,7 +84,7 @@ import Testing
     }
 
     @Test func vectorsHaveUnitLengthAndPoolingsDiffer() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let generator = try Generator(model: model, context: 128, threads: 2, batch: 32)
         let inputs = (0..<4).map { Self.tokens($0, length: 6 + 5 * $0, vocab: model.options.vocabSize) }
         let mean = try generator.embeddings(for: inputs, pooling: .mean)
@@ -101,7 +101,7 @@ import Testing
     /// Embeddings use a scratch cache: the conversation cached in the generator's slot is
     /// still there afterwards (a repeat of its prompt reuses it), and its logits are unchanged.
     @Test func leavesCachedConversationsAlone() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let generator = try Generator(model: model, context: 128, threads: 2, batch: 16, kvType: .f32)
         let prompt = Self.tokens(3, length: 20, vocab: model.options.vocabSize)
         var parameters = GenerationParameters()
@@ -122,7 +122,7 @@ import Testing
     /// decode steps and never touch its slot: the generation gives exactly what it gives
     /// alone (same steps, same kernels), and the vectors are those of a quiet generator.
     @Test func runsBesideAGeneration() async throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let generator = try Generator(model: model, context: 128, threads: 2, batch: 16)
         let vocab = model.options.vocabSize
         var parameters = GenerationParameters()
@@ -177,7 +177,7 @@ import Testing
     }
 
     @Test func refusesBadInput() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let generator = try Generator(model: model, context: 32, threads: 2, batch: 8)
         func code(_ inputs: [[Int32]]) -> EngineError.Code? {
             do {

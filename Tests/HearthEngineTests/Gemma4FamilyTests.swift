@@ -16,7 +16,7 @@ import Testing
     static let name = "gemma4-tiny"
 
     @Test func configMapsToTheSharedPassOptions() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(Self.name).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(Self.name).path)
         let o = model.options
         #expect(o.headDim == 256 && o.fullAttentionHeadDim == 512)
         #expect(o.headDim(forLayer: 0) == 256 && o.headDim(forLayer: 2) == 512 && o.headDim(forLayer: 4) == 512)
@@ -34,7 +34,7 @@ import Testing
     }
 
     @Test func greedyMatchesTransformers() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(Self.name).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(Self.name).path)
         // Batch 4: prompts longer than the window are processed in several chunks.
         for kvType in [DType.f32, .f16] {
             let generator = try Generator(model: model, context: 128, threads: 2, batch: 4, kvType: kvType)
@@ -53,7 +53,7 @@ import Testing
     }
 
     @Test func quantizedCacheIsRefusedForMixedHeadSizes() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(Self.name).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(Self.name).path)
         #expect(throws: EngineError.self) { try Generator(model: model, context: 64, threads: 1, kvType: .q8_0) }
     }
 
@@ -122,7 +122,7 @@ import Testing
     @Test func theTextDecoderOfTheWrapperLoadsAndMatches() throws {
         let dir = try Self.wrapperCheckpoint()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let model = try LanguageModel(path: dir.path)
+        let model = try TransformerModel(path: dir.path)
         #expect(model.architecture == "Gemma4ForConditionalGeneration")
         let generator = try Generator(model: model, context: 128, threads: 2, batch: 16, kvType: .f32)
         let vocab = model.options.vocabSize
@@ -140,7 +140,7 @@ import Testing
         let dir = try Self.wrapperCheckpoint(textConfig: false)
         defer { try? FileManager.default.removeItem(at: dir) }
         do {
-            _ = try LanguageModel(path: dir.path)
+            _ = try TransformerModel(path: dir.path)
             Issue.record("a Gemma4ForConditionalGeneration config without text_config should be refused")
         } catch let error as FormatError {
             #expect(error.key == "text_config", "\(error)")

@@ -48,8 +48,8 @@ import Testing
         return try #require(try JSONDecoder().decode(LlamaCpp.self, from: data).files[name])
     }
 
-    static func model(_ name: String) throws -> LanguageModel {
-        try LanguageModel(path: directory.appendingPathComponent(name).path, threads: 2, repackCache: .disabled)
+    static func model(_ name: String) throws -> TransformerModel {
+        try TransformerModel(path: directory.appendingPathComponent(name).path, threads: 2, repackCache: .disabled)
     }
 
     /// The `gemma4` metadata (per-layer FFN widths, the sliding pattern, two head sizes, shared
@@ -58,7 +58,7 @@ import Testing
     @Test(arguments: files)
     func metadataGivesTheCheckpointsOptions(_ name: String) throws {
         let model = try Self.model(name)
-        let checkpoint = try LanguageModel(path: Fixtures.checkpoint("gemma4-tiny").path)
+        let checkpoint = try TransformerModel(path: Fixtures.checkpoint("gemma4-tiny").path)
         #expect(model.options == checkpoint.options)
         #expect(model.options.kvSourceLayers == [0, 1, 2, 1, 2] && model.options.layerFFNSizes == [128, 128, 128, 256, 256])
         #expect(model.weights.layers[3].kNorm == nil && model.weights.perLayerInputs != nil)
@@ -95,13 +95,13 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let cache = RepackCache(directory: directory, minimumBytes: 0)
         let path = Self.directory.appendingPathComponent(name).path
-        let first = try LanguageModel(path: path, threads: 2, repackCache: cache)
+        let first = try TransformerModel(path: path, threads: 2, repackCache: cache)
         guard case .written = first.repackCacheOutcome else {
             Issue.record("first load: \(first.repackCacheOutcome)")
             return
         }
         RepackCache.waitForPendingWrites()
-        let second = try LanguageModel(path: path, threads: 2, repackCache: cache)
+        let second = try TransformerModel(path: path, threads: 2, repackCache: cache)
         guard case .hit = second.repackCacheOutcome else {
             Issue.record("second load: \(second.repackCacheOutcome)")
             return
@@ -115,7 +115,7 @@ import Testing
         #expect(try Generator(model: second, context: 64, threads: 2, kvType: .f32).logits(for: ids) == expected)
     }
 
-    static func perLayerMatricesLayouts(_ model: LanguageModel) throws -> [WeightLayout] {
+    static func perLayerMatricesLayouts(_ model: TransformerModel) throws -> [WeightLayout] {
         let ple = try #require(model.weights.perLayerInputs)
         return [ple.embedding.layout, ple.modelProjection.layout]
             + model.weights.layers.flatMap { [$0.perLayerGate?.layout, $0.perLayerProjection?.layout].compactMap { $0 } }

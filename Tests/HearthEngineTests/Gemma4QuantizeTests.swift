@@ -25,12 +25,12 @@ import Testing
 
     @Test(arguments: [DType.q8_0, .q4_0, .q4_1])
     func perLayerMatricesAreQuantized(_ type: DType) throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(Self.name).path, quantize: type, threads: 2)
+        let model = try TransformerModel(path: Fixtures.checkpoint(Self.name).path, quantize: type, threads: 2)
         for w in try Self.perLayerMatrices(model.weights) {
             #expect(w.dtype == type && w.layout == .interleaved16, "\(w.rows)×\(w.cols): \(w.dtype) \(w.layout)")
         }
         // The safetensors file's own matrices are BF16: nothing is left in it.
-        let plain = try LanguageModel(path: Fixtures.checkpoint(Self.name).path)
+        let plain = try TransformerModel(path: Fixtures.checkpoint(Self.name).path)
         #expect(try Self.perLayerMatrices(plain.weights).allSatisfy { $0.dtype == .bf16 })
         let planned = ModelWeights.type(for: .perLayerTokenEmbedding, plan: try QuantizationPlan(type: type), tied: true)
         #expect(planned == type)
@@ -38,8 +38,8 @@ import Testing
 
     /// Top-1 agreement with the f32 model and mean |Δ log p| of the next reference token.
     static func agreement(_ type: DType) throws -> (top1: Double, delta: Double) {
-        let f32 = try LanguageModel(path: Fixtures.checkpoint(name).path)
-        let quantized = try LanguageModel(path: Fixtures.checkpoint(name).path, quantize: type, threads: 2)
+        let f32 = try TransformerModel(path: Fixtures.checkpoint(name).path)
+        let quantized = try TransformerModel(path: Fixtures.checkpoint(name).path, quantize: type, threads: 2)
         let a = try Generator(model: f32, context: 128, threads: 2, kvType: .f32)
         let b = try Generator(model: quantized, context: 128, threads: 2, kvType: .f32)
         let vocab = f32.options.vocabSize

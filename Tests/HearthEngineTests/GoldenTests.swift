@@ -14,7 +14,7 @@ import Testing
 
     @Test(arguments: Fixtures.allCheckpoints)
     func logitsMatchTransformers(_ name: String) throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(name).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(name).path)
         let reference = try Fixtures.reference(name)
         for batch in [1, 7, 64] {
             let generator = try Generator(model: model, context: 128, threads: 2, batch: batch, kvType: .f32)
@@ -39,7 +39,7 @@ import Testing
     /// The default f16 KV cache stays close to the reference (keys/values rounded to 11 bits).
     @Test(arguments: Fixtures.phi3Checkpoints)
     func f16CacheStaysClose(_ name: String) throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(name).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(name).path)
         let generator = try Generator(model: model, context: 128, threads: 2, kvType: .f16)
         for prompt in try Fixtures.reference(name).prompts {
             let logits = try generator.logits(for: prompt.input_ids)
@@ -55,7 +55,7 @@ import Testing
 
     @Test(arguments: Fixtures.allCheckpoints)
     func greedyMatchesTransformers(_ name: String) throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(name).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(name).path)
         let generator = try Generator(model: model, context: 128, threads: 2, batch: 8, kvType: .f32)
         var parameters = GenerationParameters()
         parameters.sampling.temperature = 0
@@ -76,7 +76,7 @@ import Testing
     /// `chatPrompt` renders and tokenizes like `apply_chat_template(tokenize=True)`.
     @Test(arguments: Fixtures.chatCheckpoints)
     func chatPromptsMatchTransformers(_ name: String) throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(name).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(name).path)
         let chats = try Fixtures.reference(name).chat
         #expect(chats.count == 3)
         for chat in chats {
@@ -88,7 +88,7 @@ import Testing
 
     /// Phi-4-mini-shaped checkpoint: o200k tokenizer.json, its chat template, stop tokens.
     @Test func phi4MiniUsesItsTokenizerJSON() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi4-mini-tiny").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi4-mini-tiny").path)
         #expect(model.tokenizer is BPETokenizer)
         #expect(model.tokenizer.kind.hasPrefix("bpe-byte-level"))
         #expect(model.tokenizer.kind.contains("o200k"))
@@ -101,7 +101,7 @@ import Testing
 
     /// Phi-2 ships no chat template: the Instruct/Output format is the fallback.
     @Test func phi2FallsBackToInstructFormat() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi2-tiny").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi2-tiny").path)
         #expect(model.tokenizer is BPETokenizer)
         #expect(model.tokenizer.chatTemplate == nil)
         #expect(model.chatTemplate?.format == .instruct)
@@ -112,8 +112,8 @@ import Testing
     /// A Phi-3 checkpoint with tokenizer.model and tokenizer.json gives the same ids either way.
     @Test func tokenizerJSONCanBeForced() throws {
         let path = Fixtures.checkpoint("phi3-mha").path
-        let automatic = try LanguageModel(path: path)
-        let json = try LanguageModel(path: path, tokenizer: .tokenizerJSON)
+        let automatic = try TransformerModel(path: path)
+        let json = try TransformerModel(path: path, tokenizer: .tokenizerJSON)
         #expect(automatic.tokenizer is SentencePieceTokenizer)
         #expect(json.tokenizer is BPETokenizer)
         for prompt in try Fixtures.reference("phi3-mha").prompts {
@@ -127,13 +127,13 @@ import Testing
     }
 
     @Test func eosSetIsTheUnionOfAllConfigs() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         // config.json: 1000; generation_config.json: 1000, 1007; tokenizer_config.json: <|endoftext|>.
         #expect(model.eosIDs == [1000, 1007])
     }
 
     @Test func kvReuseGivesTheSameTokens() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let generator = try Generator(model: model, context: 128, threads: 1)
         let prompt = try Fixtures.reference("phi3-mha").prompts[0]
         var parameters = GenerationParameters()
@@ -150,7 +150,7 @@ import Testing
     }
 
     @Test func seededSamplingIsReproducible() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let generator = try Generator(model: model, context: 128, threads: 2)
         var parameters = GenerationParameters()
         parameters.sampling.temperature = 1.0
@@ -169,7 +169,7 @@ import Testing
     }
 
     @Test func stopStringsEndGeneration() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let generator = try Generator(model: model, context: 128, threads: 1)
         let prompt = try Fixtures.reference("phi3-mha").prompts[0]
         var parameters = GenerationParameters()
@@ -190,7 +190,7 @@ import Testing
     }
 
     @Test func streamDeliversTokensAndSummary() async throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let generator = try Generator(model: model, context: 128, threads: 2)
         let prompt = try Fixtures.reference("phi3-mha").prompts[0]
         var parameters = GenerationParameters()

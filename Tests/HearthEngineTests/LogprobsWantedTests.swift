@@ -9,7 +9,7 @@ import Testing
 /// each with a NaN `logprob`; one that wants them gets what it got before.
 @Suite struct LogprobsWantedTests {
     @Test func sameTokensWithoutTheNormaliser() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let generator = try Generator(model: model, context: 96, threads: 2, batch: 16)
         let vocab = Int32(model.options.vocabSize)
         let prompt: [Int32] = (0..<11).map { Int32($0 * 37 + 5) % vocab }

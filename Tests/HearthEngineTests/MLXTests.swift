@@ -28,7 +28,7 @@ import Testing
     }
 
     static func difference(_ name: String, batch: Int, path: QuantizedBatchPath) throws -> (worst: Float, mean: Float) {
-        let model = try LanguageModel(path: Fixtures.checkpoint(name).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(name).path)
         let generator = try Generator(model: model, context: 128, threads: 2, batch: batch, kvType: .f32)
         generator.decoder.quantizedBatchPath = path
         let vocab = model.options.vocabSize
@@ -71,7 +71,7 @@ import Testing
 
     @Test(arguments: Fixtures.mlxCheckpoints)
     func greedyMatchesMLX(_ name: String) throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(name).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(name).path)
         let generator = try Generator(model: model, context: 128, threads: 2, batch: 8, kvType: .f32)
         var parameters = GenerationParameters()
         parameters.sampling.temperature = 0
@@ -87,13 +87,13 @@ import Testing
     /// Every quantized matrix — embeddings and lm_head included — runs on q4_1 tiles (8-bit:
     /// q8_a); the module config.json marks `false` stays in its float type.
     @Test func matricesLandOnKernelTiles() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("mlx-phi3-q4-g64").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("mlx-phi3-q4-g64").path)
         for (role, matrix) in model.weights.namedMatrices(options: model.options) {
             #expect(matrix.dtype == .q4_1 && matrix.layout == .interleaved16, "\(role)")
         }
         #expect(model.quantizationSummary == "MLX 10 × affine 4-bit, group 64; scales/biases F16 → f16 exact")
 
-        let tied = try LanguageModel(path: Fixtures.checkpoint("mlx-phi3-tied-q4-g32").path)
+        let tied = try TransformerModel(path: Fixtures.checkpoint("mlx-phi3-tied-q4-g32").path)
         #expect(tied.options.tiedEmbeddings)
         #expect(tied.weights.output.data == tied.weights.tokenEmbedding.data)
         #expect(tied.weights.tokenEmbedding.dtype == .q4_1)
@@ -103,7 +103,7 @@ import Testing
         let summary = try #require(tied.quantizationSummary)
         #expect(summary.hasPrefix("MLX 7 × affine 4-bit, group 32, 1 × affine 8-bit, group 64; scales/biases BF16 → f16"))
 
-        let eight = try LanguageModel(path: Fixtures.checkpoint("mlx-phi3-q8-g64").path)
+        let eight = try TransformerModel(path: Fixtures.checkpoint("mlx-phi3-q8-g64").path)
         for (role, matrix) in eight.weights.namedMatrices(options: eight.options) {
             #expect(matrix.dtype == .q8_a && matrix.layout == .interleaved16, "\(role)")
         }
@@ -171,7 +171,7 @@ import Testing
     static func code(_ dir: URL) -> FormatError.Code? {
         defer { try? FileManager.default.removeItem(at: dir) }
         do {
-            _ = try LanguageModel(path: dir.path)
+            _ = try TransformerModel(path: dir.path)
             Issue.record("loaded a broken checkpoint")
             return nil
         } catch let error as FormatError {

@@ -42,7 +42,7 @@ import Testing
         for name in Self.fixtures {
             let url = Fixtures.checkpoint(name)
             let family = try ModelFamilies.family(for: HFConfig.load(from: url.appendingPathComponent("config.json")))
-            let model = try LanguageModel(path: url.path)
+            let model = try TransformerModel(path: url.path)
             #expect(family.architectures.contains(model.architecture), "\(name): \(model.architecture)")
             // One forward step runs and gives finite logits.
             let generator = try Generator(model: model, context: 16, threads: 1, kvType: .f32)
@@ -67,7 +67,7 @@ import Testing
         object["rms_norm_eps"] = "small"
         try JSONSerialization.data(withJSONObject: object).write(to: url)
         do {
-            _ = try LanguageModel(path: dir.path)
+            _ = try TransformerModel(path: dir.path)
             Issue.record("a config.json with a text rms_norm_eps loaded")
         } catch let error as FormatError {
             #expect(error.code == .invalidValue)
@@ -78,7 +78,7 @@ import Testing
         object["rms_norm_eps"] = 1e-5
         object["qk_layernorm"] = "yes"
         try JSONSerialization.data(withJSONObject: object).write(to: url)
-        _ = try LanguageModel(path: dir.path)
+        _ = try TransformerModel(path: dir.path)
     }
 
     /// An unknown activation names the key it was read from and the file, for every family that
@@ -93,7 +93,7 @@ import Testing
         object[key] = "relu_squared"
         try JSONSerialization.data(withJSONObject: object).write(to: url)
         do {
-            _ = try LanguageModel(path: dir.path)
+            _ = try TransformerModel(path: dir.path)
             Issue.record("\(fixture): an unknown activation loaded")
         } catch let error as FormatError {
             #expect(error.code == .invalidValue && error.key == key && error.path == url.path, "\(fixture): \(error)")

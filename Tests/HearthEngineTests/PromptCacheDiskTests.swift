@@ -19,7 +19,7 @@ import Testing
         return url
     }
 
-    static func generator(_ model: LanguageModel, _ root: URL) throws -> Generator {
+    static func generator(_ model: TransformerModel, _ root: URL) throws -> Generator {
         try Generator(
             model: model, context: 1024, threads: 2, batch: 64, sequences: 1,
             promptCache: PromptCacheOptions(bytes: 64 << 20, blockTokens: 16, directory: root))
@@ -49,7 +49,7 @@ import Testing
     @Test func aRestartFindsTheBlocksOnDisk() throws {
         let root = try Self.directory()
         defer { try? FileManager.default.removeItem(at: root) }
-        let model = try LanguageModel(path: Self.path)
+        let model = try TransformerModel(path: Self.path)
         let vocab = model.options.vocabSize
         let a = PromptCacheTests.prompt(80, length: 300, vocab: vocab)
         let first = try Self.generator(model, root)
@@ -77,7 +77,7 @@ import Testing
     @Test func corruptAndTruncatedFilesAreRebuiltNeverUsed() throws {
         let root = try Self.directory()
         defer { try? FileManager.default.removeItem(at: root) }
-        let model = try LanguageModel(path: Self.path)
+        let model = try TransformerModel(path: Self.path)
         let vocab = model.options.vocabSize
         let a = PromptCacheTests.prompt(90, length: 300, vocab: vocab)
         let first = try Self.generator(model, root)
@@ -116,8 +116,8 @@ import Testing
     @Test func anotherModelsBlocksAreNeverRead() throws {
         let root = try Self.directory()
         defer { try? FileManager.default.removeItem(at: root) }
-        let model = try LanguageModel(path: Self.path)
-        let other = try LanguageModel(path: Self.path, quantize: .q8_0)
+        let model = try TransformerModel(path: Self.path)
+        let other = try TransformerModel(path: Self.path, quantize: .q8_0)
         let vocab = model.options.vocabSize
         let a = PromptCacheTests.prompt(95, length: 200, vocab: vocab)
         let first = try Self.generator(model, root)

@@ -14,7 +14,7 @@ import Testing
 /// hand-filled cache, rows round-trip exactly, window rows are kept only where the slot held
 /// them, and eviction keeps within the budget and never leaves a block without its parent.
 @Suite struct PromptCacheTests {
-    static let tiny = Result { try LanguageModel(path: Fixtures.checkpoint("gemma3-tiny").path) }
+    static let tiny = Result { try TransformerModel(path: Fixtures.checkpoint("gemma3-tiny").path) }
 
     /// Deterministic pseudo-random tokens (away from the special ids at the start).
     static func prompt(_ seed: Int, length: Int, vocab: Int) -> [Int32] {
@@ -154,7 +154,7 @@ import Testing
     /// serve a 14-token prompt with the same start (the short factors apply there). The prompt
     /// finds nothing and matches a fresh prefill; a prompt as long as the first finds its blocks.
     @Test func longRoPEChainsStayApart() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-gqa-longrope").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-gqa-longrope").path)
         let vocab = model.options.vocabSize
         let options = PromptCacheOptions(bytes: 16 << 20, blockTokens: 4)
         let generator = try Generator(model: model, context: 64, threads: 2, batch: 16, sequences: 1, promptCache: options)

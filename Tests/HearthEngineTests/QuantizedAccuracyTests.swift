@@ -15,8 +15,8 @@ import Testing
     }
 
     static func agreement(_ name: String, _ type: DType, path: QuantizedBatchPath = .integer) throws -> Agreement {
-        let f32 = try LanguageModel(path: Fixtures.checkpoint(name).path)
-        let quantized = try LanguageModel(path: Fixtures.checkpoint(name).path, quantize: type, threads: 2)
+        let f32 = try TransformerModel(path: Fixtures.checkpoint(name).path)
+        let quantized = try TransformerModel(path: Fixtures.checkpoint(name).path, quantize: type, threads: 2)
         let a = try Generator(model: f32, context: 128, threads: 2, kvType: .f32)
         let b = try Generator(model: quantized, context: 128, threads: 2, kvType: .f32)
         b.decoder.quantizedBatchPath = path

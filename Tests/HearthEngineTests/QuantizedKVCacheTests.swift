@@ -12,7 +12,7 @@ import Testing
 /// refused with typed errors.
 @Suite(.serialized) struct QuantizedKVCacheTests {
     static let modelPath = Fixtures.root.appendingPathComponent("models/gemma-3-270m-q4_k_m.gguf").path
-    static let model = Result { try LanguageModel(path: modelPath, threads: 2) }
+    static let model = Result { try TransformerModel(path: modelPath, threads: 2) }
 
     /// Per-position logits of `tokens` with a cache of `kvType`, computed in steps of `batch`
     /// tokens, through fused attention: batch 1 takes its narrow shape (a decode step: Gemma's 4
@@ -80,7 +80,7 @@ import Testing
     /// continues exactly as the original; a snapshot of another KV type is refused.
     @Test(arguments: [DType.q8_0, .q4_0])
     func snapshotsRoundTrip(kvType: DType) throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("gemma3-tiny").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("gemma3-tiny").path)
         var parameters = GenerationParameters()
         parameters.maxTokens = 8
         parameters.sampling.temperature = 0
@@ -129,7 +129,7 @@ import Testing
     /// Heads that are not a whole number of 32-element blocks (phi3-mha: 16) refuse a quantized
     /// cache with a typed error; other cache types are refused too.
     @Test func badCombinationsAreRefused() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         for type in [DType.q8_0, .q4_0, .q4_K, .bf16] {
             do {
                 _ = try Generator(model: model, context: 32, threads: 1, kvType: type)

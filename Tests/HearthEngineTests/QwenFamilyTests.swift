@@ -15,13 +15,13 @@ import Testing
     /// What each family reads from its config: Qwen2's q/k/v biases and separate head; Qwen3's
     /// q/k norms, head size wider than hidden / heads, tied head; both stop on <|im_end|>.
     @Test func familiesReadTheirShapes() throws {
-        let qwen2 = try LanguageModel(path: Fixtures.checkpoint("qwen2-tiny").path)
+        let qwen2 = try TransformerModel(path: Fixtures.checkpoint("qwen2-tiny").path)
         #expect(qwen2.architecture == "Qwen2ForCausalLM")
         #expect(!qwen2.options.qkNorm && !qwen2.options.tiedEmbeddings)
         #expect(qwen2.options.headCount == 4 && qwen2.options.kvHeadCount == 1 && qwen2.options.headDim == 16)
         #expect(qwen2.options.rope.theta == 1_000_000 && qwen2.options.slidingWindow == nil)
         #expect(qwen2.weights.layers.allSatisfy { $0.qkvBias?.count == qwen2.options.qkvWidth && $0.attnOutputBias == nil })
-        let qwen3 = try LanguageModel(path: Fixtures.checkpoint("qwen3-tiny").path)
+        let qwen3 = try TransformerModel(path: Fixtures.checkpoint("qwen3-tiny").path)
         #expect(qwen3.architecture == "Qwen3ForCausalLM")
         #expect(qwen3.options.qkNorm && qwen3.options.tiedEmbeddings)
         #expect(qwen3.options.headDim == 32 && qwen3.options.headCount * qwen3.options.headDim == 2 * qwen3.options.hiddenSize)
@@ -36,14 +36,14 @@ import Testing
     /// Qwen3 reasons in `<think>` blocks (tokens of its vocabulary); its template's generation
     /// prompt leaves the block to the model. Qwen2.5 has no such tokens and does not reason.
     @Test func qwen3ReasonsAndQwen2DoesNot() throws {
-        let qwen3 = try LanguageModel(path: Fixtures.checkpoint("qwen3-tiny").path)
+        let qwen3 = try TransformerModel(path: Fixtures.checkpoint("qwen3-tiny").path)
         let format = try #require(ReasoningFormat(tokenizer: qwen3.tokenizer))
         #expect(format.open == "<think>" && format.close == "</think>")
         #expect(format.openID == 664 && format.closeID == 665)
         let prompt = try #require(try qwen3.chatTemplate?.render([ChatTurn(role: "user", content: "Hi")], addGenerationPrompt: true))
         #expect(prompt == "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n")
         #expect(!format.promptOpens(prompt))
-        let qwen2 = try LanguageModel(path: Fixtures.checkpoint("qwen2-tiny").path)
+        let qwen2 = try TransformerModel(path: Fixtures.checkpoint("qwen2-tiny").path)
         #expect(ReasoningFormat(tokenizer: qwen2.tokenizer) == nil)
     }
 

@@ -40,8 +40,8 @@ import Testing
         return try #require(try JSONDecoder().decode(LlamaCpp.self, from: data).files[name])
     }
 
-    static func model(_ name: String) throws -> LanguageModel {
-        try LanguageModel(path: directory.appendingPathComponent(name).path, threads: 2, repackCache: .disabled)
+    static func model(_ name: String) throws -> TransformerModel {
+        try TransformerModel(path: directory.appendingPathComponent(name).path, threads: 2, repackCache: .disabled)
     }
 
     /// Hearth's largest |Δlogit| from transformers' f32 logits is within 1.5× llama.cpp's on the
@@ -99,7 +99,7 @@ import Testing
     func loadsTokenizesAndRendersLikeItsCheckpoint(_ name: String) throws {
         let reference = try Self.llamaCpp(name)
         let model = try Self.model(name)
-        let checkpoint = try LanguageModel(path: Fixtures.checkpoint(reference.fixture).path)
+        let checkpoint = try TransformerModel(path: Fixtures.checkpoint(reference.fixture).path)
         #expect(model.options.headDim == checkpoint.options.headDim)
         #expect(model.options.qkNorm == checkpoint.options.qkNorm)
         #expect(model.options.tiedEmbeddings == checkpoint.options.tiedEmbeddings)

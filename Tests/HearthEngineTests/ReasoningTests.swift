@@ -89,7 +89,7 @@ import Testing
 
     /// The fixture's tags are found in its vocabulary, and tokenize as transformers does.
     @Test func fixtureFormatAndTokens() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(Self.fixture).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(Self.fixture).path)
         let reference = try Self.reference()
         let format = try #require(model.reasoningFormat)
         #expect([format.openID] == reference.think && [format.closeID] == reference.end_think)
@@ -98,7 +98,7 @@ import Testing
             #expect(try model.tokenizer.encode(chat.prompt, addSpecialTokens: false) == chat.ids)
         }
         // The models without the tags do not reason.
-        let instruct = try LanguageModel(path: Fixtures.checkpoint("phi4-mini-tiny").path)
+        let instruct = try TransformerModel(path: Fixtures.checkpoint("phi4-mini-tiny").path)
         #expect(instruct.reasoningFormat == nil)
     }
 
@@ -106,9 +106,9 @@ import Testing
     /// the closing tag and end tokens banned, so only the budget ends the block); returns the
     /// tokens and summary.
     static func run(budget: Int, seed: UInt64, opened: Bool = false, maxTokens: Int = 40) throws
-        -> (tokens: [GeneratedToken], summary: GenerationSummary, model: LanguageModel)
+        -> (tokens: [GeneratedToken], summary: GenerationSummary, model: TransformerModel)
     {
-        let model = try LanguageModel(path: Fixtures.checkpoint(fixture).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(fixture).path)
         let generator = try Generator(model: model, context: 128, threads: 2)
         let format = try #require(model.reasoningFormat)
         var parameters = GenerationParameters()

@@ -245,8 +245,8 @@ import Glibc
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let cache = RepackCache(directory: dir)
-        func load() throws -> LanguageModel {
-            let model = try LanguageModel(path: RepackCacheTests.model, threads: 2, repackCache: cache)
+        func load() throws -> TransformerModel {
+            let model = try TransformerModel(path: RepackCacheTests.model, threads: 2, repackCache: cache)
             RepackCache.waitForPendingWrites()
             return model
         }

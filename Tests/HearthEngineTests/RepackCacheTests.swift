@@ -27,7 +27,7 @@ import Glibc
     }
 
     /// Every matrix of `a` and `b` holds the same bytes in the same layout.
-    func expectSameMatrices(_ a: LanguageModel, _ b: LanguageModel, _ what: String) {
+    func expectSameMatrices(_ a: TransformerModel, _ b: TransformerModel, _ what: String) {
         let left = a.weights.namedMatrices(options: a.options), right = b.weights.namedMatrices(options: b.options)
         #expect(left.count == right.count, "\(what): matrix count")
         var differing: [String] = []
@@ -40,8 +40,8 @@ import Glibc
     }
 
     /// Loads `path` through `cache`, and waits for the cache file it writes (if any) to be complete.
-    func load(_ path: String, _ cache: RepackCache) throws -> LanguageModel {
-        let model = try LanguageModel(path: path, threads: 2, repackCache: cache)
+    func load(_ path: String, _ cache: RepackCache) throws -> TransformerModel {
+        let model = try TransformerModel(path: path, threads: 2, repackCache: cache)
         RepackCache.waitForPendingWrites()
         return model
     }

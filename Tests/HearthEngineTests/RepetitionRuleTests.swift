@@ -22,7 +22,7 @@ import Testing
     }
 
     @Test func aLoopInsideAStringIsWoundDownAndEndsComplete() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("gemma3-tiny").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("gemma3-tiny").path)
         var b = GrammarBuilder()
         let letter = GrammarExpression.bytes(ByteSet(UInt8(ascii: "a")...UInt8(ascii: "z")))
         try b.define("root", .sequence([.literal("{\"name\": \""), .repeating(letter, min: 1, max: 600), .literal("\"}")]))

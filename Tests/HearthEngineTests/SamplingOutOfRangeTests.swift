@@ -4,7 +4,7 @@ import Testing
 @testable import HearthEngine
 
 /// The engine's sampler is defined for every value (`SamplingOptions`' documentation): the
-/// rule set that refuses values is the provider layer's `GenerationOptions.validate()`, applied
+/// rule set that refuses values is the provider layer's `ChatOptions.validate()`, applied
 /// once per request; values that reach the engine anyway read as the nearest meaningful setting.
 @Suite struct SamplingOutOfRangeTests {
     /// Logits with a clear best token (id 2) and a clear second (id 0).

@@ -8,7 +8,7 @@ import Testing
 /// KV-cache snapshots: a restored cache continues exactly like the original, and anything
 /// corrupt or foreign is refused with a typed error while the generator stays usable.
 @Suite struct SnapshotTests {
-    static let model = Result { try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path) }
+    static let model = Result { try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path) }
 
     func greedy(_ maxTokens: Int = 8) -> GenerationParameters {
         var p = GenerationParameters()
@@ -86,7 +86,7 @@ import Testing
         #expect(refusal(f32, good)?.message.contains("KV type") == true)
         let tiny = try Generator(model: model, context: 4, threads: 2, batch: 4)
         #expect(refusal(tiny, good)?.message.contains("context") == true)
-        let other = try LanguageModel(path: Fixtures.checkpoint("phi3-gqa-longrope").path)
+        let other = try TransformerModel(path: Fixtures.checkpoint("phi3-gqa-longrope").path)
         let foreign = try Generator(model: other, context: 64, threads: 2, batch: 4)
         #expect(refusal(foreign, good)?.message.contains("another model") == true)
 

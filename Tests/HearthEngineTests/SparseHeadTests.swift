@@ -23,7 +23,7 @@ import Testing
 
     /// The ids of a seeded generation under the schema, and the generator's step figures.
     static func generate(
-        _ model: LanguageModel, sparse: Bool, seed: UInt64, logprobs: Bool = false
+        _ model: TransformerModel, sparse: Bool, seed: UInt64, logprobs: Bool = false
     ) throws -> ([Int32], StepStatistics) {
         let generator = try Generator(model: model, context: 512, threads: 2, sequences: 1)
         generator.sparseHead = sparse
@@ -40,7 +40,7 @@ import Testing
         return (ids, generator.stepStatistics)
     }
 
-    static func compare(_ model: LanguageModel, seeds: ClosedRange<UInt64>) throws {
+    static func compare(_ model: TransformerModel, seeds: ClosedRange<UInt64>) throws {
         let groups = (model.options.vocabSize + 15) / 16
         for seed in seeds {
             let (full, plain) = try generate(model, sparse: false, seed: seed)
@@ -58,17 +58,17 @@ import Testing
 
     @Test(arguments: ["gemma3-tiny", "phi3-mha"])
     func fixturesChooseTheSameTokens(_ fixture: String) throws {
-        try Self.compare(try LanguageModel(path: Fixtures.checkpoint(fixture).path), seeds: 1...4)
+        try Self.compare(try TransformerModel(path: Fixtures.checkpoint(fixture).path), seeds: 1...4)
     }
 
     @Test func theDefaultModelChoosesTheSameTokens() throws {
         let path = Fixtures.root.appendingPathComponent("models/gemma-3-270m-q4_k_m.gguf").path
-        try Self.compare(try LanguageModel(path: path, threads: 2), seeds: 1...2)
+        try Self.compare(try TransformerModel(path: path, threads: 2), seeds: 1...2)
     }
 
     /// Logits outside the computed groups are −∞, inside they are the full head's.
     @Test func logitsOutsideTheGroupsAreMinusInfinity() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let decoder = try Decoder(weights: model.weights, options: model.options, context: 64, maxBatch: 4, pool: WorkerPool(threads: 2))
         let vocab = model.options.vocabSize
         var mask = [UInt64](repeating: 0, count: (vocab + 63) / 64)

@@ -148,7 +148,7 @@ import Testing
     /// A step that asks for the logits of every fed token of a sequence (what verification
     /// needs) gets the rows `forwardAll` computes for the same tokens.
     @Test func severalRowsPerSequenceMatchForwardAll() throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-gqa-longrope").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-gqa-longrope").path)
         let pool = WorkerPool(threads: 2)
         let vocab = model.options.vocabSize
         let prompt: [Int32] = [5, 9, 14, 3, 22, 9, 14]
@@ -197,7 +197,7 @@ import Testing
     /// switch recomputes the sequence exactly as plain decoding does.
     @Test(arguments: ["phi3-gqa-longrope", "gemma3-tiny", "phi3-mha"])
     func contextEndAndLongRoPEMatchPlainDecoding(_ name: String) throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint(name).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(name).path)
         let prompt: [Int32] = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6]
         for context in [24, 40] {
             let plain = try Self.generate(Generator(model: model, context: context, threads: 2), prompt, mode: .off, maxTokens: 1000)
@@ -216,7 +216,7 @@ import Testing
     /// stop inside the draft model's steps; both models' slots resume from what they kept.
     @Test(arguments: [SpeculativeMode.lookup, .draft])
     func cancelledSpeculativeStepLeavesTheSlotConsistent(_ mode: SpeculativeMode) throws {
-        let model = try LanguageModel(path: Fixtures.checkpoint("gemma3-tiny").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("gemma3-tiny").path)
         let prompt: [Int32] = [5, 6, 7, 8, 5, 6, 7, 8, 5, 6, 7]
         let generator = try Generator(model: model, context: 96, threads: 2, draftModel: mode == .draft ? model : nil)
         if mode == .draft { generator.forcedDraftLength = 4 }

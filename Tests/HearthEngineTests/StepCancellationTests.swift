@@ -9,8 +9,8 @@ import Testing
 /// the KV slots exactly as they were before the step: this is what lets every command share
 /// one large default batch (``Generator/defaultBatch``) without delaying Ctrl-C.
 @Suite struct StepCancellationTests {
-    static func model(_ name: String = "phi3-gqa-longrope") throws -> LanguageModel {
-        try LanguageModel(path: Fixtures.checkpoint(name).path)
+    static func model(_ name: String = "phi3-gqa-longrope") throws -> TransformerModel {
+        try TransformerModel(path: Fixtures.checkpoint(name).path)
     }
 
     static func prompt(_ length: Int, vocab: Int, seed: Int = 3) -> [Int32] {

@@ -19,7 +19,7 @@ import Testing
 /// can part them).
 @Suite(.serialized) struct WindowCacheTests {
     static let modelPath = Fixtures.root.appendingPathComponent("models/gemma-3-270m-q4_k_m.gguf").path
-    static let model = Result { try LanguageModel(path: modelPath, threads: 2) }
+    static let model = Result { try TransformerModel(path: modelPath, threads: 2) }
     static let tolerance: Float = 1e-4
 
     /// `count` tokens of the test corpus (starting `from` tokens in).

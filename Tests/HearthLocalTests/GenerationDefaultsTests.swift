@@ -22,10 +22,10 @@ import Testing
     }
 
     static func reply(_ directory: URL, temperature: Double?, seed: Int) async throws -> String {
-        let model = try LanguageModel(path: directory.path)
+        let model = try TransformerModel(path: directory.path)
         let provider = try LocalProvider(model: model, context: 128, threads: 1, batch: 8, parallel: 1)
         let request = ChatRequest(
-            messages: [.user("Tell me a story.")], options: GenerationOptions(temperature: temperature, maxTokens: 12, seed: seed))
+            messages: [.user("Tell me a story.")], options: ChatOptions(temperature: temperature, maxTokens: 12, seed: seed))
         return try await provider.complete(request).text
     }
 

@@ -63,7 +63,7 @@ import Testing
 
         let byPath = try await LocalProvider.load(Self.defaultModel.path, catalog: catalog, configure: Self.small)
         #expect(byPath.modelName == "gemma-3-270m-q4_k_m" && byPath.loadedContext != nil)
-        let reply = try await byPath.complete(ChatRequest(messages: [.user("Say hi.")], options: GenerationOptions(temperature: 0, maxTokens: 4)))
+        let reply = try await byPath.complete(ChatRequest(messages: [.user("Say hi.")], options: ChatOptions(temperature: 0, maxTokens: 4)))
         #expect(!reply.text.isEmpty)
 
         let byDefault = try await LocalProvider.load(catalog: catalog, configure: Self.small)
@@ -153,7 +153,7 @@ import Testing
         let catalog = try Self.catalog()
         let name = try #require(catalog.defaultName)
         let first = try await LocalProvider.load(name, catalog: catalog, configure: Self.small)
-        let options = GenerationOptions(temperature: 0, maxTokens: 12)
+        let options = ChatOptions(temperature: 0, maxTokens: 12)
         let session = ChatSession(provider: first, instructions: "You are a helpful assistant. Answer briefly.", options: options)
         var deltas = 0
         var text = ""

@@ -11,7 +11,7 @@ import Testing
 @Suite struct LocalProviderChoicesTests {
     @Test func choicesAreTheirSeedsRepliesAndShareThePrompt() async throws {
         let provider = try LocalProviderTests.provider(context: 128, batch: 16, parallel: 3)
-        var options = GenerationOptions(temperature: 1, maxTokens: 10)
+        var options = ChatOptions(temperature: 1, maxTokens: 10)
         options.seed = 20
         let request = ChatRequest(messages: [.user("Tell me about bread.")], options: options)
         let replies = try await provider.complete(request, choices: 3)

@@ -11,7 +11,7 @@ import Testing
     static func provider(
         context: Int = 64, parallel: Int = 1, pooling: EmbeddingPooling = .mean
     ) throws -> LocalProvider {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         return try LocalProvider(
             model: model, context: context, threads: 2, batch: 16, parallel: parallel, embeddingPooling: pooling)
     }
@@ -27,7 +27,7 @@ import Testing
         for vector in response.vectors {
             #expect(abs(vector.reduce(0) { $0 + Double($1) * Double($1) } - 1) < 1e-5)
         }
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         let ids = try Self.texts.map { try model.tokenizer.encode($0, addSpecialTokens: true) }
         #expect(response.promptTokens == ids.reduce(0) { $0 + $1.count })
         let byTokens = try await provider.embed(EmbeddingRequest(inputs: ids.map { .tokens($0) }, dimensions: 64))
@@ -81,7 +81,7 @@ import Testing
     /// cache) and the vectors theirs.
     @Test func embedsWhileChatting() async throws {
         let provider = try Self.provider(context: 128)
-        let chat = ChatRequest(messages: [.user("How do I bake bread?")], options: GenerationOptions(temperature: 0, maxTokens: 24))
+        let chat = ChatRequest(messages: [.user("How do I bake bread?")], options: ChatOptions(temperature: 0, maxTokens: 24))
         let texts = (0..<10).map { "Item \($0): " + String(repeating: "warm bread and tea ", count: $0 % 4 + 1) }
         // Twice: the first fills the slot, so this one and the ones below all reuse the cached prompt.
         _ = try await provider.complete(chat)

@@ -11,11 +11,11 @@ import Testing
 /// reports them as cached prompt tokens (what the server's `cached_tokens` fields carry).
 @Suite struct LocalProviderPromptCacheTests {
     static func provider(_ promptCache: PromptCacheOptions) throws -> LocalProvider {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         return try LocalProvider(model: model, context: 512, threads: 2, batch: 32, parallel: 1, promptCache: promptCache)
     }
 
-    static let greedy = GenerationOptions(temperature: 0, maxTokens: 6)
+    static let greedy = ChatOptions(temperature: 0, maxTokens: 6)
 
     static func reply(_ provider: LocalProvider, _ messages: [ChatMessage]) async throws -> (text: String, usage: Usage) {
         let result = try await LocalProviderTests.collect(provider, ChatRequest(messages: messages, options: greedy))

@@ -15,7 +15,7 @@ import Testing
 /// reasoning off closes it in the prompt; a model without the tags never reasons.
 @Suite struct LocalProviderReasoningTests {
     static func provider(_ checkpoint: String = "phi4-mini-reasoning-tiny", context: Int = 128) throws -> LocalProvider {
-        let model = try LanguageModel(path: Fixtures.checkpoint(checkpoint).path)
+        let model = try TransformerModel(path: Fixtures.checkpoint(checkpoint).path)
         return try LocalProvider(model: model, context: context, threads: 2, batch: 16)
     }
 
@@ -58,7 +58,7 @@ import Testing
     @Test(arguments: [(2, 1), (5, 2), (9, 3)] as [(Int, Int)])
     func budgetEndsTheBlock(budget: Int, seed: Int) async throws {
         let provider = try Self.provider()
-        var options = GenerationOptions(temperature: 1, maxTokens: 30, seed: seed)
+        var options = ChatOptions(temperature: 1, maxTokens: 30, seed: seed)
         options.logitBias = [1812: -100, 1799: -100, 1802: -100]
         options.reasoning = .budget(budget)
         let reply = try await Self.collect(provider, ChatRequest(messages: [.user("Hi")], options: options))
@@ -77,7 +77,7 @@ import Testing
     /// to the length and the reply has no answer bytes.
     @Test func effortIsABudget() async throws {
         let provider = try Self.provider()
-        var options = GenerationOptions(temperature: 0, maxTokens: 12)
+        var options = ChatOptions(temperature: 0, maxTokens: 12)
         options.reasoning = .effort(.minimal)
         let reply = try await Self.collect(provider, ChatRequest(messages: [.user("Hi")], options: options))
         #expect(reply.text.isEmpty && !reply.reasoning.isEmpty && reply.ended.count == 1)
@@ -90,7 +90,7 @@ import Testing
         let tool = ToolDefinition(
             name: "get_weather", description: "The weather in a city.",
             parameters: #"{"type": "object", "properties": {"city": {"type": "string", "maxLength": 8}}, "required": ["city"], "additionalProperties": false}"#)
-        var options = GenerationOptions(temperature: 1, maxTokens: 90, seed: seed, tools: [tool], toolChoice: .required)
+        var options = ChatOptions(temperature: 1, maxTokens: 90, seed: seed, tools: [tool], toolChoice: .required)
         options.reasoning = .budget(4)
         let reply = try await Self.collect(provider, ChatRequest(messages: [.user("Hi")], options: options))
         #expect(reply.ended.count == 1)
@@ -104,7 +104,7 @@ import Testing
     /// A JSON schema applies to the answer after the block.
     @Test func schemaAfterReasoning() async throws {
         let provider = try Self.provider()
-        var options = GenerationOptions(temperature: 0, maxTokens: 60)
+        var options = ChatOptions(temperature: 0, maxTokens: 60)
         options.responseFormat = .jsonSchema(
             JSONSchemaFormat(name: "answer", schema: #"{"type": "object", "properties": {"n": {"type": "integer", "maximum": 99}}, "required": ["n"], "additionalProperties": false}"#))
         options.reasoning = .budget(3)
@@ -118,7 +118,7 @@ import Testing
     /// and the reply has no reasoning part.
     @Test func offClosesTheBlockInThePrompt() async throws {
         let provider = try Self.provider()
-        var options = GenerationOptions(temperature: 0, maxTokens: 6)
+        var options = ChatOptions(temperature: 0, maxTokens: 6)
         options.reasoning = .off
         let request = ChatRequest(messages: [.user("Hi")], options: options)
         let generator = try await provider.loadedGenerator()
@@ -132,7 +132,7 @@ import Testing
     /// A model without the tags accepts reasoning options and never reasons.
     @Test func modelsWithoutTheTagsDoNotReason() async throws {
         let provider = try Self.provider("phi4-mini-tiny")
-        var options = GenerationOptions(temperature: 0, maxTokens: 6)
+        var options = ChatOptions(temperature: 0, maxTokens: 6)
         options.reasoning = .budget(4)
         let reply = try await Self.collect(provider, ChatRequest(messages: [.user("Hi")], options: options))
         #expect(reply.ended.isEmpty && reply.reasoning.isEmpty && !reply.text.isEmpty)

@@ -25,7 +25,7 @@ import Testing
                 group.addTask {
                     try await provider.generate(
                         Reading.self, schema: Self.schema, prompt: "A reading.",
-                        options: GenerationOptions(temperature: 1.0, maxTokens: 80, seed: seed))
+                        options: ChatOptions(temperature: 1.0, maxTokens: 80, seed: seed))
                 }
             }
             for try await reading in group {
@@ -41,7 +41,7 @@ import Testing
             for (index, format) in formats.enumerated() {
                 group.addTask {
                     // Room for a random model's whitespace between tokens (bounded per gap, not per answer).
-                    let options = GenerationOptions(temperature: 1.0, maxTokens: 200, seed: 5, responseFormat: format)
+                    let options = ChatOptions(temperature: 1.0, maxTokens: 200, seed: 5, responseFormat: format)
                     return (index, try await provider.complete(ChatRequest(messages: [.user("go")], options: options)))
                 }
             }
@@ -59,7 +59,7 @@ import Testing
     @Test func continuationFinishesUnderTheSchemaOrIsRefused() async throws {
         let provider = try LocalProviderTests.provider(context: 256)
         let format = ResponseFormat.jsonSchema(name: "r", schema: Self.schema)
-        let options = GenerationOptions(temperature: 1.0, maxTokens: 60, seed: 3, responseFormat: format)
+        let options = ChatOptions(temperature: 1.0, maxTokens: 60, seed: 3, responseFormat: format)
         let partial = #"{"sensor":"b2","value":"#
         let rest = try await provider.complete(ChatRequest(messages: [.user("go")], options: options, continuation: partial))
         let whole = try JSONText.decode(Reading.self, from: partial + rest.text)
@@ -74,7 +74,7 @@ import Testing
 
     @Test func cutAnswersSayLength() async throws {
         let provider = try LocalProviderTests.provider(context: 256)
-        let options = GenerationOptions(
+        let options = ChatOptions(
             temperature: 1.0, maxTokens: 4, seed: 1, responseFormat: .jsonSchema(name: "r", schema: Self.schema))
         let reply = try await provider.complete(ChatRequest(messages: [.user("go")], options: options))
         #expect(reply.finishReason == .length)

@@ -15,7 +15,7 @@ import Testing
     static let corpus = Fixtures.directory.appendingPathComponent("chat-templates")
 
     static func provider(_ checkpoint: String = "phi3-mha", template: String? = nil) throws -> LocalProvider {
-        let model = try LanguageModel(path: Fixtures.checkpoint(checkpoint).path, chatTemplate: template)
+        let model = try TransformerModel(path: Fixtures.checkpoint(checkpoint).path, chatTemplate: template)
         return try LocalProvider(model: model, context: 256, threads: 1, batch: 16)
     }
 
@@ -77,7 +77,7 @@ import Testing
         let path = Self.corpus.appendingPathComponent("templates/\(template).jinja").path
         let provider = try Self.provider(template: path)
         let (messages, tools) = try Self.toolConversation()
-        let text = try await provider.promptText(ChatRequest(messages: messages, options: GenerationOptions(tools: tools)))
+        let text = try await provider.promptText(ChatRequest(messages: messages, options: ChatOptions(tools: tools)))
         #expect(text == (try Self.expected(template, "tool_call_result_answer")))
     }
 
@@ -97,14 +97,14 @@ import Testing
                 + "{% if enable_thinking is defined %}(thinking {{ enable_thinking }}){% endif %}{% if add_generation_prompt %}[assistant]{% endif %}")
         defer { try? FileManager.default.removeItem(atPath: path) }
         let provider = try Self.provider(template: path)
-        var options = GenerationOptions()
+        var options = ChatOptions()
         options.chatTemplateKwargs = #"{"flavour": "mint", "documents": [{"title": "a", "text": "b"}]}"#
         let earlier = ChatMessage(role: .assistant, content: "4", reasoning: [ReasoningPart(text: "2+2")])
         let text = try await provider.promptText(ChatRequest(messages: [.user("2+2?"), earlier, .user("ok")], options: options))
         #expect(text == "[user]2+2?[assistant]4(thought: 2+2)[user]ok(docs 1)(flavour mint)[assistant]")
-        let off = try await provider.promptText(ChatRequest(messages: [.user("hi")], options: GenerationOptions(reasoning: .off)))
+        let off = try await provider.promptText(ChatRequest(messages: [.user("hi")], options: ChatOptions(reasoning: .off)))
         #expect(off == "[user]hi(thinking False)[assistant]")
-        var bad = GenerationOptions()
+        var bad = ChatOptions()
         bad.chatTemplateKwargs = "[1]"
         await #expect(throws: ProviderError.self) { try await provider.promptText(ChatRequest(messages: [.user("hi")], options: bad)) }
     }
@@ -130,18 +130,18 @@ import Testing
     /// with the reason (the names it takes; the template's line and column).
     @Test func aChatTemplateThatNamesNothingOrDoesNotCompileFailsTheLoad() throws {
         #expect {
-            _ = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path, chatTemplate: "no-such-template")
+            _ = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path, chatTemplate: "no-such-template")
         } throws: { error in
             "\(error)".contains("neither a file nor a template name") && "\(error)".contains("chatml")
         }
         let path = try Self.writeTemplate("{% for m in messages %}{{ m.content }")
         defer { try? FileManager.default.removeItem(atPath: path) }
         #expect {
-            _ = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path, chatTemplate: path)
+            _ = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path, chatTemplate: path)
         } throws: { error in
             "\(error)".contains("does not compile") && "\(error)".contains("line 1")
         }
-        let chatml = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path, chatTemplate: "chatml")
+        let chatml = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path, chatTemplate: "chatml")
         #expect(chatml.chatTemplate?.format == .chatml && chatml.chatTemplate?.jinja == nil)
     }
 }
@@ -168,16 +168,16 @@ import Testing
             ],
         ]
         try JSONSerialization.data(withJSONObject: config).write(to: dir.appendingPathComponent("tokenizer_config.json"))
-        let model = try LanguageModel(path: dir.path)
+        let model = try TransformerModel(path: dir.path)
         #expect(model.chatTemplate?.variants.keys.sorted() == ["tool_use"])
         #expect(model.chatTemplate?.rendererDescription.contains("tool_use template") == true)
         let provider = try LocalProvider(model: model, context: 256, threads: 1, batch: 16)
         #expect(try await provider.promptText(ChatRequest(messages: [.user("hi")])) == "<default>hi")
-        let tools = GenerationOptions(tools: [ToolDefinition(name: "ping")])
+        let tools = ChatOptions(tools: [ToolDefinition(name: "ping")])
         let withTools = try await provider.promptText(ChatRequest(messages: [.user("hi")], options: tools))
         #expect(withTools.hasPrefix("<tool ping>"), "\(withTools)")
         // --chat-template tool_use: that template renders everything, tools or not.
-        let pinned = try LocalProvider(model: try LanguageModel(path: dir.path, chatTemplate: "tool_use"), context: 256, threads: 1, batch: 16)
+        let pinned = try LocalProvider(model: try TransformerModel(path: dir.path, chatTemplate: "tool_use"), context: 256, threads: 1, batch: 16)
         #expect(try await pinned.promptText(ChatRequest(messages: [.user("hi")])) == "<tools>hi")
     }
 }

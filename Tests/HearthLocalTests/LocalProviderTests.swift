@@ -9,11 +9,11 @@ import Testing
 /// LocalProvider on the fixture models: the provider protocol over the real engine.
 @Suite struct LocalProviderTests {
     static func provider(context: Int = 128, batch: Int = 8, parallel: Int = 1) throws -> LocalProvider {
-        let model = try LanguageModel(path: Fixtures.checkpoint("phi3-mha").path)
+        let model = try TransformerModel(path: Fixtures.checkpoint("phi3-mha").path)
         return try LocalProvider(model: model, context: context, threads: 2, batch: batch, parallel: parallel)
     }
 
-    static let greedy = GenerationOptions(temperature: 0, maxTokens: 8)
+    static let greedy = ChatOptions(temperature: 0, maxTokens: 8)
 
     static func collect(_ provider: LocalProvider, _ request: ChatRequest) async throws -> (text: String, usage: Usage?, finish: HearthProviders.FinishReason?, events: [ChatEvent]) {
         var text = ""
@@ -52,7 +52,7 @@ import Testing
     @Test func configuredDefaultsFillUnsetFields() async throws {
         var configuration = LocalProvider.Configuration(
             modelPath: Fixtures.checkpoint("phi3-mha").path, context: 128, threads: 2, batch: 8, parallel: 1)
-        configuration.defaults = GenerationOptions(temperature: 1.5, maxTokens: 6, seed: 11)
+        configuration.defaults = ChatOptions(temperature: 1.5, maxTokens: 6, seed: 11)
         let provider = LocalProvider(configuration: configuration)
         let unset = ChatRequest(messages: [.user("How do I bake bread?")])
         let first = try await Self.collect(provider, unset)
@@ -63,13 +63,13 @@ import Testing
         // near-uniform at 1.5), and a request's own cap wins.
         var texts: Set<String> = [first.text]
         for seed in 1...4 {
-            let own = ChatRequest(messages: [.user("How do I bake bread?")], options: GenerationOptions(maxTokens: 3, seed: seed))
+            let own = ChatRequest(messages: [.user("How do I bake bread?")], options: ChatOptions(maxTokens: 3, seed: seed))
             let result = try await Self.collect(provider, own)
             #expect(result.usage?.completionTokens == 3)
             texts.insert(result.text)
         }
         #expect(texts.count > 2)
-        let resolved = await provider.effectiveOptions(GenerationOptions())
+        let resolved = await provider.effectiveOptions(ChatOptions())
         #expect(resolved?.temperature == 1.5 && resolved?.seed == 11)
     }
 
@@ -95,7 +95,7 @@ import Testing
 
     @Test func cancellationStopsAndLeavesTheCacheConsistent() async throws {
         let provider = try Self.provider(context: 128)
-        let request = ChatRequest(messages: [.user("Count forever.")], options: GenerationOptions(temperature: 0, maxTokens: 100))
+        let request = ChatRequest(messages: [.user("Count forever.")], options: ChatOptions(temperature: 0, maxTokens: 100))
         let reference = try await provider.complete(ChatRequest(messages: request.messages, options: Self.greedy))
         // Drop the stream after the first text.
         var received = 0
@@ -128,7 +128,7 @@ import Testing
             #expect((tokens ?? 0) > 64)
         }
         let result = try await Self.collect(
-            provider, ChatRequest(messages: messages, options: GenerationOptions(temperature: 0, maxTokens: 4), allowTruncation: true))
+            provider, ChatRequest(messages: messages, options: ChatOptions(temperature: 0, maxTokens: 4), allowTruncation: true))
         let dropped = result.events.compactMap { event -> Int? in
             if case .contextTruncated(let n) = event { return n }
             return nil
@@ -188,11 +188,11 @@ import Testing
     @Test func continuationExtendsAPartialAnswer() async throws {
         let provider = try Self.provider(context: 256)
         let messages: [ChatMessage] = [.user("How do I bake bread?")]
-        let full = try await provider.complete(ChatRequest(messages: messages, options: GenerationOptions(temperature: 0, maxTokens: 12))).text
+        let full = try await provider.complete(ChatRequest(messages: messages, options: ChatOptions(temperature: 0, maxTokens: 12))).text
         let words = full.split(separator: " ", omittingEmptySubsequences: false)
         let partial = words.prefix(max(1, words.count / 2)).joined(separator: " ")
         let rest = try await provider.complete(
-            ChatRequest(messages: messages, options: GenerationOptions(temperature: 0, maxTokens: 6), continuation: partial)).text
+            ChatRequest(messages: messages, options: ChatOptions(temperature: 0, maxTokens: 6), continuation: partial)).text
         #expect(!rest.isEmpty)
     }
 
@@ -225,7 +225,7 @@ import Testing
 @Suite struct ConversationFileTests {
     @Test func roundTripsAndKeepsTheConversationWhenTheSnapshotIsDamaged() throws {
         let conversation = ConversationFile.Conversation(
-            messages: [.system("Be brief."), .user("hi"), .assistant("hello")], options: GenerationOptions(temperature: 0.3),
+            messages: [.system("Be brief."), .user("hi"), .assistant("hello")], options: ChatOptions(temperature: 0.3),
             provider: "local", model: "/m.gguf", savedAt: Date(timeIntervalSince1970: 1_700_000_000))
         let snapshot = Data((0..<10_000).map { UInt8($0 % 7) })
         let data = try ConversationFile(conversation: conversation, snapshot: snapshot).encoded()

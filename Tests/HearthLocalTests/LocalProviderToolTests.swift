@@ -41,7 +41,7 @@ import Testing
     @Test(arguments: [1, 2, 3, 4])
     func requiredCallsParseWhateverTheWeights(seed: Int) async throws {
         let provider = try LocalProviderTests.provider(context: 1024)
-        let options = GenerationOptions(
+        let options = ChatOptions(
             temperature: 1.0, maxTokens: 300, seed: seed, tools: [Self.weather, Self.time], toolChoice: .required)
         let reply = try await provider.complete(ChatRequest(messages: [.user("Weather in Paris?")], options: options))
         #expect(!reply.toolCalls.isEmpty)
@@ -56,7 +56,7 @@ import Testing
     @Test func namedChoiceCallsThatToolOnce() async throws {
         let provider = try LocalProviderTests.provider(context: 1024)
         for seed in 1...3 {
-            let options = GenerationOptions(
+            let options = ChatOptions(
                 temperature: 1.0, maxTokens: 300, seed: seed, tools: [Self.weather, Self.time], toolChoice: .named("get_time"))
             let reply = try await provider.complete(ChatRequest(messages: [.user("What time is it?")], options: options))
             #expect(reply.toolCalls.map(\.name) == ["get_time"])
@@ -67,7 +67,7 @@ import Testing
     @Test func parallelCallsOffGivesOneCall() async throws {
         let provider = try LocalProviderTests.provider(context: 1024)
         for seed in 1...4 {
-            let options = GenerationOptions(
+            let options = ChatOptions(
                 temperature: 1.0, maxTokens: 300, seed: seed, tools: [Self.weather, Self.time], toolChoice: .required,
                 parallelToolCalls: false)
             let reply = try await provider.complete(ChatRequest(messages: [.user("Weather and time?")], options: options))
@@ -77,7 +77,7 @@ import Testing
 
     @Test func streamedEventsReassembleIntoTheCalls() async throws {
         let provider = try LocalProviderTests.provider(context: 1024)
-        let options = GenerationOptions(
+        let options = ChatOptions(
             temperature: 1.0, maxTokens: 300, seed: 7, tools: [Self.weather, Self.time], toolChoice: .required)
         var steps: [ToolCallEvent] = []
         var text = ""
@@ -115,7 +115,7 @@ import Testing
     @Test(arguments: [1, 2, 3, 4, 5, 6])
     func autoNeverLeaksACallIntoText(seed: Int) async throws {
         let provider = try LocalProviderTests.provider(context: 1024)
-        let options = GenerationOptions(temperature: 1.0, maxTokens: 60, seed: seed, tools: [Self.weather], toolChoice: .auto)
+        let options = ChatOptions(temperature: 1.0, maxTokens: 60, seed: seed, tools: [Self.weather], toolChoice: .auto)
         let reply = try await provider.complete(ChatRequest(messages: [.user("Weather?")], options: options))
         #expect(!reply.text.hasPrefix("<tool_call>") && !reply.text.contains("</tool_call>"))
         if reply.toolCalls.isEmpty {
@@ -129,7 +129,7 @@ import Testing
     @Test func noneNeverCalls() async throws {
         let provider = try LocalProviderTests.provider(context: 1024)
         for seed in 1...4 {
-            let options = GenerationOptions(temperature: 1.0, maxTokens: 30, seed: seed, tools: [Self.weather], toolChoice: .disabled)
+            let options = ChatOptions(temperature: 1.0, maxTokens: 30, seed: seed, tools: [Self.weather], toolChoice: .disabled)
             let reply = try await provider.complete(ChatRequest(messages: [.user("Weather?")], options: options))
             #expect(reply.toolCalls.isEmpty && reply.finishReason != .toolCalls)
             #expect(!reply.text.hasPrefix("<tool_call>"))
@@ -139,7 +139,7 @@ import Testing
     @Test func anUnenforceableSchemaIsRefusedNamingTheTool() async throws {
         let provider = try LocalProviderTests.provider(context: 1024)
         let bad = ToolDefinition(name: "bad", parameters: #"{"type": "object", "properties": {"x": {"type": "string", "format": "no-such-format"}}}"#)
-        let options = GenerationOptions(tools: [Self.weather, bad], toolChoice: .required)
+        let options = ChatOptions(tools: [Self.weather, bad], toolChoice: .required)
         do {
             _ = try await provider.complete(ChatRequest(messages: [.user("hi")], options: options))
             Issue.record("an unenforceable schema was accepted")
@@ -149,17 +149,17 @@ import Testing
         }
         // The provider still serves.
         let reply = try await provider.complete(
-            ChatRequest(messages: [.user("hi")], options: GenerationOptions(maxTokens: 300, tools: [Self.weather], toolChoice: .required)))
+            ChatRequest(messages: [.user("hi")], options: ChatOptions(maxTokens: 300, tools: [Self.weather], toolChoice: .required)))
         #expect(reply.toolCalls.count >= 1)
     }
 
     @Test func invalidToolRequestsAreRefusedBeforeGenerating() async throws {
         let provider = try LocalProviderTests.provider(context: 1024)
-        let cases: [(GenerationOptions, [ChatMessage], String)] = [
-            (GenerationOptions(tools: [Self.weather, Self.weather]), [.user("x")], "tools[1].name"),
-            (GenerationOptions(tools: [Self.weather], toolChoice: .named("nope")), [.user("x")], "tool_choice"),
-            (GenerationOptions(tools: [ToolDefinition(name: "a b")]), [.user("x")], "tools[0].name"),
-            (GenerationOptions(tools: [ToolDefinition(name: "a", parameters: "[1]")]), [.user("x")], "tools[0].parameters"),
+        let cases: [(ChatOptions, [ChatMessage], String)] = [
+            (ChatOptions(tools: [Self.weather, Self.weather]), [.user("x")], "tools[1].name"),
+            (ChatOptions(tools: [Self.weather], toolChoice: .named("nope")), [.user("x")], "tool_choice"),
+            (ChatOptions(tools: [ToolDefinition(name: "a b")]), [.user("x")], "tools[0].name"),
+            (ChatOptions(tools: [ToolDefinition(name: "a", parameters: "[1]")]), [.user("x")], "tools[0].parameters"),
         ]
         for (options, messages, field) in cases {
             do {

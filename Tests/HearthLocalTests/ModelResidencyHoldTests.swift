@@ -54,7 +54,7 @@ private final class Gate: @unchecked Sendable {
 
     func answer(_ provider: LocalProvider, admission: LocalProvider.Admission? = nil) async throws -> String {
         var text = ""
-        let options = GenerationOptions(temperature: 0, maxTokens: 3)
+        let options = ChatOptions(temperature: 0, maxTokens: 3)
         for try await event in provider.generate(.text("Hello"), options: options, admission: admission) {
             if case .token(let token) = event { text += token.text }
         }

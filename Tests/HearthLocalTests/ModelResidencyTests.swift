@@ -16,7 +16,7 @@ import Testing
 
     func answer(_ provider: LocalProvider) async throws -> String {
         var text = ""
-        let request = ChatRequest(messages: [.user("Hello")], options: GenerationOptions(temperature: 0, maxTokens: 3))
+        let request = ChatRequest(messages: [.user("Hello")], options: ChatOptions(temperature: 0, maxTokens: 3))
         for try await event in provider.stream(request) { if case .textDelta(let delta) = event { text += delta } }
         return text
     }

@@ -83,7 +83,7 @@ import Testing
         #expect(throws: MCPServerError.self) { try MCPValues.arguments("{", tool: "t", server: nil) }
     }
 
-    /// The path `respond(to:tools:)` takes: the Tool protocol decodes `Arguments` with
+    /// The path `respond(to:tools:)` takes: the FunctionTool protocol decodes `Arguments` with
     /// HearthProviders' own JSON decoder, whose unkeyed container advances even on a failed decode.
     @Test func toolArgumentsDecodeThroughHearthsDecoder() throws {
         let decoded = try JSONText.decode(MCPToolArguments.self, from: #"{"a": [1, "x", true, null, [2.5], {"b": {}}], "c": -3}"#)

@@ -45,7 +45,7 @@ import Testing
         try await toolbox.add(connection)
         let provider = LocalProvider(
             configuration: .init(modelPath: Fixtures.checkpoint("phi3-mha").path, context: 1024, threads: 2, batch: 8))
-        let options = GenerationOptions(temperature: 0, maxTokens: 200, toolChoice: .named("plan"))
+        let options = ChatOptions(temperature: 0, maxTokens: 200, toolChoice: .named("plan"))
         do {
             let answer = try await provider.respond(to: [.user("Plan a trip.")], tools: await toolbox.tools(), options: options, maxRounds: 2)
             #expect(answer.calls.first?.result == "PLANNED")

@@ -53,7 +53,7 @@ import Glibc
         let failed = try await toolbox.call("beta_shared", arguments: "{}")
         #expect(failed.isError && failed.text == "beta failed")
         await #expect(throws: MCPServerError.self) { try await toolbox.call("nope", arguments: "{}") }
-        // The Tool conformance: an isError result is the model's to read.
+        // The FunctionTool conformance: an isError result is the model's to read.
         let tool = try #require(await toolbox.tools().first { $0.name == "beta_shared" })
         #expect(try await tool.call(json: "{}") == "Error: beta failed")
         #expect(tool.toolDefinition.parameters.contains(#""type":"object""#))
@@ -205,7 +205,7 @@ final class Locked<T>: @unchecked Sendable {
         }
     }
 
-    struct Echo: HearthProviders.Tool {
+    struct Echo: HearthProviders.FunctionTool {
         struct Arguments: Decodable, Sendable { var text: String }
         let name = "echo"
         let description = "Echoes."
@@ -222,7 +222,7 @@ final class Locked<T>: @unchecked Sendable {
         let toolbox = MCPToolbox(configuration: MCPConfiguration(servers: []))
         try await toolbox.add(connection)
         let provider = Scripted()
-        let tools: [any HearthProviders.Tool] = await toolbox.tools() + [Echo()]
+        let tools: [any HearthProviders.FunctionTool] = await toolbox.tools() + [Echo()]
         let answer = try await provider.respond(to: [.user("plan")], tools: tools)
         #expect(answer.response.text == "done: 2 stops, 5 h")
         #expect(answer.calls.map(\.result) == ["2 stops, 5 h"])

@@ -132,7 +132,7 @@ import Testing
 
     @Test func aTranscriptSurvivesJSONAndTheSessionContinuesIt() async throws {
         let provider = Self.echo()
-        var options = GenerationOptions()
+        var options = ChatOptions()
         options.temperature = 0.2
         let session = ChatSession(provider: provider, instructions: "Be kind.", options: options)
         _ = try await session.respond(to: "Hi")

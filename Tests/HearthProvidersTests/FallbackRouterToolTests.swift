@@ -5,7 +5,7 @@ import Testing
 @Suite struct FallbackRouterToolTests {
     let request = ChatRequest(
         messages: [.user("Weather in Paris and in Rome?")],
-        options: GenerationOptions(
+        options: ChatOptions(
             tools: [ToolDefinition(name: "weather", parameters: #"{"type":"object","properties":{"city":{"type":"string"}}}"#)]))
 
     /// A whole call as a provider streams it, arguments in two pieces.

@@ -4,15 +4,15 @@ import Testing
 /// The one validation of generation options, and the guard that ends replies repeating themselves.
 @Suite struct GenerationOptionsTests {
     @Test func validateRefusesWhatTheEngineRefuses() {
-        #expect(throws: Never.self) { try GenerationOptions().validate() }
+        #expect(throws: Never.self) { try ChatOptions().validate() }
         #expect(throws: Never.self) {
-            try GenerationOptions(temperature: 0, topP: 1, topK: 0, minP: 0, maxTokens: 1, repetitionPenalty: 1.1).validate()
+            try ChatOptions(temperature: 0, topP: 1, topK: 0, minP: 0, maxTokens: 1, repetitionPenalty: 1.1).validate()
         }
-        let refused: [(GenerationOptions, String)] = [
-            (GenerationOptions(minP: 1), "min_p"), (GenerationOptions(topP: 0), "top_p"),
-            (GenerationOptions(temperature: -0.1), "temperature"), (GenerationOptions(topK: -1), "top_k"),
-            (GenerationOptions(maxTokens: 0), "max_tokens"), (GenerationOptions(repetitionPenalty: 0), "repetition_penalty"),
-            (GenerationOptions(temperature: .nan), "temperature"),
+        let refused: [(ChatOptions, String)] = [
+            (ChatOptions(minP: 1), "min_p"), (ChatOptions(topP: 0), "top_p"),
+            (ChatOptions(temperature: -0.1), "temperature"), (ChatOptions(topK: -1), "top_k"),
+            (ChatOptions(maxTokens: 0), "max_tokens"), (ChatOptions(repetitionPenalty: 0), "repetition_penalty"),
+            (ChatOptions(temperature: .nan), "temperature"),
         ]
         for (options, field) in refused {
             #expect(throws: InvalidGenerationOption.self) { try options.validate() }

@@ -23,7 +23,7 @@ import Testing
             .regex("[a-z]+"), .grammar("root ::= \"a\""),
         ] {
             try format.validate()
-            try GenerationOptions(responseFormat: format).validate()
+            try ChatOptions(responseFormat: format).validate()
         }
     }
 
@@ -40,16 +40,16 @@ import Testing
     ])
     func malformedFormatsNameTheirField(_ format: ResponseFormat, _ field: String) {
         #expect {
-            try GenerationOptions(responseFormat: format).validate()
+            try ChatOptions(responseFormat: format).validate()
         } throws: { error in
             (error as? InvalidGenerationOption)?.field == field
         }
     }
 
     @Test func constrainedFormatIgnoresText() {
-        #expect(GenerationOptions().constrainedFormat == nil)
-        #expect(GenerationOptions(responseFormat: .text).constrainedFormat == nil)
-        #expect(GenerationOptions(responseFormat: .jsonObject).constrainedFormat == .jsonObject)
+        #expect(ChatOptions().constrainedFormat == nil)
+        #expect(ChatOptions(responseFormat: .text).constrainedFormat == nil)
+        #expect(ChatOptions(responseFormat: .jsonObject).constrainedFormat == .jsonObject)
     }
 
     @Test func unsupportedIsAFailoverReasonAndNotTransient() {
@@ -106,7 +106,7 @@ import Testing
         }
         let city = try await provider.generate(
             City.self, schema: Self.citySchema, prompt: "A city in Japan.", system: "Answer in JSON.",
-            options: GenerationOptions(temperature: 0.7, maxTokens: 200))
+            options: ChatOptions(temperature: 0.7, maxTokens: 200))
         #expect(city == City(name: "Osaka", population: 2_700_000, tags: ["port"], mayor: nil, area: nil))
         let asked = try #require(provider.lastRequest)
         #expect(asked.messages == [.system("Answer in JSON."), .user("A city in Japan.")])

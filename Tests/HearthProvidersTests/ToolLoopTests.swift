@@ -30,7 +30,7 @@ import Testing
          .toolCall(.arguments(index: index, fragment: String(arguments.dropFirst(3)))), .toolCall(.finished(index: index))]
     }
 
-    final class Weather: Tool {
+    final class Weather: FunctionTool {
         struct Arguments: Decodable, Sendable { var city: String }
         let name = "get_weather"
         let description = "The weather in a city."
@@ -42,7 +42,7 @@ import Testing
         }
     }
 
-    struct Broken: Tool {
+    struct Broken: FunctionTool {
         struct Arguments: Decodable, Sendable {}
         struct Failure: Error {}
         let name = "broken"
@@ -62,7 +62,7 @@ import Testing
         }
         let weather = Weather()
         let conversation = try await provider.respond(
-            to: [.user("Weather in Paris and Rome?")], tools: [weather], options: GenerationOptions(toolChoice: .required))
+            to: [.user("Weather in Paris and Rome?")], tools: [weather], options: ChatOptions(toolChoice: .required))
         #expect(weather.seen.withLock { $0 } == ["Paris", "Rome"])
         #expect(conversation.response.text == "It is: 18 C in Paris; 18 C in Rome")
         #expect(conversation.calls.map(\.call.id) == ["c1", "c2"])

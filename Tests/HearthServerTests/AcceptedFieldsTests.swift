@@ -163,7 +163,7 @@ import Testing
         let usage = try #require(try Self.fixture()["usage"] as? [String: [String: Any]])
         func renderer(_ endpoint: Endpoint) -> ResponseRenderer {
             let job = GenerationJob(
-                endpoint: endpoint, input: .chat([]), options: GenerationOptions(), stream: false, includeUsage: true, logprobs: nil, model: "m")
+                endpoint: endpoint, input: .chat([]), options: ChatOptions(), stream: false, includeUsage: true, logprobs: nil, model: "m")
             return ResponseRenderer(job: job, requestID: "r")
         }
         let counts = Usage(promptTokens: 7, completionTokens: 3, cachedPromptTokens: 2)

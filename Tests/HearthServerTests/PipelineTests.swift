@@ -152,7 +152,7 @@ import Testing
                 let started = ContinuousClock.now
                 var refused = false
                 do {
-                    for try await _ in provider.generate(LocalProvider.LocalInput.chat([ChatMessage.user(text)]), options: GenerationOptions(maxTokens: 2)) {}
+                    for try await _ in provider.generate(LocalProvider.LocalInput.chat([ChatMessage.user(text)]), options: ChatOptions(maxTokens: 2)) {}
                 } catch {
                     if case .contextLengthExceeded? = (error as? ProviderError)?.code { refused = true }
                 }
@@ -173,7 +173,7 @@ import Testing
         let middle = String(repeating: "bread and butter with jam ", count: 2_800)  // 73 KB
         var refusedByCount = false
         do {
-            for try await _ in counted.generate(LocalProvider.LocalInput.chat([ChatMessage.user(middle)]), options: GenerationOptions(maxTokens: 2)) {}
+            for try await _ in counted.generate(LocalProvider.LocalInput.chat([ChatMessage.user(middle)]), options: ChatOptions(maxTokens: 2)) {}
         } catch {
             if case .contextLengthExceeded? = (error as? ProviderError)?.code, (error as? ProviderError)?.message.contains("tokenizing stopped") == true {
                 refusedByCount = true

@@ -9,7 +9,7 @@ import Testing
 /// same, the TTL, and the entry and byte bounds (least recently used first, expired before that).
 @Suite struct ResponseCacheTests {
     static func job(
-        _ options: GenerationOptions = GenerationOptions(temperature: 0), input: LocalProvider.LocalInput? = nil,
+        _ options: ChatOptions = ChatOptions(temperature: 0), input: LocalProvider.LocalInput? = nil,
         endpoint: Endpoint = .chatCompletions, stream: Bool = false, logprobs: Int? = nil, choices: Int = 1
     ) -> GenerationJob {
         var job = GenerationJob(
@@ -30,10 +30,10 @@ import Testing
     /// Only deterministic requests have a key: temperature 0 or a seed, no log-probabilities,
     /// one choice.
     @Test func onlyDeterministicRequestsAreCached() {
-        #expect(Self.key(Self.job(GenerationOptions(temperature: 0))) != nil)
-        #expect(Self.key(Self.job(GenerationOptions(temperature: 0.7, seed: 3))) != nil)
-        #expect(Self.key(Self.job(GenerationOptions(temperature: 0.7))) == nil)
-        #expect(Self.key(Self.job(GenerationOptions())) == nil, "no temperature is the provider's default: sampling")
+        #expect(Self.key(Self.job(ChatOptions(temperature: 0))) != nil)
+        #expect(Self.key(Self.job(ChatOptions(temperature: 0.7, seed: 3))) != nil)
+        #expect(Self.key(Self.job(ChatOptions(temperature: 0.7))) == nil)
+        #expect(Self.key(Self.job(ChatOptions())) == nil, "no temperature is the provider's default: sampling")
         #expect(Self.key(Self.job(logprobs: 0)) == nil)
         #expect(Self.key(Self.job(choices: 2)) == nil)
     }
@@ -41,13 +41,13 @@ import Testing
     /// The same request has the same key however often it is built, streamed or not; every
     /// field that changes the answer changes the key.
     @Test func everyFieldThatChangesTheAnswerChangesTheKey() throws {
-        let base = GenerationOptions(temperature: 0, maxTokens: 16)
+        let base = ChatOptions(temperature: 0, maxTokens: 16)
         let key = try #require(Self.key(Self.job(base)))
         #expect(Self.key(Self.job(base)) == key)
         #expect(Self.key(Self.job(base, stream: true)) == key, "a streamed and a whole answer share an entry")
 
         var variants: [(String, String?)] = []
-        func vary(_ name: String, _ change: (inout GenerationOptions) -> Void) {
+        func vary(_ name: String, _ change: (inout ChatOptions) -> Void) {
             var options = base
             change(&options)
             variants.append((name, Self.key(Self.job(options))))

@@ -34,7 +34,7 @@ import Testing
             let direct = LocalProvider(
                 configuration: .init(modelPath: Fixtures.checkpoint("phi3-mha").path, context: 512, threads: 1, batch: 16))
             let expected = try await direct.complete(
-                ChatRequest(messages: [.user("How do I bake bread?")], options: GenerationOptions(temperature: 0, maxTokens: 12)))
+                ChatRequest(messages: [.user("How do I bake bread?")], options: ChatOptions(temperature: 0, maxTokens: 12)))
             #expect(text == expected.text)
             #expect(text?.isEmpty == false)
 

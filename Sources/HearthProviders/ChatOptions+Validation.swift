@@ -14,7 +14,7 @@ public struct InvalidGenerationOption: Error, Sendable, Equatable, CustomStringC
     public var description: String { message }
 }
 
-extension GenerationOptions {
+extension ChatOptions {
     /// Checks every set option against the ranges the engine accepts (the one validation the
     /// CLI, the REPL, `LocalProvider` and the server share): temperature ≥ 0, top_p in (0, 1],
     /// top_k ≥ 0, min_p in [0, 1), max_tokens ≥ 1, repetition_penalty > 0, finite penalties, and

@@ -2,7 +2,7 @@
 ///
 /// Every field is optional: `nil` means "the provider's default". Providers send only the
 /// fields their API understands and document which ones they drop (see docs/PROVIDERS.md).
-public struct GenerationOptions: Sendable, Codable, Equatable {
+public struct ChatOptions: Sendable, Codable, Equatable {
     /// Softmax temperature; 0 is greedy.
     public var temperature: Double?
     /// Nucleus sampling: keep the smallest set of tokens whose probabilities sum to at least this (0...1].

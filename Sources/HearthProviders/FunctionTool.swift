@@ -1,7 +1,7 @@
 /// A function an app lets the model call, with typed arguments and an async body.
 ///
 /// ```swift
-/// struct Weather: Tool {
+/// struct Weather: FunctionTool {
 ///     struct Arguments: Decodable, Sendable { var city: String }
 ///     let name = "get_weather"
 ///     let description = "The current weather in a city."
@@ -14,13 +14,13 @@
 ///
 /// ``parameters`` is the JSON Schema of `Arguments`: the local model generates every call under
 /// it (so the arguments always decode when the schema and the type agree); cloud models get
-/// it as their API's tool definition. `Output` is what the model reads back (``ToolOutput``:
+/// it as their API's tool definition. `Output` is what the model reads back (``FunctionToolOutput``:
 /// a `String` as is, a ``JSONText/Value`` as JSON; encode other values to JSON text yourself).
-public protocol Tool: Sendable {
+public protocol FunctionTool: Sendable {
     /// The arguments the model passes, decoded from its JSON.
     associatedtype Arguments: Decodable & Sendable
     /// What the call returns.
-    associatedtype Output: ToolOutput
+    associatedtype Output: FunctionToolOutput
 
     /// The name the model calls it by (1–64 of `a-z A-Z 0-9 _ -`).
     var name: String { get }
@@ -33,7 +33,7 @@ public protocol Tool: Sendable {
     func call(arguments: Arguments) async throws -> Output
 }
 
-extension Tool {
+extension FunctionTool {
     /// The definition a request carries.
     public var definition: ToolDefinition {
         ToolDefinition(name: name, description: description, parameters: parameters)
@@ -57,18 +57,18 @@ extension Tool {
     }
 }
 
-/// What a ``Tool`` returns: text the model reads as the call's result.
-public protocol ToolOutput: Sendable {
+/// What a ``FunctionTool`` returns: text the model reads as the call's result.
+public protocol FunctionToolOutput: Sendable {
     /// The result as the model reads it.
     var toolOutputText: String { get }
 }
 
-extension String: ToolOutput {
+extension String: FunctionToolOutput {
     /// The string itself.
     public var toolOutputText: String { self }
 }
 
-extension JSONText.Value: ToolOutput {
+extension JSONText.Value: FunctionToolOutput {
     /// The value as compact JSON.
     public var toolOutputText: String { serialized }
 }
@@ -133,7 +133,7 @@ extension LanguageModelProvider {
     ///   rounds run out. Arguments that do not decode are not thrown: the model reads the error
     ///   as the call's result and may correct itself.
     public func respond(
-        to messages: [ChatMessage], tools: [any Tool], options: GenerationOptions = GenerationOptions(), maxRounds: Int = 8
+        to messages: [ChatMessage], tools: [any FunctionTool], options: ChatOptions = ChatOptions(), maxRounds: Int = 8
     ) async throws -> ToolConversation {
         var transcript = messages
         var options = options

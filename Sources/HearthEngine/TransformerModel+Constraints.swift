@@ -3,7 +3,7 @@ import HearthTokenizers
 import Foundation
 import Synchronization
 
-extension LanguageModel {
+extension TransformerModel {
     /// The model's vocabulary for structured output: each token's output bytes (special tokens
     /// excluded) and the end-of-sequence ids. Built on first use (~0.1–0.3 s for 262k tokens).
     public var constraintVocabulary: TokenVocabulary {

@@ -6,7 +6,7 @@ import HearthTokenizers
 
 /// A loaded model: configuration, weights (memory-mapped), tokenizer and stop tokens.
 /// Immutable and shareable; create a `Decoder` (or `Generator`) per conversation.
-public final class LanguageModel: Sendable {
+public final class TransformerModel: Sendable {
     /// Where it was loaded from.
     public let path: URL
     /// The checkpoint's config.json (HQF: the one it embeds). GGUF files have none: this is
@@ -81,7 +81,7 @@ public final class LanguageModel: Sendable {
         var repackOutcome: RepackCache.Outcome = .notNeeded
         /// Seconds per load phase (GGUF).
         var phases: [(name: String, seconds: Double)] = []
-        /// `--chat-template FILE|NAME` (``LanguageModel/chatTemplate(override:own:tokenizer:)``).
+        /// `--chat-template FILE|NAME` (``TransformerModel/chatTemplate(override:own:tokenizer:)``).
         var chatTemplateOverride: String? = nil
     }
 
