@@ -2,6 +2,10 @@ import Foundation
 import HearthTestSupport
 import Testing
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 enum CLITestError: Error { case binaryNotFound }
 
 /// Drives the real `hearth` binary the way users and scripts do.
@@ -274,6 +278,20 @@ struct ServeProcess {
         process.waitUntilExit()
         return String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
+}
+
+/// One HTTP request to a server under test: GET, or POST of a JSON `body`; `bearer` as the
+/// `Authorization` key. Returns the status (0 without an HTTP response) and the body text.
+func httpCall(_ base: String, _ path: String, body: String? = nil, bearer: String? = nil) async throws -> (status: Int, body: String) {
+    var request = URLRequest(url: try #require(URL(string: base + path)))
+    if let body {
+        request.httpMethod = "POST"
+        request.httpBody = Data(body.utf8)
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+    }
+    if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+    let (data, response) = try await URLSession.shared.data(for: request)
+    return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
 }
 
 /// `hearth serve` exited or printed no URL within a minute.

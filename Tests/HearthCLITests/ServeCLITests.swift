@@ -22,15 +22,7 @@ import FoundationNetworking
         let base = server.base
 
         func call(_ path: String, body: String? = nil, key: String? = nil) async throws -> (Int, String) {
-            var request = URLRequest(url: try #require(URL(string: base + path)))
-            if let body {
-                request.httpMethod = "POST"
-                request.httpBody = Data(body.utf8)
-                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            }
-            if let key { request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization") }
-            let (data, response) = try await URLSession.shared.data(for: request)
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+            try await httpCall(base, path, body: body, bearer: key)
         }
         #expect(try await call("/health").0 == 200)
         let chat = #"{"model":"tiny","messages":[{"role":"user","content":"secret prompt words"}],"max_tokens":4}"#

@@ -22,14 +22,7 @@ import FoundationNetworking
         let base = server.base
 
         func call(_ path: String, body: String? = nil) async throws -> (Int, String) {
-            var request = URLRequest(url: try #require(URL(string: base + path)))
-            if let body {
-                request.httpMethod = "POST"
-                request.httpBody = Data(body.utf8)
-                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            }
-            let (data, response) = try await URLSession.shared.data(for: request)
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+            try await httpCall(base, path, body: body)
         }
         let models = try await call("/v1/models")
         #expect(models.0 == 200 && models.1.contains("\"from-cli\"") && !models.1.contains("from-env"), "\(models.1)")

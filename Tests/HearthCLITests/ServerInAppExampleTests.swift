@@ -36,14 +36,7 @@ import FoundationNetworking
         let base = String(hello.dropLast("/hello".count))
 
         func call(_ path: String, body: String? = nil) async throws -> (status: Int, body: String) {
-            var request = URLRequest(url: try #require(URL(string: base + path)))
-            if let body {
-                request.httpMethod = "POST"
-                request.httpBody = Data(body.utf8)
-                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            }
-            let (data, response) = try await URLSession.shared.data(for: request)
-            return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+            try await httpCall(base, path, body: body)
         }
         // The model loads once the app runs: /ai/health is 503 until then.
         let loaded = Date().addingTimeInterval(60)
