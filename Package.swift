@@ -62,13 +62,16 @@ let modelHub: Set<String> = ["ModelHub"]
 let package = Package(
     name: "Hearth",
     platforms: [.macOS(.v15), .iOS(.v18)],
+    // What an app can import. The lower modules (JSON to Engine) make public only what the app-facing
+    // ones show in their API and what an app running the engine directly needs; what Hearth's modules
+    // share is `package`. HearthTemplates shows nothing and is not a product. The public symbols are
+    // listed in docs/public-api and checked by scripts/check-public-api.sh (docs/SWIFT-API.md#what-is-public).
     products: [
         .library(name: "HearthJSON", targets: ["HearthJSON"]),
         .library(name: "HearthKernels", targets: ["HearthKernels"]),
         .library(name: "HearthFormats", targets: ["HearthFormats"]),
         .library(name: "HearthTokenizers", targets: ["HearthTokenizers"]),
         .library(name: "HearthConstraints", targets: ["HearthConstraints"]),
-        .library(name: "HearthTemplates", targets: ["HearthTemplates"]),
         .library(name: "HearthEngine", targets: ["HearthEngine"]),
         .library(name: "HearthProviders", targets: ["HearthProviders"]),
         .library(name: "HearthCloud", targets: ["HearthCloud"]),

@@ -1,29 +1,29 @@
 /// A set of byte values (256 bits): what one grammar step may consume.
-public struct ByteSet: Hashable, Sendable, CustomStringConvertible {
+package struct ByteSet: Hashable, Sendable, CustomStringConvertible {
     var w0: UInt64 = 0, w1: UInt64 = 0, w2: UInt64 = 0, w3: UInt64 = 0
 
     /// The empty set.
-    public init() {}
+    package init() {}
 
     /// The set of one byte.
-    public init(_ byte: UInt8) { insert(byte) }
+    package init(_ byte: UInt8) { insert(byte) }
 
     /// The set of every byte in `range`.
-    public init(_ range: ClosedRange<UInt8>) {
+    package init(_ range: ClosedRange<UInt8>) {
         for b in range { insert(b) }
     }
 
     /// The set of the given bytes.
-    public init<S: Sequence>(bytes: S) where S.Element == UInt8 {
+    package init<S: Sequence>(bytes: S) where S.Element == UInt8 {
         for b in bytes { insert(b) }
     }
 
     /// Every byte.
-    public static let all = ByteSet(0...255)
+    package static let all = ByteSet(0...255)
 
     /// Whether `byte` is in the set.
     @inline(__always)
-    public func contains(_ byte: UInt8) -> Bool {
+    package func contains(_ byte: UInt8) -> Bool {
         let bit = UInt64(1) << UInt64(byte & 63)
         switch byte >> 6 {
         case 0: return w0 & bit != 0
@@ -34,7 +34,7 @@ public struct ByteSet: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Adds `byte`.
-    public mutating func insert(_ byte: UInt8) {
+    package mutating func insert(_ byte: UInt8) {
         let bit = UInt64(1) << UInt64(byte & 63)
         switch byte >> 6 {
         case 0: w0 |= bit
@@ -45,36 +45,36 @@ public struct ByteSet: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Bytes in either set.
-    public func union(_ other: ByteSet) -> ByteSet {
+    package func union(_ other: ByteSet) -> ByteSet {
         var r = self
         r.w0 |= other.w0; r.w1 |= other.w1; r.w2 |= other.w2; r.w3 |= other.w3
         return r
     }
 
     /// Bytes in both sets.
-    public func intersection(_ other: ByteSet) -> ByteSet {
+    package func intersection(_ other: ByteSet) -> ByteSet {
         var r = self
         r.w0 &= other.w0; r.w1 &= other.w1; r.w2 &= other.w2; r.w3 &= other.w3
         return r
     }
 
     /// Every byte not in the set.
-    public var inverted: ByteSet {
+    package var inverted: ByteSet {
         var r = ByteSet()
         r.w0 = ~w0; r.w1 = ~w1; r.w2 = ~w2; r.w3 = ~w3
         return r
     }
 
     /// Whether the set has no byte.
-    public var isEmpty: Bool { (w0 | w1 | w2 | w3) == 0 }
+    package var isEmpty: Bool { (w0 | w1 | w2 | w3) == 0 }
 
     /// How many bytes the set holds.
-    public var count: Int { w0.nonzeroBitCount + w1.nonzeroBitCount + w2.nonzeroBitCount + w3.nonzeroBitCount }
+    package var count: Int { w0.nonzeroBitCount + w1.nonzeroBitCount + w2.nonzeroBitCount + w3.nonzeroBitCount }
 
     /// The bytes in ascending order.
-    public var members: [UInt8] { (0...255).compactMap { contains(UInt8($0)) ? UInt8($0) : nil } }
+    package var members: [UInt8] { (0...255).compactMap { contains(UInt8($0)) ? UInt8($0) : nil } }
 
-    public var description: String {
+    package var description: String {
         var parts: [String] = []
         var b = 0
         while b < 256 {

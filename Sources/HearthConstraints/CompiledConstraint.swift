@@ -6,23 +6,23 @@
 /// are cheap where few tokens fit (a property name, a digit); positions that behave alike for
 /// as many bytes as the longest token (a JSON string's body in every schema, the copies of a
 /// bounded repeat) share one walk, cached per vocabulary by a structural key.
-public final class CompiledConstraint: Sendable {
+package final class CompiledConstraint: Sendable {
     /// The grammar it enforces.
-    public let grammar: Grammar
+    package let grammar: Grammar
     /// The vocabulary its masks are over.
-    public let vocabulary: TokenVocabulary
+    package let vocabulary: TokenVocabulary
     let program: Program
     /// Per position (only byte-consuming positions have an entry).
     let masks: [Int32: PositionMasks]
 
     /// Positions whose masks came from the vocabulary's cache (for figures and tests).
-    public let cachedPositions: Int
+    package let cachedPositions: Int
 
     /// Compiles `grammar` for `vocabulary` within `budget` (positions, keying steps, mask
     /// bytes, parser states, time).
     /// - Throws: `ConstraintError` `.tooComplex` naming the bound and the rule at which the
     ///   compile went over it.
-    public init(_ grammar: Grammar, vocabulary: TokenVocabulary, budget: CompileBudget = .standard) throws {
+    package init(_ grammar: Grammar, vocabulary: TokenVocabulary, budget: CompileBudget = .standard) throws {
         self.grammar = grammar
         self.vocabulary = vocabulary
         let program = Program(grammar)
@@ -106,7 +106,7 @@ public final class CompiledConstraint: Sendable {
 
     /// Roughly how many bytes the compiled constraint holds (its own masks and program; masks
     /// it shares with the vocabulary's cache are counted there too).
-    public let byteSize: Int
+    package let byteSize: Int
 }
 
 /// A 128-bit structural hash of what a grammar fragment does within a number of bytes.

@@ -4,15 +4,15 @@ import Dispatch
 /// a compile (up to ``CompileBudget/timeLimit``) never holds a thread that request handlers,
 /// health checks and token streams need. At most ``width`` compiles run at once; the rest wait
 /// their turn in order.
-public enum ConstraintCompiler {
+package enum ConstraintCompiler {
     /// Compiles run at once.
-    public static let width = 2
+    package static let width = 2
 
     private static let queue = DispatchQueue(label: "hearth.constraints", attributes: .concurrent)
     private static let slots = DispatchSemaphore(value: width)
 
     /// Runs `work` on a compile thread and returns its result.
-    public static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    package static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async {
                 slots.wait()

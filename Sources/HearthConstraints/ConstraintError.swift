@@ -1,6 +1,6 @@
 /// Why a schema, pattern or grammar cannot be used as a constraint.
-public struct ConstraintError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Kind: String, Sendable {
+package struct ConstraintError: Error, Sendable, Equatable, CustomStringConvertible {
+    package enum Kind: String, Sendable {
         /// The text does not parse (a GBNF grammar, a regular expression, a JSON document).
         case syntax
         /// A JSON Schema keyword, or a feature of a pattern, that is not enforced (never dropped silently).
@@ -14,21 +14,21 @@ public struct ConstraintError: Error, Sendable, Equatable, CustomStringConvertib
     }
 
     /// What kind of problem.
-    public var kind: Kind
+    package var kind: Kind
     /// What is wrong and how to fix it.
-    public var message: String
+    package var message: String
     /// Where: a JSON pointer into the schema (`/properties/age/minimum`), a rule name, or an
     /// offset into the pattern or grammar text; empty when it concerns the whole constraint.
-    public var location: String
+    package var location: String
     /// Which of several schemas compiled together (``JSONSchema/grammar(schemas:root:)``, e.g.
     /// the tools of a request) the problem is in; nil for a single constraint.
-    public var schemaIndex: Int?
+    package var schemaIndex: Int?
 
-    public init(_ kind: Kind, _ message: String, at location: String = "") {
+    package init(_ kind: Kind, _ message: String, at location: String = "") {
         self.kind = kind
         self.message = message
         self.location = location
     }
 
-    public var description: String { location.isEmpty ? message : "\(message) (at \(location))" }
+    package var description: String { location.isEmpty ? message : "\(message) (at \(location))" }
 }

@@ -2,9 +2,9 @@
 /// taken by each chosen token.
 ///
 /// Not thread-safe; one per sequence. Masks of states seen before are reused.
-public struct ConstraintMatcher {
+package struct ConstraintMatcher {
     /// The constraint it follows.
-    public let constraint: CompiledConstraint
+    package let constraint: CompiledConstraint
     private let pool: ParserPool
     private var state: Int32
     private var finished = false
@@ -18,7 +18,7 @@ public struct ConstraintMatcher {
     static let cachedMasks = 64
 
     /// A matcher at the start of the output.
-    public init(_ constraint: CompiledConstraint) {
+    package init(_ constraint: CompiledConstraint) {
         self.constraint = constraint
         pool = ParserPool(program: constraint.program)
         var seeds: [Int32] = []
@@ -28,14 +28,14 @@ public struct ConstraintMatcher {
     }
 
     /// Whether the output may end here (end-of-sequence is allowed).
-    public var isAccepting: Bool { !finished && pool.accepting[Int(state)] }
+    package var isAccepting: Bool { !finished && pool.accepting[Int(state)] }
 
     /// Whether nothing but the end may follow: the constrained output is complete.
-    public var isComplete: Bool { finished || (pool.accepting[Int(state)] && pool.frontier[Int(state)].isEmpty) }
+    package var isComplete: Bool { finished || (pool.accepting[Int(state)] && pool.frontier[Int(state)].isEmpty) }
 
     /// Writes the allowed next tokens as bits (`mask[id >> 6] >> (id & 63) & 1`), one bit per
     /// vocabulary id.
-    public mutating func fillMask(_ mask: inout [UInt64]) {
+    package mutating func fillMask(_ mask: inout [UInt64]) {
         let words = (constraint.vocabulary.count + 63) / 64
         if let hit = maskCache[state] {
             mask = hit
@@ -69,7 +69,7 @@ public struct ConstraintMatcher {
     }
 
     /// Whether `token` is allowed next.
-    public func allows(_ token: Int32) -> Bool {
+    package func allows(_ token: Int32) -> Bool {
         guard !finished, token >= 0, Int(token) < constraint.vocabulary.count else { return false }
         if constraint.vocabulary.endOfSequence.contains(token) { return pool.accepting[Int(state)] }
         let bytes = constraint.vocabulary.tokenBytes[Int(token)]
@@ -78,7 +78,7 @@ public struct ConstraintMatcher {
 
     /// Takes `token`; returns false (and stays put) when the constraint does not allow it.
     @discardableResult
-    public mutating func advance(_ token: Int32) -> Bool {
+    package mutating func advance(_ token: Int32) -> Bool {
         guard !finished, token >= 0, Int(token) < constraint.vocabulary.count else { return false }
         if constraint.vocabulary.endOfSequence.contains(token) {
             guard pool.accepting[Int(state)] else { return false }
@@ -97,7 +97,7 @@ public struct ConstraintMatcher {
 
     /// The fewest bytes that complete the output from here (0 when it may end now): the
     /// cheapest stack of the state, each frame the fewest bytes left in its alternative.
-    public mutating func bytesToComplete() -> Int {
+    package mutating func bytesToComplete() -> Int {
         guard !finished else { return 0 }
         return distance(state)
     }
@@ -148,7 +148,7 @@ public struct ConstraintMatcher {
 
     /// The fewest bytes that complete the output after `token` (nil when the constraint does
     /// not allow it; 0 for the end of sequence where the output may end). The state is unchanged.
-    public mutating func bytesToComplete(after token: Int32) -> Int? {
+    package mutating func bytesToComplete(after token: Int32) -> Int? {
         guard !finished, token >= 0, Int(token) < constraint.vocabulary.count else { return nil }
         if constraint.vocabulary.endOfSequence.contains(token) { return pool.accepting[Int(state)] ? 0 : nil }
         let bytes = constraint.vocabulary.tokenBytes[Int(token)]
@@ -161,7 +161,7 @@ public struct ConstraintMatcher {
     /// `limit` bytes, and the end of sequence where the output may end: what a sequence may
     /// choose when its tokens are about to run out. Walks the vocabulary trie from the current
     /// state (subtrees the grammar refuses are skipped whole).
-    public mutating func fillFeasibleMask(_ mask: inout [UInt64], within limit: Int) {
+    package mutating func fillFeasibleMask(_ mask: inout [UInt64], within limit: Int) {
         let vocabulary = constraint.vocabulary
         let words = (vocabulary.count + 63) / 64
         if mask.count != words { mask = [UInt64](repeating: 0, count: words) } else {
@@ -197,7 +197,7 @@ public struct ConstraintMatcher {
 
     /// Takes these bytes (text forced into the output, e.g. a prefix); false when not allowed.
     @discardableResult
-    public mutating func advance(bytes: [UInt8]) -> Bool {
+    package mutating func advance(bytes: [UInt8]) -> Bool {
         guard !finished else { return false }
         let next = pool.step(state, bytes)
         guard next != ParserPool.dead else { return false }

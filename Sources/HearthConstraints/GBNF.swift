@@ -9,14 +9,14 @@
 /// Characters are Unicode scalars, written as UTF-8. llama.cpp's token references (`<[id]>`,
 /// `<token>`) are refused with `.unsupported`. Locations are `line L, column C` (1-based,
 /// columns in characters).
-public enum GBNF {
+package enum GBNF {
     /// The grammar `text` defines, starting at rule `root`.
     /// - Throws: `ConstraintError`: `.syntax` (malformed text), `.invalidGrammar` (an undefined
     ///   or twice-defined rule, a missing start rule, left recursion or a repetition of
     ///   something that may be empty), `.unsupported`, `.tooComplex` (over `budget`: more than
     ///   ``CompileBudget/maxRules`` rules, a reference chain longer than
     ///   ``CompileBudget/maxReferenceDepth``, too many symbols, too long), `.unsatisfiable`.
-    public static func grammar(_ text: String, root: String = "root", budget: CompileBudget = .standard) throws -> Grammar {
+    package static func grammar(_ text: String, root: String = "root", budget: CompileBudget = .standard) throws -> Grammar {
         var parser = GBNFParser(Array(text.unicodeScalars))
         parser.maxRules = budget.maxRules
         let rules = try parser.parse()

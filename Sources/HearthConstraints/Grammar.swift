@@ -5,9 +5,9 @@
 /// Characters are UTF-8 byte sequences, so a character class is a choice of byte sequences and
 /// a token that ends inside a character is handled like any other prefix. Built with
 /// `GrammarBuilder`, which lowers repetition and nested choices into rules and checks the result.
-public struct Grammar: Sendable, Hashable {
+package struct Grammar: Sendable, Hashable {
     /// One step of an alternative.
-    public enum Symbol: Hashable, Sendable {
+    package enum Symbol: Hashable, Sendable {
         /// One byte from the set.
         case bytes(ByteSet)
         /// Anything rule `index` derives.
@@ -15,26 +15,26 @@ public struct Grammar: Sendable, Hashable {
     }
 
     /// A named rule: a choice of sequences.
-    public struct Rule: Hashable, Sendable {
-        public var name: String
-        public var alternatives: [[Symbol]]
+    package struct Rule: Hashable, Sendable {
+        package var name: String
+        package var alternatives: [[Symbol]]
     }
 
     /// The rules; `rules[root]` derives the whole output.
-    public internal(set) var rules: [Rule]
+    package internal(set) var rules: [Rule]
     /// The index of the start rule.
-    public internal(set) var root: Int
+    package internal(set) var root: Int
 
     /// Whether the grammar derives `bytes` exactly (a reference matcher for tests: an Earley
     /// recognizer, slow and simple, independent of the token-mask engine).
-    public func accepts(_ bytes: [UInt8]) -> Bool {
+    package func accepts(_ bytes: [UInt8]) -> Bool {
         var chart = EarleyChart(self)
         for b in bytes where !chart.push(b) { return false }
         return chart.isComplete
     }
 
     /// Whether some output starts with `bytes` (Earley, like `accepts`).
-    public func acceptsPrefix(_ bytes: [UInt8]) -> Bool {
+    package func acceptsPrefix(_ bytes: [UInt8]) -> Bool {
         var chart = EarleyChart(self)
         for b in bytes where !chart.push(b) { return false }
         return true
@@ -44,7 +44,7 @@ public struct Grammar: Sendable, Hashable {
     var nullable: [Bool] { GrammarChecks.derivable(rules) { _ in false } }
 
     /// The grammar in GBNF-like text (for errors and debugging).
-    public var text: String {
+    package var text: String {
         rules.map { rule in
             let alts = rule.alternatives.map { alt in
                 alt.isEmpty ? "\"\"" : alt.map { symbol -> String in

@@ -1,5 +1,5 @@
 /// A grammar expression: what the front ends (JSON Schema, regular expressions, GBNF) build.
-public indirect enum GrammarExpression: Hashable, Sendable {
+package indirect enum GrammarExpression: Hashable, Sendable {
     /// One byte from the set.
     case bytes(ByteSet)
     /// Each in turn; empty is the empty string.
@@ -12,24 +12,24 @@ public indirect enum GrammarExpression: Hashable, Sendable {
     case repeating(GrammarExpression, min: Int, max: Int?)
 
     /// The empty string.
-    public static let empty = GrammarExpression.sequence([])
+    package static let empty = GrammarExpression.sequence([])
 
     /// The UTF-8 bytes of `text`, in order.
-    public static func literal(_ text: String) -> GrammarExpression { .byteString(Array(text.utf8)) }
+    package static func literal(_ text: String) -> GrammarExpression { .byteString(Array(text.utf8)) }
 
     /// These bytes, in order.
-    public static func byteString(_ bytes: [UInt8]) -> GrammarExpression {
+    package static func byteString(_ bytes: [UInt8]) -> GrammarExpression {
         bytes.count == 1 ? .bytes(ByteSet(bytes[0])) : .sequence(bytes.map { .bytes(ByteSet($0)) })
     }
 
     /// `expression?`
-    public static func optional(_ expression: GrammarExpression) -> GrammarExpression { .repeating(expression, min: 0, max: 1) }
+    package static func optional(_ expression: GrammarExpression) -> GrammarExpression { .repeating(expression, min: 0, max: 1) }
 
     /// `expression*`
-    public static func zeroOrMore(_ expression: GrammarExpression) -> GrammarExpression { .repeating(expression, min: 0, max: nil) }
+    package static func zeroOrMore(_ expression: GrammarExpression) -> GrammarExpression { .repeating(expression, min: 0, max: nil) }
 
     /// `expression+`
-    public static func oneOrMore(_ expression: GrammarExpression) -> GrammarExpression { .repeating(expression, min: 1, max: nil) }
+    package static func oneOrMore(_ expression: GrammarExpression) -> GrammarExpression { .repeating(expression, min: 1, max: nil) }
 }
 
 /// Collects named rules and lowers them into a checked `Grammar`.
@@ -38,26 +38,26 @@ public indirect enum GrammarExpression: Hashable, Sendable {
 /// sequence (`"\"" char* "\""`) becomes a rule whose way out is the rest of the sequence
 /// (`L ::= char L | "\""`), so the token masks precomputed for the loop see its closing byte
 /// instead of leaving the rule after every character. Identical generated rules are shared.
-public struct GrammarBuilder: Sendable {
+package struct GrammarBuilder: Sendable {
     /// The largest repetition count a bounded repeat may have (`{m,n}`), and the most symbols
     /// a grammar may lower to; beyond these a constraint is `tooComplex`.
-    public static let maxRepeat = 4096
+    package static let maxRepeat = 4096
     /// The default bound on symbols (``CompileBudget/maxSymbols`` of the standard budget).
-    public static var maxSymbols: Int { CompileBudget.standard.maxSymbols }
+    package static var maxSymbols: Int { CompileBudget.standard.maxSymbols }
 
     private var definitions: [(name: String, expression: GrammarExpression)] = []
     private var index: [String: Int] = [:]
     /// The bounds the build keeps to (symbols, time).
-    public var budget: CompileBudget
+    package var budget: CompileBudget
 
     /// An empty builder that builds within `budget`.
-    public init(budget: CompileBudget = .standard) { self.budget = budget }
+    package init(budget: CompileBudget = .standard) { self.budget = budget }
 
     /// Whether a rule of this name is defined.
-    public func contains(_ name: String) -> Bool { index[name] != nil }
+    package func contains(_ name: String) -> Bool { index[name] != nil }
 
     /// Defines rule `name`; a name defined twice is an error.
-    public mutating func define(_ name: String, _ expression: GrammarExpression) throws {
+    package mutating func define(_ name: String, _ expression: GrammarExpression) throws {
         guard index[name] == nil else { throw ConstraintError(.invalidGrammar, "rule '\(name)' is defined twice", at: name) }
         index[name] = definitions.count
         definitions.append((name, expression))
@@ -65,7 +65,7 @@ public struct GrammarBuilder: Sendable {
 
     /// Lowers every rule and checks the grammar from `root`: every referenced rule defined,
     /// no left recursion, and some output derivable (else `unsatisfiable`).
-    public func build(root: String) throws -> Grammar {
+    package func build(root: String) throws -> Grammar {
         guard let rootIndex = index[root] else { throw ConstraintError(.invalidGrammar, "no rule named '\(root)'", at: root) }
         var lowering = Lowering(names: index, budget: budget)
         for (n, d) in definitions.enumerated() {

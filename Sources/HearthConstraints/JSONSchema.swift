@@ -9,13 +9,13 @@ import HearthJSON
 /// what is supported and the choices made where the grammar accepts a subset of the valid
 /// documents (no undeclared properties unless `additionalProperties` allows them, bounded
 /// digits, canonical escapes in constant strings).
-public enum JSONSchema {
+package enum JSONSchema {
     /// A grammar whose outputs are JSON documents valid against the schema in `schemaJSON`.
     /// - Throws: `ConstraintError`: `.syntax` (the text is not JSON, or a keyword's value has
     ///   the wrong form), `.unsupported` (a keyword or combination that is not enforced),
     ///   `.unsatisfiable` (no document is valid), `.invalidGrammar` (an unresolvable or
     ///   left-recursive `$ref`), `.tooComplex`; the location is a JSON pointer into the schema.
-    public static func grammar(_ schemaJSON: String, budget: CompileBudget = .standard) throws -> Grammar {
+    package static func grammar(_ schemaJSON: String, budget: CompileBudget = .standard) throws -> Grammar {
         let document = try JSON.schemaDocument(schemaJSON)
         var compiler = try SchemaCompiler(document: document, budget: budget)
         let root = try compiler.compile(document, path: "")
@@ -28,7 +28,7 @@ public enum JSONSchema {
     /// instance a tool call's name before its arguments) into the root rule.
     /// - Throws: `ConstraintError` as ``grammar(_:)`` does, for the first schema at fault
     ///   (``ConstraintError/schemaIndex`` says which), or what `root` throws.
-    public static func grammar(
+    package static func grammar(
         schemas: [String], budget: CompileBudget = .standard, root: ([GrammarExpression]) throws -> GrammarExpression
     ) throws -> Grammar {
         var compiler = try SchemaCompiler(document: .null, budget: budget)
@@ -51,12 +51,12 @@ public enum JSONSchema {
 
     /// Any JSON object (`response_format: {"type": "json_object"}`); the root rule derives
     /// the shared `json_object` rule.
-    public static var anyJSONObject: Grammar {
+    package static var anyJSONObject: Grammar {
         get throws { try anyObjectGrammar.get() }
     }
 
     /// Any JSON value.
-    public static var anyJSONValue: Grammar {
+    package static var anyJSONValue: Grammar {
         get throws { try anyValueGrammar.get() }
     }
 

@@ -8,15 +8,15 @@
 /// alternative. Refused with `.unsupported`: backreferences, lookaround, named groups, word
 /// boundaries, Unicode property escapes, anchors elsewhere. Locations are `offset N`, counted
 /// in Unicode scalars of the pattern.
-public enum RegularExpression {
+package enum RegularExpression {
     /// The largest expression (symbols with repetitions multiplied out) a pattern may compile to.
-    public static let maxSize = 200_000
+    package static let maxSize = 200_000
 
     /// A grammar whose language is the strings the whole of which `pattern` matches (anchors
     /// are implied; writing `^…$` is allowed and changes nothing).
     /// - Throws: `ConstraintError` `.syntax`, `.unsupported`, `.tooComplex` (with `offset N`),
     ///   or `.unsatisfiable` when nothing matches (`[^\s\S]`).
-    public static func grammar(_ pattern: String, budget: CompileBudget = .standard) throws -> Grammar {
+    package static func grammar(_ pattern: String, budget: CompileBudget = .standard) throws -> Grammar {
         let e = try expression(pattern, encoding: .utf8, search: false)
         var builder = GrammarBuilder(budget: budget)
         try builder.define("root", e)

@@ -4,11 +4,11 @@ import Synchronization
 /// as a trie, and the end-of-sequence ids. Built once per model and shared by every compiled
 /// constraint (with a cache of the token masks of grammar fragments that recur across schemas,
 /// such as the body of a JSON string).
-public final class TokenVocabulary: Sendable {
+package final class TokenVocabulary: Sendable {
     /// How many token ids the model has (the length of a mask).
-    public let count: Int
+    package let count: Int
     /// Tokens that end generation; allowed only where the grammar is complete.
-    public let endOfSequence: [Int32]
+    package let endOfSequence: [Int32]
 
     // The trie in preorder: node i has `byte[i]` at `depth[i]` (1 for the root's children); its
     // subtree is nodes i..<next[i]; tokens ending at node i are ids[tokenStart[i]..<tokenStart[i+1]],
@@ -27,9 +27,9 @@ public final class TokenVocabulary: Sendable {
     /// full (what recurs is cached again on next use).
     private let cache = Mutex<(masks: [FragmentKey: PositionMasks], bytes: Int)>(([:], 0))
     /// The default bound on the shared mask cache, in bytes.
-    public static let cacheBytes = 256 << 20
+    package static let cacheBytes = 256 << 20
     /// The most bytes of masks this vocabulary's shared cache holds.
-    public let maskCacheBytes: Int
+    package let maskCacheBytes: Int
 
     /// The cached masks of a fragment.
     func cachedMasks(_ key: FragmentKey) -> PositionMasks? { cache.withLock { $0.masks[key] } }
@@ -50,12 +50,12 @@ public final class TokenVocabulary: Sendable {
     }
 
     /// Bytes held by the shared mask cache (for figures and tests).
-    public var cachedMaskBytes: Int { cache.withLock { $0.bytes } }
+    package var cachedMaskBytes: Int { cache.withLock { $0.bytes } }
 
     /// `tokens[id]` is the bytes token `id` produces when detokenized (nil for special and
     /// control tokens, which a constraint never allows); `endOfSequence` are the ids that end
     /// generation; `maskCacheBytes` bounds the masks cached for reuse across constraints.
-    public init(tokens: [[UInt8]?], endOfSequence: [Int32], maskCacheBytes: Int = TokenVocabulary.cacheBytes) {
+    package init(tokens: [[UInt8]?], endOfSequence: [Int32], maskCacheBytes: Int = TokenVocabulary.cacheBytes) {
         self.maskCacheBytes = max(0, maskCacheBytes)
         count = tokens.count
         self.endOfSequence = endOfSequence.filter { $0 >= 0 && Int($0) < tokens.count }
@@ -74,7 +74,7 @@ public final class TokenVocabulary: Sendable {
     }
 
     /// Trie nodes (for figures and tests).
-    public var trieNodes: Int { byte.count }
+    package var trieNodes: Int { byte.count }
 
     /// The longest token, in bytes: how far a step's mask can look into the grammar.
     let longestToken: Int

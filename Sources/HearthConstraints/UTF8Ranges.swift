@@ -2,15 +2,15 @@
 /// UTF-8 byte-sequence alternatives, each a fixed-length sequence of byte ranges (the classic
 /// "utf8-ranges" split, as in RE2 and Rust's regex-syntax: split a scalar range at the encoding
 /// lengths, then wherever the continuation bytes would not cover whole 64-value blocks).
-public struct ScalarSet: Hashable, Sendable {
+package struct ScalarSet: Hashable, Sendable {
     /// Disjoint, sorted, non-adjacent ranges of scalar values, surrogates (D800–DFFF) excluded.
-    public private(set) var ranges: [ClosedRange<UInt32>]
+    package private(set) var ranges: [ClosedRange<UInt32>]
 
     /// The highest Unicode scalar value.
-    public static let maxScalar: UInt32 = 0x10FFFF
+    package static let maxScalar: UInt32 = 0x10FFFF
 
     /// The set of the scalars in `ranges` (merged; surrogates and values above U+10FFFF dropped).
-    public init(_ ranges: [ClosedRange<UInt32>] = []) {
+    package init(_ ranges: [ClosedRange<UInt32>] = []) {
         var clean: [ClosedRange<UInt32>] = []
         for r in ranges where r.lowerBound <= Self.maxScalar {
             let upper = min(r.upperBound, Self.maxScalar)
@@ -31,21 +31,21 @@ public struct ScalarSet: Hashable, Sendable {
     }
 
     /// The set of these scalars.
-    public init(scalars: some Sequence<Unicode.Scalar>) {
+    package init(scalars: some Sequence<Unicode.Scalar>) {
         self.init(scalars.map { $0.value...$0.value })
     }
 
     /// Every scalar.
-    public static let all = ScalarSet([0...maxScalar])
+    package static let all = ScalarSet([0...maxScalar])
 
     /// Whether the set holds no scalar.
-    public var isEmpty: Bool { ranges.isEmpty }
+    package var isEmpty: Bool { ranges.isEmpty }
 
     /// Whether `value` is in the set.
-    public func contains(_ value: UInt32) -> Bool { ranges.contains { $0.contains(value) } }
+    package func contains(_ value: UInt32) -> Bool { ranges.contains { $0.contains(value) } }
 
     /// Every scalar not in the set.
-    public var inverted: ScalarSet {
+    package var inverted: ScalarSet {
         var result: [ClosedRange<UInt32>] = []
         var next: UInt32 = 0
         for r in ranges {
@@ -57,13 +57,13 @@ public struct ScalarSet: Hashable, Sendable {
     }
 
     /// Scalars in either set.
-    public func union(_ other: ScalarSet) -> ScalarSet { ScalarSet(ranges + other.ranges) }
+    package func union(_ other: ScalarSet) -> ScalarSet { ScalarSet(ranges + other.ranges) }
 
     /// Scalars in this set and not in `other`.
-    public func subtracting(_ other: ScalarSet) -> ScalarSet { intersection(other.inverted) }
+    package func subtracting(_ other: ScalarSet) -> ScalarSet { intersection(other.inverted) }
 
     /// Scalars in both sets.
-    public func intersection(_ other: ScalarSet) -> ScalarSet {
+    package func intersection(_ other: ScalarSet) -> ScalarSet {
         var result: [ClosedRange<UInt32>] = []
         var i = 0, j = 0
         while i < ranges.count && j < other.ranges.count {
@@ -77,7 +77,7 @@ public struct ScalarSet: Hashable, Sendable {
 
     /// The UTF-8 encodings of the set's scalars, as a choice of byte-range sequences
     /// (one-byte scalars merged into a single alternative). Empty set: a choice of nothing.
-    public var expression: GrammarExpression {
+    package var expression: GrammarExpression {
         var ascii = ByteSet()
         var alternatives: [GrammarExpression] = []
         for r in ranges {
@@ -96,10 +96,10 @@ public struct ScalarSet: Hashable, Sendable {
 
 extension GrammarExpression {
     /// Any one Unicode scalar, UTF-8 encoded (valid UTF-8 only: no surrogates, no overlongs).
-    public static let anyCharacter = ScalarSet.all.expression
+    package static let anyCharacter = ScalarSet.all.expression
 
     /// Any one scalar of `set`, UTF-8 encoded.
-    public static func characters(_ set: ScalarSet) -> GrammarExpression { set.expression }
+    package static func characters(_ set: ScalarSet) -> GrammarExpression { set.expression }
 }
 
 /// The split of a scalar range into UTF-8 byte-range sequences.

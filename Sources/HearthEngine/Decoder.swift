@@ -7,17 +7,17 @@ import HearthKernels
 /// positions and batches of up to `maxBatch` tokens, and never reallocated per token (the
 /// portable kernel level's loops use small per-call temporaries; the SIMD levels none).
 /// Not Sendable: one owner drives it from one thread at a time.
-public final class Decoder {
-    public let options: DecoderOptions
-    public let weights: ModelWeights
-    public let cache: KVCache
-    public let pool: WorkerPool
+package final class Decoder {
+    package let options: DecoderOptions
+    package let weights: ModelWeights
+    package let cache: KVCache
+    package let pool: WorkerPool
     /// With a quantized (q8_0 / q4_0) cache: the rotation queries, keys and values take before
     /// the cache stores them, undone on each head's attention output (``HeadRotation``); nil
     /// for f16 and f32 caches.
-    public let kvRotation: HeadRotation?
+    package let kvRotation: HeadRotation?
     /// Tokens processed per batch during prefill.
-    public let maxBatch: Int
+    package let maxBatch: Int
 
     private let scratch: MatMulScratch
     private let x: UnsafeMutablePointer<Float>  // (B, dim) residual stream
@@ -51,7 +51,7 @@ public final class Decoder {
     private var headGroups: [Int32]?
     /// How many 16-token groups the last ``forward(batch:logitsFor:generatedRows:lengths:headMask:shouldStop:)``'s
     /// head computed when it did not compute them all (nil: it computed every group).
-    public private(set) var lastHeadGroups: Int?
+    package private(set) var lastHeadGroups: Int?
     private var logitsRows: Int
     private var buffers: [UnsafeMutablePointer<Float>] = []
 
@@ -79,7 +79,7 @@ public final class Decoder {
     /// `sequences` slots of `context` positions each are allocated up front (see ``KVCache``).
     /// Sliding-window layers hold only a window-sized buffer per slot (``KVCache/Window``, sized
     /// for `maxBatch`) unless `windowedCache` is false (every layer then holds `context` positions).
-    public init(
+    package init(
         weights: ModelWeights, options: DecoderOptions, context: Int, maxBatch: Int = Generator.defaultBatch, kvType: DType = .f16,
         sequences: Int = 1, windowedCache: Bool = true, pool: WorkerPool
     ) throws {
@@ -159,17 +159,17 @@ public final class Decoder {
     }
 
     /// Positions the cache can hold.
-    public var context: Int { cache.capacity }
+    package var context: Int { cache.capacity }
 
     /// How batched products over quantized weights are computed (integer by default).
-    public var quantizedBatchPath: QuantizedBatchPath {
+    package var quantizedBatchPath: QuantizedBatchPath {
         get { scratch.quantizedBatchPath }
         set { scratch.quantizedBatchPath = newValue }
     }
 
     /// Bits of the quantized activations the integer kernels multiply (``ActivationPrecision``;
     /// ``ActivationPrecision/default``, `outliers`, unless set).
-    public var activationPrecision: ActivationPrecision = .default
+    package var activationPrecision: ActivationPrecision = .default
 
     /// How the current batch's layer products split by precision: its first `generated` rows
     /// (tokens being generated, with their drafts) at `generatedBits`, the rest (prompt rows) at
@@ -180,23 +180,23 @@ public final class Decoder {
     /// How attention reads a q8_0/q4_0 cache's keys (``QuantizedKeyDots``: by default integer
     /// dots for decode steps, Float tiles for prompts; `hearth bench --kv-key-dots` measures the
     /// others).
-    public var quantizedKeyDots: QuantizedKeyDots = .automatic
+    package var quantizedKeyDots: QuantizedKeyDots = .automatic
 
     /// Whether extending a cache of `cached` positions to `end` positions needs every
     /// position recomputed: LongRoPE switches to its long factors once the sequence passes
     /// the original context, and transformers then re-runs the whole sequence with them.
-    public func needsRecompute(cached: Int, end: Int) -> Bool {
+    package func needsRecompute(cached: Int, end: Int) -> Bool {
         guard case .longRoPE(_, _, let original, _) = options.rope.scaling else { return false }
         return cached > 0 && cached <= original && end > original
     }
 
     /// One token of a mixed batch: `token` at `position` of sequence slot `sequence`.
-    public struct BatchItem: Sendable, Equatable {
-        public var sequence: Int
-        public var position: Int
-        public var token: Int32
+    package struct BatchItem: Sendable, Equatable {
+        package var sequence: Int
+        package var position: Int
+        package var token: Int32
 
-        public init(sequence: Int, position: Int, token: Int32) {
+        package init(sequence: Int, position: Int, token: Int32) {
             self.sequence = sequence
             self.position = position
             self.token = token
@@ -218,7 +218,7 @@ public final class Decoder {
 
     /// Whether a sequence of `length` positions runs on LongRoPE's long factors (keys cached
     /// on one set of factors cannot be reused on the other).
-    public func usesLongFactors(length: Int) -> Bool {
+    package func usesLongFactors(length: Int) -> Bool {
         guard case .longRoPE(_, _, let original, _) = options.rope.scaling else { return false }
         return length > original
     }
@@ -226,13 +226,13 @@ public final class Decoder {
     /// Runs `tokens` at positions `start…` of slot `sequence` and returns the logits of the
     /// last token (`vocab` floats, valid until the next call). Earlier cache entries of the
     /// slot from `start` on are replaced.
-    public func forward(_ tokens: [Int32], from start: Int, sequence: Int = 0) throws -> UnsafeBufferPointer<Float> {
+    package func forward(_ tokens: [Int32], from start: Int, sequence: Int = 0) throws -> UnsafeBufferPointer<Float> {
         try run(tokens, from: start, sequence: sequence, allLogits: nil, shouldStop: { false })
         return UnsafeBufferPointer(start: lastLogits, count: options.vocabSize)
     }
 
     /// Like `forward`, but checks `shouldStop` between batches and throws `.cancelled` when it returns true.
-    public func forward(
+    package func forward(
         _ tokens: [Int32], from start: Int, sequence: Int = 0, shouldStop: () -> Bool
     ) throws -> UnsafeBufferPointer<Float> {
         try run(tokens, from: start, sequence: sequence, allLogits: nil, shouldStop: shouldStop)
@@ -241,7 +241,7 @@ public final class Decoder {
 
     /// Runs `tokens` at positions `start…` and returns the logits at every position,
     /// `(tokens.count, vocab)` row-major (for scoring and tests).
-    public func forwardAll(_ tokens: [Int32], from start: Int, sequence: Int = 0) throws -> [Float] {
+    package func forwardAll(_ tokens: [Int32], from start: Int, sequence: Int = 0) throws -> [Float] {
         var all = [Float](repeating: 0, count: tokens.count * options.vocabSize)
         try all.withUnsafeMutableBufferPointer {
             try run(tokens, from: start, sequence: sequence, allLogits: $0, shouldStop: { false })
@@ -268,7 +268,7 @@ public final class Decoder {
     /// `headMask` (a bit per token id, 64 to a word): only the tokens it allows are needed in
     /// every logits row; the head then computes just the 16-token groups holding one of them
     /// (each logit it computes is the full head's, bit for bit) and the others' logits are −∞.
-    public func forward(
+    package func forward(
         batch items: [BatchItem], logitsFor: [Int], generatedRows: Int = 0, lengths: [Int: Int] = [:],
         headMask: [UInt64]? = nil, shouldStop: () -> Bool = { false }
     ) throws -> UnsafeBufferPointer<Float> {

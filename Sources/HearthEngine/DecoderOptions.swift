@@ -1,8 +1,8 @@
 /// Everything the shared forward pass needs to know about an architecture. A model family
 /// maps its configuration to these options; new math is a new option here, never a new pass.
-public struct DecoderOptions: Sendable, Equatable {
+package struct DecoderOptions: Sendable, Equatable {
     /// How hidden states are normalised.
-    public enum Norm: Sendable, Equatable {
+    package enum Norm: Sendable, Equatable {
         /// x / rms(x) · w
         case rms(eps: Float)
         /// (x − mean) / std · w + b
@@ -10,7 +10,7 @@ public struct DecoderOptions: Sendable, Equatable {
     }
 
     /// The activation inside the MLP.
-    public enum Activation: String, Sendable, Equatable {
+    package enum Activation: String, Sendable, Equatable {
         /// x · sigmoid(x)
         case silu
         /// GELU, tanh approximation (`gelu_new`, `gelu_pytorch_tanh`).
@@ -20,7 +20,7 @@ public struct DecoderOptions: Sendable, Equatable {
     }
 
     /// The MLP's shape.
-    public enum MLP: Sendable, Equatable {
+    package enum MLP: Sendable, Equatable {
         /// down(act(gate(x)) · up(x)) — SwiGLU/GeGLU.
         case gated(Activation)
         /// down(act(up(x))) — the classic two-layer MLP (Phi-2's fc1/fc2).
@@ -34,7 +34,7 @@ public struct DecoderOptions: Sendable, Equatable {
     }
 
     /// How RoPE pairs dimensions.
-    public enum RoPEStyle: String, Sendable, Equatable {
+    package enum RoPEStyle: String, Sendable, Equatable {
         /// Element i pairs with i + rotaryDims/2 (GPT-NeoX, transformers' rotate_half).
         case neox
         /// Element 2i pairs with 2i + 1 (GPT-J; llama.cpp's "normal" mode for permuted GGUF Llama weights).
@@ -42,17 +42,17 @@ public struct DecoderOptions: Sendable, Equatable {
     }
 
     /// Rotary position embedding settings.
-    public struct RoPE: Sendable, Equatable {
+    package struct RoPE: Sendable, Equatable {
         /// Frequency base θ.
-        public var theta: Float
+        package var theta: Float
         /// Leading dimensions of each head that rotate (the rest pass through).
-        public var rotaryDims: Int
+        package var rotaryDims: Int
         /// Context-extension scheme.
-        public var scaling: Scaling
+        package var scaling: Scaling
         /// Pairing of dimensions.
-        public var style: RoPEStyle
+        package var style: RoPEStyle
 
-        public init(theta: Float, rotaryDims: Int, scaling: Scaling = .none, style: RoPEStyle = .neox) {
+        package init(theta: Float, rotaryDims: Int, scaling: Scaling = .none, style: RoPEStyle = .neox) {
             self.theta = theta
             self.rotaryDims = rotaryDims
             self.scaling = scaling
@@ -61,7 +61,7 @@ public struct DecoderOptions: Sendable, Equatable {
     }
 
     /// RoPE context-extension schemes.
-    public enum Scaling: Sendable, Equatable {
+    package enum Scaling: Sendable, Equatable {
         case none
         /// Positions divided by `factor`.
         case linear(factor: Float)
@@ -77,106 +77,106 @@ public struct DecoderOptions: Sendable, Equatable {
         case frequencyFactors([Float])
     }
 
-    public var hiddenSize: Int
-    public var layerCount: Int
-    public var headCount: Int
-    public var kvHeadCount: Int
-    public var headDim: Int
-    public var ffnSize: Int
-    public var vocabSize: Int
-    public var norm: Norm
-    public var mlp: MLP
+    package var hiddenSize: Int
+    package var layerCount: Int
+    package var headCount: Int
+    package var kvHeadCount: Int
+    package var headDim: Int
+    package var ffnSize: Int
+    package var vocabSize: Int
+    package var norm: Norm
+    package var mlp: MLP
     /// RoPE of full-attention layers.
-    public var rope: RoPE
+    package var rope: RoPE
     /// The output projection reuses the token embedding matrix.
-    public var tiedEmbeddings: Bool
+    package var tiedEmbeddings: Bool
     /// The longest context the model was trained for.
-    public var maxContext: Int
+    package var maxContext: Int
     /// Keys more than this many positions back are masked in sliding layers (nil: none).
-    public var slidingWindow: Int?
+    package var slidingWindow: Int?
     /// Which layers use the sliding window (empty: every layer, when `slidingWindow` is set).
-    public var slidingLayers: [Bool] = []
+    package var slidingLayers: [Bool] = []
     /// RoPE of sliding layers, when it differs from `rope` (Gemma 3's local base).
-    public var slidingRoPE: RoPE?
+    package var slidingRoPE: RoPE?
     /// Attention and MLP both read the same normalised input and add to the residual
     /// together (Phi-2): x += attn(norm(x)) + mlp(norm(x)).
-    public var parallelResidual = false
+    package var parallelResidual = false
     /// Per-head RMSNorm of queries and keys before RoPE (Gemma 3, Qwen 3).
-    public var qkNorm = false
+    package var qkNorm = false
     /// Norms applied to the attention and MLP outputs before the residual add (Gemma 2/3).
-    public var sandwichNorms = false
+    package var sandwichNorms = false
     /// Multiplier applied to token embeddings (Gemma: √hidden).
-    public var embeddingScale: Float?
+    package var embeddingScale: Float?
     /// Attention logit scale; nil means 1/√headDim.
-    public var attentionScale: Float?
+    package var attentionScale: Float?
     /// Head size of the full-attention (non-sliding) layers when it differs from `headDim`, which
     /// is then the sliding layers' (Gemma 4: 512 beside 256).
-    public var fullAttentionHeadDim: Int?
+    package var fullAttentionHeadDim: Int?
     /// Per layer, the layer whose keys and values it attends to (Gemma 4's KV sharing: the last
     /// layers reuse those of the last earlier layer of their kind and have no key/value
     /// projections). Layers that own their keys come first. Empty: every layer its own.
-    public var kvSourceLayers: [Int] = []
+    package var kvSourceLayers: [Int] = []
     /// Values are RMS-normalised per head, without a weight, before they are cached (Gemma 4).
-    public var valueNorm = false
+    package var valueNorm = false
     /// Per-layer MLP widths where they differ from `ffnSize` (Gemma 4 doubles those of its
     /// KV-sharing layers). Empty: every layer `ffnSize`.
-    public var layerFFNSizes: [Int] = []
+    package var layerFFNSizes: [Int] = []
     /// Width per layer of the per-layer inputs (Gemma 4's per-layer embeddings,
     /// ``PerLayerInputWeights``); nil: none.
-    public var perLayerInputSize: Int?
+    package var perLayerInputSize: Int?
     /// Each layer's output is multiplied by a stored scalar (Gemma 4's `layer_scalar`).
-    public var layerScalars = false
+    package var layerScalars = false
     /// Logits are soft-capped: cap · tanh(logits / cap) (Gemma 4's `final_logit_softcapping`).
-    public var finalLogitSoftcap: Float?
+    package var finalLogitSoftcap: Float?
 
     /// Query heads per key/value head.
-    public var groupSize: Int { headCount / kvHeadCount }
+    package var groupSize: Int { headCount / kvHeadCount }
     /// Width of the q/k/v projection outputs side by side.
-    public var qkvWidth: Int { (headCount + 2 * kvHeadCount) * headDim }
+    package var qkvWidth: Int { (headCount + 2 * kvHeadCount) * headDim }
     /// Width of the MLP's input projection(s) side by side.
-    public var ffnInWidth: Int {
+    package var ffnInWidth: Int {
         if case .gated = mlp { return 2 * ffnSize }
         return ffnSize
     }
 
     /// The head size of layer `l` (`fullAttentionHeadDim` for full-attention layers, when set).
-    public func headDim(forLayer l: Int) -> Int { isSliding(l) ? headDim : (fullAttentionHeadDim ?? headDim) }
+    package func headDim(forLayer l: Int) -> Int { isSliding(l) ? headDim : (fullAttentionHeadDim ?? headDim) }
     /// The largest head size of any layer.
-    public var maxHeadDim: Int { max(headDim, fullAttentionHeadDim ?? headDim) }
+    package var maxHeadDim: Int { max(headDim, fullAttentionHeadDim ?? headDim) }
     /// The layer whose keys and values layer `l` attends to (itself unless `kvSourceLayers` says otherwise).
-    public func kvSource(_ l: Int) -> Int { l < kvSourceLayers.count ? kvSourceLayers[l] : l }
+    package func kvSource(_ l: Int) -> Int { l < kvSourceLayers.count ? kvSourceLayers[l] : l }
     /// Whether layer `l` computes and caches its own keys and values.
-    public func ownsKV(_ l: Int) -> Bool { kvSource(l) == l }
+    package func ownsKV(_ l: Int) -> Bool { kvSource(l) == l }
     /// Layers holding a KV cache: the leading layers that own their keys and values.
-    public var cacheLayerCount: Int { (0..<layerCount).first { !ownsKV($0) } ?? layerCount }
+    package var cacheLayerCount: Int { (0..<layerCount).first { !ownsKV($0) } ?? layerCount }
     /// Width of layer `l`'s q | k | v projection outputs (q alone for a layer reusing another's keys).
-    public func qkvWidth(forLayer l: Int) -> Int {
+    package func qkvWidth(forLayer l: Int) -> Int {
         (headCount + (ownsKV(l) ? 2 * kvHeadCount : 0)) * headDim(forLayer: l)
     }
     /// The MLP width of layer `l`.
-    public func ffnSize(forLayer l: Int) -> Int { l < layerFFNSizes.count ? layerFFNSizes[l] : ffnSize }
+    package func ffnSize(forLayer l: Int) -> Int { l < layerFFNSizes.count ? layerFFNSizes[l] : ffnSize }
     /// Width of layer `l`'s MLP input projection(s) side by side.
-    public func ffnInWidth(forLayer l: Int) -> Int {
+    package func ffnInWidth(forLayer l: Int) -> Int {
         if case .gated = mlp { return 2 * ffnSize(forLayer: l) }
         return ffnSize(forLayer: l)
     }
     /// Whether any layer's shape differs from the uniform `headDim`, `ffnSize` and own keys.
-    public var hasLayerShapes: Bool {
+    package var hasLayerShapes: Bool {
         maxHeadDim != headDim || !layerFFNSizes.isEmpty || cacheLayerCount != layerCount
     }
 
     /// Whether layer `l` uses the sliding window.
-    public func isSliding(_ l: Int) -> Bool {
+    package func isSliding(_ l: Int) -> Bool {
         guard slidingWindow != nil else { return false }
         return slidingLayers.isEmpty || (l < slidingLayers.count && slidingLayers[l])
     }
 
     /// The RoPE settings of layer `l`.
-    public func rope(forLayer l: Int) -> RoPE {
+    package func rope(forLayer l: Int) -> RoPE {
         isSliding(l) ? (slidingRoPE ?? rope) : rope
     }
 
-    public init(
+    package init(
         hiddenSize: Int, layerCount: Int, headCount: Int, kvHeadCount: Int, headDim: Int, ffnSize: Int,
         vocabSize: Int, norm: Norm, mlp: MLP, rope: RoPE, tiedEmbeddings: Bool, maxContext: Int,
         slidingWindow: Int? = nil
@@ -199,7 +199,7 @@ public struct DecoderOptions: Sendable, Equatable {
 
 extension DecoderOptions.Activation {
     /// The name people and tools use (`silu`, `gelu_tanh`, `gelu`).
-    public var name: String {
+    package var name: String {
         switch self {
         case .silu: return "silu"
         case .geluTanh: return "gelu_tanh"
@@ -210,7 +210,7 @@ extension DecoderOptions.Activation {
 
 extension DecoderOptions.Norm {
     /// `rmsnorm` or `layernorm`.
-    public var name: String {
+    package var name: String {
         switch self {
         case .rms: return "rmsnorm"
         case .layer: return "layernorm"
@@ -218,7 +218,7 @@ extension DecoderOptions.Norm {
     }
 
     /// The epsilon added to the variance.
-    public var epsilon: Float {
+    package var epsilon: Float {
         switch self {
         case .rms(let eps), .layer(let eps): return eps
         }
@@ -227,7 +227,7 @@ extension DecoderOptions.Norm {
 
 extension DecoderOptions.MLP {
     /// `gated` (gate · up, SwiGLU/GeGLU) or `plain` (up, then down).
-    public var shape: String {
+    package var shape: String {
         switch self {
         case .gated: return "gated"
         case .plain: return "plain"
@@ -235,13 +235,13 @@ extension DecoderOptions.MLP {
     }
 
     /// The activation, public for descriptions.
-    public var activationName: String { activation.name }
+    package var activationName: String { activation.name }
 }
 
 extension DecoderOptions.Scaling {
     /// `none`, `linear`, `longrope`, `llama3` or `frequency-factors` (Llama 3 GGUF files
     /// store their remapped frequencies as per-frequency divisors).
-    public var name: String {
+    package var name: String {
         switch self {
         case .none: return "none"
         case .linear: return "linear"

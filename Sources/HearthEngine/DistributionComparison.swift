@@ -11,13 +11,13 @@ import Foundation
 /// to the vocabulary there is no rest and this is the exact KL divergence; with smaller K it
 /// is the divergence of the two distributions coarse-grained to K + 1 outcomes, which never
 /// exceeds the exact one. Sums run in double precision.
-public struct DistributionComparison: Sendable {
+package struct DistributionComparison: Sendable {
     /// A margin at or above which the base's top token counts as clear (the near-tie cut-off
     /// of Hearth's accuracy tests, in nats).
-    public static let clearMargin: Float = 0.1
+    package static let clearMargin: Float = 0.1
 
     /// Per-position KL divergences, in position order.
-    public private(set) var divergences: [Double] = []
+    package private(set) var divergences: [Double] = []
     private var sameTop = 0
     private var clear = 0
     private var sameTopClear = 0
@@ -27,11 +27,11 @@ public struct DistributionComparison: Sendable {
     private var maxAbsDeltaLogprob = 0.0
 
     /// An empty comparison.
-    public init() {}
+    package init() {}
 
     /// Adds position `index` of `base`, whose current raw logits are `logits` (`vocabSize`
     /// values, log Σ exp = `normalizer`) and whose next token was `next`.
-    public mutating func add(
+    package mutating func add(
         base: LogitsFile, position index: Int, logits: UnsafeBufferPointer<Float>, normalizer: Float, next: Int32
     ) {
         let (ids, baseLogprobs) = base.top(index)
@@ -80,29 +80,29 @@ public struct DistributionComparison: Sendable {
     }
 
     /// The statistics so far.
-    public struct Summary: Codable, Sendable, Equatable {
+    package struct Summary: Codable, Sendable, Equatable {
         /// Positions compared.
-        public var positions: Int
+        package var positions: Int
         /// Mean KL divergence (nats).
-        public var meanKLD: Double
+        package var meanKLD: Double
         /// Median, 99th percentile and maximum of the per-position KL divergence.
-        public var medianKLD: Double
-        public var p99KLD: Double
-        public var maxKLD: Double
+        package var medianKLD: Double
+        package var p99KLD: Double
+        package var maxKLD: Double
         /// Fraction of positions whose most likely token is the base's.
-        public var sameTop: Double
+        package var sameTop: Double
         /// The same over positions where the base's top-1/top-2 margin is at least ``clearMargin``.
-        public var sameTopClear: Double
+        package var sameTopClear: Double
         /// How many positions that is.
-        public var clearPositions: Int
+        package var clearPositions: Int
         /// Perplexity of the base and of this run over the same positions.
-        public var basePerplexity: Double
-        public var perplexity: Double
+        package var basePerplexity: Double
+        package var perplexity: Double
         /// `perplexity / basePerplexity − 1`.
-        public var deltaPerplexity: Double
+        package var deltaPerplexity: Double
         /// Mean and maximum |log p(next) − base log p(next)|.
-        public var meanAbsDeltaLogprob: Double
-        public var maxAbsDeltaLogprob: Double
+        package var meanAbsDeltaLogprob: Double
+        package var maxAbsDeltaLogprob: Double
 
         enum CodingKeys: String, CodingKey {
             case positions
@@ -114,7 +114,7 @@ public struct DistributionComparison: Sendable {
     }
 
     /// The statistics of the positions added so far (zeros when none were).
-    public var summary: Summary {
+    package var summary: Summary {
         let n = divergences.count
         let sorted = divergences.sorted()
         func quantile(_ q: Double) -> Double {

@@ -20,11 +20,11 @@ public struct GenerationParameters: Sendable {
     /// only where the grammar is complete, and generation stops (`.stop`) once nothing but the
     /// end may follow. The token limit may still cut the output short (`.length`).
     /// Each sequence follows it with its own matcher. See `TransformerModel.compileConstraint`.
-    public var constraint: CompiledConstraint?
+    package var constraint: CompiledConstraint?
     /// Bytes the constraint has already seen before the first generated token: a partial answer
     /// being continued (a failover mid-answer). The matcher starts after them; they must be a
     /// prefix the grammar allows (check with `ConstraintMatcher.advance(bytes:)` first).
-    public var constraintPrefix: [UInt8] = []
+    package var constraintPrefix: [UInt8] = []
     /// Speculative decoding (``SpeculativeMode``): prompt lookup by default. It changes how
     /// many tokens a step verifies, never which tokens are generated.
     public var speculative: SpeculativeMode = .lookup
@@ -46,7 +46,7 @@ public struct GenerationParameters: Sendable {
     /// (``GeneratedToken/reasoning``), ``constraint`` applies only after the block closes, the
     /// opening tag is not sampled again once decided, and a budget closes the block with the
     /// model's closing sequence. Nil: all text is answer.
-    public var reasoning: ReasoningControl?
+    package var reasoning: ReasoningControl?
 
     public init() {}
 }
@@ -123,29 +123,29 @@ public enum GenerationEvent: Sendable {
 
 /// An event of one of several continuations of a prompt
 /// (``Generator/generate(prompt:choices:stops:)``): its index and the event.
-public struct ChoiceEvent: Sendable {
+package struct ChoiceEvent: Sendable {
     /// The continuation's index, 0 ..< the number of choices.
-    public var choice: Int
-    public var event: GenerationEvent
+    package var choice: Int
+    package var event: GenerationEvent
 
-    public init(choice: Int, event: GenerationEvent) {
+    package init(choice: Int, event: GenerationEvent) {
         self.choice = choice
         self.event = event
     }
 }
 
 /// Counts of a generator's scheduler steps (``Generator/stepStatistics``).
-public struct StepStatistics: Sendable, Equatable {
+package struct StepStatistics: Sendable, Equatable {
     /// Forward steps run (each one batched pass of the model).
-    public var steps = 0
+    package var steps = 0
     /// Sequences those steps held, summed over the steps (busy slots per step × steps).
-    public var sequences = 0
+    package var sequences = 0
     /// Tokens those steps processed (prompt chunks, decode tokens, drafts), summed.
-    public var tokens = 0
+    package var tokens = 0
     /// Steps whose output head computed only the token groups a grammar allowed
     /// (``Generator/sparseHead``), and the 16-token groups they computed, summed.
-    public var sparseHeadSteps = 0
-    public var sparseHeadGroups = 0
+    package var sparseHeadSteps = 0
+    package var sparseHeadGroups = 0
 
-    public init() {}
+    package init() {}
 }

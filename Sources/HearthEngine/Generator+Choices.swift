@@ -23,7 +23,7 @@ extension Generator {
     }
 
     /// The most continuations one ``generate(prompt:choices:stops:)`` call may ask for.
-    public static let maxChoices = 8
+    package static let maxChoices = 8
 
     /// Streams `choices.count` continuations of one prompt (OpenAI's `n`), each sampled with its
     /// own parameters (give each its own seed). The prompt is processed once: when its last
@@ -33,7 +33,7 @@ extension Generator {
     /// in the cache (recomputing only its last token). Each choice ends with its own `.done`;
     /// the stream finishes after the last one. `stops[i]` ends choice `i` as ``generate(prompt:parameters:stop:)``'s
     /// `stop` does; cancelling the consumer stops them all. A failure ends the whole stream.
-    public func generate(
+    package func generate(
         prompt: [Int32], choices: [GenerationParameters], stops: [CancellationFlag?] = []
     ) -> AsyncThrowingStream<ChoiceEvent, Error> {
         let (stream, continuation) = AsyncThrowingStream<ChoiceEvent, Error>.makeStream()

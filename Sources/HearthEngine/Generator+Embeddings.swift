@@ -13,7 +13,7 @@ public enum EmbeddingPooling: String, Sendable, CaseIterable, Codable {
 
 extension Generator {
     /// The length of an embedding vector: the model's hidden size.
-    public var embeddingDimensions: Int { model.options.hiddenSize }
+    package var embeddingDimensions: Int { model.options.hiddenSize }
 
     /// Embedding vectors of `sequences` (token ids), one per sequence in order, each pooled
     /// over the final hidden states (after the final norm, before the output head) and

@@ -28,7 +28,7 @@ import HearthKernels
 /// snapshot of version 1 or 2 is still read, a quantized one is refused (its rows are not rotated).
 extension Generator {
     /// The snapshot format this build writes and reads.
-    public static let snapshotFormatVersion: UInt32 = 3
+    package static let snapshotFormatVersion: UInt32 = 3
 
     static let snapshotMagic = Array("HRTHKV01".utf8)
 
@@ -42,7 +42,7 @@ extension Generator {
 
     /// Identifies the model and its weights' layout: a snapshot made on another model, another
     /// quantization or another architecture revision is refused.
-    public var modelIdentity: UInt64 {
+    package var modelIdentity: UInt64 {
         var text = "\(model.architecture)|\(model.options)|\(model.parameterCount)"
         for (type, bytes) in model.weightBytesByType.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             text += "|\(type.rawValue)=\(bytes)"
@@ -200,7 +200,7 @@ extension Generator {
 /// The snapshot checksum: FNV-1a over 64-bit little-endian words (then the tail bytes), which
 /// runs at memory speed on the megabytes of a KV cache while still catching any flipped,
 /// dropped or swapped byte with overwhelming probability.
-public func snapshotChecksum(_ data: Data) -> UInt64 {
+package func snapshotChecksum(_ data: Data) -> UInt64 {
     let prime: UInt64 = 0x0000_0100_0000_01B3
     var hash: UInt64 = 0xCBF2_9CE4_8422_2325
     data.withUnsafeBytes { raw in

@@ -50,7 +50,7 @@ public final class Generator: @unchecked Sendable {
 
     /// Prompt tokens a step spends on new requests while others are decoding (the rest of a
     /// prompt waits for the next step, so running sequences keep their pace).
-    public var interleavedPrefillTokens = 32
+    package var interleavedPrefillTokens = 32
 
     /// Under a grammar, the output head computes only the 16-token groups holding a token the
     /// grammar allows at that step (the others' logits are −∞): at a JSON structure's or a
@@ -58,7 +58,7 @@ public final class Generator: @unchecked Sendable {
     /// small model's weight bytes per token. The tokens chosen are the same either way (each
     /// computed logit equals the full head's bit for bit). Off for steps that read every
     /// logit (log-probabilities, reasoning blocks, speculative drafts).
-    public var sparseHead = true
+    package var sparseHead = true
 
     struct Slot {
         var tokens: [Int32] = []
@@ -116,26 +116,26 @@ public final class Generator: @unchecked Sendable {
     }
 
     /// The model that drafts for ``SpeculativeMode/draft`` requests, if any.
-    public var draftModel: TransformerModel? { draft?.model }
+    package var draftModel: TransformerModel? { draft?.model }
 
     /// The context size in tokens (per sequence).
     public var context: Int { decoder.context }
 
     /// How many sequences run at once.
-    public var sequences: Int { decoder.cache.sequences }
+    package var sequences: Int { decoder.cache.sequences }
 
     /// Bytes held by the KV cache (all slots).
-    public var cacheBytes: Int { decoder.cache.byteCount }
+    package var cacheBytes: Int { decoder.cache.byteCount }
 
     /// How the KV cache stores keys and values (`.f16`, `.f32`, `.q8_0` or `.q4_0`).
-    public var cacheType: DType { decoder.cache.type }
+    package var cacheType: DType { decoder.cache.type }
 
     /// Bytes one token's keys and values take in the cache (every layer).
-    public var cacheBytesPerToken: Int { decoder.cache.bytesPerToken }
+    package var cacheBytesPerToken: Int { decoder.cache.bytesPerToken }
 
     /// Requests running and waiting for a slot.
     /// (Answers at once, also while a step runs.)
-    public var load: (running: Int, waiting: Int) {
+    package var load: (running: Int, waiting: Int) {
         queue.lock()
         defer { queue.unlock() }
         return (runningCount, pending.count)
@@ -144,14 +144,14 @@ public final class Generator: @unchecked Sendable {
     /// Forward steps of the scheduler and what they held: the batch's occupancy is
     /// `sequences / steps` busy slots per step (llama-server's `n_busy_slots_per_decode`), and
     /// `tokens / steps` tokens per step. (Answers at once, also while a step runs.)
-    public var stepStatistics: StepStatistics {
+    package var stepStatistics: StepStatistics {
         queue.lock()
         defer { queue.unlock() }
         return stepTotals
     }
 
     /// Share of the KV cache's positions that hold tokens (0…1), as of the last step.
-    public var cacheUsage: Double {
+    package var cacheUsage: Double {
         queue.lock()
         defer { queue.unlock() }
         return Double(filledPositions) / Double(max(1, slots.count * decoder.context))
@@ -214,20 +214,20 @@ public final class Generator: @unchecked Sendable {
     /// How batched products over quantized weights are computed during prompt processing:
     /// 8-bit activations on the integer kernels (the default) or dequantized slabs through
     /// BLAS `sgemm` (f32 activations). Set it before a generation starts.
-    public var quantizedBatchPath: QuantizedBatchPath {
+    package var quantizedBatchPath: QuantizedBatchPath {
         get { decoder.quantizedBatchPath }
         set { decoder.quantizedBatchPath = newValue }
     }
 
     /// Bits of the integer kernels' quantized activations; see ``Decoder/activationPrecision``.
-    public var activationPrecision: ActivationPrecision {
+    package var activationPrecision: ActivationPrecision {
         get { decoder.activationPrecision }
         set { decoder.activationPrecision = newValue }
     }
 
     /// Scores `tokens` in one pass and returns the logits at every position (for tests and
     /// perplexity). Uses an idle slot; throws when every slot is running a request.
-    public func logits(for tokens: [Int32]) throws -> [Float] {
+    package func logits(for tokens: [Int32]) throws -> [Float] {
         lock.lock()
         defer { lock.unlock() }
         guard let s = idleSlot(for: tokens) else {

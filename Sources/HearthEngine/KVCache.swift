@@ -35,29 +35,29 @@ import HearthKernels
 /// and ``truncate(to:sequence:)`` then empties the slot instead.
 ///
 /// Not Sendable: owned by one `Decoder`, which is used by one thread at a time.
-public final class KVCache {
+package final class KVCache {
     /// Positions the cache can hold per slot (the context).
-    public let capacity: Int
+    package let capacity: Int
     /// Elements per position per layer (kvHeads × headDim).
-    public let width: Int
-    public let layerCount: Int
+    package let width: Int
+    package let layerCount: Int
     /// Sequence slots: independent conversations sharing the model, each with `capacity` positions.
-    public let sequences: Int
+    package let sequences: Int
     /// Storage type: `.f16`, `.f32`, `.q8_0` or `.q4_0`.
-    public let type: DType
+    package let type: DType
     /// Elements per head (width = kvHeads × headDim).
-    public let headDim: Int
+    package let headDim: Int
     /// Bytes of one head of one position.
-    public let headBytes: Int
+    package let headBytes: Int
     /// How window layers are stored (nil: every layer holds `capacity` positions).
-    public let window: Window?
+    package let window: Window?
     /// Positions currently filled per slot (valid entries of slot `s` are 0..<counts[s]; a
     /// window layer holds those from `windowStarts[s]` on).
-    public internal(set) var counts: [Int]
+    package internal(set) var counts: [Int]
     /// Per slot, the first position window layers hold (0 without a ``window``).
-    public internal(set) var windowStarts: [Int]
+    package internal(set) var windowStarts: [Int]
     /// Positions filled in slot 0 (the only slot of a single-sequence decoder).
-    public internal(set) var count: Int {
+    package internal(set) var count: Int {
         get { counts[0] }
         set { counts[0] = newValue }
     }
@@ -71,26 +71,26 @@ public final class KVCache {
     private let windowed: [Bool]
 
     /// Window-sized storage for sliding-window layers (see ``KVCache``).
-    public struct Window: Sendable, Equatable {
+    package struct Window: Sendable, Equatable {
         /// The attention window W: a position sees itself and the W − 1 before it.
-        public let size: Int
+        package let size: Int
         /// Which layers slide (one entry per layer).
-        public let layers: [Bool]
+        package let layers: [Bool]
         /// Positions a window layer holds per slot.
-        public let span: Int
+        package let span: Int
         /// Positions kept beyond the W − 1 a step needs when the buffer is compacted: a slot can
         /// resume up to this many positions before its end (a re-rendered chat turn).
-        public let lookback: Int
+        package let lookback: Int
 
         /// Positions kept beyond the window by default.
-        public static let defaultLookback = 128
+        package static let defaultLookback = 128
         /// The least room for new positions a compaction leaves by default, whatever the batch.
-        public static let defaultMinimumRoom = 256
+        package static let defaultMinimumRoom = 256
 
         /// The window storage for `size` and `layers`, fed batches of up to `maxBatch` tokens, in a
         /// cache of `capacity` positions:
         /// `span = min(capacity, size − 1 + lookback + max(maxBatch, minimumRoom))`.
-        public init(
+        package init(
             size: Int, layers: [Bool], capacity: Int, maxBatch: Int, lookback: Int = Window.defaultLookback,
             minimumRoom: Int = Window.defaultMinimumRoom
         ) {
@@ -102,14 +102,14 @@ public final class KVCache {
 
         /// The window storage a decoder of `options` with `context` positions and batches of up
         /// to `maxBatch` tokens uses (nil: the model has no sliding window).
-        public init?(options o: DecoderOptions, context: Int, maxBatch: Int) {
+        package init?(options o: DecoderOptions, context: Int, maxBatch: Int) {
             guard let size = o.slidingWindow else { return nil }
             self.init(size: size, layers: (0..<o.layerCount).map(o.isSliding), capacity: context, maxBatch: maxBatch)
         }
 
         /// Positions a slot holds over `layerCount` layers in a cache of `capacity` positions
         /// (window layers at ``span``, the others at `capacity`).
-        public func positions(layerCount: Int, capacity: Int) -> Int {
+        package func positions(layerCount: Int, capacity: Int) -> Int {
             (0..<layerCount).reduce(0) { $0 + ($1 < layers.count && layers[$1] ? span : capacity) }
         }
     }
@@ -118,7 +118,7 @@ public final class KVCache {
     /// (default: `width`, one head) must divide `width`, and for the quantized types be a
     /// multiple of 32. With `window`, its layers hold `window.span` positions per slot.
     /// - Throws: `EngineError` `.invalidOption` for another type, or a head the type cannot block.
-    public init(
+    package init(
         layers: Int, capacity: Int, width: Int, sequences: Int = 1, type: DType = .f16, headDim: Int? = nil,
         window: Window? = nil
     ) throws {
@@ -170,41 +170,41 @@ public final class KVCache {
     }
 
     /// Bytes the cache occupies (keys and values, every layer and slot, window layers at their span).
-    public var byteCount: Int { 2 * sequences * spans.reduce(0, +) * rowBytes }
+    package var byteCount: Int { 2 * sequences * spans.reduce(0, +) * rowBytes }
 
     /// Bytes from one position to the next.
-    public var rowBytes: Int { (width / headDim) * headBytes }
+    package var rowBytes: Int { (width / headDim) * headBytes }
 
     /// Bytes one position's keys and values take over all layers (what a token adds to the
     /// cache while it is inside every layer's window).
-    public var bytesPerToken: Int { 2 * layerCount * rowBytes }
+    package var bytesPerToken: Int { 2 * layerCount * rowBytes }
 
     /// Positions `layer` holds per slot (`capacity`, or ``Window/span`` for a window layer).
-    public func span(layer: Int) -> Int { spans[layer] }
+    package func span(layer: Int) -> Int { spans[layer] }
 
     /// Whether `layer` is stored window-sized.
-    public func isWindowed(layer: Int) -> Bool { windowed[layer] }
+    package func isWindowed(layer: Int) -> Bool { windowed[layer] }
 
     /// The first position `layer` holds for slot `sequence`: 0, or the slot's window start for a
     /// window layer. Its positions from there on are contiguous from ``key(_:_:sequence:)`` at it.
     @inline(__always)
-    public func origin(layer: Int, sequence: Int = 0) -> Int { windowed[layer] ? windowStarts[sequence] : 0 }
+    package func origin(layer: Int, sequence: Int = 0) -> Int { windowed[layer] ? windowStarts[sequence] : 0 }
 
     /// Byte offset of head `kvHead` within a position's row (a quantized head is one record).
     @inline(__always)
-    public func headOffset(_ kvHead: Int) -> Int { kvHead * headBytes }
+    package func headOffset(_ kvHead: Int) -> Int { kvHead * headBytes }
 
     /// Key vector of `layer` at `position` of slot `sequence` (`width` elements of `type`);
     /// a slot's positions are contiguous. `position` must be one the layer holds (from
     /// ``origin(layer:sequence:)`` on).
     @inline(__always)
-    public func key(_ layer: Int, _ position: Int, sequence: Int = 0) -> UnsafeMutableRawPointer {
+    package func key(_ layer: Int, _ position: Int, sequence: Int = 0) -> UnsafeMutableRawPointer {
         keys + layerOffsets[layer] + (sequence * spans[layer] + position - origin(layer: layer, sequence: sequence)) * rowBytes
     }
 
     /// Value vector of `layer` at `position` of slot `sequence`.
     @inline(__always)
-    public func value(_ layer: Int, _ position: Int, sequence: Int = 0) -> UnsafeMutableRawPointer {
+    package func value(_ layer: Int, _ position: Int, sequence: Int = 0) -> UnsafeMutableRawPointer {
         values + layerOffsets[layer] + (sequence * spans[layer] + position - origin(layer: layer, sequence: sequence)) * rowBytes
     }
 
@@ -213,7 +213,7 @@ public final class KVCache {
     /// than the cache's (Gemma 4's sliding layers: 256 in a cache sized for 512): each head's
     /// elements, packed in `k`/`v`, go to the start of its slot (f16/f32 caches only).
     @inline(__always)
-    public func store(
+    package func store(
         layer: Int, position: Int, sequence: Int = 0, keys k: UnsafePointer<Float>, values v: UnsafePointer<Float>,
         headElements: Int? = nil
     ) {
@@ -240,7 +240,7 @@ public final class KVCache {
     /// Whether slot `sequence` can continue at `position` (be cut back to it and fed from there):
     /// it holds that many positions and its window layers still hold the W − 1 before it. Always
     /// true at 0 and without a ``window``.
-    public func canResume(at position: Int, sequence: Int = 0) -> Bool {
+    package func canResume(at position: Int, sequence: Int = 0) -> Bool {
         guard position > 0 else { return position == 0 }
         guard position <= counts[sequence] else { return false }
         guard let window else { return true }
@@ -249,7 +249,7 @@ public final class KVCache {
 
     /// The earliest position after 0 that slot `sequence` can resume at (see
     /// ``canResume(at:sequence:)``); its count when it holds nothing further back.
-    public func earliestResume(sequence: Int = 0) -> Int {
+    package func earliestResume(sequence: Int = 0) -> Int {
         guard let window, windowStarts[sequence] > 0 else { return min(1, counts[sequence]) }
         return min(counts[sequence], windowStarts[sequence] + window.size - 1)
     }
@@ -257,7 +257,7 @@ public final class KVCache {
     /// Forgets positions of slot `sequence` from `position` on (they will be overwritten). When
     /// the slot cannot resume there (its window layers no longer hold what position `position`
     /// needs, ``canResume(at:sequence:)``), it forgets everything instead.
-    public func truncate(to position: Int, sequence: Int = 0) {
+    package func truncate(to position: Int, sequence: Int = 0) {
         let p = max(0, min(counts[sequence], position))
         counts[sequence] = canResume(at: p, sequence: sequence) ? p : 0
         if counts[sequence] == 0 { windowStarts[sequence] = 0 }
@@ -269,7 +269,7 @@ public final class KVCache {
     /// on move to its front and the older ones are forgotten. Nothing happens without a window.
     /// - Throws: `EngineError` `.invalidOption` when `count` is more than the buffer can ever
     ///   take beside the window (more than the `maxBatch` the window was sized for).
-    public func makeRoom(sequence: Int, from position: Int, count: Int) throws {
+    package func makeRoom(sequence: Int, from position: Int, count: Int) throws {
         guard let window else { return }
         let start = windowStarts[sequence]
         guard position + count - start > window.span else { return }
@@ -292,7 +292,7 @@ public final class KVCache {
     /// Whether `layer` of slot `sequence` can take (or give) `count` consecutive positions from
     /// `position` on as one contiguous stretch of rows: they lie from its ``origin(layer:sequence:)``
     /// on and within its span. (Nothing is said about whether they hold anything yet.)
-    public func holdsRows(layer: Int, from position: Int, count: Int, sequence: Int) -> Bool {
+    package func holdsRows(layer: Int, from position: Int, count: Int, sequence: Int) -> Bool {
         guard layer >= 0, layer < layerCount, sequence >= 0, sequence < sequences, count >= 0 else { return false }
         let first = position - origin(layer: layer, sequence: sequence)
         return first >= 0 && first + count <= spans[layer]
@@ -304,14 +304,14 @@ public final class KVCache {
     /// for copying rows out of and into a slot raw (the prompt cache). The positions must be
     /// ones the layer holds (``holdsRows(layer:from:count:sequence:)``).
     @inline(__always)
-    public func rows(layer: Int, from position: Int, sequence: Int) -> (keys: UnsafeMutableRawPointer, values: UnsafeMutableRawPointer) {
+    package func rows(layer: Int, from position: Int, sequence: Int) -> (keys: UnsafeMutableRawPointer, values: UnsafeMutableRawPointer) {
         (key(layer, position, sequence: sequence), value(layer, position, sequence: sequence))
     }
 
     /// Makes slot `sequence` empty with its window layers starting at `windowStart` (0 without a
     /// ``window``), ready for rows to be written into it from outside (``rows(layer:from:sequence:)``)
     /// before ``adopt(count:sequence:)`` says how many it holds.
-    public func prepareFill(sequence: Int, windowStart: Int) {
+    package func prepareFill(sequence: Int, windowStart: Int) {
         counts[sequence] = 0
         windowStarts[sequence] = window == nil ? 0 : max(0, windowStart)
     }
@@ -319,7 +319,7 @@ public final class KVCache {
     /// Declares that slot `sequence` holds `count` positions, written from outside after
     /// ``prepareFill(sequence:windowStart:)``: every full layer's rows 0..<count and every window
     /// layer's from the window start on.
-    public func adopt(count: Int, sequence: Int) {
+    package func adopt(count: Int, sequence: Int) {
         counts[sequence] = max(0, min(count, capacity))
         if counts[sequence] == 0 { windowStarts[sequence] = 0 }
     }
@@ -331,7 +331,7 @@ public final class KVCache {
     /// (``canResume(at:sequence:)``), nothing is copied and `target` ends up empty.
     /// - Returns: the positions `target` now holds (`count`, clamped to what `source` holds, or 0).
     @discardableResult
-    public func copyPrefix(from source: Int, to target: Int, count n: Int) -> Int {
+    package func copyPrefix(from source: Int, to target: Int, count n: Int) -> Int {
         var n = max(0, min(n, counts[source], capacity))
         if !canResume(at: n, sequence: source) { n = 0 }
         if source != target {

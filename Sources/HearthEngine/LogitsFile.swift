@@ -28,40 +28,40 @@ import HearthTokenizers
 /// | 8 | FNV-1a 64 of every byte before it |
 ///
 /// Positions run chunk by chunk, and within a chunk from ``Header/first`` to `ctx − 2`.
-public struct LogitsFile: Sendable, Equatable {
+package struct LogitsFile: Sendable, Equatable {
     /// The format this build writes and reads.
-    public static let formatVersion: UInt32 = 1
+    package static let formatVersion: UInt32 = 1
     static let magic = Array("HRTHLG01".utf8)
 
     /// What the run was: the model's shape and vocabulary, and how the text was cut.
-    public struct Header: Codable, Sendable, Equatable {
+    package struct Header: Codable, Sendable, Equatable {
         /// `architectures[0]` or `general.architecture` (informational).
-        public var architecture: String
+        package var architecture: String
         /// The model file or directory name (informational).
-        public var model: String
+        package var model: String
         /// Decoder layers.
-        public var layers: Int
+        package var layers: Int
         /// Hidden size.
-        public var hiddenSize: Int
+        package var hiddenSize: Int
         /// Attention heads, key/value heads and MLP width.
-        public var heads: Int
-        public var kvHeads: Int
-        public var ffnSize: Int
+        package var heads: Int
+        package var kvHeads: Int
+        package var ffnSize: Int
         /// Vocabulary size (logits per position).
-        public var vocabSize: Int
+        package var vocabSize: Int
         /// ``LogitsFile/vocabularyHash(_:)`` of the tokenizer, hex.
-        public var vocabularyHash: String
+        package var vocabularyHash: String
         /// Tokens per chunk.
-        public var ctx: Int
+        package var ctx: Int
         /// First scored position in each chunk.
-        public var first: Int
+        package var first: Int
         /// Number of chunks evaluated.
-        public var chunks: Int
+        package var chunks: Int
         /// Entries kept per position.
-        public var topK: Int
+        package var topK: Int
 
         /// A header from its fields.
-        public init(
+        package init(
             architecture: String, model: String, layers: Int, hiddenSize: Int, heads: Int, kvHeads: Int, ffnSize: Int,
             vocabSize: Int, vocabularyHash: String, ctx: Int, first: Int, chunks: Int, topK: Int
         ) {
@@ -81,12 +81,12 @@ public struct LogitsFile: Sendable, Equatable {
         }
 
         /// Layers, widths and heads, for messages: "2 layers, hidden 64, 4/2 heads, MLP 128".
-        public var shape: String { "\(layers) layers, hidden \(hiddenSize), \(heads)/\(kvHeads) heads, MLP \(ffnSize)" }
+        package var shape: String { "\(layers) layers, hidden \(hiddenSize), \(heads)/\(kvHeads) heads, MLP \(ffnSize)" }
 
         /// Scored positions per chunk.
-        public var positionsPerChunk: Int { max(0, ctx - 1 - first) }
+        package var positionsPerChunk: Int { max(0, ctx - 1 - first) }
         /// Scored positions in the file.
-        public var positionCount: Int { chunks * positionsPerChunk }
+        package var positionCount: Int { chunks * positionsPerChunk }
 
         enum CodingKeys: String, CodingKey {
             case architecture, model, layers, ctx, first, chunks
@@ -96,20 +96,20 @@ public struct LogitsFile: Sendable, Equatable {
     }
 
     /// The run's description.
-    public var header: Header
+    package var header: Header
     /// The text's tokens, `chunks × ctx` (before each chunk's first token became BOS).
-    public var tokens: [Int32]
+    package var tokens: [Int32]
     /// log p(next token) per scored position.
-    public var nextLogprobs: [Float]
+    package var nextLogprobs: [Float]
     /// Probability mass outside the top K per scored position (0 when K is the vocabulary).
-    public var restProbabilities: [Float]
+    package var restProbabilities: [Float]
     /// Top-K ids per position, `positionCount × topK`, most likely first.
-    public var topIDs: [Int32]
+    package var topIDs: [Int32]
     /// Their log-probabilities, same layout.
-    public var topLogprobs: [Float]
+    package var topLogprobs: [Float]
 
     /// An empty file for a run described by `header`; fill it with ``append(logits:next:)``.
-    public init(header: Header, tokens: [Int32]) {
+    package init(header: Header, tokens: [Int32]) {
         self.header = header
         self.tokens = tokens
         nextLogprobs = []
@@ -122,11 +122,11 @@ public struct LogitsFile: Sendable, Equatable {
     }
 
     /// Positions recorded so far.
-    public var positionCount: Int { nextLogprobs.count }
+    package var positionCount: Int { nextLogprobs.count }
 
     /// Records one position from its raw logits (`vocabSize` values), their log Σ exp
     /// (`LogProbabilities.normalizer`) and the token that came next.
-    public mutating func append(logits: UnsafeBufferPointer<Float>, normalizer: Float, next: Int32) {
+    package mutating func append(logits: UnsafeBufferPointer<Float>, normalizer: Float, next: Int32) {
         let k = header.topK
         var mass = 0.0
         if k >= logits.count {
@@ -148,14 +148,14 @@ public struct LogitsFile: Sendable, Equatable {
     }
 
     /// The entries of position `index`: ids and log-probabilities.
-    public func top(_ index: Int) -> (ids: ArraySlice<Int32>, logprobs: ArraySlice<Float>) {
+    package func top(_ index: Int) -> (ids: ArraySlice<Int32>, logprobs: ArraySlice<Float>) {
         let range = (index * header.topK)..<((index + 1) * header.topK)
         return (topIDs[range], topLogprobs[range])
     }
 
     /// FNV-1a 64 over every token's bytes and special flag, in id order: two tokenizers with
     /// the same hash map ids to the same text.
-    public static func vocabularyHash(_ tokenizer: any Tokenizer) -> String {
+    package static func vocabularyHash(_ tokenizer: any Tokenizer) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         func mix(_ byte: UInt8) {
             hash ^= UInt64(byte)
@@ -172,7 +172,7 @@ public struct LogitsFile: Sendable, Equatable {
     // MARK: Serialisation
 
     /// The file's bytes (layout above).
-    public func serialized() throws -> Data {
+    package func serialized() throws -> Data {
         let headerJSON = try JSONEncoder().encode(header)
         var data = Data()
         data.reserveCapacity(24 + headerJSON.count + 4 * tokens.count + positionCount * (8 + 8 * header.topK))
@@ -196,7 +196,7 @@ public struct LogitsFile: Sendable, Equatable {
     /// Reads a file written by ``serialized()``.
     /// - Throws: `EngineError` `.invalidLogitsFile` naming what is wrong (magic, version,
     ///   header, truncation, checksum, ids outside the vocabulary).
-    public init(data: Data, name: String = "logits file") throws {
+    package init(data: Data, name: String = "logits file") throws {
         func bad(_ message: String) -> EngineError {
             EngineError(.invalidLogitsFile, "\(name): \(message)", remedy: "Write it again with `hearth perplexity --save-logits`")
         }
@@ -264,7 +264,7 @@ public struct LogitsFile: Sendable, Equatable {
     /// - Throws: `EngineError` `.logitsFileMismatch` naming the first difference: another
     ///   model (layers, hidden size), another vocabulary, another context or scored range,
     ///   or another text (the first differing token).
-    public func checkComparable(with current: Header, tokens currentTokens: [Int32]) throws {
+    package func checkComparable(with current: Header, tokens currentTokens: [Int32]) throws {
         func mismatch(_ what: String, _ message: String) -> EngineError {
             EngineError(.logitsFileMismatch, "the base logits file is from another \(what): \(message)",
                 remedy: "Compare runs of the same model family over the same text with the same --ctx")

@@ -10,7 +10,7 @@ import HearthTokenizers
 ///
 /// Shared steps (the config prelude, GGUF hyperparameters, activation names, LongRoPE's
 /// attention factor) live in `Families/FamilySupport.swift`.
-public protocol ModelFamily: Sendable {
+package protocol ModelFamily: Sendable {
     /// `architectures` values in config.json this family handles.
     static var architectures: [String] { get }
     /// The GGUF `general.architecture` value this family handles (nil: no GGUF support).
@@ -41,24 +41,24 @@ public protocol ModelFamily: Sendable {
 }
 
 extension ModelFamily {
-    public static var ggufArchitecture: String? { nil }
-    public static func options(gguf: GGUFFile) throws -> DecoderOptions {
+    package static var ggufArchitecture: String? { nil }
+    package static func options(gguf: GGUFFile) throws -> DecoderOptions {
         throw FormatError(
             .unsupportedArchitecture, "GGUF files of this architecture are not supported", path: gguf.file.path,
             key: "general.architecture")
     }
-    public static func tensorName(_ role: TensorRole) -> String? { role.huggingFaceName }
-    public static func ggufTensorName(_ role: TensorRole) -> String? { role.ggufName }
-    public static func decoderPrefix(for config: HFConfig) -> String? { nil }
-    public static var normWeightOffset: Float { 0 }
-    public static var fallbackChatTemplate: ChatTemplate? { nil }
-    public static func ggufFallbackChatTemplate(bos: String?, eos: String?) -> ChatTemplate? { fallbackChatTemplate }
+    package static func tensorName(_ role: TensorRole) -> String? { role.huggingFaceName }
+    package static func ggufTensorName(_ role: TensorRole) -> String? { role.ggufName }
+    package static func decoderPrefix(for config: HFConfig) -> String? { nil }
+    package static var normWeightOffset: Float { 0 }
+    package static var fallbackChatTemplate: ChatTemplate? { nil }
+    package static func ggufFallbackChatTemplate(bos: String?, eos: String?) -> ChatTemplate? { fallbackChatTemplate }
 }
 
 /// The registry of model families: the one list a new family is added to.
-public enum ModelFamilies {
+package enum ModelFamilies {
     /// Every supported family.
-    public static let all: [any ModelFamily.Type] = [
+    package static let all: [any ModelFamily.Type] = [
         Phi3Family.self,
         Phi2Family.self,
         Gemma3Family.self,
@@ -69,7 +69,7 @@ public enum ModelFamilies {
     ]
 
     /// The family for a configuration (its `architectures`), or a `FormatError` naming them.
-    public static func family(for config: HFConfig) throws -> any ModelFamily.Type {
+    package static func family(for config: HFConfig) throws -> any ModelFamily.Type {
         let names = config.architectures
         for name in names {
             if let family = all.first(where: { $0.architectures.contains(name) }) { return family }
@@ -82,7 +82,7 @@ public enum ModelFamilies {
     }
 
     /// The family for a GGUF file (`general.architecture`), or a `FormatError` naming it.
-    public static func family(for gguf: GGUFFile) throws -> any ModelFamily.Type {
+    package static func family(for gguf: GGUFFile) throws -> any ModelFamily.Type {
         let arch = try gguf.metadata.require("general.architecture", gguf.metadata.string)
         guard let family = family(ggufArchitecture: arch) else {
             throw FormatError(
@@ -94,7 +94,7 @@ public enum ModelFamilies {
     }
 
     /// The family whose GGUF architecture is `name`, if any.
-    public static func family(ggufArchitecture name: String) -> (any ModelFamily.Type)? {
+    package static func family(ggufArchitecture name: String) -> (any ModelFamily.Type)? {
         all.first { $0.ggufArchitecture == name }
     }
 }

@@ -3,9 +3,9 @@ import HearthKernels
 
 /// The weights of one transformer layer, resolved from tensor roles and shape-checked.
 /// Optional parts (biases, q/k norms, sandwich norms) are present when the checkpoint has them.
-public struct LayerWeights: Sendable {
+package struct LayerWeights: Sendable {
     /// Projections that may be stored fused or separately; outputs go side by side.
-    public enum Projections: Sendable {
+    package enum Projections: Sendable {
         case fused(WeightMatrix)
         case separate([WeightMatrix])
 
@@ -17,53 +17,53 @@ public struct LayerWeights: Sendable {
         }
     }
 
-    public var attnNorm: [Float]
-    public var attnNormBias: [Float]?
+    package var attnNorm: [Float]
+    package var attnNormBias: [Float]?
     /// q | k | v.
-    public var qkv: Projections
-    public var qkvBias: [Float]?
-    public var qNorm: [Float]?
-    public var kNorm: [Float]?
-    public var attnOutput: WeightMatrix
-    public var attnOutputBias: [Float]?
-    public var postAttnNorm: [Float]?
+    package var qkv: Projections
+    package var qkvBias: [Float]?
+    package var qNorm: [Float]?
+    package var kNorm: [Float]?
+    package var attnOutput: WeightMatrix
+    package var attnOutputBias: [Float]?
+    package var postAttnNorm: [Float]?
     /// Absent in parallel-residual models, whose MLP reads the attention norm's output.
-    public var ffnNorm: [Float]?
-    public var ffnNormBias: [Float]?
+    package var ffnNorm: [Float]?
+    package var ffnNormBias: [Float]?
     /// gate | up for a gated MLP, or up alone for a plain one.
-    public var ffnIn: Projections
-    public var ffnInBias: [Float]?
-    public var down: WeightMatrix
-    public var downBias: [Float]?
-    public var postFFNNorm: [Float]?
+    package var ffnIn: Projections
+    package var ffnInBias: [Float]?
+    package var down: WeightMatrix
+    package var downBias: [Float]?
+    package var postFFNNorm: [Float]?
     /// Gemma 4: hidden → per-layer width gate of the layer's per-layer input.
-    public var perLayerGate: WeightMatrix?
+    package var perLayerGate: WeightMatrix?
     /// Gemma 4: per-layer width → hidden projection of the gated per-layer input.
-    public var perLayerProjection: WeightMatrix?
+    package var perLayerProjection: WeightMatrix?
     /// Gemma 4: the norm of that projection's output.
-    public var postPerLayerNorm: [Float]?
+    package var postPerLayerNorm: [Float]?
     /// Gemma 4: the scalar the layer's output is multiplied by.
-    public var layerScalar: Float?
+    package var layerScalar: Float?
 }
 
 /// All weights of a decoder, pointing into the mapped checkpoint (vectors — norms and
 /// biases — are copied to Float at load; they are tiny).
-public struct ModelWeights: Sendable {
-    public var tokenEmbedding: WeightMatrix
-    public var output: WeightMatrix
-    public var outputBias: [Float]?
-    public var outputNorm: [Float]
-    public var outputNormBias: [Float]?
-    public var layers: [LayerWeights]
+package struct ModelWeights: Sendable {
+    package var tokenEmbedding: WeightMatrix
+    package var output: WeightMatrix
+    package var outputBias: [Float]?
+    package var outputNorm: [Float]
+    package var outputNormBias: [Float]?
+    package var layers: [LayerWeights]
     /// Gemma 4's per-layer embeddings (nil: the model has none).
-    public var perLayerInputs: PerLayerInputWeights?
+    package var perLayerInputs: PerLayerInputWeights?
 
     // Long: one lookup and shape check per tensor role, in the order of a layer; each is a few lines
     // and they share the lookup helpers defined at the top.
     /// Resolves every role for `options` from `store`, checking each shape against the
     /// configuration. `name` maps a role to its tensor name (nil: the format has no such
     /// tensor). `normOffset` is added to every norm weight at load (Gemma stores w − 1).
-    public init(
+    package init(
         options o: DecoderOptions, store: TensorStore, normOffset: Float = 0, name: (TensorRole) -> String?
     ) throws {
         func lookup(_ role: TensorRole) throws -> TensorData? {
@@ -208,7 +208,7 @@ public struct ModelWeights: Sendable {
     }
 
     /// Every matrix with its role, in forward-pass order (the tied output is not repeated).
-    public func namedMatrices(options o: DecoderOptions) -> [(role: TensorRole, matrix: WeightMatrix)] {
+    package func namedMatrices(options o: DecoderOptions) -> [(role: TensorRole, matrix: WeightMatrix)] {
         var list: [(TensorRole, WeightMatrix)] = [(.tokenEmbedding, tokenEmbedding)]
         for (l, layer) in layers.enumerated() {
             switch layer.qkv {
@@ -234,7 +234,7 @@ public struct ModelWeights: Sendable {
 
     /// Every vector (norm weights with any load-time offset applied, and biases) with its
     /// role. Separate q/k/v biases appear concatenated as the fused `attnQKVBias`.
-    public func namedVectors() -> [(role: TensorRole, vector: [Float])] {
+    package func namedVectors() -> [(role: TensorRole, vector: [Float])] {
         var list: [(TensorRole, [Float]?)] = [(.outputNorm, outputNorm), (.outputNormBias, outputNormBias), (.outputBias, outputBias)]
         for (l, layer) in layers.enumerated() {
             list += [

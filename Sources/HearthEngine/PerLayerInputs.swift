@@ -12,15 +12,15 @@ import HearthKernels
 /// Inside layer `l`, after the MLP's residual add: `x += norm(P_l · (act(G_l · x) ⊙ input_l))`
 /// with the layer's gate `G_l` (hidden → width) and projection `P_l` (width → hidden)
 /// (``LayerWeights/perLayerGate``, ``LayerWeights/perLayerProjection``).
-public struct PerLayerInputWeights: Sendable {
+package struct PerLayerInputWeights: Sendable {
     /// (vocab, layers × width): each token's per-layer rows side by side.
-    public var embedding: WeightMatrix
+    package var embedding: WeightMatrix
     /// (layers × width, hidden).
-    public var modelProjection: WeightMatrix
+    package var modelProjection: WeightMatrix
     /// (width): the per-layer norm of the projection.
-    public var projectionNorm: [Float]
+    package var projectionNorm: [Float]
 
-    public init(embedding: WeightMatrix, modelProjection: WeightMatrix, projectionNorm: [Float]) {
+    package init(embedding: WeightMatrix, modelProjection: WeightMatrix, projectionNorm: [Float]) {
         self.embedding = embedding
         self.modelProjection = modelProjection
         self.projectionNorm = projectionNorm

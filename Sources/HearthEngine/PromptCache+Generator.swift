@@ -3,10 +3,10 @@ import Foundation
 extension Generator {
     /// What the prompt cache has done and holds (nil when this generator has none). Answers at
     /// once, also while a step runs.
-    public var promptCacheStatistics: PromptCacheStatistics? { promptCache?.currentStatistics }
+    package var promptCacheStatistics: PromptCacheStatistics? { promptCache?.currentStatistics }
 
     /// Where the prompt cache's disk tier keeps this model's blocks (nil without one).
-    public var promptCacheDirectory: URL? { promptCache?.disk?.directory }
+    package var promptCacheDirectory: URL? { promptCache?.disk?.directory }
 
     /// The prompt cache `options` ask for over `cache` (nil when off), with its disk tier
     /// keyed to `model`'s file(s), identity and this cache's layout and type. A disk tier whose

@@ -62,40 +62,40 @@ public struct PromptCacheOptions: Sendable, Equatable {
 }
 
 /// What a prompt cache has done since its generator was created (counters) and holds now.
-public struct PromptCacheStatistics: Sendable, Equatable {
+package struct PromptCacheStatistics: Sendable, Equatable {
     /// Requests whose prompt prefix came from the prompt cache (longer than any slot held).
-    public var hits = 0
+    package var hits = 0
     /// Requests whose prompt (at least one block long) was found nowhere: neither a slot nor
     /// the cache held any of it, so it was computed from its first token.
-    public var misses = 0
+    package var misses = 0
     /// Prompt tokens served from the cache (the sum of the hits' prefixes).
-    public var hitTokens = 0
+    package var hitTokens = 0
     /// Bytes of KV rows held in memory now.
-    public var bytes = 0
+    package var bytes = 0
     /// Blocks held in memory now.
-    public var blocks = 0
+    package var blocks = 0
     /// The memory budget in bytes.
-    public var budget = 0
+    package var budget = 0
     /// Parts of blocks removed to stay within the budget (a block's window-layer rows count
     /// apart from the block).
-    public var evictions = 0
+    package var evictions = 0
     /// Bytes those evictions freed.
-    public var evictedBytes = 0
+    package var evictedBytes = 0
     /// Blocks read back from the disk tier (checked) because memory no longer held them.
-    public var diskReads = 0
+    package var diskReads = 0
     /// Of those, blocks read ahead of a request's admission, off the scheduler thread (a
     /// request whose prompt may continue a chain on disk waits for its read while the running
     /// sequences keep decoding).
-    public var prefetchedBlocks = 0
+    package var prefetchedBlocks = 0
     /// Of those, blocks read by the scheduler itself while admitting a request (a block evicted
     /// again between its read-ahead and the admission): running sequences waited for these.
-    public var schedulerDiskReads = 0
+    package var schedulerDiskReads = 0
     /// Blocks written to the disk tier.
-    public var diskWrites = 0
+    package var diskWrites = 0
     /// Disk files refused and removed: corrupt, truncated or another model's (never used).
-    public var diskRejected = 0
+    package var diskRejected = 0
     /// Bytes the disk tier holds for this model now.
-    public var diskBytes = 0
+    package var diskBytes = 0
 
-    public init() {}
+    package init() {}
 }

@@ -2,22 +2,22 @@ import HearthFormats
 import HearthKernels
 
 /// Which block type each kind of weight gets when a model is quantized.
-public struct QuantizationPlan: Sendable, Equatable {
+package struct QuantizationPlan: Sendable, Equatable {
     /// Attention and MLP projections.
-    public var projections: DType
+    package var projections: DType
     /// The token embedding table.
-    public var embedding: DType
+    package var embedding: DType
     /// The output (vocabulary) projection: kept at 8 bits for 4-bit plans, since it is a
     /// small share of the bytes and the most sensitive matrix.
-    public var output: DType
+    package var output: DType
 
     /// The plan for `--type`/`--quantize` values `q4_0`, `q4_1`, `q8_0`.
     /// The types Hearth quantizes float weights to (`--quantize`, `hearth quantize --type`).
     /// `q8_a` has the same kernel layout but holds MLX 8-bit checkpoints as loaded; it is not
     /// a target.
-    public static let types: [DType] = [.q4_0, .q4_1, .q8_0]
+    package static let types: [DType] = [.q4_0, .q4_1, .q8_0]
 
-    public init(type: DType) throws {
+    package init(type: DType) throws {
         guard Self.types.contains(type) else {
             throw EngineError(.invalidOption, "\(type.rawValue) is not a type Hearth quantizes to; use q4_0, q4_1 or q8_0")
         }
@@ -27,14 +27,14 @@ public struct QuantizationPlan: Sendable, Equatable {
     }
 
     /// The types as HQF records them.
-    public var description: [String: String] {
+    package var description: [String: String] {
         ["projections": projections.rawValue, "embedding": embedding.rawValue, "output": output.rawValue]
     }
 }
 
 extension ModelWeights {
     /// The block type a role gets under `plan` (tied embeddings use the output's type).
-    public static func type(for role: TensorRole, plan: QuantizationPlan, tied: Bool) -> DType {
+    package static func type(for role: TensorRole, plan: QuantizationPlan, tied: Bool) -> DType {
         switch role {
         case .output: return plan.output
         case .tokenEmbedding: return tied ? plan.output : plan.embedding
@@ -45,7 +45,7 @@ extension ModelWeights {
 
     /// Quantizes every float matrix into memory (interleaved16) — Gemma 4's per-layer matrices
     /// included —, leaving already-quantized ones as they are. `progress` receives the overall fraction done.
-    public func quantized(
+    package func quantized(
         plan: QuantizationPlan, options: DecoderOptions, threads: Int, progress: (@Sendable (Double) -> Void)? = nil
     ) -> ModelWeights {
         let total = Double(namedMatrices(options: options).reduce(0) { $0 + $1.matrix.rows * $1.matrix.cols })
@@ -122,7 +122,7 @@ extension ModelWeights {
 
     /// Rearranges row-layout q4_0/q4_1/q8_0, q5_0/q5_1 and K-quant matrices (GGUF) into the
     /// interleaved16 layout the integer kernels read; lossless. Other matrices are kept as they are.
-    public func repackedForKernels(options: DecoderOptions) -> ModelWeights {
+    package func repackedForKernels(options: DecoderOptions) -> ModelWeights {
         mapMatrices(Self.repackInMemory)
     }
 
@@ -130,7 +130,7 @@ extension ModelWeights {
     /// GGUF file's mapping) come from the cache file when it checks out against `source`;
     /// otherwise they are rearranged in memory and the cache file is (re)written. Matrices
     /// of other files (split GGUF sets) are always rearranged in memory.
-    public func repackedForKernels(
+    package func repackedForKernels(
         options: DecoderOptions, source: MappedFile?, cache: RepackCache
     ) -> (weights: ModelWeights, outcome: RepackCache.Outcome) {
         var candidates: [WeightMatrix] = []

@@ -4,21 +4,21 @@ import HearthTokenizers
 /// the DeepSeek-R1 distills and Qwen3, taken from the model's vocabulary (both tags are tokens of
 /// their own) and its chat template (a generation prompt that ends with the opening tag has
 /// opened the block for the model, ``promptOpens(_:)``).
-public struct ReasoningFormat: Sendable, Equatable {
+package struct ReasoningFormat: Sendable, Equatable {
     /// The opening tag (`<think>`).
-    public var open: String
+    package var open: String
     /// The closing tag (`</think>`).
-    public var close: String
+    package var close: String
     /// What the model writes between the closing tag and its answer (`"\n\n"`, as the
     /// templates' no-think form `<think>\n\n</think>\n\n` and the models' own traces do).
-    public var separator: String
+    package var separator: String
     /// The opening tag's token id.
-    public var openID: Int32
+    package var openID: Int32
     /// The closing tag's token id.
-    public var closeID: Int32
+    package var closeID: Int32
 
     /// Creates a format.
-    public init(open: String, close: String, separator: String, openID: Int32, closeID: Int32) {
+    package init(open: String, close: String, separator: String, openID: Int32, closeID: Int32) {
         self.open = open
         self.close = close
         self.separator = separator
@@ -28,7 +28,7 @@ public struct ReasoningFormat: Sendable, Equatable {
 
     /// The `<think>` format when `tokenizer` has both tags as tokens of their own, else nil (the
     /// model does not reason: Phi-3, Phi-4-mini-instruct, Gemma 3, Llama 3 have no such tokens).
-    public init?(tokenizer: any Tokenizer) {
+    package init?(tokenizer: any Tokenizer) {
         guard let openID = tokenizer.id(of: "<think>"), let closeID = tokenizer.id(of: "</think>"), openID != closeID else {
             return nil
         }
@@ -38,7 +38,7 @@ public struct ReasoningFormat: Sendable, Equatable {
     /// Whether a rendered prompt has opened the block already: it ends with the opening tag
     /// and white space (Qwen3's and the later DeepSeek-R1 templates' generation prompt
     /// `<think>\n`), so the first generated token is reasoning.
-    public func promptOpens(_ prompt: String) -> Bool {
+    package func promptOpens(_ prompt: String) -> Bool {
         var end = prompt.endIndex
         while end > prompt.startIndex, prompt[prompt.index(before: end)].isWhitespace { end = prompt.index(before: end) }
         return prompt[..<end].hasSuffix(open)
@@ -46,7 +46,7 @@ public struct ReasoningFormat: Sendable, Equatable {
 
     /// The text that closes reasoning before it starts (the templates' no-think form): the
     /// empty block `<think>\n\n</think>\n\n`, or its rest when the prompt opened it.
-    public func noThinkSuffix(promptOpens: Bool) -> String {
+    package func noThinkSuffix(promptOpens: Bool) -> String {
         (promptOpens ? "" : open + "\n") + "\n" + close + separator
     }
 }
@@ -54,24 +54,24 @@ public struct ReasoningFormat: Sendable, Equatable {
 /// What a generation does with a reasoning model's reasoning (``GenerationParameters/reasoning``):
 /// its text is split from the answer (``GeneratedToken/reasoning``), a constraint applies only
 /// after the block closes, and a budget closes the block with the model's own closing sequence.
-public struct ReasoningControl: Sendable {
+package struct ReasoningControl: Sendable {
     /// The family's tags.
-    public var format: ReasoningFormat
+    package var format: ReasoningFormat
     /// Whether the prompt opened the block (the first generated token is reasoning).
-    public var opened: Bool
+    package var opened: Bool
     /// The most reasoning tokens before the block is closed by force (nil: unbounded). The
     /// count starts with the opening tag; the closing sequence comes on top.
-    public var budget: Int?
+    package var budget: Int?
     /// The closing sequence forced when the budget is spent: the closing tag's token, then the
     /// separator's tokens.
-    public var closing: [Int32]
+    package var closing: [Int32]
     /// How many of ``closing``'s tokens are the tag (the rest is the separator, forced after a
     /// closing tag the model wrote itself when a constraint waits for the answer).
-    public var closeLength: Int
+    package var closeLength: Int
 
     /// Creates a control; `tokenizer` encodes the closing sequence.
     /// - Throws: the tokenizer's error.
-    public init(format: ReasoningFormat, opened: Bool, budget: Int?, tokenizer: any Tokenizer) throws {
+    package init(format: ReasoningFormat, opened: Bool, budget: Int?, tokenizer: any Tokenizer) throws {
         self.format = format
         self.opened = opened
         self.budget = budget.map { max(0, $0) }
@@ -87,9 +87,9 @@ public struct ReasoningControl: Sendable {
 /// The reply is reasoning when it starts (after white space) with the opening tag, or when the
 /// prompt opened the block; the reasoning ends at the closing tag, and the white space after
 /// it (the separator) belongs to neither part.
-public struct ReasoningSplitter: Sendable {
+package struct ReasoningSplitter: Sendable {
     /// Where the reply is.
-    public enum Phase: Sendable, Equatable {
+    package enum Phase: Sendable, Equatable {
         /// Nothing but white space or the start of the opening tag so far.
         case undecided
         /// Inside the reasoning block.
@@ -99,9 +99,9 @@ public struct ReasoningSplitter: Sendable {
     }
 
     /// The tags.
-    public let format: ReasoningFormat
+    package let format: ReasoningFormat
     /// The current phase.
-    public private(set) var phase: Phase
+    package private(set) var phase: Phase
     /// Text held back: the undecided start, or a tail of reasoning that may begin the closing tag.
     private var pending = ""
     /// Whether the answer's leading white space is still to be dropped (after a closing tag).
@@ -110,7 +110,7 @@ public struct ReasoningSplitter: Sendable {
     private var trimReasoning = false
 
     /// Creates a splitter; `opened` when the prompt opened the block.
-    public init(format: ReasoningFormat, opened: Bool) {
+    package init(format: ReasoningFormat, opened: Bool) {
         self.format = format
         phase = opened ? .reasoning : .undecided
         trimReasoning = opened
@@ -118,7 +118,7 @@ public struct ReasoningSplitter: Sendable {
 
     /// Decides that the reply is an answer (a constraint chose a first token that is not the
     /// opening tag): held text goes out as answer.
-    public mutating func decideAnswer() -> String {
+    package mutating func decideAnswer() -> String {
         guard phase == .undecided else { return "" }
         phase = .answer
         defer { pending = "" }
@@ -126,7 +126,7 @@ public struct ReasoningSplitter: Sendable {
     }
 
     /// Splits the next piece of text into its reasoning and answer parts.
-    public mutating func push(_ text: String) -> (reasoning: String, answer: String) {
+    package mutating func push(_ text: String) -> (reasoning: String, answer: String) {
         var reasoning = ""
         var answer = ""
         var input = text
@@ -181,7 +181,7 @@ public struct ReasoningSplitter: Sendable {
 
     /// The held text at the end of the reply: an undecided start is answer, a held reasoning
     /// tail is reasoning.
-    public mutating func finish() -> (reasoning: String, answer: String) {
+    package mutating func finish() -> (reasoning: String, answer: String) {
         defer { pending = "" }
         switch phase {
         case .undecided: return ("", pending)
@@ -202,5 +202,5 @@ public struct ReasoningSplitter: Sendable {
 extension TransformerModel {
     /// How this model writes its reasoning (``ReasoningFormat/init(tokenizer:)``), nil when it
     /// does not reason.
-    public var reasoningFormat: ReasoningFormat? { ReasoningFormat(tokenizer: tokenizer) }
+    package var reasoningFormat: ReasoningFormat? { ReasoningFormat(tokenizer: tokenizer) }
 }

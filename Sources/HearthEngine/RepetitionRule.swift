@@ -10,20 +10,20 @@
 /// first chance the model takes), and the reply ends `.stop` as soon as the output is complete.
 /// A legitimate output rarely repeats one short n-gram 32 tokens in a row; one that does is in
 /// the loop this ends. ``GenerationSummary/repetitionEnded`` says the rule acted.
-public enum RepetitionRule {
+package enum RepetitionRule {
     /// The longest n-gram looked for, in tokens.
-    public static let longestGram = 16
+    package static let longestGram = 16
     /// The fewest tokens a loop covers before the rule acts.
-    public static let shortestRun = 32
+    package static let shortestRun = 32
     /// The fewest repeats of the n-gram.
-    public static let fewestRepeats = 4
+    package static let fewestRepeats = 4
     /// Tokens beyond the shortest completion that the wound-down output may still take.
-    public static let margin = 8
+    package static let margin = 8
 
     /// Whether `tokens` (the generated ones) end in a loop: one n-gram repeated as above. At
     /// most ``longestGram`` passes over the last few dozen tokens, each stopping at the first
     /// difference.
-    public static func isLooping(_ tokens: ArraySlice<Int32>) -> Bool {
+    package static func isLooping(_ tokens: ArraySlice<Int32>) -> Bool {
         for n in 1...longestGram {
             let span = n * max(fewestRepeats, (shortestRun + n - 1) / n)
             guard span <= tokens.count else { continue }

@@ -42,7 +42,7 @@ extension SamplingOptions {
     /// value given wins, else the model's `generation_config.json` (`do_sample: false` means
     /// greedy), else the defaults above (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05,
     /// no repetition penalty).
-    public init(
+    package init(
         temperature: Double?, topK: Int?, topP: Double?, minP: Double?, repetitionPenalty: Double?,
         presencePenalty: Double? = nil, frequencyPenalty: Double? = nil, seed: Int?, modelDefaults: GenerationConfig?
     ) {
@@ -60,10 +60,10 @@ extension SamplingOptions {
 }
 
 /// xoshiro256** seeded through SplitMix64: fast, reproducible across platforms.
-public struct SeededGenerator: RandomNumberGenerator, Sendable {
+package struct SeededGenerator: RandomNumberGenerator, Sendable {
     private var s: (UInt64, UInt64, UInt64, UInt64)
 
-    public init(seed: UInt64) {
+    package init(seed: UInt64) {
         var z = seed
         func splitMix() -> UInt64 {
             z &+= 0x9E37_79B9_7F4A_7C15
@@ -75,7 +75,7 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
         s = (splitMix(), splitMix(), splitMix(), splitMix())
     }
 
-    public mutating func next() -> UInt64 {
+    package mutating func next() -> UInt64 {
         let result = ((s.1 &* 5) << 7 | (s.1 &* 5) >> 57) &* 9
         let t = s.1 << 17
         s.2 ^= s.0
@@ -91,8 +91,8 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 /// Picks the next token from logits: repetition penalty, then temperature, top-k, top-p and
 /// min-p (the order transformers applies them), then a draw from the seeded generator.
 /// Buffers are reused across calls.
-public struct Sampler {
-    public let options: SamplingOptions
+package struct Sampler {
+    package let options: SamplingOptions
     private var rng: SeededGenerator
     /// What the last ``rank(_:recent:generated:allowed:)`` left (reused across calls).
     private(set) var candidates: [(id: Int32, logit: Float)] = []
@@ -111,11 +111,11 @@ public struct Sampler {
 
     /// Whether ``sample`` also sums the exponentials its pass reads, for
     /// ``normalizerOfLastLogits()`` (a greedy pick needs only the largest values).
-    public let normalizes: Bool
+    package let normalizes: Bool
 
     /// A sampler with `options`; `normalizes` false skips the exponentials of the log-probability
     /// normaliser (``normalizerOfLastLogits()`` is then NaN).
-    public init(options: SamplingOptions, normalizes: Bool = true) {
+    package init(options: SamplingOptions, normalizes: Bool = true) {
         self.options = options
         self.normalizes = normalizes
         rng = SeededGenerator(seed: options.seed ?? UInt64.random(in: 0...UInt64.max))
@@ -132,7 +132,7 @@ public struct Sampler {
     /// `generated` counts the tokens generated so far (for presence/frequency penalties);
     /// `allowed`, when given, is a bit per token id (`allowed[id >> 6] >> (id & 63) & 1`) and only
     /// those tokens can be chosen (a structured-output constraint; it must allow at least one).
-    public mutating func sample(
+    package mutating func sample(
         _ logits: UnsafeBufferPointer<Float>, recent: ArraySlice<Int32>, generated: [Int32: Int] = [:],
         allowed: [UInt64]? = nil
     ) -> Int32 {
@@ -172,7 +172,7 @@ public struct Sampler {
     /// log Σ exp of the logits ``sample`` (``rank(_:recent:generated:allowed:)``) last saw — their
     /// log-probability normaliser, from the run statistics that pass already made (−∞ before
     /// any call or for an empty vector; NaN unless the sampler ``normalizes``).
-    public func normalizerOfLastLogits() -> Float {
+    package func normalizerOfLastLogits() -> Float {
         let runCount = runs
         guard runCount > 0 else { return -.infinity }
         guard normalizes else { return .nan }
@@ -311,16 +311,16 @@ extension Sampler {
 }
 
 /// Log-probabilities of the full distribution (before any sampling filter).
-public struct LogProbabilities {
+package struct LogProbabilities {
     /// log p(id) for one id.
-    public static func of(_ id: Int32, in logits: UnsafeBufferPointer<Float>, normalizer: Float) -> Float {
+    package static func of(_ id: Int32, in logits: UnsafeBufferPointer<Float>, normalizer: Float) -> Float {
         logits[Int(id)] - normalizer
     }
 
     /// The `k` most likely ids with their log-probabilities, most likely first (the lower id
     /// first among equals; NaN is left out). Runs of 16 ids whose largest logit (``runStatistics(_:_:maxima:sums:level:)``)
     /// cannot enter the list are skipped.
-    public static func top(_ k: Int, in logits: UnsafeBufferPointer<Float>, normalizer: Float) -> [(id: Int32, logprob: Float)] {
+    package static func top(_ k: Int, in logits: UnsafeBufferPointer<Float>, normalizer: Float) -> [(id: Int32, logprob: Float)] {
         guard k > 0, let base = logits.baseAddress, !logits.isEmpty else { return [] }
         var best: [(id: Int32, logprob: Float)] = []
         let runs = (logits.count + 15) / 16
@@ -344,7 +344,7 @@ public struct LogProbabilities {
     }
 
     /// log Σ exp(logits).
-    public static func normalizer(_ logits: UnsafeBufferPointer<Float>) -> Float {
+    package static func normalizer(_ logits: UnsafeBufferPointer<Float>) -> Float {
         logSumExp(logits.baseAddress!, logits.count)
     }
 }

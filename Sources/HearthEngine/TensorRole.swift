@@ -1,6 +1,6 @@
 /// What a weight tensor does in the forward pass. Models ask for roles, never for names;
 /// each file format (and each family, where Hugging Face names differ) has a name table.
-public enum TensorRole: Hashable, Sendable, CustomStringConvertible {
+package enum TensorRole: Hashable, Sendable, CustomStringConvertible {
     case tokenEmbedding
     case outputNorm, outputNormBias
     case output, outputBias
@@ -41,7 +41,7 @@ public enum TensorRole: Hashable, Sendable, CustomStringConvertible {
 
     /// The Hugging Face (transformers) name in Llama-like checkpoints; families whose
     /// names differ override entries in their own table.
-    public var huggingFaceName: String {
+    package var huggingFaceName: String {
         switch self {
         case .tokenEmbedding: return "model.embed_tokens.weight"
         case .outputNorm: return "model.norm.weight"
@@ -83,7 +83,7 @@ public enum TensorRole: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether this role is a vector (norm weight or bias) rather than a matrix.
-    public var isVector: Bool {
+    package var isVector: Bool {
         switch self {
         case .tokenEmbedding, .output, .attnQKV, .attnQ, .attnK, .attnV, .attnOutput, .ffnGateUp, .ffnGate, .ffnUp,
             .ffnDown, .perLayerTokenEmbedding, .perLayerModelProjection, .perLayerInputGate, .perLayerProjection:
@@ -94,7 +94,7 @@ public enum TensorRole: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// Whether this role is a norm weight (families may offset these at load).
-    public var isNormWeight: Bool {
+    package var isNormWeight: Bool {
         switch self {
         case .outputNorm, .attnNorm, .attnQNorm, .attnKNorm, .postAttnNorm, .ffnNorm, .postFFNNorm, .perLayerProjectionNorm,
             .postPerLayerInputNorm:
@@ -103,12 +103,12 @@ public enum TensorRole: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    public var description: String { huggingFaceName }
+    package var description: String { huggingFaceName }
 }
 
 extension TensorRole {
     /// The tensor name in GGUF files (llama.cpp's names).
-    public var ggufName: String? {
+    package var ggufName: String? {
         switch self {
         case .tokenEmbedding: return "token_embd.weight"
         case .outputNorm: return "output_norm.weight"

@@ -6,7 +6,7 @@ import Synchronization
 extension TransformerModel {
     /// The model's vocabulary for structured output: each token's output bytes (special tokens
     /// excluded) and the end-of-sequence ids. Built on first use (~0.1–0.3 s for 262k tokens).
-    public var constraintVocabulary: TokenVocabulary {
+    package var constraintVocabulary: TokenVocabulary {
         constraintStore.vocabulary {
             let count = max(options.vocabSize, tokenizer.vocabularySize)
             var tokens: [[UInt8]?] = []
@@ -28,7 +28,7 @@ extension TransformerModel {
     /// ``ConstraintStore/capacityBytes``); a grammar being compiled for another caller is
     /// compiled once, the second caller waiting for the first's result.
     /// - Throws: `ConstraintError` `.tooComplex` when the compile goes over `budget`.
-    public func compileConstraint(_ grammar: Grammar, budget: CompileBudget = .standard) throws -> CompiledConstraint {
+    package func compileConstraint(_ grammar: Grammar, budget: CompileBudget = .standard) throws -> CompiledConstraint {
         let vocabulary = constraintVocabulary
         return try constraintStore.compiled(grammar) { try CompiledConstraint(grammar, vocabulary: vocabulary, budget: budget) }
     }

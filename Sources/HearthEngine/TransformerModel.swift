@@ -12,13 +12,13 @@ public final class TransformerModel: Sendable {
     /// The checkpoint's config.json (HQF: the one it embeds). GGUF files have none: this is
     /// then an empty configuration with only `architectures` (`general.architecture`); read
     /// `options` for the dimensions.
-    public let config: HFConfig
+    package let config: HFConfig
     /// Forward-pass options derived by the family.
-    public let options: DecoderOptions
+    package let options: DecoderOptions
     /// Family name (`architectures[0]`).
     public let architecture: String
     /// The weights.
-    public let weights: ModelWeights
+    package let weights: ModelWeights
     /// The tokenizer.
     public let tokenizer: any Tokenizer
     /// The vocabulary as structured output sees it, and compiled constraints (built on first use).
@@ -26,7 +26,7 @@ public final class TransformerModel: Sendable {
     /// The prompt format: the `chatTemplate` the load was given (`--chat-template`), else the
     /// checkpoint's own Jinja template (rendered by HearthTemplates), else the family's
     /// hand-written fallback (Phi-2's `Instruct: …\nOutput:`, Gemma's turns), else nil.
-    public let chatTemplate: ChatTemplate?
+    package let chatTemplate: ChatTemplate?
     /// The model's name as its files give it (GGUF `general.name`/`general.finetune`, else the
     /// file or directory name).
     public let name: String
@@ -34,34 +34,34 @@ public final class TransformerModel: Sendable {
     /// instruction-tuned: a model whose files carry a chat template, or whose name says
     /// `it`, `instruct`, `chat`… is taken as tuned. A base model answers best to a plain
     /// dialogue (``dialogueTemplate``) rather than a chat template it was never trained on.
-    public let baseModelReason: String?
+    package let baseModelReason: String?
     /// The completion-style prompt for base models (`ChatTemplate.Format.dialogue`), starting
     /// with BOS when the tokenizer adds one.
-    public let dialogueTemplate: ChatTemplate
+    package let dialogueTemplate: ChatTemplate
     /// Token ids that end generation: config.json ∪ generation_config.json ∪ tokenizer config.
     public let eosIDs: Set<Int32>
     /// generation_config.json, if present.
-    public let generationConfig: GenerationConfig?
+    package let generationConfig: GenerationConfig?
     /// Bytes of weights by storage type.
-    public let weightBytesByType: [DType: Int]
+    package let weightBytesByType: [DType: Int]
     /// Number of parameters.
     public let parameterCount: Int
     /// Seconds the load took.
     public let loadSeconds: Double
     /// What the load did with the repack cache (GGUF files; `.notNeeded` for other formats).
-    public let repackCacheOutcome: RepackCache.Outcome
+    package let repackCacheOutcome: RepackCache.Outcome
     /// Where a GGUF load's time went, phase by phase (empty for other formats): `open`
     /// (mapping and header), `tensors` (tensor views, norms and biases converted to f32),
     /// `repack` (rearranging into the kernels' layout, or checking and mapping the repack
     /// cache), `tokenizer`; in seconds.
-    public let loadPhases: [(name: String, seconds: Double)]
+    package let loadPhases: [(name: String, seconds: Double)]
 
     /// Files of the checkpoint that `hearth quantize` embeds in an HQF file.
-    public let tokenizerFiles: TokenizerFiles
+    package let tokenizerFiles: TokenizerFiles
     /// config.json as text (HQF embeds it verbatim).
-    public let configText: String
+    package let configText: String
     /// generation_config.json as text, if present.
-    public let generationConfigText: String?
+    package let generationConfigText: String?
     /// How a checkpoint's own quantization was loaded (MLX: parameters, f16 exactness), if it has one.
     public let quantizationSummary: String?
 
@@ -312,7 +312,7 @@ public final class TransformerModel: Sendable {
 
     /// Bytes of weights one decode step reads: every matrix once, except the embedding
     /// table, of which one row is read.
-    public var weightBytesPerToken: Int {
+    package var weightBytesPerToken: Int {
         weights.namedMatrices(options: options).reduce(0) { total, entry in
             total + (entry.role == .tokenEmbedding && !options.tiedEmbeddings ? 0 : entry.matrix.byteCount)
         } + (options.tiedEmbeddings ? 0 : weights.tokenEmbedding.byteCount / max(1, options.vocabSize))
@@ -324,7 +324,7 @@ public final class TransformerModel: Sendable {
     /// Renders a conversation with the checkpoint's chat template and tokenizes it the way
     /// transformers' `apply_chat_template(…, tokenize=True)` does (the template supplies BOS).
     /// With `dialogue`, renders the base-model dialogue (``dialogueTemplate``) instead.
-    public func chatPrompt(_ messages: [ChatTurn], dialogue: Bool = false) throws -> [Int32] {
+    package func chatPrompt(_ messages: [ChatTurn], dialogue: Bool = false) throws -> [Int32] {
         try tokenizer.encode(chatPromptText(messages, dialogue: dialogue), addSpecialTokens: false)
     }
 
@@ -332,7 +332,7 @@ public final class TransformerModel: Sendable {
     /// template, or with `dialogue` the base-model dialogue, rendered with the generation prompt.
     /// - Throws: `EngineError` `.missingComponent` when the checkpoint has no template Hearth knows.
     /// `toolsDeclared`: the turns describe tools (see `ChatTemplate.render`).
-    public func chatPromptText(_ messages: [ChatTurn], dialogue: Bool = false, toolsDeclared: Bool = false) throws -> String {
+    package func chatPromptText(_ messages: [ChatTurn], dialogue: Bool = false, toolsDeclared: Bool = false) throws -> String {
         guard let template = dialogue ? dialogueTemplate : chatTemplate else {
             throw EngineError(
                 .missingComponent, "this checkpoint has no chat template Hearth recognises",
@@ -350,7 +350,7 @@ public final class TransformerModel: Sendable {
     /// (``ChatTemplate/render(_:now:)``); BOS and the other special tokens come from the tokenizer.
     /// - Throws: `EngineError` `.missingComponent` without a template, `.invalidOption` naming the
     ///   template's error (``templateFailure(_:_:)``).
-    public func chatPromptText(_ input: ChatTemplateInput) throws -> String {
+    package func chatPromptText(_ input: ChatTemplateInput) throws -> String {
         guard var template = chatTemplate else {
             throw EngineError(
                 .missingComponent, "this checkpoint has no chat template Hearth recognises",

@@ -7,21 +7,21 @@ import HearthKernels
 /// Opening validates the whole header against the file (`GGUFHeader`); tensors come out as
 /// `TensorData` in `.rows` layout with shape outermost first (`[rows, cols]` for a matrix —
 /// GGUF's dims reversed).
-public final class GGUFFile: TensorStore {
+package final class GGUFFile: TensorStore {
     /// The mapping, which tensors point into.
-    public let file: MappedFile
+    package let file: MappedFile
     /// The validated header.
-    public let header: GGUFHeader
+    package let header: GGUFHeader
 
     /// Key–value metadata.
-    public var metadata: GGUFMetadata { header.metadata }
+    package var metadata: GGUFMetadata { header.metadata }
     /// The format version (2 or 3).
-    public var version: UInt32 { header.version }
+    package var version: UInt32 { header.version }
     /// Tensor infos in file order.
-    public var tensorInfos: [GGUFTensorInfo] { header.tensors }
+    package var tensorInfos: [GGUFTensorInfo] { header.tensors }
 
     /// Whether the file at `path` starts with the GGUF magic.
-    public static func isGGUF(path: String) -> Bool {
+    package static func isGGUF(path: String) -> Bool {
         guard let handle = FileHandle(forReadingAtPath: path) else { return false }
         defer { try? handle.close() }
         return (try? handle.read(upToCount: 4)).map { Array($0) == GGUFHeader.magic } ?? false
@@ -29,21 +29,21 @@ public final class GGUFFile: TensorStore {
 
     /// Maps and validates `path`. Throws `FormatError` (see `GGUFHeader.init(bytes:path:)`,
     /// plus `.fileNotFound`/`.ioError` from the mapping).
-    public init(path: String) throws {
+    package init(path: String) throws {
         file = try MappedFile(path: path)
         let bytes = try file.bytes(at: 0, count: file.size)
         header = try GGUFHeader(bytes: bytes, path: file.path)
     }
 
     /// Tensor names in file order.
-    public var tensorNames: [String] { header.tensors.map(\.name) }
+    package var tensorNames: [String] { header.tensors.map(\.name) }
 
     /// The tensor info named `name`, or nil.
-    public func info(named name: String) -> GGUFTensorInfo? { header.tensor(named: name) }
+    package func info(named name: String) -> GGUFTensorInfo? { header.tensor(named: name) }
 
     /// The tensor named `name` (nil if absent), pointing into the mapping. Throws
     /// `.unsupportedDType` for a ggml type Hearth does not compute with.
-    public func tensor(named name: String) throws -> TensorData? {
+    package func tensor(named name: String) throws -> TensorData? {
         guard let info = header.tensor(named: name) else { return nil }
         guard let dtype = info.dtype else {
             throw FormatError(

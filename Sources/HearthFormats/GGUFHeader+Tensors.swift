@@ -9,7 +9,7 @@ struct RawTensorInfo {
 
 extension GGUFHeader {
     /// GGML_MAX_DIMS.
-    public static let maxDimensions = 4
+    package static let maxDimensions = 4
 
     /// Reads and checks one tensor info: name, 1…4 positive dims whose product fits in
     /// Int64, a known ggml type whose block size divides the row length, and the offset.

@@ -9,36 +9,36 @@
 /// (a string is a u64 byte length and the UTF-8 bytes). Parsing touches only `bytes`, so it
 /// works on a mapping or on any buffer; every count, length and offset is checked against
 /// the buffer before it is used or anything is allocated for it.
-public struct GGUFHeader: Sendable {
+package struct GGUFHeader: Sendable {
     /// `GGUF` in ASCII.
-    public static let magic: [UInt8] = Array("GGUF".utf8)
+    package static let magic: [UInt8] = Array("GGUF".utf8)
     /// The versions this reader accepts (v1 used 32-bit counts and is refused).
-    public static let supportedVersions: ClosedRange<UInt32> = 2...3
+    package static let supportedVersions: ClosedRange<UInt32> = 2...3
     /// Data alignment when `general.alignment` is absent.
-    public static let defaultAlignment = 32
+    package static let defaultAlignment = 32
     /// Bytes of the fixed header: magic, version, two counts.
-    public static let fixedHeaderBytes = 24
+    package static let fixedHeaderBytes = 24
     /// The fewest bytes one metadata entry takes: key length, value type, a 1-byte value.
     static let minimumEntryBytes = 8 + 4 + 1
     /// The fewest bytes one tensor info takes: name length, n_dims, one dim, type, offset.
     static let minimumTensorInfoBytes = 8 + 4 + 8 + 4 + 8
 
     /// The file format version (2 or 3).
-    public let version: UInt32
+    package let version: UInt32
     /// Key–value metadata.
-    public let metadata: GGUFMetadata
+    package let metadata: GGUFMetadata
     /// Tensor infos in file order.
-    public let tensors: [GGUFTensorInfo]
+    package let tensors: [GGUFTensorInfo]
     /// Data alignment in bytes (a power of two).
-    public let alignment: Int
+    package let alignment: Int
     /// Absolute byte offset where the data section starts.
-    public let dataOffset: Int
+    package let dataOffset: Int
     /// Size of the parsed buffer (the whole file).
-    public let fileSize: Int
+    package let fileSize: Int
     private let index: [String: Int]
 
     /// The tensor info named `name`, or nil.
-    public func tensor(named name: String) -> GGUFTensorInfo? { index[name].map { tensors[$0] } }
+    package func tensor(named name: String) -> GGUFTensorInfo? { index[name].map { tensors[$0] } }
 
     /// Parses and validates the header in `bytes`, which must hold the whole file (tensor
     /// data is checked to lie inside it). `path` is used in error messages.
@@ -46,7 +46,7 @@ public struct GGUFHeader: Sendable {
     /// `.truncated` (the file ends inside the header or a string), `.invalidValue` (value
     /// types, array sizes, dims, alignment, unaligned offsets), `.unsupportedDType` (unknown
     /// ggml type id), `.shapeMismatch`, `.offsetOutOfBounds`, `.overlappingTensors`.
-    public init(bytes: UnsafeRawBufferPointer, path: String? = nil) throws {
+    package init(bytes: UnsafeRawBufferPointer, path: String? = nil) throws {
         var cursor = GGUFCursor(bytes: bytes, path: path)
         let (version, tensorCount, entryCount) = try Self.readFixedHeader(&cursor)
         self.version = version

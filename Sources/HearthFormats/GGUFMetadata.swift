@@ -4,26 +4,26 @@
 /// naming the key when it is present with a type that does not convert, so callers write
 /// `try meta.int("llama.context_length") ?? 2048` or
 /// `try meta.require("llama.block_count", meta.int)`.
-public struct GGUFMetadata: Sendable, Equatable {
+package struct GGUFMetadata: Sendable, Equatable {
     /// Keys in the order the file lists them.
-    public let keys: [String]
+    package let keys: [String]
     /// Values by key.
-    public let values: [String: GGUFValue]
+    package let values: [String: GGUFValue]
     /// The file, for error messages.
-    public let path: String?
+    package let path: String?
 
     /// Creates metadata from ordered entries; keys must be unique.
-    public init(entries: [(key: String, value: GGUFValue)], path: String? = nil) {
+    package init(entries: [(key: String, value: GGUFValue)], path: String? = nil) {
         keys = entries.map(\.key)
         values = Dictionary(entries.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
         self.path = path
     }
 
     /// Number of entries.
-    public var count: Int { keys.count }
+    package var count: Int { keys.count }
 
     /// The raw value of `key`, or nil.
-    public subscript(key: String) -> GGUFValue? { values[key] }
+    package subscript(key: String) -> GGUFValue? { values[key] }
 
     private func mismatch(_ key: String, _ value: GGUFValue, expected: String) -> FormatError {
         FormatError(
@@ -45,17 +45,17 @@ public struct GGUFMetadata: Sendable, Equatable {
     }
 
     /// A string value.
-    public func string(_ key: String) throws -> String? {
+    package func string(_ key: String) throws -> String? {
         try value(key, expected: "a string") { if case .string(let s) = $0 { s } else { nil } }
     }
 
     /// An integer value of any GGUF integer type that fits in `Int`.
-    public func int(_ key: String) throws -> Int? {
+    package func int(_ key: String) throws -> Int? {
         try value(key, expected: "an integer that fits in Int64") { $0.integer }
     }
 
     /// A float value: float32, float64 (rounded to Float) or an integer (converted).
-    public func float(_ key: String) throws -> Float? {
+    package func float(_ key: String) throws -> Float? {
         try value(key, expected: "a number") { value in
             switch value {
             case .float32(let f): f
@@ -66,22 +66,22 @@ public struct GGUFMetadata: Sendable, Equatable {
     }
 
     /// A bool value.
-    public func bool(_ key: String) throws -> Bool? {
+    package func bool(_ key: String) throws -> Bool? {
         try value(key, expected: "a bool") { if case .bool(let b) = $0 { b } else { nil } }
     }
 
     /// An array value of any element type.
-    public func array(_ key: String) throws -> GGUFArray? {
+    package func array(_ key: String) throws -> GGUFArray? {
         try value(key, expected: "an array") { if case .array(let a) = $0 { a } else { nil } }
     }
 
     /// A string array (`tokenizer.ggml.tokens`, `tokenizer.ggml.merges`).
-    public func strings(_ key: String) throws -> [String]? {
+    package func strings(_ key: String) throws -> [String]? {
         try value(key, expected: "a string array") { if case .array(.string(let a)) = $0 { a } else { nil } }
     }
 
     /// A float array (`tokenizer.ggml.scores`): float32, or float64 rounded to Float.
-    public func floats(_ key: String) throws -> [Float]? {
+    package func floats(_ key: String) throws -> [Float]? {
         try value(key, expected: "a float array") { value in
             switch value {
             case .array(.float32(let a)): a
@@ -92,7 +92,7 @@ public struct GGUFMetadata: Sendable, Equatable {
     }
 
     /// An integer array whose values all fit in `Int32` (`tokenizer.ggml.token_type`).
-    public func int32s(_ key: String) throws -> [Int32]? {
+    package func int32s(_ key: String) throws -> [Int32]? {
         if case .array(.int32(let a))? = values[key] { return a }
         guard let ints = try ints(key) else { return nil }
         var result: [Int32] = []
@@ -108,13 +108,13 @@ public struct GGUFMetadata: Sendable, Equatable {
 
     /// An integer array of any integer element type whose values fit in `Int` (for example
     /// per-layer head counts).
-    public func ints(_ key: String) throws -> [Int]? {
+    package func ints(_ key: String) throws -> [Int]? {
         try value(key, expected: "an integer array") { if case .array(let a) = $0 { a.integers } else { nil } }
     }
 
     /// Unwraps an accessor's result, throwing `FormatError(.missingKey)` naming `key` when it
     /// is absent: `try meta.require("llama.block_count", meta.int)`.
-    public func require<T>(_ key: String, _ accessor: (String) throws -> T?) throws -> T {
+    package func require<T>(_ key: String, _ accessor: (String) throws -> T?) throws -> T {
         guard let value = try accessor(key) else {
             throw FormatError(
                 .missingKey, "metadata key '\(key)' is missing", path: path, key: key,
@@ -123,5 +123,5 @@ public struct GGUFMetadata: Sendable, Equatable {
         return value
     }
 
-    public static func == (a: GGUFMetadata, b: GGUFMetadata) -> Bool { a.keys == b.keys && a.values == b.values }
+    package static func == (a: GGUFMetadata, b: GGUFMetadata) -> Bool { a.keys == b.keys && a.values == b.values }
 }

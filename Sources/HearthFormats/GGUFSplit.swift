@@ -5,17 +5,17 @@ import Foundation
 /// metadata and `split.count` / `split.tensors.count`, every part its `split.no` (from 0).
 /// The parts are mapped in place and read as one tensor store — nothing is joined on disk,
 /// so the files stay as the hub cache holds them.
-public final class GGUFSplit: TensorStore {
+package final class GGUFSplit: TensorStore {
     /// The parts, in order; the first carries the model's metadata.
-    public let parts: [GGUFFile]
+    package let parts: [GGUFFile]
     /// The first part.
-    public let first: GGUFFile
+    package let first: GGUFFile
     /// Tensor name → index of the part holding it.
     private let home: [String: Int]
 
     /// `…-00001-of-00003.gguf` → the three part paths; nil when `path` is not the first part
     /// of a split set by its name.
-    public static func partPaths(first path: String) -> [String]? {
+    package static func partPaths(first path: String) -> [String]? {
         let url = URL(fileURLWithPath: path)
         let name = url.lastPathComponent
         guard name.lowercased().hasSuffix(".gguf") else { return nil }
@@ -33,7 +33,7 @@ public final class GGUFSplit: TensorStore {
     /// Opens every part of the set whose first part is `path`, checking that each exists, that
     /// their `split.no` / `split.count` agree with the names, that no tensor is in two parts, and
     /// that the parts hold `split.tensors.count` tensors in all. Throws `FormatError`.
-    public init(path: String) throws {
+    package init(path: String) throws {
         guard let paths = Self.partPaths(first: path) else {
             throw FormatError(.invalidValue, "not the first part of a split GGUF (NAME-00001-of-0000N.gguf)", path: path)
         }
@@ -70,10 +70,10 @@ public final class GGUFSplit: TensorStore {
     }
 
     /// Tensor names, part by part in file order.
-    public var tensorNames: [String] { parts.flatMap(\.tensorNames) }
+    package var tensorNames: [String] { parts.flatMap(\.tensorNames) }
 
     /// The tensor named `name` from the part holding it, or nil.
-    public func tensor(named name: String) throws -> TensorData? {
+    package func tensor(named name: String) throws -> TensorData? {
         guard let index = home[name] else { return nil }
         return try parts[index].tensor(named: name)
     }

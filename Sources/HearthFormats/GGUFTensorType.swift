@@ -5,26 +5,26 @@ import HearthKernels
 /// The table lists every type ggml defines (from `GGML_QUANT_SIZES` in gguf-py 0.19), so
 /// the reader can check the size of any tensor; `dtype` is non-nil only for the types
 /// Hearth computes with. An id outside the table is refused when the file is opened.
-public struct GGMLType: Sendable, Equatable, CustomStringConvertible {
+package struct GGMLType: Sendable, Equatable, CustomStringConvertible {
     /// `enum ggml_type` value.
-    public let id: UInt32
+    package let id: UInt32
     /// ggml's name (`Q4_K`, `F32`, …).
-    public let name: String
+    package let name: String
     /// Elements per block.
-    public let blockSize: Int
+    package let blockSize: Int
     /// Bytes per block.
-    public let bytesPerBlock: Int
+    package let bytesPerBlock: Int
 
     /// Hearth's type, or nil when Hearth cannot compute with this type.
-    public var dtype: DType? { DType(ggmlTypeID: id) }
+    package var dtype: DType? { DType(ggmlTypeID: id) }
 
-    public var description: String { name }
+    package var description: String { name }
 
     /// The type with ggml id `id`, or nil for an id ggml does not define.
-    public static func withID(_ id: UInt32) -> GGMLType? { table.first { $0.id == id } }
+    package static func withID(_ id: UInt32) -> GGMLType? { table.first { $0.id == id } }
 
     /// Every ggml type (ids 4, 5, 31–33 and 36–38 are retired and absent).
-    public static let table: [GGMLType] = [
+    package static let table: [GGMLType] = [
         GGMLType(id: 0, name: "F32", blockSize: 1, bytesPerBlock: 4),
         GGMLType(id: 1, name: "F16", blockSize: 1, bytesPerBlock: 2),
         GGMLType(id: 2, name: "Q4_0", blockSize: 32, bytesPerBlock: 18),
@@ -62,7 +62,7 @@ public struct GGMLType: Sendable, Equatable, CustomStringConvertible {
     ]
 
     /// Names of the types Hearth computes with, for error messages.
-    public static var supportedNames: String {
+    package static var supportedNames: String {
         table.filter { $0.dtype != nil }.map(\.name).joined(separator: ", ")
     }
 }

@@ -1,5 +1,5 @@
 /// The type tag of a GGUF metadata value (`enum gguf_type` in ggml's gguf.h).
-public enum GGUFValueType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
+package enum GGUFValueType: UInt32, Sendable, CaseIterable, CustomStringConvertible {
     case uint8 = 0
     case int8 = 1
     case uint16 = 2
@@ -17,7 +17,7 @@ public enum GGUFValueType: UInt32, Sendable, CaseIterable, CustomStringConvertib
     /// The fewest bytes one value of this type occupies in a file (a string is at least its
     /// 8-byte length, an array its 4-byte element type and 8-byte count). Used to cap
     /// element counts by the bytes left before anything is allocated.
-    public var minimumEncodedSize: Int {
+    package var minimumEncodedSize: Int {
         switch self {
         case .uint8, .int8, .bool: return 1
         case .uint16, .int16: return 2
@@ -28,7 +28,7 @@ public enum GGUFValueType: UInt32, Sendable, CaseIterable, CustomStringConvertib
     }
 
     /// The lowercase name (`uint32`, `string`, …).
-    public var description: String {
+    package var description: String {
         switch self {
         case .uint8: return "uint8"
         case .int8: return "int8"
@@ -48,7 +48,7 @@ public enum GGUFValueType: UInt32, Sendable, CaseIterable, CustomStringConvertib
 }
 
 /// One GGUF metadata value.
-public enum GGUFValue: Sendable, Equatable, CustomStringConvertible {
+package enum GGUFValue: Sendable, Equatable, CustomStringConvertible {
     case uint8(UInt8)
     case int8(Int8)
     case uint16(UInt16)
@@ -64,7 +64,7 @@ public enum GGUFValue: Sendable, Equatable, CustomStringConvertible {
     case array(GGUFArray)
 
     /// The value's type tag.
-    public var type: GGUFValueType {
+    package var type: GGUFValueType {
         switch self {
         case .uint8: return .uint8
         case .int8: return .int8
@@ -83,7 +83,7 @@ public enum GGUFValue: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The value as an `Int` if it is an integer of any width that fits, else nil.
-    public var integer: Int? {
+    package var integer: Int? {
         switch self {
         case .uint8(let v): return Int(v)
         case .int8(let v): return Int(v)
@@ -98,7 +98,7 @@ public enum GGUFValue: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A short human-readable rendering; arrays longer than 8 elements are summarised.
-    public var description: String {
+    package var description: String {
         switch self {
         case .uint8(let v): return "\(v)"
         case .int8(let v): return "\(v)"
@@ -119,7 +119,7 @@ public enum GGUFValue: Sendable, Equatable, CustomStringConvertible {
 
 /// A GGUF metadata array: every element has the same type. Stored as a typed Swift array,
 /// so a 262,144-entry token list is one `[String]`.
-public indirect enum GGUFArray: Sendable, Equatable, CustomStringConvertible {
+package indirect enum GGUFArray: Sendable, Equatable, CustomStringConvertible {
     case uint8([UInt8])
     case int8([Int8])
     case uint16([UInt16])
@@ -136,7 +136,7 @@ public indirect enum GGUFArray: Sendable, Equatable, CustomStringConvertible {
     case array([GGUFArray])
 
     /// The type of every element.
-    public var elementType: GGUFValueType {
+    package var elementType: GGUFValueType {
         switch self {
         case .uint8: return .uint8
         case .int8: return .int8
@@ -155,7 +155,7 @@ public indirect enum GGUFArray: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Number of elements.
-    public var count: Int {
+    package var count: Int {
         switch self {
         case .uint8(let a): return a.count
         case .int8(let a): return a.count
@@ -174,10 +174,10 @@ public indirect enum GGUFArray: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The elements as values (boxes each element; prefer the typed case for big arrays).
-    public var elements: [GGUFValue] { prefix(count) }
+    package var elements: [GGUFValue] { prefix(count) }
 
     /// The elements as `Int`s if the array holds integers that all fit, else nil.
-    public var integers: [Int]? {
+    package var integers: [Int]? {
         switch self {
         case .uint8(let a): return a.map { Int($0) }
         case .int8(let a): return a.map { Int($0) }
@@ -192,7 +192,7 @@ public indirect enum GGUFArray: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The first `n` elements as values.
-    public func prefix(_ n: Int) -> [GGUFValue] {
+    package func prefix(_ n: Int) -> [GGUFValue] {
         switch self {
         case .uint8(let a): return a.prefix(n).map { .uint8($0) }
         case .int8(let a): return a.prefix(n).map { .int8($0) }
@@ -221,7 +221,7 @@ public indirect enum GGUFArray: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `[type × count]` plus the first elements.
-    public var description: String {
+    package var description: String {
         let shown = prefix(8).map(\.description).joined(separator: ", ")
         return count > 8 ? "[\(elementType) × \(count): \(shown), …]" : "[\(shown)]"
     }

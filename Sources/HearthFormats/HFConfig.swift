@@ -1,14 +1,14 @@
 import Foundation
 
 /// A JSON value that is either one integer or a list of them (`eos_token_id` is both in the wild).
-public struct IntList: Codable, Sendable, Equatable {
+package struct IntList: Codable, Sendable, Equatable {
     /// The integers, in file order.
-    public var values: [Int]
+    package var values: [Int]
 
     /// Wraps a list.
-    public init(_ values: [Int]) { self.values = values }
+    package init(_ values: [Int]) { self.values = values }
 
-    public init(from decoder: Decoder) throws {
+    package init(from decoder: Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             values = []
@@ -19,7 +19,7 @@ public struct IntList: Codable, Sendable, Equatable {
         }
     }
 
-    public func encode(to encoder: Encoder) throws {
+    package func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(values)
     }
@@ -27,27 +27,27 @@ public struct IntList: Codable, Sendable, Equatable {
 
 /// RoPE scaling as written in `config.json`, either the classic `rope_scaling` object or
 /// the newer `rope_parameters` one (transformers ≥ 5), normalised into one shape.
-public struct RopeScalingConfig: Decodable, Sendable, Equatable {
+package struct RopeScalingConfig: Decodable, Sendable, Equatable {
     /// `longrope`/`su`, `linear`, `dynamic`, `yarn`, `llama3`, `default`…
-    public var type: String
+    package var type: String
     /// LongRoPE per-frequency factors used while the sequence fits the original context.
-    public var shortFactor: [Double]?
+    package var shortFactor: [Double]?
     /// LongRoPE per-frequency factors used beyond it.
-    public var longFactor: [Double]?
+    package var longFactor: [Double]?
     /// Scale factor for linear/dynamic/yarn/llama3 scaling.
-    public var factor: Double?
+    package var factor: Double?
     /// Pre-extension context length, when given inside the scaling object.
-    public var originalMaxPositionEmbeddings: Int?
+    package var originalMaxPositionEmbeddings: Int?
     /// Explicit attention (magnitude) factor.
-    public var attentionFactor: Double?
+    package var attentionFactor: Double?
     /// `rope_theta` given inside `rope_parameters`.
-    public var ropeTheta: Double?
+    package var ropeTheta: Double?
     /// `partial_rotary_factor` given inside `rope_parameters`.
-    public var partialRotaryFactor: Double?
+    package var partialRotaryFactor: Double?
     /// Llama 3 scaling: the low-frequency factor.
-    public var lowFrequencyFactor: Double?
+    package var lowFrequencyFactor: Double?
     /// Llama 3 scaling: the high-frequency factor.
-    public var highFrequencyFactor: Double?
+    package var highFrequencyFactor: Double?
 
     enum CodingKeys: String, CodingKey {
         case type
@@ -64,7 +64,7 @@ public struct RopeScalingConfig: Decodable, Sendable, Equatable {
     }
 
     /// A scaling of `type` with the given values (tests and callers that build configs in code).
-    public init(
+    package init(
         type: String, shortFactor: [Double]? = nil, longFactor: [Double]? = nil, factor: Double? = nil,
         originalMaxPositionEmbeddings: Int? = nil, attentionFactor: Double? = nil
     ) {
@@ -77,7 +77,7 @@ public struct RopeScalingConfig: Decodable, Sendable, Equatable {
     }
 
     /// Decodes either shape; `rope_type` wins over the older `type`, and a missing one is `default`.
-    public init(from decoder: Decoder) throws {
+    package init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         type =
             try c.decodeIfPresent(String.self, forKey: .ropeType) ?? c.decodeIfPresent(String.self, forKey: .type)
@@ -100,43 +100,43 @@ public struct RopeScalingConfig: Decodable, Sendable, Equatable {
 /// ``decode(_:)``, so a new key is one edit in one family file.
 ///
 /// Values are as written (nil when absent); families validate them and supply defaults.
-public struct HFConfig: Decodable, Sendable {
+package struct HFConfig: Decodable, Sendable {
     /// `architectures`: the transformers class names (`LlamaForCausalLM`…); empty when absent.
-    public var architectures: [String] = []
+    package var architectures: [String] = []
     /// `eos_token_id`: one id or a list; generation stops at any of them.
-    public var eosTokenId: IntList?
+    package var eosTokenId: IntList?
     /// `hidden_size`: the residual stream's width.
-    public var hiddenSize: Int?
+    package var hiddenSize: Int?
     /// `intermediate_size`: the MLP's inner width.
-    public var intermediateSize: Int?
+    package var intermediateSize: Int?
     /// `num_hidden_layers`.
-    public var numHiddenLayers: Int?
+    package var numHiddenLayers: Int?
     /// `num_attention_heads`: query heads.
-    public var numAttentionHeads: Int?
+    package var numAttentionHeads: Int?
     /// `num_key_value_heads`: key/value heads (grouped-query attention); absent means one per query head.
-    public var numKeyValueHeads: Int?
+    package var numKeyValueHeads: Int?
     /// `head_dim`; absent means hidden_size / num_attention_heads unless the family says otherwise.
-    public var headDim: Int?
+    package var headDim: Int?
     /// `vocab_size`.
-    public var vocabSize: Int?
+    package var vocabSize: Int?
     /// `max_position_embeddings`: the trained context, in positions.
-    public var maxPositionEmbeddings: Int?
+    package var maxPositionEmbeddings: Int?
     /// `tie_word_embeddings`: the output projection reuses the token embeddings.
-    public var tieWordEmbeddings: Bool?
+    package var tieWordEmbeddings: Bool?
     /// `rope_theta` (or `rope_parameters.rope_theta`, which wins): the RoPE frequency base.
-    public var ropeTheta: Double?
+    package var ropeTheta: Double?
     /// `partial_rotary_factor` (or inside `rope_parameters`): the rotating share of each head.
-    public var partialRotaryFactor: Double?
+    package var partialRotaryFactor: Double?
     /// `original_max_position_embeddings` (or inside `rope_parameters`): the context before extension.
-    public var originalMaxPositionEmbeddings: Int?
+    package var originalMaxPositionEmbeddings: Int?
     /// Classic `rope_scaling` and newer `rope_parameters`, merged (`rope_parameters` wins; given
     /// per layer type, its `full_attention` entry).
-    public var ropeScaling: RopeScalingConfig?
+    package var ropeScaling: RopeScalingConfig?
 
     /// The file's bytes, for the families' own keys (``decode(_:)``); `{}` for GGUF files.
     private var json = Data("{}".utf8)
     /// Where the configuration came from, for errors.
-    public private(set) var path = "config.json"
+    package private(set) var path = "config.json"
 
     enum CodingKeys: String, CodingKey {
         case architectures
@@ -159,18 +159,18 @@ public struct HFConfig: Decodable, Sendable {
 
     /// A configuration that names only its architectures (GGUF files, whose dimensions are in
     /// their own metadata).
-    public init(architectures: [String]) { self.architectures = architectures }
+    package init(architectures: [String]) { self.architectures = architectures }
 
     /// Decodes `config.json`'s bytes; `path` names the file in errors.
     /// - Throws: `FormatError` naming the file and key when a value has the wrong type.
-    public init(json: Data, path: String) throws {
+    package init(json: Data, path: String) throws {
         self = try decodeJSON(HFConfig.self, from: json, path: path)
         self.json = json
         self.path = path
     }
 
     /// Decodes the shared keys (use ``init(json:path:)`` to keep the bytes for ``decode(_:)``).
-    public init(from decoder: Decoder) throws {
+    package init(from decoder: Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         architectures = try c.decodeIfPresent([String].self, forKey: .architectures) ?? []
         eosTokenId = try c.decodeIfPresent(IntList.self, forKey: .eosTokenId)
@@ -208,25 +208,25 @@ public struct HFConfig: Decodable, Sendable {
     /// Decodes a family's own keys from the same file (a private `Decodable` struct in the
     /// family's file), with errors that name the file and key.
     /// - Throws: `FormatError` `.invalidValue`/`.missingKey`/`.invalidJSON`.
-    public func decode<T: Decodable>(_ type: T.Type) throws -> T {
+    package func decode<T: Decodable>(_ type: T.Type) throws -> T {
         try decodeJSON(type, from: json, path: path)
     }
 
     /// Reads and decodes `config.json`, turning decoding failures into `FormatError`s that name the key.
-    public static func load(from url: URL) throws -> HFConfig {
+    package static func load(from url: URL) throws -> HFConfig {
         try HFConfig(json: readJSONFile(url), path: url.path)
     }
 }
 
 /// `generation_config.json`: decoding defaults shipped with a checkpoint.
-public struct GenerationConfig: Codable, Sendable {
-    public var bosTokenId: IntList?
-    public var eosTokenId: IntList?
-    public var temperature: Double?
-    public var topP: Double?
-    public var topK: Int?
-    public var doSample: Bool?
-    public var repetitionPenalty: Double?
+package struct GenerationConfig: Codable, Sendable {
+    package var bosTokenId: IntList?
+    package var eosTokenId: IntList?
+    package var temperature: Double?
+    package var topP: Double?
+    package var topK: Int?
+    package var doSample: Bool?
+    package var repetitionPenalty: Double?
 
     enum CodingKeys: String, CodingKey {
         case bosTokenId = "bos_token_id"
@@ -238,16 +238,16 @@ public struct GenerationConfig: Codable, Sendable {
         case repetitionPenalty = "repetition_penalty"
     }
 
-    public init() {}
+    package init() {}
 
     /// Reads `generation_config.json`.
-    public static func load(from url: URL) throws -> GenerationConfig {
+    package static func load(from url: URL) throws -> GenerationConfig {
         try decodeJSONFile(GenerationConfig.self, at: url)
     }
 }
 
 /// Decodes a JSON file, mapping every failure to a `FormatError` naming the file and key.
-public func decodeJSONFile<T: Decodable>(_ type: T.Type, at url: URL) throws -> T {
+package func decodeJSONFile<T: Decodable>(_ type: T.Type, at url: URL) throws -> T {
     try decodeJSON(type, from: readJSONFile(url), path: url.path)
 }
 
@@ -263,7 +263,7 @@ private func readJSONFile(_ url: URL) throws -> Data {
 }
 
 /// Decodes JSON, mapping every failure to a `FormatError` naming `path` and the key.
-public func decodeJSON<T: Decodable>(_ type: T.Type, from data: Data, path: String) throws -> T {
+package func decodeJSON<T: Decodable>(_ type: T.Type, from data: Data, path: String) throws -> T {
     do {
         return try JSONDecoder().decode(T.self, from: data)
     } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {

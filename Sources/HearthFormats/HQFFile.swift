@@ -11,42 +11,42 @@ import HearthKernels
 ///     16  u64 header length N
 ///     24  N bytes of JSON       config, generation config, embedded files, tensor table
 ///     …   zero padding to 4096, then blobs, each starting on a 4096-byte boundary
-public final class HQFFile: TensorStore {
+package final class HQFFile: TensorStore {
     /// The magic bytes.
-    public static let magic = Array("HEARTHQF".utf8)
+    package static let magic = Array("HEARTHQF".utf8)
     /// The format version this build reads and writes.
-    public static let version: UInt32 = 1
+    package static let version: UInt32 = 1
     /// Alignment of every blob.
-    public static let alignment = 4096
+    package static let alignment = 4096
 
     /// One tensor's table entry.
-    public struct TensorEntry: Codable, Sendable {
-        public var dtype: DType
-        public var layout: WeightLayout
-        public var shape: [Int]
-        public var offset: Int
-        public var length: Int
+    package struct TensorEntry: Codable, Sendable {
+        package var dtype: DType
+        package var layout: WeightLayout
+        package var shape: [Int]
+        package var offset: Int
+        package var length: Int
     }
 
     /// One embedded file's table entry.
-    public struct FileEntry: Codable, Sendable {
-        public var offset: Int
-        public var length: Int
+    package struct FileEntry: Codable, Sendable {
+        package var offset: Int
+        package var length: Int
     }
 
     /// The JSON header.
-    public struct Header: Codable, Sendable {
-        public var format = "hearth-quantized"
-        public var version = Int(HQFFile.version)
+    package struct Header: Codable, Sendable {
+        package var format = "hearth-quantized"
+        package var version = Int(HQFFile.version)
         /// Quantization type of the projections, and of the output matrix.
-        public var quantization: [String: String]
+        package var quantization: [String: String]
         /// config.json, as raw JSON text.
-        public var config: String
+        package var config: String
         /// generation_config.json, as raw JSON text.
-        public var generationConfig: String?
+        package var generationConfig: String?
         /// Embedded files (tokenizer.model, tokenizer_config.json, …).
-        public var files: [String: FileEntry]
-        public var tensors: [String: TensorEntry]
+        package var files: [String: FileEntry]
+        package var tensors: [String: TensorEntry]
 
         enum CodingKeys: String, CodingKey {
             case format, version, quantization, config
@@ -56,19 +56,19 @@ public final class HQFFile: TensorStore {
     }
 
     /// The mapping.
-    public let file: MappedFile
+    package let file: MappedFile
     /// The decoded header.
-    public let header: Header
+    package let header: Header
 
     /// Whether the file at `path` starts with the HQF magic.
-    public static func isHQF(path: String) -> Bool {
+    package static func isHQF(path: String) -> Bool {
         guard let handle = FileHandle(forReadingAtPath: path) else { return false }
         defer { try? handle.close() }
         return (try? handle.read(upToCount: 8)).map { Array($0) == magic } ?? false
     }
 
     /// Maps and validates an `.hqf` file.
-    public init(path: String) throws {
+    package init(path: String) throws {
         file = try MappedFile(path: path)
         guard file.size >= 24 else { throw FormatError(.truncated, "file is too short for an HQF header", path: path) }
         let head = try file.bytes(at: 0, count: 24)
@@ -122,9 +122,9 @@ public final class HQFFile: TensorStore {
         }
     }
 
-    public var tensorNames: [String] { Array(header.tensors.keys) }
+    package var tensorNames: [String] { Array(header.tensors.keys) }
 
-    public func tensor(named name: String) throws -> TensorData? {
+    package func tensor(named name: String) throws -> TensorData? {
         guard let t = header.tensors[name] else { return nil }
         return TensorData(
             name: name, dtype: t.dtype, shape: t.shape, layout: t.layout,
@@ -132,14 +132,14 @@ public final class HQFFile: TensorStore {
     }
 
     /// An embedded file's bytes.
-    public func embeddedFile(_ name: String) throws -> Data? {
+    package func embeddedFile(_ name: String) throws -> Data? {
         guard let f = header.files[name] else { return nil }
         return Data(try file.bytes(at: f.offset, count: f.length))
     }
 
     /// Writes an HQF file. `tensors` are written in order; each provides its bytes through
     /// `write`, which is called once with a buffer of exactly `length` bytes to fill.
-    public static func write(
+    package static func write(
         to path: String, quantization: [String: String], config: String, generationConfig: String?,
         files: [String: Data],
         tensors: [(name: String, dtype: DType, layout: WeightLayout, shape: [Int], length: Int)],

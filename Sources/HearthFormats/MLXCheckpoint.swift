@@ -15,18 +15,18 @@ import Synchronization
 /// Tensors without `.scales` (norms, biases, modules mlx-lm left unquantized) pass through.
 ///
 /// Every shape is checked against the packing rules before a byte is read.
-public final class MLXCheckpoint: TensorStore {
+package final class MLXCheckpoint: TensorStore {
     /// The underlying safetensors files.
-    public let base: SafetensorsCheckpoint
+    package let base: SafetensorsCheckpoint
     /// The `quantization` settings from config.json.
-    public let quantization: MLXQuantizationConfig
+    package let quantization: MLXQuantizationConfig
     /// Threads used to rearrange each matrix.
-    public let threads: Int
+    package let threads: Int
     /// What this store has converted; every matrix it returns points at it (`MLXTiles`).
-    public let conversion = MLXConversion()
+    package let conversion = MLXConversion()
 
     /// Wraps an opened checkpoint with its quantization settings.
-    public init(base: SafetensorsCheckpoint, quantization: MLXQuantizationConfig, threads: Int) {
+    package init(base: SafetensorsCheckpoint, quantization: MLXQuantizationConfig, threads: Int) {
         self.base = base
         self.quantization = quantization
         self.threads = max(1, threads)
@@ -35,7 +35,7 @@ public final class MLXCheckpoint: TensorStore {
     /// The store for a checkpoint directory: an `MLXCheckpoint` when `configJSON` (its
     /// config.json) has MLX quantization settings, else `base` itself; its weights are
     /// repacked on `threads` threads (default: all cores).
-    public static func store(
+    package static func store(
         for base: SafetensorsCheckpoint, configJSON: Data, path: String, threads: Int = WorkerPool.defaultThreadCount
     ) throws -> TensorStore {
         guard let quantization = try MLXQuantizationConfig.parse(configJSON: configJSON, path: path) else { return base }
@@ -43,10 +43,10 @@ public final class MLXCheckpoint: TensorStore {
     }
 
     /// A one-line description of the conversion: parameters, scale types, f16 exactness.
-    public var summary: String { conversion.summary }
+    package var summary: String { conversion.summary }
 
     /// Every tensor name of the underlying files (packed weights, scales and biases included).
-    public var tensorNames: [String] { base.tensorNames }
+    package var tensorNames: [String] { base.tensorNames }
 
     // Long: a sequence of 16 checks of a quantized module's config and tensors against each other, each
     // with its own error, before the one unpacking; read in order, as the format is.
@@ -54,7 +54,7 @@ public final class MLXCheckpoint: TensorStore {
     /// (shape `[rows, cols]` unpacked). Throws `FormatError` when the config and the tensors
     /// disagree or use an unsupported setting (bits other than 4 and 8, non-affine modes,
     /// group sizes that are not multiples of 32).
-    public func tensor(named name: String) throws -> TensorData? {
+    package func tensor(named name: String) throws -> TensorData? {
         let suffix = ".weight"
         guard name.hasSuffix(suffix) else { return try base.tensor(named: name) }
         let module = String(name.dropLast(suffix.count))
@@ -193,31 +193,31 @@ public final class MLXCheckpoint: TensorStore {
 }
 
 /// What one MLX load converted (shared by the store and the matrices it made).
-public final class MLXConversion: Sendable {
+package final class MLXConversion: Sendable {
     /// The record itself.
-    public struct Log: Sendable, Equatable {
+    package struct Log: Sendable, Equatable {
         /// Matrices converted, by their parameters.
-        public var matrices: [String: Int] = [:]
+        package var matrices: [String: Int] = [:]
         /// Float types the scales and biases were stored in.
-        public var scaleTypes: Set<String> = []
+        package var scaleTypes: Set<String> = []
         /// Scales and biases converted.
-        public var scaleCount = 0
+        package var scaleCount = 0
         /// How many of them were not exactly representable in f16 (and were rounded).
-        public var roundedScales = 0
+        package var roundedScales = 0
         /// Upper bound of |Δw| caused by rounding scales and biases to f16 (|Δs|·q_max + |Δb|).
-        public var maxWeightError: Float = 0
+        package var maxWeightError: Float = 0
     }
 
     let log = Mutex(Log())
 
     /// An empty record.
-    public init() {}
+    package init() {}
 
     /// A copy of the record so far.
-    public var snapshot: Log { log.withLock { $0 } }
+    package var snapshot: Log { log.withLock { $0 } }
 
     /// One line for `hearth inspect`: matrices by parameters, scale types, f16 exactness.
-    public var summary: String {
+    package var summary: String {
         let l = snapshot
         let kinds = l.matrices.sorted { $0.key < $1.key }.map { "\($0.value) × \($0.key)" }.joined(separator: ", ")
         let types = l.scaleTypes.sorted().joined(separator: "/")
@@ -231,21 +231,21 @@ public final class MLXConversion: Sendable {
 
 /// The owner of a matrix `MLXCheckpoint` rearranged: keeps the tiles alive and points at
 /// the conversion record, so whoever holds the weights can describe how they were loaded.
-public final class MLXTiles: Sendable {
+package final class MLXTiles: Sendable {
     /// The tiles.
-    public let buffer: OwnedBuffer
+    package let buffer: OwnedBuffer
     /// The load that made them.
-    public let conversion: MLXConversion
+    package let conversion: MLXConversion
 
     /// Wraps tiles made by a conversion.
-    public init(buffer: OwnedBuffer, conversion: MLXConversion) {
+    package init(buffer: OwnedBuffer, conversion: MLXConversion) {
         self.buffer = buffer
         self.conversion = conversion
     }
 
     /// The conversion summary of the first of `matrices` that came from an MLX checkpoint,
     /// or nil when none did.
-    public static func summary(of matrices: [WeightMatrix]) -> String? {
+    package static func summary(of matrices: [WeightMatrix]) -> String? {
         matrices.lazy.compactMap { ($0.owner as? MLXTiles)?.conversion.summary }.first
     }
 }

@@ -13,28 +13,28 @@ import HearthJSON
 /// (the tensor name without `.weight`) whose value overrides them with an object, or says
 /// `true` (use the defaults) / `false` (not quantized). mlx-lm writes the same object under
 /// `quantization_config` too; either key is accepted, `quantization` first.
-public struct MLXQuantizationConfig: Sendable, Equatable {
+package struct MLXQuantizationConfig: Sendable, Equatable {
     /// How one module is quantized.
-    public struct Parameters: Sendable, Equatable, CustomStringConvertible {
+    package struct Parameters: Sendable, Equatable, CustomStringConvertible {
         /// Consecutive elements of a row sharing one scale and bias.
-        public var groupSize: Int
+        package var groupSize: Int
         /// Bits per element.
-        public var bits: Int
+        package var bits: Int
         /// MLX's quantization mode; Hearth runs `affine` (w = scale·q + bias).
-        public var mode: String
+        package var mode: String
 
         /// Parameters as written in config.json (validated where a tensor uses them).
-        public init(groupSize: Int, bits: Int, mode: String = "affine") {
+        package init(groupSize: Int, bits: Int, mode: String = "affine") {
             self.groupSize = groupSize
             self.bits = bits
             self.mode = mode
         }
 
-        public var description: String { "\(mode) \(bits)-bit, group \(groupSize)" }
+        package var description: String { "\(mode) \(bits)-bit, group \(groupSize)" }
     }
 
     /// A per-module entry.
-    public enum Entry: Sendable, Equatable {
+    package enum Entry: Sendable, Equatable {
         /// Quantized with these parameters (`{...}` or `true`, which means the defaults).
         case quantized(Parameters)
         /// Left in its float type (`false`).
@@ -42,21 +42,21 @@ public struct MLXQuantizationConfig: Sendable, Equatable {
     }
 
     /// Defaults for modules without an entry.
-    public var defaults: Parameters
+    package var defaults: Parameters
     /// Entries keyed by module path (`model.layers.3.self_attn.qkv_proj`, `lm_head`, …).
-    public var overrides: [String: Entry]
+    package var overrides: [String: Entry]
     /// The config key it was read from (`quantization` or `quantization_config`).
-    public var key: String
+    package var key: String
 
     /// Settings with `defaults` for every module except those in `overrides`.
-    public init(defaults: Parameters, overrides: [String: Entry] = [:], key: String = "quantization") {
+    package init(defaults: Parameters, overrides: [String: Entry] = [:], key: String = "quantization") {
         self.defaults = defaults
         self.overrides = overrides
         self.key = key
     }
 
     /// What applies to `module` (a tensor name without `.weight`).
-    public func entry(forModule module: String) -> Entry { overrides[module] ?? .quantized(defaults) }
+    package func entry(forModule module: String) -> Entry { overrides[module] ?? .quantized(defaults) }
 
     /// mlx-lm's defaults for the affine mode.
     static let defaultGroupSize = 64
@@ -65,7 +65,7 @@ public struct MLXQuantizationConfig: Sendable, Equatable {
     /// Reads the MLX quantization settings of a `config.json`, or nil when it has none.
     /// Throws when the object is malformed, or when `quantization_config` names a method
     /// other than MLX's (GPTQ, AWQ, bitsandbytes…), which Hearth does not read.
-    public static func parse(configJSON data: Data, path: String) throws -> MLXQuantizationConfig? {
+    package static func parse(configJSON data: Data, path: String) throws -> MLXQuantizationConfig? {
         // HearthJSON keeps `true` and `1` apart (JSONSerialization's NSNumbers do not on Linux).
         guard let object = try? JSON.parse(utf8: Array(data)), case .object = object else { return nil }
         let key: String

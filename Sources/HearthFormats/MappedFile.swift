@@ -8,27 +8,27 @@ import Darwin
 /// the mapping; nothing is copied at load.
 ///
 /// `@unchecked Sendable`: the mapping is read-only and unmapped only in `deinit`.
-public final class MappedFile: @unchecked Sendable {
+package final class MappedFile: @unchecked Sendable {
     /// The file's path.
-    public let path: String
+    package let path: String
     /// The first byte of the mapping (nil for an empty file).
-    public let base: UnsafeRawPointer?
+    package let base: UnsafeRawPointer?
     /// File size in bytes.
-    public let size: Int
+    package let size: Int
     /// The file's identity when it was mapped (device, inode, size, modification time).
-    public let status: FileStatus
+    package let status: FileStatus
 
     /// What identifies a file's version on disk: a file replaced (new inode), rewritten
     /// (new modification time) or resized no longer matches.
-    public struct FileStatus: Sendable, Equatable, Codable {
-        public var device: UInt64
-        public var inode: UInt64
-        public var size: Int
+    package struct FileStatus: Sendable, Equatable, Codable {
+        package var device: UInt64
+        package var inode: UInt64
+        package var size: Int
         /// Modification time in nanoseconds since the epoch.
-        public var modified: Int64
+        package var modified: Int64
 
         /// The status of an open file descriptor, or nil when `fstat` fails.
-        public init?(descriptor fd: Int32) {
+        package init?(descriptor fd: Int32) {
             var info = stat()
             guard fstat(fd, &info) == 0 else { return nil }
             self.init(info)
@@ -49,7 +49,7 @@ public final class MappedFile: @unchecked Sendable {
     /// Maps `path`. With `hugePageAligned`, the mapping starts on a 2 MiB boundary, so file
     /// offsets that are multiples of 2 MiB can be mapped with huge pages when the page cache
     /// holds them in 2 MiB folios. Throws `FormatError` with `.fileNotFound` or `.ioError`.
-    public init(path: String, hugePageAligned: Bool = false) throws {
+    package init(path: String, hugePageAligned: Bool = false) throws {
         self.path = path
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else {
@@ -115,7 +115,7 @@ public final class MappedFile: @unchecked Sendable {
     /// counting toward the process's memory. Only whole pages inside the range are dropped;
     /// reading them later still works (the mapping is private and read-only: they are read
     /// from the file again). Out-of-range requests are ignored.
-    public func dropPages(at offset: Int, count: Int) {
+    package func dropPages(at offset: Int, count: Int) {
         guard let base, offset >= 0, count > 0, offset <= size, count <= size - offset else { return }
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))
         guard page > 0 else { return }
@@ -126,7 +126,7 @@ public final class MappedFile: @unchecked Sendable {
     }
 
     /// A pointer to `count` bytes at `offset`, after checking they lie inside the file.
-    public func bytes(at offset: Int, count: Int) throws -> UnsafeRawBufferPointer {
+    package func bytes(at offset: Int, count: Int) throws -> UnsafeRawBufferPointer {
         guard offset >= 0, count >= 0, offset <= size, count <= size - offset else {
             throw FormatError(
                 .offsetOutOfBounds, "byte range \(offset)..<\(offset &+ count) lies outside the file (\(size) bytes)",

@@ -2,11 +2,11 @@ import Foundation
 import HearthKernels
 
 /// Element types that may appear in a safetensors header.
-public enum SafetensorsDType: String, Sendable {
+package enum SafetensorsDType: String, Sendable {
     case F64, F32, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL, F8_E4M3, F8_E5M2
 
     /// Bytes per element.
-    public var size: Int {
+    package var size: Int {
         switch self {
         case .F64, .I64, .U64: return 8
         case .F32, .I32, .U32: return 4
@@ -16,7 +16,7 @@ public enum SafetensorsDType: String, Sendable {
     }
 
     /// The compute dtype for float weights, or nil for types Hearth does not run.
-    public var floatDType: DType? {
+    package var floatDType: DType? {
         switch self {
         case .F32: return .f32
         case .F16: return .f16
@@ -27,20 +27,20 @@ public enum SafetensorsDType: String, Sendable {
 }
 
 /// One tensor's entry in a safetensors header, validated against the file.
-public struct SafetensorsTensor: Sendable {
+package struct SafetensorsTensor: Sendable {
     /// Tensor name.
-    public let name: String
+    package let name: String
     /// Element type.
-    public let dtype: SafetensorsDType
+    package let dtype: SafetensorsDType
     /// Shape, outermost first.
-    public let shape: [Int]
+    package let shape: [Int]
     /// Absolute byte offset of the data in the file.
-    public let offset: Int
+    package let offset: Int
     /// Byte length of the data.
-    public let byteCount: Int
+    package let byteCount: Int
 
     /// Number of elements.
-    public var elementCount: Int { shape.reduce(1, *) }
+    package var elementCount: Int { shape.reduce(1, *) }
 }
 
 /// A memory-mapped `.safetensors` file: an 8-byte little-endian header length, a JSON
@@ -49,21 +49,21 @@ public struct SafetensorsTensor: Sendable {
 /// Every offset and size in the header is checked against the file before use: tensors
 /// must lie inside the data section, have exactly `elements × dtype size` bytes and not
 /// overlap.
-public final class SafetensorsFile: Sendable {
+package final class SafetensorsFile: Sendable {
     /// The mapping, which tensors point into.
-    public let file: MappedFile
+    package let file: MappedFile
     /// Tensors by name.
-    public let tensors: [String: SafetensorsTensor]
+    package let tensors: [String: SafetensorsTensor]
     /// The optional `__metadata__` string map.
-    public let metadata: [String: String]
+    package let metadata: [String: String]
 
     /// The largest JSON header accepted (the format's own limit is 100 MB).
-    public static let maxHeaderBytes = 100_000_000
+    package static let maxHeaderBytes = 100_000_000
 
     // Long: the format's validation in the order the file is laid out (size, header length, JSON, each
     // tensor's dtype, shape, offsets, overlap, alignment): 12 checks, each with its own error.
     /// Opens and validates `path`.
-    public init(path: String) throws {
+    package init(path: String) throws {
         file = try MappedFile(path: path)
         let path = file.path
         guard file.size >= 8 else {
@@ -157,7 +157,7 @@ public final class SafetensorsFile: Sendable {
     }
 
     /// The raw bytes of a tensor (validated at open).
-    public func data(of tensor: SafetensorsTensor) throws -> UnsafeRawBufferPointer {
+    package func data(of tensor: SafetensorsTensor) throws -> UnsafeRawBufferPointer {
         try file.bytes(at: tensor.offset, count: tensor.byteCount)
     }
 

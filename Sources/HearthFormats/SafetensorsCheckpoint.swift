@@ -4,15 +4,15 @@ import HearthKernels
 /// The weights of a Hugging Face hub-layout checkpoint: one `model.safetensors`, or shards
 /// listed by `model.safetensors.index.json`, or (as MLX conversions ship) any
 /// `*.safetensors` files in the directory.
-public final class SafetensorsCheckpoint: TensorStore {
+package final class SafetensorsCheckpoint: TensorStore {
     /// The checkpoint directory.
-    public let directory: URL
+    package let directory: URL
     /// The opened files.
-    public let files: [SafetensorsFile]
+    package let files: [SafetensorsFile]
     private let index: [String: Int]
 
     /// Opens every safetensors file of the checkpoint in `directory` and validates them.
-    public init(directory: URL) throws {
+    package init(directory: URL) throws {
         self.directory = directory
         let fm = FileManager.default
         let indexURL = directory.appendingPathComponent("model.safetensors.index.json")
@@ -63,16 +63,16 @@ public final class SafetensorsCheckpoint: TensorStore {
         self.index = index
     }
 
-    public var tensorNames: [String] { Array(index.keys) }
+    package var tensorNames: [String] { Array(index.keys) }
 
     /// The header entry of a tensor and the file that holds it, whatever its dtype
     /// (quantized layouts such as MLX's read their U32/scale tensors through this).
-    public func entry(named name: String) -> (file: SafetensorsFile, tensor: SafetensorsTensor)? {
+    package func entry(named name: String) -> (file: SafetensorsFile, tensor: SafetensorsTensor)? {
         guard let fileIndex = index[name], let info = files[fileIndex].tensors[name] else { return nil }
         return (files[fileIndex], info)
     }
 
-    public func tensor(named name: String) throws -> TensorData? {
+    package func tensor(named name: String) throws -> TensorData? {
         guard let fileIndex = index[name], let info = files[fileIndex].tensors[name] else { return nil }
         let file = files[fileIndex]
         guard let dtype = info.dtype.floatDType else {

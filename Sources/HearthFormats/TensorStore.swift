@@ -3,26 +3,26 @@ import HearthKernels
 /// A tensor ready for the engine: its element type, shape and bytes (inside a mapping).
 ///
 /// `@unchecked Sendable`: points into immutable mapped memory that `owner` keeps alive.
-public struct TensorData: @unchecked Sendable {
+package struct TensorData: @unchecked Sendable {
     /// Tensor name in its file.
-    public let name: String
+    package let name: String
     /// Storage type.
-    public let dtype: DType
+    package let dtype: DType
     /// Shape, outermost first (for a matrix: rows, cols).
-    public let shape: [Int]
+    package let shape: [Int]
     /// Block order (row-major unless the file stores Hearth's kernel layout).
-    public var layout: WeightLayout = .rows
+    package var layout: WeightLayout = .rows
     /// The bytes.
-    public let bytes: UnsafeRawBufferPointer
+    package let bytes: UnsafeRawBufferPointer
     /// Keeps `bytes` alive.
-    public let owner: AnyObject
+    package let owner: AnyObject
     /// The file the tensor came from, for error messages.
-    public let path: String
+    package let path: String
 
     /// Number of elements.
-    public var elementCount: Int { shape.reduce(1, *) }
+    package var elementCount: Int { shape.reduce(1, *) }
 
-    public init(
+    package init(
         name: String, dtype: DType, shape: [Int], layout: WeightLayout = .rows, bytes: UnsafeRawBufferPointer,
         owner: AnyObject, path: String
     ) {
@@ -37,7 +37,7 @@ public struct TensorData: @unchecked Sendable {
 }
 
 /// Something that holds named tensors: a safetensors checkpoint, later GGUF files.
-public protocol TensorStore: Sendable {
+package protocol TensorStore: Sendable {
     /// All tensor names.
     var tensorNames: [String] { get }
     /// Returns the tensor, or nil when the store has no tensor by that name.

@@ -14,7 +14,7 @@ import HearthKernelsCommon
 
 extension DType {
     /// Whether the KV cache can store this type: f16, f32, q8_0 or q4_0.
-    public var isKVCacheType: Bool { self == .f16 || self == .f32 || self == .q8_0 || self == .q4_0 }
+    package var isKVCacheType: Bool { self == .f16 || self == .f32 || self == .q8_0 || self == .q4_0 }
 
     /// The quantized KV record kind (`KVKind`) of q8_0 and q4_0; nil for the float types.
     var kvKind: Int32? { self == .q8_0 ? KVKind.q8_0 : self == .q4_0 ? KVKind.q4_0 : nil }
@@ -22,7 +22,7 @@ extension DType {
     /// Bytes the KV cache spends on one head of `headDim` elements of this type (a quantized
     /// head is headDim/32 blocks), or nil when the type is not a KV cache type or a quantized
     /// head is not a whole number of blocks.
-    public func kvHeadBytes(headDim: Int) -> Int? {
+    package func kvHeadBytes(headDim: Int) -> Int? {
         switch self {
         case .f32: return 4 * headDim
         case .f16: return 2 * headDim
@@ -54,7 +54,7 @@ private func withQuantizedQuery<R>(
 }
 
 /// s[j] = scale · (q · key j) for j in `positions`.
-public func attentionScores(
+package func attentionScores(
     _ q: UnsafePointer<Float>, keys: UnsafeRawPointer, stride: Int, positions: ClosedRange<Int>, headDim: Int,
     scale: Float, type: DType, into s: UnsafeMutablePointer<Float>, level: KernelLevel = .current
 ) {
@@ -74,7 +74,7 @@ public func attentionScores(
 }
 
 /// out = Σ_{j in positions} s[j] · value j (`headDim` floats, overwritten).
-public func attentionValues(
+package func attentionValues(
     _ s: UnsafePointer<Float>, values: UnsafeRawPointer, stride: Int, positions: ClosedRange<Int>, headDim: Int,
     type: DType, into out: UnsafeMutablePointer<Float>, level: KernelLevel = .current
 ) {
@@ -96,7 +96,7 @@ public func attentionValues(
 
 /// Converts `count` cached elements of `type` to Float. For q8_0 and q4_0, `src` is one record
 /// of `count` elements (a head: `count` a multiple of 32; ``KVCache``'s `headOffset`).
-public func loadCached(
+package func loadCached(
     _ src: UnsafeRawPointer, type: DType, count: Int, into out: UnsafeMutablePointer<Float>, level: KernelLevel = .current
 ) {
     if type == .f32 {
@@ -114,7 +114,7 @@ public func loadCached(
 /// Stores `count` floats as `type` (f32; f16, round to nearest even; q8_0/q4_0, one record of
 /// `count` elements, a multiple of 32: see HearthKernelsCommon's `quantizeKVRecord`).
 @inline(__always)
-public func storeCached(
+package func storeCached(
     _ x: UnsafePointer<Float>, type: DType, count: Int, into dst: UnsafeMutableRawPointer, level: KernelLevel = .current
 ) {
     if type == .f32 {
@@ -133,7 +133,7 @@ public func storeCached(
 /// definition (not through any kernel), the twin the level kernels are tested against. For a
 /// quantized cache the kernels also round the query to 8 bits, which this reference does not:
 /// tests bound that difference separately (half a query step per element).
-public func attentionScoresReference(
+package func attentionScoresReference(
     _ q: UnsafePointer<Float>, keys: UnsafeRawPointer, stride: Int, positions: ClosedRange<Int>, headDim: Int,
     scale: Float, type: DType, into s: UnsafeMutablePointer<Float>
 ) {
@@ -147,7 +147,7 @@ public func attentionScoresReference(
 
 /// Scalar reference of ``attentionValues(_:values:stride:positions:headDim:type:into:level:)``:
 /// every output element Σ_j s[j]·v[j][i] summed in Double.
-public func attentionValuesReference(
+package func attentionValuesReference(
     _ s: UnsafePointer<Float>, values: UnsafeRawPointer, stride: Int, positions: ClosedRange<Int>, headDim: Int,
     type: DType, into out: UnsafeMutablePointer<Float>
 ) {
@@ -163,7 +163,7 @@ public func attentionValuesReference(
 /// Element `i` of a cached row of `type` (f16 decoded bit by bit from its IEEE fields, so the
 /// references share no code with the kernels' conversion; q8_0/q4_0 from the record layout:
 /// headDim/32 f16 scales, then the quants), as Float.
-public func cachedElementReference(_ row: UnsafeRawPointer, _ i: Int, type: DType, headDim: Int) -> Float {
+package func cachedElementReference(_ row: UnsafeRawPointer, _ i: Int, type: DType, headDim: Int) -> Float {
     if type == .f32 { return row.loadUnaligned(fromByteOffset: 4 * i, as: Float.self) }
     let blocks = headDim / 32, b = i / 32, e = i % 32
     if type == .q8_0 {
@@ -188,7 +188,7 @@ public func cachedElementReference(_ row: UnsafeRawPointer, _ i: Int, type: DTyp
 }
 
 /// How fused attention dots a q8_0/q4_0 cache's keys with the queries.
-public enum QuantizedKeyDots: String, Sendable, CaseIterable {
+package enum QuantizedKeyDots: String, Sendable, CaseIterable {
     /// Integer dots for narrow query tiles (a decode step: at most ``fusedAttentionNarrowRows``
     /// rows), keys converted to Float for wide ones (prompts), where the Float register-tiled
     /// product is faster — as measured (benchmarks/history/2026-11-26-long-context-fused-attention.md: Gemma 3 270M,
@@ -200,7 +200,7 @@ public enum QuantizedKeyDots: String, Sendable, CaseIterable {
     case float
 
     /// Whether a call of `rows` query rows takes the integer dots.
-    @inlinable public func integer(rows: Int) -> Bool {
+    @inlinable package func integer(rows: Int) -> Bool {
         switch self {
         case .automatic: return rows <= fusedAttentionNarrowRows
         case .integer: return true
@@ -223,7 +223,7 @@ public enum QuantizedKeyDots: String, Sendable, CaseIterable {
 /// m + ln Σe^(s−m) per row, for merging partial results over disjoint key ranges
 /// (``mergeAttention``). `scratch` holds ``fusedAttentionScratchFloats(rows:headDim:kvHeads:)`` floats for
 /// `shape.rows` and `shape.kvHeads`.
-public func fusedAttention(
+package func fusedAttention(
     _ q: UnsafePointer<Float>, keys: UnsafeRawPointer, values: UnsafeRawPointer, stride: Int, type: DType,
     shape: FusedAttentionShape, into out: UnsafeMutablePointer<Float>, logSumExp: UnsafeMutablePointer<Float>? = nil,
     scratch: UnsafeMutablePointer<Float>, keyDots: QuantizedKeyDots = .automatic, level: KernelLevel = .current
@@ -326,7 +326,7 @@ public func fusedAttention(
 /// normalised output row r at `outputs + (p·rows + r)·headDim`, its log-sum-exp at
 /// `logSumExps[p·rows + r]`. Row r of the whole is Σ_p w_p·O_p with w_p = e^(lse_p − lse),
 /// lse = ln Σ_p e^(lse_p), written to `out + (r / groupHeads)·outStride + (r % groupHeads)·headDim`.
-public func mergeAttention(
+package func mergeAttention(
     _ outputs: UnsafePointer<Float>, logSumExps: UnsafePointer<Float>, parts: Int, rows: Int, headDim: Int,
     groupHeads: Int, into out: UnsafeMutablePointer<Float>, outStride: Int
 ) {
@@ -354,7 +354,7 @@ public func mergeAttention(
 /// `eightBitQueries`, each query is first rounded as the integer key dots round it — per block of
 /// 32, d = max|q|/127 and q = round(q · (1/d)) in Float — so the kernels' one deliberate
 /// approximation is modelled rather than hidden in the tolerance.
-public func fusedAttentionReference(
+package func fusedAttentionReference(
     _ q: UnsafePointer<Float>, keys: UnsafeRawPointer, values: UnsafeRawPointer, stride: Int, type: DType,
     shape: FusedAttentionShape, into out: UnsafeMutablePointer<Float>, logSumExp: UnsafeMutablePointer<Float>? = nil,
     eightBitQueries: Bool = false

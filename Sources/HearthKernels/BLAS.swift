@@ -13,14 +13,14 @@ import HearthKernelsCommon
 /// `HEARTH_BLAS=hearth` in the environment makes a build that links a system BLAS run Hearth's
 /// own GEMM instead, the code a build without the trait runs — so one build can run its tests
 /// both ways (CI does: docs/PLATFORMS.md). Any other value is the default.
-public enum BLAS {
+package enum BLAS {
     /// Whether `HEARTH_BLAS=hearth` asks for Hearth's own GEMM where a system BLAS is linked.
-    public static let ownGEMMForced: Bool = ProcessInfo.processInfo.environment["HEARTH_BLAS"] == "hearth"
+    package static let ownGEMMForced: Bool = ProcessInfo.processInfo.environment["HEARTH_BLAS"] == "hearth"
 
     /// C(m×n) = alpha · A(m×k) · op(B) + beta · C, where op(B) is B(k×n) or, with
     /// `transposeB`, Bᵀ for B stored as (n×k). `level` (default ``KernelLevel/current``) picks
     /// the kernel level of Hearth's own GEMM; a system BLAS chooses its own code.
-    public static func sgemm(
+    package static func sgemm(
         m: Int, n: Int, k: Int,
         a: UnsafePointer<Float>, lda: Int,
         b: UnsafePointer<Float>, ldb: Int, transposeB: Bool,
@@ -52,7 +52,7 @@ public enum BLAS {
 
     /// Whether `sgemm` calls a system BLAS (Accelerate, or OpenBLAS with the `SystemLibraries`
     /// trait, where OpenBLAS runs kernels with AVX2 and FMA or wider, or the CPU has no AVX2) rather than Hearth's own ``gemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)``.
-    public static var isSystemLibrary: Bool {
+    package static var isSystemLibrary: Bool {
         #if canImport(Accelerate)
         return !ownGEMMForced
         #elseif SystemLibraries && canImport(CBLAS)
@@ -89,7 +89,7 @@ public enum BLAS {
     /// (OpenBLAS linked but its kernels narrower than Hearth's) or `"hearth"` (built without
     /// the `SystemLibraries` trait), or `"hearth (HEARTH_BLAS=hearth)"` when the environment
     /// asks for it. `hearth bench --json` reports it.
-    public static var backend: String {
+    package static var backend: String {
         #if canImport(Accelerate) || (SystemLibraries && canImport(CBLAS))
         if ownGEMMForced { return "hearth (HEARTH_BLAS=hearth)" }
         #endif
@@ -104,7 +104,7 @@ public enum BLAS {
 
     /// Hearth's own GEMM (same contract as ``sgemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)``),
     /// single-threaded, register-tiled at each kernel level (`sgemmBody` in HearthKernelsCommon).
-    public static func gemm(
+    package static func gemm(
         m: Int, n: Int, k: Int,
         a: UnsafePointer<Float>, lda: Int,
         b: UnsafePointer<Float>, ldb: Int, transposeB: Bool,
@@ -116,7 +116,7 @@ public enum BLAS {
 
     /// The scalar reference of ``gemm(m:n:k:a:lda:b:ldb:transposeB:c:ldc:alpha:beta:level:)``:
     /// every element a dot product summed in Double.
-    public static func gemmReference(
+    package static func gemmReference(
         m: Int, n: Int, k: Int,
         a: UnsafePointer<Float>, lda: Int,
         b: UnsafePointer<Float>, ldb: Int, transposeB: Bool,
@@ -133,7 +133,7 @@ public enum BLAS {
     }
 
     /// Asks BLAS to use one thread per call: Hearth parallelises above BLAS with its own pool.
-    public static func useSingleThread() {
+    package static func useSingleThread() {
         #if SystemLibraries && canImport(CBLAS) && !canImport(Accelerate)
         openblas_set_num_threads(1)
         #endif

@@ -57,16 +57,16 @@ public enum DType: String, Sendable, CaseIterable, Codable {
 
     /// Whether Hearth quantizes to this type itself (`hearth quantize`, MLX): `q4_0`, `q4_1`,
     /// `q8_0` and `q8_a`. The other block types come from GGUF files.
-    public var supportsInterleaved16: Bool { self == .q4_0 || self == .q4_1 || self == .q8_0 || self == .q8_a }
+    package var supportsInterleaved16: Bool { self == .q4_0 || self == .q4_1 || self == .q8_0 || self == .q8_a }
 
     /// Whether the integer kernels read this type in the `interleaved16` layout: Hearth's own
     /// types and the GGUF types a load repacks losslessly (`q5_0`, `q5_1`, `q4_K`, `q5_K`,
     /// `q6_K`). `q2_K` and `q3_K` stay in `rows` layout.
-    public var hasKernelLayout: Bool { supportsInterleaved16 || [.q5_0, .q5_1, .q4_K, .q5_K, .q6_K].contains(self) }
+    package var hasKernelLayout: Bool { supportsInterleaved16 || [.q5_0, .q5_1, .q4_K, .q5_K, .q6_K].contains(self) }
 
     /// Whether blocks carry a minimum m next to the scale (w = d·q + m): `q4_1`, `q8_a`.
     /// Their interleaved tiles hold the 16 minimums after the 16 scales.
-    public var hasMinimum: Bool { self == .q4_1 || self == .q8_a }
+    package var hasMinimum: Bool { self == .q4_1 || self == .q8_a }
 
     /// Storage cost in bits per weight.
     public var bitsPerWeight: Double { Double(bytesPerBlock * 8) / Double(blockSize) }
@@ -81,7 +81,7 @@ public enum DType: String, Sendable, CaseIterable, Codable {
 }
 
 /// How a matrix's blocks are ordered in memory.
-public enum WeightLayout: String, Sendable, Codable {
+package enum WeightLayout: String, Sendable, Codable {
     /// Row-major: all blocks of row 0, then row 1… (safetensors, GGUF).
     case rows
     /// Hearth's kernel layout for block types: rows in groups of 16; for each group and
@@ -96,7 +96,7 @@ extension DType {
     /// Bytes of one (16-row group × block) tile in the `interleaved16` layout: 16 blocks'
     /// bytes, except for q4_K and q5_K, whose tiles keep the packed 6-bit scales and mins
     /// unpacked to a byte each (``KTile``).
-    public var interleavedTileBytes: Int {
+    package var interleavedTileBytes: Int {
         switch self {
         case .q4_K: return KTile.kNibbles + 2048
         case .q5_K: return KTile.k5High + 512
@@ -107,7 +107,7 @@ extension DType {
     /// Bytes of a `rows × cols` matrix in `layout`, or nil if the shape does not fit the type.
     /// `.interleaved16` exists only for the types with a kernel layout (`hasKernelLayout`);
     /// for every other type it returns nil.
-    public func matrixBytes(rows: Int, cols: Int, layout: WeightLayout) -> Int? {
+    package func matrixBytes(rows: Int, cols: Int, layout: WeightLayout) -> Int? {
         guard rows >= 0, cols >= 0, cols % blockSize == 0 else { return nil }
         switch layout {
         case .rows:
@@ -125,7 +125,7 @@ extension DType {
 
 extension DType {
     /// The type's id in ggml / GGUF tensor infos (`enum ggml_type`); nil for Hearth's own `q8_a`.
-    public var ggmlTypeID: UInt32? {
+    package var ggmlTypeID: UInt32? {
         switch self {
         case .f32: return 0
         case .f16: return 1
@@ -145,7 +145,7 @@ extension DType {
     }
 
     /// The type for a ggml type id, or nil when Hearth has no such type.
-    public init?(ggmlTypeID id: UInt32) {
+    package init?(ggmlTypeID id: UInt32) {
         guard let type = DType.allCases.first(where: { $0.ggmlTypeID == id }) else { return nil }
         self = type
     }

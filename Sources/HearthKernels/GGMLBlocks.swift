@@ -5,7 +5,7 @@ extension GGMLBlocks {
     /// kernels of `level` (default: the current one). Other types write nothing; use
     /// `dequantizeBlock(_:dtype:into:)` for every type.
     @inline(__always)
-    public static func dequantizeBlock(
+    package static func dequantizeBlock(
         _ p: UnsafeRawPointer, dtype: DType, into out: UnsafeMutablePointer<Float>, level: KernelLevel = .current
     ) {
         if let kind = dtype.ggmlKind { dequantizeGGML(p, kind: kind, blocks: 1, into: out, level: level) }

@@ -10,17 +10,17 @@
 /// scores are dot products, (Hq)·(Hk) = q·k, and the output Σ pᵢ·(H vᵢ) = H·o is turned back by
 /// Hᵀ (``inverse(_:)``) before the output projection. Only the quantized caches use it; f16 and
 /// f32 caches store keys and values as computed.
-public struct HeadRotation: Sendable {
+package struct HeadRotation: Sendable {
     /// Elements per head vector.
-    public let headDim: Int
+    package let headDim: Int
     /// Elements per Walsh–Hadamard block: the largest power of two dividing `headDim`, at most 256.
-    public let block: Int
+    package let block: Int
     /// D/√b: the signs times the normalisation, one per element of a head vector.
     private let factors: [Float]
 
     /// The rotation for heads of `headDim` elements (an odd count gives blocks of 1, the signs
     /// alone; zero or less, nothing to rotate).
-    public init(headDim: Int) {
+    package init(headDim: Int) {
         self.headDim = max(0, headDim)
         var b = 1
         while b < 256 && self.headDim > 0 && self.headDim % (2 * b) == 0 { b *= 2 }
@@ -38,7 +38,7 @@ public struct HeadRotation: Sendable {
     }
 
     /// x ← H·x for one head vector of `headDim` floats.
-    public func forward(_ x: UnsafeMutablePointer<Float>) {
+    package func forward(_ x: UnsafeMutablePointer<Float>) {
         factors.withUnsafeBufferPointer { f in
             for i in 0..<headDim { x[i] *= f[i] }
         }
@@ -50,7 +50,7 @@ public struct HeadRotation: Sendable {
     }
 
     /// x ← Hᵀ·x (the inverse: H is orthonormal).
-    public func inverse(_ x: UnsafeMutablePointer<Float>) {
+    package func inverse(_ x: UnsafeMutablePointer<Float>) {
         var start = 0
         while start < headDim {
             Self.walshHadamard(x + start, block)

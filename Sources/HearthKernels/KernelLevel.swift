@@ -62,7 +62,7 @@ public enum KernelLevel: String, CaseIterable, Sendable, Comparable, Codable {
     /// builds the LLVM CPU names `haswell` (avx2), `skylake-avx512` (avx512),
     /// `cascadelake`/`icelake-server`/`znver4` (avx512-vnni), `sapphirerapids` (amx) and
     /// `none`/`baseline` (portable).
-    public static func resolve(_ value: String?, supported: [KernelLevel]) -> (KernelLevel, String?) {
+    package static func resolve(_ value: String?, supported: [KernelLevel]) -> (KernelLevel, String?) {
         let best = supported.last ?? .portable
         guard let raw = value?.trimmingCharacters(in: .whitespaces).lowercased(), !raw.isEmpty, raw != "native" else {
             return (best, nil)

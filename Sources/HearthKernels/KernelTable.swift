@@ -16,9 +16,9 @@ import HearthKernelsAVX512VNNI
 /// every level in ``KernelLevel/supported``. The entry is one indirect call per operation; the
 /// operations are coarse (a range of rows, of positions, of row groups), so no hot loop pays
 /// for it.
-public struct KernelTable: Sendable {
+package struct KernelTable: Sendable {
     /// The level whose kernels these are.
-    public let level: KernelLevel
+    package let level: KernelLevel
 
     /// s[j] = scale · (q · key j) over an f16 cache for j in `first...last`
     /// (q, keys, stride, first, last, headDim, scale, s).
@@ -104,16 +104,16 @@ public struct KernelTable: Sendable {
             UnsafeMutablePointer<Float>
         ) -> Void
     /// The quantized kernel family's name (for `bench` and `inspect`).
-    public let quantizedKernelName: String
+    package let quantizedKernelName: String
     /// Whether this level multiplies 8-bit activations with K-quant weights (q4_K, q5_K, q6_K)
     /// in 256-column super-blocks (the `amx` level: one activation scale per super-block, the
     /// sub-block scales applied in integers; docs/KERNELS.md).
-    public let superBlockKQuants: Bool
+    package let superBlockKQuants: Bool
 
     /// Whether ``quantizedMatMul`` can read `w`'s 8-bit activations in super-blocks
     /// (``QuantizedActivations/superBlocks``): at levels with ``superBlockKQuants``, for the
     /// interleaved K-quant tiles. The matmul asks for them only with outlier picks.
-    public func readsSuperBlocks(_ w: WeightMatrix) -> Bool {
+    package func readsSuperBlocks(_ w: WeightMatrix) -> Bool {
         guard superBlockKQuants, w.layout == .interleaved16, w.cols % 256 == 0, let kind = w.dtype.tileKind else {
             return false
         }
@@ -121,7 +121,7 @@ public struct KernelTable: Sendable {
     }
 
     /// The table of ``KernelLevel/current``, chosen once.
-    public static let current = lookup(.current)
+    package static let current = lookup(.current)
 
     /// The tables of the levels this CPU runs, lowest first (index: position in ``KernelLevel/supported``).
     private static let tables: [KernelTable] = KernelLevel.supported.map(KernelTable.init(level:))
@@ -129,7 +129,7 @@ public struct KernelTable: Sendable {
     /// The table of `level` if this CPU runs it; otherwise of the best level below it that it
     /// runs (a level the CPU cannot run is never chosen, so no illegal instruction).
     @inline(__always)
-    public static func at(_ level: KernelLevel) -> KernelTable {
+    package static func at(_ level: KernelLevel) -> KernelTable {
         level == KernelLevel.current ? current : lookup(level)
     }
 

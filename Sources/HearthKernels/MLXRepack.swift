@@ -9,7 +9,7 @@
 /// splits into q4_1 blocks of 32 that share the group's scale and bias, so the nibbles move
 /// into `interleaved16` tiles without requantizing. For 8 bits it is `q8_a`'s rule
 /// (w = d·q + m, q ∈ 0…255) and the bytes move the same way (docs/MLX.md).
-public enum MLXRepack {
+package enum MLXRepack {
     /// Writes an MLX 4-bit affine matrix as q4_1 `interleaved16` tiles.
     ///
     /// - Parameters:
@@ -21,7 +21,7 @@ public enum MLXRepack {
     ///     padding rows of the last 16-row group stay zero.
     ///   - threads: 16-row groups are split over this many threads.
     /// The caller has validated every size; nothing here reads file data unchecked.
-    public static func repack4Bit(
+    package static func repack4Bit(
         packed: UnsafeRawPointer, scales: UnsafePointer<UInt16>, biases: UnsafePointer<UInt16>,
         rows: Int, cols: Int, groupSize: Int, into out: UnsafeMutableRawPointer, threads: Int
     ) {
@@ -48,7 +48,7 @@ public enum MLXRepack {
     /// `rows × cols/4` little-endian UInt32 words, element j of a row in byte j of the row
     /// (lowest bits first); the other parameters are as for `repack4Bit`, with `out` sized by
     /// `DType.q8_a.matrixBytes(rows:cols:layout: .interleaved16)`.
-    public static func repack8Bit(
+    package static func repack8Bit(
         packed: UnsafeRawPointer, scales: UnsafePointer<UInt16>, biases: UnsafePointer<UInt16>,
         rows: Int, cols: Int, groupSize: Int, into out: UnsafeMutableRawPointer, threads: Int
     ) {
@@ -112,7 +112,7 @@ public enum MLXRepack {
 
     /// Element `j` of row `row` of an MLX-packed matrix with `bits` bits per element (2, 4 or 8) —
     /// the scalar definition of MLX's packing, for tests and references.
-    public static func element(_ packed: UnsafeRawPointer, row: Int, cols: Int, bits: Int, column j: Int) -> Int {
+    package static func element(_ packed: UnsafeRawPointer, row: Int, cols: Int, bits: Int, column j: Int) -> Int {
         let perWord = 32 / bits
         let word = UInt32(littleEndian: packed.loadUnaligned(fromByteOffset: 4 * (row * (cols / perWord) + j / perWord), as: UInt32.self))
         return Int((word >> UInt32((j % perWord) * bits)) & UInt32((1 << bits) - 1))

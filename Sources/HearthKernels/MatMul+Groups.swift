@@ -2,7 +2,7 @@ import HearthKernelsCommon
 
 /// The rows of a weight matrix in groups of 16 (`16g ..< 16g + 16`): the unit ``matmul(_:x:batch:y:ldy:groups:pool:scratch:level:)``
 /// computes, and the interleaved layout's tile of rows.
-public let matmulGroupRows = 16
+package let matmulGroupRows = 16
 
 /// y = x · Wᵀ like ``matmul(_:x:batch:y:ldy:pool:scratch:level:)``, but only for the rows of W
 /// in the 16-row `groups` (ascending, distinct indices `g` for rows `16g ..< 16g + 16`); the
@@ -13,7 +13,7 @@ public let matmulGroupRows = 16
 /// For an output head under a grammar (most of a 262k vocabulary is not allowed at a JSON
 /// structure's or a number's position): the head is most of a small model's weight bytes per
 /// token. Float weights taken through BLAS for a batch fall back to the full product.
-public func matmul(
+package func matmul(
     _ w: WeightMatrix, x: UnsafePointer<Float>, batch: Int, y: UnsafeMutablePointer<Float>, ldy: Int? = nil,
     groups: [Int32], pool: WorkerPool, scratch: MatMulScratch, level: KernelLevel = .current
 ) {
@@ -49,7 +49,7 @@ public func matmul(
 
 /// The 16-row groups of a `vocabulary`-wide output any of whose ids `allowed` (a bit per id,
 /// 64 to a word) admits, ascending.
-public func allowedGroups(_ allowed: [UInt64], vocabulary: Int) -> [Int32] {
+package func allowedGroups(_ allowed: [UInt64], vocabulary: Int) -> [Int32] {
     var groups: [Int32] = []
     let count = (vocabulary + matmulGroupRows - 1) / matmulGroupRows
     groups.reserveCapacity(min(count, 4096))

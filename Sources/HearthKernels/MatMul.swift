@@ -1,7 +1,7 @@
 import HearthKernelsCommon
 
 /// How batched products over quantized weights are computed.
-public enum QuantizedBatchPath: String, Sendable, CaseIterable {
+package enum QuantizedBatchPath: String, Sendable, CaseIterable {
     /// 8-bit activations × quantized weights with integer dot products (the fast path).
     case integer
     /// Dequantize slabs of rows to Float and multiply with BLAS `sgemm`.
@@ -12,20 +12,20 @@ public enum QuantizedBatchPath: String, Sendable, CaseIterable {
 ///
 /// `@unchecked Sendable`: worker `i` only ever touches slab `i`; the activation buffer is
 /// written before a parallel region and only read inside it.
-public final class MatMulScratch: @unchecked Sendable {
+package final class MatMulScratch: @unchecked Sendable {
     /// Rows dequantized at once by one worker for a batched BLAS product.
-    public let slabRows: Int
+    package let slabRows: Int
     /// Widest input dimension the scratch supports.
-    public let maxCols: Int
+    package let maxCols: Int
     /// Quantized copies of the input vectors.
-    public let activations: QuantizedActivations
+    package let activations: QuantizedActivations
     /// Which path batched products over quantized weights take.
-    public var quantizedBatchPath: QuantizedBatchPath = .integer
+    package var quantizedBatchPath: QuantizedBatchPath = .integer
     private let slabs: [UnsafeMutablePointer<Float>]
 
     /// Allocates `threads` slabs of `slabRows × maxCols` floats and room for `maxBatch`
     /// quantized input vectors.
-    public init(threads: Int, maxCols: Int, maxBatch: Int = 1, slabRows: Int = 128) {
+    package init(threads: Int, maxCols: Int, maxBatch: Int = 1, slabRows: Int = 128) {
         self.slabRows = slabRows
         self.maxCols = maxCols
         activations = QuantizedActivations(maxRows: max(1, maxBatch), maxCols: maxCols)
@@ -39,7 +39,7 @@ public final class MatMulScratch: @unchecked Sendable {
     deinit { for s in slabs { s.deallocate() } }
 
     /// The slab of worker `worker`.
-    public func slab(_ worker: Int) -> UnsafeMutablePointer<Float> { slabs[worker] }
+    package func slab(_ worker: Int) -> UnsafeMutablePointer<Float> { slabs[worker] }
 }
 
 /// y = x · Wᵀ for a batch: `x` is `(batch, w.cols)`, `y` is `(batch, w.rows)` with rows
@@ -52,7 +52,7 @@ public final class MatMulScratch: @unchecked Sendable {
 /// for batches of up to 16 (each row of y then equals the one-vector product bit for bit).
 ///
 /// `level` (default ``KernelLevel/current``) picks another level's kernels (``KernelTable``), for tests.
-public func matmul(
+package func matmul(
     _ w: WeightMatrix, x: UnsafePointer<Float>, batch: Int, y: UnsafeMutablePointer<Float>, ldy: Int? = nil,
     pool: WorkerPool, scratch: MatMulScratch, level: KernelLevel = .current
 ) {
@@ -178,7 +178,7 @@ func matvecRows(
 
 /// Dot product of two Float vectors with `level`'s build of ``dotFloats`` (default: the current level's).
 @inline(__always)
-public func dotF32(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int, level: KernelLevel = .current) -> Float {
+package func dotF32(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int, level: KernelLevel = .current) -> Float {
     KernelTable.at(level).dotFloats(a, b, n)
 }
 

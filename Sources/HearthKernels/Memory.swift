@@ -7,7 +7,7 @@ import Glibc
 /// nothing elsewhere). Called once a model has loaded: the format parsers' and tokenizer
 /// builder's temporaries are freed by then, and glibc would otherwise keep their pages
 /// resident for the life of the process.
-public func releaseFreeHeapMemory() {
+package func releaseFreeHeapMemory() {
     hearth_release_free_heap()
 }
 
@@ -18,7 +18,7 @@ public func releaseFreeHeapMemory() {
 /// step reads each KV head's slice of every cached position, one 4 KiB page per position with
 /// small pages (a Phi-3-shaped cache row is 6 KiB). Nothing is written here (pages arrive as
 /// they are first written); free it with `deallocate()`.
-public func allocateStreamedBuffer(byteCount: Int) -> UnsafeMutableRawPointer {
+package func allocateStreamedBuffer(byteCount: Int) -> UnsafeMutableRawPointer {
     let huge = 2 << 20
     let count = max(byteCount, 1)
     let pointer = UnsafeMutableRawPointer.allocate(byteCount: count, alignment: count >= huge ? huge : 64)

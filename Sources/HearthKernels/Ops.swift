@@ -1,7 +1,7 @@
 import Foundation
 
 /// out = x / sqrt(mean(x²) + eps) · weight, over `dim` elements. `out` may alias `x`.
-public func rmsNorm(
+package func rmsNorm(
     _ x: UnsafePointer<Float>, weight: UnsafePointer<Float>, eps: Float, dim: Int, out: UnsafeMutablePointer<Float>
 ) {
     var ss: Float = 0
@@ -11,7 +11,7 @@ public func rmsNorm(
 }
 
 /// out = (x - mean) / sqrt(var + eps) · weight + bias, over `dim` elements. `out` may alias `x`.
-public func layerNorm(
+package func layerNorm(
     _ x: UnsafePointer<Float>, weight: UnsafePointer<Float>, bias: UnsafePointer<Float>?, eps: Float, dim: Int,
     out: UnsafeMutablePointer<Float>
 ) {
@@ -28,7 +28,7 @@ public func layerNorm(
 }
 
 /// In-place numerically stable softmax over `n` elements.
-public func softmax(_ x: UnsafeMutablePointer<Float>, _ n: Int) {
+package func softmax(_ x: UnsafeMutablePointer<Float>, _ n: Int) {
     guard n > 0 else { return }
     var maxValue = x[0]
     for i in 1..<n where x[i] > maxValue { maxValue = x[i] }
@@ -45,7 +45,7 @@ public func softmax(_ x: UnsafeMutablePointer<Float>, _ n: Int) {
 /// Rotates the first `rotaryDims` of a head vector with the "half-split" (GPT-NeoX) layout:
 /// element i pairs with element i + rotaryDims/2. `cos`/`sin` hold rotaryDims/2 values.
 @inline(__always)
-public func applyRoPENeoX(
+package func applyRoPENeoX(
     _ v: UnsafeMutablePointer<Float>, rotaryDims: Int, cos: UnsafePointer<Float>, sin: UnsafePointer<Float>
 ) {
     let half = rotaryDims / 2
@@ -58,14 +58,14 @@ public func applyRoPENeoX(
 
 /// x[i] += y[i].
 @inline(__always)
-public func addInPlace(_ x: UnsafeMutablePointer<Float>, _ y: UnsafePointer<Float>, _ n: Int) {
+package func addInPlace(_ x: UnsafeMutablePointer<Float>, _ y: UnsafePointer<Float>, _ n: Int) {
     for i in 0..<n { x[i] += y[i] }
 }
 
 /// Natural-log softmax normaliser: log(Σ exp(x)) over `n` elements, with `level`'s kernels
 /// (default: the current level's): one pass for ``runStatistics(_:_:maxima:sums:level:)``, then
 /// the runs combined. −∞ when `n` is 0 or every element is −∞; NaN when one is NaN.
-public func logSumExp(_ x: UnsafePointer<Float>, _ n: Int, level: KernelLevel = .current) -> Float {
+package func logSumExp(_ x: UnsafePointer<Float>, _ n: Int, level: KernelLevel = .current) -> Float {
     guard n > 0 else { return -.infinity }
     let runs = (n + 15) / 16
     return withUnsafeTemporaryAllocation(of: Float.self, capacity: 2 * runs) { buffer in
@@ -77,7 +77,7 @@ public func logSumExp(_ x: UnsafePointer<Float>, _ n: Int, level: KernelLevel = 
 
 /// log(Σ exp) of a vector from its ``runStatistics(_:_:maxima:sums:level:)``: the largest run
 /// maximum M plus log Σ sums[r]·e^(maxima[r] − M).
-public func logSumExp(
+package func logSumExp(
     runMaxima maxima: UnsafePointer<Float>, sums: UnsafePointer<Float>, runs: Int, level: KernelLevel = .current
 ) -> Float {
     let (most, sum) = KernelTable.at(level).maxAndSumExp(maxima, runs, sums)
@@ -87,7 +87,7 @@ public func logSumExp(
 /// For each run of 16 of the `n` floats of `x` (the last may be shorter): its largest value into
 /// `maxima[r]` (NaN counts as −∞) and, when `sums` is given, Σ e^(x − that) into `sums[r]`, for
 /// r in 0..<(n + 15) / 16, in one pass with `level`'s kernels (default: the current level's).
-public func runStatistics(
+package func runStatistics(
     _ x: UnsafePointer<Float>, _ n: Int, maxima: UnsafeMutablePointer<Float>, sums: UnsafeMutablePointer<Float>? = nil,
     level: KernelLevel = .current
 ) {
@@ -97,7 +97,7 @@ public func runStatistics(
 /// Rotates the first `rotaryDims` of a head vector with the interleaved (GPT-J) layout:
 /// element 2i pairs with 2i + 1.
 @inline(__always)
-public func applyRoPEInterleaved(
+package func applyRoPEInterleaved(
     _ v: UnsafeMutablePointer<Float>, rotaryDims: Int, cos: UnsafePointer<Float>, sin: UnsafePointer<Float>
 ) {
     for i in 0..<(rotaryDims / 2) {
@@ -109,7 +109,7 @@ public func applyRoPEInterleaved(
 
 /// x[i] = act(x[i]) for the MLP activations (SiLU, GELU, tanh-GELU), with `level`'s kernels
 /// (default: the current level's).
-public func applyActivation(
+package func applyActivation(
     _ x: UnsafeMutablePointer<Float>, _ n: Int, gelu: Bool, tanhApproximation: Bool, level: KernelLevel = .current
 ) {
     if !gelu || tanhApproximation {

@@ -11,23 +11,23 @@ import HearthKernelsCommon
 ///
 /// `@unchecked Sendable`: filled before a matmul's parallel region (each worker writes its own
 /// rows' picks), indexed once, then only read by the workers.
-public final class OutlierPicks: @unchecked Sendable {
+package final class OutlierPicks: @unchecked Sendable {
     /// Picks per row of the last quantization (0: none; at most ``capacityPerRow``).
-    public internal(set) var count = 0
+    package internal(set) var count = 0
     /// The most picks a row can hold.
-    public let capacityPerRow: Int
+    package let capacityPerRow: Int
     /// Column of pick i of row r, at `r·count + i` (largest magnitude first).
-    public let columns: UnsafeMutablePointer<Int32>
+    package let columns: UnsafeMutablePointer<Int32>
     /// Value of pick i of row r (the activation as it was, in f32; 0 for a placeholder), at `r·count + i`.
-    public let values: UnsafeMutablePointer<Float>
+    package let values: UnsafeMutablePointer<Float>
     /// After ``index(rows:cols:)``: the columns any row picked, ascending (``slots`` of them) —
     /// the kernels decode each one's weights once per 16 rows into a table of this order.
-    public let slotColumns: UnsafeMutablePointer<Int32>
+    package let slotColumns: UnsafeMutablePointer<Int32>
     /// After ``index(rows:cols:)``: each column's place in ``slotColumns`` (undefined for
     /// columns no row picked).
-    public let columnSlots: UnsafeMutablePointer<Int32>
+    package let columnSlots: UnsafeMutablePointer<Int32>
     /// How many columns ``slotColumns`` holds.
-    public private(set) var slots = 0
+    package private(set) var slots = 0
 
     init(maxRows: Int, maxCols: Int, perRow: Int) {
         capacityPerRow = perRow
@@ -51,7 +51,7 @@ public final class OutlierPicks: @unchecked Sendable {
 
     /// Lists the columns the picks of `rows` rows of `cols` columns use (``slotColumns``,
     /// ``columnSlots``), for the kernels that decode each once per 16 weight rows.
-    public func index(rows: Int, cols: Int) {
+    package func index(rows: Int, cols: Int) {
         columnSlots.update(repeating: -1, count: cols)
         for i in 0..<(rows * count) { columnSlots[Int(columns[i])] = 0 }
         slots = 0
@@ -130,7 +130,7 @@ func kthLargest(_ v: UnsafePointer<Float>, count: Int, k: Int) -> Float {
 /// never depends on its batch) and adds them to its outputs once. With `level`'s kernel
 /// (AVX-512 VNNI: the picked columns' weight vectors decoded in registers; below it, or with too little scratch, the
 /// portable reference, ``addOutlierProductsPortable(_:picks:batch:groups:y:ldy:)``).
-public func addOutlierProducts(
+package func addOutlierProducts(
     _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>, y: UnsafeMutablePointer<Float>, ldy: Int,
     scratch: UnsafeMutablePointer<Float>, scratchFloats: Int, level: KernelLevel = .current
 ) {
@@ -141,7 +141,7 @@ public func addOutlierProducts(
 /// The portable (reference) form of ``addOutlierProducts(_:act:batch:groups:y:ldy:scratch:scratchFloats:level:)``: the
 /// tiles holding picked columns dequantized row by row (``dequantizeInterleaved``) into the
 /// column table, then each token's picks summed in f32.
-public func addOutlierProductsPortable(
+package func addOutlierProductsPortable(
     _ w: WeightMatrix, picks: OutlierPicks, batch: Int, groups: Range<Int>, y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
     let k = picks.count, slots = picks.slots

@@ -2,9 +2,9 @@ import HearthKernelsCommon
 import Foundation
 /// Reference quantizers for the block types, following GGUF's rounding rules so a block
 /// quantized here equals the block llama.cpp's reference quantizer writes for the same floats.
-public enum Quantizer {
+package enum Quantizer {
     /// Quantizes 32 floats into one row-layout block of `dtype` at `out`.
-    public static func quantizeBlock(_ x: UnsafePointer<Float>, dtype: DType, into out: UnsafeMutableRawPointer) {
+    package static func quantizeBlock(_ x: UnsafePointer<Float>, dtype: DType, into out: UnsafeMutableRawPointer) {
         switch dtype {
         case .q4_0:
             var amax: Float = 0, signedMax: Float = 0
@@ -66,7 +66,7 @@ public enum Quantizer {
 
     /// Quantizes a row-major f32 matrix `(rows, cols)` straight into the interleaved16 layout.
     /// `out` must hold `dtype.matrixBytes(rows:cols:layout: .interleaved16)` bytes.
-    public static func quantizeInterleaved(
+    package static func quantizeInterleaved(
         _ x: UnsafePointer<Float>, rows: Int, cols: Int, dtype: DType, into out: UnsafeMutableRawPointer
     ) {
         let blocks = cols / 32
@@ -92,7 +92,7 @@ public enum Quantizer {
 
     /// Places one row-layout block as row `r` (0..<16) of an interleaved tile.
     /// This is a lossless byte rearrangement: GGUF blocks convert without requantizing.
-    public static func interleave(block p: UnsafeRawPointer, dtype: DType, row r: Int, into tile: UnsafeMutableRawPointer) {
+    package static func interleave(block p: UnsafeRawPointer, dtype: DType, row r: Int, into tile: UnsafeMutableRawPointer) {
         if KernelTileGeometry(dtype) != nil {
             interleaveGGML(block: p, dtype: dtype, row: r, into: tile)
             return
@@ -133,7 +133,7 @@ public enum Quantizer {
 /// Dequantizes row `r` (0..<16) of one interleaved tile: `dtype.blockSize` floats (32; 256
 /// for the K-quants).
 @inline(__always)
-public func dequantizeInterleaved(_ tile: UnsafeRawPointer, dtype: DType, row r: Int, into out: UnsafeMutablePointer<Float>) {
+package func dequantizeInterleaved(_ tile: UnsafeRawPointer, dtype: DType, row r: Int, into out: UnsafeMutablePointer<Float>) {
     if KernelTileGeometry(dtype) != nil {
         dequantizeKernelTile(tile, dtype: dtype, row: r, into: out)
         return
@@ -173,7 +173,7 @@ public func dequantizeInterleaved(_ tile: UnsafeRawPointer, dtype: DType, row r:
 extension Quantizer {
     /// Quantizes any row-layout matrix into `dtype`'s interleaved16 layout, 16-row groups in
     /// parallel over `threads` threads. `progress` receives the fraction done (from any thread).
-    public static func quantizeMatrix(
+    package static func quantizeMatrix(
         _ w: WeightMatrix, to dtype: DType, into out: UnsafeMutableRawPointer, threads: Int,
         progress: (@Sendable (Double) -> Void)? = nil
     ) {
@@ -205,7 +205,7 @@ struct UncheckedPointer: @unchecked Sendable {
 extension Quantizer {
     /// Whether ``repackInterleaved(_:consumed:)`` rearranges `w`: a row-layout matrix of a
     /// type with a kernel layout (q8_a excepted: it is made interleaved).
-    public static func canRepackInterleaved(_ w: WeightMatrix) -> Bool {
+    package static func canRepackInterleaved(_ w: WeightMatrix) -> Bool {
         w.layout == .rows && w.dtype.hasKernelLayout && w.dtype != .q8_a
             && w.dtype.matrixBytes(rows: w.rows, cols: w.cols, layout: .interleaved16) != nil
     }
@@ -214,7 +214,7 @@ extension Quantizer {
     /// files) into the interleaved16 kernel layout — a lossless rearrangement of bits.
     /// Returns nil for other types.
 
-    public static func repackInterleaved(
+    package static func repackInterleaved(
         _ w: WeightMatrix, consumed: (@Sendable (_ offset: Int, _ count: Int) -> Void)? = nil
     ) -> WeightMatrix? {
         guard canRepackInterleaved(w),

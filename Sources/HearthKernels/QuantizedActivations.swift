@@ -4,66 +4,66 @@ import HearthKernelsCommon
 /// q = round(x/d)), the second operand of the integer dot products. Buffers are sized once.
 ///
 /// `@unchecked Sendable`: written by one thread before a matmul, read by all workers during it.
-public final class QuantizedActivations: @unchecked Sendable {
+package final class QuantizedActivations: @unchecked Sendable {
     /// Rows (tokens) and columns the buffers hold at most.
-    public let maxRows: Int, maxCols: Int
+    package let maxRows: Int, maxCols: Int
     /// Bits per quantized activation: 16 (`wide`, the default: the kernels' rounding stays far
     /// below the weights') or 8 (`quants`; faster with VNNI, coarser). Set before quantizing;
     /// the kernels read the buffer it names.
-    public var bits: Int = 16
+    package var bits: Int = 16
     /// int8 quants, `(rows, cols)` (`bits == 8`).
-    public let quants: UnsafeMutablePointer<Int8>
+    package let quants: UnsafeMutablePointer<Int8>
     /// int16 quants, `(rows, cols)` (`bits == 16`).
-    public let wide: UnsafeMutablePointer<Int16>
+    package let wide: UnsafeMutablePointer<Int16>
     /// Per-block scale, `(rows, cols/32)`.
-    public let scales: UnsafeMutablePointer<Float>
+    package let scales: UnsafeMutablePointer<Float>
     /// Per-block Σq as Float, `(rows, cols/32)` (for the weights' zero-point corrections).
-    public let sums: UnsafeMutablePointer<Float>
+    package let sums: UnsafeMutablePointer<Float>
     /// d·Σq per block, `(rows, cols/32)`, filled for 8-bit activations: the activation factor of
     /// the weights' offset terms, multiplied once per quantization instead of once per product
     /// (the AVX-512 VNNI K-quant kernel).
-    public let scaledSums: UnsafeMutablePointer<Float>
+    package let scaledSums: UnsafeMutablePointer<Float>
     /// d·Σq per 16 columns (d the 32-column block's scale), `(rows, cols/16)`, filled for 8-bit
     /// activations (q6_K's zero point applies per 16-column half, each with its own scale).
-    public let scaledHalfSums: UnsafeMutablePointer<Float>
+    package let scaledHalfSums: UnsafeMutablePointer<Float>
     /// The 8-bit quants, scales and scaled sums of every eight tokens interleaved
     /// (``ActivationPanel``), filled with the 8-bit quants: `(maxRows / 8, cols / 32)` records.
-    public let panels: UnsafeMutableRawPointer
+    package let panels: UnsafeMutableRawPointer
 
     /// Whether an 8-bit quantization also fills the super-block form (``superQuants``): set by
     /// the matmul when its level's kernel for the weights reads that form
     /// (``KernelTable/readsSuperBlocks(_:)``: the K-quants at the `amx` level, with outlier
     /// picks), which then
     /// skips the per-token panels and scaled sums only the 32-column kernels read.
-    public var superBlocks = false
+    package var superBlocks = false
     /// 8-bit quants in 256-column super-blocks, `(rows, cols)`: one scale D = max|x| / 127 per
     /// token and super-block (``superScales``), q = round(x / D) half away from zero, the
     /// outlier picks zero as in ``quants``. Filled when ``superBlocks`` is set and `cols` is a
     /// multiple of 256. (Shares memory with ``wide``, unused at 8 bits.)
-    public let superQuants: UnsafeMutablePointer<Int8>
+    package let superQuants: UnsafeMutablePointer<Int8>
     /// D per token and super-block, `(rows, cols/256)`.
-    public let superScales: UnsafeMutablePointer<Float>
+    package let superScales: UnsafeMutablePointer<Float>
     /// Σq of ``superQuants`` per 32 columns, `(rows, cols/32)` (|Σq| ≤ 32·127): the activation
     /// side of the K-quants' min terms. (Shares memory with ``scaledSums``.)
-    public let superSums: UnsafeMutablePointer<Int16>
+    package let superSums: UnsafeMutablePointer<Int16>
     /// Σq of ``superQuants`` per 16 columns, `(rows, cols/16)` (q6_K's zero point, per half
     /// sub-block, in the register kernel for a few tokens). (Shares memory with ``scaledHalfSums``.)
-    public let superHalfSums: UnsafeMutablePointer<Int16>
+    package let superHalfSums: UnsafeMutablePointer<Int16>
 
     /// The most outlier channels a token can keep (``outlierChannels``).
-    public static let maxOutlierChannels = 16
+    package static let maxOutlierChannels = 16
     /// With 8-bit activations: how many of each token's largest-magnitude values are left out
     /// of its 8-bit blocks (set to zero there, so a block's scale is computed without them) and
     /// multiplied in f32 instead (``OutlierPicks``, ``addOutlierProducts``); 0: none. Set before
     /// quantizing, at most ``maxOutlierChannels``. A token's picks depend on its own values only,
     /// never on the other tokens of its batch.
-    public var outlierChannels: Int = 0 {
+    package var outlierChannels: Int = 0 {
         didSet { outlierChannels = min(max(0, outlierChannels), Self.maxOutlierChannels) }
     }
     /// The last quantization's outlier picks (filled when ``bits`` is 8 and ``outlierChannels`` > 0).
-    public let outliers: OutlierPicks
+    package let outliers: OutlierPicks
 
-    public init(maxRows: Int, maxCols: Int) {
+    package init(maxRows: Int, maxCols: Int) {
         self.maxRows = maxRows
         self.maxCols = maxCols
         outliers = OutlierPicks(maxRows: maxRows, maxCols: maxCols, perRow: Self.maxOutlierChannels)
@@ -106,10 +106,10 @@ public final class QuantizedActivations: @unchecked Sendable {
 
     /// Quantized activation `index` (row-major) of the buffer `bits` names, widened.
     @inline(__always)
-    public func activation(_ index: Int) -> Int32 { bits == 16 ? Int32(wide[index]) : Int32(quants[index]) }
+    package func activation(_ index: Int) -> Int32 { bits == 16 ? Int32(wide[index]) : Int32(quants[index]) }
 
     /// Quantizes `rows` vectors of `cols` floats (cols a multiple of 32, within capacity).
-    public func quantize(_ x: UnsafePointer<Float>, rows: Int, cols: Int, level: KernelLevel = .current) {
+    package func quantize(_ x: UnsafePointer<Float>, rows: Int, cols: Int, level: KernelLevel = .current) {
         prepareOutliers()
         quantizeRows(x, rows: 0..<rows, cols: cols, level: level)
         if outliers.count > 0 { outliers.index(rows: rows, cols: cols) }
@@ -118,7 +118,7 @@ public final class QuantizedActivations: @unchecked Sendable {
     /// Sets ``OutlierPicks/count`` for the quantization about to run (``outlierChannels`` at 8
     /// bits, else 0). Call before ``quantizeRows(_:rows:cols:level:)`` (which workers run in
     /// parallel and which reads it), then ``OutlierPicks/index(rows:cols:)`` once all rows are done.
-    public func prepareOutliers() {
+    package func prepareOutliers() {
         outliers.count = bits == 8 ? outlierChannels : 0
     }
 
@@ -126,7 +126,7 @@ public final class QuantizedActivations: @unchecked Sendable {
     /// leaving out ``OutlierPicks/count`` values per row, as ``prepareOutliers()`` set it), with
     /// `level`'s build (default: the current level's, ``KernelTable``) of
     /// ``quantizeActivationRows16`` / ``quantizeActivationRows``.
-    public func quantizeRows(_ x: UnsafePointer<Float>, rows: Range<Int>, cols: Int, level: KernelLevel = .current) {
+    package func quantizeRows(_ x: UnsafePointer<Float>, rows: Range<Int>, cols: Int, level: KernelLevel = .current) {
         let kernels = KernelTable.at(level)
         if bits == 16 {
             kernels.quantizeActivations16(x, rows.lowerBound, rows.upperBound, cols, wide, scales, sums)

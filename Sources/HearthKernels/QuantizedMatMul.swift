@@ -16,7 +16,7 @@ func zeroPoint(_ dtype: DType) -> Float {
 /// with W in the interleaved16 layout and x quantized to 8-bit blocks. Scalar reference:
 /// the exact integer dot per block, then the block's scales — the twin every fast kernel is
 /// tested against.
-public func quantizedMatMulReference(
+package func quantizedMatMulReference(
     _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>,
     y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
@@ -72,7 +72,7 @@ public func quantizedMatMulReference(
 /// 8-bit), AVX2 (`vpmaddwd` / `vpmaddubsw`, also used at the AVX-512 level) or the portable
 /// kernel. A level this CPU cannot run gives the best one below it that it can
 /// (``KernelTable/at(_:)``); tests pass each level in ``KernelLevel/supported`` in turn.
-public func quantizedMatMul(
+package func quantizedMatMul(
     _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>,
     y: UnsafeMutablePointer<Float>, ldy: Int, level: KernelLevel = KernelLevel.current
 ) {
@@ -80,7 +80,7 @@ public func quantizedMatMul(
 }
 
 /// Which quantized kernel the current level uses (for `bench` and `inspect`).
-public var quantizedKernelName: String { KernelTable.current.quantizedKernelName }
+package var quantizedKernelName: String { KernelTable.current.quantizedKernelName }
 
 extension DType {
     /// The level modules' code for an interleaved16 tile type (``TileKind``), or nil.
@@ -104,7 +104,7 @@ extension DType {
 /// integers on the stack, then each token's exact integer dot products run as plain loops of
 /// 16-bit multiplies summed in 32 bits, which compilers turn into the baseline's multiply-add
 /// (`pmaddwd` on SSE2, `smlal` on NEON). No allocation; the SIMD kernels are the fast paths.
-public func quantizedMatMulPortable(
+package func quantizedMatMulPortable(
     _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>,
     y: UnsafeMutablePointer<Float>, ldy: Int
 ) {

@@ -81,7 +81,7 @@ func tileMatMulReference(
 /// folded into `integer`, ``tileWeightReference``) and, for q4_K and q5_K, M = Σ_j m_j·A_j (A_j
 /// the quants' sum over sub-block j), then the kernel's float steps in its order:
 /// v = d·float(S); v = v − dmin·float(M) (one rounding); y = y + v·D (one rounding).
-public func superBlockMatMulReference(
+package func superBlockMatMulReference(
     _ w: WeightMatrix, act: QuantizedActivations, batch: Int, groups: Range<Int>, y: UnsafeMutablePointer<Float>, ldy: Int
 ) {
     let superBlocks = w.cols / 256

@@ -5,23 +5,23 @@ import HearthKernelsCommon
 ///
 /// `@unchecked Sendable`: the bytes are immutable for the matrix's lifetime, and `owner`
 /// keeps the mapping (or buffer) that holds them alive.
-public struct WeightMatrix: @unchecked Sendable {
+package struct WeightMatrix: @unchecked Sendable {
     /// Output features (one row per output).
-    public let rows: Int
+    package let rows: Int
     /// Input features.
-    public let cols: Int
+    package let cols: Int
     /// How the elements are stored.
-    public let dtype: DType
+    package let dtype: DType
     /// How blocks are ordered.
-    public let layout: WeightLayout
+    package let layout: WeightLayout
     /// The first byte of the matrix.
-    public let data: UnsafeRawPointer
+    package let data: UnsafeRawPointer
     /// Keeps the storage alive.
-    public let owner: AnyObject?
+    package let owner: AnyObject?
 
     /// Wraps existing storage. The caller has validated that `data` holds
     /// `dtype.matrixBytes(rows:cols:layout:)` bytes.
-    public init(
+    package init(
         rows: Int, cols: Int, dtype: DType, layout: WeightLayout = .rows, data: UnsafeRawPointer, owner: AnyObject?
     ) {
         self.rows = rows
@@ -33,27 +33,27 @@ public struct WeightMatrix: @unchecked Sendable {
     }
 
     /// Bytes in one row (row-major layout).
-    public var rowBytes: Int { cols / dtype.blockSize * dtype.bytesPerBlock }
+    package var rowBytes: Int { cols / dtype.blockSize * dtype.bytesPerBlock }
 
     /// Total bytes of the matrix.
-    public var byteCount: Int { dtype.matrixBytes(rows: rows, cols: cols, layout: layout) ?? 0 }
+    package var byteCount: Int { dtype.matrixBytes(rows: rows, cols: cols, layout: layout) ?? 0 }
 
     /// Blocks per row.
-    public var blocksPerRow: Int { cols / dtype.blockSize }
+    package var blocksPerRow: Int { cols / dtype.blockSize }
 
     /// Pointer to the start of row `r` (row-major layout only).
     @inline(__always)
-    public func row(_ r: Int) -> UnsafeRawPointer { data + r * rowBytes }
+    package func row(_ r: Int) -> UnsafeRawPointer { data + r * rowBytes }
 
     /// Pointer to the tile of 16-row group `g`, block column `b` (interleaved layout only).
     @inline(__always)
-    public func tile(group g: Int, block b: Int) -> UnsafeRawPointer {
+    package func tile(group g: Int, block b: Int) -> UnsafeRawPointer {
         data + (g * blocksPerRow + b) * dtype.interleavedTileBytes
     }
 
     /// Writes row `r` as Float into `out` (`cols` elements), with `level`'s dequantizers
     /// (default: the current level's).
-    public func dequantizeRow(_ r: Int, into out: UnsafeMutablePointer<Float>, level: KernelLevel = .current) {
+    package func dequantizeRow(_ r: Int, into out: UnsafeMutablePointer<Float>, level: KernelLevel = .current) {
         switch layout {
         case .rows: dequantize(row(r), dtype: dtype, count: cols, into: out, level: level)
         case .interleaved16:
@@ -66,7 +66,7 @@ public struct WeightMatrix: @unchecked Sendable {
 
 /// Converts `count` elements stored row-major as `dtype` at `src` to Float, with `level`'s
 /// dequantizers for the ggml-only block types (default: the current level's).
-public func dequantize(
+package func dequantize(
     _ src: UnsafeRawPointer, dtype: DType, count: Int, into out: UnsafeMutablePointer<Float>, level: KernelLevel = .current
 ) {
     switch dtype {
@@ -91,7 +91,7 @@ public func dequantize(
 
 /// Dequantizes one GGUF-layout block (`dtype.blockSize` weights: 32, or 256 for the K-quants).
 @inline(__always)
-public func dequantizeBlock(_ p: UnsafeRawPointer, dtype: DType, into out: UnsafeMutablePointer<Float>) {
+package func dequantizeBlock(_ p: UnsafeRawPointer, dtype: DType, into out: UnsafeMutablePointer<Float>) {
     let d = halfToFloat(p.loadUnaligned(as: UInt16.self))
     switch dtype {
     case .q5_0, .q5_1, .q2_K, .q3_K, .q4_K, .q5_K, .q6_K:
@@ -120,17 +120,17 @@ public func dequantizeBlock(_ p: UnsafeRawPointer, dtype: DType, into out: Unsaf
 }
 
 /// A matrix owned in memory (used for weights that must be fixed at load time).
-public final class OwnedBuffer: @unchecked Sendable {
+package final class OwnedBuffer: @unchecked Sendable {
     /// The bytes; immutable after the initialiser returns.
-    public let pointer: UnsafeMutableRawPointer
+    package let pointer: UnsafeMutableRawPointer
     /// Size in bytes.
-    public let count: Int
+    package let count: Int
 
     /// Allocates `count` zeroed bytes aligned to 64. Buffers of 2 MiB or more (weights
     /// rearranged or quantized at load) are aligned to 2 MiB and, on Linux, asked for
     /// transparent huge pages before they are touched: the kernels stream them every token,
     /// and huge pages raise read bandwidth as they do for mapped files (benchmarks/history/2026-11-28-harness-run-ggufs.md, the bandwidth table).
-    public init(count: Int) {
+    package init(count: Int) {
         self.count = count
         pointer = allocateStreamedBuffer(byteCount: count)
         pointer.initializeMemory(as: UInt8.self, repeating: 0, count: max(count, 1))

@@ -13,9 +13,9 @@ import Synchronization
 /// generation is released and read by workers after they acquire it; `run` waits for all
 /// workers to finish (and drop the closure) before returning, which is also what makes
 /// storing a non-escaping closure safe.
-public final class WorkerPool: @unchecked Sendable {
+package final class WorkerPool: @unchecked Sendable {
     /// Number of threads that execute a job, including the caller.
-    public let threadCount: Int
+    package let threadCount: Int
 
     private let generation = Atomic<UInt64>(0)
     private let remaining = Atomic<Int>(0)
@@ -30,7 +30,7 @@ public final class WorkerPool: @unchecked Sendable {
     private static let spinLimit = 20_000
 
     /// Creates a pool. `threads` is clamped to at least 1.
-    public init(threads: Int) {
+    package init(threads: Int) {
         threadCount = max(1, threads)
         for worker in 1..<threadCount {
             let thread = Thread { [self] in self.workerLoop(index: worker) }
@@ -50,10 +50,10 @@ public final class WorkerPool: @unchecked Sendable {
     }
 
     /// A default thread count: the number of active processors.
-    public static var defaultThreadCount: Int { ProcessInfo.processInfo.activeProcessorCount }
+    package static var defaultThreadCount: Int { ProcessInfo.processInfo.activeProcessorCount }
 
     /// Runs `body(worker)` once on every worker (0..<threadCount) and returns when all finished.
-    public func run(_ body: (Int) -> Void) {
+    package func run(_ body: (Int) -> Void) {
         if threadCount == 1 {
             body(0)
             return
@@ -75,7 +75,7 @@ public final class WorkerPool: @unchecked Sendable {
 
     /// Splits `0..<count` into contiguous ranges and runs `body` on each, spread over the
     /// workers. `granularity` rounds range boundaries to multiples of it.
-    public func parallelFor(_ count: Int, granularity: Int = 1, _ body: (Range<Int>) -> Void) {
+    package func parallelFor(_ count: Int, granularity: Int = 1, _ body: (Range<Int>) -> Void) {
         parallelChunks(count, granularity: granularity) { range, _ in body(range) }
     }
 
@@ -85,7 +85,7 @@ public final class WorkerPool: @unchecked Sendable {
     /// atomic counter: a worker the OS slows down (another process on a shared core) takes
     /// fewer chunks instead of holding every other worker at the barrier. A worker runs
     /// the chunks it claims one after another, so per-worker scratch stays private.
-    public func parallelChunks(_ count: Int, granularity: Int = 1, _ body: (Range<Int>, Int) -> Void) {
+    package func parallelChunks(_ count: Int, granularity: Int = 1, _ body: (Range<Int>, Int) -> Void) {
         guard count > 0 else { return }
         let units = (count + granularity - 1) / granularity
         let workers = min(threadCount, units)

@@ -9,7 +9,7 @@ public enum ResponseFormatGrammar {
     /// The grammar a format compiles to (nil for free text).
     /// - Throws: `ConstraintError` naming the keyword (a JSON pointer into the schema) or the
     ///   position in the pattern or grammar.
-    public static func grammar(for format: ResponseFormat) throws -> Grammar? {
+    package static func grammar(for format: ResponseFormat) throws -> Grammar? {
         switch format {
         case .text: return nil
         case .jsonObject: return try JSONSchema.anyJSONObject
@@ -25,7 +25,7 @@ public enum ResponseFormatGrammar {
     /// constraint must accept first (a partial answer being continued). Does nothing for free text.
     /// - Throws: `ConstraintError` (see ``grammar(for:)``; `.unsatisfiable` when `prefix` cannot
     ///   begin an output of the format).
-    public static func apply(
+    package static func apply(
         _ format: ResponseFormat?, to parameters: inout GenerationParameters, model: TransformerModel, prefix: String = ""
     ) throws {
         guard let format, let grammar = try grammar(for: format) else { return }
@@ -35,7 +35,7 @@ public enum ResponseFormatGrammar {
     /// Sets `parameters` up to generate under `grammar` (compiled against `model`'s vocabulary,
     /// cached), after `prefix`, text already output that the grammar must accept first.
     /// - Throws: `ConstraintError` `.unsatisfiable` when `prefix` cannot begin an output.
-    public static func apply(_ grammar: Grammar, to parameters: inout GenerationParameters, model: TransformerModel, prefix: String = "")
+    package static func apply(_ grammar: Grammar, to parameters: inout GenerationParameters, model: TransformerModel, prefix: String = "")
         throws
     {
         let constraint = try model.compileConstraint(grammar)

@@ -55,29 +55,29 @@ extension LocalProvider {
     }
 
     /// Requests running and waiting for a sequence slot (nil before the model has loaded).
-    public var schedulerLoad: (running: Int, waiting: Int)? { generatorIfLoaded?.load }
+    package var schedulerLoad: (running: Int, waiting: Int)? { generatorIfLoaded?.load }
 
     /// Share of the KV cache's positions in use, 0…1 (nil before the model has loaded).
-    public var kvCacheUsage: Double? { generatorIfLoaded?.cacheUsage }
+    package var kvCacheUsage: Double? { generatorIfLoaded?.cacheUsage }
 
     /// The scheduler's forward steps and the sequences and tokens they held since the model
     /// loaded (`Generator.stepStatistics`: busy slots per step is the batch's occupancy); nil
     /// before it loads.
-    public var stepStatistics: (steps: Int, sequences: Int, tokens: Int)? {
+    package var stepStatistics: (steps: Int, sequences: Int, tokens: Int)? {
         generatorIfLoaded.map { let totals = $0.stepStatistics; return (totals.steps, totals.sequences, totals.tokens) }
     }
 
     /// The KV cache's storage: its type, bytes allocated (all slots) and bytes per token (nil
     /// before the model has loaded).
-    public var kvCacheStorage: (type: String, bytes: Int, bytesPerToken: Int)? {
+    package var kvCacheStorage: (type: String, bytes: Int, bytesPerToken: Int)? {
         generatorIfLoaded.map { ($0.cacheType.rawValue, $0.cacheBytes, $0.cacheBytesPerToken) }
     }
 
     /// Sequences decoded at once (the configured `parallel`).
-    public var parallelSequences: Int { configuration.parallel }
+    package var parallelSequences: Int { configuration.parallel }
 
     /// The vocabulary size once the model is loaded.
-    public var loadedVocabularySize: Int? { generatorIfLoaded?.model.options.vocabSize }
+    package var loadedVocabularySize: Int? { generatorIfLoaded?.model.options.vocabSize }
 
     /// What ``tokenize(_:addSpecialTokens:limit:pieces:admission:)`` found.
     public struct Tokenization: Sendable {

@@ -13,13 +13,13 @@ extension LocalProvider {
     }
 
     /// The context window in tokens once the model is loaded, else nil.
-    public var loadedContext: Int? { generatorIfLoaded?.context }
+    package var loadedContext: Int? { generatorIfLoaded?.context }
 
     /// Tokens the KV cache holds for the last conversation (0 before the model loads).
-    public var cachedTokenCount: Int { generatorIfLoaded?.cachedTokenCount ?? 0 }
+    package var cachedTokenCount: Int { generatorIfLoaded?.cachedTokenCount ?? 0 }
 
     /// A short description of the loaded model (`architecture, N layers`), or nil before loading.
-    public var loadedModelSummary: String? {
+    package var loadedModelSummary: String? {
         guard let generator = generatorIfLoaded else { return nil }
         let o = generator.model.options
         return "\(generator.model.architecture), \(o.layerCount) layers, \(o.hiddenSize) wide, "
@@ -28,7 +28,7 @@ extension LocalProvider {
 
     /// Why the loaded model looks like a base model and gets the dialogue prompt, or nil (not
     /// loaded, instruction-tuned, or a prompt style other than `.automatic`/`.dialogue`).
-    public var dialogueReason: String? {
+    package var dialogueReason: String? {
         guard let model = generatorIfLoaded?.model, usesDialogue(model) else { return nil }
         return model.baseModelReason ?? "--base was given"
     }
@@ -38,7 +38,7 @@ extension LocalProvider {
     /// generation_config.json, else the engine's defaults); nil before the model loads.
     /// `maxTokens` stays as given (nil: the configured default, else until the model stops or
     /// the context fills).
-    public func effectiveOptions(_ options: ChatOptions) -> ChatOptions? {
+    package func effectiveOptions(_ options: ChatOptions) -> ChatOptions? {
         guard let generator = generatorIfLoaded else { return nil }
         let s = sampling(options, generator: generator)
         var resolved = options

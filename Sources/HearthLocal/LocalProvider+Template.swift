@@ -102,7 +102,7 @@ extension LocalProvider {
     /// own Jinja template and where it came from, a hand-written format, or the base-model
     /// dialogue (`ChatTemplate.rendererDescription`). For `hearth chat`'s `/show` and the
     /// server's `GET /props`.
-    public var promptRenderer: String? {
+    package var promptRenderer: String? {
         guard let model = generatorIfLoaded?.model else { return nil }
         if usesDialogue(model) { return "the User:/Assistant: dialogue for base models" }
         return model.chatTemplate?.rendererDescription ?? "none (the model has no chat template)"
@@ -110,7 +110,7 @@ extension LocalProvider {
 
     /// The loaded model's own chat template source, as `GET /props` reports it (nil before the
     /// model loads or when the prompt format is hand-written).
-    public var chatTemplateSource: String? {
+    package var chatTemplateSource: String? {
         generatorIfLoaded?.model.chatTemplate?.activeJinja?.source
     }
 

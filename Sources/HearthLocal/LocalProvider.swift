@@ -204,7 +204,7 @@ public final class LocalProvider: LanguageModelProvider, @unchecked Sendable {
     /// How this provider's model computes on this CPU: the kernel level (`KernelLevel`), the
     /// configured `ActivationPrecision` and what it means here
     /// (`ActivationPrecision.summary(level:)`). For the server's model metadata.
-    public var computePath: (kernels: String, activationBits: String, activations: String) {
+    package var computePath: (kernels: String, activationBits: String, activations: String) {
         let precision = configuration.activationPrecision
         return (KernelLevel.current.rawValue, precision.rawValue, precision.summary())
     }

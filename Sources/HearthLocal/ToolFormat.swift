@@ -12,7 +12,7 @@ import HearthTokenizers
 /// | Gemma, Phi-3, Phi-2, base models | the ChatML/Hermes instructions, as prompt text | the same tagged JSON | the same |
 ///
 /// Every call is generated under a grammar built from the tools' schemas
-/// (``grammar(tools:choice:parallel:)``), so it always parses and its arguments validate.
+/// (`grammar(tools:choice:parallel:)`), so it always parses and its arguments validate.
 public struct ToolFormat: Sendable, Hashable {
     /// The call syntaxes.
     public enum Style: String, Sendable, CaseIterable {
@@ -32,7 +32,7 @@ public struct ToolFormat: Sendable, Hashable {
 
     /// The format a chat template's models were trained on (the tagged JSON for templates
     /// without a native tool form).
-    public static func forTemplate(_ format: ChatTemplate.Format) -> ToolFormat {
+    package static func forTemplate(_ format: ChatTemplate.Format) -> ToolFormat {
         switch format {
         case .phi4Mini: return ToolFormat(.functools)
         case .llama3: return ToolFormat(.llama3JSON)
@@ -186,7 +186,7 @@ public struct ToolFormat: Sendable, Hashable {
     /// tool), or — for `ToolChoice.auto` — text that does not begin like a call, or — for
     /// `ToolChoice.disabled` — only such text. At most two white-space bytes may precede either.
     /// - Throws: `ConstraintError` (`ConstraintError.schemaIndex` names the tool at fault).
-    public func grammar(tools: [ToolDefinition], choice: ToolChoice, parallel: Bool) throws -> Grammar {
+    package func grammar(tools: [ToolDefinition], choice: ToolChoice, parallel: Bool) throws -> Grammar {
         var callable = tools
         var several = parallel && allowsParallelCalls
         switch choice {

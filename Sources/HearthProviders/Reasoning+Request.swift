@@ -1,7 +1,7 @@
 extension Array where Element == ReasoningPart {
     /// The parts a provider with id `providerID` may be sent (``ReasoningPart/belongs(to:)``):
     /// another provider's sealed parts (signatures, encrypted content, redacted data) are left out.
-    public func belonging(to providerID: String) -> [ReasoningPart] {
+    package func belonging(to providerID: String) -> [ReasoningPart] {
         filter { $0.belongs(to: providerID) }
     }
 

@@ -224,7 +224,7 @@ extension Array where Element == ChatMessage {
     /// Checks that every tool-result message answers a call an earlier assistant message
     /// made, and that call ids are unique.
     /// - Throws: ``InvalidGenerationOption`` naming `messages[i].tool_call_id`.
-    public func validateToolResults() throws(InvalidGenerationOption) {
+    package func validateToolResults() throws(InvalidGenerationOption) {
         var calls: Set<String> = []
         for (i, message) in enumerated() {
             for call in message.toolCalls {
@@ -248,7 +248,7 @@ extension Array where Element == ChatMessage {
     }
 
     /// The name of the tool the call `id` went to, from the assistant messages.
-    public func toolName(forCall id: String) -> String? {
+    package func toolName(forCall id: String) -> String? {
         for message in self {
             if let call = message.toolCalls.first(where: { $0.id == id }) { return call.name }
         }

@@ -6,7 +6,7 @@ import HearthJSON
 /// (`1` is not a Bool, `"1"` not a number) and schemas and tool inputs keep the client's key
 /// order and digits; responses are built from it so their shape (including explicit `null`s
 /// and key order) matches the API they copy.
-public typealias JSONValue = JSON
+package typealias JSONValue = JSON
 
 extension JSON {
     /// The value as compact JSON (``JSON/serialized``) in UTF-8: keys in the order they were

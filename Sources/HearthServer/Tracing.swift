@@ -3,20 +3,20 @@ import Tracing
 
 /// A W3C Trace Context `traceparent` (https://www.w3.org/TR/trace-context/): the trace, the
 /// span that is the parent, and whether the caller records the trace.
-public struct TraceParent: Sendable, Equatable {
+package struct TraceParent: Sendable, Equatable {
     /// 32 lowercase hex digits, not all zero.
-    public var traceID: String
+    package var traceID: String
     /// 16 lowercase hex digits, not all zero.
-    public var spanID: String
+    package var spanID: String
     /// The caller's `sampled` flag: when false, no span of the trace is recorded.
-    public var sampled: Bool
+    package var sampled: Bool
 
     /// A fresh trace and span id (random, as the spec asks), sampled.
-    public static func random() -> TraceParent {
+    package static func random() -> TraceParent {
         TraceParent(traceID: randomHex(bytes: 16), spanID: randomHex(bytes: 8), sampled: true)
     }
 
-    public init(traceID: String, spanID: String, sampled: Bool) {
+    package init(traceID: String, spanID: String, sampled: Bool) {
         self.traceID = traceID
         self.spanID = spanID
         self.sampled = sampled
@@ -24,7 +24,7 @@ public struct TraceParent: Sendable, Equatable {
 
     /// Parses a `traceparent` header value; nil when it is malformed (the request then starts
     /// a trace of its own, as the spec says a receiver does).
-    public init?(header: String) {
+    package init?(header: String) {
         let parts = header.trimmingCharacters(in: .whitespaces).split(separator: "-", omittingEmptySubsequences: false)
         // version-traceid-parentid-flags; a later version may add fields after the flags.
         guard parts.count >= 4, parts[0].count == 2, Self.isHex(parts[0]), parts[0] != "ff" else { return nil }
@@ -38,7 +38,7 @@ public struct TraceParent: Sendable, Equatable {
     }
 
     /// The header value (version 00).
-    public var header: String { "00-\(traceID)-\(spanID)-\(sampled ? "01" : "00")" }
+    package var header: String { "00-\(traceID)-\(spanID)-\(sampled ? "01" : "00")" }
 
     static func isHex(_ text: Substring) -> Bool { text.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) } }
 
@@ -87,13 +87,13 @@ protocol SpanSink: Sendable {
 /// every finished (sampled) span handed to a sink — the OTLP exporter of `hearth serve
 /// --otel-endpoint`. A context with no span starts a new trace; a remote parent whose
 /// `sampled` flag is off is honoured (nothing of its trace is recorded).
-public final class HearthTracer: Tracer {
-    public typealias Span = HearthSpan
+package final class HearthTracer: Tracer {
+    package typealias Span = HearthSpan
     let sink: any SpanSink
 
     init(sink: any SpanSink) { self.sink = sink }
 
-    public func startSpan<Instant: TracerInstant>(
+    package func startSpan<Instant: TracerInstant>(
         _ operationName: String, context: @autoclosure () -> InstrumentationContext, ofKind kind: SpanKind,
         at instant: @autoclosure () -> Instant, function: String, file fileID: String, line: UInt
     ) -> HearthSpan {
@@ -111,16 +111,16 @@ public final class HearthTracer: Tracer {
     }
 
     /// Spans are exported in batches by the exporter's own loop; nothing to do here.
-    public func forceFlush() {}
+    package func forceFlush() {}
 
-    public func extract<Carrier, Extract>(_ carrier: Carrier, into context: inout InstrumentationContext, using extractor: Extract)
+    package func extract<Carrier, Extract>(_ carrier: Carrier, into context: inout InstrumentationContext, using extractor: Extract)
     where Extract: Extractor, Extract.Carrier == Carrier {
         if let value = extractor.extract(key: "traceparent", from: carrier), let parent = TraceParent(header: value) {
             context.traceParent = parent
         }
     }
 
-    public func inject<Carrier, Inject>(_ context: InstrumentationContext, into carrier: inout Carrier, using injector: Inject)
+    package func inject<Carrier, Inject>(_ context: InstrumentationContext, into carrier: inout Carrier, using injector: Inject)
     where Inject: Injector, Inject.Carrier == Carrier {
         if let identity = context.traceParent { injector.inject(identity.header, forKey: "traceparent", into: &carrier) }
     }
@@ -128,8 +128,8 @@ public final class HearthTracer: Tracer {
 
 /// A span of ``HearthTracer``: recorded until ``end(at:)``, then handed to the sink once.
 /// `@unchecked Sendable`: the mutable fields are guarded by `lock`.
-public final class HearthSpan: Tracing.Span, @unchecked Sendable {
-    public let context: InstrumentationContext
+package final class HearthSpan: Tracing.Span, @unchecked Sendable {
+    package let context: InstrumentationContext
     private let lock = NSLock()
     private var name: String
     private let kind: SpanKind
@@ -149,36 +149,36 @@ public final class HearthSpan: Tracing.Span, @unchecked Sendable {
         self.sink = sink
     }
 
-    public var operationName: String {
+    package var operationName: String {
         get { lock.withLock { name } }
         set { lock.withLock { name = newValue } }
     }
 
-    public var attributes: SpanAttributes {
+    package var attributes: SpanAttributes {
         get { lock.withLock { values } }
         set { lock.withLock { values = newValue } }
     }
 
-    public var isRecording: Bool { lock.withLock { sink != nil } }
+    package var isRecording: Bool { lock.withLock { sink != nil } }
 
-    public func setStatus(_ status: SpanStatus) {
+    package func setStatus(_ status: SpanStatus) {
         // OpenTelemetry: Ok is final; an error does not replace it.
         lock.withLock { if self.status?.code != .ok { self.status = status } }
     }
 
-    public func addEvent(_ event: SpanEvent) { lock.withLock { events.append(event) } }
+    package func addEvent(_ event: SpanEvent) { lock.withLock { events.append(event) } }
 
     /// Records the error's type only: an error's message may quote a request (never exported).
-    public func recordError<Instant: TracerInstant>(_ error: Error, attributes: SpanAttributes, at instant: @autoclosure () -> Instant) {
+    package func recordError<Instant: TracerInstant>(_ error: Error, attributes: SpanAttributes, at instant: @autoclosure () -> Instant) {
         var attributes = attributes
         attributes["exception.type"] = String(describing: type(of: error))
         addEvent(SpanEvent(name: "exception", at: instant(), attributes: attributes))
     }
 
     /// Links are not exported.
-    public func addLink(_ link: SpanLink) {}
+    package func addLink(_ link: SpanLink) {}
 
-    public func end<Instant: TracerInstant>(at instant: @autoclosure () -> Instant) {
+    package func end<Instant: TracerInstant>(at instant: @autoclosure () -> Instant) {
         let end = instant().nanosecondsSinceEpoch
         let record: (SpanRecord, any SpanSink)? = lock.withLock {
             guard let sink, let identity = context.traceParent else { return nil }

@@ -3,24 +3,24 @@ import Foundation
 /// What a chat template is rendered with: the arguments of transformers'
 /// `apply_chat_template(conversation, tools=, documents=, add_generation_prompt=,
 /// continue_final_message=, **kwargs)` plus the tokenizer's special tokens.
-public struct ChatTemplateInput: Sendable {
+package struct ChatTemplateInput: Sendable {
     /// The messages, each a dict (`role`, `content`, `tool_calls`, `reasoning_content`…).
-    public var messages: [JinjaValue]
+    package var messages: [JinjaValue]
     /// Tool schemas (`{"type": "function", "function": {...}}`), or nil (the template sees `None`).
-    public var tools: [JinjaValue]?
+    package var tools: [JinjaValue]?
     /// Documents for retrieval templates, or nil (the template sees `None`).
-    public var documents: [JinjaValue]?
+    package var documents: [JinjaValue]?
     /// Whether to end with the header of a new assistant turn.
-    public var addGenerationPrompt: Bool
+    package var addGenerationPrompt: Bool
     /// Whether the final message is left open for the model to continue (its `content`).
-    public var continueFinalMessage: Bool
+    package var continueFinalMessage: Bool
     /// The tokenizer's special tokens by name (`bos_token`, `eos_token`, `unk_token`, `pad_token`…).
-    public var specialTokens: [String: String]
+    package var specialTokens: [String: String]
     /// Extra variables (`chat_template_kwargs`, e.g. `enable_thinking`); they override special tokens.
-    public var extraVariables: [String: JinjaValue]
+    package var extraVariables: [String: JinjaValue]
 
     /// An input with `messages` and the given options.
-    public init(
+    package init(
         messages: [JinjaValue], tools: [JinjaValue]? = nil, documents: [JinjaValue]? = nil, addGenerationPrompt: Bool = false,
         continueFinalMessage: Bool = false, specialTokens: [String: String] = [:], extraVariables: [String: JinjaValue] = [:]
     ) {
@@ -46,7 +46,7 @@ extension Template {
     /// - Throws: `TemplateError` (`.type` for input transformers refuses: an empty conversation,
     ///   a message that is not a dict, `continueFinalMessage` with `addGenerationPrompt`…), or
     ///   whatever rendering throws.
-    public func apply(_ input: ChatTemplateInput, now: Date = Date(), timeZone: TimeZone = .current) throws -> String {
+    package func apply(_ input: ChatTemplateInput, now: Date = Date(), timeZone: TimeZone = .current) throws -> String {
         guard !input.messages.isEmpty else {
             throw TemplateError(.type, "cannot apply a chat template to an empty conversation")
         }

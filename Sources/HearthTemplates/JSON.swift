@@ -102,7 +102,7 @@ extension JinjaValue {
     ///
     /// - Throws: `TemplateError` (`.type`) when the text is not JSON, or nests deeper than
     ///   `maxDepth`.
-    public static func fromJSON(_ text: String, maxDepth: Int = 256) throws -> JinjaValue {
+    package static func fromJSON(_ text: String, maxDepth: Int = 256) throws -> JinjaValue {
         let json: JSON
         do { json = try JSON.parse(text) } catch {
             throw TemplateError(.type, "invalid JSON at offset \(error.offset): \(error.message)")
@@ -113,7 +113,7 @@ extension JinjaValue {
     /// A JSON value as Python's `json.loads` gives it: objects as dicts in their key order
     /// (a repeated key keeps its first place and its last value), numbers written as integers
     /// that fit 64 bits as `int`, others as `float`.
-    public init(json: JSON) {
+    package init(json: JSON) {
         // HearthJSON's nesting bound (512) is below what the conversion's recursion can take.
         self = (try? JinjaValue(json, maxDepth: .max, depth: 0)) ?? .none
     }

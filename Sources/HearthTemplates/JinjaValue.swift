@@ -3,7 +3,7 @@
 /// Lists, tuples and dicts are values (Swift copy-on-write): the sandbox transformers renders in
 /// forbids mutating them, so sharing is never observable. Namespaces, loops and callables are
 /// objects that only exist inside one render.
-public enum JinjaValue: @unchecked Sendable {
+package enum JinjaValue: @unchecked Sendable {
     // @unchecked: the payloads are immutable values except `object`, whose classes (namespaces,
     // loop state, macros) are created by one render and never escape it to another thread.
 
@@ -29,7 +29,7 @@ public enum JinjaValue: @unchecked Sendable {
     case object(JinjaObject)
 
     /// Python truthiness (`Undefined` is false).
-    public var isTruthy: Bool {
+    package var isTruthy: Bool {
         switch self {
         case .undefined, .none: return false
         case .bool(let b): return b
@@ -43,7 +43,7 @@ public enum JinjaValue: @unchecked Sendable {
     }
 
     /// Whether this is jinja2's `Undefined`.
-    public var isUndefined: Bool {
+    package var isUndefined: Bool {
         if case .undefined = self { return true }
         return false
     }
@@ -68,17 +68,17 @@ public enum JinjaValue: @unchecked Sendable {
 extension JinjaValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,
     ExpressibleByFloatLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral, ExpressibleByNilLiteral
 {
-    public init(stringLiteral value: String) { self = .string(value) }
-    public init(integerLiteral value: Int) { self = .int(value) }
-    public init(booleanLiteral value: Bool) { self = .bool(value) }
-    public init(floatLiteral value: Double) { self = .float(value) }
-    public init(arrayLiteral elements: JinjaValue...) { self = .list(elements) }
-    public init(dictionaryLiteral elements: (String, JinjaValue)...) {
+    package init(stringLiteral value: String) { self = .string(value) }
+    package init(integerLiteral value: Int) { self = .int(value) }
+    package init(booleanLiteral value: Bool) { self = .bool(value) }
+    package init(floatLiteral value: Double) { self = .float(value) }
+    package init(arrayLiteral elements: JinjaValue...) { self = .list(elements) }
+    package init(dictionaryLiteral elements: (String, JinjaValue)...) {
         var d = JinjaDict()
         for (k, v) in elements { d[.string(k)] = v }
         self = .dict(d)
     }
-    public init(nilLiteral: ()) { self = .none }
+    package init(nilLiteral: ()) { self = .none }
 }
 
 /// A dict key as Python hashes it: `True == 1 == 1.0` are one key.
@@ -104,7 +104,7 @@ struct DictKey: Hashable {
 /// An insertion-ordered dict, as Python's. Small dicts (messages, tool calls) are searched
 /// linearly; a hash index is built past 16 entries. The entries live in one copy-on-write box, so
 /// a dict is one reference wide and copying it (into a `JinjaValue`, out of a list) is one retain.
-public struct JinjaDict: Sendable {
+package struct JinjaDict: Sendable {
     /// The entries; mutated only through a uniquely referenced box (copy-on-write).
     final class Storage: @unchecked Sendable {
         // @unchecked: a box is mutated only while `isKnownUniquelyReferenced` says one dict holds
@@ -128,15 +128,15 @@ public struct JinjaDict: Sendable {
     /// The keys, in insertion order.
     var keys: [JinjaValue] { storage.keys }
     /// The values, in the order of `keys`.
-    public var values: [JinjaValue] { storage.values }
+    package var values: [JinjaValue] { storage.values }
 
     /// An empty dict.
-    public init() { storage = .empty }
+    package init() { storage = .empty }
 
     /// The number of entries.
-    public var count: Int { storage.keys.count }
+    package var count: Int { storage.keys.count }
     /// Whether the dict is empty.
-    public var isEmpty: Bool { storage.keys.isEmpty }
+    package var isEmpty: Bool { storage.keys.isEmpty }
 
     private mutating func makeUnique() {
         if !isKnownUniquelyReferenced(&storage) {
@@ -166,7 +166,7 @@ public struct JinjaDict: Sendable {
     }
 
     /// The value under `key`, or nil; setting appends a new key or replaces the value in place.
-    public subscript(key: JinjaValue) -> JinjaValue? {
+    package subscript(key: JinjaValue) -> JinjaValue? {
         get { position(key).map { storage.values[$0] } }
         set {
             if let newValue {
@@ -199,18 +199,18 @@ public struct JinjaDict: Sendable {
     }
 
     /// The value under a string key.
-    public subscript(string key: String) -> JinjaValue? {
+    package subscript(string key: String) -> JinjaValue? {
         position(string: key).map { storage.values[$0] }
     }
 
     /// The entries in insertion order.
-    public var entries: [(key: JinjaValue, value: JinjaValue)] {
+    package var entries: [(key: JinjaValue, value: JinjaValue)] {
         Array(zip(storage.keys, storage.values)).map { (key: $0.0, value: $0.1) }
     }
 }
 
 /// A reference object inside one render: a namespace, a loop, a callable.
-public class JinjaObject: @unchecked Sendable {
+package class JinjaObject: @unchecked Sendable {
     // @unchecked: created and used by one render on one thread (see JinjaValue).
     var typeName: String { "object" }
 

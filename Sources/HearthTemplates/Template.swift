@@ -8,21 +8,21 @@ import Foundation
 ///
 /// Compiling and rendering never trap on template input: every failure is a `TemplateError`
 /// with a line and column, and `TemplateLimits` bounds size, time and depth.
-public struct Template: @unchecked Sendable {
+package struct Template: @unchecked Sendable {
     // @unchecked: the syntax tree is immutable after parsing (its classes hold only `let`s).
     let nodes: [Node]
     /// The variable names the template uses, interned (the render's top frame is keyed by them).
     let names: NameTable
     /// The template's source text.
-    public let source: String
+    package let source: String
     /// The bounds every render of this template runs under.
-    public let limits: TemplateLimits
+    package let limits: TemplateLimits
 
     /// Compiles `source`.
     ///
     /// - Throws: `TemplateError` (`.syntax`, `.unsupported`, or `.limit` when the source is larger
     ///   than `limits.maxTemplateBytes` or nests deeper than `limits.maxNesting`).
-    public init(_ source: String, limits: TemplateLimits = .default) throws {
+    package init(_ source: String, limits: TemplateLimits = .default) throws {
         if source.utf8.count > limits.maxTemplateBytes {
             throw TemplateError(.limit, "template is \(source.utf8.count) bytes, more than the limit of \(limits.maxTemplateBytes)")
         }
@@ -38,7 +38,7 @@ public struct Template: @unchecked Sendable {
     ///   - timeZone: the zone `strftime_now` formats `now` in (Python's `datetime.now()` is local).
     /// - Throws: `TemplateError` for anything the template does wrong, including
     ///   `raise_exception(...)` (`.raised`, with the template's message) and bounds (`.limit`).
-    public func render(_ context: [String: JinjaValue], now: Date = Date(), timeZone: TimeZone = .current) throws -> String {
+    package func render(_ context: [String: JinjaValue], now: Date = Date(), timeZone: TimeZone = .current) throws -> String {
         let evaluator = Evaluator(limits: limits, now: now, timeZone: timeZone)
         let scope = Scope(context, names: names)
         _ = try evaluator.run(nodes, scope)

@@ -1,26 +1,26 @@
 /// A position in a template's source: 1-based line and column (columns count Unicode scalars).
-public struct SourcePosition: Sendable, Hashable, CustomStringConvertible {
+package struct SourcePosition: Sendable, Hashable, CustomStringConvertible {
     /// 1-based line.
-    public var line: Int
+    package var line: Int
     /// 1-based column, in Unicode scalars.
-    public var column: Int
+    package var column: Int
 
     /// A position at `line`, `column`.
-    public init(line: Int, column: Int) {
+    package init(line: Int, column: Int) {
         self.line = line
         self.column = column
     }
 
-    public var description: String { "line \(line), column \(column)" }
+    package var description: String { "line \(line), column \(column)" }
 }
 
 /// Why a template could not be compiled or rendered.
 ///
 /// Every failure of `Template` is one of these: a template from a model file can be wrong or
 /// hostile, and the caller (a server) must be able to report it, never crash on it.
-public struct TemplateError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct TemplateError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The family of failure; mirrors the exception Python's jinja2 raises for the same input.
-    public enum Kind: String, Sendable, Equatable {
+    package enum Kind: String, Sendable, Equatable {
         /// The source does not parse (jinja2's `TemplateSyntaxError`).
         case syntax
         /// Something the template calls or names is not supported here (a jinja2 feature that
@@ -39,20 +39,20 @@ public struct TemplateError: Error, Sendable, Equatable, CustomStringConvertible
     }
 
     /// The family of failure.
-    public var kind: Kind
+    package var kind: Kind
     /// What went wrong, for a person.
-    public var message: String
+    package var message: String
     /// Where in the template it went wrong, when known.
-    public var position: SourcePosition?
+    package var position: SourcePosition?
 
     /// An error of `kind` with `message`, at `position` if known.
-    public init(_ kind: Kind, _ message: String, at position: SourcePosition? = nil) {
+    package init(_ kind: Kind, _ message: String, at position: SourcePosition? = nil) {
         self.kind = kind
         self.message = message
         self.position = position
     }
 
-    public var description: String {
+    package var description: String {
         if let position { return "template \(kind.rawValue) error at \(position): \(message)" }
         return "template \(kind.rawValue) error: \(message)"
     }
@@ -61,26 +61,26 @@ public struct TemplateError: Error, Sendable, Equatable, CustomStringConvertible
 /// Bounds on one compile and one render, so that a hostile template can neither hang nor exhaust
 /// the process. The defaults are far above what any real chat template needs (the largest in
 /// the test corpus renders a long conversation in a few thousand steps).
-public struct TemplateLimits: Sendable, Equatable {
+package struct TemplateLimits: Sendable, Equatable {
     /// Largest template source, in UTF-8 bytes.
-    public var maxTemplateBytes: Int
+    package var maxTemplateBytes: Int
     /// Largest output (and largest string value built while rendering), in UTF-8 bytes.
-    public var maxOutputBytes: Int
+    package var maxOutputBytes: Int
     /// Most evaluation steps in one render (loop iterations, calls, expression nodes, values
     /// visited by filters); bounds time.
-    public var maxSteps: Int
+    package var maxSteps: Int
     /// Deepest nesting of macro calls (and `caller()` calls) in one render.
-    public var maxCallDepth: Int
+    package var maxCallDepth: Int
     /// Deepest nesting of statements and expressions in the source.
-    public var maxNesting: Int
+    package var maxNesting: Int
     /// Deepest nesting of a value (lists and dicts within lists and dicts) that is printed,
     /// compared or serialised.
-    public var maxValueDepth: Int
+    package var maxValueDepth: Int
     /// Most items in one list built while rendering (`range`, `+`, `*`).
-    public var maxListLength: Int
+    package var maxListLength: Int
 
     /// Bounds with the given values; every default is documented on its property.
-    public init(
+    package init(
         maxTemplateBytes: Int = 1 << 20, maxOutputBytes: Int = 8 << 20, maxSteps: Int = 10_000_000,
         maxCallDepth: Int = 32, maxNesting: Int = 100, maxValueDepth: Int = 256, maxListLength: Int = 1_000_000
     ) {
@@ -94,5 +94,5 @@ public struct TemplateLimits: Sendable, Equatable {
     }
 
     /// The defaults.
-    public static let `default` = TemplateLimits()
+    package static let `default` = TemplateLimits()
 }

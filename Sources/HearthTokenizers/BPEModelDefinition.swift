@@ -1,30 +1,30 @@
 /// The `model` section of a BPE tokenizer.json (or a GGUF `gpt2` vocabulary): the vocabulary,
 /// the merges resolved to ids, and the options that change how words are split.
-public struct BPEModelDefinition: Sendable {
+package struct BPEModelDefinition: Sendable {
     /// Token bytes ⇄ ids.
     let vocabulary: TokenTable
     /// `left << 32 | right` → `rank << 32 | merged`, the rank being the merge's line number.
     let merges: [UInt64: UInt64]
     /// The token for characters missing from the vocabulary (none: they are dropped, as in tokenizers).
-    public var unknownToken: String?
+    package var unknownToken: String?
     /// Merge runs of unknown characters into one unknown token.
-    public var fuseUnknown: Bool
+    package var fuseUnknown: Bool
     /// Characters missing from the vocabulary become their `<0xNN>` byte tokens.
-    public var byteFallback: Bool
+    package var byteFallback: Bool
     /// A word that is itself in the vocabulary is one token, whatever the merges say.
-    public var ignoreMerges: Bool
+    package var ignoreMerges: Bool
     /// A word of newlines only that is itself in the vocabulary is one token (llama.cpp's
     /// `gemma4` vocabularies).
-    public var wholeNewlineRuns = false
+    package var wholeNewlineRuns = false
     /// Prefix of every symbol but the first in a word (WordPiece-style BPE, `##`).
-    public var continuingSubwordPrefix: String?
+    package var continuingSubwordPrefix: String?
     /// Suffix of the last symbol of a word (`</w>`).
-    public var endOfWordSuffix: String?
+    package var endOfWordSuffix: String?
 
     /// Number of merges.
-    public var mergeCount: Int { merges.count }
+    package var mergeCount: Int { merges.count }
     /// One past the largest vocabulary id.
-    public var vocabularyBound: Int { vocabulary.idBound }
+    package var vocabularyBound: Int { vocabulary.idBound }
 
     init(json: JSONValue) throws {
         if let type = json.optional("type") {
@@ -97,7 +97,7 @@ public struct BPEModelDefinition: Sendable {
     }
 
     /// A BPE model from a token list (id = position) and "a b" merges, as GGUF stores them.
-    public init(
+    package init(
         tokens: [String], merges mergeLines: [String], ignoreMerges: Bool = false, path: String? = nil
     ) throws {
         var table = TokenTable(expectedCount: tokens.count)
@@ -157,10 +157,10 @@ public struct BPEModelDefinition: Sendable {
     }
 
     /// The id of a token, by its exact text.
-    public func id(of token: String) -> Int32? { vocabulary.id(token) }
+    package func id(of token: String) -> Int32? { vocabulary.id(token) }
 
     /// The text of token `id` as stored in the vocabulary (byte-level characters for GPT-2-style models).
-    public func token(_ id: Int32) -> String? {
+    package func token(_ id: Int32) -> String? {
         vocabulary.bytes(of: id).map { String(decoding: $0, as: UTF8.self) }
     }
 }

@@ -13,27 +13,27 @@ import Foundation
 /// BOS/EOS: `encode(_:addSpecialTokens: true)` adds what tokenizer.json's `post_processor`
 /// says, as transformers 5 does (it ignores `add_bos_token` when a tokenizer.json exists);
 /// `tokenizer_config.json` names the BOS/EOS tokens and supplies the chat template.
-public final class BPETokenizer: Tokenizer {
+package final class BPETokenizer: Tokenizer {
     /// One past the largest id (vocabulary, added and post-processor tokens).
-    public let vocabularySize: Int
+    package let vocabularySize: Int
     /// `bos_token` of tokenizer_config.json, else the post-processor's first token.
-    public let bosID: Int32?
+    package let bosID: Int32?
     /// Whether the post-processor puts BOS first.
-    public let addsBOS: Bool
+    package let addsBOS: Bool
     /// `eos_token` of tokenizer_config.json (GGUF: EOS plus end-of-turn tokens).
-    public let eosIDs: Set<Int32>
+    package let eosIDs: Set<Int32>
     /// The recognised chat template of tokenizer_config.json (or the GGUF file).
-    public let chatTemplate: ChatTemplate?
+    package let chatTemplate: ChatTemplate?
     /// "bpe-byte-level, o200k split (tokenizer.json)", "bpe, byte fallback (tokenizer.json)", …
-    public let kind: String
+    package let kind: String
     /// True for Llama-style decoders that drop the first token's leading space.
-    public var decoderStripsLeadingSpace: Bool { decoder.stripsLeadingSpace }
+    package var decoderStripsLeadingSpace: Bool { decoder.stripsLeadingSpace }
 
     /// The typed tokenizer.json this was built from (nil for GGUF vocabularies).
-    public let definition: TokenizerDefinition?
+    package let definition: TokenizerDefinition?
     /// Ids added before and after a sequence by `encode(_:addSpecialTokens: true)`.
-    public let prefixIDs: [Int32]
-    public let suffixIDs: [Int32]
+    package let prefixIDs: [Int32]
+    package let suffixIDs: [Int32]
 
     private let model: BPEModel
     private let normalizer: Normalizer?
@@ -53,12 +53,12 @@ public final class BPETokenizer: Tokenizer {
     private let hasBytes: [Bool]
 
     /// Loads `tokenizer.json` (required), `tokenizer_config.json` and `added_tokens.json` from `directory`.
-    public convenience init(directory: URL) throws {
+    package convenience init(directory: URL) throws {
         try self.init(files: TokenizerFiles(directory: directory))
     }
 
     /// Builds the tokenizer from a checkpoint's files; `tokenizerJSON` must be present.
-    public convenience init(files: TokenizerFiles) throws {
+    package convenience init(files: TokenizerFiles) throws {
         let path = files.origin + "/tokenizer.json"
         guard let json = files.tokenizerJSON else {
             throw TokenizerError(
@@ -70,7 +70,7 @@ public final class BPETokenizer: Tokenizer {
     }
 
     /// Builds the tokenizer from a parsed tokenizer.json and the checkpoint's tokenizer config.
-    public convenience init(definition: TokenizerDefinition, config: TokenizerConfig, path: String? = nil) throws {
+    package convenience init(definition: TokenizerDefinition, config: TokenizerConfig, path: String? = nil) throws {
         let model = try BPEModel(definition.model, path: path)
         let preTokenizer = try PreTokenizer(definition.preTokenizer, path: path)
         let (prefix, suffix) = definition.postProcessor?.specialTokens ?? ([], [])
@@ -101,7 +101,7 @@ public final class BPETokenizer: Tokenizer {
     ///   - controlTokens, userDefinedTokens: ids of GGUF token types 3 and 4. User-defined tokens
     ///     are always matched in the text; control tokens only with `parseSpecial`. Both decode
     ///     to their text as written.
-    public convenience init(
+    package convenience init(
         ggufModel model: BPEModelDefinition, splitPatterns: [String], controlTokens: [Int32], userDefinedTokens: [Int32],
         bos: Int32?, eos: Int32?, addBOS: Bool, addEOS: Bool, extraStopTokens: [Int32], chatTemplate: ChatTemplate?,
         kind: String, path: String? = nil
@@ -152,7 +152,7 @@ public final class BPETokenizer: Tokenizer {
     ///
     /// - Parameters: as ``init(ggufModel:splitPatterns:controlTokens:userDefinedTokens:bos:eos:addBOS:addEOS:extraStopTokens:chatTemplate:kind:path:)``;
     ///   `model`'s byte-fallback and newline-run options are set here.
-    public convenience init(
+    package convenience init(
         gemma4Model model: BPEModelDefinition, controlTokens: [Int32], userDefinedTokens: [Int32],
         bos: Int32?, eos: Int32?, addBOS: Bool, addEOS: Bool, extraStopTokens: [Int32], chatTemplate: ChatTemplate?,
         path: String? = nil
@@ -266,14 +266,14 @@ public final class BPETokenizer: Tokenizer {
 
     /// Encodes text as tokenizers does; GGUF vocabularies match control tokens written in the
     /// text only when `addSpecialTokens` is false (chat templates), like `VocabularyTokenizer`.
-    public func encode(_ text: String, addSpecialTokens: Bool) throws -> [Int32] {
+    package func encode(_ text: String, addSpecialTokens: Bool) throws -> [Int32] {
         try encode(text, addSpecialTokens: addSpecialTokens, parseSpecial: !addSpecialTokens)
     }
 
     /// Encodes with explicit control over matching control tokens written in the text. Only GGUF
     /// vocabularies distinguish: tokenizer.json tokenizers always match their special tokens, as
     /// tokenizers does.
-    public func encode(_ text: String, addSpecialTokens: Bool, parseSpecial: Bool) throws -> [Int32] {
+    package func encode(_ text: String, addSpecialTokens: Bool, parseSpecial: Bool) throws -> [Int32] {
         let parse = controlTokensNeedParseSpecial ? parseSpecial : true
         var ids: [Int32] = []
         if addSpecialTokens { ids += prefixIDs }
@@ -302,21 +302,21 @@ public final class BPETokenizer: Tokenizer {
     }
 
     /// The bytes of a token after the decoder's per-token steps; nil for ids that are not tokens.
-    public func bytes(of id: Int32) -> [UInt8]? {
+    package func bytes(of id: Int32) -> [UInt8]? {
         guard id >= 0, Int(id) < vocabularySize, hasBytes[Int(id)] else { return nil }
         return Array(tokenBytes[Int(tokenStarts[Int(id)])..<Int(tokenStarts[Int(id) + 1])])
     }
 
     /// Whether `id` is an added token marked `special` (GGUF: control or unknown).
-    public func isSpecial(_ id: Int32) -> Bool { specialIDs.contains(id) }
+    package func isSpecial(_ id: Int32) -> Bool { specialIDs.contains(id) }
 
     /// The id of an added token's content or of a vocabulary entry (as written in the vocabulary).
-    public func id(of token: String) -> Int32? {
+    package func id(of token: String) -> Int32? {
         addedByContent[token] ?? model.definition.id(of: token)
     }
 
     /// The token as written in the vocabulary (byte-level characters for GPT-2-style models).
-    public func token(_ id: Int32) -> String? {
+    package func token(_ id: Int32) -> String? {
         if let (content, _) = addedByContent.first(where: { $0.value == id }) { return content }
         return model.definition.token(id)
     }

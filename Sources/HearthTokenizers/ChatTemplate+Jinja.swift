@@ -4,20 +4,20 @@ import HearthTemplates
 /// A model's own Jinja chat template, compiled once when the model loads (HearthTemplates):
 /// where it came from, the special tokens it is rendered with, and the compiled template — or
 /// the `TemplateError` compiling it gave, which every render then throws.
-public struct JinjaChatTemplate: Sendable, Equatable {
+package struct JinjaChatTemplate: Sendable, Equatable {
     /// The template's source text.
-    public let source: String
+    package let source: String
     /// Where it came from, for `hearth inspect` and errors: `GGUF tokenizer.chat_template`,
     /// `tokenizer_config.json`, `chat_template.jinja`, `--chat-template <name>`…
-    public let origin: String
+    package let origin: String
     /// The tokenizer's special tokens by name (`bos_token`, `eos_token`, `unk_token`, `pad_token`).
-    public let specialTokens: [String: String]
+    package let specialTokens: [String: String]
     /// The compiled template, or why it did not compile.
-    public let compiled: Result<Template, TemplateError>
+    package let compiled: Result<Template, TemplateError>
 
     /// Compiles `source`; a template that does not compile is kept with its error
     /// (``compileError``), so a model loads and says why its chat prompt cannot be rendered.
-    public init(source: String, origin: String, specialTokens: [String: String]) {
+    package init(source: String, origin: String, specialTokens: [String: String]) {
         self.source = source
         self.origin = origin
         self.specialTokens = specialTokens
@@ -29,7 +29,7 @@ public struct JinjaChatTemplate: Sendable, Equatable {
     }
 
     /// Why the template did not compile (nil when it did).
-    public var compileError: TemplateError? {
+    package var compileError: TemplateError? {
         if case .failure(let error) = compiled { return error }
         return nil
     }
@@ -37,7 +37,7 @@ public struct JinjaChatTemplate: Sendable, Equatable {
     /// Renders `input` as transformers' `apply_chat_template` does, with the tokenizer's
     /// special tokens (the input's own take precedence).
     /// - Throws: `TemplateError`: the compile error, or whatever the render throws.
-    public func render(_ input: ChatTemplateInput, now: Date = Date()) throws -> String {
+    package func render(_ input: ChatTemplateInput, now: Date = Date()) throws -> String {
         let template: Template
         switch compiled {
         case .success(let t): template = t
@@ -50,9 +50,9 @@ public struct JinjaChatTemplate: Sendable, Equatable {
 
     /// Whether the template's source names `variable` at all (`tools`, `enable_thinking`…): a
     /// cheap test of whether passing it can change the prompt.
-    public func mentions(_ variable: String) -> Bool { source.contains(variable) }
+    package func mentions(_ variable: String) -> Bool { source.contains(variable) }
 
-    public static func == (a: JinjaChatTemplate, b: JinjaChatTemplate) -> Bool {
+    package static func == (a: JinjaChatTemplate, b: JinjaChatTemplate) -> Bool {
         a.source == b.source && a.origin == b.origin && a.specialTokens == b.specialTokens
     }
 }
@@ -67,7 +67,7 @@ extension ChatTemplate {
     ///   - origin: where it came from (see ``JinjaChatTemplate/origin``).
     ///   - specialTokens: the tokenizer's special tokens by name (`bos_token`, `eos_token`…).
     ///   - variants: the file's other named templates (`tool_use`, `rag`…), for `--chat-template NAME`.
-    public init(ownTemplate source: String, origin: String, specialTokens: [String: String], variants: [String: String] = [:]) {
+    package init(ownTemplate source: String, origin: String, specialTokens: [String: String], variants: [String: String] = [:]) {
         let family = ChatTemplate(jinja: source, bosToken: specialTokens["bos_token"], eosToken: specialTokens["eos_token"])
         self.init(format: family?.format ?? .jinja, prefix: family?.prefix ?? "", endOfText: family?.endOfText ?? "")
         jinja = JinjaChatTemplate(source: source, origin: origin, specialTokens: specialTokens)
@@ -84,7 +84,7 @@ extension ChatTemplate {
     /// text blocks joined); `continueFinalMessage` then ends the prompt after the final
     /// message's content.
     /// - Throws: `TemplateError`.
-    public func render(_ input: ChatTemplateInput, now: Date = Date()) throws -> String {
+    package func render(_ input: ChatTemplateInput, now: Date = Date()) throws -> String {
         if let jinja = activeJinja { return try jinja.render(input, now: now) }
         guard !input.messages.isEmpty else { throw TemplateError(.type, "cannot apply a chat template to an empty conversation") }
         var turns: [ChatTurn] = []
@@ -126,7 +126,7 @@ extension ChatTemplate {
     /// What renders this format, for `hearth inspect` and the server's model info:
     /// `jinja (<origin>; <family> markers)`, `jinja (<origin>) — does not compile: …`, or
     /// `<family> (hand-written)`.
-    public var rendererDescription: String {
+    package var rendererDescription: String {
         if let jinja {
             if let error = jinja.compileError {
                 if format != .jinja {
@@ -141,11 +141,11 @@ extension ChatTemplate {
     }
 
     /// The name of the renderer: `jinja` or `hand-written`.
-    public var renderer: String { activeJinja == nil ? "hand-written" : "jinja" }
+    package var renderer: String { activeJinja == nil ? "hand-written" : "jinja" }
 
     /// The Jinja template prompts are rendered with: ``jinja``, except when it did not compile
     /// and the family has a hand-written renderer (which is then used instead).
-    public var activeJinja: JinjaChatTemplate? {
+    package var activeJinja: JinjaChatTemplate? {
         guard let jinja else { return nil }
         return jinja.compileError != nil && format != .jinja ? nil : jinja
     }

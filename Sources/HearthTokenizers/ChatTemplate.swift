@@ -2,13 +2,13 @@ import Foundation
 import HearthTemplates
 
 /// One message of a conversation.
-public struct ChatTurn: Sendable, Codable, Equatable {
+package struct ChatTurn: Sendable, Codable, Equatable {
     /// `system`, `user` or `assistant`.
-    public var role: String
+    package var role: String
     /// The message text.
-    public var content: String
+    package var content: String
 
-    public init(role: String, content: String) {
+    package init(role: String, content: String) {
         self.role = role
         self.content = content
     }
@@ -22,7 +22,7 @@ public struct ChatTurn: Sendable, Codable, Equatable {
 /// byte-equal to its family's own template (Tests/HearthTokenizersTests/TemplateParityTests).
 public struct ChatTemplate: Sendable, Equatable {
     /// The prompt formats Hearth can render.
-    public enum Format: String, Sendable {
+    package enum Format: String, Sendable {
         /// The model's own Jinja template, of a family Hearth has not hand-written (only with ``ChatTemplate/jinja``).
         case jinja
         /// `<|user|>\n…<|end|>\n<|assistant|>\n` (Phi-3, Phi-3.5).
@@ -48,7 +48,7 @@ public struct ChatTemplate: Sendable, Equatable {
     /// The preamble of the `.dialogue` format: one sentence and a two-turn example exchange,
     /// which is what lets a base model continue the dialogue in the assistant's voice (the
     /// same device as llama.cpp's `chat-with-bob` prompt).
-    public static let dialoguePreamble = """
+    package static let dialoguePreamble = """
         A conversation between a curious user and a helpful assistant. The assistant answers \
         in one or two clear sentences.
 
@@ -59,26 +59,26 @@ public struct ChatTemplate: Sendable, Equatable {
 
         """
     /// Where a `.dialogue` reply ends: the model starting the next turn.
-    public static let dialogueStops = ["User:", "Assistant:"]
+    package static let dialogueStops = ["User:", "Assistant:"]
 
     /// The format.
-    public var format: Format
+    package var format: Format
     /// Text to put first (the BOS token) when the template writes `bos_token`.
-    public var prefix: String
+    package var prefix: String
     /// Text a finished conversation ends with when no generation prompt is added.
-    public var endOfText: String
+    package var endOfText: String
     /// The model's own Jinja template, compiled; when set (and compiled), every prompt is
     /// rendered by it and ``format`` only names the family its markers belong to.
-    public var jinja: JinjaChatTemplate?
+    package var jinja: JinjaChatTemplate?
     /// The file's other named templates (`tool_use`, `rag`…; GGUF `tokenizer.chat_template.<name>`,
     /// `tokenizer_config.json` named list), by name, for `--chat-template NAME`.
-    public var variants: [String: String]
+    package var variants: [String: String]
     /// The file's `tool_use` template, compiled, when it has one: transformers renders a
     /// conversation given tools with it instead of the default (Command-R, Hermes 2 Pro).
-    public var toolUseJinja: JinjaChatTemplate?
+    package var toolUseJinja: JinjaChatTemplate?
 
     /// A hand-written format (``jinja`` nil).
-    public init(format: Format, prefix: String = "", endOfText: String = "") {
+    package init(format: Format, prefix: String = "", endOfText: String = "") {
         self.format = format
         self.prefix = prefix
         self.endOfText = endOfText
@@ -88,7 +88,7 @@ public struct ChatTemplate: Sendable, Equatable {
     }
 
     /// Recognises a Jinja template by its markers, or returns nil for an unknown one.
-    public init?(jinja source: String, bosToken: String?, eosToken: String?) {
+    package init?(jinja source: String, bosToken: String?, eosToken: String?) {
         let format: Format
         if source.contains("<|user|>") && source.contains("<|end|>") {
             format = .phi3
@@ -117,7 +117,7 @@ public struct ChatTemplate: Sendable, Equatable {
     /// `toolsDeclared` marks a conversation whose turns describe tools (the hand-written Llama 3
     /// then writes `Environment: ipython` in its system header, as its template does when given tools).
     /// - Throws: `TemplateError` when the model's template fails (or did not compile).
-    public func render(_ messages: [ChatTurn], addGenerationPrompt: Bool, toolsDeclared: Bool = false) throws -> String {
+    package func render(_ messages: [ChatTurn], addGenerationPrompt: Bool, toolsDeclared: Bool = false) throws -> String {
         if let jinja = activeJinja {
             let input = ChatTemplateInput(
                 messages: messages.map { ["role": .string($0.role), "content": .string($0.content)] as JinjaValue },
@@ -129,7 +129,7 @@ public struct ChatTemplate: Sendable, Equatable {
 
     /// The hand-written renderer of ``format`` (what a checkpoint without a template gets),
     /// whatever ``jinja`` holds. ``Format/jinja`` has none: it gives ``prefix`` alone.
-    public func renderHandWritten(_ messages: [ChatTurn], addGenerationPrompt: Bool, toolsDeclared: Bool = false) -> String {
+    package func renderHandWritten(_ messages: [ChatTurn], addGenerationPrompt: Bool, toolsDeclared: Bool = false) -> String {
         var text = prefix
         switch format {
         case .jinja:
@@ -197,7 +197,7 @@ public struct ChatTemplate: Sendable, Equatable {
     }
 
     /// Text without leading and trailing white space (Jinja's `trim`).
-    public static func trimmed(_ text: String) -> String {
+    package static func trimmed(_ text: String) -> String {
         let scalars = text.unicodeScalars
         guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
             let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })

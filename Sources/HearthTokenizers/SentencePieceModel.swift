@@ -6,34 +6,34 @@ import Foundation
 /// libsentencepiece gives (Tests/HearthTokenizersTests/SentencePieceReferenceTests.swift).
 ///
 /// Immutable after loading, so it is `Sendable`.
-public final class SentencePieceModel: Sendable {
+package final class SentencePieceModel: Sendable {
     /// What a vocabulary entry is (ModelProto.SentencePiece.Type).
-    public enum PieceKind: Int32, Sendable {
+    package enum PieceKind: Int32, Sendable {
         case normal = 1, unknown = 2, control = 3, userDefined = 4, unused = 5, byte = 6
     }
 
     /// The algorithm of the model (TrainerSpec.model_type); Hearth runs unigram and BPE.
-    public enum Algorithm: String, Sendable {
+    package enum Algorithm: String, Sendable {
         case unigram, bpe
     }
 
     /// Number of pieces in the model's vocabulary.
-    public let vocabularySize: Int
+    package let vocabularySize: Int
     /// Piece strings by id (as stored, with `▁` for spaces and `<0xNN>` for bytes).
-    public let pieces: [String]
+    package let pieces: [String]
     /// Piece kinds by id.
-    public let kinds: [PieceKind]
+    package let kinds: [PieceKind]
     /// Piece scores by id (log-probabilities for unigram, merge priority for BPE).
-    public let scores: [Float]
+    package let scores: [Float]
     /// Special ids (-1 when the model has none), as libsentencepiece reports them: the id of
     /// the trainer spec's `<s>`, `</s>`, `<pad>` piece when that piece is a control piece, and of
     /// `<unk>` when it is the unknown piece.
-    public let bosID: Int32, eosID: Int32, unkID: Int32, padID: Int32
+    package let bosID: Int32, eosID: Int32, unkID: Int32, padID: Int32
     /// Whether the normalizer prepends `▁` to the input (`add_dummy_prefix`, after
     /// `disableDummyPrefix`).
-    public let addsDummyPrefix: Bool
+    package let addsDummyPrefix: Bool
     /// The model's algorithm.
-    public let algorithm: Algorithm
+    package let algorithm: Algorithm
 
     private let vocabulary: SentencePieceVocabulary
     private let normalizer: SentencePieceNormalizer
@@ -53,7 +53,7 @@ public final class SentencePieceModel: Sendable {
     ///   libsentencepiece would refuse (an empty or repeated piece, no or two unknown pieces,
     ///   byte pieces without `byte_fallback` or fewer than 256 with it, a broken normalization
     ///   map); `.unsupported` for the word and character model types.
-    public convenience init(protoBytes: Data, disableDummyPrefix: Bool = false, path: String? = nil) throws {
+    package convenience init(protoBytes: Data, disableDummyPrefix: Bool = false, path: String? = nil) throws {
         try self.init(protoBytes: protoBytes, disableDummyPrefix: disableDummyPrefix, path: path, compatibility: .current)
     }
 
@@ -167,7 +167,7 @@ public final class SentencePieceModel: Sendable {
     }
 
     /// Loads `tokenizer.model` from disk.
-    public convenience init(path: String, disableDummyPrefix: Bool = false) throws {
+    package convenience init(path: String, disableDummyPrefix: Bool = false) throws {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw TokenizerError(.fileNotFound, "cannot read SentencePiece model", path: path)
         }
@@ -182,13 +182,13 @@ public final class SentencePieceModel: Sendable {
     /// Encodes UTF-8 text with the model's own normalizer (no BOS/EOS), as libsentencepiece's
     /// `Encode`: an unknown piece becomes its `<0xNN>` byte pieces when the model has byte
     /// fallback, and a run of unknown pieces is one unknown id otherwise.
-    public func encode(_ text: String) throws -> [Int32] {
+    package func encode(_ text: String) throws -> [Int32] {
         encode(text, addDummyPrefix: addsDummyPrefix)
     }
 
     /// Encodes like ``encode(_:)`` with `add_dummy_prefix` set to `addDummyPrefix` instead of
     /// the model's own setting (HF's non-legacy rule turns it off after the start of the text).
-    public func encode(_ text: String, addDummyPrefix: Bool) -> [Int32] {
+    package func encode(_ text: String, addDummyPrefix: Bool) -> [Int32] {
         var text = text
         var normalized: [UInt8] = []
         text.withUTF8 { normalizer.normalize($0, addDummyPrefix: addDummyPrefix, into: &normalized) }
@@ -221,7 +221,7 @@ public final class SentencePieceModel: Sendable {
     }
 
     /// Looks up a piece string's id (CONTROL, UNKNOWN and BYTE pieces first, as libsentencepiece).
-    public func id(ofPiece piece: String) -> Int32? {
+    package func id(ofPiece piece: String) -> Int32? {
         var piece = piece
         return piece.withUTF8 { vocabulary.reserved.lookup($0) ?? vocabulary.pieces.lookup($0) }
     }

@@ -6,18 +6,18 @@ import Foundation
 /// Added tokens are matched in the text first (longest match, honouring lstrip/rstrip);
 /// the pieces between them go to SentencePiece. With `legacy: false` only text at the very
 /// start of the input gets SentencePiece's dummy-prefix space, not text after an added token.
-public final class SentencePieceTokenizer: Tokenizer {
+package final class SentencePieceTokenizer: Tokenizer {
     /// The SentencePiece model with its own normalizer settings.
-    public let model: SentencePieceModel
+    package let model: SentencePieceModel
     /// The checkpoint's tokenizer configuration.
-    public let config: TokenizerConfig
-    public let vocabularySize: Int
-    public let bosID: Int32?
-    public let addsBOS: Bool
+    package let config: TokenizerConfig
+    package let vocabularySize: Int
+    package let bosID: Int32?
+    package let addsBOS: Bool
     private let addsEOS: Bool
-    public let eosIDs: Set<Int32>
-    public let chatTemplate: ChatTemplate?
-    public var kind: String { "sentencepiece" }
+    package let eosIDs: Set<Int32>
+    package let chatTemplate: ChatTemplate?
+    package var kind: String { "sentencepiece" }
 
     private let added: [AddedToken]
     private let addedByContent: [String: AddedToken]
@@ -26,12 +26,12 @@ public final class SentencePieceTokenizer: Tokenizer {
     private let legacy: Bool
 
     /// Loads `tokenizer.model`, `tokenizer_config.json` and `added_tokens.json` from `directory`.
-    public convenience init(directory: URL) throws {
+    package convenience init(directory: URL) throws {
         try self.init(files: TokenizerFiles(directory: directory))
     }
 
     /// Builds the tokenizer from its files.
-    public init(files: TokenizerFiles) throws {
+    package init(files: TokenizerFiles) throws {
         let modelPath = files.origin + "/tokenizer.model"
         guard let proto = files.sentencePieceModel else {
             throw TokenizerError(
@@ -93,7 +93,7 @@ public final class SentencePieceTokenizer: Tokenizer {
         chatTemplate = tokenizerConfig.ownChatTemplate
     }
 
-    public func encode(_ text: String, addSpecialTokens: Bool) throws -> [Int32] {
+    package func encode(_ text: String, addSpecialTokens: Bool) throws -> [Int32] {
         var ids: [Int32] = []
         if addSpecialTokens && addsBOS, let bosID { ids.append(bosID) }
         for segment in splitOnAddedTokens(text) {
@@ -116,19 +116,19 @@ public final class SentencePieceTokenizer: Tokenizer {
         return ids
     }
 
-    public func bytes(of id: Int32) -> [UInt8]? {
+    package func bytes(of id: Int32) -> [UInt8]? {
         guard id >= 0, Int(id) < tokenBytes.count else { return nil }
         return tokenBytes[Int(id)]
     }
 
-    public func isSpecial(_ id: Int32) -> Bool { specialIDs.contains(id) }
+    package func isSpecial(_ id: Int32) -> Bool { specialIDs.contains(id) }
 
-    public func token(_ id: Int32) -> String? {
+    package func token(_ id: Int32) -> String? {
         if let added = addedByContent.values.first(where: { $0.id == id }) { return added.content }
         return id >= 0 && Int(id) < model.pieces.count ? model.pieces[Int(id)] : nil
     }
 
-    public func id(of token: String) -> Int32? {
+    package func id(of token: String) -> Int32? {
         addedByContent[token]?.id ?? model.id(ofPiece: token)
     }
 

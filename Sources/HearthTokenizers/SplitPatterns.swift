@@ -244,13 +244,13 @@ enum KnownSplitPattern: Sendable, Equatable {
 
 /// The regex sources of the pre-tokenizer patterns Hearth scans natively (a `Split` with one of
 /// these exact strings, or a GGUF `tokenizer.ggml.pre` naming one, never reaches a regex engine).
-public enum KnownPatternSource {
+package enum KnownPatternSource {
     /// GPT-2's (also used by tokenizers' `ByteLevel` pre-tokenizer with `use_regex`).
-    public static let gpt2 = KnownSplitPattern.gpt2Regex
+    package static let gpt2 = KnownSplitPattern.gpt2Regex
     /// cl100k as Llama 3's tokenizer.json writes it.
-    public static let llama3 = KnownSplitPattern.llama3Regex
+    package static let llama3 = KnownSplitPattern.llama3Regex
     /// Qwen 2's: cl100k with single digits.
-    public static let qwen2 = KnownSplitPattern.qwen2Regex
+    package static let qwen2 = KnownSplitPattern.qwen2Regex
     /// o200k (GPT-4o, Phi-4-mini).
-    public static let o200k = KnownSplitPattern.o200kRegex
+    package static let o200k = KnownSplitPattern.o200kRegex
 }

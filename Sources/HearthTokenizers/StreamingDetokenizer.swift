@@ -1,6 +1,6 @@
 /// Turns a stream of token ids into text without ever emitting broken UTF-8: bytes of a
 /// character split over several byte-fallback tokens are held back until it is whole.
-public struct StreamingDetokenizer {
+package struct StreamingDetokenizer {
     private let tokenizer: any Tokenizer
     private let skipSpecialTokens: Bool
     private var pending: [UInt8] = []
@@ -10,14 +10,14 @@ public struct StreamingDetokenizer {
     ///   - skipSpecialTokens: leave control tokens (`<|end|>`, `<s>`) out of the text.
     ///   - stripLeadingSpace: drop one space at the very start (SentencePiece's dummy prefix),
     ///     as when a reply starts right after a chat template's assistant marker.
-    public init(tokenizer: any Tokenizer, skipSpecialTokens: Bool = true, stripLeadingSpace: Bool = false) {
+    package init(tokenizer: any Tokenizer, skipSpecialTokens: Bool = true, stripLeadingSpace: Bool = false) {
         self.tokenizer = tokenizer
         self.skipSpecialTokens = skipSpecialTokens
         self.stripLeadingSpace = stripLeadingSpace
     }
 
     /// Adds one token and returns the text that became complete (possibly empty).
-    public mutating func push(_ id: Int32) -> String {
+    package mutating func push(_ id: Int32) -> String {
         if skipSpecialTokens && tokenizer.isSpecial(id) { return "" }
         guard var bytes = tokenizer.bytes(of: id) else { return "" }
         if stripLeadingSpace && !bytes.isEmpty {
@@ -29,7 +29,7 @@ public struct StreamingDetokenizer {
     }
 
     /// Returns whatever is left, with an incomplete trailing sequence as U+FFFD.
-    public mutating func flush() -> String {
+    package mutating func flush() -> String {
         drainComplete(final: true)
     }
 

@@ -9,17 +9,17 @@ import Foundation
 ///
 /// `@unchecked Sendable`: after loading, libsentencepiece's processor is only read
 /// (`Encode` and lookups are const and thread-safe).
-public final class SystemSentencePieceModel: @unchecked Sendable {
+package final class SystemSentencePieceModel: @unchecked Sendable {
     private let handle: OpaquePointer
     /// Number of pieces in the model's vocabulary.
-    public let vocabularySize: Int
+    package let vocabularySize: Int
     /// Special ids as libsentencepiece reports them (-1 when the model has none).
-    public let bosID: Int32, eosID: Int32, unkID: Int32, padID: Int32
+    package let bosID: Int32, eosID: Int32, unkID: Int32, padID: Int32
 
     /// Loads a serialized ModelProto into libsentencepiece; with `disableDummyPrefix` the
     /// proto's `NormalizerSpec.add_dummy_prefix` is set to false first.
     /// - Throws: `TokenizerError` `.invalidModel` with libsentencepiece's message.
-    public init(protoBytes: Data, disableDummyPrefix: Bool = false, path: String? = nil) throws {
+    package init(protoBytes: Data, disableDummyPrefix: Bool = false, path: String? = nil) throws {
         let bytes = disableDummyPrefix ? try Self.withoutDummyPrefix([UInt8](protoBytes), path: path) : [UInt8](protoBytes)
         var error = [CChar](repeating: 0, count: 512)
         let loaded = bytes.withUnsafeBytes { raw in hearth_spm_load(raw.baseAddress, raw.count, &error, error.count) }
@@ -40,7 +40,7 @@ public final class SystemSentencePieceModel: @unchecked Sendable {
     deinit { hearth_spm_free(handle) }
 
     /// Encodes UTF-8 text with libsentencepiece (no BOS/EOS).
-    public func encode(_ text: String) throws -> [Int32] {
+    package func encode(_ text: String) throws -> [Int32] {
         let count = text.utf8.count
         if count == 0 { return [] }
         var ids = [Int32](repeating: 0, count: count + 8)

@@ -43,14 +43,14 @@ public protocol Tokenizer: Sendable {
 }
 
 extension Tokenizer {
-    public var decoderStripsLeadingSpace: Bool { false }
+    package var decoderStripsLeadingSpace: Bool { false }
 
-    public func encode(_ text: String, addSpecialTokens: Bool, limit: Int) throws -> [Int32]? {
+    package func encode(_ text: String, addSpecialTokens: Bool, limit: Int) throws -> [Int32]? {
         let ids = try encode(text, addSpecialTokens: addSpecialTokens)
         return ids.count <= limit ? ids : nil
     }
 
-    public func token(_ id: Int32) -> String? { bytes(of: id).map { String(decoding: $0, as: UTF8.self) } }
+    package func token(_ id: Int32) -> String? { bytes(of: id).map { String(decoding: $0, as: UTF8.self) } }
 
     /// Decodes ids to text, skipping special tokens, with invalid UTF-8 replaced by U+FFFD.
     public func decode(_ ids: [Int32], skipSpecialTokens: Bool = true) -> String {

@@ -2,19 +2,19 @@ import Foundation
 
 /// A token added on top of the base vocabulary (`added_tokens_decoder` in
 /// `tokenizer_config.json`), matched in the text before the base model runs.
-public struct AddedToken: Sendable, Equatable {
+package struct AddedToken: Sendable, Equatable {
     /// Token id.
-    public var id: Int32
+    package var id: Int32
     /// The literal text.
-    public var content: String
+    package var content: String
     /// Control tokens (`special`) are skipped when decoding for display.
-    public var special: Bool
+    package var special: Bool
     /// Strip whitespace on the left of the token when splitting.
-    public var lstrip: Bool
+    package var lstrip: Bool
     /// Strip whitespace on the right of the token when splitting.
-    public var rstrip: Bool
+    package var rstrip: Bool
 
-    public init(id: Int32, content: String, special: Bool, lstrip: Bool = false, rstrip: Bool = false) {
+    package init(id: Int32, content: String, special: Bool, lstrip: Bool = false, rstrip: Bool = false) {
         self.id = id
         self.content = content
         self.special = special
@@ -24,39 +24,39 @@ public struct AddedToken: Sendable, Equatable {
 }
 
 /// The parts of `tokenizer_config.json` (plus `added_tokens.json`) that change tokenization.
-public struct TokenizerConfig: Sendable {
-    public var addBOSToken: Bool?
-    public var addEOSToken: Bool?
+package struct TokenizerConfig: Sendable {
+    package var addBOSToken: Bool?
+    package var addEOSToken: Bool?
     /// HF's Llama `legacy` flag: whether text after an added token gets a dummy-prefix space.
-    public var legacy: Bool?
-    public var addPrefixSpace: Bool?
-    public var bosToken: String?
-    public var eosToken: String?
-    public var unkToken: String?
-    public var padToken: String?
+    package var legacy: Bool?
+    package var addPrefixSpace: Bool?
+    package var bosToken: String?
+    package var eosToken: String?
+    package var unkToken: String?
+    package var padToken: String?
     /// The Jinja chat template source, if any (the `default` one when several are named);
     /// `chat_template.jinja` beside the config takes precedence, as in transformers.
-    public var chatTemplate: String?
+    package var chatTemplate: String?
     /// Every named chat template (`chat_template` as a list of `{"name", "template"}`, e.g.
     /// `default`, `tool_use`, `rag`), by name; empty for a single unnamed template.
-    public var namedChatTemplates: [String: String] = [:]
+    package var namedChatTemplates: [String: String] = [:]
     /// Where ``chatTemplate`` came from: `chat_template.jinja` or `tokenizer_config.json`.
-    public var chatTemplateOrigin = "tokenizer_config.json"
-    public var modelMaxLength: Int?
-    public var addedTokens: [AddedToken] = []
+    package var chatTemplateOrigin = "tokenizer_config.json"
+    package var modelMaxLength: Int?
+    package var addedTokens: [AddedToken] = []
 
-    public init() {}
+    package init() {}
 
     /// Reads `tokenizer_config.json` and `added_tokens.json` from a checkpoint directory.
     /// Missing files give an empty configuration; malformed ones throw.
-    public static func load(directory: URL) throws -> TokenizerConfig {
+    package static func load(directory: URL) throws -> TokenizerConfig {
         try parse(files: TokenizerFiles(directory: directory))
     }
 
     /// Parses the configuration files of `files` (with `JSONDecoder`, which keeps `true` and
     /// `1` apart; `JSONSerialization`'s NSNumbers do not on Linux). Values of the wrong type
     /// in fields Hearth only reads as hints are ignored; malformed files and added tokens throw.
-    public static func parse(files: TokenizerFiles) throws -> TokenizerConfig {
+    package static func parse(files: TokenizerFiles) throws -> TokenizerConfig {
         var config = TokenizerConfig()
         let configPath = files.origin + "/tokenizer_config.json"
         if let file = try decode(ConfigFile.self, files.config, path: configPath) {
@@ -106,7 +106,7 @@ public struct TokenizerConfig: Sendable {
 
     /// The checkpoint's own chat template (``chatTemplate``), compiled, with the special tokens
     /// this configuration names; nil when it has none.
-    public var ownChatTemplate: ChatTemplate? {
+    package var ownChatTemplate: ChatTemplate? {
         guard let chatTemplate else { return nil }
         var special: [String: String] = [:]
         special["bos_token"] = bosToken
@@ -214,24 +214,24 @@ public struct TokenizerConfig: Sendable {
 
 /// The files a Hugging Face tokenizer is made of, read from a checkpoint directory or
 /// from a file that embeds them (HQF).
-public struct TokenizerFiles: Sendable {
+package struct TokenizerFiles: Sendable {
     /// `tokenizer.model` (SentencePiece), if any.
-    public var sentencePieceModel: Data?
+    package var sentencePieceModel: Data?
     /// `tokenizer.json` (Hugging Face tokenizers), if any.
-    public var tokenizerJSON: Data?
+    package var tokenizerJSON: Data?
     /// `tokenizer_config.json`, if any.
-    public var config: Data?
+    package var config: Data?
     /// `added_tokens.json`, if any.
-    public var addedTokens: Data?
+    package var addedTokens: Data?
     /// `chat_template.jinja` (the chat template as a file of its own, transformers ≥ 4.50), if any.
-    public var chatTemplateJinja: Data?
+    package var chatTemplateJinja: Data?
     /// Where they came from, for error messages.
-    public var origin: String
+    package var origin: String
 
     /// The file names, as stored in checkpoints.
-    public static let names = ["tokenizer.model", "tokenizer.json", "tokenizer_config.json", "added_tokens.json"]
+    package static let names = ["tokenizer.model", "tokenizer.json", "tokenizer_config.json", "added_tokens.json"]
 
-    public init(
+    package init(
         sentencePieceModel: Data?, tokenizerJSON: Data? = nil, config: Data?, addedTokens: Data?, chatTemplateJinja: Data? = nil,
         origin: String
     ) {
@@ -244,7 +244,7 @@ public struct TokenizerFiles: Sendable {
     }
 
     /// Reads whichever of the files exist in `directory`.
-    public init(directory: URL) {
+    package init(directory: URL) {
         func read(_ name: String) -> Data? {
             FileManager.default.contents(atPath: directory.appendingPathComponent(name).path)
         }
@@ -255,7 +255,7 @@ public struct TokenizerFiles: Sendable {
     }
 
     /// The files by their checkpoint names (for embedding them elsewhere).
-    public var byName: [String: Data] {
+    package var byName: [String: Data] {
         var files: [String: Data] = [:]
         files["tokenizer.model"] = sentencePieceModel
         files["tokenizer.json"] = tokenizerJSON
@@ -277,10 +277,10 @@ public enum TokenizerSource: String, Sendable, CaseIterable {
 }
 
 /// Builds the tokenizer of a checkpoint from its files.
-public enum TokenizerLoader {
+package enum TokenizerLoader {
     /// Picks SentencePiece for `tokenizer.model`, else `BPETokenizer` for `tokenizer.json`
     /// (or what `source` forces); throws `fileNotFound` when the chosen file is missing.
-    public static func load(files: TokenizerFiles, source: TokenizerSource = .automatic) throws -> any Tokenizer {
+    package static func load(files: TokenizerFiles, source: TokenizerSource = .automatic) throws -> any Tokenizer {
         switch source {
         case .sentencePiece:
             return try SentencePieceTokenizer(files: files)

@@ -4,22 +4,22 @@
 ///
 /// The file is read with `JSONDocument` rather than `JSONDecoder`: it is several times faster on
 /// a 200k-token vocabulary and compares tokens byte for byte.
-public struct TokenizerDefinition: Sendable {
+package struct TokenizerDefinition: Sendable {
     /// Tokens matched in the text before the model runs (`added_tokens`).
-    public var addedTokens: [AddedTokenDefinition]
+    package var addedTokens: [AddedTokenDefinition]
     /// Rewrites the text between added tokens (`normalizer`), if any.
-    public var normalizer: NormalizerDefinition?
+    package var normalizer: NormalizerDefinition?
     /// Splits text into words (`pre_tokenizer`), if any.
-    public var preTokenizer: PreTokenizerDefinition?
+    package var preTokenizer: PreTokenizerDefinition?
     /// The BPE model: vocabulary, merges and options.
-    public var model: BPEModelDefinition
+    package var model: BPEModelDefinition
     /// Special tokens around a sequence (`post_processor`), if any.
-    public var postProcessor: PostProcessorDefinition?
+    package var postProcessor: PostProcessorDefinition?
     /// Ids back to text (`decoder`), if any.
-    public var decoder: DecoderDefinition?
+    package var decoder: DecoderDefinition?
 
     /// Assembles a definition from its parts.
-    public init(
+    package init(
         addedTokens: [AddedTokenDefinition], normalizer: NormalizerDefinition?, preTokenizer: PreTokenizerDefinition?,
         model: BPEModelDefinition, postProcessor: PostProcessorDefinition?, decoder: DecoderDefinition?
     ) {
@@ -34,7 +34,7 @@ public struct TokenizerDefinition: Sendable {
     /// Parses the bytes of a tokenizer.json; `path` is used in error messages. Throws
     /// `TokenizerError` (`invalidConfig` for malformed JSON or values, `invalidModel` for an
     /// inconsistent vocabulary, `unsupported` for a component Hearth does not implement).
-    public init(json: [UInt8], path: String? = nil) throws {
+    package init(json: [UInt8], path: String? = nil) throws {
         let root = try JSONDocument(bytes: json, path: path).root
         guard root.kind == .object else { throw root.typeError("a JSON object") }
         addedTokens = try root.optional("added_tokens").map { list in
@@ -49,24 +49,24 @@ public struct TokenizerDefinition: Sendable {
 }
 
 /// One entry of `added_tokens`.
-public struct AddedTokenDefinition: Sendable, Equatable {
+package struct AddedTokenDefinition: Sendable, Equatable {
     /// The token's id.
-    public var id: Int32
+    package var id: Int32
     /// The literal text matched in the input.
-    public var content: String
+    package var content: String
     /// Only match when not inside a word (no `\w` character right before or after).
-    public var singleWord: Bool
+    package var singleWord: Bool
     /// Absorb the whitespace on the left of a match.
-    public var lstrip: Bool
+    package var lstrip: Bool
     /// Absorb the whitespace on the right of a match.
-    public var rstrip: Bool
+    package var rstrip: Bool
     /// Match against the normalized text (true) or the raw text (false).
-    public var normalized: Bool
+    package var normalized: Bool
     /// Special tokens are skipped when decoding for display.
-    public var special: Bool
+    package var special: Bool
 
     /// An added token; by default a special token matched in the raw text.
-    public init(
+    package init(
         id: Int32, content: String, singleWord: Bool = false, lstrip: Bool = false, rstrip: Bool = false,
         normalized: Bool = false, special: Bool = true
     ) {
@@ -94,7 +94,7 @@ public struct AddedTokenDefinition: Sendable, Equatable {
 }
 
 /// A literal string or a regex, as `Split` and `Replace` write them (`{"String": …}` / `{"Regex": …}`).
-public enum SplitPattern: Sendable, Equatable {
+package enum SplitPattern: Sendable, Equatable {
     /// A literal.
     case string(String)
     /// A regex source (Oniguruma syntax, as tokenizers uses).
@@ -112,7 +112,7 @@ public enum SplitPattern: Sendable, Equatable {
 }
 
 /// How `Split` treats the matched delimiters.
-public enum SplitBehavior: String, Sendable, Equatable {
+package enum SplitBehavior: String, Sendable, Equatable {
     /// Delimiters are dropped.
     case removed = "Removed"
     /// Every delimiter is a piece of its own.
@@ -135,7 +135,7 @@ public enum SplitBehavior: String, Sendable, Equatable {
 }
 
 /// Where `Metaspace` puts its replacement character.
-public enum PrependScheme: String, Sendable, Equatable {
+package enum PrependScheme: String, Sendable, Equatable {
     /// Before every piece that does not start with one.
     case always
     /// Only before the piece at the very start of the input.
@@ -144,7 +144,7 @@ public enum PrependScheme: String, Sendable, Equatable {
 }
 
 /// The `normalizer` section.
-public indirect enum NormalizerDefinition: Sendable, Equatable {
+package indirect enum NormalizerDefinition: Sendable, Equatable {
     /// Unicode normalization forms.
     case nfc, nfd, nfkc, nfkd
     /// Full Unicode lowercase mapping.
@@ -182,7 +182,7 @@ public indirect enum NormalizerDefinition: Sendable, Equatable {
 }
 
 /// The `pre_tokenizer` section.
-public indirect enum PreTokenizerDefinition: Sendable, Equatable {
+package indirect enum PreTokenizerDefinition: Sendable, Equatable {
     /// Splits on a pattern; with `invert` the pattern matches the pieces instead of the delimiters.
     case split(pattern: SplitPattern, behavior: SplitBehavior, invert: Bool)
     /// GPT-2's byte-level mapping, optionally with its regex split first.
@@ -248,7 +248,7 @@ public indirect enum PreTokenizerDefinition: Sendable, Equatable {
 
 /// The `post_processor` section, as far as it decides which special tokens `encode` adds around
 /// a single sequence.
-public enum PostProcessorDefinition: Sendable, Equatable {
+package enum PostProcessorDefinition: Sendable, Equatable {
     /// Ids before and after the sequence (TemplateProcessing, RobertaProcessing, BertProcessing).
     case template(prefix: [Int32], suffix: [Int32])
     /// ByteLevel (offset trimming only): adds nothing.
@@ -319,7 +319,7 @@ public enum PostProcessorDefinition: Sendable, Equatable {
 }
 
 /// The `decoder` section.
-public indirect enum DecoderDefinition: Sendable, Equatable {
+package indirect enum DecoderDefinition: Sendable, Equatable {
     /// GPT-2's byte-level characters back to bytes.
     case byteLevel
     /// The replacement character back to a space; the first token loses its leading one.

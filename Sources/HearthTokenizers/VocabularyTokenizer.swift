@@ -9,25 +9,25 @@ import Foundation
 /// merges. Pieces missing from the vocabulary fall back to `<0xNN>` byte tokens.
 /// User-defined tokens are always matched as whole tokens; control tokens only when
 /// `parseSpecial` is set (chat templates).
-public final class VocabularyTokenizer: Tokenizer {
+package final class VocabularyTokenizer: Tokenizer {
     /// GGUF's token types.
-    public enum TokenType: Int32, Sendable {
+    package enum TokenType: Int32, Sendable {
         case normal = 1, unknown = 2, control = 3, userDefined = 4, unused = 5, byte = 6
     }
 
-    public let tokens: [String]
-    public let scores: [Float]
-    public let types: [TokenType]
-    public let vocabularySize: Int
-    public let bosID: Int32?
-    public let addsBOS: Bool
+    package let tokens: [String]
+    package let scores: [Float]
+    package let types: [TokenType]
+    package let vocabularySize: Int
+    package let bosID: Int32?
+    package let addsBOS: Bool
     private let addsEOS: Bool
     private let eosID: Int32?
-    public let eosIDs: Set<Int32>
-    public let chatTemplate: ChatTemplate?
+    package let eosIDs: Set<Int32>
+    package let chatTemplate: ChatTemplate?
     /// Prepend `▁` to the text (SentencePiece's dummy prefix).
-    public let addSpacePrefix: Bool
-    public var kind: String { "sentencepiece (from vocabulary)" }
+    package let addSpacePrefix: Bool
+    package var kind: String { "sentencepiece (from vocabulary)" }
 
     /// Piece bytes → the first id with those bytes.
     private let table: PieceTable
@@ -78,7 +78,7 @@ public final class VocabularyTokenizer: Tokenizer {
         return out
     }
 
-    public init(
+    package init(
         tokens: [String], scores: [Float]?, types: [Int32]?, bos: Int32?, eos: Int32?, unknown: Int32?,
         addBOS: Bool, addEOS: Bool, addSpacePrefix: Bool, extraStopTokens: [Int32] = [], chatTemplate: ChatTemplate?
     ) throws {
@@ -146,26 +146,26 @@ public final class VocabularyTokenizer: Tokenizer {
         eosIDs = stop
     }
 
-    public func bytes(of id: Int32) -> [UInt8]? {
+    package func bytes(of id: Int32) -> [UInt8]? {
         guard id >= 0, Int(id) < tokenBytes.count else { return nil }
         return tokenBytes[Int(id)]
     }
 
-    public func token(_ id: Int32) -> String? { id >= 0 && Int(id) < tokens.count ? tokens[Int(id)] : nil }
+    package func token(_ id: Int32) -> String? { id >= 0 && Int(id) < tokens.count ? tokens[Int(id)] : nil }
 
-    public func isSpecial(_ id: Int32) -> Bool {
+    package func isSpecial(_ id: Int32) -> Bool {
         guard id >= 0, Int(id) < types.count else { return false }
         return types[Int(id)] == .control || types[Int(id)] == .unused
     }
 
-    public func id(of token: String) -> Int32? { table.id(of: token) }
+    package func id(of token: String) -> Int32? { table.id(of: token) }
 
-    public func encode(_ text: String, addSpecialTokens: Bool) throws -> [Int32] {
+    package func encode(_ text: String, addSpecialTokens: Bool) throws -> [Int32] {
         try encode(text, addSpecialTokens: addSpecialTokens, parseSpecial: !addSpecialTokens)
     }
 
     /// Encodes with explicit control over matching control tokens written in the text.
-    public func encode(_ text: String, addSpecialTokens: Bool, parseSpecial: Bool) throws -> [Int32] {
+    package func encode(_ text: String, addSpecialTokens: Bool, parseSpecial: Bool) throws -> [Int32] {
         encode(text, addSpecialTokens: addSpecialTokens, parseSpecial: parseSpecial, limit: Int.max) ?? []
     }
 
@@ -173,7 +173,7 @@ public final class VocabularyTokenizer: Tokenizer {
     /// one run at a time and runs do not interact: a run ends where a special token written in
     /// the text begins, the special is one id of its own, and merging never crosses it. So
     /// the ids of the runs encoded so far are the first ids of the whole answer.
-    public func encode(_ text: String, addSpecialTokens: Bool, limit: Int) throws -> [Int32]? {
+    package func encode(_ text: String, addSpecialTokens: Bool, limit: Int) throws -> [Int32]? {
         encode(text, addSpecialTokens: addSpecialTokens, parseSpecial: !addSpecialTokens, limit: limit)
     }
 

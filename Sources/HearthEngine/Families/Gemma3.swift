@@ -6,10 +6,10 @@ import HearthTokenizers
 /// global layers with their own RoPE bases, q/k RMSNorm, norms before and after attention and
 /// MLP, GELU-tanh gated MLP, embeddings scaled by √hidden, tied output. Checkpoints store norm
 /// weights as w − 1 (the model multiplies by 1 + w); the offset is applied at load.
-public enum Gemma3Family: ModelFamily {
-    public static let architectures = ["Gemma3ForCausalLM"]
-    public static let ggufArchitecture: String? = "gemma3"
-    public static let normWeightOffset: Float = 1
+package enum Gemma3Family: ModelFamily {
+    package static let architectures = ["Gemma3ForCausalLM"]
+    package static let ggufArchitecture: String? = "gemma3"
+    package static let normWeightOffset: Float = 1
 
     /// The keys of a Gemma 3 `config.json` beyond `HFConfig`'s, with transformers' defaults.
     private struct Configuration: Decodable {
@@ -60,7 +60,7 @@ public enum Gemma3Family: ModelFamily {
         }
     }
 
-    public static func options(from config: HFConfig) throws -> DecoderOptions {
+    package static func options(from config: HFConfig) throws -> DecoderOptions {
         let own = try config.decode(Configuration.self)
         if let cap = own.finalLogitSoftcapping {
             throw FormatError(
@@ -97,7 +97,7 @@ public enum Gemma3Family: ModelFamily {
         }
     }
 
-    public static func tensorName(_ role: TensorRole) -> String? {
+    package static func tensorName(_ role: TensorRole) -> String? {
         let p = "model.layers"
         switch role {
         case .postAttnNorm(let l): return "\(p).\(l).post_attention_layernorm.weight"
@@ -107,7 +107,7 @@ public enum Gemma3Family: ModelFamily {
         }
     }
 
-    public static func options(gguf: GGUFFile) throws -> DecoderOptions {
+    package static func options(gguf: GGUFFile) throws -> DecoderOptions {
         let h = try GGUFHyperparameters(gguf)
         var o = try h.base(norm: .rms(eps: try h.optionalFloat("attention.layer_norm_rms_epsilon") ?? 1e-6), mlp: .gated(.geluTanh))
         // llama.cpp: every 6th layer is global; sliding layers use base 10000.
@@ -124,7 +124,7 @@ public enum Gemma3Family: ModelFamily {
     }
 
     /// GGUF files without a template: Gemma's `<start_of_turn>user … <end_of_turn>` format.
-    public static func ggufFallbackChatTemplate(bos: String?, eos: String?) -> ChatTemplate? {
+    package static func ggufFallbackChatTemplate(bos: String?, eos: String?) -> ChatTemplate? {
         ChatTemplate(format: .gemma, prefix: bos ?? "")
     }
 }

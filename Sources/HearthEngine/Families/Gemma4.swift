@@ -26,9 +26,9 @@ import HearthTokenizers
 /// config, the decoder's tensors under `model.language_model.`) load their text decoder; their
 /// vision and audio towers are not read (Hearth takes text only), as transformers'
 /// `AutoModelForCausalLM` loads the same checkpoint for text generation.
-public enum Gemma4Family: ModelFamily {
-    public static let architectures = ["Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"]
-    public static let ggufArchitecture: String? = "gemma4"
+package enum Gemma4Family: ModelFamily {
+    package static let architectures = ["Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"]
+    package static let ggufArchitecture: String? = "gemma4"
     static let wrapper = "Gemma4ForConditionalGeneration"
 
     private struct Wrapper: Decodable {
@@ -47,7 +47,7 @@ public enum Gemma4Family: ModelFamily {
         return try HFConfig(json: try JSONEncoder().encode(text), path: config.path + " (text_config)")
     }
 
-    public static func decoderPrefix(for config: HFConfig) -> String? {
+    package static func decoderPrefix(for config: HFConfig) -> String? {
         config.architectures.contains(wrapper) ? "model.language_model." : nil
     }
 
@@ -118,7 +118,7 @@ public enum Gemma4Family: ModelFamily {
         }
     }
 
-    public static func options(from wrapperOrText: HFConfig) throws -> DecoderOptions {
+    package static func options(from wrapperOrText: HFConfig) throws -> DecoderOptions {
         let config = try textConfig(wrapperOrText)
         let own = try config.decode(Configuration.self)
         let path = config.path
@@ -202,7 +202,7 @@ public enum Gemma4Family: ModelFamily {
     /// with the `rope_freqs` divisors on full layers — 1 where a pair turns, 1e30 where it does
     /// not: "proportional" RoPE; `rope.freq_base_swa`/`dimension_count_swa` on sliding layers).
     /// Tensor names are llama.cpp's (``TensorRole/ggufName``); norms hold the multiplier itself.
-    public static func options(gguf: GGUFFile) throws -> DecoderOptions {
+    package static func options(gguf: GGUFFile) throws -> DecoderOptions {
         let h = try GGUFHyperparameters(gguf)
         let md = try GGUFLayerMetadata(h)
         let layers = md.layers, hidden = try h.int("embedding_length"), heads = try h.int("attention.head_count")
@@ -365,7 +365,7 @@ public enum Gemma4Family: ModelFamily {
         }
     }
 
-    public static func tensorName(_ role: TensorRole) -> String? {
+    package static func tensorName(_ role: TensorRole) -> String? {
         let p = "model.layers"
         switch role {
         case .postAttnNorm(let l): return "\(p).\(l).post_attention_layernorm.weight"

@@ -2,9 +2,9 @@ import HearthFormats
 
 /// Llama 2/3 (`LlamaForCausalLM`, GGUF `llama`) and Mistral (`MistralForCausalLM`): RMSNorm,
 /// SwiGLU, grouped-query attention, RoPE with linear or Llama 3 scaling.
-public enum LlamaFamily: ModelFamily {
-    public static let architectures = ["LlamaForCausalLM", "MistralForCausalLM"]
-    public static let ggufArchitecture: String? = "llama"
+package enum LlamaFamily: ModelFamily {
+    package static let architectures = ["LlamaForCausalLM", "MistralForCausalLM"]
+    package static let ggufArchitecture: String? = "llama"
 
     /// The keys of a Llama or Mistral `config.json` beyond `HFConfig`'s, with transformers' defaults.
     private struct Configuration: Decodable {
@@ -25,7 +25,7 @@ public enum LlamaFamily: ModelFamily {
         }
     }
 
-    public static func options(from config: HFConfig) throws -> DecoderOptions {
+    package static func options(from config: HFConfig) throws -> DecoderOptions {
         let own = try config.decode(Configuration.self)
         let c = try ConfigPrelude(config)
         var scaling = DecoderOptions.Scaling.none
@@ -49,7 +49,7 @@ public enum LlamaFamily: ModelFamily {
             maxContext: config.maxPositionEmbeddings ?? 4096, slidingWindow: own.slidingWindow)
     }
 
-    public static func options(gguf: GGUFFile) throws -> DecoderOptions {
+    package static func options(gguf: GGUFFile) throws -> DecoderOptions {
         let h = try GGUFHyperparameters(gguf)
         var o = try h.base(norm: .rms(eps: try h.optionalFloat("attention.layer_norm_rms_epsilon") ?? 1e-5), mlp: .gated(.silu))
         // llama.cpp's converter permutes Q/K rows for its pairwise ("normal") RoPE.

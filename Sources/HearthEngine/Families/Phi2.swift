@@ -3,11 +3,11 @@ import HearthTokenizers
 
 /// Phi-2 (`PhiForCausalLM`, GGUF `phi2`): LayerNorm with bias, attention and MLP in parallel
 /// from one norm, partial rotary, `gelu_new`, biases on every projection, `lm_head` with bias.
-public enum Phi2Family: ModelFamily {
-    public static let architectures = ["PhiForCausalLM"]
-    public static let ggufArchitecture: String? = "phi2"
+package enum Phi2Family: ModelFamily {
+    package static let architectures = ["PhiForCausalLM"]
+    package static let ggufArchitecture: String? = "phi2"
     /// Phi-2 ships no chat template; its model card's QA format.
-    public static let fallbackChatTemplate: ChatTemplate? = ChatTemplate(format: .instruct)
+    package static let fallbackChatTemplate: ChatTemplate? = ChatTemplate(format: .instruct)
 
     /// The keys of a Phi-2 `config.json` beyond `HFConfig`'s, with transformers' defaults.
     private struct Configuration: Decodable {
@@ -28,7 +28,7 @@ public enum Phi2Family: ModelFamily {
         }
     }
 
-    public static func options(from config: HFConfig) throws -> DecoderOptions {
+    package static func options(from config: HFConfig) throws -> DecoderOptions {
         let own = try config.decode(Configuration.self)
         if own.qkLayernorm {
             throw FormatError(.invalidValue, "per-head q/k LayerNorm is not supported", path: config.path, key: "qk_layernorm")
@@ -42,7 +42,7 @@ public enum Phi2Family: ModelFamily {
         ).with { $0.parallelResidual = true }
     }
 
-    public static func tensorName(_ role: TensorRole) -> String? {
+    package static func tensorName(_ role: TensorRole) -> String? {
         let p = "model.layers"
         switch role {
         case .outputNorm: return "model.final_layernorm.weight"
@@ -58,7 +58,7 @@ public enum Phi2Family: ModelFamily {
         }
     }
 
-    public static func options(gguf: GGUFFile) throws -> DecoderOptions {
+    package static func options(gguf: GGUFFile) throws -> DecoderOptions {
         let h = try GGUFHyperparameters(gguf)
         return try h.base(norm: .layer(eps: try h.optionalFloat("attention.layer_norm_epsilon") ?? 1e-5), mlp: .plain(.geluTanh))
             .with { $0.parallelResidual = true }

@@ -5,9 +5,9 @@ import HearthTokenizers
 /// Phi-3 / Phi-3.5 (`Phi3ForCausalLM`, GGUF `phi3`): Llama-style decoder with fused
 /// `qkv_proj` and `gate_up_proj`, RMSNorm, SwiGLU, grouped-query attention, LongRoPE and
 /// partial rotary.
-public enum Phi3Family: ModelFamily {
-    public static let architectures = ["Phi3ForCausalLM"]
-    public static let ggufArchitecture: String? = "phi3"
+package enum Phi3Family: ModelFamily {
+    package static let architectures = ["Phi3ForCausalLM"]
+    package static let ggufArchitecture: String? = "phi3"
 
     /// The keys of a Phi-3 `config.json` beyond `HFConfig`'s, with transformers' defaults.
     private struct Configuration: Decodable {
@@ -26,7 +26,7 @@ public enum Phi3Family: ModelFamily {
         }
     }
 
-    public static func options(from config: HFConfig) throws -> DecoderOptions {
+    package static func options(from config: HFConfig) throws -> DecoderOptions {
         let own = try config.decode(Configuration.self)
         let c = try ConfigPrelude(config)
         let rotaryDims = try rotaryDimensions(headDim: c.headDim, factor: config.partialRotaryFactor ?? 1)
@@ -66,7 +66,7 @@ public enum Phi3Family: ModelFamily {
         }
     }
 
-    public static func options(gguf: GGUFFile) throws -> DecoderOptions {
+    package static func options(gguf: GGUFFile) throws -> DecoderOptions {
         let h = try GGUFHyperparameters(gguf)
         var o = try h.base(norm: .rms(eps: try h.optionalFloat("attention.layer_norm_rms_epsilon") ?? 1e-5), mlp: .gated(.silu))
         let rotaryDims = o.rope.rotaryDims
@@ -81,7 +81,7 @@ public enum Phi3Family: ModelFamily {
         return o
     }
 
-    public static func ggufTensorName(_ role: TensorRole) -> String? {
+    package static func ggufTensorName(_ role: TensorRole) -> String? {
         switch role {
         case .ffnGateUp(let l): return "blk.\(l).ffn_up.weight"  // fused gate | up
         case .ffnUp, .ffnGate: return nil
@@ -90,7 +90,7 @@ public enum Phi3Family: ModelFamily {
     }
 
     /// GGUF files without a template: Phi-3's `<|user|> … <|end|>` format.
-    public static func ggufFallbackChatTemplate(bos: String?, eos: String?) -> ChatTemplate? {
+    package static func ggufFallbackChatTemplate(bos: String?, eos: String?) -> ChatTemplate? {
         ChatTemplate(format: .phi3, endOfText: eos ?? "")
     }
 }

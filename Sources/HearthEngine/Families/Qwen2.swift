@@ -6,11 +6,11 @@ import HearthTokenizers
 /// have them), RoPE in the rotate-half pairing, tied or separate output. Sliding-window layers
 /// exist only when `use_sliding_window` is true (then the layers from `max_window_layers` on,
 /// or those `layer_types` names); the released checkpoints leave it off.
-public enum Qwen2Family: ModelFamily {
-    public static let architectures = ["Qwen2ForCausalLM"]
-    public static let ggufArchitecture: String? = "qwen2"
+package enum Qwen2Family: ModelFamily {
+    package static let architectures = ["Qwen2ForCausalLM"]
+    package static let ggufArchitecture: String? = "qwen2"
     /// Files without a template get Qwen's own turn format, ChatML.
-    public static let fallbackChatTemplate: ChatTemplate? = ChatTemplate(format: .chatml)
+    package static let fallbackChatTemplate: ChatTemplate? = ChatTemplate(format: .chatml)
 
     /// The keys of a Qwen2 or Qwen3 `config.json` beyond `HFConfig`'s, with transformers' defaults.
     private struct Configuration: Decodable {
@@ -38,7 +38,7 @@ public enum Qwen2Family: ModelFamily {
         }
     }
 
-    public static func options(from config: HFConfig) throws -> DecoderOptions {
+    package static func options(from config: HFConfig) throws -> DecoderOptions {
         try qwenOptions(from: config, defaultHeadDim: nil)
     }
 
@@ -78,7 +78,7 @@ public enum Qwen2Family: ModelFamily {
         ).with { $0.slidingLayers = anySliding ? sliding : [] }
     }
 
-    public static func options(gguf: GGUFFile) throws -> DecoderOptions {
+    package static func options(gguf: GGUFFile) throws -> DecoderOptions {
         let h = try GGUFHyperparameters(gguf)
         // llama.cpp runs qwen2/qwen3 with NEOX RoPE and does not permute Q/K: the default pairing.
         var o = try h.base(norm: .rms(eps: try h.optionalFloat("attention.layer_norm_rms_epsilon") ?? 1e-6), mlp: .gated(.silu))
