@@ -8,6 +8,9 @@
 # Hearth's own modules recompile (236 s against 482 s cold, 2 cores) — the next default build
 # then recompiles them again. It prints how long the build and the tests took.
 #
+# HearthMacrosTests (schemas derived at compile time; its model test is the engine's constrained
+# generation, which the engine suites here cover) and the two example apps' tests are skipped too
+# (issue 60: CI's budget, ~75 s).
 # Seven test modules whose code paths the trait and the kernel level do not reach are skipped
 # unless --all is given: HearthServerTests, HearthCloudTests, HearthProvidersTests,
 # HearthTemplatesTests, HearthHubTests, HearthFormatsTests and HearthConstraintsTests (HTTP, cloud
@@ -53,7 +56,7 @@ if [ "${1:-}" = "--lower-level" ]; then
   echo "tests at kernel level ${lower:-portable, the best this CPU runs}"
   shift
 fi
-skip=(--skip 'WindowCacheTests|QuantizedKVCacheTests|RepackCacheTests|SpeculativeRealModelTests|^(HearthServerTests|HearthCloudTests|HearthProvidersTests|HearthTemplatesTests|HearthHubTests|HearthFormatsTests|HearthConstraintsTests)\.|^HearthCLITests\.(ChatTests|BailianChatTests|ResponsesChatTests|ReasoningCLITests|HubCLITests|GatewayCLITests|ServeCLITests|ServePromptCacheModelsTests|ToolsCLITests|StructuredCLITests|ChatTemplateCLITests|OptionDeclarationTests|CLIReferenceTests|RegistryLocationCLITests)/')
+skip=(--skip 'WindowCacheTests|QuantizedKVCacheTests|RepackCacheTests|SpeculativeRealModelTests|TenLineAppExampleTests|ServerInAppExampleTests|^(HearthMacrosTests|HearthServerTests|HearthCloudTests|HearthProvidersTests|HearthTemplatesTests|HearthHubTests|HearthFormatsTests|HearthConstraintsTests)\.|^HearthCLITests\.(ChatTests|BailianChatTests|ResponsesChatTests|ReasoningCLITests|HubCLITests|GatewayCLITests|ServeCLITests|ServePromptCacheModelsTests|ToolsCLITests|StructuredCLITests|ChatTemplateCLITests|OptionDeclarationTests|CLIReferenceTests|RegistryLocationCLITests)/')
 if [ "${1:-}" = "--all" ]; then skip=(); shift; fi
 [ "${1:-}" = "--" ] && shift
 flags=(--disable-default-traits --scratch-path "$scratch")
