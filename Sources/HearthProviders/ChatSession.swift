@@ -246,9 +246,7 @@ public final class ChatSession: Sendable {
     }
 
     /// One turn: rounds of the provider's reply and the tools it calls, until a reply calls none.
-    /// `offerTools` false: the tools are not sent (a structured turn: the local model cannot take
-    /// a response format together with tools).
-    func run(_ prompt: String, options: ChatOptions?, offerTools: Bool = true, emit: (Update) -> Void) async throws -> Response {
+    func run(_ prompt: String, options: ChatOptions?, emit: (Update) -> Void) async throws -> Response {
         let transcript = try state.withLock { state -> Transcript in
             guard !state.responding else { throw busy() }
             state.responding = true
@@ -257,7 +255,7 @@ public final class ChatSession: Sendable {
         defer { state.withLock { $0.responding = false } }
 
         var options = options ?? transcript.options
-        if offerTools, !tools.isEmpty { options.tools = tools.map(\.definition) }
+        if !tools.isEmpty { options.tools = tools.map(\.definition) }
         do { try options.validate() } catch {
             throw ProviderError(.invalidRequest, provider: provider.id, message: error.message, underlying: error)
         }
