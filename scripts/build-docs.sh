@@ -71,24 +71,7 @@ mkdir -p "$output"
 extract_graphs() {
     local module=$1 graphs=$work/graphs/$1
     # The search paths SwiftPM compiled the module with (its imports' modules and C module maps).
-    python3 - "$yaml" "$module" > "$work/$module.flags" <<'PY' || { echo "$module: not in the debug build: run swift build --build-tests first"; return 1; }
-import json, sys
-module = sys.argv[2]
-for line in open(sys.argv[1]):
-    line = line.strip()
-    if line.startswith('args: [') and '"-module-name","%s"' % module in line and '"-emit-module"' in line:
-        args = json.loads(line[len('args: '):])
-        break
-else:
-    sys.exit(1)
-keep, i = [], 0
-while i < len(args):
-    if args[i] in ('-I', '-F', '-Xcc', '-target', '-module-cache-path'):
-        keep += args[i:i + 2]; i += 2; continue
-    if args[i].startswith('-I') and len(args[i]) > 2: keep.append(args[i])
-    i += 1
-print('\n'.join(keep))
-PY
+    python3 "$root/scripts/module_search_flags.py" "$yaml" "$module" > "$work/$module.flags" || { echo "$module: not in the debug build: run swift build --build-tests first"; return 1; }
     local flags
     mapfile -t flags < "$work/$module.flags"
     mkdir -p "$graphs"

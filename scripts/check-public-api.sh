@@ -68,24 +68,7 @@ for module in $modules; do
     newer=$(find "Sources/$module" -name '*.swift' -newer "$swiftmodule" 2>/dev/null | head -1)
     [ -z "$newer" ] || { echo "$newer changed after the debug build: run swift build --build-tests first" >&2; exit 2; }
     # The search paths SwiftPM compiled the module with (its imports' modules and C module maps).
-    python3 - "$yaml" "$module" > "$work/$module.flags" <<'PY' || { echo "$module: not in the debug build: run swift build --build-tests first" >&2; exit 2; }
-import json, sys
-module = sys.argv[2]
-for line in open(sys.argv[1]):
-    line = line.strip()
-    if line.startswith('args: [') and '"-module-name","%s"' % module in line and '"-emit-module"' in line:
-        args = json.loads(line[len('args: '):])
-        break
-else:
-    sys.exit(1)
-keep, i = [], 0
-while i < len(args):
-    if args[i] in ('-I', '-F', '-Xcc', '-target', '-module-cache-path'):
-        keep += args[i:i + 2]; i += 2; continue
-    if args[i].startswith('-I') and len(args[i]) > 2: keep.append(args[i])
-    i += 1
-print('\n'.join(keep))
-PY
+    python3 "$root/scripts/module_search_flags.py" "$yaml" "$module" > "$work/$module.flags" || { echo "$module: not in the debug build: run swift build --build-tests first" >&2; exit 2; }
     mapfile -t flags < "$work/$module.flags"
     graphs=$work/graphs/$module
     mkdir -p "$graphs"
