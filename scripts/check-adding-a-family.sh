@@ -32,8 +32,8 @@ git apply --summary "$patch" | grep -qx " create mode 100644 $family" || fail "$
 # It describes a family Hearth does not run yet: none of its architecture strings (Hugging Face
 # `architectures`, GGUF `ggufArchitecture`) is claimed by a registered family's file. (Once a
 # family is registered for real, as Qwen2 was, the patch must move on to another one.)
-claimed="$(grep -ohP 'public static let (architectures|ggufArchitecture)\b[^=]*=\s*\K.*' Sources/HearthEngine/Families/*.swift | grep -oP '"[^"]+"' | tr -d '"')"
-names="$(grep -oP '^\+\s*public static let (architectures|ggufArchitecture)\b[^=]*=\s*\K.*' "$patch" | grep -oP '"[^"]+"' | tr -d '"' || true)"
+claimed="$(grep -ohP '(?:public|package) static let (architectures|ggufArchitecture)\b[^=]*=\s*\K.*' Sources/HearthEngine/Families/*.swift | grep -oP '"[^"]+"' | tr -d '"')"
+names="$(grep -oP '^\+\s*(?:public|package) static let (architectures|ggufArchitecture)\b[^=]*=\s*\K.*' "$patch" | grep -oP '"[^"]+"' | tr -d '"' || true)"
 [ -n "$names" ] || fail "$family declares no architectures"
 while read -r name; do
     grep -qxF "$name" <<< "$claimed" && fail "$name is already run by a registered family: $patch must describe one that is not"
