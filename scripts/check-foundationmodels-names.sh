@@ -40,7 +40,7 @@ swiftc -parse-as-library -emit-module -module-name FoundationModels -o "$work/Fo
 names=$(grep -oE '^(@resultBuilder )?public (final class|struct|protocol|enum) [A-Za-z]+' "$standin" | awk '{print $NF}')
 
 status=0
-for module in HearthProviders HearthLocal HearthHub HearthCloud HearthEngine HearthMCP HearthServer HearthConstraints HearthTemplates HearthTokenizers HearthFormats HearthKernels; do
+for module in HearthProviders HearthMacros HearthLocal HearthHub HearthCloud HearthEngine HearthMCP HearthServer HearthConstraints HearthTemplates HearthTokenizers HearthFormats HearthKernels; do
     {
         echo "import FoundationModels"
         echo "import $module"
