@@ -1,4 +1,5 @@
 // swift-tools-version: 6.2
+import CompilerPluginSupport  // `.macro` (HearthMacrosPlugin)
 import PackageDescription
 
 // Hearth: a pure-Swift, CPU-only inference engine for Phi-style language models.
@@ -78,6 +79,7 @@ let package = Package(
         .library(name: "HearthServer", targets: ["HearthServer"]),
         .library(name: "HearthHub", targets: ["HearthHub"]),
         .library(name: "HearthMCP", targets: ["HearthMCP"]),
+        .library(name: "HearthMacros", targets: ["HearthMacros"]),
         .executable(name: "hearth", targets: ["hearth"]),
     ],
     traits: [
@@ -108,6 +110,9 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         // HearthMCP only: the Model Context Protocol's Swift SDK (tools from MCP servers, docs/MCP.md).
         .package(url: "https://github.com/modelcontextprotocol/swift-sdk", "0.12.1"..<"0.13.0"),
+        // HearthMacros only (`@Structured`): the macro plugin. HearthProviders, HearthLocal and
+        // `hearth` do not depend on it, so a release build of the CLI never compiles swift-syntax.
+        .package(url: "https://github.com/swiftlang/swift-syntax", from: "603.0.0"),
     ],
     targets: [
         // System libraries, found through pkg-config (scripts/setup.sh installs them); OpenBLAS and
@@ -262,6 +267,29 @@ let package = Package(
             ],
             path: "Examples/ServerInApp"),
         .testTarget(name: "HearthProvidersTests", dependencies: ["HearthProviders", "HearthTestSupport"]),
+        // Schemas from Swift types (issue 64 item 3): `@Structured` and `@SchemaGuide` declared in
+        // HearthMacros, expanded by a compiler plugin over swift-syntax. Only these targets (and
+        // the ten-line app) build swift-syntax; the protocol they conform to, StructuredOutput, is
+        // HearthProviders'.
+        .macro(
+            name: "HearthMacrosPlugin",
+            dependencies: [
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxBuilder", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftDiagnostics", package: "swift-syntax"),
+                .product(name: "SwiftCompilerPlugin", package: "swift-syntax"),
+            ]),
+        .target(name: "HearthMacros", dependencies: ["HearthMacrosPlugin", "HearthProviders"]),
+        .testTarget(
+            name: "HearthMacrosTests",
+            dependencies: [
+                "HearthMacros", "HearthMacrosPlugin", "HearthProviders", "HearthLocal", "HearthTestSupport",
+                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
+                .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
+            ]),
+        // The ten-line app: a model by name, a streamed reply, a City from respond(generating:), a typed tool.
+        .executableTarget(name: "hearth-ten-line-app", dependencies: ["HearthLocal", "HearthMacros"], path: "Examples/TenLineApp"),
         // Fake servers on loopback sockets for the cloud providers' tests: scripted HTTP and
         // WebSocket servers, and protocol fakes of DashScope's generation API and Bailian's dialog.
         .target(

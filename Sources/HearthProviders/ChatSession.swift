@@ -246,7 +246,7 @@ public final class ChatSession: Sendable {
     }
 
     /// One turn: rounds of the provider's reply and the tools it calls, until a reply calls none.
-    private func run(_ prompt: String, options: ChatOptions?, emit: (Update) -> Void) async throws -> Response {
+    func run(_ prompt: String, options: ChatOptions?, emit: (Update) -> Void) async throws -> Response {
         let transcript = try state.withLock { state -> Transcript in
             guard !state.responding else { throw busy() }
             state.responding = true

@@ -14,7 +14,9 @@
 ///
 /// ``parameters`` is the JSON Schema of `Arguments`: the local model generates every call under
 /// it (so the arguments always decode when the schema and the type agree); cloud models get
-/// it as their API's tool definition. `Output` is what the model reads back (``FunctionToolOutput``:
+/// it as their API's tool definition. When `Arguments` is a ``StructuredOutput`` (`@Structured`
+/// in HearthMacros), ``parameters`` comes from its derived schema and need not be written.
+/// `Output` is what the model reads back (``FunctionToolOutput``:
 /// a `String` as is, a ``JSONText/Value`` as JSON; encode other values to JSON text yourself).
 public protocol FunctionTool: Sendable {
     /// The arguments the model passes, decoded from its JSON.
@@ -31,6 +33,12 @@ public protocol FunctionTool: Sendable {
 
     /// Runs the tool.
     func call(arguments: Arguments) async throws -> Output
+}
+
+extension FunctionTool where Arguments: StructuredOutput {
+    /// The JSON Schema of ``Arguments`` (``StructuredOutput/jsonSchema``, which `@Structured`
+    /// derives from the type): a tool whose arguments are a structured type need not write it.
+    public var parameters: String { Arguments.jsonSchemaText }
 }
 
 extension FunctionTool {
