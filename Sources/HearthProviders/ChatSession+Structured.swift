@@ -23,7 +23,8 @@ extension ChatSession {
     /// structured-output path: the local model enforces the schema token by token and finishes
     /// it within the token budget, so the reply always decodes; cloud providers get it as their
     /// API's structured-output field. The turn (the prompt and the JSON reply) enters the
-    /// transcript like any other.
+    /// transcript like any other. The session's tools are not offered in this turn (the local
+    /// model cannot take a response format together with tools).
     ///
     /// ```swift
     /// let city = try await session.respond(to: "The largest city in Japan.", generating: City.self)
@@ -43,7 +44,7 @@ extension ChatSession {
         options: ChatOptions? = nil
     ) async throws -> Value {
         let (text, turnOptions) = structuredTurn(prompt, type, includeSchemaInPrompt, options)
-        let response = try await run(text, options: turnOptions) { _ in }
+        let response = try await run(text, options: turnOptions, offerTools: false) { _ in }
         return try decodeStructured(type, response.reply)
     }
 
@@ -67,7 +68,7 @@ extension ChatSession {
                 do {
                     var json = ""
                     var shown = ""
-                    let response = try await self.run(text, options: turnOptions) { update in
+                    let response = try await self.run(text, options: turnOptions, offerTools: false) { update in
                         switch update {
                         case .textDelta(let delta):
                             json += delta

@@ -246,7 +246,9 @@ public final class ChatSession: Sendable {
     }
 
     /// One turn: rounds of the provider's reply and the tools it calls, until a reply calls none.
-    func run(_ prompt: String, options: ChatOptions?, emit: (Update) -> Void) async throws -> Response {
+    /// `offerTools` false: the tools are not sent (a structured turn: the local model cannot take
+    /// a response format together with tools).
+    func run(_ prompt: String, options: ChatOptions?, offerTools: Bool = true, emit: (Update) -> Void) async throws -> Response {
         let transcript = try state.withLock { state -> Transcript in
             guard !state.responding else { throw busy() }
             state.responding = true
@@ -255,7 +257,7 @@ public final class ChatSession: Sendable {
         defer { state.withLock { $0.responding = false } }
 
         var options = options ?? transcript.options
-        if !tools.isEmpty { options.tools = tools.map(\.definition) }
+        if offerTools, !tools.isEmpty { options.tools = tools.map(\.definition) }
         do { try options.validate() } catch {
             throw ProviderError(.invalidRequest, provider: provider.id, message: error.message, underlying: error)
         }
