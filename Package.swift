@@ -284,9 +284,10 @@ let package = Package(
         .testTarget(
             name: "HearthMacrosTests",
             dependencies: [
-                "HearthMacros", "HearthMacrosPlugin", "HearthProviders", "HearthLocal", "HearthTestSupport",
-                .product(name: "SwiftSyntaxMacros", package: "swift-syntax"),
-                .product(name: "SwiftSyntaxMacrosTestSupport", package: "swift-syntax"),
+                // Not the plugin nor swift-syntax: linked into a test, swift-syntax would build a
+                // second time (for the target beside the host's plugin). The diagnostics test
+                // drives the compiler with the built plugin instead.
+                "HearthMacros", "HearthProviders", "HearthLocal", "HearthTestSupport",
             ]),
         // The ten-line app: a model by name, a streamed reply, a City from respond(generating:), a typed tool.
         .executableTarget(name: "hearth-ten-line-app", dependencies: ["HearthLocal", "HearthMacros"], path: "Examples/TenLineApp"),
