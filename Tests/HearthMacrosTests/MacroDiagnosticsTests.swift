@@ -118,6 +118,12 @@ import Testing
             var flags: [String] = [], i = 1
             let paired: Set<String> = ["-I", "-F", "-Xcc", "-target", "-module-cache-path", "-load-plugin-executable", "-load-plugin-library", "-plugin-path", "-swift-version"]
             while i < args.count {
+                // `-Xfrontend -load-plugin-executable -Xfrontend path#Module`, as SwiftPM passes it.
+                if args[i] == "-Xfrontend", i + 3 < args.count, args[i + 1].hasPrefix("-load-plugin"), args[i + 2] == "-Xfrontend" {
+                    flags += args[i...i + 3]
+                    i += 4
+                    continue
+                }
                 if paired.contains(args[i]), i + 1 < args.count {
                     flags += args[i...i + 1]
                     i += 2
@@ -162,7 +168,10 @@ import Testing
             let rest = line.dropFirst(prefix.count)
             let parts = rest.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false)
             guard parts.count == 4, parts[2] == " error", let l = Int(parts[0]), let c = Int(parts[1]) else { continue }
-            errors.append((l, c, parts[3].trimmingCharacters(in: .whitespaces)))
+            // The compiler names the macro a diagnostic came from: `message (from macro 'Structured')`.
+            var message = parts[3].trimmingCharacters(in: .whitespaces)
+            if let from = message.range(of: " (from macro '", options: .backwards) { message = String(message[..<from.lowerBound]) }
+            errors.append((l, c, message))
         }
         for (c, first) in zip(Self.cases, firstLines) {
             let line = first + c.line - 1
