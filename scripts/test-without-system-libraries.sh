@@ -8,7 +8,7 @@
 # Hearth's own modules recompile (236 s against 482 s cold, 2 cores) — the next default build
 # then recompiles them again. It prints how long the build and the tests took.
 #
-# The example apps' tests (and HearthMacrosTests, where branch `macro` adds it) are skipped too:
+# The example apps' tests and HearthMacrosTests are skipped too:
 # they drive the same engine paths the suites here cover (issue 60: CI's budget).
 # Seven test modules whose code paths the trait and the kernel level do not reach are skipped
 # unless --all is given: HearthServerTests, HearthCloudTests, HearthProvidersTests,
