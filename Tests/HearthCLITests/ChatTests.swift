@@ -160,17 +160,20 @@ import Glibc
         #expect(session.contains("你好x"))
     }
 
-    @Test func interruptsPromptProcessingAndExitsOnSignals() throws {
+    /// On the default model (Gemma 3 270M): on the tiny fixture the long prompt below was
+    /// processed in about the spinner's 0.25 s on a fast host, so the reply came before the
+    /// spinner and the test failed (session 36's CI run); the real model takes seconds.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: RealModel.model), "needs the default model (scripts/setup.sh)"))
+    func interruptsPromptProcessingAndExitsOnSignals() throws {
         let home = home()
         defer { try? FileManager.default.removeItem(at: home) }
         let chat = try ChatPTY(
             binary: try binary(),
-            arguments: ["chat", "--model", Self.fixture, "--ctx", "4096", "--batch", "1", "--threads", "2"],
+            arguments: ["chat", "--model", RealModel.model, "--ctx", "4096", "--batch", "1", "--threads", "2"],
             environment: environment(home))
         try chat.expect(">>> ")
-        // A long prompt (~3,300 tokens), one token per step so that prefill lasts over a second
-        // even with the optimized kernels (at --batch 16 it takes 0.1 s, before the spinner shows):
-        // Ctrl-C during prefill.
+        // A long prompt (~1,300 tokens), one token per step, so that prompt processing lasts
+        // seconds (a step takes milliseconds on the real model): Ctrl-C during prefill.
         chat.send(String(repeating: "lorem ipsum dolor sit amet ", count: 220) + "\r")
         try chat.expect("thinking", timeout: 5)  // the spinner: prompt processing is under way
         let start = DispatchTime.now()
@@ -269,7 +272,7 @@ import Glibc
         chat.send("Tell me a long story about a dragon.\r")
         let afterLoad = try #require(promptFigures(try chat.expect("cached)", timeout: 60)))
         #expect(afterLoad.prompt - afterLoad.cached < 30)
-        try chat.expect(">>> ", timeout: 10)
+        try chat.expect(">>> ")
         chat.send("/set max_tokens 400\r")
         try chat.expect("max_tokens = 400")
         chat.send("Write a very long essay about fire.\r")
