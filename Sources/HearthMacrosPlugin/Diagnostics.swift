@@ -26,3 +26,14 @@ struct DiagnosedError: Error {
 
     var diagnostic: Diagnostic { Diagnostic(node: node, message: message) }
 }
+
+extension DiagnosedError {
+    /// Refuses a generic struct or enum (`owner` with `generics`): its schema would depend on the
+    /// type arguments, which the declaration does not know.
+    static func refuseGenerics(_ generics: GenericParameterClauseSyntax?, owner: String) throws {
+        guard let generics else { return }
+        throw DiagnosedError(
+            generics, "genericType",
+            "@Structured cannot describe a generic type ('\(owner)\(generics.trimmedDescription)'): its schema depends on the type arguments")
+    }
+}

@@ -8,11 +8,7 @@ struct EnumSchema {
 
     init(_ decl: EnumDeclSyntax, description: String?) throws {
         let owner = decl.name.text
-        if let generics = decl.genericParameterClause {
-            throw DiagnosedError(
-                generics, "genericType",
-                "@Structured cannot describe a generic type ('\(owner)\(generics.trimmedDescription)'): its schema depends on the type arguments")
-        }
+        try DiagnosedError.refuseGenerics(decl.genericParameterClause, owner: owner)
         var elements: [EnumCaseElementSyntax] = []
         for member in decl.memberBlock.members {
             if let keys = member.decl.as(EnumDeclSyntax.self), keys.name.text == "CodingKeys" || keys.name.text.hasSuffix("CodingKeys") {

@@ -14,11 +14,7 @@ struct StructSchema {
 
     init(_ decl: StructDeclSyntax, description: String?) throws {
         let owner = decl.name.text
-        if let generics = decl.genericParameterClause {
-            throw DiagnosedError(
-                generics, "genericType",
-                "@Structured cannot describe a generic type ('\(owner)\(generics.trimmedDescription)'): its schema depends on the type arguments")
-        }
+        try DiagnosedError.refuseGenerics(decl.genericParameterClause, owner: owner)
         let codingKeys = Self.codingKeys(decl)
         var properties: [Property] = []
         var stored = 0
